@@ -1,0 +1,64 @@
+// Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
+import { type Env, type TableRef, readInt, readOptionalString, readTable } from './env';
+
+/** Everything ingestBooking needs to know; all durations in ms. */
+export interface IngestConfig {
+  /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
+  projectId: string | undefined;
+  /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
+  bigQueryEndpoint: string | undefined;
+  silverTable: TableRef;
+  quarantineTable: TableRef;
+  badDataTable: TableRef;
+  /** Events stamped later than receipt + this are rejected at EVENT_TIME_VALIDATION (design.md). Default 5 min. */
+  maxFutureSkewMs: number;
+  /** Events stamped earlier than receipt − this are rejected at EVENT_TIME_VALIDATION. Default 3650 days. */
+  maxEventAgeMs: number;
+  /** Longest raw_payload kept in a quarantine row, in UTF-8 bytes; Bronze keeps the full message. Default 1 MiB. */
+  quarantinePayloadMaxBytes: number;
+}
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * Reads and validates the configuration.
+ * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
+ * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
+ * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES.
+ * @throws ConfigError naming the first bad variable.
+ */
+export function loadIngestConfig(env: Env): IngestConfig {
+  return {
+    projectId:
+      readOptionalString(env, 'OFFVIA_PROJECT_ID') ??
+      readOptionalString(env, 'GOOGLE_CLOUD_PROJECT') ??
+      readOptionalString(env, 'GCLOUD_PROJECT'),
+    bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, 'BIGQUERY_EMULATOR_HOST')),
+    silverTable: readTable(env, 'OFFVIA_SILVER_TABLE', 'offvia_silver.fact_bookings'),
+    quarantineTable: readTable(env, 'OFFVIA_QUARANTINE_TABLE', 'offvia_quarantine.poisoned_events'),
+    badDataTable: readTable(env, 'OFFVIA_BAD_DATA_TABLE', 'offvia_quarantine.bad_data'),
+    maxFutureSkewMs: readInt(env, 'OFFVIA_MAX_FUTURE_SKEW_MS', 5 * MINUTE_MS, 0, 365 * DAY_MS),
+    maxEventAgeMs: readInt(
+      env,
+      'OFFVIA_MAX_EVENT_AGE_MS',
+      3650 * DAY_MS,
+      MINUTE_MS,
+      36_500 * DAY_MS,
+    ),
+    // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
+    quarantinePayloadMaxBytes: readInt(
+      env,
+      'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
+      1024 * 1024,
+      1024,
+      4 * 1024 * 1024,
+    ),
+  };
+}
+
+/** `host:port` or a URL → a URL the BigQuery client accepts as apiEndpoint. */
+function emulatorEndpoint(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return /^https?:\/\//.test(value) ? value : `http://${value}`;
+}

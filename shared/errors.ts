@@ -1,0 +1,40 @@
+// The two kinds of failure that decide ack or redelivery: data problems are routed and acked, infrastructure
+// problems are thrown so Pub/Sub redelivers with backoff (design.md, "Ack policy").
+
+/**
+ * A transient infrastructure failure (BigQuery or Firestore unavailable, quota, network). Thrown out of a
+ * function so the trigger redelivers; never used for bad input. `cause` keeps the original error.
+ */
+export class TransientError extends Error {
+  override readonly name = 'TransientError';
+  /** What was being attempted, for logs, e.g. `insert offvia_silver.fact_bookings`. */
+  readonly operation: string;
+  constructor(operation: string, message: string, options?: { cause?: unknown }) {
+    super(`${operation}: ${message}`, options);
+    this.operation = operation;
+  }
+}
+
+/**
+ * A configuration error found at cold start (a bad environment variable). Fails fast: the instance cannot serve.
+ * The message names the variable.
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  /** The environment variable at fault. */
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.variable = variable;
+  }
+}
+
+/** Text of any thrown value, for logs and error columns; never throws itself. */
+export function errorText(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  try {
+    return typeof err === 'string' ? err : JSON.stringify(err);
+  } catch {
+    return String(err);
+  }
+}

@@ -1,0 +1,163 @@
+// ingestBooking's logic: decode → validate → route each message to Silver, quarantine or bad data, exactly once.
+import { type ErrorStage, validateBooking } from '../contract';
+import type { IngestConfig } from '../config/ingest-config';
+import { tableName, type TableRef } from '../config/env';
+import { TransientError, errorText } from '../errors';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import type { DecodeResult, PubSubMessage } from '../pubsub/message';
+import type { InsertRow, RowWriter } from '../sinks/row-writer';
+import { quarantineRow } from './quarantine-row';
+
+/** Where one message ended. Every message gets exactly one of these, or the call throws (redelivery). */
+export type IngestOutcome =
+  | { destination: 'silver'; messageId: string; eventId: string }
+  | { destination: 'quarantine'; messageId: string; stage: ErrorStage; reason: string }
+  | { destination: 'bad_data'; messageId: string; targetDest: string; error: string };
+
+/** What the ingest path needs; tests pass emulator-backed or stubbed writers and a fixed clock. */
+export interface IngestDeps {
+  writer: RowWriter;
+  config: IngestConfig;
+  logger: Logger;
+  /** Epoch ms, UTC. */
+  now: () => number;
+}
+
+/** A row of `offvia_quarantine.bad_data` (sql/040). */
+export interface BadDataRow {
+  bad_data: string;
+  target_dest: string;
+  error: string;
+  insert_time: string;
+  processed_timestamp: string;
+  retry_count: number;
+  source_message_id: string;
+  insert_id: string;
+}
+
+/**
+ * Routes one decoded Pub/Sub message. Valid events go to Silver with insertId = event_id; rejected ones to
+ * quarantine with insertId = message id and their failing stage; a row BigQuery itself refuses goes to the
+ * bad-data table. Resolves once the row is durably written (ack).
+ * @throws TransientError when a write failed for an infrastructure reason (Pub/Sub must redeliver).
+ */
+export async function ingestMessage(
+  decoded: DecodeResult,
+  deps: IngestDeps,
+): Promise<IngestOutcome> {
+  const receivedAtMs = deps.now();
+  if (!decoded.ok) {
+    const ref = { messageId: decoded.messageId };
+    logs.malformedTrigger(deps.logger, ref, decoded.reason);
+    const message = {
+      messageId: decoded.messageId,
+      publishTimeMs: undefined,
+      attributes: {},
+      data: Buffer.from(decoded.raw),
+    };
+    return quarantine(
+      message,
+      'PARSE_JSON',
+      `Invalid Pub/Sub CloudEvent: ${decoded.reason}`,
+      receivedAtMs,
+      deps,
+    );
+  }
+  const message = decoded.message;
+  const result = validateBooking(message.data, {
+    messageId: message.messageId,
+    receivedAtMs,
+    maxFutureSkewMs: deps.config.maxFutureSkewMs,
+    maxEventAgeMs: deps.config.maxEventAgeMs,
+  });
+  if (!result.ok) return quarantine(message, result.stage, result.reason, receivedAtMs, deps);
+
+  const silver = deps.config.silverTable;
+  const row: InsertRow = {
+    insertId: result.eventId,
+    json: { ...result.row, event_id: result.eventId },
+  };
+  const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps);
+  if (outcome !== undefined) return outcome;
+  const latency =
+    message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
+  logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
+  return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
+}
+
+async function quarantine(
+  message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs' | 'attributes' | 'data'>,
+  stage: ErrorStage,
+  reason: string,
+  receivedAtMs: number,
+  deps: IngestDeps,
+): Promise<IngestOutcome> {
+  const table = deps.config.quarantineTable;
+  const json = quarantineRow(
+    message,
+    stage,
+    reason,
+    receivedAtMs,
+    deps.config.quarantinePayloadMaxBytes,
+  );
+  const row: InsertRow = { insertId: message.messageId, json: { ...json } };
+  const outcome = await writeOrBadData(message, table, row, receivedAtMs, deps);
+  if (outcome !== undefined) return outcome;
+  logs.messageQuarantined(deps.logger, message, stage, reason, tableName(table));
+  return { destination: 'quarantine', messageId: message.messageId, stage, reason };
+}
+
+/**
+ * Writes one row; if BigQuery refuses it as data, writes it to the bad-data table instead and returns that outcome.
+ * Returns `undefined` when the row landed where it was meant to.
+ */
+async function writeOrBadData(
+  message: Pick<PubSubMessage, 'messageId'>,
+  table: TableRef,
+  row: InsertRow,
+  receivedAtMs: number,
+  deps: IngestDeps,
+): Promise<IngestOutcome | undefined> {
+  const [result] = await write(deps, table, [row], message.messageId);
+  if (result === undefined || result.ok) return undefined;
+  const targetDest = tableName(table, deps.config.projectId);
+  logs.rowRejectedBySink(deps.logger, message, targetDest, row.insertId, result.error);
+  const bad: BadDataRow = {
+    bad_data: JSON.stringify(row.json),
+    target_dest: targetDest,
+    error: result.error,
+    insert_time: new Date(deps.now()).toISOString(),
+    processed_timestamp: new Date(receivedAtMs).toISOString(),
+    retry_count: 0,
+    source_message_id: message.messageId,
+    insert_id: row.insertId,
+  };
+  const badTable = deps.config.badDataTable;
+  const [badResult] = await write(
+    deps,
+    badTable,
+    [{ insertId: `bad:${row.insertId}`, json: { ...bad } }],
+    message.messageId,
+  );
+  if (badResult !== undefined && !badResult.ok) {
+    // Nowhere durable left to put it: refuse the message so Pub/Sub redelivers and, in the end, dead-letters it.
+    throw new TransientError(
+      `insertAll ${tableName(badTable)}`,
+      `bad-data row refused: ${badResult.error}`,
+    );
+  }
+  logs.badDataWritten(deps.logger, message, targetDest, tableName(badTable));
+  return { destination: 'bad_data', messageId: message.messageId, targetDest, error: result.error };
+}
+
+async function write(deps: IngestDeps, table: TableRef, rows: InsertRow[], messageId: string) {
+  try {
+    return await deps.writer.insertRows(table, rows);
+  } catch (err) {
+    const operation =
+      err instanceof TransientError ? err.operation : `insertAll ${tableName(table)}`;
+    logs.transientFailure(deps.logger, { messageId }, operation, errorText(err));
+    throw err;
+  }
+}

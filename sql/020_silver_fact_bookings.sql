@@ -1,0 +1,21 @@
+-- Silver: the lab's table and columns, unchanged, plus event_id (the dedup key and streaming insertId).
+-- event_id is NULLABLE so that adding it to an existing lab table is an allowed schema change.
+CREATE TABLE IF NOT EXISTS `{{project}}.offvia_silver.fact_bookings` (
+  booking_id STRING NOT NULL,
+  passenger_id STRING NOT NULL,
+  flight_number STRING NOT NULL,
+  origin_airport STRING NOT NULL,
+  destination_airport STRING NOT NULL,
+  fare_amount NUMERIC NOT NULL,
+  currency STRING NOT NULL,
+  booking_status STRING NOT NULL,
+  event_timestamp TIMESTAMP NOT NULL,
+  ingestion_timestamp TIMESTAMP NOT NULL,
+  source_message_id STRING NOT NULL,
+  event_id STRING OPTIONS (description = 'Stable event id: producer id or bk1-<sha256(booking_id, status, event time)>; also the insertId')
+)
+PARTITION BY DATE(event_timestamp)
+CLUSTER BY origin_airport, destination_airport
+OPTIONS (
+  description = 'Validated booking events, streamed in real time (Silver)'
+);
