@@ -1,0 +1,46 @@
+// loadIngestConfig: defaults, overrides, and fail-fast errors naming the variable.
+import assert from 'node:assert/strict';
+import { loadIngestConfig } from '../../../shared/config/ingest-config';
+import { ConfigError } from '../../../shared/errors';
+
+describe('loadIngestConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadIngestConfig({});
+    assert.deepEqual(c.silverTable, { datasetId: 'offvia_silver', tableId: 'fact_bookings' });
+    assert.deepEqual(c.quarantineTable, { datasetId: 'offvia_quarantine', tableId: 'poisoned_events' });
+    assert.deepEqual(c.badDataTable, { datasetId: 'offvia_quarantine', tableId: 'bad_data' });
+    assert.equal(c.maxFutureSkewMs, 300_000);
+    assert.equal(c.projectId, undefined);
+    assert.equal(c.bigQueryEndpoint, undefined);
+  });
+
+  it('reads overrides, project fallbacks and the emulator host', () => {
+    const c = loadIngestConfig({
+      GOOGLE_CLOUD_PROJECT: 'my-proj',
+      BIGQUERY_EMULATOR_HOST: '127.0.0.1:9050',
+      OFFVIA_SILVER_TABLE: 'other-proj.ds.t',
+      OFFVIA_MAX_FUTURE_SKEW_MS: '1000',
+    });
+    assert.equal(c.projectId, 'my-proj');
+    assert.equal(c.bigQueryEndpoint, 'http://127.0.0.1:9050');
+    assert.deepEqual(c.silverTable, { projectId: 'other-proj', datasetId: 'ds', tableId: 't' });
+    assert.equal(c.maxFutureSkewMs, 1000);
+    assert.equal(loadIngestConfig({ OFFVIA_PROJECT_ID: 'a-proj', GOOGLE_CLOUD_PROJECT: 'b-proj' }).projectId, 'a-proj');
+  });
+
+  for (const [name, value] of [
+    ['OFFVIA_MAX_FUTURE_SKEW_MS', 'soon'],
+    ['OFFVIA_MAX_FUTURE_SKEW_MS', '-1'],
+    ['OFFVIA_MAX_EVENT_AGE_MS', '1.5'],
+    ['OFFVIA_SILVER_TABLE', 'just_a_table'],
+    ['OFFVIA_QUARANTINE_TABLE', 'ds.t; DROP TABLE x'],
+    ['OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES', '10'],
+  ] as const) {
+    it(`fails fast on ${name}=${JSON.stringify(value)}, naming the variable`, () => {
+      assert.throws(
+        () => loadIngestConfig({ [name]: value }),
+        (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name),
+      );
+    });
+  }
+});
