@@ -1,0 +1,119 @@
+// The main command's body: publish the lab's three events (or a JSON-lines file), wait, print every layer, check.
+import { readFileSync } from 'node:fs';
+import { PubSub } from '@google-cloud/pubsub';
+import { formatTable, stackBigQuery, stackEnv, waitForLayers, type Layers } from './layers';
+
+/** The lab's acceptance-test messages, verbatim (offvia-streaming-lab, "Test con Eventi Validi e Non Validi"). */
+export const LAB_EVENTS: readonly string[] = [
+  '{"booking_id":"BK-90210","passenger_id":"PAX-4821","flight_number":"OF-104","origin":"JFK","destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"}',
+  '{"booking_id":"BK-90211","passenger_id":"PAX-7712","flight_number":"OF-208","origin":"SFO","destination":"HND","fare":"-50.00","event_time":"2026-10-07T14:10:05Z"}',
+  '{"booking_id":"BK-90212", "unclosed_json...',
+];
+
+/** The lab's expected outcome; returns the failed checks (empty when it passed). */
+export function checkLabOutcome(layers: Layers, ids: readonly string[]): string[] {
+  const failures: string[] = [];
+  const [valid, negative, broken] = ids;
+  if (layers.bronze.length !== 3)
+    failures.push(`Bronze has ${layers.bronze.length} rows, expected 3`);
+  const silverIds = layers.silver.map((r) => r.booking_id);
+  if (silverIds.length !== 1 || silverIds[0] !== 'BK-90210') {
+    failures.push(`Silver holds ${JSON.stringify(silverIds)}, expected exactly ["BK-90210"]`);
+  }
+  const stageOf = (id: string | undefined) =>
+    layers.quarantine.filter((r) => r.source_message_id === id).map((r) => r.error_stage);
+  if (JSON.stringify(stageOf(negative)) !== '["BUSINESS_RULE_VALIDATION"]') {
+    failures.push(
+      `negative fare quarantined as ${JSON.stringify(stageOf(negative))}, expected BUSINESS_RULE_VALIDATION`,
+    );
+  }
+  if (JSON.stringify(stageOf(broken)) !== '["PARSE_JSON"]') {
+    failures.push(
+      `broken JSON quarantined as ${JSON.stringify(stageOf(broken))}, expected PARSE_JSON`,
+    );
+  }
+  if (layers.quarantine.length !== 2)
+    failures.push(`quarantine has ${layers.quarantine.length} rows, expected 2`);
+  if (stageOf(valid).length > 0) failures.push('BK-90210 was quarantined');
+  if (layers.badData.length > 0)
+    failures.push(`bad data has ${layers.badData.length} rows, expected 0`);
+  return failures;
+}
+
+/** Every published message in exactly one of Silver, quarantine, bad data, and all in Bronze. */
+export function checkEveryMessageRouted(layers: Layers, ids: readonly string[]): string[] {
+  const failures: string[] = [];
+  const count = new Map<string, number>();
+  for (const r of [...layers.silver, ...layers.quarantine, ...layers.badData]) {
+    const id = String(r.source_message_id);
+    count.set(id, (count.get(id) ?? 0) + 1);
+  }
+  const bronze = new Set(layers.bronze.map((r) => String(r.message_id)));
+  for (const id of ids) {
+    if (!bronze.has(id)) failures.push(`message ${id} missing from Bronze`);
+    const n = count.get(id) ?? 0;
+    if (n !== 1)
+      failures.push(`message ${id} is in ${n} of Silver/quarantine/bad data, expected exactly 1`);
+  }
+  return failures;
+}
+
+async function main(): Promise<number> {
+  const file = process.argv[2];
+  const events = file
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+    : [...LAB_EVENTS];
+  const env = stackEnv();
+  const pubsub = new PubSub({ projectId: env.projectId });
+  const topic = pubsub.topic(process.env.OFFVIA_TOPIC ?? 'booking-events');
+  const started = Date.now();
+  const ids = await Promise.all(
+    events.map((e) => topic.publishMessage({ data: Buffer.from(e, 'utf8') })),
+  );
+  process.stdout.write(`published ${ids.length} events to ${topic.name}\n`);
+  const bq = stackBigQuery(env);
+  const timeoutMs = Number(process.env.OFFVIA_DEMO_TIMEOUT_MS ?? 60_000 + events.length * 50);
+  const { layers, complete } = await waitForLayers(bq, env.projectId, ids, timeoutMs);
+  process.stdout.write(`waited ${Date.now() - started} ms for the layers\n\n`);
+  const limit = 50;
+  const show = (title: string, rows: Layers['bronze']) =>
+    process.stdout.write(
+      formatTable(title, rows.slice(0, limit)) +
+        (rows.length > limit ? `… ${rows.length - limit} more\n` : '') +
+        '\n',
+    );
+  show('Bronze  offvia_bronze.raw_bookings', layers.bronze);
+  show('Silver  offvia_silver.fact_bookings', layers.silver);
+  show('Quarantine  offvia_quarantine.poisoned_events', layers.quarantine);
+  show('Bad data  offvia_quarantine.bad_data', layers.badData);
+  const failures = [
+    ...(complete ? [] : [`not every message landed within ${timeoutMs} ms`]),
+    ...checkEveryMessageRouted(layers, ids),
+    ...(file ? [] : checkLabOutcome(layers, ids)),
+  ];
+  await pubsub.close();
+  if (failures.length > 0) {
+    process.stdout.write(`FAILED:\n${failures.map((f) => `  - ${f}`).join('\n')}\n`);
+    return 1;
+  }
+  process.stdout.write(
+    file
+      ? `OK: all ${ids.length} messages are in Bronze and each in exactly one of Silver, quarantine, bad data\n`
+      : "OK: the lab's acceptance test passed (Bronze 3, Silver BK-90210, quarantine BUSINESS_RULE_VALIDATION + PARSE_JSON)\n",
+  );
+  return 0;
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(
+        `demo failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,118 @@
+// Reads the Bronze, Silver, quarantine and bad-data layers for a set of Pub/Sub message ids (demo and tests).
+import { BigQuery } from '@google-cloud/bigquery';
+
+/** Connection settings, from the stack's env file (`.local/stack/env`). */
+export interface StackEnv {
+  projectId: string;
+  bigQueryEndpoint: string | undefined;
+}
+
+/** Reads the stack's environment variables (set by `deploy/local/stack.sh env` or with-stack.sh). */
+export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
+  const projectId = env.OFFVIA_PROJECT_ID ?? env.GOOGLE_CLOUD_PROJECT ?? 'offvia-local';
+  const host = env.BIGQUERY_EMULATOR_HOST;
+  return {
+    projectId,
+    bigQueryEndpoint:
+      host === undefined ? undefined : /^https?:/.test(host) ? host : `http://${host}`,
+  };
+}
+
+/** A BigQuery client for the stack (emulator when BIGQUERY_EMULATOR_HOST is set). */
+export function stackBigQuery(env: StackEnv = stackEnv()): BigQuery {
+  return new BigQuery({
+    projectId: env.projectId,
+    ...(env.bigQueryEndpoint ? { apiEndpoint: env.bigQueryEndpoint, autoRetry: false } : {}),
+  });
+}
+
+export type Row = Record<string, unknown>;
+
+/** The four layers' rows for the given message ids. */
+export interface Layers {
+  bronze: Row[];
+  silver: Row[];
+  quarantine: Row[];
+  badData: Row[];
+}
+
+/** Reads every layer's rows whose message id is in `messageIds`, as plain strings (timestamps RFC 3339 UTC). */
+export async function readLayers(
+  bq: BigQuery,
+  projectId: string,
+  messageIds: readonly string[],
+): Promise<Layers> {
+  const q = async (sql: string): Promise<Row[]> => {
+    const [rows] = await bq.query({
+      query: sql,
+      params: { ids: [...messageIds] },
+      types: { ids: ['STRING'] },
+    });
+    return rows as Row[];
+  };
+  const p = projectId;
+  const [bronze, silver, quarantine, badData] = await Promise.all([
+    q(`SELECT message_id, FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', publish_time) AS publish_time, subscription_name,
+         SUBSTR(data, 1, 80) AS data, TO_JSON_STRING(attributes) AS attributes
+       FROM \`${p}.offvia_bronze.raw_bookings\` WHERE message_id IN UNNEST(@ids) ORDER BY publish_time, message_id`),
+    q(`SELECT booking_id, passenger_id, flight_number, origin_airport, destination_airport,
+         CAST(fare_amount AS STRING) AS fare_amount, currency, booking_status,
+         FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', event_timestamp) AS event_timestamp, source_message_id, event_id
+       FROM \`${p}.offvia_silver.fact_bookings\` WHERE source_message_id IN UNNEST(@ids) ORDER BY booking_id`),
+    q(`SELECT error_stage, error_reason, SUBSTR(raw_payload, 1, 60) AS raw_payload, source_message_id,
+         FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', received_timestamp) AS received_timestamp
+       FROM \`${p}.offvia_quarantine.poisoned_events\` WHERE source_message_id IN UNNEST(@ids)
+       ORDER BY error_stage, source_message_id`),
+    q(`SELECT target_dest, error, SUBSTR(bad_data, 1, 60) AS bad_data, source_message_id
+       FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids) ORDER BY source_message_id`),
+  ]);
+  return { bronze, silver, quarantine, badData };
+}
+
+/**
+ * Polls until Bronze holds every id and each id has landed in Silver, quarantine or bad data, or `timeoutMs`
+ * passes. Returns the last read and whether it completed.
+ */
+export async function waitForLayers(
+  bq: BigQuery,
+  projectId: string,
+  messageIds: readonly string[],
+  timeoutMs: number,
+): Promise<{ layers: Layers; complete: boolean }> {
+  const deadline = Date.now() + timeoutMs;
+  const want = new Set(messageIds);
+  for (;;) {
+    const layers = await readLayers(bq, projectId, messageIds);
+    const bronzeIds = new Set(layers.bronze.map((r) => String(r.message_id)));
+    const routed = new Set(
+      [...layers.silver, ...layers.quarantine, ...layers.badData].map((r) =>
+        String(r.source_message_id),
+      ),
+    );
+    const complete = [...want].every((id) => bronzeIds.has(id) && routed.has(id));
+    if (complete || Date.now() > deadline) return { layers, complete };
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/** Renders rows as an aligned text table (long cells cut at `maxCell` characters). */
+export function formatTable(title: string, rows: readonly Row[], maxCell = 48): string {
+  if (rows.length === 0) return `${title}: (no rows)\n`;
+  const cols = Object.keys(rows[0] ?? {});
+  const cell = (v: unknown): string => {
+    const s =
+      v === null || v === undefined
+        ? 'NULL'
+        : typeof v === 'object'
+          ? JSON.stringify(v)
+          : String(v);
+    const flat = s.replace(/\s+/g, ' ');
+    return flat.length > maxCell ? `${flat.slice(0, maxCell - 1)}…` : flat;
+  };
+  const body = rows.map((r) => cols.map((c) => cell(r[c])));
+  const widths = cols.map((c, i) => Math.max(c.length, ...body.map((b) => (b[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    '| ' + cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ') + ' |';
+  const sep = '|-' + widths.map((w) => '-'.repeat(w)).join('-|-') + '-|';
+  return [`${title} (${rows.length} rows)`, line(cols), sep, ...body.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,123 @@
+// ingestBooking through the Functions Framework's real HTTP server, writing to the BigQuery emulator.
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { getTestServer } from '@google-cloud/functions-framework/testing';
+import '../../functions';
+import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { LAB_EVENTS } from '../../deploy/local/demo';
+import { ingestMessage } from '../../shared/ingest/ingest-booking';
+import { createIngestDeps } from '../../shared/ingest/runtime';
+import { TransientError } from '../../shared/errors';
+import { Logger, type LogEntry } from '../../shared/logging/logger';
+
+/** Posts a binary-mode CloudEvent like Eventarc's for one Pub/Sub message; returns the HTTP status. */
+async function deliver(
+  base: string,
+  messageId: string,
+  data: Buffer,
+  attributes: Record<string, string> = {},
+) {
+  const res = await fetch(base, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'ce-id': messageId,
+      'ce-specversion': '1.0',
+      'ce-source': '//pubsub.googleapis.com/projects/offvia-local/topics/booking-events',
+      'ce-type': 'google.cloud.pubsub.topic.v1.messagePublished',
+    },
+    body: JSON.stringify({
+      message: {
+        data: data.toString('base64'),
+        attributes,
+        messageId,
+        publishTime: new Date().toISOString(),
+      },
+      subscription: 'projects/offvia-local/subscriptions/booking-events-ingest',
+    }),
+  });
+  return res.status;
+}
+
+describe('integration: ingestBooking on the Functions Framework → BigQuery emulator', function () {
+  this.timeout(60_000);
+  const env = stackEnv();
+  const bq = stackBigQuery(env);
+  let server: Server;
+  let base: string;
+
+  before(async function () {
+    if (!process.env.BIGQUERY_EMULATOR_HOST)
+      throw new Error('run through `npm test`: the local stack is not up');
+    server = getTestServer('ingestBooking');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('writes the valid lab event to Silver and quarantines the others, acking all three', async () => {
+    const ids = LAB_EVENTS.map(() => `it-${randomUUID()}`);
+    const statuses = await Promise.all(
+      LAB_EVENTS.map((e, i) => deliver(base, ids[i] ?? '', Buffer.from(e))),
+    );
+    assert.deepEqual(
+      statuses.map((s) => s >= 200 && s < 300),
+      [true, true, true],
+    );
+    const layers = (await waitForLayers(bq, env.projectId, ids, 5_000)).layers;
+    assert.deepEqual(
+      layers.silver.map((r) => [r.booking_id, r.source_message_id]),
+      [['BK-90210', ids[0]]],
+    );
+    assert.deepEqual(
+      layers.quarantine.map((r) => [r.source_message_id, r.error_stage]).sort(),
+      [
+        [ids[1], 'BUSINESS_RULE_VALIDATION'],
+        [ids[2], 'PARSE_JSON'],
+      ].sort(),
+    );
+  });
+
+  it('quarantines attributes-only, invalid UTF-8 and non-object messages without failing the delivery', async () => {
+    const cases = [
+      Buffer.alloc(0),
+      Buffer.from([0xc3, 0x28, 0x7b]),
+      Buffer.from('[1,2,3]'),
+      Buffer.from('null'),
+    ];
+    const ids = cases.map(() => `it-${randomUUID()}`);
+    const statuses = await Promise.all(
+      cases.map((c, i) => deliver(base, ids[i] ?? '', c, { k: 'v' })),
+    );
+    assert.ok(
+      statuses.every((s) => s >= 200 && s < 300),
+      `statuses ${statuses.join(',')}`,
+    );
+    const layers = (await waitForLayers(bq, env.projectId, ids, 5_000)).layers;
+    const stages = new Map(layers.quarantine.map((r) => [r.source_message_id, r.error_stage]));
+    assert.deepEqual(
+      ids.map((id) => stages.get(id)),
+      ['PARSE_JSON', 'PARSE_JSON', 'SCHEMA_VALIDATION', 'SCHEMA_VALIDATION'],
+    );
+  });
+
+  it('answers 5xx (redelivery) when BigQuery cannot take the row, and logs why', async () => {
+    const lines: LogEntry[] = [];
+    const deps = createIngestDeps(
+      { ...process.env, OFFVIA_SILVER_TABLE: 'offvia_silver.no_such_table' },
+      new Logger('test', (e) => lines.push(e)),
+    );
+    const message = {
+      messageId: `it-${randomUUID()}`,
+      publishTime: undefined,
+      publishTimeMs: undefined,
+      attributes: {},
+      data: Buffer.from(LAB_EVENTS[0] ?? ''),
+      subscription: undefined,
+    };
+    await assert.rejects(ingestMessage({ ok: true, message }, deps), TransientError);
+    assert.ok(lines.some((l) => l.outcome === 'retry' && l.severity === 'ERROR'));
+  });
+});
