@@ -1,0 +1,160 @@
+// ingestMessage routing: every message ends in exactly one table or the call throws; insertIds as designed.
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { loadIngestConfig } from '../../../shared/config/ingest-config';
+import type { TableRef } from '../../../shared/config/env';
+import { TransientError } from '../../../shared/errors';
+import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
+import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import type { DecodeResult } from '../../../shared/pubsub/message';
+import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
+
+const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
+const VALID =
+  '{"booking_id":"BK-90210","passenger_id":"PAX-4821","flight_number":"OF-104","origin":"JFK","destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"}';
+
+/** Records writes per table; `refuse(table)` makes that table reject rows as data, `fail(table)` throw. */
+class RecordingWriter implements RowWriter {
+  readonly written = new Map<string, InsertRow[]>();
+  readonly refused = new Set<string>();
+  readonly failing = new Set<string>();
+  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    const name = `${table.datasetId}.${table.tableId}`;
+    if (this.failing.has(name))
+      return Promise.reject(new TransientError(`insertAll ${name}`, 'unavailable'));
+    if (this.refused.has(name)) {
+      return Promise.resolve(
+        rows.map(() => ({
+          ok: false as const,
+          kind: 'rejected' as const,
+          error: 'invalid: boom',
+          missingFields: [],
+        })),
+      );
+    }
+    this.written.set(name, [...(this.written.get(name) ?? []), ...rows]);
+    return Promise.resolve(rows.map(() => ({ ok: true as const })));
+  }
+}
+
+function setup() {
+  const writer = new RecordingWriter();
+  const logs: LogEntry[] = [];
+  const deps: IngestDeps = {
+    writer,
+    config: loadIngestConfig({}),
+    logger: new Logger(
+      'test',
+      (e) => logs.push(e),
+      () => NOW,
+    ),
+    now: () => NOW,
+  };
+  return { writer, logs, deps };
+}
+
+function msg(data: string | Buffer, messageId = 'm-1'): DecodeResult {
+  return {
+    ok: true,
+    message: {
+      messageId,
+      publishTime: '2026-10-07T14:10:59.000Z',
+      publishTimeMs: NOW - 1000,
+      attributes: {},
+      data: Buffer.isBuffer(data) ? data : Buffer.from(data),
+      subscription: undefined,
+    },
+  };
+}
+
+describe('ingestMessage', () => {
+  it('writes a valid event to Silver with insertId = event_id and the event_id column', async () => {
+    const { writer, deps, logs } = setup();
+    const out = await ingestMessage(msg(VALID), deps);
+    assert.equal(out.destination, 'silver');
+    const [row] = writer.written.get('offvia_silver.fact_bookings') ?? [];
+    assert.ok(row);
+    assert.equal(
+      out.destination === 'silver' && row.insertId,
+      out.destination === 'silver' && out.eventId,
+    );
+    assert.equal(row.json.event_id, row.insertId);
+    assert.equal(row.json.booking_id, 'BK-90210');
+    assert.equal(row.json.source_message_id, 'm-1');
+    assert.equal(writer.written.has('offvia_quarantine.poisoned_events'), false);
+    const line = logs.find((l) => l.outcome === 'silver');
+    assert.equal(line?.publish_to_write_ms, 1000);
+  });
+
+  it('quarantines a rejected event with insertId = message id and its stage', async () => {
+    const { writer, deps, logs } = setup();
+    const out = await ingestMessage(
+      msg('{"booking_id":"BK-90212", "unclosed_json...', 'm-9'),
+      deps,
+    );
+    assert.equal(out.destination, 'quarantine');
+    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    assert.equal(row?.insertId, 'm-9');
+    assert.equal(row?.json.error_stage, 'PARSE_JSON');
+    assert.equal(row?.json.raw_payload, '{"booking_id":"BK-90212", "unclosed_json...');
+    assert.ok(logs.some((l) => l.outcome === 'quarantine' && l.error_stage === 'PARSE_JSON'));
+  });
+
+  it('quarantines a CloudEvent that carries no Pub/Sub message at PARSE_JSON, keeping its text', async () => {
+    const { writer, deps } = setup();
+    const out = await ingestMessage(
+      { ok: false, messageId: 'ce-1', reason: 'no message', raw: '{"x":1}' },
+      deps,
+    );
+    assert.equal(out.destination, 'quarantine');
+    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    assert.equal(row?.json.raw_payload, '{"x":1}');
+    assert.match(String(row?.json.error_reason), /no message/);
+  });
+
+  it('routes a row BigQuery refuses to the bad-data table with target, error and original row', async () => {
+    const { writer, deps } = setup();
+    writer.refused.add('offvia_silver.fact_bookings');
+    const out = await ingestMessage(msg(VALID), deps);
+    assert.equal(out.destination, 'bad_data');
+    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.ok(bad);
+    assert.equal(bad.json.target_dest, 'offvia_silver.fact_bookings');
+    assert.equal(bad.json.error, 'invalid: boom');
+    assert.equal(
+      (JSON.parse(String(bad.json.bad_data)) as { booking_id: string }).booking_id,
+      'BK-90210',
+    );
+    assert.equal(bad.json.source_message_id, 'm-1');
+  });
+
+  it('throws (redelivery) when the target is down, and when even the bad-data table refuses', async () => {
+    const a = setup();
+    a.writer.failing.add('offvia_silver.fact_bookings');
+    await assert.rejects(ingestMessage(msg(VALID), a.deps), TransientError);
+    assert.ok(a.logs.some((l) => l.outcome === 'retry'));
+    const b = setup();
+    b.writer.refused.add('offvia_silver.fact_bookings');
+    b.writer.refused.add('offvia_quarantine.bad_data');
+    await assert.rejects(ingestMessage(msg(VALID), b.deps), TransientError);
+  });
+
+  it('sends every possible payload to exactly one table, never throwing for data', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string(),
+          fc.uint8Array().map((b) => Buffer.from(b)),
+          fc.json(),
+        ),
+        async (data) => {
+          const { writer, deps } = setup();
+          const out = await ingestMessage(msg(data), deps);
+          const total = [...writer.written.values()].reduce((n, rows) => n + rows.length, 0);
+          assert.equal(total, 1);
+          assert.ok(out.destination === 'silver' || out.destination === 'quarantine');
+        },
+      ),
+    );
+  });
+});
