@@ -7,7 +7,10 @@ describe('loadIngestConfig', () => {
   it('has the documented defaults', () => {
     const c = loadIngestConfig({});
     assert.deepEqual(c.silverTable, { datasetId: 'offvia_silver', tableId: 'fact_bookings' });
-    assert.deepEqual(c.quarantineTable, { datasetId: 'offvia_quarantine', tableId: 'poisoned_events' });
+    assert.deepEqual(c.quarantineTable, {
+      datasetId: 'offvia_quarantine',
+      tableId: 'poisoned_events',
+    });
     assert.deepEqual(c.badDataTable, { datasetId: 'offvia_quarantine', tableId: 'bad_data' });
     assert.equal(c.maxFutureSkewMs, 300_000);
     assert.equal(c.projectId, undefined);
@@ -25,7 +28,10 @@ describe('loadIngestConfig', () => {
     assert.equal(c.bigQueryEndpoint, 'http://127.0.0.1:9050');
     assert.deepEqual(c.silverTable, { projectId: 'other-proj', datasetId: 'ds', tableId: 't' });
     assert.equal(c.maxFutureSkewMs, 1000);
-    assert.equal(loadIngestConfig({ OFFVIA_PROJECT_ID: 'a-proj', GOOGLE_CLOUD_PROJECT: 'b-proj' }).projectId, 'a-proj');
+    assert.equal(
+      loadIngestConfig({ OFFVIA_PROJECT_ID: 'a-proj', GOOGLE_CLOUD_PROJECT: 'b-proj' }).projectId,
+      'a-proj',
+    );
   });
 
   for (const [name, value] of [
@@ -39,7 +45,8 @@ describe('loadIngestConfig', () => {
     it(`fails fast on ${name}=${JSON.stringify(value)}, naming the variable`, () => {
       assert.throws(
         () => loadIngestConfig({ [name]: value }),
-        (e: unknown) => e instanceof ConfigError && e.variable === name && e.message.startsWith(name),
+        (e: unknown) =>
+          e instanceof ConfigError && e.variable === name && e.message.startsWith(name),
       );
     });
   }

@@ -2,12 +2,22 @@
 import assert from 'node:assert/strict';
 import { MAX_REASON_CHARS, quarantineRow } from '../../../shared/ingest/quarantine-row';
 
-const base = { messageId: 'm-1', publishTimeMs: Date.UTC(2026, 9, 7), attributes: {} as Record<string, string> };
+const base = {
+  messageId: 'm-1',
+  publishTimeMs: Date.UTC(2026, 9, 7),
+  attributes: {} as Record<string, string>,
+};
 const at = Date.UTC(2026, 9, 7, 14, 10, 0);
 
 describe('quarantineRow', () => {
   it('fills the lab columns and the replay columns', () => {
-    const row = quarantineRow({ ...base, attributes: { a: 'b' }, data: Buffer.from('{"x"') }, 'PARSE_JSON', 'bad', at, 1024);
+    const row = quarantineRow(
+      { ...base, attributes: { a: 'b' }, data: Buffer.from('{"x"') },
+      'PARSE_JSON',
+      'bad',
+      at,
+      1024,
+    );
     assert.deepEqual(row, {
       raw_payload: '{"x"',
       error_reason: 'bad',
@@ -39,7 +49,13 @@ describe('quarantineRow', () => {
   });
 
   it('caps the reason', () => {
-    const row = quarantineRow({ ...base, data: Buffer.alloc(0) }, 'SCHEMA_VALIDATION', 'x'.repeat(10_000), at, 1024);
+    const row = quarantineRow(
+      { ...base, data: Buffer.alloc(0) },
+      'SCHEMA_VALIDATION',
+      'x'.repeat(10_000),
+      at,
+      1024,
+    );
     assert.ok(row.error_reason.length < MAX_REASON_CHARS + 20);
     assert.match(row.error_reason, /truncated\)$/);
   });

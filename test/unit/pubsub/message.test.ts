@@ -26,7 +26,10 @@ describe('decodeMessagePublished', () => {
   });
 
   it('accepts snake_case ids and attributes-only messages (empty data)', () => {
-    const r = decodeMessagePublished({ message: { message_id: '7', attributes: { k: 'v' } } }, 'ce');
+    const r = decodeMessagePublished(
+      { message: { message_id: '7', attributes: { k: 'v' } } },
+      'ce',
+    );
     assert.ok(r.ok);
     assert.equal(r.message.messageId, '7');
     assert.equal(r.message.data.length, 0);
@@ -59,7 +62,10 @@ describe('decodeMessagePublished', () => {
   it('round-trips any bytes and never throws on any input', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
-        const r = decodeMessagePublished({ message: { data: Buffer.from(bytes).toString('base64'), messageId: 'm' } }, 'c');
+        const r = decodeMessagePublished(
+          { message: { data: Buffer.from(bytes).toString('base64'), messageId: 'm' } },
+          'c',
+        );
         assert.ok(r.ok);
         assert.deepEqual(new Uint8Array(r.message.data), bytes);
       }),

@@ -42,7 +42,12 @@ describe('BigQueryRowWriter', () => {
     request.resolves([
       {
         insertErrors: [
-          { index: 1, errors: [{ reason: 'invalid', location: 'fare_amount', message: 'Invalid NUMERIC value: x' }] },
+          {
+            index: 1,
+            errors: [
+              { reason: 'invalid', location: 'fare_amount', message: 'Invalid NUMERIC value: x' },
+            ],
+          },
         ],
       },
     ]);
@@ -56,7 +61,20 @@ describe('BigQueryRowWriter', () => {
 
   it('reports the unknown columns of a "no such field" rejection', async () => {
     request.resolves([
-      { insertErrors: [{ index: 0, errors: [{ reason: 'invalid', location: 'loyalty_tier', message: 'no such field: loyalty_tier.' }] }] },
+      {
+        insertErrors: [
+          {
+            index: 0,
+            errors: [
+              {
+                reason: 'invalid',
+                location: 'loyalty_tier',
+                message: 'no such field: loyalty_tier.',
+              },
+            ],
+          },
+        ],
+      },
     ]);
     const [r] = await writer.insertRows(table, rows.slice(0, 1));
     assert.ok(r && !r.ok);
@@ -64,9 +82,13 @@ describe('BigQueryRowWriter', () => {
   });
 
   it('throws TransientError when a row failed for a non-data reason (backendError, stopped)', async () => {
-    request.resolves([{ insertErrors: [{ index: 2, errors: [{ reason: 'backendError', message: 'try again' }] }] }]);
+    request.resolves([
+      { insertErrors: [{ index: 2, errors: [{ reason: 'backendError', message: 'try again' }] }] },
+    ]);
     await assert.rejects(writer.insertRows(table, rows), TransientError);
-    request.resolves([{ insertErrors: [{ index: 0, errors: [{ reason: 'stopped', message: '' }] }] }]);
+    request.resolves([
+      { insertErrors: [{ index: 0, errors: [{ reason: 'stopped', message: '' }] }] },
+    ]);
     await assert.rejects(writer.insertRows(table, rows), TransientError);
   });
 
@@ -78,7 +100,10 @@ describe('BigQueryRowWriter', () => {
       Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
     ]) {
       request.rejects(err);
-      await assert.rejects(writer.insertRows(table, rows), (e: unknown) => e instanceof TransientError);
+      await assert.rejects(
+        writer.insertRows(table, rows),
+        (e: unknown) => e instanceof TransientError,
+      );
     }
   });
 
@@ -88,7 +113,10 @@ describe('BigQueryRowWriter', () => {
     request.onCall(2).rejects(apiError(400, 'invalid', 'Row larger than the maximum allowed size'));
     request.onCall(3).resolves([{}]);
     const results = await writer.insertRows(table, rows);
-    assert.deepEqual(results.map((r) => r.ok), [true, false, true]);
+    assert.deepEqual(
+      results.map((r) => r.ok),
+      [true, false, true],
+    );
     sinon.assert.callCount(request, 4);
   });
 
@@ -100,7 +128,10 @@ describe('BigQueryRowWriter', () => {
 
 describe('missingFieldsOf', () => {
   it('extracts sorted unique names, and nothing from other messages', () => {
-    assert.deepEqual(missingFieldsOf('no such field: b.; no such field: a.; no such field: b.'), ['a', 'b']);
+    assert.deepEqual(missingFieldsOf('no such field: b.; no such field: a.; no such field: b.'), [
+      'a',
+      'b',
+    ]);
     assert.deepEqual(missingFieldsOf('Invalid NUMERIC value'), []);
   });
 });
