@@ -1,0 +1,112 @@
+// Type inference from JSON values: which BigQuery column type an event's extra field would need.
+import { isLosslessNumber } from 'lossless-json';
+import type { BqType } from './types';
+
+/** The types `inferType` can produce. Never TIMESTAMP/DATE (no guessing from strings) and never RECORD. */
+export type InferableType = Extract<
+  BqType,
+  'STRING' | 'INT64' | 'NUMERIC' | 'BIGNUMERIC' | 'FLOAT64' | 'BOOL' | 'JSON'
+>;
+
+/**
+ * A successful inference. `type` is `null` for JSON `null`: it carries no type information, proposes no column
+ * and is written as absent (NULL and absent are the same for a NULLABLE column).
+ */
+export interface InferredType {
+  readonly ok: true;
+  /** The column type the value needs, or `null` for no information. */
+  readonly type: InferableType | null;
+}
+
+/** Why a value has no BigQuery type. None of these can come out of `JSON.parse`; they guard other callers. */
+export type InferenceErrorCode = 'NON_FINITE_NUMBER' | 'UNSUPPORTED_VALUE';
+
+/** A failed inference: the value cannot be written to any column. */
+export interface InferenceError {
+  readonly ok: false;
+  /** Machine-readable cause. */
+  readonly code: InferenceErrorCode;
+  /** Human-readable cause, for the row's error column. */
+  readonly message: string;
+}
+
+/** The INT64 range, [-2^63, 2^63 - 1]. Source: https://cloud.google.com/bigquery/docs/reference/standard-sql/data-types#integer_types */
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+/** Integer digits NUMERIC holds (precision 38, scale 9) and BIGNUMERIC holds whole (precision 76.76, scale 38). */
+const NUMERIC_INTEGER_DIGITS = 29;
+const BIGNUMERIC_INTEGER_DIGITS = 38;
+
+/** The type of an integer known exactly (a `bigint` or a lossless integer literal). */
+function exactIntegerType(n: bigint): InferableType {
+  if (n >= INT64_MIN && n <= INT64_MAX) return 'INT64';
+  const digits = (n < 0n ? -n : n).toString().length;
+  if (digits <= NUMERIC_INTEGER_DIGITS) return 'NUMERIC';
+  if (digits <= BIGNUMERIC_INTEGER_DIGITS) return 'BIGNUMERIC';
+  return 'FLOAT64';
+}
+
+function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Infers the BigQuery column type a JSON value needs. Decisions (issue 5; mission.md, "The bad-data design"):
+ * - string → `STRING`, always. No TIMESTAMP/DATE detection: a later value that does not parse would break the
+ *   column, and a typed column can still be made by an operator.
+ * - number (as `JSON.parse` gives it): a safe integer → `INT64`; any other finite number → `FLOAT64`, as BigQuery's
+ *   own JSON schema auto-detection does. `JSON.parse` has already rounded such numbers to doubles, so FLOAT64
+ *   stores exactly what was received; exact decimals (money) belong in the contract, not in drift columns.
+ * - a `lossless-json` number or a `bigint` (exact integers): within INT64 → `INT64`; up to 29 integer digits →
+ *   `NUMERIC`; up to 38 → `BIGNUMERIC`; else `FLOAT64`. A lossless literal with a fraction or exponent →
+ *   `FLOAT64` (like BigQuery's auto-detection, the literal's form decides).
+ * - boolean → `BOOL`.
+ * - object or array → `JSON`. No RECORD or REPEATED columns from arbitrary payloads: their shape drifts too, a
+ *   REPEATED column rejects nulls and mixed element types, and JSON accepts every later shape.
+ * - `null` → `{ ok: true, type: null }`: no information; the field waits for a typed value.
+ * @returns `InferredType`, or `InferenceError` for a non-finite number (`NON_FINITE_NUMBER`) or a value JSON
+ *   cannot hold (`UNSUPPORTED_VALUE`: undefined, function, symbol, non-plain object such as a Date).
+ */
+export function inferType(value: unknown): InferredType | InferenceError {
+  if (value === null) return { ok: true, type: null };
+  switch (typeof value) {
+    case 'string':
+      return { ok: true, type: 'STRING' };
+    case 'boolean':
+      return { ok: true, type: 'BOOL' };
+    case 'number':
+      if (!Number.isFinite(value)) {
+        return { ok: false, code: 'NON_FINITE_NUMBER', message: `${value} has no BigQuery type` };
+      }
+      return { ok: true, type: Number.isSafeInteger(value) ? 'INT64' : 'FLOAT64' };
+    case 'bigint':
+      return { ok: true, type: exactIntegerType(value) };
+    case 'object':
+      if (isLosslessNumber(value)) return inferLosslessNumber(value.value);
+      if (Array.isArray(value) || isPlainObject(value)) return { ok: true, type: 'JSON' };
+      return {
+        ok: false,
+        code: 'UNSUPPORTED_VALUE',
+        message: `a ${value.constructor?.name ?? 'non-plain'} object is not a JSON value`,
+      };
+    default:
+      return {
+        ok: false,
+        code: 'UNSUPPORTED_VALUE',
+        message: `a ${typeof value} is not a JSON value`,
+      };
+  }
+}
+
+function inferLosslessNumber(literal: string): InferredType | InferenceError {
+  if (/^-?\d+$/.test(literal)) return { ok: true, type: exactIntegerType(BigInt(literal)) };
+  if (!Number.isFinite(Number(literal))) {
+    return {
+      ok: false,
+      code: 'NON_FINITE_NUMBER',
+      message: `${literal.slice(0, 64)} is outside the FLOAT64 range`,
+    };
+  }
+  return { ok: true, type: 'FLOAT64' };
+}

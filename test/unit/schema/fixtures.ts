@@ -1,0 +1,99 @@
+// Shared fixtures for the schema-core tests: Silver's schema and protected names, arbitraries for proposals.
+import fc from 'fast-check';
+import {
+  BQ_TYPES,
+  mergeAllFieldSets,
+  proposalOf,
+  type BqField,
+  type BqType,
+  type FieldProposal,
+  type GuardConfig,
+  type ProposedFields,
+  type TableSchema,
+} from '../../../shared/schema';
+
+/** Silver's columns (sql/020_silver_fact_bookings.sql). */
+export const SILVER: TableSchema = {
+  fields: [
+    { name: 'booking_id', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'passenger_id', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'flight_number', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'origin_airport', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'destination_airport', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'fare_amount', type: 'NUMERIC', mode: 'REQUIRED' },
+    { name: 'currency', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'booking_status', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'event_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
+    { name: 'ingestion_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
+    { name: 'source_message_id', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'event_id', type: 'STRING', mode: 'NULLABLE' },
+  ],
+};
+
+/** The contract's input fields and Silver's derived columns (mission.md, "The event contract"). */
+export const PROTECTED: readonly string[] = [
+  'booking_id',
+  'passenger_id',
+  'flight_number',
+  'origin',
+  'destination',
+  'fare',
+  'event_time',
+  'currency',
+  'status',
+  ...SILVER.fields.map((f) => f.name),
+];
+
+export const GUARD: GuardConfig = {
+  protectedNames: PROTECTED,
+  maxNewColumnsPerWindow: 10,
+  maxColumnsPerTable: 200,
+};
+
+export const TARGET = {
+  projectId: 'offvia-local',
+  datasetId: 'offvia_silver',
+  tableId: 'fact_bookings',
+} as const;
+
+/** Silver plus extra columns. */
+export function silverWith(...extra: BqField[]): TableSchema {
+  return { fields: [...SILVER.fields, ...extra] };
+}
+
+/** A proposed field set from `name: type` pairs (a repeated name merges). */
+export function fields(...pairs: [string, BqType][]): ProposedFields {
+  return mergeAllFieldSets(pairs.map(([n, t]) => new Map([[n, proposalOf([t])]])));
+}
+
+const NUMERIC_TYPES: BqType[] = ['INT64', 'NUMERIC', 'BIGNUMERIC', 'FLOAT64'];
+
+/** Any canonical proposal, weighted towards the numeric chain so widenings and conflicts both occur. */
+export const proposalArb: fc.Arbitrary<FieldProposal> = fc
+  .uniqueArray(fc.oneof(fc.constantFrom(...NUMERIC_TYPES), fc.constantFrom(...BQ_TYPES)), {
+    minLength: 1,
+    maxLength: 4,
+  })
+  .map((types) => proposalOf(types));
+
+/** Field names with case variants, a keyword and a prototype name, so collisions are common. */
+export const nameArb = fc.constantFrom(
+  'promo',
+  'Promo',
+  'PROMO',
+  'seat',
+  'meal_pref',
+  'select',
+  '__proto__',
+  'x1',
+);
+
+/** Any proposed field set (not necessarily key-sorted). */
+export const proposedArb: fc.Arbitrary<ProposedFields> = fc
+  .array(fc.tuple(nameArb, proposalArb), { maxLength: 8 })
+  .map((entries) => new Map(entries));
+
+/** A map's entries in order, to compare key order as well as content. */
+export function entriesOf(m: ProposedFields): [string, FieldProposal][] {
+  return [...m];
+}
