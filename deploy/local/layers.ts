@@ -101,11 +101,7 @@ export function formatTable(title: string, rows: readonly Row[], maxCell = 48): 
   const cols = Object.keys(rows[0] ?? {});
   const cell = (v: unknown): string => {
     const s =
-      v === null || v === undefined
-        ? 'NULL'
-        : typeof v === 'object'
-          ? JSON.stringify(v)
-          : String(v);
+      v === null || v === undefined ? 'NULL' : typeof v === 'string' ? v : JSON.stringify(v);
     const flat = s.replace(/\s+/g, ' ');
     return flat.length > maxCell ? `${flat.slice(0, maxCell - 1)}…` : flat;
   };

@@ -53,8 +53,9 @@ describe('BigQueryRowWriter', () => {
     ]);
     const results = await writer.insertRows(table, rows);
     assert.deepEqual(results[0], { ok: true });
-    assert.equal(results[1]?.ok, false);
-    assert.match(!results[1]?.ok ? results[1]!.error : '', /Invalid NUMERIC/);
+    const refused = results[1];
+    assert.ok(refused && !refused.ok);
+    assert.match(refused.error, /Invalid NUMERIC/);
     assert.deepEqual(results[2], { ok: true });
     sinon.assert.calledOnce(request); // partialRetries: 0 — the refused row is not re-sent
   });
