@@ -1,0 +1,291 @@
+// The PARSE_JSON stage (bytes to a JSON value) and reading the contract fields exactly: numbers, duplicate keys.
+import { LosslessNumber, parse as parseLossless } from 'lossless-json';
+
+import { CONTRACT_FIELD_NAMES, isContractField, type ContractField } from './fields';
+import { failWith, type Ok, type ValidationFailure } from './stages';
+
+/**
+ * Deepest nesting of objects and arrays accepted, the top-level value being depth 1 (BigQuery limit: the JSON
+ * type's nesting limit is 500). It also bounds lossless-json's recursion, which overflows the stack after a few
+ * thousand levels, whereas V8's JSON.parse is iterative.
+ */
+export const MAX_NESTING_DEPTH = 500;
+
+/** Strict decoder: invalid UTF-8 is an error, not U+FFFD (team decision); it drops one leading BOM itself. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+const BYTE_ORDER_MARK = '\uFEFF';
+const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
+const CHAR_QUOTE = 0x22;
+const CHAR_BACKSLASH = 0x5c;
+const CHAR_COLON = 0x3a;
+const CHAR_OPEN_BRACE = 0x7b;
+const CHAR_CLOSE_BRACE = 0x7d;
+const CHAR_OPEN_BRACKET = 0x5b;
+const CHAR_CLOSE_BRACKET = 0x5d;
+const POSITION_SUFFIX = / at position (\d+)$/;
+const V8_POSITION = / in JSON at position (\d+)/;
+
+/**
+ * Decodes message bytes as UTF-8, or takes a string as is; in both cases one leading BOM is dropped (RFC 8259
+ * §8.1 lets parsers ignore it). Invalid UTF-8 is a PARSE_JSON failure, "payload is not valid UTF-8" (team
+ * decision: the lab decoded with `errors="replace"`, which silently corrupts identifiers).
+ */
+export function decodePayload(payload: Uint8Array | string): Ok<string> | ValidationFailure {
+  if (typeof payload === 'string') {
+    return { ok: true, value: payload.startsWith(BYTE_ORDER_MARK) ? payload.slice(1) : payload };
+  }
+  try {
+    return { ok: true, value: UTF8.decode(payload) };
+  } catch (error: unknown) {
+    // The WHATWG decoder reports malformed input with a TypeError; anything else is not about the data.
+    if (!(error instanceof TypeError)) throw error;
+    return failWith('PARSE_JSON', [
+      { field: null, kind: 'invalid_utf8', message: 'payload is not valid UTF-8' },
+    ]);
+  }
+}
+
+/**
+ * Parses JSON text with JSON.parse (lab: `json.loads`). Failures are PARSE_JSON: "payload is empty" for an
+ * empty or whitespace-only text; "Invalid JSON: <what>: line L column C (char P)" otherwise, where P counts
+ * UTF-16 code units like the lab's Python message counts characters; "nesting too deep" beyond
+ * {@link MAX_NESTING_DEPTH} levels.
+ */
+export function parseJsonPayload(text: string): Ok<unknown> | ValidationFailure {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error: unknown) {
+    // JSON.parse reports malformed text with a SyntaxError; anything else is not about the data.
+    if (!(error instanceof SyntaxError)) throw error;
+    return invalidJson(text, error.message);
+  }
+  if (typeof value === 'object' && value !== null && nestingExceeds(value, MAX_NESTING_DEPTH)) {
+    return failWith('PARSE_JSON', [
+      {
+        field: null,
+        kind: 'too_deep',
+        message: `nesting too deep: more than ${MAX_NESTING_DEPTH} levels of objects and arrays`,
+      },
+    ]);
+  }
+  return { ok: true, value };
+}
+
+/**
+ * The contract fields of a parsed top-level object, read as the schema expects them: own properties only, JSON
+ * numbers as `LosslessNumber` (their exact source text), and the contract keys that occur more than once with
+ * different values. JSON.parse keeps the last of duplicate keys and turns numbers into doubles; so when a
+ * contract value is a number, or the text holds more top-level keys than the parsed object (some key is
+ * duplicated, possibly spelled with `\u` escapes), the text is parsed again with lossless-json (team decision:
+ * the common payload, all strings and no duplicates, costs one JSON.parse and one scan of the text).
+ * `text` must be the text `object` was parsed from, and within {@link MAX_NESTING_DEPTH}.
+ */
+export function readContractFields(
+  text: string,
+  object: Record<string, unknown>,
+): { fields: ContractFields; duplicateKeys: ContractField[] } {
+  const fields = pickContractFields(object);
+  let hasNumber = false;
+  for (const key of CONTRACT_FIELD_NAMES) if (typeof fields[key] === 'number') hasNumber = true;
+  if (!hasNumber && countTopLevelKeys(text) === Object.keys(object).length) {
+    return { fields, duplicateKeys: [] };
+  }
+  const lossless = parseLosslessObject(text);
+  if (lossless === undefined) return { fields, duplicateKeys: [] };
+  const losslessFields = pickContractFields(lossless);
+  const duplicateKeys: ContractField[] = [];
+  for (const key of CONTRACT_FIELD_NAMES) {
+    const value = losslessFields[key];
+    if (value instanceof DuplicateKey) {
+      duplicateKeys.push(key);
+      losslessFields[key] = value.last;
+    }
+  }
+  return { fields: losslessFields, duplicateKeys };
+}
+
+/** The contract fields of a payload object, as the schema's input: absent keys are absent, not undefined. */
+export type ContractFields = Partial<Record<ContractField, unknown>>;
+
+function pickContractFields(object: Record<string, unknown>): ContractFields {
+  const fields = new ContractFieldRecord() as ContractFields;
+  for (const key of CONTRACT_FIELD_NAMES) if (Object.hasOwn(object, key)) fields[key] = object[key];
+  return fields;
+}
+
+/**
+ * The schema's input record. valibot tests presence with `in`, which must see own properties only: the chain of
+ * this class ends in an empty null-prototype object, so nothing of Object.prototype (polluted or not) is
+ * visible. Unlike Object.create(null) objects, which V8 keeps as slow dictionaries, instances stay fast.
+ */
+class ContractFieldRecord {}
+Object.setPrototypeOf(ContractFieldRecord.prototype, null);
+
+/**
+ * The top-level keys the contract does not know, with their values as JSON.parse produced them (numbers as
+ * doubles). A `__proto__` key becomes an ordinary own property, never the record's prototype.
+ */
+export function collectExtraFields(object: Record<string, unknown>): Record<string, unknown> {
+  const extra: Record<string, unknown> = {};
+  for (const key of Object.keys(object)) {
+    if (isContractField(key)) continue;
+    Object.defineProperty(extra, key, {
+      value: object[key],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return extra;
+}
+
+/**
+ * How many keys the top-level object of a valid JSON text has, duplicates included. One pass, no allocation:
+ * JSON.parse has already validated the syntax, so only strings and brackets need tracking, and string bodies
+ * are skipped with native `indexOf` rather than walked character by character (twice as fast).
+ */
+function countTopLevelKeys(text: string): number {
+  let count = 0;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === CHAR_OPEN_BRACE || code === CHAR_OPEN_BRACKET) depth++;
+    else if (code === CHAR_CLOSE_BRACE || code === CHAR_CLOSE_BRACKET) depth--;
+    else if (code === CHAR_QUOTE) {
+      i = closingQuote(text, i);
+      if (i === -1) break;
+      // At depth 1 a string is a key exactly when a ':' follows it (else it is a value).
+      if (depth === 1 && text.charCodeAt(skipWhitespace(text, i + 1)) === CHAR_COLON) count++;
+    }
+  }
+  return count;
+}
+
+/** The index of the quote closing the string opened at `open` (-1 if unterminated): the next unescaped '"'. */
+function closingQuote(text: string, open: number): number {
+  let close = text.indexOf('"', open + 1);
+  while (close !== -1 && isEscaped(text, close)) close = text.indexOf('"', close + 1);
+  return close;
+}
+
+/** Whether the character at `index` follows an odd run of backslashes. */
+function isEscaped(text: string, index: number): boolean {
+  let backslashes = 0;
+  while (text.charCodeAt(index - 1 - backslashes) === CHAR_BACKSLASH) backslashes++;
+  return backslashes % 2 === 1;
+}
+
+function skipWhitespace(text: string, from: number): number {
+  let i = from;
+  while (isJsonWhitespace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+function isJsonWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
+/** Marks a key seen more than once with different values; `last` is the value JSON.parse would keep. */
+class DuplicateKey {
+  constructor(readonly last: unknown) {}
+}
+
+/**
+ * lossless-json's parse of a text JSON.parse accepted, with duplicate contract keys marked by
+ * {@link DuplicateKey} (only top-level markers are read; nested ones are ignored) and other duplicates resolved
+ * last-wins like JSON.parse. Returns undefined if the two parsers ever disagreed on a text (no known text makes
+ * them): the caller then keeps JSON.parse's view, where a numeric contract value fails the schema as a wrong
+ * type, a visible rejection rather than a function that throws on every redelivery.
+ */
+function parseLosslessObject(text: string): Record<string, unknown> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = parseLossless(text, null, {
+      onDuplicateKey: ({ key, newValue }) =>
+        isContractField(key) ? new DuplicateKey(newValue) : newValue,
+    });
+  } catch (error: unknown) {
+    // Defensive only: the text passed JSON.parse and is within MAX_NESTING_DEPTH, so neither a SyntaxError nor
+    // a stack overflow is expected.
+    if (!(error instanceof Error)) throw error;
+    return undefined;
+  }
+  return isPlainObject(parsed) ? parsed : undefined;
+}
+
+/** Whether a JSON value is an object (not an array, not null, not a lossless-json number). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof LosslessNumber)
+  );
+}
+
+/** Whether a parsed JSON value nests objects/arrays deeper than `maxDepth`; iterative, so any depth is safe. */
+function nestingExceeds(root: object, maxDepth: number): boolean {
+  const pending: { node: object; depth: number }[] = [{ node: root, depth: 1 }];
+  for (let entry = pending.pop(); entry !== undefined; entry = pending.pop()) {
+    const children: unknown[] = Array.isArray(entry.node) ? entry.node : Object.values(entry.node);
+    for (const child of children) {
+      if (typeof child !== 'object' || child === null) continue;
+      if (entry.depth + 1 > maxDepth) return true;
+      pending.push({ node: child, depth: entry.depth + 1 });
+    }
+  }
+  return false;
+}
+
+/**
+ * The PARSE_JSON failure for text JSON.parse rejected. V8's messages only sometimes carry a position, so the
+ * error is located by lossless-json, whose messages always end "at position N"; when it cannot say (it
+ * overflows the stack on deep nesting), V8's message is used as is.
+ */
+function invalidJson(text: string, v8Message: string): ValidationFailure {
+  if (JSON_WHITESPACE_ONLY.test(text)) {
+    return failWith('PARSE_JSON', [
+      { field: null, kind: 'empty_payload', message: 'payload is empty' },
+    ]);
+  }
+  const located = locateSyntaxError(text) ?? locateV8Message(text, v8Message);
+  const message =
+    located === undefined
+      ? `Invalid JSON: ${v8Message}`
+      : `Invalid JSON: ${located.what}: ${lineAndColumn(text, located.position)}`;
+  return failWith('PARSE_JSON', [{ field: null, kind: 'invalid_json', message }]);
+}
+
+function locateSyntaxError(text: string): { what: string; position: number } | undefined {
+  try {
+    parseLossless(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+  } catch (error: unknown) {
+    // Only a SyntaxError describes the text; a RangeError (deep nesting) says nothing about where it breaks.
+    if (!(error instanceof SyntaxError)) return undefined;
+    const match = POSITION_SUFFIX.exec(error.message);
+    if (match === null) return undefined;
+    return { what: error.message.slice(0, match.index), position: Number(match[1]) };
+  }
+  return undefined;
+}
+
+function locateV8Message(
+  text: string,
+  message: string,
+): { what: string; position: number } | undefined {
+  const match = V8_POSITION.exec(message);
+  if (match !== null) return { what: message.replace(V8_POSITION, ''), position: Number(match[1]) };
+  if (message === 'Unexpected end of JSON input') return { what: message, position: text.length };
+  return undefined;
+}
+
+/** Python's json error suffix: "line L column C (char P)", 1-based line and column. */
+function lineAndColumn(text: string, position: number): string {
+  const before = text.slice(0, position);
+  const lastNewline = before.lastIndexOf('\n');
+  let line = 1;
+  for (let i = before.indexOf('\n'); i !== -1; i = before.indexOf('\n', i + 1)) line++;
+  return `line ${line} column ${position - lastNewline} (char ${position})`;
+}

@@ -1,0 +1,223 @@
+// The booking event's valibot schema (the SCHEMA_VALIDATION stage) and how its issues become one reason.
+import { LosslessNumber } from 'lossless-json';
+import * as v from 'valibot';
+
+import { isRequiredField, type ContractField } from './fields';
+import type { ContractIssue, ContractIssueKind, Ok, ValidationFailure } from './stages';
+
+/** Longest identifier accepted (team decision: bounds Silver rows and log lines; real ids are far shorter). */
+export const MAX_IDENTIFIER_LENGTH = 1024;
+
+/** A producer's `event_id`: 1–128 characters of `A-Z a-z 0-9 . _ : -` (team decision: safe as an insertId). */
+const EVENT_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Integer syntax of a JSON number; JSON itself already excludes leading zeros. */
+const JSON_INTEGER = /^-?\d+$/;
+
+/** A scalar as the schema receives it: JSON numbers arrive as their exact source text (lossless-json). */
+type Scalar = string | LosslessNumber;
+
+function isNonBlank(value: Scalar): boolean {
+  return typeof value !== 'string' || value.trim() !== '';
+}
+
+function isNonBlankString(value: string): boolean {
+  return value.trim() !== '';
+}
+
+function isStringOrInteger(value: Scalar): boolean {
+  return typeof value === 'string' || JSON_INTEGER.test(value.value);
+}
+
+function scalarText(value: Scalar): string {
+  return typeof value === 'string' ? value : value.value;
+}
+
+function fitsIdentifierLength(text: string): boolean {
+  return text.length <= MAX_IDENTIFIER_LENGTH;
+}
+
+/** No C0 control character and no DEL: they corrupt logs and CSV exports (team decision). */
+function hasNoControlCharacters(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return false;
+  }
+  return true;
+}
+
+function isEventId(text: string): boolean {
+  return EVENT_ID_PATTERN.test(text);
+}
+
+const EMPTY = 'is empty or whitespace-only';
+
+const ScalarSchema = v.union(
+  [v.string(), v.instance(LosslessNumber)],
+  'must be a string or a number',
+);
+
+/** A required scalar (lab: required, then `str()`-ed), never null, blank, or an object/array/boolean. */
+const RequiredScalarSchema = v.pipe(ScalarSchema, v.check(isNonBlank, EMPTY));
+
+/** An identifier: a string or a JSON integer (its exact digits), ≤ 1024 characters, no control characters. */
+const IdentifierSchema = v.pipe(
+  ScalarSchema,
+  v.check(isNonBlank, EMPTY),
+  v.check(isStringOrInteger, 'must be a string or a JSON integer'),
+  v.transform(scalarText),
+  v.check(fitsIdentifierLength, `must be at most ${MAX_IDENTIFIER_LENGTH} characters`),
+  v.check(hasNoControlCharacters, 'must not contain control characters (U+0000-U+001F, U+007F)'),
+);
+
+/** An optional text field: null means absent (team decision), otherwise a non-blank string. */
+const OptionalTextSchema = v.nullish(
+  v.pipe(v.string('must be a string'), v.check(isNonBlankString, EMPTY)),
+);
+
+/** The producer's `event_id`: null means absent, otherwise 1-128 characters safe as an insertId. */
+const EventIdSchema = v.nullish(
+  v.pipe(
+    v.string('must be a string'),
+    v.check(isNonBlankString, EMPTY),
+    v.check(isEventId, 'must be 1-128 characters of A-Z a-z 0-9 . _ : -'),
+  ),
+);
+
+/**
+ * The booking event contract as a valibot schema, over the contract fields only (extra top-level fields are
+ * schema drift, handled elsewhere). Input: a record of the contract fields with JSON numbers as lossless-json
+ * `LosslessNumber`s, as `readContractFields` produces. Required (lab): `booking_id`, `passenger_id`,
+ * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination`, `fare`,
+ * `event_time` (any non-blank scalar here; their formats are business and event-time rules). Optional:
+ * `currency`, `status` (lab, defaults applied later) and `event_id` (design.md "Dedup"); null = absent.
+ */
+export const BookingEventSchema = v.object({
+  booking_id: IdentifierSchema,
+  passenger_id: IdentifierSchema,
+  flight_number: IdentifierSchema,
+  origin: RequiredScalarSchema,
+  destination: RequiredScalarSchema,
+  fare: RequiredScalarSchema,
+  event_time: RequiredScalarSchema,
+  currency: OptionalTextSchema,
+  status: OptionalTextSchema,
+  event_id: EventIdSchema,
+});
+
+/** A booking that passed the schema: identifiers as text, other required fields as string or JSON number. */
+export type SchemaValidBooking = v.InferOutput<typeof BookingEventSchema>;
+
+/** One issue per field, the first its pipe finds; the other fields are still all checked. */
+const PARSE_CONFIG: v.Config<v.BaseIssue<unknown>> = { abortPipeEarly: true };
+
+/** Kinds of the schema's checks, keyed by the check function valibot reports as the issue's `requirement`. */
+const KIND_BY_REQUIREMENT: ReadonlyMap<unknown, ContractIssueKind> = new Map<
+  unknown,
+  ContractIssueKind
+>([
+  [isNonBlank, 'null_or_empty'],
+  [isNonBlankString, 'null_or_empty'],
+  [isStringOrInteger, 'wrong_type'],
+  [fitsIdentifierLength, 'too_long'],
+  [hasNoControlCharacters, 'control_character'],
+  [isEventId, 'invalid_format'],
+]);
+
+/**
+ * Runs the SCHEMA_VALIDATION stage on the contract fields of a JSON object. Every problem is reported, one
+ * issue per field (plus one per duplicate key), in one reason with the fields sorted within each group: first
+ * exactly the lab's "Missing required fields: a, b", then "Null or empty required fields", "Empty optional
+ * fields", "Non-scalar fields", "Duplicate keys with different values", and "Invalid fields: <field> <why>"
+ * (wrong type, too long, control characters, malformed event_id), joined by "; ".
+ */
+export function checkSchema(
+  fields: Partial<Record<ContractField, unknown>>,
+  duplicateKeys: readonly ContractField[],
+): Ok<SchemaValidBooking> | ValidationFailure {
+  const result = v.safeParse(BookingEventSchema, fields, PARSE_CONFIG);
+  const issues = result.success ? [] : result.issues.map(toContractIssue);
+  for (const field of duplicateKeys) {
+    issues.push({
+      field,
+      kind: 'duplicate_key',
+      message: `${field} appears more than once with different values`,
+    });
+  }
+  if (result.success && issues.length === 0) return { ok: true, value: result.output };
+  return { ok: false, stage: 'SCHEMA_VALIDATION', reason: schemaReason(issues), issues };
+}
+
+/** The name of a JSON value's type, as reasons say it: object, array, string, number, boolean or null. */
+export function jsonTypeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (value instanceof LosslessNumber) return 'number';
+  return typeof value;
+}
+
+function toContractIssue(issue: v.BaseIssue<unknown>): ContractIssue {
+  const pathItem = issue.path?.[0];
+  const field = typeof pathItem?.key === 'string' ? pathItem.key : null;
+  const name = field ?? 'payload';
+  if (pathItem?.origin === 'key') return { field, kind: 'missing', message: `${name} is missing` };
+  if (issue.kind === 'schema') {
+    // Type failures are classified by the value itself, which valibot keeps as the issue's input.
+    const input = issue.input;
+    if (input === null) return { field, kind: 'null_or_empty', message: `${name} is null` };
+    if (
+      typeof input === 'boolean' ||
+      (typeof input === 'object' && !(input instanceof LosslessNumber))
+    ) {
+      const message = `${name} must be a string or a number, got ${jsonTypeName(input)}`;
+      return { field, kind: 'non_scalar', message };
+    }
+    return { field, kind: 'wrong_type', message: `${name} ${issue.message}` };
+  }
+  const kind = KIND_BY_REQUIREMENT.get(issue.requirement) ?? 'invalid_format';
+  return { field, kind, message: `${name} ${issue.message}` };
+}
+
+function schemaReason(issues: readonly ContractIssue[]): string {
+  const groups = new Map<string, string[]>([
+    ['Missing required fields', []],
+    ['Null or empty required fields', []],
+    ['Empty optional fields', []],
+    ['Non-scalar fields', []],
+    ['Duplicate keys with different values', []],
+    ['Invalid fields', []],
+  ]);
+  const sorted = [...issues].sort((a, b) => compareText(a.field ?? '', b.field ?? ''));
+  for (const issue of sorted) {
+    const field = issue.field ?? 'payload';
+    const [label, item] = describe(issue.kind, field, issue.message);
+    groups.get(label)?.push(item);
+  }
+  return [...groups]
+    .filter(([, items]) => items.length > 0)
+    .map(([label, items]) => `${label}: ${items.join(', ')}`)
+    .join('; ');
+}
+
+/** The reason group an issue belongs to, and how it is listed there (a field name, or its full message). */
+function describe(kind: ContractIssueKind, field: string, message: string): [string, string] {
+  switch (kind) {
+    case 'missing':
+      return ['Missing required fields', field];
+    case 'null_or_empty':
+      return [
+        isRequiredField(field) ? 'Null or empty required fields' : 'Empty optional fields',
+        field,
+      ];
+    case 'non_scalar':
+      return ['Non-scalar fields', field];
+    case 'duplicate_key':
+      return ['Duplicate keys with different values', field];
+    default:
+      return ['Invalid fields', message];
+  }
+}
+
+/** Code-unit order, like Python's `sorted` on the lab's ASCII field names; locale-independent. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
