@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Installs what the local stack needs, skipping each part that is already done: npm dependencies, the bqemulator
+# BigQuery emulator in .local/venv-bq (pinned, see shared/docs/local-stack.md) with DuckDB's spatial extension, and
+# checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+check_prerequisites() {
+  local missing=()
+  command -v node >/dev/null || missing+=("node (Node.js 20)")
+  command -v npm >/dev/null || missing+=("npm")
+  command -v curl >/dev/null || missing+=("curl (apt-get install curl)")
+  command -v "${OFFVIA_PYTHON:-python3}" >/dev/null || missing+=("${OFFVIA_PYTHON:-python3} (Python >= 3.10 with venv)")
+  command -v java >/dev/null || missing+=("java (a Java runtime >= 11, e.g. apt-get install default-jre-headless)")
+  if ! command -v gcloud >/dev/null; then
+    missing+=("gcloud (the Google Cloud CLI)")
+  else
+    local sdk_root
+    sdk_root="$(offvia_sdk_root)"
+    [[ -d "$sdk_root/platform/pubsub-emulator" ]] ||
+      missing+=("gcloud Pub/Sub emulator component ($sdk_root/platform/pubsub-emulator; apt-get install google-cloud-cli-pubsub-emulator or gcloud components install pubsub-emulator)")
+    [[ -d "$sdk_root/platform/cloud-firestore-emulator" ]] ||
+      missing+=("gcloud Firestore emulator component ($sdk_root/platform/cloud-firestore-emulator; apt-get install google-cloud-cli-firestore-emulator or gcloud components install cloud-firestore-emulator)")
+  fi
+  if ((${#missing[@]} > 0)); then
+    offvia_log "ERROR: the local stack needs these, which are missing:"
+    local item
+    for item in "${missing[@]}"; do
+      printf '  - %s\n' "$item" >&2
+    done
+    exit 1
+  fi
+}
+
+install_npm_dependencies() {
+  local stamp="$OFFVIA_ROOT/node_modules/.package-lock.json"
+  if [[ -f "$stamp" && ! "$OFFVIA_ROOT/package-lock.json" -nt "$stamp" ]]; then
+    offvia_log "npm dependencies: up to date, skipped"
+    return
+  fi
+  offvia_log "npm dependencies: running npm ci"
+  (cd "$OFFVIA_ROOT" && npm ci --no-audit --no-fund)
+}
+
+install_bqemulator() {
+  local python="${OFFVIA_PYTHON:-python3}"
+  local marker="$OFFVIA_VENV_BQ/.offvia-pins"
+  local wanted
+  wanted="$("$python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])') $OFFVIA_BQ_PINS"
+  if [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" && -f "$marker" && "$(cat "$marker")" == "$wanted" ]]; then
+    offvia_log "bqemulator: installed ($wanted), skipped"
+    return
+  fi
+  offvia_log "bqemulator: installing $OFFVIA_BQ_PINS into ${OFFVIA_VENV_BQ#"$OFFVIA_ROOT"/} (about a minute)"
+  rm -rf "$OFFVIA_VENV_BQ"
+  mkdir -p "$OFFVIA_LOCAL_DIR"
+  "$python" -m venv "$OFFVIA_VENV_BQ"
+  # shellcheck disable=SC2086 # the pins are a word list on purpose
+  "$OFFVIA_VENV_BQ/bin/pip" install --quiet $OFFVIA_BQ_PINS
+  # Written last, so an interrupted install is redone next time.
+  printf '%s' "$wanted" >"$marker"
+}
+
+# bqemulator refuses to start without DuckDB's spatial extension, which DuckDB would download from a site that is
+# unreachable here; the duckdb-extension-spatial wheel ships it, and DuckDB looks for it under $HOME/.duckdb.
+install_spatial_extension() {
+  local source_file target_dir target_file
+  source_file="$(compgen -G "$OFFVIA_VENV_BQ/lib/python3.*/site-packages/duckdb_extension_spatial/extensions/$OFFVIA_DUCKDB_VERSION/spatial.duckdb_extension" | head -n 1)" ||
+    offvia_die "the duckdb-extension-spatial wheel in ${OFFVIA_VENV_BQ} has no spatial.duckdb_extension for DuckDB $OFFVIA_DUCKDB_VERSION"
+  target_dir="$HOME/.duckdb/extensions/$OFFVIA_DUCKDB_VERSION/linux_amd64"
+  target_file="$target_dir/spatial.duckdb_extension"
+  if [[ -f "$target_file" ]] && cmp -s "$source_file" "$target_file"; then
+    offvia_log "DuckDB spatial extension: in place, skipped"
+    return
+  fi
+  offvia_log "DuckDB spatial extension: copying to $target_dir"
+  mkdir -p "$target_dir"
+  # Copy then rename, so an emulator starting meanwhile never loads a half-written file.
+  cp "$source_file" "$target_file.tmp.$$"
+  mv -f "$target_file.tmp.$$" "$target_file"
+}
+
+main() {
+  local started_ms
+  started_ms="$(offvia_now_ms)"
+  check_prerequisites
+  install_npm_dependencies
+  install_bqemulator
+  install_spatial_extension
+  offvia_log "install: done in $(($(offvia_now_ms) - started_ms)) ms"
+}
+
+main "$@"

@@ -1,0 +1,50 @@
+# shellcheck shell=bash disable=SC2034 # settings here are used by the scripts that source this file
+# Shared settings and helpers for the local-stack scripts; sourced by install.sh, stack.sh and with-stack.sh.
+# Every setting has an environment override so several stacks (or helpers) can share one machine.
+
+OFFVIA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OFFVIA_LOCAL_DIR="$OFFVIA_ROOT/.local"
+OFFVIA_VENV_BQ="$OFFVIA_LOCAL_DIR/venv-bq"
+OFFVIA_STACK_DIR="${OFFVIA_STACK_DIR:-$OFFVIA_LOCAL_DIR/stack}"
+
+OFFVIA_PROJECT_ID="${OFFVIA_PROJECT_ID:-offvia-local}"
+OFFVIA_BQ_LOCATION="${OFFVIA_BQ_LOCATION:-US}"
+OFFVIA_PUBSUB_PORT="${OFFVIA_PUBSUB_PORT:-8085}"
+OFFVIA_FIRESTORE_PORT="${OFFVIA_FIRESTORE_PORT:-8086}"
+OFFVIA_BQ_REST_PORT="${OFFVIA_BQ_REST_PORT:-9050}"
+OFFVIA_BQ_GRPC_PORT="${OFFVIA_BQ_GRPC_PORT:-9060}"
+OFFVIA_INGEST_BOOKING_PORT="${OFFVIA_INGEST_BOOKING_PORT:-8080}"
+# Seconds a service may take to become ready, and to exit after SIGTERM before SIGKILL.
+OFFVIA_READY_TIMEOUT_S="${OFFVIA_READY_TIMEOUT_S:-90}"
+OFFVIA_STOP_TIMEOUT_S="${OFFVIA_STOP_TIMEOUT_S:-20}"
+
+# Pins from shared/docs/local-stack.md; the venv marker holds this exact text, so changing a pin reinstalls.
+OFFVIA_BQ_PINS="bqemulator==1.4.0 duckdb==1.5.5 duckdb-extension-spatial==1.5.5 numpy"
+OFFVIA_DUCKDB_VERSION="v1.5.5"
+
+# Keep gcloud offline and quiet: no prompts, update checks or usage reporting.
+export CLOUDSDK_CORE_DISABLE_PROMPTS=1
+export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
+export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=true
+
+offvia_log() {
+  printf '[offvia %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
+}
+
+offvia_die() {
+  offvia_log "ERROR: $*"
+  exit 1
+}
+
+# Milliseconds since the epoch, for bounded polling loops.
+offvia_now_ms() {
+  date +%s%3N
+}
+
+# The Google Cloud SDK root (where platform/<emulator> lives), from the gcloud on PATH.
+offvia_sdk_root() {
+  local gcloud_bin
+  gcloud_bin="$(command -v gcloud)" || return 1
+  gcloud_bin="$(readlink -f "$gcloud_bin")"
+  (cd "$(dirname "$gcloud_bin")/.." && pwd)
+}

@@ -1,0 +1,50 @@
+// Names of the Pub/Sub and BigQuery resources the local stack creates, shared by its scripts and tests.
+// The same names are used in the cloud; only the push endpoint and the Bronze stand-in are local inventions.
+
+/** Topic producers publish booking events to. */
+export const BOOKING_TOPIC = 'booking-events';
+/** Topic that receives messages the push subscription gave up on after the maximum delivery attempts. */
+export const BOOKING_DLQ_TOPIC = 'booking-events-dlq';
+/** Pull subscription on the dead-letter topic, so dead letters are kept and can be inspected locally. */
+export const BOOKING_DLQ_SUBSCRIPTION = 'booking-events-dlq-hold';
+/** Push subscription delivering to the ingestBooking function, as Eventarc's subscription does in the cloud. */
+export const INGEST_PUSH_SUBSCRIPTION = 'booking-events-ingest';
+/** Pull subscription read by the Bronze stand-in (a BigQuery subscription in the cloud). */
+export const BRONZE_SUBSCRIPTION = 'booking-events-bronze';
+/** Dataset and table the Bronze subscription writes to. */
+export const BRONZE_DATASET = 'offvia_bronze';
+export const BRONZE_TABLE = 'raw_bookings';
+
+/** The project the stack runs under: OFFVIA_PROJECT_ID, then GOOGLE_CLOUD_PROJECT, then the local default. */
+export function projectIdFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return env.OFFVIA_PROJECT_ID || env.GOOGLE_CLOUD_PROJECT || 'offvia-local';
+}
+
+/** Full resource path of a topic, as Pub/Sub spells it in messages and subscriptions. */
+export function topicPath(projectId: string, topic: string): string {
+  return `projects/${projectId}/topics/${topic}`;
+}
+
+/** Full resource path of a subscription; also the value of Bronze's subscription_name column. */
+export function subscriptionPath(projectId: string, subscription: string): string {
+  return `projects/${projectId}/subscriptions/${subscription}`;
+}
+
+/**
+ * The push endpoint for a CloudEvent function on the Functions Framework: a path of the form
+ * /projects/P/topics/T makes the framework turn the push body into the messagePublished CloudEvent Eventarc sends.
+ */
+export function pushEndpointFor(projectId: string, topic: string, port: number): string {
+  return `http://127.0.0.1:${port}/${topicPath(projectId, topic)}`;
+}
+
+/** A positive integer from the environment, or the default; a malformed value is an error, not a silent default. */
+export function positiveIntFromEnv(name: string, defaultValue: number, env = process.env): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return defaultValue;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}

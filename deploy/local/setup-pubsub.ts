@@ -1,0 +1,96 @@
+// Creates the local stack's Pub/Sub resources on the emulator: the booking topic, its dead-letter topic, the push
+// subscription that delivers to ingestBooking on the Functions Framework, and the Bronze stand-in's pull subscription.
+// Idempotent: existing resources are kept (a push endpoint that points elsewhere is updated).
+import { PubSub, type CreateSubscriptionOptions } from '@google-cloud/pubsub';
+import {
+  BOOKING_DLQ_SUBSCRIPTION,
+  BOOKING_DLQ_TOPIC,
+  BOOKING_TOPIC,
+  BRONZE_SUBSCRIPTION,
+  INGEST_PUSH_SUBSCRIPTION,
+  positiveIntFromEnv,
+  projectIdFromEnv,
+  pushEndpointFor,
+  topicPath,
+} from './resources';
+
+/** gRPC status code the Pub/Sub API returns when a resource already exists. */
+const ALREADY_EXISTS = 6;
+
+function isAlreadyExists(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { code?: unknown }).code === ALREADY_EXISTS
+  );
+}
+
+async function ensureTopic(pubsub: PubSub, name: string): Promise<void> {
+  try {
+    await pubsub.createTopic(name);
+    console.log(`created topic ${name}`);
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+    console.log(`topic ${name} exists`);
+  }
+}
+
+async function ensureSubscription(
+  pubsub: PubSub,
+  topic: string,
+  name: string,
+  options: CreateSubscriptionOptions,
+): Promise<void> {
+  try {
+    await pubsub.topic(topic).createSubscription(name, options);
+    console.log(`created subscription ${name} on ${topic}`);
+    return;
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  // The emulator keeps state only while it runs, so this path is for a stack that was set up before.
+  const subscription = pubsub.subscription(name);
+  const [metadata] = await subscription.getMetadata();
+  const wantedEndpoint = options.pushConfig?.pushEndpoint ?? '';
+  if ((metadata.pushConfig?.pushEndpoint ?? '') !== wantedEndpoint) {
+    await subscription.modifyPushConfig({ pushEndpoint: wantedEndpoint });
+    console.log(`subscription ${name} exists; push endpoint set to ${wantedEndpoint || '(pull)'}`);
+  } else {
+    console.log(`subscription ${name} exists`);
+  }
+}
+
+async function main(): Promise<void> {
+  if (!process.env.PUBSUB_EMULATOR_HOST) {
+    throw new Error(
+      'PUBSUB_EMULATOR_HOST is not set: setup-pubsub.ts configures the local emulator only ' +
+        '(its push endpoint is on 127.0.0.1); the cloud setup lives in the deploy scripts',
+    );
+  }
+  const projectId = projectIdFromEnv();
+  const ingestPort = positiveIntFromEnv('OFFVIA_INGEST_BOOKING_PORT', 8080);
+  const pubsub = new PubSub({ projectId });
+
+  await ensureTopic(pubsub, BOOKING_TOPIC);
+  await ensureTopic(pubsub, BOOKING_DLQ_TOPIC);
+  await ensureSubscription(pubsub, BOOKING_DLQ_TOPIC, BOOKING_DLQ_SUBSCRIPTION, {});
+  await ensureSubscription(pubsub, BOOKING_TOPIC, INGEST_PUSH_SUBSCRIPTION, {
+    pushConfig: { pushEndpoint: pushEndpointFor(projectId, BOOKING_TOPIC, ingestPort) },
+    ackDeadlineSeconds: 60,
+    retryPolicy: {
+      minimumBackoff: { seconds: positiveIntFromEnv('OFFVIA_PUSH_MIN_BACKOFF_S', 10) },
+      maximumBackoff: { seconds: positiveIntFromEnv('OFFVIA_PUSH_MAX_BACKOFF_S', 600) },
+    },
+    deadLetterPolicy: {
+      deadLetterTopic: topicPath(projectId, BOOKING_DLQ_TOPIC),
+      maxDeliveryAttempts: positiveIntFromEnv('OFFVIA_PUSH_MAX_DELIVERY_ATTEMPTS', 5),
+    },
+  });
+  await ensureSubscription(pubsub, BOOKING_TOPIC, BRONZE_SUBSCRIPTION, { ackDeadlineSeconds: 60 });
+  await pubsub.close();
+}
+
+main().catch((error: unknown) => {
+  console.error('setup-pubsub failed:', error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,486 @@
+#!/usr/bin/env bash
+# Starts and stops the local stack: Pub/Sub, Firestore and BigQuery (bqemulator) emulators, the tables from sql/,
+# the Pub/Sub topics and subscriptions, the Functions Framework (one process per function) and the Bronze stand-in.
+# Each process runs in its own session (setsid), so stopping it stops its children too (gcloud leaves a Java child).
+# State: .local/stack/{env,pids/,logs/}. Usage: stack.sh up|down|status|env
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# The functions the framework serves, one per line: name|signature type|default port. The port can be overridden
+# with OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+OFFVIA_FUNCTIONS=(
+  "ingestBooking|cloudevent|8080"
+)
+
+PIDS_DIR="$OFFVIA_STACK_DIR/pids"
+LOGS_DIR="$OFFVIA_STACK_DIR/logs"
+ENV_FILE="$OFFVIA_STACK_DIR/env"
+# Start order; `down` stops in two phases: consumers (functions, Bronze stand-in) first, then the emulators.
+ORDER_FILE="$OFFVIA_STACK_DIR/services"
+# A path the Functions Framework answers itself (404, --ignored-routes) without calling the function: the readiness
+# probe. It is a JSON POST because the framework's Pub/Sub middleware fails on a request without a body.
+FUNCTION_READY_PATH=/offvia-stack-ready
+# Where the Functions Framework loads functions from. Defaults to the repository (built by `npm run build` first);
+# another directory is served as is, without a build.
+FUNCTIONS_SOURCE="${OFFVIA_FUNCTIONS_SOURCE:-$OFFVIA_ROOT}"
+TSX=(node --import tsx)
+
+# ingestBooking -> INGEST_BOOKING
+function_env_name() {
+  sed -E 's/([a-z0-9])([A-Z])/\1_\2/g' <<<"$1" | tr '[:lower:]' '[:upper:]'
+}
+
+# Port of a function entry: OFFVIA_<NAME>_PORT or the entry's default.
+function_port() {
+  local name=$1 default_port=$2 var
+  var="OFFVIA_$(function_env_name "$name")_PORT"
+  printf '%s' "${!var:-$default_port}"
+}
+
+# ---- process bookkeeping ------------------------------------------------------------------------------------------
+
+# Start time of a pid as ps prints it; with the pid it identifies a process even after the pid is reused.
+proc_start_time() {
+  ps -o lstart= -p "$1" 2>/dev/null | sed 's/^ *//'
+}
+
+# True if the pid is a live process. A zombie counts as dead: this machine's init reaps orphans only after a while.
+proc_alive() {
+  local stat
+  stat="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [[ -n "$stat" && "$stat" != Z* ]]
+}
+
+# Live (non-zombie) processes of session $1, one pid per line.
+session_members() {
+  ps -eo pid=,sid=,stat= | awk -v sid="$1" '$2 == sid && $3 !~ /^Z/ { print $1 }'
+}
+
+# Starts a long-running service in a new session with stdin closed and output to its log, and records it.
+# Usage: start_service NAME CMD [ARGS...]
+start_service() {
+  local name=$1
+  shift
+  local log="$LOGS_DIR/$name.log"
+  : >"$log"
+  # Not a process group leader (no job control in scripts), so setsid does not fork and $! is the session leader.
+  # fd 9 (the stack lock) is closed so the service does not hold the lock after this script ends.
+  setsid "$@" >"$log" 2>&1 </dev/null 9>&- &
+  local pid=$!
+  printf '%s\n%s\n' "$pid" "$(proc_start_time "$pid")" >"$PIDS_DIR/$name.pid"
+  echo "$name" >>"$ORDER_FILE"
+  # The child calls setsid() right after the fork; wait (briefly) to see that it leads its own session, since
+  # stopping relies on it. A child that already exited is caught by the readiness check.
+  local sid="" tries=0
+  while ((tries < 100)); do
+    sid="$(ps -o sid= -p "$pid" | tr -d ' ')" || true
+    [[ -z "$sid" || "$sid" == "$pid" ]] && break
+    tries=$((tries + 1))
+    sleep 0.02
+  done
+  if [[ -n "$sid" && "$sid" != "$pid" ]]; then
+    offvia_log "ERROR: $name (pid $pid) is not a session leader (sid $sid)"
+    return 1
+  fi
+  offvia_log "started $name (pid $pid, log ${log#"$OFFVIA_ROOT"/})"
+}
+
+# Echoes the pid of a recorded service if its session leader is still the process we started, else nothing.
+recorded_pid() {
+  local file="$PIDS_DIR/$1.pid" pid start
+  [[ -f "$file" ]] || return 0
+  { read -r pid && read -r start; } <"$file" || return 0
+  [[ -n "$pid" ]] || return 0
+  if proc_alive "$pid" && [[ "$(proc_start_time "$pid")" == "$start" ]]; then
+    echo "$pid"
+  fi
+}
+
+# Pids still alive in the sessions of the named services. A session whose leader exited can still have members
+# (e.g. gcloud's Java child); its id cannot be reused while they live, so they are ours.
+services_members() {
+  local name file pid start
+  for name in "$@"; do
+    file="$PIDS_DIR/$name.pid"
+    [[ -f "$file" ]] || continue
+    { read -r pid && read -r start; } <"$file" || continue
+    if kill -0 "$pid" 2>/dev/null && [[ "$(proc_start_time "$pid")" != "$start" ]]; then
+      continue # the pid now belongs to another process: nothing of ours is left
+    fi
+    session_members "$pid"
+  done
+}
+
+# Stops the named services together: SIGTERM to every process of their sessions (also to any that appears while
+# stopping, e.g. a child forked just before the signal), wait up to OFFVIA_STOP_TIMEOUT_S for all to exit, then
+# SIGKILL what is left. Returns 1 if anything survives.
+stop_services() {
+  (($# > 0)) || return 0
+  local members pid started
+  local -A signalled=()
+  members="$(services_members "$@")"
+  started="$(offvia_now_ms)"
+  local deadline=$((started + OFFVIA_STOP_TIMEOUT_S * 1000))
+  [[ -z "$members" ]] || offvia_log "stopping $* (SIGTERM)"
+  while :; do
+    if [[ -z "$members" ]]; then
+      # Settle once more, so a process forked while the others exited is not missed.
+      sleep 0.2
+      members="$(services_members "$@")"
+      [[ -n "$members" ]] || break
+    fi
+    for pid in $members; do
+      if [[ -z "${signalled[$pid]:-}" ]]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        signalled[$pid]=1
+      fi
+    done
+    (($(offvia_now_ms) < deadline)) || break
+    sleep 0.1
+    members="$(services_members "$@")"
+  done
+  if [[ -n "$members" ]]; then
+    offvia_log "still running $(($(offvia_now_ms) - started)) ms after SIGTERM, sending SIGKILL: $(tr '\n' ' ' <<<"$members")"
+    # shellcheck disable=SC2086 # one pid per word
+    kill -KILL $members 2>/dev/null || true
+    deadline=$(($(offvia_now_ms) + 5000))
+    while [[ -n "$(services_members "$@")" ]] && (($(offvia_now_ms) < deadline)); do
+      sleep 0.1
+    done
+    members="$(services_members "$@")"
+  fi
+  if [[ -n "$members" ]]; then
+    offvia_log "ERROR: could not stop pids $(tr '\n' ' ' <<<"$members")"
+    return 1
+  fi
+  local name
+  for name in "$@"; do
+    rm -f "$PIDS_DIR/$name.pid"
+  done
+}
+
+# Recorded services in start order.
+recorded_services() {
+  [[ -f "$ORDER_FILE" ]] || return 0
+  local name
+  while read -r name; do
+    [[ -n "$name" && -f "$PIDS_DIR/$name.pid" ]] && echo "$name"
+  done <"$ORDER_FILE"
+}
+
+# Stops every recorded service: consumers first, so they do not log errors about vanished emulators.
+stop_all() {
+  local consumers=() emulators=() name status=0
+  while read -r name; do
+    [[ -n "$name" ]] || continue
+    case "$name" in
+      fn-* | bronze-standin) consumers+=("$name") ;;
+      *) emulators+=("$name") ;;
+    esac
+  done < <(recorded_services)
+  stop_services "${consumers[@]}" || status=1
+  stop_services "${emulators[@]}" || status=1
+  if ((status == 0)); then
+    rm -f "$ORDER_FILE" "$ENV_FILE"
+  fi
+  return "$status"
+}
+
+# ---- readiness ----------------------------------------------------------------------------------------------------
+
+# Fails with the log's tail when the service's process has exited.
+ensure_alive() {
+  local name=$1
+  if [[ -z "$(recorded_pid "$name")" ]]; then
+    offvia_log "ERROR: $name exited during startup; last lines of ${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log:"
+    tail -n 20 "$LOGS_DIR/$name.log" | sed 's/^/    /' >&2
+    return 1
+  fi
+}
+
+# Polls URL until it answers with an HTTP status matching STATUS_REGEX, bounded by OFFVIA_READY_TIMEOUT_S.
+# Usage: wait_http NAME URL STATUS_REGEX [CURL_ARGS...]
+wait_http() {
+  local name=$1 url=$2 accept=$3 started code
+  shift 3
+  started="$(offvia_now_ms)"
+  local deadline=$((started + OFFVIA_READY_TIMEOUT_S * 1000))
+  while :; do
+    ensure_alive "$name" || return 1
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "$url" || true)"
+    if [[ "$code" =~ $accept ]]; then
+      offvia_log "$name ready after $(($(offvia_now_ms) - started)) ms ($url -> $code)"
+      return 0
+    fi
+    if (($(offvia_now_ms) >= deadline)); then
+      offvia_log "ERROR: $name not ready after ${OFFVIA_READY_TIMEOUT_S}s ($url answered '${code:-nothing}'); see ${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# Polls until FILE exists (written by the service once it is ready).
+wait_file() {
+  local name=$1 file=$2 started
+  started="$(offvia_now_ms)"
+  local deadline=$((started + OFFVIA_READY_TIMEOUT_S * 1000))
+  until [[ -f "$file" ]]; do
+    ensure_alive "$name" || return 1
+    if (($(offvia_now_ms) >= deadline)); then
+      offvia_log "ERROR: $name not ready after ${OFFVIA_READY_TIMEOUT_S}s; see ${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log"
+      return 1
+    fi
+    sleep 0.2
+  done
+  offvia_log "$name ready after $(($(offvia_now_ms) - started)) ms"
+}
+
+port_in_use() {
+  (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# ---- commands -----------------------------------------------------------------------------------------------------
+
+write_env_file() {
+  local entry name signature port
+  {
+    echo "# Written by deploy/local/stack.sh up; source it to talk to the local stack."
+    echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$OFFVIA_PUBSUB_PORT"
+    echo "export FIRESTORE_EMULATOR_HOST=127.0.0.1:$OFFVIA_FIRESTORE_PORT"
+    # The Node client uses this value as its base URL verbatim, so it must include the API path.
+    echo "export BIGQUERY_EMULATOR_HOST=http://127.0.0.1:$OFFVIA_BQ_REST_PORT/bigquery/v2"
+    echo "export GOOGLE_CLOUD_PROJECT=$OFFVIA_PROJECT_ID"
+    echo "export OFFVIA_PROJECT_ID=$OFFVIA_PROJECT_ID"
+    echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
+    # google-auth would otherwise probe the GCE metadata server for a project and credentials.
+    echo "export METADATA_SERVER_DETECTION=none"
+    for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+      IFS='|' read -r name signature port <<<"$entry"
+      port="$(function_port "$name" "$port")"
+      echo "export OFFVIA_$(function_env_name "$name")_PORT=$port"
+      echo "export OFFVIA_$(function_env_name "$name")_URL=http://127.0.0.1:$port"
+    done
+  } >"$ENV_FILE.tmp"
+  mv "$ENV_FILE.tmp" "$ENV_FILE"
+}
+
+# Echoes "up" (every recorded service alive), "down" (nothing recorded or alive) or "partial".
+stack_state() {
+  local name alive=0 dead=0
+  while read -r name; do
+    [[ -n "$name" ]] || continue
+    if [[ -n "$(recorded_pid "$name")" ]]; then alive=$((alive + 1)); else dead=$((dead + 1)); fi
+  done < <(recorded_services)
+  if ((alive == 0 && dead == 0)) && [[ ! -f "$ENV_FILE" ]]; then
+    echo down
+  elif ((dead == 0 && alive > 0)) && [[ -f "$ENV_FILE" ]]; then
+    echo up
+  else
+    echo partial
+  fi
+}
+
+UP_STEP=""
+UP_DONE=0
+# One-shot steps (build, apply-sql, setup-pubsub) running in the background: name -> pid.
+declare -A ONESHOT_PIDS=()
+
+# Starts a one-shot step in the background, in its own session (a failed `up` stops it with its children, such as
+# tsc or tsx's esbuild). Usage: start_oneshot NAME CMD [ARGS...]; output goes to logs/NAME.log.
+start_oneshot() {
+  local name=$1
+  shift
+  setsid "$@" >"$LOGS_DIR/$name.log" 2>&1 </dev/null 9>&- &
+  ONESHOT_PIDS[$name]=$!
+}
+
+# Waits for a one-shot step; on failure prints its log's tail and returns 1.
+wait_oneshot() {
+  local name=$1 status=0
+  UP_STEP="$name (log ${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log)"
+  wait "${ONESHOT_PIDS[$name]}" || status=$?
+  unset "ONESHOT_PIDS[$name]"
+  if ((status != 0)); then
+    tail -n 30 "$LOGS_DIR/$name.log" | sed 's/^/    /' >&2
+    return 1
+  fi
+  offvia_log "$name done"
+}
+
+# shellcheck disable=SC2317 # called by the EXIT trap
+on_up_exit() {
+  local status=$?
+  ((UP_DONE == 1)) && return
+  offvia_log "ERROR: stack up failed at step: ${UP_STEP:-start} (exit $status); stopping what was started"
+  local name pid
+  for name in "${!ONESHOT_PIDS[@]}"; do
+    pid="${ONESHOT_PIDS[$name]}"
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  stop_all || offvia_log "ERROR: some processes could not be stopped; see above"
+  ((status != 0)) || status=1
+  exit "$status"
+}
+
+cmd_up() {
+  local started_ms
+  started_ms="$(offvia_now_ms)"
+  case "$(stack_state)" in
+    up)
+      offvia_log "stack already up (${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}); reusing it. Stop it with: stack.sh down"
+      return 0
+      ;;
+    partial)
+      cmd_status >&2 || true
+      offvia_die "stack is partly running; run 'bash deploy/local/stack.sh down' first"
+      ;;
+  esac
+
+  trap on_up_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  UP_STEP="check installation"
+  [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || offvia_die "bqemulator is not installed: run bash deploy/local/install.sh"
+  [[ -d "$OFFVIA_ROOT/node_modules" ]] || offvia_die "node_modules is missing: run bash deploy/local/install.sh"
+
+  UP_STEP="check ports"
+  local entry name signature port ports=()
+  ports=("pubsub:$OFFVIA_PUBSUB_PORT" "firestore:$OFFVIA_FIRESTORE_PORT" "bigquery rest:$OFFVIA_BQ_REST_PORT"
+    "bigquery grpc:$OFFVIA_BQ_GRPC_PORT")
+  for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+    IFS='|' read -r name signature port <<<"$entry"
+    ports+=("$name:$(function_port "$name" "$port")")
+  done
+  for entry in "${ports[@]}"; do
+    if ! [[ "${entry##*:}" =~ ^[0-9]{1,5}$ ]] || ((${entry##*:} < 1 || ${entry##*:} > 65535)); then
+      offvia_die "port '${entry##*:}' for ${entry%:*} is not a port number"
+    fi
+    if port_in_use "${entry##*:}"; then
+      offvia_die "port ${entry##*:} (${entry%:*}) is already in use; stop whatever listens there or choose another port (see deploy/local/lib.sh)"
+    fi
+  done
+
+  UP_STEP="prepare ${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}"
+  mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$OFFVIA_STACK_DIR/data/pubsub"
+  rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready"
+  write_env_file
+  # Every process started from here on gets the stack's environment.
+  # shellcheck source=/dev/null
+  source "$ENV_FILE"
+
+  UP_STEP="start emulators"
+  start_service pubsub-emulator gcloud beta emulators pubsub start \
+    "--host-port=127.0.0.1:$OFFVIA_PUBSUB_PORT" "--project=$OFFVIA_PROJECT_ID" \
+    "--data-dir=$OFFVIA_STACK_DIR/data/pubsub"
+  start_service firestore-emulator gcloud emulators firestore start "--host-port=127.0.0.1:$OFFVIA_FIRESTORE_PORT"
+  start_service bigquery-emulator "$OFFVIA_VENV_BQ/bin/bqemulator" start --project "$OFFVIA_PROJECT_ID" \
+    --rest-port "$OFFVIA_BQ_REST_PORT" --grpc-port "$OFFVIA_BQ_GRPC_PORT"
+
+  # The one-shot steps run while the emulators boot or alongside each other; each waits only for what it needs.
+  if [[ "$FUNCTIONS_SOURCE" == "$OFFVIA_ROOT" ]]; then
+    start_oneshot build npm run build
+  else
+    offvia_log "serving functions from $FUNCTIONS_SOURCE (OFFVIA_FUNCTIONS_SOURCE); no build"
+  fi
+
+  UP_STEP="wait for pubsub-emulator"
+  wait_http pubsub-emulator "http://127.0.0.1:$OFFVIA_PUBSUB_PORT/" '^200$'
+  start_oneshot setup-pubsub "${TSX[@]}" deploy/local/setup-pubsub.ts
+  UP_STEP="wait for bigquery-emulator"
+  wait_http bigquery-emulator "http://127.0.0.1:$OFFVIA_BQ_REST_PORT/healthz" '^200$'
+  start_oneshot apply-sql "${TSX[@]}" deploy/local/apply-sql.ts
+  UP_STEP="wait for firestore-emulator"
+  wait_http firestore-emulator "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/" '^200$'
+
+  wait_oneshot setup-pubsub
+  wait_oneshot apply-sql
+  if [[ -n "${ONESHOT_PIDS[build]:-}" ]]; then
+    wait_oneshot build
+  fi
+
+  UP_STEP="start functions and the Bronze stand-in"
+  for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+    IFS='|' read -r name signature port <<<"$entry"
+    port="$(function_port "$name" "$port")"
+    start_service "fn-$name" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
+      "--source=$FUNCTIONS_SOURCE" "--target=$name" "--signature-type=$signature" "--port=$port" \
+      "--ignored-routes=$FUNCTION_READY_PATH"
+  done
+  OFFVIA_BRONZE_READY_FILE="$OFFVIA_STACK_DIR/bronze.ready" \
+    start_service bronze-standin "${TSX[@]}" deploy/local/bronze-standin.ts
+
+  for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+    IFS='|' read -r name signature port <<<"$entry"
+    UP_STEP="wait for fn-$name"
+    wait_http "fn-$name" "http://127.0.0.1:$(function_port "$name" "$port")$FUNCTION_READY_PATH" '^404$' \
+      -X POST -H 'Content-Type: application/json' --data '{}'
+  done
+  UP_STEP="wait for bronze-standin"
+  wait_file bronze-standin "$OFFVIA_STACK_DIR/bronze.ready"
+
+  UP_DONE=1
+  trap - EXIT INT TERM
+  offvia_log "stack up in $(($(offvia_now_ms) - started_ms)) ms; environment: source ${ENV_FILE#"$OFFVIA_ROOT"/}"
+}
+
+cmd_down() {
+  local started_ms services
+  started_ms="$(offvia_now_ms)"
+  services="$(recorded_services)"
+  if [[ -z "$services" ]]; then
+    rm -f "$ENV_FILE" "$ORDER_FILE"
+    offvia_log "stack is not running; nothing to stop"
+    return 0
+  fi
+  stop_all || offvia_die "stack down left processes running; see above"
+  offvia_log "stack down in $(($(offvia_now_ms) - started_ms)) ms"
+}
+
+cmd_status() {
+  local name pid state overall
+  overall="$(stack_state)"
+  echo "stack: $overall (${OFFVIA_STACK_DIR})"
+  while read -r name; do
+    [[ -n "$name" ]] || continue
+    pid="$(recorded_pid "$name")"
+    if [[ -n "$pid" ]]; then state="running (pid $pid)"; else state="NOT RUNNING"; fi
+    printf '  %-20s %-24s %s\n' "$name" "$state" "${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log"
+  done < <(recorded_services)
+  case "$overall" in
+    up) return 0 ;;
+    down) return 3 ;;
+    *) return 1 ;;
+  esac
+}
+
+cmd_env() {
+  [[ "$(stack_state)" == up ]] || offvia_die "stack is not up; run: bash deploy/local/stack.sh up"
+  cat "$ENV_FILE"
+}
+
+main() {
+  local command=${1:-}
+  # Relative paths below (deploy/local/*.ts, `node --import tsx`) resolve from the repository root.
+  cd "$OFFVIA_ROOT"
+  case "$command" in
+    up | down)
+      mkdir -p "$OFFVIA_STACK_DIR"
+      # One up/down at a time per state directory.
+      exec 9>"$OFFVIA_STACK_DIR/.lock"
+      flock -n 9 || offvia_die "another stack.sh up/down is running on ${OFFVIA_STACK_DIR}"
+      "cmd_$command"
+      ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    *)
+      echo "usage: $0 up|down|status|env" >&2
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"
