@@ -28,6 +28,22 @@ export function stackBigQuery(env: StackEnv = stackEnv()): BigQuery {
 
 export type Row = Record<string, unknown>;
 
+/**
+ * The client returns NUMERIC as Big.js objects and TIMESTAMP as `{ value }` wrappers; tables and checks want text.
+ * NUMERIC becomes its canonical decimal text, TIMESTAMP its RFC 3339 UTC text.
+ */
+function plainRow(row: Row): Row {
+  const out: Row = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (v !== null && typeof v === 'object' && 'value' in v && typeof v.value === 'string')
+      out[k] = v.value;
+    else if (v !== null && typeof v === 'object' && v.constructor?.name === 'Big')
+      out[k] = String(v);
+    else out[k] = v;
+  }
+  return out;
+}
+
 /** The four layers' rows for the given message ids. */
 export interface Layers {
   bronze: Row[];
@@ -48,19 +64,19 @@ export async function readLayers(
       params: { ids: [...messageIds] },
       types: { ids: ['STRING'] },
     });
-    return rows as Row[];
+    return (rows as Row[]).map(plainRow);
   };
   const p = projectId;
   const [bronze, silver, quarantine, badData] = await Promise.all([
-    q(`SELECT message_id, FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', publish_time) AS publish_time, subscription_name,
+    q(`SELECT message_id, publish_time, subscription_name,
          SUBSTR(data, 1, 80) AS data, TO_JSON_STRING(attributes) AS attributes
        FROM \`${p}.offvia_bronze.raw_bookings\` WHERE message_id IN UNNEST(@ids) ORDER BY publish_time, message_id`),
     q(`SELECT booking_id, passenger_id, flight_number, origin_airport, destination_airport,
-         CAST(fare_amount AS STRING) AS fare_amount, currency, booking_status,
-         FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', event_timestamp) AS event_timestamp, source_message_id, event_id
+         fare_amount, currency, booking_status,
+         event_timestamp, source_message_id, event_id
        FROM \`${p}.offvia_silver.fact_bookings\` WHERE source_message_id IN UNNEST(@ids) ORDER BY booking_id`),
     q(`SELECT error_stage, error_reason, SUBSTR(raw_payload, 1, 60) AS raw_payload, source_message_id,
-         FORMAT_TIMESTAMP('%FT%H:%M:%E3SZ', received_timestamp) AS received_timestamp
+         received_timestamp
        FROM \`${p}.offvia_quarantine.poisoned_events\` WHERE source_message_id IN UNNEST(@ids)
        ORDER BY error_stage, source_message_id`),
     q(`SELECT target_dest, error, SUBSTR(bad_data, 1, 60) AS bad_data, source_message_id
