@@ -38,7 +38,7 @@ function plainRow(row: Row): Row {
     if (v !== null && typeof v === 'object' && 'value' in v && typeof v.value === 'string')
       out[k] = v.value;
     else if (v !== null && typeof v === 'object' && v.constructor?.name === 'Big')
-      out[k] = String(v);
+      out[k] = (v as { toFixed(): string }).toFixed(); // Big.js: plain notation, never an exponent
     else out[k] = v;
   }
   return out;
