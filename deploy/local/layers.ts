@@ -86,7 +86,8 @@ export async function readLayers(
 }
 
 /**
- * Polls until Bronze holds every id and each id has landed in Silver, quarantine or bad data, or `timeoutMs`
+ * Polls until Bronze holds every id (unless `requireBronze` is false: messages delivered straight to the
+ * function never pass through Pub/Sub) and each id has landed in Silver, quarantine or bad data, or `timeoutMs`
  * passes. Returns the last read and whether it completed.
  */
 export async function waitForLayers(
@@ -94,7 +95,9 @@ export async function waitForLayers(
   projectId: string,
   messageIds: readonly string[],
   timeoutMs: number,
+  options: { requireBronze?: boolean } = {},
 ): Promise<{ layers: Layers; complete: boolean }> {
+  const requireBronze = options.requireBronze ?? true;
   const deadline = Date.now() + timeoutMs;
   const want = new Set(messageIds);
   for (;;) {
@@ -105,7 +108,9 @@ export async function waitForLayers(
         String(r.source_message_id),
       ),
     );
-    const complete = [...want].every((id) => bronzeIds.has(id) && routed.has(id));
+    const complete = [...want].every(
+      (id) => (!requireBronze || bronzeIds.has(id)) && routed.has(id),
+    );
     if (complete || Date.now() > deadline) return { layers, complete };
     await new Promise((r) => setTimeout(r, 300));
   }
