@@ -1,5 +1,5 @@
 // ingestBooking's logic: decode → validate → route each message to Silver, quarantine or bad data, exactly once.
-import { type ErrorStage, validateBooking } from '../contract';
+import { type ErrorStage, type ValidationSuccess, validateBooking } from '../contract';
 import type { IngestConfig } from '../config/ingest-config';
 import { tableName, type TableRef } from '../config/env';
 import { TransientError, errorText } from '../errors';
@@ -13,7 +13,34 @@ import { quarantineRow } from './quarantine-row';
 export type IngestOutcome =
   | { destination: 'silver'; messageId: string; eventId: string }
   | { destination: 'quarantine'; messageId: string; stage: ErrorStage; reason: string }
-  | { destination: 'bad_data'; messageId: string; targetDest: string; error: string };
+  | { destination: 'bad_data'; messageId: string; targetDest: string; error: string }
+  | { destination: 'schema_retry'; messageId: string; eventId: string; reason: string };
+
+/**
+ * Schema drift (bad-data design, issue 5): for a valid event, either the values of its extra top-level fields that
+ * are already columns of the target table (to add to the Silver row), or `held` once the row is durably stored in
+ * the schema-retry store, waiting for the sweep's table update.
+ */
+export interface SchemaDriftGate {
+  /** @throws TransientError when the schema or the retry store cannot be reached (redelivery). */
+  route(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+  ): Promise<
+    { action: 'write'; extraColumns: Record<string, unknown> } | { action: 'held'; reason: string }
+  >;
+}
+
+/**
+ * Event-time window state (issue 4): counts a valid event once in its windows (dedup by event_id) after it was
+ * durably stored, and emits the element-driven panes that are due.
+ */
+export interface WindowStateSink {
+  /** @throws TransientError when the keyed store cannot be reached (redelivery; the dedup ledger makes it safe). */
+  record(event: ValidationSuccess, message: PubSubMessage, receivedAtMs: number): Promise<void>;
+}
 
 /** What the ingest path needs; tests pass emulator-backed or stubbed writers and a fixed clock. */
 export interface IngestDeps {
@@ -22,6 +49,10 @@ export interface IngestDeps {
   logger: Logger;
   /** Epoch ms, UTC. */
   now: () => number;
+  /** Optional schema-drift gate; without it extra fields are ignored (the lab's behaviour). */
+  schemaDrift?: SchemaDriftGate;
+  /** Optional window-state sink; without it no aggregates are kept. */
+  windowState?: WindowStateSink;
 }
 
 /** A row of `offvia_quarantine.bad_data` (sql/040). */
@@ -78,11 +109,25 @@ export async function ingestMessage(
     insertId: result.eventId,
     json: { ...result.row, event_id: result.eventId },
   };
+  if (deps.schemaDrift) {
+    const drift = await deps.schemaDrift.route(result, message, receivedAtMs, row);
+    if (drift.action === 'held') {
+      await deps.windowState?.record(result, message, receivedAtMs);
+      return {
+        destination: 'schema_retry',
+        messageId: message.messageId,
+        eventId: result.eventId,
+        reason: drift.reason,
+      };
+    }
+    Object.assign(row.json, drift.extraColumns);
+  }
   const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps);
   if (outcome !== undefined) return outcome;
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
+  await deps.windowState?.record(result, message, receivedAtMs);
   return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
 }
 
