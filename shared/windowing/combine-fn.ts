@@ -1,0 +1,47 @@
+// The CombineFn contract (Beam's Combine.CombineFn) with JSON-only accumulators, plus count and sum test combiners.
+
+/**
+ * Plain JSON data: what Firestore and `JSON.stringify` store and give back unchanged. Accumulators must be this
+ * (no `bigint`, `Map`, `Date`, `undefined` or class instances); write exact decimals as strings. Declare
+ * accumulator shapes with `type`, not `interface` (interfaces have no implicit index signature).
+ */
+export type JsonValue =
+  null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+
+/**
+ * Beam's `Combine.CombineFn<InputT, AccumT, OutputT>`: an associative, commutative reduction kept as an
+ * accumulator, so one window's state can be split across shards (`key#N`) and merged when a pane fires.
+ *
+ * Every method must be pure: return a new accumulator, never mutate its arguments (state snapshots are shared).
+ * `mergeAccumulators` must be associative and commutative with `createAccumulator()` as identity, so that
+ * firing results do not depend on sharding or delivery order.
+ */
+export interface CombineFn<In, Acc extends JsonValue, Out> {
+  /** A fresh, empty accumulator (the identity of `mergeAccumulators`). */
+  createAccumulator(): Acc;
+  /** The accumulator with one more input folded in. */
+  addInput(accumulator: Acc, input: In): Acc;
+  /** One accumulator equivalent to all of `accumulators` (an empty list gives `createAccumulator()`). */
+  mergeAccumulators(accumulators: readonly Acc[]): Acc;
+  /** The pane value for an accumulator. */
+  extractOutput(accumulator: Acc): Out;
+}
+
+/** Beam's `Count.combineFn()`: the number of inputs, any input type. For tests and examples. */
+export const countCombineFn: CombineFn<unknown, number, number> = {
+  createAccumulator: () => 0,
+  addInput: (acc) => acc + 1,
+  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
+  extractOutput: (acc) => acc,
+};
+
+/**
+ * Beam's `Sum.ofIntegers()`: the sum of integer inputs, exact while the total stays within
+ * `Number.MAX_SAFE_INTEGER`. For tests and examples only; money uses an exact decimal combiner.
+ */
+export const sumCombineFn: CombineFn<number, number, number> = {
+  createAccumulator: () => 0,
+  addInput: (acc, input) => acc + input,
+  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
+  extractOutput: (acc) => acc,
+};

@@ -1,0 +1,84 @@
+// The pure windowing core: windows, triggers, panes and the watermark heuristic, with Beam's semantics.
+export { countCombineFn, sumCombineFn, type CombineFn, type JsonValue } from './combine-fn';
+export { WindowingConfigError, WindowingInputError, type WindowingConfigIssue } from './errors';
+export {
+  describePane,
+  type FiringCause,
+  type Pane,
+  type PaneDescription,
+  type PaneTiming,
+} from './pane';
+export {
+  type DropReason,
+  type DroppedElement,
+  type KeyState,
+  type ReduceFnRunner,
+  type StepResult,
+  type TimeContext,
+  type TimestampedElement,
+} from './key-state';
+export { createReduceFnRunner } from './reduce-fn-runner';
+export { mergeSessions } from './session-merge';
+export {
+  validateWindowFn,
+  validateWindowingStrategy,
+  type AccumulationMode,
+  type FiringSpec,
+  type TriggerSpec,
+  type WindowingStrategy,
+} from './strategy';
+export {
+  runTestStream,
+  type TestStreamEvent,
+  type TestStreamResult,
+  type TestStreamStart,
+} from './test-stream';
+export {
+  fireWindow,
+  processingTimeDeadlineMs,
+  shouldFire,
+  type Firing,
+  type FiringContext,
+} from './trigger';
+export {
+  advanceWatermarkByProcessingTime,
+  INITIAL_WATERMARK_STATE,
+  observeEventTime,
+  validateWatermarkPolicy,
+  type WatermarkObservation,
+  type WatermarkPolicy,
+  type WatermarkState,
+} from './watermark-policy';
+export {
+  compareWindows,
+  MAX_WATERMARK_MS,
+  maxTimestampMs,
+  MIN_WATERMARK_MS,
+  parseWindowId,
+  sameWindow,
+  windowId,
+  type IntervalWindow,
+} from './window';
+export {
+  assignWindows,
+  fixed,
+  isMerging,
+  mergeOverlappingWindows,
+  sessions,
+  sliding,
+  type FixedWindowsSpec,
+  type SessionsSpec,
+  type SlidingWindowsSpec,
+  type WindowFnSpec,
+  type WindowMerge,
+} from './window-fns';
+export {
+  addToContribution,
+  emptyContribution,
+  FRESH_PANE,
+  mergeContributions,
+  type PaneBookkeeping,
+  type TriggerPhase,
+  type WindowContribution,
+  type WindowState,
+} from './window-state';

@@ -1,0 +1,83 @@
+// Panes (Beam's PaneInfo plus the value) and the rule that names a firing EARLY, ON_TIME or LATE.
+import type { PaneBookkeeping } from './window-state';
+import { maxTimestampMs, type IntervalWindow } from './window';
+
+/** Beam's `PaneInfo.Timing` (UNKNOWN is never produced). */
+export type PaneTiming = 'EARLY' | 'ON_TIME' | 'LATE';
+
+/** One firing of one (key, window): Beam's `PaneInfo` with the window, the value and when it fired. */
+export interface Pane<Out> {
+  /** The grouping key. */
+  readonly key: string;
+  /** The window the pane belongs to. */
+  readonly window: IntervalWindow;
+  /** `extractOutput` of the pane's accumulator (all data so far when accumulating, new data when discarding). */
+  readonly value: Out;
+  /** EARLY before the watermark passed the window, ON_TIME for the watermark's firing, LATE after it. */
+  readonly timing: PaneTiming;
+  /** 0 for the first pane of the window, then +1 per emitted pane (`PaneInfo.getIndex()`). */
+  readonly index: number;
+  /**
+   * `PaneInfo.getNonSpeculativeIndex()`: −1 for EARLY panes; 0 for the first non-EARLY pane (the ON_TIME pane,
+   * or the first LATE one when there was none), then +1 per non-EARLY pane.
+   */
+  readonly onTimeIndex: number;
+  /** True for the window's first pane (`PaneInfo.isFirst()`). */
+  readonly isFirst: boolean;
+  /**
+   * True when no other pane will follow (`PaneInfo.isLast()`): the trigger finished (no late firings
+   * configured), or the pane was emitted by garbage collection at end + allowed lateness.
+   */
+  readonly isLast: boolean;
+  /** Processing time of the firing, epoch ms. */
+  readonly firedAtProcessingTimeMs: number;
+  /** Input watermark at the firing, epoch ms. */
+  readonly watermarkMs: number;
+}
+
+/** What caused a firing, which is what decides its timing. */
+export type FiringCause = 'END_OF_WINDOW' | 'GARBAGE_COLLECTION' | 'ELEMENT_OR_PROCESSING_TIME';
+
+/** Pane index fields of the next pane of a window. */
+export interface PaneDescription {
+  /** Timing of the pane. */
+  readonly timing: PaneTiming;
+  /** `Pane.index`. */
+  readonly index: number;
+  /** `Pane.onTimeIndex`. */
+  readonly onTimeIndex: number;
+  /** `Pane.isFirst`. */
+  readonly isFirst: boolean;
+}
+
+/**
+ * Java `PaneInfoTracker.describePane`, with the output watermark replaced by what it is in a sequential run
+ * (timers fire before the next input is processed):
+ * - a window that already had a non-EARLY pane only gets LATE panes;
+ * - the end-of-window firing (and the garbage-collection firing when allowed lateness is 0, which is the same
+ *   timer) is ON_TIME: the window's own watermark hold keeps the output watermark at or before its max timestamp;
+ * - any other firing is EARLY while `watermarkMs <= end − 1`, LATE once the watermark is past the window
+ *   (`isLateForOutput`: a window whose first element arrives late gets a LATE pane with index 0 — Beam does the
+ *   same, checked on Python's DirectRunner: `trigger.py` `GeneralTriggerDriver._output`).
+ */
+export function describePane(
+  pane: PaneBookkeeping,
+  window: IntervalWindow,
+  watermarkMs: number,
+  cause: FiringCause,
+  allowedLatenessMs: number,
+): PaneDescription {
+  const onlyEarlySoFar = pane.nonEarlyPanesEmitted === 0;
+  const endOfWindowTimer =
+    cause === 'END_OF_WINDOW' || (cause === 'GARBAGE_COLLECTION' && allowedLatenessMs === 0);
+  let timing: PaneTiming;
+  if (!onlyEarlySoFar) timing = 'LATE';
+  else if (endOfWindowTimer) timing = 'ON_TIME';
+  else timing = watermarkMs <= maxTimestampMs(window) ? 'EARLY' : 'LATE';
+  return {
+    timing,
+    index: pane.panesEmitted,
+    onTimeIndex: timing === 'EARLY' ? -1 : pane.nonEarlyPanesEmitted,
+    isFirst: pane.panesEmitted === 0,
+  };
+}

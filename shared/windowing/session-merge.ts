@@ -1,0 +1,58 @@
+// Session merging inside one key's state (Java ReduceFnRunner.mergeWindows + MergingActiveWindowSet +
+// AfterWatermarkStateMachine.onMerge): which windows merge, and the merged window's state.
+import type { CombineFn, JsonValue } from './combine-fn';
+import { maxTimestampMs, sameWindow, windowId, type IntervalWindow } from './window';
+import { mergeOverlappingWindows } from './window-fns';
+import { FRESH_PANE, mergeContributions, type WindowState } from './window-state';
+
+/**
+ * Merges the key's active windows with a bundle's proto-windows, in place in `byId` (window id → state):
+ * - active means not CLOSED: a finished window takes no part in merging (Java removes it from the active set);
+ * - windows group by strict overlap (`mergeOverlappingWindows`); the state of a group's active members moves to
+ *   the merge result, contributions merged (accumulators, pane counts, first-arrival times);
+ * - pane info stays with the actual window: a merge result that is a new window restarts at index 0 (Java
+ *   `paneInfoTracker.clear` for merged-away windows; Python clears `INDEX` on merge);
+ * - the result is in the early phase again unless every active member was LATE and the result's end is already
+ *   behind the watermark (Java `AfterWatermarkEarlyAndLate.onMerge`, `finishedInAllMergingWindows`);
+ * - if the result has the bounds of a CLOSED record, that record wins and the window stays closed.
+ *
+ * @returns proto-window id → the window its elements go to (absent: the proto-window itself)
+ */
+export function mergeSessions<Acc extends JsonValue>(
+  combineFn: CombineFn<never, Acc, unknown>,
+  byId: Map<string, WindowState<Acc>>,
+  protoWindows: readonly IntervalWindow[],
+  watermarkMs: number,
+): Map<string, IntervalWindow> {
+  const active = [...byId.values()].filter((w) => w.pane.phase !== 'CLOSED');
+  const activeIds = new Set(active.map((w) => windowId(w.window)));
+  const candidates = [
+    ...active.map((w) => w.window),
+    ...protoWindows.filter((w) => !activeIds.has(windowId(w))),
+  ];
+  const target = new Map<string, IntervalWindow>();
+  for (const { result, members } of mergeOverlappingWindows(candidates)) {
+    for (const m of members) target.set(windowId(m), result);
+    const activeMembers = members.flatMap((m) => {
+      const state = activeIds.has(windowId(m)) ? byId.get(windowId(m)) : undefined;
+      return state ? [state] : [];
+    });
+    const survivor = activeMembers.find((m) => sameWindow(m.window, result));
+    if (activeMembers.length === 0 || (activeMembers.length === 1 && survivor)) continue;
+    for (const m of activeMembers) byId.delete(windowId(m.window));
+    if (byId.has(windowId(result))) continue; // a CLOSED record with the same bounds
+    // An EARLY member always ends after the watermark (its end-of-window timer has not fired), so "every member
+    // LATE" only matters together with the end check; both are kept to mirror Java.
+    const stillLate =
+      activeMembers.every((m) => m.pane.phase === 'LATE') && maxTimestampMs(result) < watermarkMs;
+    byId.set(windowId(result), {
+      window: result,
+      pane: { ...(survivor ? survivor.pane : FRESH_PANE), phase: stillLate ? 'LATE' : 'EARLY' },
+      contribution: mergeContributions(
+        combineFn,
+        activeMembers.map((m) => m.contribution),
+      ),
+    });
+  }
+  return target;
+}
