@@ -58,13 +58,26 @@ export function checkEveryMessageRouted(layers: Layers, ids: readonly string[]):
   return failures;
 }
 
+/**
+ * One message per line: the line's text without its line ending, as UTF-8. Blank lines are skipped (and counted on stderr): a JSON-lines file
+ * cannot hold an empty message; publish one with the Pub/Sub client to try that case.
+ */
+export function readEventsFile(file: string): string[] {
+  const lines = readFileSync(file, 'utf8').split(/\r?\n/);
+  if (lines.at(-1) === '') lines.pop(); // the newline that ends the last line
+  const events = lines.filter((l) => l.trim() !== '');
+  const skipped = lines.length - events.length;
+  if (skipped > 0) process.stderr.write(`demo: skipped ${skipped} blank line(s) in ${file}\n`);
+  return events;
+}
+
 async function main(): Promise<number> {
   const file = process.argv[2];
-  const events = file
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-    : [...LAB_EVENTS];
+  const events = file ? readEventsFile(file) : [...LAB_EVENTS];
+  if (events.length === 0) {
+    process.stderr.write(`demo: ${file} has no events (one JSON message per non-blank line)\n`);
+    return 2;
+  }
   const env = stackEnv();
   const pubsub = new PubSub({ projectId: env.projectId });
   const topic = pubsub.topic(process.env.OFFVIA_TOPIC ?? 'booking-events');
@@ -87,6 +100,15 @@ async function main(): Promise<number> {
   show('Bronze  offvia_bronze.raw_bookings', layers.bronze);
   show('Silver  offvia_silver.fact_bookings', layers.silver);
   show('Quarantine  offvia_quarantine.poisoned_events', layers.quarantine);
+  if (layers.quarantine.length > 0) {
+    process.stdout.write('Quarantine reasons (full text):\n');
+    for (const r of layers.quarantine.slice(0, limit)) {
+      process.stdout.write(
+        `  message ${String(r.source_message_id)} ${String(r.error_stage)}: ${String(r.error_reason)}\n`,
+      );
+    }
+    process.stdout.write('\n');
+  }
   show('Bad data  offvia_quarantine.bad_data', layers.badData);
   const failures = [
     ...(complete ? [] : [`not every message landed within ${timeoutMs} ms`]),

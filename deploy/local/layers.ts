@@ -70,7 +70,7 @@ export async function readLayers(
   const [bronze, silver, quarantine, badData] = await Promise.all([
     q(`SELECT message_id, publish_time, subscription_name,
          SUBSTR(data, 1, 80) AS data, TO_JSON_STRING(attributes) AS attributes
-       FROM \`${p}.offvia_bronze.raw_bookings\` WHERE message_id IN UNNEST(@ids) ORDER BY publish_time, message_id`),
+       FROM \`${p}.offvia_bronze.raw_bookings\` WHERE message_id IN UNNEST(@ids) ORDER BY SAFE_CAST(message_id AS INT64), message_id`),
     q(`SELECT booking_id, passenger_id, flight_number, origin_airport, destination_airport,
          fare_amount, currency, booking_status,
          event_timestamp, source_message_id, event_id
@@ -78,9 +78,9 @@ export async function readLayers(
     q(`SELECT error_stage, error_reason, SUBSTR(raw_payload, 1, 60) AS raw_payload, source_message_id,
          received_timestamp
        FROM \`${p}.offvia_quarantine.poisoned_events\` WHERE source_message_id IN UNNEST(@ids)
-       ORDER BY error_stage, source_message_id`),
+       ORDER BY error_stage, SAFE_CAST(source_message_id AS INT64), source_message_id`),
     q(`SELECT target_dest, error, SUBSTR(bad_data, 1, 60) AS bad_data, source_message_id
-       FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids) ORDER BY source_message_id`),
+       FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids) ORDER BY SAFE_CAST(source_message_id AS INT64), source_message_id`),
   ]);
   return { bronze, silver, quarantine, badData };
 }
