@@ -5,30 +5,23 @@ import {
   describeName,
   MAX_COLUMN_NAME_LENGTH,
 } from './column-names';
-import { SchemaConfigError, type BqField, type BqType, type TargetTableRef } from './types';
+import {
+  BQ_TYPES,
+  SchemaConfigError,
+  type BqField,
+  type BqType,
+  type TargetTableRef,
+} from './types';
 
 /** Project ids: lowercase letters, digits, hyphens (and `.`/`:` of domain-scoped ids), 6–63 characters. */
 const PROJECT_ID = /^[a-z][a-z0-9.:-]{4,61}[a-z0-9]$/;
 /** Dataset and table ids, restricted to letters, digits and underscores (a subset of BigQuery's rules). */
 const DATASET_OR_TABLE_ID = /^[A-Za-z0-9_]{1,1024}$/;
 
-/** Types a drift column may be added with: scalar types that need no parameters or sub-fields. */
-const ADDABLE_TYPES: ReadonlySet<BqType> = new Set<BqType>([
-  'STRING',
-  'BYTES',
-  'INT64',
-  'NUMERIC',
-  'BIGNUMERIC',
-  'FLOAT64',
-  'BOOL',
-  'TIMESTAMP',
-  'DATE',
-  'TIME',
-  'DATETIME',
-  'GEOGRAPHY',
-  'INTERVAL',
-  'JSON',
-]);
+/** Types a drift column may be added with: every scalar type except parameterised `RANGE` (and never RECORD). */
+const ADDABLE_TYPES: ReadonlySet<BqType> = new Set<BqType>(
+  BQ_TYPES.filter((t) => t !== 'RANGE' && t !== 'RECORD'),
+);
 
 /** Whether `ADD COLUMN` can create a column of this type here (not `RECORD`, not parameterised `RANGE`). */
 export function isAddableType(type: BqType): boolean {

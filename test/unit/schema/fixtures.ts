@@ -1,5 +1,6 @@
 // Shared fixtures for the schema-core tests: Silver's schema and protected names, arbitraries for proposals.
 import fc from 'fast-check';
+import { CONTRACT_FIELDS } from '../../../shared/contract';
 import {
   BQ_TYPES,
   mergeAllFieldSets,
@@ -32,15 +33,7 @@ export const SILVER: TableSchema = {
 
 /** The contract's input fields and Silver's derived columns (mission.md, "The event contract"). */
 export const PROTECTED: readonly string[] = [
-  'booking_id',
-  'passenger_id',
-  'flight_number',
-  'origin',
-  'destination',
-  'fare',
-  'event_time',
-  'currency',
-  'status',
+  ...CONTRACT_FIELDS,
   ...SILVER.fields.map((f) => f.name),
 ];
 
