@@ -16,12 +16,15 @@ const JSON_INTEGER = /^-?\d+$/;
 /** A scalar as the schema receives it: JSON numbers arrive as their exact source text (lossless-json). */
 type Scalar = string | LosslessNumber;
 
+/** Whitespace and invisible format characters only (e.g. a lone U+200B): as empty as "" to a reader. */
+const BLANK = /^[\s\p{Cf}]*$/u;
+
 function isNonBlank(value: Scalar): boolean {
-  return typeof value !== 'string' || value.trim() !== '';
+  return typeof value !== 'string' || !BLANK.test(value);
 }
 
 function isNonBlankString(value: string): boolean {
-  return value.trim() !== '';
+  return !BLANK.test(value);
 }
 
 function isStringOrInteger(value: Scalar): boolean {
@@ -36,13 +39,15 @@ function fitsIdentifierLength(text: string): boolean {
   return text.length <= MAX_IDENTIFIER_LENGTH;
 }
 
-/** No C0 control character and no DEL: they corrupt logs and CSV exports (team decision). */
+/**
+ * Characters an identifier may not hold (team decision): controls (C0, DEL, C1: they corrupt logs and CSV
+ * exports), invisible format characters (zero-width, bidi overrides, BOM: ids that look equal but are not, or
+ * read reversed), line/paragraph separators, and unpaired surrogates (no UTF-8 form, so no BigQuery STRING).
+ */
+const FORBIDDEN_IN_IDENTIFIER = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/u;
+
 function hasNoControlCharacters(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return false;
-  }
-  return true;
+  return !FORBIDDEN_IN_IDENTIFIER.test(text);
 }
 
 function isEventId(text: string): boolean {
@@ -66,7 +71,10 @@ const IdentifierSchema = v.pipe(
   v.check(isStringOrInteger, 'must be a string or a JSON integer'),
   v.transform(scalarText),
   v.check(fitsIdentifierLength, `must be at most ${MAX_IDENTIFIER_LENGTH} characters`),
-  v.check(hasNoControlCharacters, 'must not contain control characters (U+0000-U+001F, U+007F)'),
+  v.check(
+    hasNoControlCharacters,
+    'must not contain control, invisible format or line-separator characters, or unpaired surrogates',
+  ),
 );
 
 /** An optional text field: null means absent (team decision), otherwise a non-blank string. */

@@ -20,7 +20,8 @@ export interface QuarantineRow {
   raw_payload_base64: string | null;
 }
 
-const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
+// ignoreBOM: keep a leading byte-order mark in raw_payload, so the quarantined text is the message's text.
+const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /**
  * Maps a rejected message to its quarantine row. `raw_payload` is the UTF-8 text (U+FFFD for invalid bytes) of at

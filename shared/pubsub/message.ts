@@ -48,7 +48,14 @@ export type DecodeResult =
       raw: string;
     };
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// A plain character class with no repeated group: V8 runs it without backtracking, so a 10 MB message (the
+// Pub/Sub limit) cannot overflow the regex stack, as `(?:[…]{4})*` did beyond ~4.4 M characters.
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Standard base64 with padding (RFC 4648 §4), as Pub/Sub's JSON mapping sends bytes. */
+function isBase64(text: string): boolean {
+  return text.length % 4 === 0 && BASE64_CHARS.test(text);
+}
 
 /**
  * Decodes CloudEvent `data` (already JSON-parsed by the framework). Never throws: a malformed event is returned
@@ -69,7 +76,7 @@ export function decodeMessagePublished(data: unknown, cloudEventId: string): Dec
   let bytes: Buffer;
   if (m.data === undefined || m.data === null || m.data === '') {
     bytes = Buffer.alloc(0);
-  } else if (typeof m.data === 'string' && BASE64.test(m.data)) {
+  } else if (typeof m.data === 'string' && isBase64(m.data)) {
     bytes = Buffer.from(m.data, 'base64');
   } else {
     return { ok: false, messageId: id, reason: 'message.data is not base64 text', raw: raw() };
@@ -77,7 +84,15 @@ export function decodeMessagePublished(data: unknown, cloudEventId: string): Dec
   const attributes: Record<string, string> = {};
   if (isObject(m.attributes)) {
     for (const [k, v] of Object.entries(m.attributes)) {
-      if (typeof v === 'string') attributes[k] = v;
+      // defineProperty, not assignment: an attribute named "__proto__" must be kept as data, not set a prototype.
+      if (typeof v === 'string') {
+        Object.defineProperty(attributes, k, {
+          value: v,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
     }
   }
   const publishTime = firstString(m.publishTime, m.publish_time);

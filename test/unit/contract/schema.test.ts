@@ -104,19 +104,41 @@ describe('SCHEMA_VALIDATION', () => {
       assert.equal(failure.issues[0]?.kind, 'too_long');
     });
 
-    it('reject control characters U+0000-U+001F and U+007F', () => {
-      for (const bad of ['BK\u0000', 'BK\t1', 'BK\n', '\u001fBK', 'BK\u007f']) {
+    it('reject controls, invisible format characters, separators and unpaired surrogates', () => {
+      for (const bad of [
+        'BK\u0000',
+        'BK\t1',
+        'BK\n',
+        '\u001fBK',
+        'BK\u007f',
+        'BK\u0085', // C1 NEL
+        'BK-\u200b1', // zero-width space inside
+        'BK-\u202e01290', // right-to-left override: reads as another id
+        'PAX\ufeff1', // BOM inside
+        'BK\u20281', // line separator
+        'PAX-\ud800', // lone high surrogate: no UTF-8 form
+        'PAX-\ude00\ud83d', // reversed pair
+      ]) {
         const failure = expectFailure(
           validate(booking({ passenger_id: bad })),
           'SCHEMA_VALIDATION',
         );
         assert.match(
           failure.reason,
-          /^Invalid fields: passenger_id must not contain control characters/,
+          /^Invalid fields: passenger_id must not contain control, invisible format/,
+          JSON.stringify(bad),
         );
         assert.equal(failure.issues[0]?.kind, 'control_character');
       }
-      expectSuccess(validate(booking({ passenger_id: 'PAX\u0080\u00a0é' })));
+      expectSuccess(validate(booking({ passenger_id: 'PAX\u00a0é\u{1F600}' })));
+    });
+
+    it('treat an id of only invisible characters as empty', () => {
+      const failure = expectFailure(
+        validate(booking({ booking_id: '\u200b\u200d ' })),
+        'SCHEMA_VALIDATION',
+      );
+      assert.match(failure.reason, /Null or empty required fields: booking_id/);
     });
   });
 
