@@ -4,6 +4,13 @@ import type { CloudEvent } from '@google-cloud/functions-framework';
 import { type IngestDeps, ingestMessage } from '../shared/ingest/ingest-booking';
 import { createIngestDeps } from '../shared/ingest/runtime';
 import { decodeMessagePublished, type RawMessagePublishedData } from '../shared/pubsub/message';
+import { runSchemaSweep, type SweepDeps } from '../shared/drift/sweep';
+import { createSchemaSweepDeps } from '../shared/drift/sweep-runtime';
+import { errorText } from '../shared/errors';
+import * as logs from '../shared/logging/logs';
+import { createFireWindowsDeps } from '../shared/aggregates/runtime';
+import { fireWindowsHttp, type FireWindowsDeps } from '../shared/state/fire-windows';
+import type { BookingAccumulator, BookingAggregate } from '../shared/aggregates/booking-aggregates';
 
 let ingestDeps: IngestDeps | undefined;
 /** Configuration is validated once per instance; when this instance serves ingestBooking, at cold start. */
@@ -23,3 +30,53 @@ functions.cloudEvent<RawMessagePublishedData>(
     await ingestMessage(decodeMessagePublished(event.data, event.id), ingestDependencies());
   },
 );
+
+let sweepDeps: SweepDeps | undefined;
+/** Configuration is validated once per instance; when this instance serves schemaSweep, at cold start. */
+function sweepDependencies(): SweepDeps {
+  sweepDeps ??= createSchemaSweepDeps(process.env);
+  return sweepDeps;
+}
+if (process.env.FUNCTION_TARGET === 'schemaSweep') sweepDependencies();
+
+/**
+ * HTTP, for Cloud Scheduler (every minute; OIDC-authenticated in the cloud). POST only. Runs one schema sweep over
+ * the configured target tables and answers its JSON summary: 200 when every table was swept (or left to a
+ * concurrent sweep), 500 when any failed (Cloud Scheduler retries; the failure is logged and nothing is lost).
+ */
+functions.http('schemaSweep', async (req, res) => {
+  if (req.method !== 'POST') {
+    res.status(405).set('Allow', 'POST').json({ error: 'schemaSweep takes POST' });
+    return;
+  }
+  const deps = sweepDependencies();
+  try {
+    const result = await runSchemaSweep(deps);
+    res.status(result.ok ? 200 : 500).json(result);
+  } catch (err) {
+    logs.sweepTableFailed(deps.logger, '*', errorText(err));
+    res.status(500).json({ ok: false, error: errorText(err) });
+  }
+});
+
+let fireDeps: FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> | undefined;
+/** Configuration is validated once per instance; when this instance serves fireWindows, at cold start. */
+function fireWindowsDependencies(): FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> {
+  fireDeps ??= createFireWindowsDeps(process.env);
+  return fireDeps;
+}
+if (process.env.FUNCTION_TARGET === 'fireWindows') fireWindowsDependencies();
+
+/**
+ * HTTP, for Cloud Scheduler (every minute; OIDC-authenticated in the cloud). POST only. Advances the watermark, fires
+ * the due windows and writes their panes to the gold table; answers the run's JSON summary: 200 (also when another
+ * run holds the lease), 503 when something failed transiently (Cloud Scheduler retries), 500 otherwise.
+ */
+functions.http('fireWindows', async (req, res) => {
+  if (req.method !== 'POST') {
+    res.status(405).set('Allow', 'POST').json({ error: 'fireWindows takes POST' });
+    return;
+  }
+  const answer = await fireWindowsHttp(fireWindowsDependencies());
+  res.status(answer.status).json(answer.body);
+});

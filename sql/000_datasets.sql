@@ -7,3 +7,6 @@ OPTIONS (location = '{{location}}', description = 'Validated booking events (Sil
 
 CREATE SCHEMA IF NOT EXISTS `{{project}}.offvia_quarantine`
 OPTIONS (location = '{{location}}', description = 'Rejected events (quarantine) and rows past the schema-retry budget (bad data)');
+
+CREATE SCHEMA IF NOT EXISTS `{{project}}.offvia_gold`
+OPTIONS (location = '{{location}}', description = 'Windowed aggregates: one row per pane fired by fireWindows / ingestBooking (Gold)');

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts and stops the local stack: Pub/Sub, Firestore and BigQuery (bqemulator) emulators, the tables from sql/,
-# the Pub/Sub topics and subscriptions, the Functions Framework (one process per function) and the Bronze stand-in.
+# the Pub/Sub topics and subscriptions, the Functions Framework (one process per function), the Bronze stand-in and
+# the scheduler loop standing in for Cloud Scheduler (deploy/schedules.ts; OFFVIA_SCHEDULE_<NAME>_SECONDS=0 pauses
+# a job).
 # Each process runs in its own session (setsid), so stopping it stops its children too (gcloud leaves a Java child).
 # State: .local/stack/{env,pids/,logs/}. Usage: stack.sh up|down|status|env
 set -euo pipefail
@@ -11,6 +13,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # with OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
 OFFVIA_FUNCTIONS=(
   "ingestBooking|cloudevent|8080"
+  "schemaSweep|http|8082"
+  "fireWindows|http|8081"
 )
 
 PIDS_DIR="$OFFVIA_STACK_DIR/pids"
@@ -175,7 +179,7 @@ stop_all() {
   while read -r name; do
     [[ -n "$name" ]] || continue
     case "$name" in
-      fn-* | bronze-standin) consumers+=("$name") ;;
+      fn-* | bronze-standin | scheduler) consumers+=("$name") ;;
       *) emulators+=("$name") ;;
     esac
   done < <(recorded_services)
@@ -366,7 +370,7 @@ cmd_up() {
 
   UP_STEP="prepare ${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}"
   mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$OFFVIA_STACK_DIR/data/pubsub"
-  rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready"
+  rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready" "$OFFVIA_STACK_DIR/scheduler.ready"
   write_env_file
   # Every process started from here on gets the stack's environment.
   # shellcheck source=/dev/null
@@ -421,6 +425,13 @@ cmd_up() {
   done
   UP_STEP="wait for bronze-standin"
   wait_file bronze-standin "$OFFVIA_STACK_DIR/bronze.ready"
+
+  # Started last: it calls the HTTP functions, which are ready now.
+  UP_STEP="start the scheduler"
+  OFFVIA_SCHEDULER_READY_FILE="$OFFVIA_STACK_DIR/scheduler.ready" \
+    start_service scheduler "${TSX[@]}" deploy/local/scheduler.ts
+  UP_STEP="wait for scheduler"
+  wait_file scheduler "$OFFVIA_STACK_DIR/scheduler.ready"
 
   UP_DONE=1
   trap - EXIT INT TERM

@@ -31,6 +31,20 @@ export interface SchemaDriftGate {
   ): Promise<
     { action: 'write'; extraColumns: Record<string, unknown> } | { action: 'held'; reason: string }
   >;
+  /**
+   * Optional: BigQuery refused the row written after `route` said `write` (per-row `invalid`). The gate may hold
+   * it (e.g. "no such field": its cached schema was stale, or a new column is not yet accepted by streaming) and
+   * answer `held` once it is durably in the retry store; `undefined` sends it to the bad-data table as before.
+   * `row` is the row without its extra columns, as passed to `route`.
+   * @throws TransientError when the retry store cannot be reached (redelivery).
+   */
+  holdRejected?(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    rejection: { error: string; missingFields: readonly string[] },
+  ): Promise<{ action: 'held'; reason: string } | undefined>;
 }
 
 /**
@@ -109,20 +123,39 @@ export async function ingestMessage(
     insertId: result.eventId,
     json: { ...result.row, event_id: result.eventId },
   };
-  if (deps.schemaDrift) {
-    const drift = await deps.schemaDrift.route(result, message, receivedAtMs, row);
-    if (drift.action === 'held') {
-      await deps.windowState?.record(result, message, receivedAtMs);
-      return {
-        destination: 'schema_retry',
-        messageId: message.messageId,
-        eventId: result.eventId,
-        reason: drift.reason,
+  const held = async (reason: string): Promise<IngestOutcome> => {
+    await deps.windowState?.record(result, message, receivedAtMs);
+    return {
+      destination: 'schema_retry',
+      messageId: message.messageId,
+      eventId: result.eventId,
+      reason,
+    };
+  };
+  let onRejected: OnRejected | undefined;
+  const gate = deps.schemaDrift;
+  if (gate) {
+    const drift = await gate.route(result, message, receivedAtMs, row);
+    if (drift.action === 'held') return held(drift.reason);
+    const base: InsertRow = { insertId: row.insertId, json: { ...row.json } };
+    // defineProperty, not assignment: a column named `__proto__` must stay a property of the row.
+    for (const [column, value] of Object.entries(drift.extraColumns)) {
+      Object.defineProperty(row.json, column, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    if (gate.holdRejected) {
+      const holdRejected = gate.holdRejected.bind(gate);
+      onRejected = async (rejection) => {
+        const drift = await holdRejected(result, message, receivedAtMs, base, rejection);
+        return drift === undefined ? undefined : held(drift.reason);
       };
     }
-    Object.assign(row.json, drift.extraColumns);
   }
-  const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps);
+  const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
   if (outcome !== undefined) return outcome;
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
@@ -153,6 +186,12 @@ async function quarantine(
   return { destination: 'quarantine', messageId: message.messageId, stage, reason };
 }
 
+/** A chance to route a row BigQuery refused elsewhere than bad data (the drift gate); `undefined` declines. */
+type OnRejected = (rejection: {
+  error: string;
+  missingFields: readonly string[];
+}) => Promise<IngestOutcome | undefined>;
+
 /**
  * Writes one row; if BigQuery refuses it as data, writes it to the bad-data table instead and returns that outcome.
  * Returns `undefined` when the row landed where it was meant to.
@@ -163,9 +202,12 @@ async function writeOrBadData(
   row: InsertRow,
   receivedAtMs: number,
   deps: IngestDeps,
+  onRejected?: OnRejected,
 ): Promise<IngestOutcome | undefined> {
   const [result] = await write(deps, table, [row], message.messageId);
   if (result === undefined || result.ok) return undefined;
+  const heldInstead = await onRejected?.(result);
+  if (heldInstead !== undefined) return heldInstead;
   const targetDest = tableName(table, deps.config.projectId);
   logs.rowRejectedBySink(deps.logger, message, targetDest, row.insertId, result.error);
   const bad: BadDataRow = {

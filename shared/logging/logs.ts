@@ -103,3 +103,354 @@ export function malformedTrigger(log: Logger, ref: MessageRef, error: string): v
 export function configLoaded(log: Logger, summary: Record<string, unknown>): void {
   log.write('INFO', 'configuration loaded', { config: summary });
 }
+
+// ---- schema drift (issue 5): the ingest gate and the schemaSweep function ----------------------------------------
+
+/** A valid event's row waits in the schema-retry store (its extra fields are not all columns yet). */
+export function rowHeldForSchema(
+  log: Logger,
+  ref: MessageRef,
+  details: {
+    eventId: string;
+    table: string;
+    windowId: string;
+    proposed: readonly string[];
+    errors: string;
+    stored: 'created' | 'exists';
+  },
+): void {
+  log.write('NOTICE', 'row held for a schema change', {
+    outcome: 'schema_retry',
+    message_id: ref.messageId,
+    event_id: details.eventId,
+    table: details.table,
+    schema_window: details.windowId,
+    proposed_fields: details.proposed.slice(0, 20),
+    proposed_count: details.proposed.length,
+    error: details.errors,
+    retry_store: details.stored === 'created' ? 'stored' : 'already stored (redelivery)',
+  });
+}
+
+/** A drift row is too large for the retry store (a Firestore document holds 1 MiB): it goes to bad data now. */
+export function driftRowTooLarge(
+  log: Logger,
+  ref: MessageRef,
+  table: string,
+  bytes: number,
+  maxBytes: number,
+): void {
+  log.write('ERROR', 'drift row too large for the retry store, routed to bad data', {
+    outcome: 'bad_data',
+    message_id: ref.messageId,
+    table,
+    row_bytes: bytes,
+    max_bytes: maxBytes,
+  });
+}
+
+/** Another sweep holds the table's lease; this sweep leaves the table to it. */
+export function sweepTableBusy(log: Logger, table: string): void {
+  log.write('INFO', 'schema sweep: table leased by another sweep, skipped', {
+    component_step: 'lease',
+    table,
+  });
+}
+
+/** A table update (DDL) was applied for the listed schema windows. */
+export function schemaUpdateApplied(
+  log: Logger,
+  details: {
+    table: string;
+    updateId: string;
+    windows: readonly string[];
+    columns: readonly string[];
+    statements: readonly string[];
+    catalogPatched: readonly string[];
+    rejected: number;
+  },
+): void {
+  log.write('NOTICE', 'schema update applied', {
+    outcome: 'schema_update',
+    table: details.table,
+    update_id: details.updateId,
+    schema_windows: details.windows,
+    added_columns: details.columns,
+    ddl: details.statements,
+    catalog_patched: details.catalogPatched,
+    rejected_fields: details.rejected,
+  });
+}
+
+/** A table update failed; its changes stay pending and are retried by the next sweep. */
+export function schemaUpdateFailed(
+  log: Logger,
+  table: string,
+  updateId: string,
+  error: string,
+): void {
+  log.write('ERROR', 'schema update failed, change stays pending', {
+    outcome: 'schema_update_failed',
+    table,
+    update_id: updateId,
+    error,
+  });
+}
+
+/** The windows' changes were planned and recorded without a table update (propose mode, or nothing to add). */
+export function schemaChangeRecorded(
+  log: Logger,
+  details: {
+    table: string;
+    status: 'applied' | 'proposed';
+    windows: readonly string[];
+    columns: readonly string[];
+    rejected: number;
+  },
+): void {
+  log.write('INFO', `schema change recorded (${details.status}), no table update`, {
+    outcome: details.status === 'proposed' ? 'schema_proposed' : 'schema_nothing_to_add',
+    table: details.table,
+    schema_windows: details.windows,
+    proposed_columns: details.columns,
+    rejected_fields: details.rejected,
+  });
+}
+
+/** A due update waits: the table was updated too recently for BigQuery's metadata-update rate. */
+export function schemaUpdateDeferred(
+  log: Logger,
+  table: string,
+  lastUpdateMs: number,
+  minIntervalMs: number,
+): void {
+  log.write('INFO', 'schema update deferred (table metadata update rate)', {
+    table,
+    last_update: new Date(lastUpdateMs).toISOString(),
+    min_update_interval_ms: minIntervalMs,
+  });
+}
+
+/** A waiting row passed its retry budget and was written to the bad-data table. */
+export function driftRowToBadData(
+  log: Logger,
+  details: {
+    messageId: string;
+    insertId: string;
+    targetDest: string;
+    retryCount: number;
+    error: string;
+  },
+): void {
+  log.write('WARNING', 'row past its retry budget, written to bad data', {
+    outcome: 'bad_data',
+    message_id: details.messageId,
+    insert_id: details.insertId,
+    target_dest: details.targetDest,
+    retry_count: details.retryCount,
+    error: details.error,
+  });
+}
+
+/** BigQuery refused a bad-data row; the row stays in the retry store (nothing is dropped). */
+export function badDataRefused(
+  log: Logger,
+  details: { messageId: string; insertId: string; table: string; error: string },
+): void {
+  log.write('ERROR', 'bad-data row refused, row kept in the retry store', {
+    outcome: 'retry',
+    message_id: details.messageId,
+    insert_id: details.insertId,
+    table: details.table,
+    error: details.error,
+  });
+}
+
+/** A retry-store document could not be read; it is left in place for an operator. */
+export function driftRowMalformed(log: Logger, table: string, id: string, problem: string): void {
+  log.write('ERROR', 'malformed retry-store row left in place', { table, row_id: id, problem });
+}
+
+/** One table's sweep, summarised (the metric source for rows inserted, waiting and sent to bad data). */
+export function sweepTableDone(log: Logger, summary: Record<string, unknown>): void {
+  log.write('INFO', 'schema sweep of table done', { outcome: 'schema_sweep', ...summary });
+}
+
+/** One table's sweep failed; what it finished is kept, the rest is retried by the next sweep. */
+export function sweepTableFailed(log: Logger, table: string, error: string): void {
+  log.write('ERROR', 'schema sweep of table failed', {
+    outcome: 'schema_sweep_failed',
+    table,
+    error,
+  });
+}
+
+// ---- windows, watermark and panes (issue 4): the window-state sink and the fireWindows function -----------------
+
+/** Where a windowed line is: the pipeline, key and window (RFC 3339 bounds). */
+export interface WindowRef {
+  pipeline: string;
+  key: string;
+  windowStartMs: number;
+  windowEndMs: number;
+}
+
+function windowFields(ref: WindowRef): Record<string, unknown> {
+  return {
+    pipeline: ref.pipeline,
+    window_key: ref.key,
+    window_start: new Date(ref.windowStartMs).toISOString(),
+    window_end: new Date(ref.windowEndMs).toISOString(),
+  };
+}
+
+/** A valid event was left out of a window's aggregates as too late; metric `dropped late by window` counts these. */
+export function windowElementDropped(
+  log: Logger,
+  ref: MessageRef,
+  window: WindowRef,
+  details: { eventId: string; eventTimeMs: number; reason: string; watermarkMs: number },
+): void {
+  log.write('WARNING', 'event dropped from window aggregates as too late (still in Silver)', {
+    outcome: 'dropped_late',
+    message_id: ref.messageId,
+    event_id: details.eventId,
+    event_time: new Date(details.eventTimeMs).toISOString(),
+    drop_reason: details.reason,
+    watermark_ms: details.watermarkMs,
+    ...windowFields(window),
+  });
+}
+
+/** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
+export function windowDuplicateIgnored(
+  log: Logger,
+  ref: MessageRef,
+  pipeline: string,
+  eventId: string,
+): void {
+  log.write('INFO', 'duplicate event ignored by window state', {
+    outcome: 'window_duplicate',
+    message_id: ref.messageId,
+    event_id: eventId,
+    pipeline,
+  });
+}
+
+/** A pane was written to the gold table. */
+export function paneEmitted(
+  log: Logger,
+  window: WindowRef,
+  details: { timing: string; index: number; isLast: boolean; insertId: string; table: string },
+): void {
+  log.write('INFO', 'pane emitted', {
+    outcome: 'pane',
+    pane_timing: details.timing,
+    pane_index: details.index,
+    pane_is_last: details.isLast,
+    insert_id: details.insertId,
+    table: details.table,
+    ...windowFields(window),
+  });
+}
+
+/** Panes are committed in the outbox but could not be written now; fireWindows writes them on its next run. */
+export function paneEmissionDeferred(
+  log: Logger,
+  pipeline: string,
+  insertIds: readonly string[],
+  error: string,
+): void {
+  log.write(
+    'WARNING',
+    'pane emission deferred to the next fireWindows run (panes kept in the outbox)',
+    {
+      outcome: 'pane_deferred',
+      pipeline,
+      insert_ids: insertIds.slice(0, 20),
+      pane_count: insertIds.length,
+      error,
+    },
+  );
+}
+
+/** BigQuery refused a pane row as data (a bug or a NUMERIC overflow); it goes to the bad-data table. */
+export function paneRowRefused(
+  log: Logger,
+  details: { pipeline: string; insertId: string; table: string; error: string },
+): void {
+  log.write('ERROR', 'pane row refused by BigQuery, routed to bad data', {
+    outcome: 'bad_data',
+    pipeline: details.pipeline,
+    insert_id: details.insertId,
+    table: details.table,
+    error: details.error,
+  });
+}
+
+/** fireWindows moved the watermark (idle rule); the metric source for watermark progress and lag. */
+export function watermarkAdvanced(
+  log: Logger,
+  details: { pipeline: string; watermarkMs: number; maxEventTimeMs: number | null; nowMs: number },
+): void {
+  log.write('INFO', 'watermark advanced', {
+    outcome: 'watermark',
+    pipeline: details.pipeline,
+    watermark_ms: details.watermarkMs,
+    max_event_time_ms: details.maxEventTimeMs,
+    watermark_lag_ms: details.nowMs - details.watermarkMs,
+  });
+}
+
+/** Another fireWindows run holds the pipeline's lease; this run did nothing. */
+export function fireWindowsBusy(
+  log: Logger,
+  pipeline: string,
+  holder: string,
+  expiresAtMs: number | null,
+): void {
+  log.write('INFO', 'fireWindows: lease held by another run, skipped', {
+    outcome: 'fire_windows_busy',
+    pipeline,
+    lease_holder: holder,
+    lease_expires_ms: expiresAtMs,
+  });
+}
+
+/** This run's lease was taken over (it ran past its lease); it stopped, the new holder carries on. */
+export function fireWindowsLeaseLost(
+  log: Logger,
+  pipeline: string,
+  fence: number,
+  error: string,
+): void {
+  log.write('WARNING', 'fireWindows: lease lost, run stopped', {
+    outcome: 'fire_windows_lease_lost',
+    pipeline,
+    lease_fence: fence,
+    error,
+  });
+}
+
+/** Firing one window failed; its state is unchanged and the next run retries it. */
+export function windowFiringFailed(log: Logger, window: WindowRef, error: string): void {
+  log.write('ERROR', 'window firing failed, retried by the next fireWindows run', {
+    outcome: 'window_firing_failed',
+    error,
+    ...windowFields(window),
+  });
+}
+
+/** One fireWindows run, summarised. */
+export function fireWindowsDone(log: Logger, summary: Record<string, unknown>): void {
+  log.write('INFO', 'fireWindows run done', { outcome: 'fire_windows', ...summary });
+}
+
+/** A fireWindows run failed as a whole (HTTP 5xx; Cloud Scheduler retries). */
+export function fireWindowsFailed(log: Logger, pipeline: string, error: string): void {
+  log.write('ERROR', 'fireWindows run failed', {
+    outcome: 'fire_windows_failed',
+    pipeline,
+    error,
+  });
+}

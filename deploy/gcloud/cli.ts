@@ -1,0 +1,131 @@
+// Prints the deploy or teardown plan (a bash script) for deploy.sh / teardown.sh, after writing the metric and
+// policy files it refers to. Reads the repository only; never calls Google Cloud.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { SCHEDULES } from '../schedules';
+import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
+import type { DeployOptions, Plan, RepoFacts } from './options';
+import { registeredFunctions } from './registry';
+import { readSqlFiles } from './sql';
+import { renderPlan } from './steps';
+import { buildTeardownPlan } from './teardown-plan';
+import { filesForUpload, sourceDigest } from './upload';
+
+export const USAGE = `usage: deploy.sh    --project P --region R [options]
+       teardown.sh  --project P --region R [options] [--yes] [--delete-data]
+  --dry-run                 print the plan (a bash script) and exit; nothing is called
+  --name-prefix S           prefix of function, service account, job, metric and policy names (default offvia-)
+  --bq-location L           BigQuery location of the datasets (default: the region, as the lab does)
+  --firestore-location L    location if the Firestore database must be created (default: the region)
+  --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
+  --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
+  --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
+  --yes                     teardown only: do not ask for confirmation
+  --delete-data             teardown only: also delete datasets, topics and dead letters`;
+
+/** The repository root (this file is deploy/gcloud/cli.ts). */
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Reads what the plan depends on from the repository at `root`. */
+export function readRepoFacts(root: string, project: string, bqLocation: string): RepoFacts {
+  const indexFile = path.join(root, 'functions', 'index.ts');
+  return {
+    registered: registeredFunctions(readFileSync(indexFile, 'utf8'), 'functions/index.ts'),
+    schedules: SCHEDULES,
+    sqlFiles: readSqlFiles(path.join(root, 'sql'), project, bqLocation),
+    sourceDigest: sourceDigest(root, filesForUpload(root)),
+  };
+}
+
+/** Parsed command line. */
+export interface CliArgs {
+  readonly command: 'deploy' | 'teardown';
+  readonly options: DeployOptions;
+  readonly deleteData: boolean;
+}
+
+/**
+ * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
+ * accepted here without effect).
+ * @throws Error for a missing or unknown flag, or a malformed `--env`.
+ */
+export function parseCli(argv: readonly string[]): CliArgs {
+  const [command, ...rest] = argv;
+  if (command !== 'deploy' && command !== 'teardown')
+    throw new Error(`expected deploy or teardown\n${USAGE}`);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      project: { type: 'string' },
+      region: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
+      'name-prefix': { type: 'string', default: 'offvia-' },
+      'bq-location': { type: 'string' },
+      'firestore-location': { type: 'string' },
+      env: { type: 'string', multiple: true, default: [] },
+      'ttl-collection-group': { type: 'string', multiple: true },
+      'notification-channel': { type: 'string', multiple: true, default: [] },
+      'out-dir': { type: 'string' },
+      yes: { type: 'boolean', default: false },
+      'delete-data': { type: 'boolean', default: false },
+    },
+  });
+  if (positionals.length > 0) throw new Error(`unexpected argument ${positionals[0]}\n${USAGE}`);
+  const { project, region } = values;
+  if (project === undefined || region === undefined)
+    throw new Error(`--project and --region are required\n${USAGE}`);
+  const envOverrides: Record<string, string> = {};
+  for (const pair of values.env) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--env expects KEY=VALUE, got ${JSON.stringify(pair)}`);
+    envOverrides[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return {
+    command,
+    deleteData: values['delete-data'],
+    options: {
+      project,
+      region,
+      bqLocation: values['bq-location'] ?? region,
+      firestoreLocation: values['firestore-location'] ?? region,
+      namePrefix: values['name-prefix'],
+      notificationChannels: values['notification-channel'],
+      envOverrides,
+      ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
+      outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,
+    },
+  };
+}
+
+/** Builds the plan for parsed arguments against the repository at `root`. */
+export function planFor(args: CliArgs, root: string = REPO_ROOT): Plan {
+  const facts = readRepoFacts(root, args.options.project, args.options.bqLocation);
+  return args.command === 'deploy'
+    ? buildDeployPlan(args.options, facts)
+    : buildTeardownPlan({ ...args.options, deleteData: args.deleteData }, facts);
+}
+
+function main(): void {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  try {
+    const args = parseCli(process.argv.slice(2));
+    const plan = planFor(args);
+    for (const file of plan.files) {
+      const target = path.resolve(REPO_ROOT, file.path);
+      mkdirSync(path.dirname(target), { recursive: true });
+      writeFileSync(target, file.content);
+    }
+    process.stdout.write(renderPlan(plan.header, plan.steps));
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 2;
+  }
+}
+
+if (require.main === module) main();

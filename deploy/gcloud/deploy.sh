@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Deploys (or updates) the whole Offvia pipeline into one Google Cloud project: APIs, BigQuery datasets and tables
+# from sql/, Firestore TTL, Pub/Sub, service accounts and least-privilege grants, the functions, Cloud Scheduler
+# jobs, log-based metrics and alert policies. Idempotent: a second run changes nothing.
+#
+#   deploy/gcloud/deploy.sh --project P --region R [--dry-run] [--name-prefix offvia-] [--bq-location L] ...
+#
+# --dry-run prints the full ordered plan (a bash script) without calling Google Cloud; see README.md.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$OFFVIA_ROOT"
+
+if has_flag --help "$@" || has_flag -h "$@"; then
+  usage
+  exit 0
+fi
+
+plan="$(mktemp "${TMPDIR:-/tmp}/offvia-deploy-plan.XXXXXX")"
+trap 'rm -f "$plan"' EXIT
+render_plan deploy "$@" >"$plan"
+
+if has_flag --dry-run "$@"; then
+  cat "$plan"
+  exit 0
+fi
+
+require_cloud_cli
+echo "deploying to project $(flag_value --project "$@") (deploy.sh --dry-run prints this plan)" >&2
+bash "$plan"

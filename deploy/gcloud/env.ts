@@ -1,0 +1,67 @@
+// The OFFVIA_* environment every deployed function gets (`--set-env-vars`), validated at plan time by the same
+// loaders the functions run at cold start, so a bad value stops the deploy instead of crash-looping an instance.
+import { loadIngestConfig } from '../../shared/config/ingest-config';
+import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
+import { loadWindowConfig } from '../../shared/config/window-config';
+import type { FunctionsConfig } from './functions';
+
+/**
+ * Set explicitly (all are the code's defaults today) so the console shows the running configuration, and so the
+ * ingest gate and the sweep, which must agree on the schema window, get the same values. Every function gets the
+ * same set: one configuration, whichever instance reads it.
+ */
+export const FUNCTION_ENV_DEFAULTS: Readonly<Record<string, string>> = {
+  OFFVIA_SILVER_TABLE: 'offvia_silver.fact_bookings',
+  OFFVIA_QUARANTINE_TABLE: 'offvia_quarantine.poisoned_events',
+  OFFVIA_BAD_DATA_TABLE: 'offvia_quarantine.bad_data',
+  OFFVIA_SCHEMA_DRIFT: 'true',
+  OFFVIA_SCHEMA_MODE: 'apply',
+  OFFVIA_SCHEMA_WINDOW_MINUTES: '3',
+  OFFVIA_SCHEMA_RETRY_MINUTES: '30',
+  OFFVIA_SCHEMA_TARGET_TABLES: 'offvia_silver.fact_bookings',
+  OFFVIA_SCHEMA_DDL_STYLE: 'single',
+  OFFVIA_SCHEMA_FIRESTORE_ROOT: 'offviaSchemaDrift',
+  OFFVIA_GOLD_TABLE: 'offvia_gold.route_panes',
+};
+
+const OVERRIDABLE = /^OFFVIA_[A-Z0-9_]+$/;
+
+/**
+ * The functions' environment: the defaults, `overrides` (`--env KEY=VALUE`), and OFFVIA_PROJECT_ID = `project`.
+ * @returns the variables sorted by name, and the configuration they parse to.
+ * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`), or a ConfigError naming
+ * the first bad value.
+ */
+export function functionEnv(
+  project: string,
+  overrides: Readonly<Record<string, string>>,
+): { vars: [string, string][]; config: FunctionsConfig } {
+  for (const key of Object.keys(overrides)) {
+    if (!OVERRIDABLE.test(key)) throw new Error(`--env ${key}: only OFFVIA_* variables can be set`);
+    if (key === 'OFFVIA_PROJECT_ID') throw new Error('--env OFFVIA_PROJECT_ID: use --project');
+  }
+  const env: Record<string, string> = {
+    ...FUNCTION_ENV_DEFAULTS,
+    ...overrides,
+    OFFVIA_PROJECT_ID: project,
+  };
+  const ingest = loadIngestConfig(env);
+  const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
+  const window = loadWindowConfig(env);
+  const vars = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { vars, config: { ingest, drift, window } };
+}
+
+/**
+ * The value of `--set-env-vars`. Values may hold commas (OFFVIA_SCHEMA_TARGET_TABLES), so a list with one uses
+ * gcloud's alternate-delimiter syntax (`^@^A=1@B=x,y`, see `gcloud topic escaping`).
+ * @throws Error when every candidate delimiter appears in some value.
+ */
+export function setEnvVarsValue(vars: readonly (readonly [string, string])[]): string {
+  const pairs = vars.map(([k, v]) => `${k}=${v}`);
+  if (!pairs.some((p) => p.includes(','))) return pairs.join(',');
+  const delimiter = ['@', ';', '|', '#'].find((d) => !pairs.some((p) => p.includes(d)));
+  if (delimiter === undefined)
+    throw new Error('no delimiter for --set-env-vars: values use , @ ; | and #');
+  return `^${delimiter}^${pairs.join(delimiter)}`;
+}

@@ -1,0 +1,130 @@
+// How each function is deployed: trigger, sizing, identity and the BigQuery datasets it writes. README.md
+// ("Deploy to Google Cloud") explains every number; change them here, not in the scripts.
+import type { TableRef } from '../../shared/config/env';
+import type { IngestConfig } from '../../shared/config/ingest-config';
+import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config';
+import type { WindowConfig } from '../../shared/config/window-config';
+import type { SignatureType } from './registry';
+
+/** The functions' configuration, parsed by the same loaders the functions run at cold start. */
+export interface FunctionsConfig {
+  readonly ingest: IngestConfig;
+  readonly drift: SchemaDriftConfig;
+  readonly window: WindowConfig;
+}
+
+/** A dataset a function writes to (roles/bigquery.dataEditor on it). */
+export interface DatasetWrite {
+  /** `dataset`, or `project:dataset` for another project's dataset. */
+  readonly dataset: string;
+  /**
+   * Granted only when `sql/` creates the dataset: for a table another issue is still adding (the gold table of
+   * the windowing issue), so the grant appears by itself once its DDL lands.
+   */
+  readonly whenCreatedBySql?: boolean;
+}
+
+/** Deployment settings of one registered function. */
+export interface FunctionSpec {
+  /** Name registered in functions/index.ts (`--entry-point`). */
+  readonly entryPoint: string;
+  /** The function (and Cloud Run service) name after the name prefix: lowercase, hyphens. */
+  readonly baseName: string;
+  /** `topic`: Pub/Sub via Eventarc with `--retry`; `http`: private HTTP, called by Cloud Scheduler. */
+  readonly trigger: 'topic' | 'http';
+  /** The runtime service account id after the name prefix; one per function. */
+  readonly serviceAccount: string;
+  /** `--memory`. */
+  readonly memory: string;
+  /** `--cpu`: gen2 needs at least 1 vCPU for a concurrency above 1. */
+  readonly cpu: string;
+  /** `--concurrency`: requests one instance serves at once. */
+  readonly concurrency: number;
+  /** `--max-instances`. */
+  readonly maxInstances: number;
+  /** `--min-instances`. */
+  readonly minInstances: number;
+  /** `--timeout`, seconds. */
+  readonly timeoutSeconds: number;
+  /** Datasets written (insertAll, DDL): roles/bigquery.dataEditor at dataset level. */
+  readonly writes: (config: FunctionsConfig) => DatasetWrite[];
+  /** Runs BigQuery query jobs (DDL): roles/bigquery.jobUser, which exists only at project level. */
+  readonly runsQueryJobs: boolean;
+  /** Reads and writes Firestore documents: roles/datastore.user (Firestore has no finer-grained IAM). */
+  readonly usesFirestore: boolean;
+}
+
+/** `dataset` or `project:dataset` of a configured table. */
+export function datasetOf(table: TableRef): string {
+  return table.projectId === undefined ? table.datasetId : `${table.projectId}:${table.datasetId}`;
+}
+
+const SPECS: readonly FunctionSpec[] = [
+  {
+    entryPoint: 'ingestBooking',
+    baseName: 'ingest-booking',
+    trigger: 'topic',
+    serviceAccount: 'ingest',
+    memory: '512Mi',
+    cpu: '1',
+    concurrency: 80,
+    maxInstances: 20,
+    minInstances: 0,
+    timeoutSeconds: 60,
+    writes: ({ ingest, window }) => [
+      { dataset: datasetOf(ingest.silverTable) },
+      { dataset: datasetOf(ingest.quarantineTable) },
+      { dataset: datasetOf(ingest.badDataTable) },
+      // Element-driven early/late panes (windowing issue) are written by ingestBooking too.
+      { dataset: datasetOf(window.goldTable), whenCreatedBySql: true },
+    ],
+    runsQueryJobs: false,
+    usesFirestore: true,
+  },
+  {
+    entryPoint: 'schemaSweep',
+    baseName: 'schema-sweep',
+    trigger: 'http',
+    serviceAccount: 'sweep',
+    memory: '1Gi',
+    cpu: '1',
+    concurrency: 1,
+    maxInstances: 2,
+    minInstances: 0,
+    timeoutSeconds: 300,
+    writes: ({ ingest, drift }) => [
+      ...drift.targetTables.map((t) => ({ dataset: datasetOf(t) })),
+      { dataset: datasetOf(ingest.badDataTable) },
+    ],
+    runsQueryJobs: true,
+    usesFirestore: true,
+  },
+  {
+    entryPoint: 'fireWindows',
+    baseName: 'fire-windows',
+    trigger: 'http',
+    serviceAccount: 'windows',
+    memory: '512Mi',
+    cpu: '1',
+    concurrency: 1,
+    maxInstances: 2,
+    minInstances: 0,
+    timeoutSeconds: 180,
+    writes: ({ ingest, window }) => [
+      { dataset: datasetOf(window.goldTable) },
+      { dataset: datasetOf(ingest.badDataTable) },
+    ],
+    runsQueryJobs: false,
+    usesFirestore: true,
+  },
+];
+
+/** The spec of every function this deployment knows, by entry point. */
+export const FUNCTION_SPECS: ReadonlyMap<string, FunctionSpec> = new Map(
+  SPECS.map((s) => [s.entryPoint, s]),
+);
+
+/** The Functions Framework signature a trigger needs. */
+export function signatureFor(trigger: FunctionSpec['trigger']): SignatureType {
+  return trigger === 'topic' ? 'cloudevent' : 'http';
+}

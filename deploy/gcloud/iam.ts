@@ -1,0 +1,113 @@
+// The IAM grants of a plan: the commands that make them, and the check that none is broad.
+import { bq, type Command, commandsOf, gcloud, type Step } from './steps';
+
+/** Roles no plan may grant: owner, editor, viewer, BigQuery admin anywhere; any admin role on the project. */
+export function isBroadRole(role: string, projectLevel: boolean): boolean {
+  if (['roles/owner', 'roles/editor', 'roles/viewer', 'roles/bigquery.admin'].includes(role)) {
+    return true;
+  }
+  return projectLevel && /admin/i.test(role);
+}
+
+/** A dataset-level BigQuery grant (`project:dataset`); adding an existing binding changes nothing. */
+export function datasetGrant(
+  project: string,
+  member: string,
+  role: string,
+  dataset: string,
+): string[] {
+  return bq(
+    project,
+    'add-iam-policy-binding',
+    '--dataset',
+    `--member=${member}`,
+    `--role=${role}`,
+    dataset,
+  );
+}
+
+/** A project-level grant, for the roles IAM offers nowhere finer. */
+export function projectGrant(project: string, member: string, role: string): string[] {
+  return gcloud(
+    'projects add-iam-policy-binding',
+    project,
+    `--member=${member}`,
+    `--role=${role}`,
+    '--condition=None',
+    '--format=none',
+  );
+}
+
+/** roles/run.invoker on one function's Cloud Run service. */
+export function invokerGrant(project: string, region: string, fn: string, email: string): string[] {
+  return gcloud(
+    'functions add-invoker-policy-binding',
+    fn,
+    `--region=${region}`,
+    `--member=serviceAccount:${email}`,
+    `--project=${project}`,
+    '--format=none',
+  );
+}
+
+/** A grant on a Pub/Sub topic or subscription, or on a service account (`kind` is the gcloud group). */
+export function resourceGrant(
+  kind: 'pubsub topics' | 'pubsub subscriptions' | 'iam service-accounts',
+  resource: string,
+  member: string,
+  role: string,
+  project: string,
+): string[] {
+  return gcloud(
+    `${kind} add-iam-policy-binding`,
+    resource,
+    `--member=${member}`,
+    `--role=${role}`,
+    `--project=${project}`,
+    '--format=none',
+  );
+}
+
+/** One IAM grant of a plan. */
+export interface Grant {
+  readonly role: string;
+  readonly member: string;
+  /** `project`, or the dataset, topic, subscription, service account or function the grant is on. */
+  readonly resource: string;
+  readonly projectLevel: boolean;
+  readonly command: Command;
+}
+
+const valueOf = (command: Command, flag: string): string =>
+  command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1) ?? '';
+
+/** Every IAM grant of a plan: `add-iam-policy-binding` commands and `functions add-invoker-policy-binding`. */
+export function grantsOf(steps: readonly Step[]): Grant[] {
+  const grants: Grant[] = [];
+  for (const command of steps.flatMap(commandsOf)) {
+    const member = valueOf(command, '--member');
+    const role = valueOf(command, '--role');
+    if (command[0] === 'bq' && command.includes('add-iam-policy-binding')) {
+      grants.push({ role, member, resource: command.at(-1) ?? '', projectLevel: false, command });
+    } else if (command[0] === 'gcloud' && command[2] === 'add-invoker-policy-binding') {
+      const resource = command[3] ?? '';
+      grants.push({ role: 'roles/run.invoker', member, resource, projectLevel: false, command });
+    } else if (command[0] === 'gcloud' && command.includes('add-iam-policy-binding')) {
+      const projectLevel = command[1] === 'projects';
+      const resource = projectLevel
+        ? 'project'
+        : (command[command.indexOf('add-iam-policy-binding') + 1] ?? '');
+      grants.push({ role, member, resource, projectLevel, command });
+    }
+  }
+  return grants;
+}
+
+/** @throws Error when the steps would grant a broad role (see isBroadRole). */
+export function assertNoBroadRoles(steps: readonly Step[]): void {
+  for (const g of grantsOf(steps)) {
+    if (isBroadRole(g.role, g.projectLevel)) {
+      throw new Error(`the plan would grant ${g.role} to ${g.member} on ${g.resource}`);
+    }
+  }
+}

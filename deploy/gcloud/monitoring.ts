@@ -1,0 +1,381 @@
+// Log-based metrics and alert policies, as the JSON files `gcloud logging metrics … --config-from-file` and
+// `gcloud alpha monitoring policies … --policy-from-file` read. Log filters are built from the log catalogue
+// (shared/logging/logs.ts) itself, so renaming a log line breaks a test instead of silently zeroing a metric.
+import { type LogEntry, Logger } from '../../shared/logging/logger';
+import * as logs from '../../shared/logging/logs';
+
+/** A log-based metric (Cloud Logging `LogMetric`). */
+export interface LogMetric {
+  readonly name: string;
+  readonly description: string;
+  /** Logging query language. */
+  readonly filter: string;
+  readonly metricDescriptor: {
+    readonly metricKind: 'DELTA';
+    readonly valueType: 'INT64' | 'DISTRIBUTION';
+    readonly unit: string;
+    readonly labels: readonly { key: string; valueType: 'STRING'; description: string }[];
+  };
+  readonly labelExtractors?: Readonly<Record<string, string>>;
+  readonly valueExtractor?: string;
+  readonly bucketOptions?: {
+    readonly exponentialBuckets: { numFiniteBuckets: number; growthFactor: number; scale: number };
+  };
+}
+
+/** One threshold condition of an alert policy (Cloud Monitoring `AlertPolicy.Condition`). */
+export interface ThresholdCondition {
+  readonly displayName: string;
+  readonly conditionThreshold: {
+    readonly filter: string;
+    readonly aggregations: readonly Aggregation[];
+    readonly denominatorFilter?: string;
+    readonly denominatorAggregations?: readonly Aggregation[];
+    readonly comparison: 'COMPARISON_GT';
+    readonly thresholdValue: number;
+    readonly duration: string;
+    readonly trigger: { readonly count: number };
+  };
+}
+
+/** Cloud Monitoring `Aggregation`. */
+export interface Aggregation {
+  readonly alignmentPeriod: string;
+  readonly perSeriesAligner: string;
+  readonly crossSeriesReducer?: string;
+  readonly groupByFields?: readonly string[];
+}
+
+/** A Cloud Monitoring `AlertPolicy`; `displayName` is its identity for the deploy script (list → update). */
+export interface AlertPolicy {
+  readonly displayName: string;
+  readonly documentation: { readonly content: string; readonly mimeType: 'text/markdown' };
+  readonly userLabels: Readonly<Record<string, string>>;
+  readonly combiner: 'OR';
+  readonly enabled: true;
+  readonly conditions: readonly ThresholdCondition[];
+  readonly alertStrategy: { readonly autoClose: string };
+  readonly notificationChannels: readonly string[];
+}
+
+/** What the metrics and policies are about. */
+export interface MonitoringTargets {
+  readonly prefix: string;
+  readonly region: string;
+  /** Cloud Run service names of all deployed functions. */
+  readonly services: readonly string[];
+  /** Cloud Run service name of the Pub/Sub-triggered function. */
+  readonly ingestService: string;
+  readonly bronzeSubscription: string;
+  readonly deadLetterHoldSubscription: string;
+  /** `projects/P/notificationChannels/ID`; empty: incidents show in the console only. */
+  readonly notificationChannels: readonly string[];
+}
+
+/**
+ * Alert thresholds. Starting points for Offvia's volume (bookings, not clicks); tune them here and redeploy.
+ */
+export const THRESHOLDS = {
+  /** Quarantined messages per second, per error_stage, over 5 minutes: 0.1/s is 30 rejects in 5 minutes. */
+  quarantinePerSecond: 0.1,
+  /** Oldest unacked message, seconds. Healthy delivery acks in seconds; 10 minutes means stuck or failing. */
+  oldestUnackedSeconds: 600,
+  /** Share of 5xx responses of a function over 5 minutes (thrown errors: redeliveries, failed sweeps). */
+  errorRatio: 0.05,
+  /** Rows written to the bad-data table in 10 minutes: any is an operator's problem. */
+  badDataRows: 0,
+  /** 99th percentile watermark lag, ms: twice the lab's 5 minutes of allowed lateness. */
+  watermarkLagMs: 600_000,
+} as const;
+
+/** The message and outcome of one catalogue line, by calling it with a capturing logger. */
+function catalogued(emit: (log: Logger) => void): { message: string; outcome: string } {
+  const entries: LogEntry[] = [];
+  emit(
+    new Logger(
+      'catalogue',
+      (entry) => entries.push(entry),
+      () => 0,
+    ),
+  );
+  const [entry] = entries;
+  if (entry === undefined || entries.length !== 1 || typeof entry.outcome !== 'string') {
+    throw new Error(
+      'a catalogue line used for a metric must write exactly one entry with an outcome',
+    );
+  }
+  return { message: entry.message, outcome: entry.outcome };
+}
+
+const q = (text: string): string => JSON.stringify(text);
+
+/** `(resource.labels.service_name="a" OR …)` for log filters. */
+function servicesLogFilter(services: readonly string[]): string {
+  return `(${services.map((s) => `resource.labels.service_name=${q(s)}`).join(' OR ')})`;
+}
+
+/** A log line, by its catalogue message and outcome (a message alone may be reused with another outcome). */
+function lineFilter(line: { message: string; outcome: string }): string {
+  return `jsonPayload.message=${q(line.message)} AND jsonPayload.outcome=${q(line.outcome)}`;
+}
+
+/** Metric names, by what they count. */
+export function metricNames(prefix: string): {
+  quarantined: string;
+  badData: string;
+  watermarkLag: string;
+} {
+  return {
+    quarantined: `${prefix}quarantined-messages`,
+    badData: `${prefix}bad-data-rows`,
+    watermarkLag: `${prefix}watermark-lag`,
+  };
+}
+
+/** The log-based metrics. */
+export function logMetrics(t: MonitoringTargets): LogMetric[] {
+  const names = metricNames(t.prefix);
+  const ours = `resource.type="cloud_run_revision" AND ${servicesLogFilter(t.services)}`;
+  // malformedTrigger also says outcome=quarantine and is followed by messageQuarantined for the same message,
+  // so the metric counts the quarantine line only.
+  const quarantined = catalogued((log) =>
+    logs.messageQuarantined(log, { messageId: 'm' }, 'PARSE_JSON', 'r', 't'),
+  );
+  // Every row that lands in the bad-data table logs one line with outcome=bad_data (badDataWritten,
+  // driftRowToBadData, paneRowRefused), except that rowRejectedBySink and driftRowTooLarge announce a row whose
+  // badDataWritten follows: the metric counts outcome=bad_data without those two.
+  const badData = catalogued((log) => logs.badDataWritten(log, { messageId: 'm' }, 't', 't'));
+  const announcements = [
+    catalogued((log) => logs.rowRejectedBySink(log, { messageId: 'm' }, 't', 'i', 'e')),
+    catalogued((log) => logs.driftRowTooLarge(log, { messageId: 'm' }, 't', 2, 1)),
+  ];
+  return [
+    {
+      name: names.quarantined,
+      description:
+        'Messages quarantined by ingestBooking, by error_stage (shared/logging/logs.ts messageQuarantined)',
+      filter: `${ours} AND ${lineFilter(quarantined)}`,
+      metricDescriptor: {
+        metricKind: 'DELTA',
+        valueType: 'INT64',
+        unit: '1',
+        labels: [
+          {
+            key: 'error_stage',
+            valueType: 'STRING',
+            description: 'Validation stage that rejected the message',
+          },
+        ],
+      },
+      labelExtractors: { error_stage: 'EXTRACT(jsonPayload.error_stage)' },
+    },
+    {
+      name: names.badData,
+      description: 'Rows written to the bad-data table (outcome=bad_data lines, one per row)',
+      filter:
+        `${ours} AND jsonPayload.outcome=${q(badData.outcome)} AND ` +
+        `NOT (${announcements.map((a) => `jsonPayload.message=${q(a.message)}`).join(' OR ')})`,
+      metricDescriptor: { metricKind: 'DELTA', valueType: 'INT64', unit: '1', labels: [] },
+    },
+    {
+      name: names.watermarkLag,
+      description:
+        'Watermark lag in ms (processing time minus watermark), from log lines with a numeric watermark_lag_ms field',
+      filter: `${ours} AND jsonPayload.watermark_lag_ms:*`,
+      metricDescriptor: {
+        metricKind: 'DELTA',
+        valueType: 'DISTRIBUTION',
+        unit: 'ms',
+        labels: [
+          {
+            key: 'pipeline',
+            valueType: 'STRING',
+            description: 'Windowed pipeline (jsonPayload.pipeline)',
+          },
+        ],
+      },
+      labelExtractors: { pipeline: 'EXTRACT(jsonPayload.pipeline)' },
+      valueExtractor: 'EXTRACT(jsonPayload.watermark_lag_ms)',
+      // 100 ms … ~14 minutes in doublings, then overflow.
+      bucketOptions: { exponentialBuckets: { numFiniteBuckets: 14, growthFactor: 2, scale: 100 } },
+    },
+  ];
+}
+
+const userMetric = (name: string): string =>
+  `metric.type="logging.googleapis.com/user/${name}" AND resource.type="cloud_run_revision"`;
+
+/** The alert policies, one file each. */
+export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
+  const names = metricNames(t.prefix);
+  const policy = (id: string, runbook: string, conditions: ThresholdCondition[]): AlertPolicy => ({
+    displayName: `${t.prefix}${id}`,
+    documentation: { content: runbook, mimeType: 'text/markdown' },
+    userLabels: { app: 'offvia', managed_by: 'deploy-gcloud' },
+    combiner: 'OR',
+    enabled: true,
+    conditions,
+    alertStrategy: { autoClose: '1800s' },
+    notificationChannels: [...t.notificationChannels],
+  });
+  const subscription = (id: string): string =>
+    'resource.type="pubsub_subscription" AND ' +
+    'metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND ' +
+    `resource.label.subscription_id=${id}`;
+  const requests = `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND resource.label.service_name=one_of(${t.services.map(q).join(',')})`;
+  const rate = (groupBy: string[]): Aggregation[] => [
+    {
+      alignmentPeriod: '300s',
+      perSeriesAligner: 'ALIGN_RATE',
+      crossSeriesReducer: 'REDUCE_SUM',
+      groupByFields: groupBy,
+    },
+  ];
+
+  return [
+    policy(
+      'quarantine-rate',
+      'Messages are being quarantined faster than usual for one `error_stage`. Bad data is acknowledged and kept ' +
+        'in `offvia_quarantine.poisoned_events` (and Bronze): nothing is lost, but a producer is probably sending ' +
+        'a broken or changed contract. Query the quarantine table by `error_stage` and `error_reason` for the ' +
+        'last hour, then contact the producer.',
+      [
+        {
+          displayName: 'Quarantined messages per second, by error_stage',
+          conditionThreshold: {
+            filter: userMetric(names.quarantined),
+            aggregations: rate(['metric.label.error_stage']),
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.quarantinePerSecond,
+            duration: '300s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+    policy(
+      'oldest-unacked-message-age',
+      'A subscription of `booking-events` is not keeping up: the function subscription (Eventarc) is failing or ' +
+        'throttled, or the Bronze BigQuery subscription cannot write. Check the function error rate and logs ' +
+        '(`outcome: retry`), BigQuery and Firestore health, and the Bronze subscription state in the console.',
+      [
+        {
+          displayName: 'Oldest unacked message age, function subscription',
+          conditionThreshold: {
+            filter: subscription(
+              `monitoring.regex.full_match(${q(`eventarc-${t.region}-${t.ingestService}-.*`)})`,
+            ),
+            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.oldestUnackedSeconds,
+            duration: '300s',
+            trigger: { count: 1 },
+          },
+        },
+        {
+          displayName: 'Oldest unacked message age, Bronze subscription',
+          conditionThreshold: {
+            filter: subscription(q(t.bronzeSubscription)),
+            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.oldestUnackedSeconds,
+            duration: '300s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+    policy(
+      'dead-letters',
+      'Messages reached the dead-letter topic after the maximum delivery attempts: `ingestBooking` kept failing ' +
+        `for an infrastructure reason. They wait in the subscription \`${t.deadLetterHoldSubscription}\`; Bronze ` +
+        'also has them. Fix the cause, then replay them (republish to `booking-events`).',
+      [
+        {
+          displayName: 'Undelivered messages in the dead-letter subscription',
+          conditionThreshold: {
+            filter:
+              'resource.type="pubsub_subscription" AND ' +
+              'metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND ' +
+              `resource.label.subscription_id=${q(t.deadLetterHoldSubscription)}`,
+            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
+            comparison: 'COMPARISON_GT',
+            thresholdValue: 0,
+            duration: '0s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+    policy(
+      'function-error-rate',
+      'A function answers 5xx: `ingestBooking` threw (Pub/Sub redelivers; see `outcome: retry` lines) or a ' +
+        'sweep failed (`schema_sweep_failed`). Usually BigQuery or Firestore is unavailable or a permission is ' +
+        'missing; the function logs name the operation.',
+      [
+        {
+          displayName: 'Share of 5xx responses, by function',
+          conditionThreshold: {
+            filter: `${requests} AND metric.label.response_code_class="5xx"`,
+            aggregations: rate(['resource.label.service_name']),
+            denominatorFilter: requests,
+            denominatorAggregations: rate(['resource.label.service_name']),
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.errorRatio,
+            duration: '300s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+    policy(
+      'bad-data-volume',
+      'Rows were written to `offvia_quarantine.bad_data`: valid events BigQuery refused, or rows whose schema ' +
+        'change did not land within the retry budget. Read `error` and `target_dest` there.',
+      [
+        {
+          displayName: 'Rows written to the bad-data table in 10 minutes',
+          conditionThreshold: {
+            filter: userMetric(names.badData),
+            aggregations: [
+              {
+                alignmentPeriod: '600s',
+                perSeriesAligner: 'ALIGN_DELTA',
+                crossSeriesReducer: 'REDUCE_SUM',
+              },
+            ],
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.badDataRows,
+            duration: '0s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+    policy(
+      'watermark-lag',
+      'The watermark is far behind processing time: windows are not closing, so on-time panes are late. Check ' +
+        'that Cloud Scheduler calls `fireWindows` every minute and that it succeeds.',
+      [
+        {
+          displayName: 'Watermark lag p99, by pipeline',
+          conditionThreshold: {
+            filter: userMetric(names.watermarkLag),
+            aggregations: [
+              {
+                alignmentPeriod: '300s',
+                perSeriesAligner: 'ALIGN_PERCENTILE_99',
+                crossSeriesReducer: 'REDUCE_MAX',
+                groupByFields: ['metric.label.pipeline'],
+              },
+            ],
+            comparison: 'COMPARISON_GT',
+            thresholdValue: THRESHOLDS.watermarkLagMs,
+            duration: '300s',
+            trigger: { count: 1 },
+          },
+        },
+      ],
+    ),
+  ];
+}

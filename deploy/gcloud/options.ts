@@ -1,0 +1,126 @@
+// What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
+// that follow from them, checked against the rules of the services that receive them.
+import type { Schedule } from '../schedules';
+import type { RegisteredFunction } from './registry';
+import type { SqlFile } from './sql';
+import type { Step } from './steps';
+
+/** What the user chose (deploy.sh flags). */
+export interface DeployOptions {
+  readonly project: string;
+  readonly region: string;
+  /** BigQuery location of the datasets (`{{location}}` in sql/). */
+  readonly bqLocation: string;
+  /** Location of the Firestore database, used only when the plan creates it. */
+  readonly firestoreLocation: string;
+  /** Prefix of the names of functions, service accounts, scheduler jobs, metrics and alert policies. */
+  readonly namePrefix: string;
+  /** Alert notification channels, `projects/P/notificationChannels/ID`. */
+  readonly notificationChannels: readonly string[];
+  /** `--env KEY=VALUE` overrides of the functions' OFFVIA_* variables. */
+  readonly envOverrides: Readonly<Record<string, string>>;
+  /** Firestore collection groups whose `expireAt` field gets a TTL policy. */
+  readonly ttlCollectionGroups: readonly string[];
+  /** Where the metric and policy JSON files are written, as the plan refers to them (relative to the repo). */
+  readonly outDir: string;
+}
+
+/** What the repository holds, read by the CLI. */
+export interface RepoFacts {
+  readonly registered: readonly RegisteredFunction[];
+  readonly schedules: readonly Schedule[];
+  readonly sqlFiles: readonly SqlFile[];
+  /** Digest of the files `.gcloudignore` lets through (upload.ts). */
+  readonly sourceDigest: string;
+}
+
+/** A file the plan's commands read. */
+export interface GeneratedFile {
+  readonly path: string;
+  readonly content: string;
+}
+
+/** A plan: its header, steps and the files it needs. */
+export interface Plan {
+  readonly header: readonly string[];
+  readonly steps: readonly Step[];
+  readonly files: readonly GeneratedFile[];
+}
+
+/** Service account of the Eventarc trigger (push identity of ingestBooking). */
+export const TRIGGER_SA = 'trigger';
+/** Service account whose OIDC tokens Cloud Scheduler sends. */
+export const SCHEDULER_SA = 'scheduler';
+/** Every service account base name a deployment may create. */
+export const ACCOUNT_BASES: readonly string[] = [
+  'ingest',
+  'sweep',
+  'windows',
+  TRIGGER_SA,
+  SCHEDULER_SA,
+];
+
+/** The Pub/Sub service agent; `${PROJECT_NUMBER}` is captured by the plan's third step. */
+export const PUBSUB_AGENT = 'service-${PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com';
+
+/** The names this deployment uses, from the options. */
+export class Names {
+  constructor(private readonly o: DeployOptions) {}
+
+  /** The function (and Cloud Run service) name of a spec's `baseName`. */
+  functionName(baseName: string): string {
+    return `${this.o.namePrefix}${baseName}`;
+  }
+
+  serviceAccountId(base: string): string {
+    return `${this.o.namePrefix}${base}`;
+  }
+
+  serviceAccountEmail(base: string): string {
+    return `${this.serviceAccountId(base)}@${this.o.project}.iam.gserviceaccount.com`;
+  }
+
+  /** `ingestBooking`, `URL` → `INGEST_BOOKING_URL`, a plan variable. */
+  variable(entryPoint: string, what: string): string {
+    return `${entryPoint.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_${what}`;
+  }
+}
+
+/**
+ * Checks the options against the rules of the services that will receive them.
+ * @throws Error naming the flag.
+ */
+export function validateOptions(o: DeployOptions): void {
+  const rules: [string, string, RegExp][] = [
+    ['--project', o.project, /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/],
+    ['--region', o.region, /^[a-z]+-[a-z]+[0-9]+$/],
+    ['--bq-location', o.bqLocation, /^(US|EU|[a-z]+-[a-z]+[0-9]+)$/],
+    ['--firestore-location', o.firestoreLocation, /^([a-z]+[0-9]+|[a-z]+-[a-z]+[0-9]+)$/],
+    ['--name-prefix', o.namePrefix, /^[a-z][a-z0-9-]{0,13}$/],
+  ];
+  for (const [flag, value, pattern] of rules) {
+    if (!pattern.test(value)) {
+      throw new Error(`${flag}: ${JSON.stringify(value)} does not match ${pattern}`);
+    }
+  }
+  for (const group of o.ttlCollectionGroups) {
+    if (!/^[A-Za-z][A-Za-z0-9_-]{0,99}$/.test(group)) {
+      throw new Error(`--ttl-collection-group: ${JSON.stringify(group)} is not a collection id`);
+    }
+  }
+  for (const channel of o.notificationChannels) {
+    if (!/^projects\/[^/]+\/notificationChannels\/[0-9]+$/.test(channel)) {
+      throw new Error(
+        `--notification-channel: expected projects/P/notificationChannels/ID, got ${channel}`,
+      );
+    }
+  }
+  const names = new Names(o);
+  for (const base of ACCOUNT_BASES) {
+    // IAM service account ids: 6–30 characters, lowercase letters, digits, hyphens.
+    const id = names.serviceAccountId(base);
+    if (!/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/.test(id)) {
+      throw new Error(`--name-prefix: service account id ${id} is not 6–30 lowercase characters`);
+    }
+  }
+}

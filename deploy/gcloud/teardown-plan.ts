@@ -1,0 +1,178 @@
+// The teardown plan: everything the deploy plan creates, newest first, each step only if the resource is there.
+// Data (datasets, topics, dead letters) stays unless asked for; Firestore and the APIs are never touched.
+import {
+  BOOKING_DLQ_SUBSCRIPTION,
+  BOOKING_DLQ_TOPIC,
+  BOOKING_TOPIC,
+  BRONZE_DATASET,
+  BRONZE_SUBSCRIPTION,
+} from '../local/resources';
+import { describeSubscription, findPolicy, monitoringTargets, policyVariable } from './deploy-plan';
+import { FUNCTION_SPECS } from './functions';
+import { alertPolicies, logMetrics } from './monitoring';
+import {
+  ACCOUNT_BASES,
+  type DeployOptions,
+  Names,
+  type Plan,
+  type RepoFacts,
+  validateOptions,
+} from './options';
+import { datasetsCreated } from './sql';
+import { bq, gcloud, type Step } from './steps';
+
+/** Options of teardown.sh beyond the deploy options. */
+export interface TeardownOptions extends DeployOptions {
+  /** Also delete the datasets, topics and the dead-letter subscription (data). */
+  readonly deleteData: boolean;
+}
+
+/**
+ * The teardown plan. Covers every function this deployment knows (registered or not), so a function removed from
+ * the code is removed from the cloud too.
+ * @throws Error for invalid options.
+ */
+export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
+  validateOptions(o);
+  const names = new Names(o);
+  const p = `--project=${o.project}`;
+  const steps: Step[] = [];
+  const specs = [...FUNCTION_SPECS.values()];
+  const targets = monitoringTargets({ ...o, notificationChannels: [] }, specs);
+  const deleteIfPresent = (title: string, probe: string[], remove: string[]): void => {
+    steps.push({
+      kind: 'ensure',
+      title,
+      probe: { kind: 'status', command: probe },
+      present: remove,
+    });
+  };
+
+  for (const spec of specs.filter((s) => s.trigger === 'http')) {
+    const name = names.functionName(spec.baseName);
+    const where = [`--location=${o.region}`, p];
+    deleteIfPresent(
+      `Delete Cloud Scheduler job ${name}`,
+      gcloud('scheduler jobs describe', name, ...where),
+      gcloud('scheduler jobs delete', name, ...where, '--quiet'),
+    );
+  }
+  for (const policy of alertPolicies(targets)) {
+    const variable = policyVariable(o, policy.displayName);
+    steps.push({
+      kind: 'ensure',
+      title: `Delete alert policy ${policy.displayName}`,
+      probe: { kind: 'lookup', variable, command: findPolicy(p, policy.displayName) },
+      present: gcloud('alpha monitoring policies delete', `\${${variable}}`, p, '--quiet'),
+    });
+  }
+  for (const metric of logMetrics(targets)) {
+    deleteIfPresent(
+      `Delete log-based metric ${metric.name}`,
+      gcloud('logging metrics describe', metric.name, p),
+      gcloud('logging metrics delete', metric.name, p, '--quiet'),
+    );
+  }
+  for (const spec of specs) {
+    const name = names.functionName(spec.baseName);
+    const where = [`--region=${o.region}`, p];
+    deleteIfPresent(
+      `Delete function ${name}${spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : ''}`,
+      gcloud('functions describe', name, ...where),
+      gcloud('functions delete', name, ...where, '--quiet'),
+    );
+  }
+  for (const subscription of [
+    BRONZE_SUBSCRIPTION,
+    ...(o.deleteData ? [BOOKING_DLQ_SUBSCRIPTION] : []),
+  ]) {
+    steps.push({
+      kind: 'ensure',
+      title: `Delete subscription ${subscription}`,
+      probe: describeSubscription(p, subscription),
+      present: gcloud('pubsub subscriptions delete', subscription, p, '--quiet'),
+    });
+  }
+
+  // Project-level bindings go before their accounts: a deleted account's bindings can no longer be removed by
+  // email. Dataset and resource bindings go away with the account (or the resource).
+  for (const spec of specs) {
+    const email = names.serviceAccountEmail(spec.serviceAccount);
+    const roles = [
+      ...(spec.usesFirestore ? ['roles/datastore.user'] : []),
+      ...(spec.runsQueryJobs ? ['roles/bigquery.jobUser'] : []),
+    ];
+    for (const role of roles) {
+      steps.push({
+        kind: 'ensure',
+        title: `Remove ${role} on the project from ${names.serviceAccountId(spec.serviceAccount)}`,
+        probe: {
+          kind: 'line',
+          command: gcloud(
+            'projects get-iam-policy',
+            o.project,
+            '--flatten=bindings[].members',
+            `--filter=bindings.members=serviceAccount:${email}`,
+            '--format=value(bindings.role)',
+          ),
+          line: role,
+        },
+        present: gcloud(
+          'projects remove-iam-policy-binding',
+          o.project,
+          `--member=serviceAccount:${email}`,
+          `--role=${role}`,
+          '--condition=None',
+          '--format=none',
+        ),
+      });
+    }
+  }
+  for (const base of ACCOUNT_BASES) {
+    const email = names.serviceAccountEmail(base);
+    deleteIfPresent(
+      `Delete service account ${names.serviceAccountId(base)}`,
+      gcloud('iam service-accounts describe', email, p),
+      gcloud('iam service-accounts delete', email, p, '--quiet'),
+    );
+  }
+
+  const datasets = datasetsCreated(facts.sqlFiles);
+  if (o.deleteData) {
+    for (const topic of [BOOKING_DLQ_TOPIC, BOOKING_TOPIC]) {
+      deleteIfPresent(
+        `Delete topic ${topic}`,
+        gcloud('pubsub topics describe', topic, p),
+        gcloud('pubsub topics delete', topic, p, '--quiet'),
+      );
+    }
+    for (const dataset of [...datasets].reverse()) {
+      const ref = `${o.project}:${dataset}`;
+      deleteIfPresent(
+        `Delete dataset ${dataset} and all its tables`,
+        bq(o.project, 'show', '--dataset', ref),
+        bq(o.project, 'rm', '-r', '-f', '--dataset', ref),
+      );
+    }
+  } else {
+    steps.push({
+      kind: 'note',
+      title:
+        `kept (data; --delete-data removes them): datasets ${datasets.join(', ')}; topics ` +
+        `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}; subscription ${BOOKING_DLQ_SUBSCRIPTION}`,
+    });
+  }
+  steps.push({
+    kind: 'note',
+    title:
+      'never deleted here: the Firestore database and its TTL policies, the APIs, the Pub/Sub service agent ' +
+      `grant on ${BRONZE_DATASET} (it goes with the dataset)`,
+  });
+  const header = [
+    `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,
+    o.deleteData
+      ? 'deletes DATA: datasets, topics, dead letters'
+      : 'keeps data: datasets, topics, dead letters',
+  ];
+  return { header, steps, files: [] };
+}

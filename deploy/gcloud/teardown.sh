@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Removes what deploy.sh created: scheduler jobs, alert policies, log metrics, functions, the Bronze subscription,
+# project-level grants and the service accounts. Data (datasets, topics, dead letters) stays unless --delete-data.
+# Asks for the project id before deleting anything (or pass --yes); --dry-run prints the plan and deletes nothing.
+#
+#   deploy/gcloud/teardown.sh --project P --region R [--dry-run] [--yes] [--delete-data] [--name-prefix offvia-]
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$OFFVIA_ROOT"
+
+if has_flag --help "$@" || has_flag -h "$@"; then
+  usage
+  exit 0
+fi
+
+plan="$(mktemp "${TMPDIR:-/tmp}/offvia-teardown-plan.XXXXXX")"
+trap 'rm -f "$plan"' EXIT
+render_plan teardown "$@" >"$plan"
+
+if has_flag --dry-run "$@"; then
+  cat "$plan"
+  exit 0
+fi
+
+project="$(flag_value --project "$@")"
+if ! has_flag --yes "$@"; then
+  if [[ ! -t 0 ]]; then
+    echo "teardown: stdin is not a terminal; pass --yes to confirm deleting the deployment in $project" >&2
+    exit 1
+  fi
+  grep -E '^step ' "$plan" | sed -E "s/^step '(.*)'$/  \1/" >&2
+  what="the Offvia deployment"
+  if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters)"; fi
+  read -r -p "This deletes $what in project $project. Type the project id to confirm: " answer
+  if [[ "$answer" != "$project" ]]; then
+    echo "not confirmed; nothing was deleted" >&2
+    exit 1
+  fi
+fi
+
+require_cloud_cli
+bash "$plan"

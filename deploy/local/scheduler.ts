@@ -1,0 +1,140 @@
+// Local stand-in for Cloud Scheduler: POSTs to each scheduled HTTP function of the local stack on its cadence
+// (deploy/schedules.ts), aligned to the clock like cron, with the headers Cloud Scheduler sends.
+import { writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SCHEDULES, type Schedule } from '../schedules';
+
+/** A schedule bound to the local stack: where to call and how often. */
+export interface LocalJob {
+  readonly functionName: string;
+  readonly url: string;
+  /** Seconds between calls; the calls fall on multiples of it since the epoch. */
+  readonly everySeconds: number;
+}
+
+/** ingestBooking → INGEST_BOOKING (the stack's environment naming). */
+export function envName(functionName: string): string {
+  return functionName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
+/**
+ * The jobs to run: each schedule with its URL from OFFVIA_<NAME>_URL (written by stack.sh) and its cadence from
+ * OFFVIA_SCHEDULE_<NAME>_SECONDS (default: the schedule's; 0 turns the job off).
+ * @throws Error naming the variable when a URL is missing or a cadence is not an integer ≥ 0.
+ */
+export function localJobs(
+  schedules: readonly Schedule[],
+  env: NodeJS.ProcessEnv = process.env,
+): LocalJob[] {
+  const jobs: LocalJob[] = [];
+  for (const s of schedules) {
+    const name = envName(s.functionName);
+    const cadenceVar = `OFFVIA_SCHEDULE_${name}_SECONDS`;
+    const raw = env[cadenceVar];
+    const everySeconds = raw === undefined || raw === '' ? s.everySeconds : Number(raw);
+    if (!Number.isSafeInteger(everySeconds) || everySeconds < 0) {
+      throw new Error(
+        `${cadenceVar} must be an integer number of seconds >= 0, got ${JSON.stringify(raw)}`,
+      );
+    }
+    if (everySeconds === 0) continue;
+    const urlVar = `OFFVIA_${name}_URL`;
+    const url = env[urlVar];
+    if (url === undefined || url === '')
+      throw new Error(`${urlVar} is not set: is ${s.functionName} in the stack?`);
+    jobs.push({ functionName: s.functionName, url, everySeconds });
+  }
+  return jobs;
+}
+
+/** The next call time strictly after `nowMs`: the next multiple of the cadence (ms since the epoch, UTC). */
+export function nextRunMs(nowMs: number, everySeconds: number): number {
+  const periodMs = everySeconds * 1000;
+  return (Math.floor(nowMs / periodMs) + 1) * periodMs;
+}
+
+function log(severity: 'INFO' | 'WARNING' | 'ERROR', message: string, context: object = {}): void {
+  const line = JSON.stringify({ severity, component: 'scheduler', message, ...context });
+  if (severity === 'INFO') console.log(line);
+  else console.error(line);
+}
+
+/** One call, as Cloud Scheduler makes it (POST, JSON body, its headers); resolves with the HTTP status. */
+export async function callJob(job: LocalJob, timeoutMs: number): Promise<number> {
+  const res = await fetch(job.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'Google-Cloud-Scheduler',
+      'x-cloudscheduler': 'true',
+      'x-cloudscheduler-jobname': `offvia-local-${job.functionName}`,
+    },
+    body: '{}',
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await res.text();
+  const level = res.ok ? 'INFO' : 'ERROR';
+  log(level, `${job.functionName} answered ${res.status}`, {
+    status: res.status,
+    body: text.slice(0, 2000),
+  });
+  return res.status;
+}
+
+/**
+ * Runs `job` on its cadence until `signal` aborts. A call still running at the next tick makes that tick be
+ * skipped (logged), so a slow function is not piled up locally; in the cloud the lease makes overlap harmless.
+ */
+export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: number): Promise<void> {
+  let running: Promise<void> | undefined;
+  while (!signal.aborted) {
+    const waitMs = nextRunMs(Date.now(), job.everySeconds) - Date.now();
+    try {
+      await sleep(waitMs, undefined, { signal });
+    } catch (err) {
+      if (signal.aborted) break;
+      throw err;
+    }
+    if (running !== undefined) {
+      log('WARNING', `${job.functionName}: previous call still running, tick skipped`);
+      continue;
+    }
+    running = callJob(job, timeoutMs)
+      .then(() => undefined)
+      .catch((err: unknown) => {
+        log('ERROR', `${job.functionName} call failed`, {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      })
+      .finally(() => {
+        running = undefined;
+      });
+  }
+  await running;
+}
+
+async function main(): Promise<void> {
+  const jobs = localJobs(SCHEDULES);
+  const controller = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => controller.abort());
+  }
+  log('INFO', 'scheduler started', {
+    jobs: jobs.map((j) => ({
+      function: j.functionName,
+      url: j.url,
+      every_seconds: j.everySeconds,
+    })),
+  });
+  const ready = process.env.OFFVIA_SCHEDULER_READY_FILE;
+  if (ready) await writeFile(ready, `${process.pid}\n`);
+  await Promise.all(jobs.map((job) => runJob(job, controller.signal, 5 * 60_000)));
+  log('INFO', 'scheduler stopped');
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    log('ERROR', 'scheduler failed', { error: err instanceof Error ? err.message : String(err) });
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,206 @@
+// Composition root of the booking aggregates: Firestore store, watermark, pane emitter, the ingest sink and the
+// fireWindows dependencies, built once per instance from the environment.
+import { randomUUID } from 'node:crypto';
+import { BigQuery } from '@google-cloud/bigquery';
+import { Firestore } from '@google-cloud/firestore';
+import { loadIngestConfig } from '../config/ingest-config';
+import type { Env, TableRef } from '../config/env';
+import { loadWindowConfig, type WindowConfig } from '../config/window-config';
+import { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import { BigQueryRowWriter } from '../sinks/bigquery-writer';
+import type { RowWriter } from '../sinks/row-writer';
+import { FirestoreWindowStore, type StoreMetrics } from '../state/firestore-window-store';
+import type { WindowStore } from '../state/window-store';
+import type { FireWindowsDeps } from '../state/fire-windows';
+import { KeyedWindows, minProcessingTimeDelayMs } from '../state/keyed-windows';
+import { PaneEmitter } from '../state/pane-emitter';
+import { WatermarkTracker } from '../state/watermark-tracker';
+import { WindowedPipeline } from '../state/windowed-pipeline';
+import { createReduceFnRunner } from '../windowing';
+import {
+  bookingAggregatesFn,
+  parseBookingAccumulator,
+  type BookingAccumulator,
+  type BookingAggregate,
+} from './booking-aggregates';
+import { BookingWindowSink } from './booking-window-sink';
+import { goldPaneRow } from './gold-row';
+
+/** Everything the booking pipeline is made of; tests build it over an emulator or in-memory store. */
+export interface BookingWindows {
+  readonly config: WindowConfig;
+  readonly store: WindowStore<BookingAccumulator>;
+  readonly keyed: KeyedWindows<bigint, BookingAccumulator, BookingAggregate>;
+  readonly tracker: WatermarkTracker;
+  readonly emitter: PaneEmitter;
+  readonly pipeline: WindowedPipeline<bigint, BookingAccumulator, BookingAggregate>;
+  readonly logger: Logger;
+  readonly now: () => number;
+}
+
+/** What `createBookingWindows` may be given instead of building it. */
+export interface BookingWindowsOverrides {
+  readonly firestore?: Firestore;
+  readonly writer?: RowWriter;
+  readonly now?: () => number;
+  readonly metrics?: StoreMetrics;
+  readonly pickShard?: (shardCount: number) => number;
+}
+
+/** The parts `assembleBookingWindows` wires together. */
+export interface BookingWindowsParts {
+  readonly store: WindowStore<BookingAccumulator>;
+  readonly writer: RowWriter;
+  /** Bad-data table for refused pane rows, and the project for its `target_dest`. */
+  readonly badDataTable: TableRef;
+  readonly projectId: string | undefined;
+  readonly logger: Logger;
+  /** Epoch ms. */
+  readonly now: () => number;
+  readonly pickShard?: (shardCount: number) => number;
+}
+
+/** Wires the booking pipeline (combiner, core, keyed windows, watermark, emitter) over any WindowStore. */
+export function assembleBookingWindows(
+  config: WindowConfig,
+  parts: BookingWindowsParts,
+): BookingWindows {
+  const { store, logger, now } = parts;
+  const runner = createReduceFnRunner(config.strategy, bookingAggregatesFn);
+  const keyed = new KeyedWindows({
+    pipeline: config.pipeline,
+    runner,
+    combineFn: bookingAggregatesFn,
+    store,
+    shardCount: config.shards,
+    ledgerTtlMs: config.ledgerTtlMs,
+    droppedTtlMs: config.droppedTtlMs,
+    paneRow: (pane, insertId) => ({
+      ...goldPaneRow(config.pipeline, config.strategy.accumulationMode, pane, insertId),
+    }),
+    ...(parts.pickShard && { pickShard: parts.pickShard }),
+  });
+  const tracker = new WatermarkTracker(store, {
+    policy: config.watermarkPolicy,
+    cacheMs: config.watermarkCacheMs,
+    minWriteIntervalMs: config.watermarkWriteIntervalMs,
+  });
+  const emitter = new PaneEmitter({
+    pipeline: config.pipeline,
+    writer: parts.writer,
+    goldTable: config.goldTable,
+    badDataTable: parts.badDataTable,
+    projectId: parts.projectId,
+    store,
+    logger,
+    now,
+  });
+  const pipeline = new WindowedPipeline({
+    pipeline: config.pipeline,
+    keyed,
+    tracker,
+    emitter,
+    logger,
+    maxBundle: config.maxBundle,
+  });
+  return { config, store, keyed, tracker, emitter, pipeline, logger, now };
+}
+
+/**
+ * Builds the booking pipeline from `env` (`loadWindowConfig`, plus the project, BigQuery endpoint and bad-data table
+ * of `loadIngestConfig`) on Firestore; the client follows `FIRESTORE_EMULATOR_HOST` when set.
+ * @throws ConfigError for a bad variable (fail fast at cold start)
+ */
+export function createBookingWindows(
+  env: Env,
+  logger: Logger,
+  overrides: BookingWindowsOverrides = {},
+): BookingWindows {
+  const config = loadWindowConfig(env);
+  const ingest = loadIngestConfig(env);
+  const firestore =
+    overrides.firestore ?? new Firestore(ingest.projectId ? { projectId: ingest.projectId } : {});
+  const store = new FirestoreWindowStore<BookingAccumulator>(firestore, {
+    root: config.firestoreRoot,
+    pipeline: config.pipeline,
+    parseAccumulator: parseBookingAccumulator,
+    ...(overrides.metrics && { metrics: overrides.metrics }),
+  });
+  const writer =
+    overrides.writer ??
+    new BigQueryRowWriter(
+      // As ingestBooking's client: autoRetry off against the emulator, whose 500s are not transient.
+      new BigQuery({
+        ...(ingest.projectId ? { projectId: ingest.projectId } : {}),
+        ...(ingest.bigQueryEndpoint
+          ? { apiEndpoint: ingest.bigQueryEndpoint, autoRetry: false }
+          : {}),
+      }),
+    );
+  return assembleBookingWindows(config, {
+    store,
+    writer,
+    badDataTable: ingest.badDataTable,
+    projectId: ingest.projectId,
+    logger,
+    now: overrides.now ?? Date.now,
+    ...(overrides.pickShard && { pickShard: overrides.pickShard }),
+  });
+}
+
+/**
+ * The window-state sink for ingestBooking, or `undefined` when `OFFVIA_WINDOWS_ENABLED` is false.
+ * @throws ConfigError for a bad variable
+ */
+export function createWindowStateSink(
+  env: Env,
+  logger: Logger,
+  overrides: BookingWindowsOverrides = {},
+): BookingWindowSink | undefined {
+  const config = loadWindowConfig(env);
+  if (!config.enabled) return undefined;
+  const windows = createBookingWindows(env, logger, overrides);
+  logs.configLoaded(logger, { windows: summary(windows.config) });
+  return new BookingWindowSink(windows.pipeline, logger);
+}
+
+/** fireWindows' dependencies over a built pipeline (a fresh lease holder id per instance). */
+export function fireWindowsDepsOf(
+  windows: BookingWindows,
+): FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> {
+  const { config } = windows;
+  return {
+    pipeline: config.pipeline,
+    store: windows.store,
+    keyed: windows.keyed,
+    tracker: windows.tracker,
+    emitter: windows.emitter,
+    logger: windows.logger,
+    now: windows.now,
+    holder: `fireWindows-${randomUUID()}`,
+    leaseMs: config.fireLeaseMs,
+    concurrency: config.fireConcurrency,
+    maxWindows: config.fireMaxWindows,
+    outboxGraceMs: config.outboxGraceMs,
+    processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
+  };
+}
+
+/**
+ * fireWindows' dependencies from `env`.
+ * @throws ConfigError for a bad variable (fail fast at cold start)
+ */
+export function createFireWindowsDeps(
+  env: Env,
+  logger = new Logger('fireWindows'),
+  overrides: BookingWindowsOverrides = {},
+): FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> {
+  const windows = createBookingWindows(env, logger, overrides);
+  logs.configLoaded(logger, { windows: summary(windows.config) });
+  return fireWindowsDepsOf(windows);
+}
+
+function summary(config: WindowConfig): Record<string, unknown> {
+  return { ...config, goldTable: `${config.goldTable.datasetId}.${config.goldTable.tableId}` };
+}

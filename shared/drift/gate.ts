@@ -1,0 +1,244 @@
+// The ingest side of schema drift: write extra fields that are columns, hold the row when some are not.
+import type { SchemaDriftConfig } from '../config/schema-drift-config';
+import { tableName, type TableRef } from '../config/env';
+import type { ValidationSuccess } from '../contract';
+import { TransientError, errorText } from '../errors';
+import type { SchemaDriftGate } from '../ingest/ingest-booking';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import type { PubSubMessage } from '../pubsub/message';
+import { describeName, proposeFields, schemaWindowOf, type ProposedFields } from '../schema';
+import type { InsertRow, RowWriter } from '../sinks/row-writer';
+import { badDataRowOf } from './bad-data';
+import { classifyExtraFields, errorsText, type DriftFieldError } from './field-errors';
+import type { ProposalMerger } from './proposal-merger';
+import { DRIFT_PROTECTED_NAMES } from './protected-names';
+import type { TableSchemaCache } from './schema-cache';
+import { retryRowId, type DriftStore } from './store';
+
+/**
+ * Largest stored row (row JSON + extra-fields JSON), UTF-8 bytes: a Firestore document holds at most 1 MiB
+ * (https://firebase.google.com/docs/firestore/quotas); the rest is headroom for the other fields.
+ */
+export const MAX_RETRY_ROW_BYTES = 900_000;
+
+/**
+ * A cached schema older than this is read again before a row is held for a field it lacks, ms: the sweep may
+ * have just added the column, and holding the row would delay it by a window.
+ */
+export const MISS_REFRESH_MS = 5_000;
+
+/** What the gate needs. */
+export interface DriftGateDeps {
+  readonly config: SchemaDriftConfig;
+  readonly store: DriftStore;
+  readonly schemas: TableSchemaCache;
+  readonly merger: ProposalMerger;
+  /** For rows too large for the retry store, which go to bad data at once. */
+  readonly writer: RowWriter;
+  readonly badDataTable: TableRef;
+  /** The table valid events are written to (Silver); one of `config.targetTables`. */
+  readonly target: TableRef;
+  readonly projectId: string | undefined;
+  readonly logger: Logger;
+  /** ms since the epoch (UTC). */
+  readonly now: () => number;
+}
+
+/** The outcome of holding a row. */
+type Held = { action: 'held'; reason: string };
+
+/**
+ * `SchemaDriftGate` over the Firestore retry store (issue 5, item 1). For a valid event:
+ * - no extra top-level fields: write, no I/O;
+ * - every extra field fits a column of the cached target schema (`classifyExtraFields`): write with those values;
+ * - otherwise: merge the fields that may become columns into the pending change of (target, current schema
+ *   window) and store the row (Silver row + all extra fields, `processed_timestamp` = receipt time, insertId,
+ *   message id, the errors) in the retry store; only then `held`. Guard-rail rejections (names, protected names,
+ *   case collisions, a flood of fields, the window's proposal cap) are errors on the row, never silent drops.
+ * `holdRejected` covers BigQuery refusing a written row with "no such field" (a stale cache, or a new column not
+ * yet accepted by streaming): the cache is dropped and the row is held the same way.
+ * Throws TransientError when BigQuery or Firestore cannot be reached (the message is redelivered; holding is
+ * idempotent per insertId).
+ */
+export class RetryStoreDriftGate implements SchemaDriftGate {
+  private readonly tableKey: string;
+
+  constructor(private readonly deps: DriftGateDeps) {
+    this.tableKey = tableName(deps.target, deps.projectId);
+    const configured = deps.config.targetTables.map((t) => tableName(t, deps.projectId));
+    if (!configured.includes(this.tableKey)) {
+      throw new Error(`drift target ${this.tableKey} is not a configured target table`);
+    }
+  }
+
+  async route(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+  ): Promise<{ action: 'write'; extraColumns: Record<string, unknown> } | Held> {
+    if (Object.keys(event.extraFields).length === 0) return { action: 'write', extraColumns: {} };
+    return this.guard(message, async () => {
+      const { schemas, target, config } = this.deps;
+      const rules = {
+        protectedNames: DRIFT_PROTECTED_NAMES,
+        maxNewFieldsPerEvent: config.maxNewFieldsPerEvent,
+      };
+      let cached = await schemas.get(target);
+      let verdict = classifyExtraFields(event.extraFields, cached.schema, rules);
+      const misses = verdict.errors.some((e) => e.code === 'NO_COLUMN' || e.code === 'FIELD_FLOOD');
+      if (misses && this.deps.now() - cached.fetchedMs >= MISS_REFRESH_MS) {
+        cached = await schemas.get(target, MISS_REFRESH_MS);
+        verdict = classifyExtraFields(event.extraFields, cached.schema, rules);
+      }
+      if (verdict.errors.length === 0)
+        return { action: 'write', extraColumns: { ...verdict.values } };
+      return this.hold(event, message, receivedAtMs, row, verdict.errors, verdict.proposed);
+    });
+  }
+
+  /**
+   * BigQuery refused the row written after `route` said `write`. When the refusal names only unknown fields
+   * (`missingFields`) that are extra fields of the event, the row is held; otherwise `undefined` (not a drift
+   * problem: the caller routes it to bad data as before).
+   * @param row the row without its extra columns, as passed to `route`.
+   */
+  async holdRejected(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    rejection: { error: string; missingFields: readonly string[] },
+  ): Promise<Held | undefined> {
+    this.deps.schemas.invalidate(this.deps.target);
+    const extra = event.extraFields;
+    const missing = rejection.missingFields;
+    if (missing.length === 0 || !missing.every((f) => Object.hasOwn(extra, f))) return undefined;
+    return this.guard(message, () => {
+      const subset: Record<string, unknown> = {};
+      for (const field of missing) {
+        Object.defineProperty(subset, field, {
+          value: extra[field],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+      const errors: DriftFieldError[] = missing.map((field) => ({
+        field,
+        code: 'INSERT_REJECTED',
+        reason: `BigQuery refused field ${describeName(field)}: ${rejection.error}`,
+      }));
+      return this.hold(event, message, receivedAtMs, row, errors, proposeFields(subset).proposed);
+    });
+  }
+
+  /** Logs a transient failure with the message's context before it propagates (redelivery). */
+  private async guard<T>(message: PubSubMessage, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const operation = err instanceof TransientError ? err.operation : 'schema drift gate';
+      logs.transientFailure(this.deps.logger, message, operation, errorText(err));
+      throw err;
+    }
+  }
+
+  private async hold(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    fieldErrors: readonly DriftFieldError[],
+    proposed: ProposedFields,
+  ): Promise<Held> {
+    const { config, store, merger, logger } = this.deps;
+    const rowJson = JSON.stringify(row.json);
+    const extraFieldsJson = JSON.stringify(event.extraFields);
+    const bytes = Buffer.byteLength(rowJson, 'utf8') + Buffer.byteLength(extraFieldsJson, 'utf8');
+    if (bytes > MAX_RETRY_ROW_BYTES) {
+      return this.tooLarge(message, receivedAtMs, row, rowJson, extraFieldsJson, bytes);
+    }
+    let errors = [...fieldErrors];
+    const window = schemaWindowOf(this.deps.now(), config.windowMinutes);
+    let windowId = window.id;
+    if (proposed.size > 0) {
+      const merged = await merger.merge(this.tableKey, window, proposed);
+      windowId = merged.windowId;
+      errors = errors.map((e) =>
+        e.field !== null && proposed.has(e.field) && !merged.accepted.has(e.field)
+          ? {
+              field: e.field,
+              code: 'PROPOSAL_CAP',
+              reason:
+                `the pending change of window ${merged.windowId} already holds ` +
+                `${config.maxProposedFieldsPerWindow} fields (OFFVIA_SCHEMA_MAX_PROPOSED_FIELDS_PER_WINDOW); ` +
+                `field ${describeName(e.field)} is not proposed`,
+            }
+          : e,
+      );
+    }
+    const lastError = errorsText(errors);
+    const stored = await store.putRow(this.tableKey, {
+      id: retryRowId(row.insertId),
+      targetTable: this.tableKey,
+      insertId: row.insertId,
+      sourceMessageId: message.messageId,
+      processedTimestampMs: receivedAtMs,
+      rowJson,
+      extraFieldsJson,
+      windowId,
+      errors,
+      errorCount: errors.length,
+      retryCount: 0,
+      lastError,
+      lastAttemptMs: null,
+    });
+    logs.rowHeldForSchema(logger, message, {
+      eventId: event.eventId,
+      table: this.tableKey,
+      windowId,
+      proposed: [...proposed.keys()],
+      errors: errorsText(errors, 5),
+      stored,
+    });
+    return { action: 'held', reason: errorsText(errors, 5) };
+  }
+
+  /** A row the retry store cannot hold goes to the bad-data table at once, with the reason. */
+  private async tooLarge(
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    rowJson: string,
+    extraFieldsJson: string,
+    bytes: number,
+  ): Promise<Held> {
+    const { writer, badDataTable, logger, projectId } = this.deps;
+    const error =
+      `row with extra fields is ${bytes} bytes, more than the schema-retry store holds ` +
+      `(${MAX_RETRY_ROW_BYTES}); it cannot wait for a schema change`;
+    logs.driftRowTooLarge(logger, message, this.tableKey, bytes, MAX_RETRY_ROW_BYTES);
+    const badRow = badDataRowOf({
+      rowJson,
+      extraFieldsJson,
+      targetDest: this.tableKey,
+      error,
+      nowMs: this.deps.now(),
+      processedTimestampMs: receivedAtMs,
+      retryCount: 0,
+      sourceMessageId: message.messageId,
+      insertId: row.insertId,
+    });
+    const [result] = await writer.insertRows(badDataTable, [badRow]);
+    if (result !== undefined && !result.ok) {
+      throw new TransientError(
+        `insertAll ${tableName(badDataTable, projectId)}`,
+        `bad-data row refused: ${result.error}`,
+      );
+    }
+    logs.badDataWritten(logger, message, this.tableKey, tableName(badDataTable, projectId));
+    return { action: 'held', reason: `written to the bad-data table: ${error}` };
+  }
+}

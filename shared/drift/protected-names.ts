@@ -1,0 +1,31 @@
+// Names no drift field may take: the contract's input fields and the Silver table's own (derived) columns.
+import { CONTRACT_FIELDS, type SilverRow } from '../contract';
+
+/** Silver's columns as the ingest path writes them: every `SilverRow` key plus `event_id` (sql/020). */
+const SILVER_COLUMN_SET: Readonly<Record<keyof SilverRow | 'event_id', true>> = {
+  booking_id: true,
+  passenger_id: true,
+  flight_number: true,
+  origin_airport: true,
+  destination_airport: true,
+  fare_amount: true,
+  currency: true,
+  booking_status: true,
+  event_timestamp: true,
+  ingestion_timestamp: true,
+  source_message_id: true,
+  event_id: true,
+};
+
+/** Silver's columns (the Record type above makes the compiler check the list against `SilverRow`). */
+export const SILVER_COLUMNS: readonly string[] = Object.freeze(Object.keys(SILVER_COLUMN_SET));
+
+/**
+ * The protected names of the guard rails (issue 5, "Guard rails"; `GuardConfig.protectedNames`): the contract's
+ * top-level fields (`shared/contract` CONTRACT_FIELDS: `origin`, `fare`, `status`, …) and Silver's columns
+ * (`origin_airport`, `fare_amount`, `ingestion_timestamp`, `event_id`, …), compared case-insensitively by the
+ * schema core. A producer field with such a name is an error on its row, never a column.
+ */
+export const DRIFT_PROTECTED_NAMES: readonly string[] = Object.freeze([
+  ...new Set([...CONTRACT_FIELDS, ...SILVER_COLUMNS]),
+]);

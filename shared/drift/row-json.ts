@@ -1,0 +1,24 @@
+// Adds column values to a row object as own properties, so a column named `__proto__` stays a column.
+
+/**
+ * A new object with `base`'s own properties and then `values`' (a value wins over a base property of the same
+ * name; drift columns never share a name with a Silver column, see `DRIFT_PROTECTED_NAMES`). Uses
+ * `Object.defineProperty`, not assignment: assigning `__proto__` would set the prototype and drop the value.
+ */
+export function assignColumns(
+  base: Readonly<Record<string, unknown>>,
+  values: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const source of [base, values]) {
+    for (const [key, value] of Object.entries(source)) {
+      Object.defineProperty(out, key, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,573 @@
+// schemaSweep's logic: per target table, apply the closed windows' change once, then retry the waiting rows.
+import { randomUUID } from 'node:crypto';
+import type { DdlStyle, SchemaDriftConfig } from '../config/schema-drift-config';
+import { tableName, type TableRef } from '../config/env';
+import { errorText } from '../errors';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import {
+  isPastBudget,
+  isWindowClosed,
+  mergeAllFieldSets,
+  planSchemaChange,
+  retryCount,
+  schemaWindowOf,
+  type ProposedFields,
+  type RejectedField,
+  type SchemaChangePlan,
+  type TableSchema,
+} from '../schema';
+import type { InsertRow, RowWriter } from '../sinks/row-writer';
+import { badDataRowOf } from './bad-data';
+import {
+  classifyExtraFields,
+  errorsText,
+  withPlanRejections,
+  type DriftFieldError,
+} from './field-errors';
+import { DRIFT_PROTECTED_NAMES } from './protected-names';
+import { assignColumns } from './row-json';
+import {
+  updateIdOf,
+  type DriftStore,
+  type Lease,
+  type PendingChange,
+  type PlannedUpdate,
+  type RetryRow,
+  type RowUpdate,
+} from './store';
+import type { TableAdmin } from './table-admin';
+
+/** Rows per insertAll call and per settle step (BigQuery recommends ≤ 500 rows a request). */
+export const SWEEP_BATCH_ROWS = 400;
+/** Re-plans when a change grew between planning and beginning the update, at most this often. */
+const MAX_PLAN_ATTEMPTS = 3;
+
+/** What the sweep needs; tests pass emulator-backed or stubbed adapters and their own clocks. */
+export interface SweepDeps {
+  readonly config: SchemaDriftConfig;
+  readonly store: DriftStore;
+  readonly admin: TableAdmin;
+  readonly writer: RowWriter;
+  /** The bad-data table (`OFFVIA_BAD_DATA_TABLE`). */
+  readonly badDataTable: TableRef;
+  /** Project of the clients, for `project.dataset.table` names; `undefined` to leave it out. */
+  readonly projectId: string | undefined;
+  readonly logger: Logger;
+  /**
+   * The processing-time clock, ms since the epoch (UTC): window closure, retry counts, the retry budget and the
+   * bad-data `insert_time`. Tests advance it instead of waiting minutes.
+   */
+  readonly now: () => number;
+  /**
+   * The real clock, ms since the epoch (UTC): leases, the metadata-update rate and audit times. Kept apart from
+   * `now` so a sweep with an advanced clock and a scheduled sweep still exclude each other.
+   */
+  readonly leaseNow: () => number;
+  /** A unique id per sweep invocation (lease holder); default a random UUID. */
+  readonly newHolderId?: () => string;
+}
+
+/** The table update a sweep made. */
+export interface AppliedUpdateSummary {
+  readonly updateId: string;
+  readonly columns: readonly string[];
+  readonly statements: readonly string[];
+  /** Columns whose catalog entry was patched after the DDL (local emulator only). */
+  readonly catalogPatched: readonly string[];
+}
+
+/** One target table's sweep. */
+export interface TableSweepResult {
+  /** `project.dataset.table`. */
+  readonly table: string;
+  /** `busy`: another sweep holds the lease; `failed`: see `error` (what finished before is kept). */
+  readonly status: 'swept' | 'busy' | 'failed';
+  /** The closed windows whose change this sweep handled. */
+  readonly windows: readonly string[];
+  /** The table update made, if any. */
+  readonly update: AppliedUpdateSummary | null;
+  /** Columns planned but only recorded (propose mode), or deferred (update rate). */
+  readonly notApplied: readonly string[];
+  /** Why `notApplied` is not applied: `propose_mode` or `update_rate`; null when everything planned was applied. */
+  readonly notAppliedReason: 'propose_mode' | 'update_rate' | null;
+  /** Proposed fields refused by the plan (first 20), with reasons. */
+  readonly rejected: readonly { field: string; code: string; reason: string }[];
+  readonly rejectedCount: number;
+  /** Waiting rows: inserted into the table, still waiting, written to bad data, unreadable documents. */
+  readonly rows: {
+    readonly inserted: number;
+    readonly waiting: number;
+    readonly badData: number;
+    readonly malformed: number;
+  };
+  readonly error: string | null;
+}
+
+/** A sweep over every configured target table. */
+export interface SweepResult {
+  /** The processing time the sweep ran at, ms since the epoch (UTC). */
+  readonly nowMs: number;
+  readonly mode: SchemaDriftConfig['mode'];
+  /** False when any table failed (the HTTP function answers 500, so Cloud Scheduler retries and alerts). */
+  readonly ok: boolean;
+  readonly tables: readonly TableSweepResult[];
+}
+
+/**
+ * The schema sweep (bad-data design; issue 5): for each configured target table, in order, under the table's
+ * lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
+ * 1. The pending changes of closed windows (`isWindowClosed` with the grace) are merged and planned against the
+ *    current schema (`planSchemaChange`). In `apply` mode a plan with columns becomes ONE table update: the
+ *    changes are marked `applying` in a fenced transaction that also checks they did not grow since the plan,
+ *    the DDL runs, and the changes are closed `applied` with an audit record. Not within
+ *    `minUpdateIntervalMs` of the table's last update (BigQuery: 5 metadata updates per 10 s per table). In
+ *    `propose` mode the plan is only recorded.
+ * 2. Up to `sweepMaxRows` waiting rows, oldest first, are judged against the schema: rows whose fields all fit
+ *    are inserted (insertId as stored) and leave the store; rows BigQuery refuses (e.g. "no such field" in the
+ *    minutes after a column was added) and rows that still do not fit stay with
+ *    `retry_count = retryCount(processed, now, windowMinutes)`, unless past the budget (`isPastBudget`), when
+ *    they go to the bad-data table with their errors. Every write is fenced by the lease, renewed before each
+ *    batch, so a sweep that lost its lease stops before inserting again.
+ * 3. Fields of still-waiting rows that may still become columns are proposed again into the current window
+ *    (a field held back by a cap, or proposed after its window was swept, gets its column later).
+ * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
+ */
+export async function runSchemaSweep(deps: SweepDeps): Promise<SweepResult> {
+  const nowMs = deps.now();
+  const tables: TableSweepResult[] = [];
+  for (const target of deps.config.targetTables) tables.push(await sweepTable(deps, target));
+  return {
+    nowMs,
+    mode: deps.config.mode,
+    ok: tables.every((t) => t.status !== 'failed'),
+    tables,
+  };
+}
+
+/** Mutable working state of one table's sweep. */
+interface TableRun {
+  readonly target: TableRef;
+  readonly key: string;
+  lease: Lease;
+  schema: TableSchema;
+  rejections: Map<string, RejectedField>;
+  windows: string[];
+  update: AppliedUpdateSummary | null;
+  notApplied: string[];
+  notAppliedReason: TableSweepResult['notAppliedReason'];
+  rejected: RejectedField[];
+  rows: { inserted: number; waiting: number; badData: number; malformed: number };
+  errors: string[];
+}
+
+async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweepResult> {
+  const key = tableName(target, deps.projectId);
+  const holder = (deps.newHolderId ?? randomUUID)();
+  let lease: Lease | null;
+  try {
+    lease = await deps.store.acquireLease(key, holder, deps.leaseNow(), deps.config.leaseMs);
+  } catch (err) {
+    logs.sweepTableFailed(deps.logger, key, errorText(err));
+    return emptyResult(key, 'failed', errorText(err));
+  }
+  if (lease === null) {
+    logs.sweepTableBusy(deps.logger, key);
+    return emptyResult(key, 'busy', null);
+  }
+  const run: TableRun = {
+    target,
+    key,
+    lease,
+    schema: { fields: [] },
+    rejections: new Map(),
+    windows: [],
+    update: null,
+    notApplied: [],
+    notAppliedReason: null,
+    rejected: [],
+    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+    errors: [],
+  };
+  try {
+    run.schema = await deps.admin.getSchema(target);
+    await applyClosedChanges(deps, run);
+    const carry = await retryWaitingRows(deps, run);
+    if (carry.size > 0) {
+      const nowMs = deps.now();
+      await deps.store.mergeProposal(
+        key,
+        schemaWindowOf(nowMs, deps.config.windowMinutes),
+        deps.config.windowMinutes,
+        carry,
+        deps.config.maxProposedFieldsPerWindow,
+        nowMs,
+      );
+    }
+  } catch (err) {
+    run.errors.push(errorText(err));
+  } finally {
+    try {
+      await deps.store.releaseLease(run.lease);
+    } catch (err) {
+      // A lost lease at release means another sweep took over: nothing of ours to undo, but say so.
+      run.errors.push(`release lease: ${errorText(err)}`);
+    }
+  }
+  const result: TableSweepResult = {
+    table: key,
+    status: run.errors.length === 0 ? 'swept' : 'failed',
+    windows: run.windows,
+    update: run.update,
+    notApplied: run.notApplied,
+    notAppliedReason: run.notAppliedReason,
+    rejected: run.rejected
+      .slice(0, 20)
+      .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
+    rejectedCount: run.rejected.length,
+    rows: run.rows,
+    error: run.errors.length === 0 ? null : run.errors.join('; '),
+  };
+  if (result.error !== null) logs.sweepTableFailed(deps.logger, key, result.error);
+  logs.sweepTableDone(deps.logger, {
+    table: key,
+    status: result.status,
+    schema_windows: result.windows,
+    update_id: result.update?.updateId ?? null,
+    added_columns: result.update?.columns ?? [],
+    rows_inserted: result.rows.inserted,
+    rows_waiting: result.rows.waiting,
+    rows_bad_data: result.rows.badData,
+    rows_malformed: result.rows.malformed,
+  });
+  return result;
+}
+
+function emptyResult(
+  table: string,
+  status: 'busy' | 'failed',
+  error: string | null,
+): TableSweepResult {
+  return {
+    table,
+    status,
+    windows: [],
+    update: null,
+    notApplied: [],
+    notAppliedReason: null,
+    rejected: [],
+    rejectedCount: 0,
+    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+    error,
+  };
+}
+
+/** The statements of a plan in the configured style. */
+function statementsOf(plan: SchemaChangePlan, style: DdlStyle): string[] {
+  if (plan.ddl === null) return [];
+  return style === 'single' ? [plan.ddl] : [...plan.ddlPerColumn];
+}
+
+/** Phase 1: plan the closed windows' changes and apply (or record) them, once. */
+async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void> {
+  const { config, store } = deps;
+  for (let attempt = 1; attempt <= MAX_PLAN_ATTEMPTS; attempt++) {
+    const nowMs = deps.now();
+    const closed = (await store.pendingChanges(run.key)).filter((c) =>
+      isWindowClosed(
+        { startMs: c.windowStartMs, endMs: c.windowEndMs, id: c.windowId },
+        nowMs,
+        config.windowGraceMs,
+      ),
+    );
+    if (closed.length === 0) return;
+    const plan = planSchemaChange(
+      run.schema,
+      mergeAllFieldSets(closed.map((c) => c.proposed)),
+      {
+        protectedNames: DRIFT_PROTECTED_NAMES,
+        maxNewColumnsPerWindow: config.maxNewColumnsPerWindow,
+        maxColumnsPerTable: config.maxColumnsPerTable,
+      },
+      // The DDL names the project explicitly (the job's project could differ from the table's).
+      {
+        ...run.target,
+        ...(deps.projectId && !run.target.projectId ? { projectId: deps.projectId } : {}),
+      },
+    );
+    const update = plannedUpdate(closed, plan, config.ddlStyle);
+    run.windows = closed.map((c) => c.windowId);
+    run.rejected = [...plan.rejected];
+    run.rejections = new Map(plan.rejected.map((r) => [r.field, r]));
+    const columns = plan.addColumns.map((c) => c.name);
+
+    if (config.mode === 'propose' || plan.addColumns.length === 0) {
+      const status = config.mode === 'propose' ? 'proposed' : 'applied';
+      if ((await store.recordPlan(run.lease, update, status, deps.leaseNow())) === 'stale')
+        continue;
+      if (status === 'proposed' && columns.length > 0) {
+        run.notApplied = columns;
+        run.notAppliedReason = 'propose_mode';
+      }
+      logs.schemaChangeRecorded(deps.logger, {
+        table: run.key,
+        status,
+        windows: run.windows,
+        columns,
+        rejected: plan.rejected.length,
+      });
+      return;
+    }
+
+    if (
+      run.lease.lastUpdateMs !== null &&
+      deps.leaseNow() - run.lease.lastUpdateMs < config.minUpdateIntervalMs
+    ) {
+      run.notApplied = columns;
+      run.notAppliedReason = 'update_rate';
+      logs.schemaUpdateDeferred(
+        deps.logger,
+        run.key,
+        run.lease.lastUpdateMs,
+        config.minUpdateIntervalMs,
+      );
+      return;
+    }
+
+    run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
+    if ((await store.beginUpdate(run.lease, update, deps.leaseNow())) === 'stale') continue;
+    let catalogPatched: readonly string[];
+    try {
+      catalogPatched = (await deps.admin.addColumns(run.target, plan.addColumns, update.statements))
+        .catalogPatched;
+    } catch (err) {
+      const error = errorText(err);
+      logs.schemaUpdateFailed(deps.logger, run.key, update.updateId, error);
+      await store.finishUpdate(run.lease, update, { ok: false, error }, deps.leaseNow());
+      run.notApplied = columns;
+      run.errors.push(`schema update ${update.updateId}: ${error}`);
+      return;
+    }
+    await store.finishUpdate(run.lease, update, { ok: true, catalogPatched }, deps.leaseNow());
+    run.update = {
+      updateId: update.updateId,
+      columns,
+      statements: update.statements,
+      catalogPatched,
+    };
+    logs.schemaUpdateApplied(deps.logger, {
+      table: run.key,
+      updateId: update.updateId,
+      windows: run.windows,
+      columns,
+      statements: update.statements,
+      catalogPatched,
+      rejected: plan.rejected.length,
+    });
+    run.schema = await deps.admin.getSchema(run.target);
+    return;
+  }
+  throw new Error(
+    `the pending changes of ${run.key} kept changing while being planned (${MAX_PLAN_ATTEMPTS} attempts); ` +
+      'the next sweep retries',
+  );
+}
+
+function plannedUpdate(
+  closed: readonly PendingChange[],
+  plan: SchemaChangePlan,
+  style: DdlStyle,
+): PlannedUpdate {
+  return {
+    updateId: updateIdOf(closed.map((c) => c.windowId)),
+    changes: closed.map((c) => ({ windowId: c.windowId, fingerprint: c.fingerprint })),
+    addColumns: plan.addColumns,
+    statements: statementsOf(plan, style),
+    unchanged: plan.unchanged,
+    rejected: plan.rejected,
+  };
+}
+
+/** A waiting row judged at one instant. */
+type RowVerdict =
+  | { kind: 'ready'; row: RetryRow; insert: InsertRow }
+  | { kind: 'failing'; row: RetryRow; errors: DriftFieldError[]; proposed: ProposedFields };
+
+/**
+ * Judges one waiting row against `schema` (pure): `ready` with the row to insert when every extra field fits
+ * a column, else `failing` with its errors (plan rejections spelled out) and the fields it still proposes.
+ * A stored text that is not JSON is a failing row with an `UNREADABLE_ROW` error (it will reach bad data).
+ */
+export function judgeWaitingRow(
+  row: RetryRow,
+  schema: TableSchema,
+  rules: { maxNewFieldsPerEvent: number },
+  rejections: ReadonlyMap<string, RejectedField> = new Map(),
+): RowVerdict {
+  let base: unknown;
+  let extra: unknown;
+  try {
+    base = JSON.parse(row.rowJson);
+    extra = JSON.parse(row.extraFieldsJson);
+  } catch (err) {
+    return {
+      kind: 'failing',
+      row,
+      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: `stored row: ${errorText(err)}` }],
+      proposed: new Map(),
+    };
+  }
+  if (!isObject(base) || !isObject(extra)) {
+    return {
+      kind: 'failing',
+      row,
+      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: 'stored row is not a JSON object' }],
+      proposed: new Map(),
+    };
+  }
+  const verdict = classifyExtraFields(extra, schema, {
+    protectedNames: DRIFT_PROTECTED_NAMES,
+    maxNewFieldsPerEvent: rules.maxNewFieldsPerEvent,
+  });
+  if (verdict.errors.length === 0) {
+    return {
+      kind: 'ready',
+      row,
+      insert: { insertId: row.insertId, json: assignColumns(base, verdict.values) },
+    };
+  }
+  return {
+    kind: 'failing',
+    row,
+    errors: withPlanRejections(verdict.errors, rejections),
+    proposed: verdict.proposed,
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Phase 2: retry the waiting rows in batches. @returns the fields still-waiting rows propose again. */
+async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
+  const { config, store } = deps;
+  const { rows, malformed } = await store.waitingRows(run.key, config.sweepMaxRows);
+  for (const m of malformed) logs.driftRowMalformed(deps.logger, run.key, m.id, m.problem);
+  run.rows.malformed = malformed.length;
+  const carry: ProposedFields[] = [];
+  for (let i = 0; i < rows.length; i += SWEEP_BATCH_ROWS) {
+    run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
+    const nowMs = deps.now();
+    const verdicts = rows
+      .slice(i, i + SWEEP_BATCH_ROWS)
+      .map((row) => judgeWaitingRow(row, run.schema, config, run.rejections));
+    const deletes: string[] = [];
+    const failing: { row: RetryRow; errors: DriftFieldError[]; proposed: ProposedFields }[] = [];
+    let schemaStale = false;
+
+    const ready = verdicts.filter((v) => v.kind === 'ready');
+    if (ready.length > 0) {
+      const results = await deps.writer.insertRows(
+        run.target,
+        ready.map((v) => v.insert),
+      );
+      ready.forEach((v, j) => {
+        const result = results[j];
+        if (result === undefined || result.ok) {
+          deletes.push(v.row.id);
+          run.rows.inserted++;
+          return;
+        }
+        // BigQuery refused the row: e.g. "no such field" while a new column propagates. It counts against the
+        // budget and the row stays; the schema is read again before the next batch.
+        if (result.missingFields.length > 0) schemaStale = true;
+        failing.push({
+          row: v.row,
+          errors: [{ field: null, code: 'INSERT_REJECTED', reason: result.error }],
+          proposed: new Map(),
+        });
+      });
+    }
+    for (const v of verdicts) if (v.kind === 'failing') failing.push(v);
+
+    const updates: RowUpdate[] = [];
+    const bad: { row: RetryRow; retryCount: number; error: string }[] = [];
+    for (const f of failing) {
+      const count = retryCount(f.row.processedTimestampMs, nowMs, config.windowMinutes);
+      const error = errorsText(f.errors);
+      if (isPastBudget(f.row.processedTimestampMs, nowMs, config.retryMinutes)) {
+        bad.push({ row: f.row, retryCount: count, error });
+        continue;
+      }
+      updates.push({
+        id: f.row.id,
+        errors: f.errors,
+        // Derived from time, never incremented; max() so a sweep with a clock behind never lowers it.
+        retryCount: Math.max(count, f.row.retryCount),
+        lastError: error,
+        lastAttemptMs: nowMs,
+      });
+      // Only rows whose own window was swept propose again; a row in an open window is in its change already.
+      const own = schemaWindowOf(f.row.processedTimestampMs, config.windowMinutes);
+      if (f.proposed.size > 0 && isWindowClosed(own, nowMs, config.windowGraceMs)) {
+        carry.push(f.proposed);
+      }
+    }
+
+    if (bad.length > 0) {
+      const targetDest = run.key;
+      const results = await deps.writer.insertRows(
+        deps.badDataTable,
+        bad.map((b) =>
+          badDataRowOf({
+            rowJson: b.row.rowJson,
+            extraFieldsJson: b.row.extraFieldsJson,
+            targetDest,
+            error: b.error,
+            nowMs,
+            processedTimestampMs: b.row.processedTimestampMs,
+            retryCount: b.retryCount,
+            sourceMessageId: b.row.sourceMessageId,
+            insertId: b.row.insertId,
+          }),
+        ),
+      );
+      bad.forEach((b, j) => {
+        const result = results[j];
+        if (result === undefined || result.ok) {
+          deletes.push(b.row.id);
+          run.rows.badData++;
+          logs.driftRowToBadData(deps.logger, {
+            messageId: b.row.sourceMessageId,
+            insertId: b.row.insertId,
+            targetDest,
+            retryCount: b.retryCount,
+            error: b.error,
+          });
+          return;
+        }
+        // Nowhere durable to move it: it stays, with the refusal on record, and is tried again next sweep.
+        logs.badDataRefused(deps.logger, {
+          messageId: b.row.sourceMessageId,
+          insertId: b.row.insertId,
+          table: tableName(deps.badDataTable, deps.projectId),
+          error: result.error,
+        });
+        run.errors.push(`bad-data row ${b.row.insertId} refused: ${result.error}`);
+        updates.push({
+          id: b.row.id,
+          errors: [
+            { field: null, code: 'INSERT_REJECTED', reason: `bad-data table: ${result.error}` },
+          ],
+          retryCount: b.retryCount,
+          lastError: `${b.error}; bad-data table refused the row: ${result.error}`,
+          lastAttemptMs: nowMs,
+        });
+      });
+    }
+    run.rows.waiting += updates.length;
+    await store.settleRows(run.lease, deletes, updates);
+    if (schemaStale) run.schema = await deps.admin.getSchema(run.target);
+  }
+  return mergeAllFieldSets(carry);
+}

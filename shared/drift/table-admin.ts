@@ -1,0 +1,164 @@
+// Reads a target table's schema and adds columns with DDL, through @google-cloud/bigquery.
+import type { BigQuery, TableField } from '@google-cloud/bigquery';
+import { tableName, type TableRef } from '../config/env';
+import { TransientError, errorText } from '../errors';
+import { tableSchemaFromApi, type BqField, type BqType, type TableSchema } from '../schema';
+
+/** What a column addition did besides its DDL. */
+export interface AddColumnsResult {
+  /**
+   * Columns whose catalog entry was written with `tables.patch` after the DDL because `tables.get` did not list
+   * them (the local emulator; see `BigQueryTableAdmin.addColumns`). Empty on BigQuery.
+   */
+  readonly catalogPatched: readonly string[];
+}
+
+/** The table operations the drift gate and the schema sweep need. */
+export interface TableAdmin {
+  /**
+   * The table's current schema (`tables.get`).
+   * @throws TransientError when BigQuery cannot be reached or the table does not exist (an operator must act;
+   *   until then the caller retries).
+   */
+  getSchema(table: TableRef): Promise<TableSchema>;
+  /**
+   * Runs `statements` (DDL adding `columns`) in order, then checks that the table lists every column.
+   * @throws DdlError when a statement fails or a column is still missing afterwards; TransientError when
+   *   BigQuery cannot be reached.
+   */
+  addColumns(
+    table: TableRef,
+    columns: readonly BqField[],
+    statements: readonly string[],
+  ): Promise<AddColumnsResult>;
+}
+
+/** A DDL statement failed, or did not leave the table with the columns it should have added. */
+export class DdlError extends Error {
+  override readonly name = 'DdlError';
+}
+
+/** GoogleSQL type → the type name `tables.patch` is given (the API's legacy names where they exist). */
+const API_TYPE: Partial<Record<BqType, string>> = {
+  INT64: 'INTEGER',
+  FLOAT64: 'FLOAT',
+  BOOL: 'BOOLEAN',
+};
+
+/**
+ * TableAdmin over the official client. Takes the client in the constructor (emulator or Google Cloud).
+ *
+ * Local emulator (bqemulator 1.4.0), verified: `ALTER TABLE … ADD COLUMN` changes the table's storage but not
+ * the emulator's catalog, so `tables.get` and INFORMATION_SCHEMA.COLUMNS keep the old columns and every
+ * `insertAll` into the table then fails with HTTP 500 (DuckDB binder error: N+1 columns, N values), with or
+ * without the new column. `addColumns` therefore checks `tables.get` after the DDL; if a column is missing it
+ * reads the real columns with a dry-run `SELECT *` (free on BigQuery) and, when storage has them, writes the
+ * catalog with `tables.patch` in storage order. On BigQuery a finished DDL job is already visible to
+ * `tables.get`, so this branch does not run there; if it ever did, the patch only adds the NULLABLE columns the
+ * DDL added, which BigQuery also accepts.
+ */
+export class BigQueryTableAdmin implements TableAdmin {
+  constructor(private readonly bigquery: BigQuery) {}
+
+  private table(ref: TableRef) {
+    return this.bigquery
+      .dataset(ref.datasetId, ref.projectId ? { projectId: ref.projectId } : {})
+      .table(ref.tableId);
+  }
+
+  private async apiFields(ref: TableRef): Promise<TableField[]> {
+    try {
+      const response: unknown[] = await this.table(ref).getMetadata();
+      return (response[0] as { schema?: { fields?: TableField[] } }).schema?.fields ?? [];
+    } catch (err) {
+      throw new TransientError(`tables.get ${tableName(ref)}`, errorText(err), { cause: err });
+    }
+  }
+
+  async getSchema(ref: TableRef): Promise<TableSchema> {
+    const fields = await this.apiFields(ref);
+    const parsed = tableSchemaFromApi({ fields });
+    if (!parsed.ok) {
+      throw new TransientError(
+        `tables.get ${tableName(ref)}`,
+        `schema not readable: ${parsed.message}`,
+      );
+    }
+    return parsed.schema;
+  }
+
+  async addColumns(
+    ref: TableRef,
+    columns: readonly BqField[],
+    statements: readonly string[],
+  ): Promise<AddColumnsResult> {
+    for (const statement of statements) await this.runDdl(statement);
+    const catalog = await this.apiFields(ref);
+    const listed = new Set(catalog.map((f) => f.name));
+    if (columns.every((c) => listed.has(c.name))) return { catalogPatched: [] };
+    return { catalogPatched: await this.patchCatalog(ref, catalog, columns) };
+  }
+
+  /** Runs one DDL statement as a query job and waits for it. @throws DdlError */
+  private async runDdl(statement: string): Promise<void> {
+    try {
+      // createQueryJob + getQueryResults surface a failed job; the emulator's jobs.query fast path can return an
+      // empty result for a statement it refused (e.g. several ALTER commands in one statement).
+      const [job] = await this.bigquery.createQueryJob({ query: statement });
+      await job.getQueryResults();
+    } catch (err) {
+      throw new DdlError(`${statement}: ${errorText(err)}`, { cause: err });
+    }
+  }
+
+  /** Writes the catalog from the storage columns (emulator catalog lag). @returns the names patched in. */
+  private async patchCatalog(
+    ref: TableRef,
+    catalog: readonly TableField[],
+    columns: readonly BqField[],
+  ): Promise<string[]> {
+    const name = tableName(ref);
+    let storage: TableField[];
+    try {
+      const [job] = await this.bigquery.createQueryJob({
+        query: `SELECT * FROM \`${ref.projectId ? `${ref.projectId}.` : ''}${ref.datasetId}.${ref.tableId}\``,
+        dryRun: true,
+      });
+      const stats = job.metadata as {
+        statistics?: { query?: { schema?: { fields?: TableField[] } } };
+      };
+      storage = stats.statistics?.query?.schema?.fields ?? [];
+    } catch (err) {
+      throw new TransientError(`dry run SELECT * FROM ${name}`, errorText(err), { cause: err });
+    }
+    const inCatalog = new Map(catalog.map((f) => [f.name, f]));
+    const stored = new Set(storage.map((f) => f.name));
+    const notStored = columns.filter((c) => !stored.has(c.name)).map((c) => c.name);
+    const catalogOnly = catalog.filter((f) => f.name !== undefined && !stored.has(f.name));
+    if (notStored.length > 0 || catalogOnly.length > 0) {
+      throw new DdlError(
+        `after the DDL, ${name} lacks column(s) ${notStored.join(', ') || '(none)'} and lists column(s) ` +
+          `${catalogOnly.map((f) => f.name).join(', ') || '(none)'} it does not store`,
+      );
+    }
+    const planned = new Map(columns.map((c) => [c.name, c]));
+    const patched: string[] = [];
+    const fields = storage.map((f): TableField => {
+      const name = f.name ?? '';
+      const known = inCatalog.get(name);
+      if (known !== undefined) return known;
+      patched.push(name);
+      const column = planned.get(name);
+      const type = column === undefined ? f.type : (API_TYPE[column.type] ?? column.type);
+      if (type === undefined)
+        throw new DdlError(`column ${name} of ${tableName(ref)} has no type in the dry run`);
+      return { name, type, mode: 'NULLABLE' };
+    });
+    try {
+      await this.table(ref).setMetadata({ schema: { fields } });
+    } catch (err) {
+      throw new TransientError(`tables.patch ${name}`, errorText(err), { cause: err });
+    }
+    return patched;
+  }
+}

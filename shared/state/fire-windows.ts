@@ -1,0 +1,269 @@
+// fireWindows' logic (Cloud Scheduler, every minute): under a lease, advance the watermark by the idle rule, fire the
+// windows whose timers are due (on-time, processing-time early/late, garbage collection), write their panes, and
+// re-emit panes left in the outbox.
+import { TransientError, errorText } from '../errors';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import { compareWindows, windowId, type JsonValue } from '../windowing';
+import type { KeyedWindows } from './keyed-windows';
+import type { PaneEmitter } from './pane-emitter';
+import type { WatermarkTracker } from './watermark-tracker';
+import {
+  LeaseLostError,
+  type Lease,
+  type OutboxPane,
+  type WindowAddress,
+  type WindowStore,
+} from './window-store';
+
+/** Wiring and limits of a fireWindows run. */
+export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
+  readonly pipeline: string;
+  readonly store: WindowStore<Acc>;
+  readonly keyed: KeyedWindows<In, Acc, Out>;
+  readonly tracker: WatermarkTracker;
+  readonly emitter: PaneEmitter;
+  readonly logger: Logger;
+  /** Processing time, epoch ms. */
+  readonly now: () => number;
+  /** This instance's lease holder id (unique per instance). */
+  readonly holder: string;
+  /** Lease duration, ms. */
+  readonly leaseMs: number;
+  /** Windows fired in parallel. */
+  readonly concurrency: number;
+  /** Due windows handled per run (the rest wait for the next run). */
+  readonly maxWindows: number;
+  /** Outbox panes older than this (ms) are re-emitted. */
+  readonly outboxGraceMs: number;
+  /** Smallest processing-time firing delay of the strategy (`minProcessingTimeDelayMs`), `null` when none. */
+  readonly processingTimeDelayMs: number | null;
+}
+
+/** What one run did (also the HTTP response body). */
+export interface FireWindowsSummary {
+  /** `done`; `busy` (another run holds the lease); `partial` (stopped early: lease time or lease lost). */
+  readonly status: 'done' | 'busy' | 'partial';
+  readonly pipeline: string;
+  /** Processing time of the run, epoch ms. */
+  readonly processingTimeMs: number;
+  /** Watermark after the idle rule, epoch ms; `null` before the first event. */
+  readonly watermarkMs: number | null;
+  readonly watermarkAdvanced: boolean;
+  /** Windows whose timers were due. */
+  readonly windowsDue: number;
+  /** Windows fired (a pane or a state change). */
+  readonly windowsFired: number;
+  /** Windows garbage-collected (state deleted). */
+  readonly windowsClosed: number;
+  /** Windows whose firing failed transiently (retried next run). */
+  readonly windowsFailed: number;
+  readonly panesEmitted: number;
+  readonly panesToBadData: number;
+  /** Panes left in the outbox because BigQuery failed (retried next run). */
+  readonly panesDeferred: number;
+  /** Older outbox panes re-emitted by this run. */
+  readonly outboxReemitted: number;
+  readonly leaseFence: number | null;
+  readonly durationMs: number;
+}
+
+/** Milliseconds of lease kept in reserve: no new window is started closer than this to the lease's end. */
+const LEASE_RESERVE_MS = 10_000;
+/** Outbox pages re-emitted per run (500 panes each). */
+const MAX_OUTBOX_PAGES = 20;
+
+function addressId(a: WindowAddress): string {
+  return `${a.key}|${windowId(a.window)}`;
+}
+
+/**
+ * One run. Safe when several run at once: only the lease holder works, every window transaction checks the lease's
+ * fence, and each firing is a transaction over the window's documents (a firing cannot happen twice); pane rows
+ * carry stable insertIds.
+ * @throws TransientError when the lease, the watermark or a query fails; errors of a single window are counted
+ * (`windowsFailed`) and logged instead, so one bad window does not stop the others
+ */
+export async function fireWindows<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+): Promise<FireWindowsSummary> {
+  const startedMs = deps.now();
+  const pt = startedMs;
+  const lease = await deps.store.acquireLease(deps.holder, pt, deps.leaseMs);
+  const base = {
+    pipeline: deps.pipeline,
+    processingTimeMs: pt,
+    windowsDue: 0,
+    windowsFired: 0,
+    windowsClosed: 0,
+    windowsFailed: 0,
+    panesEmitted: 0,
+    panesToBadData: 0,
+    panesDeferred: 0,
+    outboxReemitted: 0,
+  };
+  if (lease === null) {
+    logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
+    return {
+      ...base,
+      status: 'busy',
+      watermarkMs: null,
+      watermarkAdvanced: false,
+      leaseFence: null,
+      durationMs: deps.now() - startedMs,
+    };
+  }
+  let released = false;
+  try {
+    const summary = await runUnderLease(deps, lease, pt, base);
+    released = true;
+    await deps.store.releaseLease(lease);
+    const done = { ...summary, durationMs: deps.now() - startedMs };
+    logs.fireWindowsDone(deps.logger, { ...done });
+    return done;
+  } finally {
+    // On failure the lease is still given back; if that fails too, the run's own error is the one reported and the
+    // lease simply expires.
+    if (!released) {
+      await deps.store.releaseLease(lease).catch((err: unknown) => {
+        logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
+      });
+    }
+  }
+}
+
+async function runUnderLease<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  lease: Lease,
+  pt: number,
+  base: Omit<
+    FireWindowsSummary,
+    'status' | 'watermarkMs' | 'watermarkAdvanced' | 'leaseFence' | 'durationMs'
+  >,
+): Promise<Omit<FireWindowsSummary, 'durationMs'>> {
+  const update = await deps.tracker.advance(pt);
+  const watermarkMs = update.state.watermarkMs;
+  if (update.written) {
+    logs.watermarkAdvanced(deps.logger, {
+      pipeline: deps.pipeline,
+      watermarkMs,
+      maxEventTimeMs: update.state.maxEventTimeMs,
+      nowMs: pt,
+    });
+  }
+  const found = [
+    ...(await deps.store.findWindowsDue('endOfWindow', watermarkMs, deps.maxWindows)),
+    ...(await deps.store.findWindowsDue('gc', watermarkMs, deps.maxWindows)),
+    ...(deps.processingTimeDelayMs === null
+      ? []
+      : await deps.store.findPendingSince(pt - deps.processingTimeDelayMs, deps.maxWindows)),
+  ];
+  const unique = new Map(found.map((a) => [addressId(a), a]));
+  const due = [...unique.values()]
+    .sort((a, b) => compareWindows(a.window, b.window) || a.key.localeCompare(b.key))
+    .slice(0, deps.maxWindows);
+
+  let fired = 0;
+  let closed = 0;
+  let failed = 0;
+  let stopped: 'lease_time' | 'lease_lost' | null = null;
+  const panes: OutboxPane[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < due.length && stopped === null) {
+      const address = due[next++] as WindowAddress;
+      if (deps.now() > lease.expiresAtMs - LEASE_RESERVE_MS) {
+        stopped = 'lease_time';
+        return;
+      }
+      try {
+        const result = await deps.keyed.fireWindow(address, watermarkMs, pt, lease);
+        if (result.panes.length > 0 || result.closed) fired++;
+        if (result.closed) closed++;
+        panes.push(...result.panes);
+      } catch (err) {
+        if (err instanceof LeaseLostError) {
+          logs.fireWindowsLeaseLost(deps.logger, deps.pipeline, lease.fence, err.message);
+          stopped = 'lease_lost';
+          return;
+        }
+        if (!(err instanceof TransientError)) throw err;
+        failed++;
+        logs.windowFiringFailed(
+          deps.logger,
+          {
+            pipeline: deps.pipeline,
+            key: address.key,
+            windowStartMs: address.window.startMs,
+            windowEndMs: address.window.endMs,
+          },
+          errorText(err),
+        );
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
+
+  let emitted = { written: 0, badData: 0 };
+  let deferred = 0;
+  const result = await deps.emitter.emitOrDefer(panes);
+  if (result === 'deferred') deferred = panes.length;
+  else emitted = result;
+
+  // Panes a crashed or failed emitter left behind (the grace keeps clear of emissions in flight).
+  let reemitted = 0;
+  if (deferred === 0) {
+    for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
+      const left = await deps.store.listOutbox(pt - deps.outboxGraceMs, 500);
+      if (left.length === 0) break;
+      const again = await deps.emitter.emit(left);
+      reemitted += again.written + again.badData;
+      emitted = {
+        written: emitted.written + again.written,
+        badData: emitted.badData + again.badData,
+      };
+      if (left.length < 500) break;
+    }
+  }
+  return {
+    ...base,
+    status: stopped === null ? 'done' : 'partial',
+    watermarkMs: update.state.maxEventTimeMs === null ? null : watermarkMs,
+    watermarkAdvanced: update.written,
+    windowsDue: due.length,
+    windowsFired: fired,
+    windowsClosed: closed,
+    windowsFailed: failed,
+    panesEmitted: emitted.written,
+    panesToBadData: emitted.badData,
+    panesDeferred: deferred,
+    outboxReemitted: reemitted,
+    leaseFence: lease.fence,
+  };
+}
+
+/** An HTTP answer: status and JSON body. */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+/**
+ * Runs fireWindows and maps the outcome for Cloud Scheduler: 200 with the summary (also when busy or partial);
+ * 503 when a window failed transiently or the run failed transiently (Scheduler retries); 500 for anything else,
+ * logged with the error.
+ */
+export async function fireWindowsHttp<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+): Promise<HttpAnswer> {
+  try {
+    const summary = await fireWindows(deps);
+    return { status: summary.windowsFailed > 0 ? 503 : 200, body: { ...summary } };
+  } catch (err) {
+    logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
+    return {
+      status: err instanceof TransientError ? 503 : 500,
+      body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
+    };
+  }
+}

@@ -1,0 +1,672 @@
+// Applies bundles of elements and timer firings to the keyed store, one transaction each, by rebuilding the core's
+// KeyState from the stored documents and writing back what the core decided (shared/windowing owns the semantics).
+import { isDeepStrictEqual } from 'node:util';
+import { TransientError } from '../errors';
+import {
+  addToContribution,
+  assignWindows,
+  emptyContribution,
+  FRESH_PANE,
+  maxTimestampMs,
+  mergeContributions,
+  sameWindow,
+  windowId,
+  WindowingInputError,
+  type CombineFn,
+  type DropReason,
+  type IntervalWindow,
+  type JsonValue,
+  type KeyState,
+  type Pane,
+  type PaneBookkeeping,
+  type ReduceFnRunner,
+  type StepResult,
+  type TimestampedElement,
+  type WindowContribution,
+  type WindowingStrategy,
+  type WindowState,
+} from '../windowing';
+import { paneInsertId } from './ids';
+import type {
+  DroppedIncrement,
+  Lease,
+  OutboxPane,
+  ShardAddress,
+  StoredShard,
+  StoredWindow,
+  WindowAddress,
+  WindowStore,
+  WindowTransaction,
+} from './window-store';
+
+/** One event for the windowed pipeline. */
+export interface WindowElement<In> {
+  /** Stable event id: the dedup ledger key. */
+  readonly eventId: string;
+  /** The Pub/Sub message that delivered it (ledger and logs). */
+  readonly messageId: string;
+  /** The value for `CombineFn.addInput`. */
+  readonly value: In;
+  /** Event time, epoch ms UTC. */
+  readonly timestampMs: number;
+  /** Processing time it was received at, epoch ms UTC. */
+  readonly receivedAtMs: number;
+}
+
+/** A window an element was left out of, and why (Beam's reasons). */
+export interface WindowDrop {
+  readonly window: IntervalWindow;
+  readonly reason: DropReason;
+}
+
+/**
+ * What happened to one element: `counted` in at least one window (possibly dropped from others, with sliding
+ * windows), `dropped` from all of them, or `duplicate` (its ledger entry existed: nothing changed).
+ */
+export interface ElementOutcome {
+  readonly kind: 'counted' | 'dropped' | 'duplicate';
+  readonly dropped: readonly WindowDrop[];
+}
+
+/** What applying one bundle did. */
+export interface BundleResult {
+  /** One outcome per input element, in input order. */
+  readonly outcomes: readonly ElementOutcome[];
+  /** Panes fired by the bundle, committed to the outbox, in firing order. */
+  readonly panes: readonly OutboxPane[];
+  /** Input watermark the bundle was applied at, epoch ms. */
+  readonly watermarkMs: number;
+  /** Processing time the bundle was applied at (latest arrival in it), epoch ms. */
+  readonly processingTimeMs: number;
+}
+
+/** What firing one window's timers did. */
+export interface FireResult {
+  /** Panes committed to the outbox, in firing order. */
+  readonly panes: readonly OutboxPane[];
+  /** The window was garbage-collected: its bookkeeping and shards are deleted. */
+  readonly closed: boolean;
+}
+
+/**
+ * Reads the pipeline watermark at processing time `processingTimeMs`: the cached value, or with `fresh` a strongly
+ * consistent read (epoch ms).
+ */
+export type WatermarkReader = (processingTimeMs: number, fresh: boolean) => Promise<number>;
+
+/** Wiring of a keyed-windows pipeline. */
+export interface KeyedWindowsOptions<In, Acc extends JsonValue, Out> {
+  /** Pipeline name (insertIds). */
+  readonly pipeline: string;
+  /** The windowing core for the pipeline's strategy and combiner. */
+  readonly runner: ReduceFnRunner<In, Acc, Out>;
+  /** The same combiner (merging shards). */
+  readonly combineFn: CombineFn<In, Acc, Out>;
+  readonly store: WindowStore<Acc>;
+  /** Shards of a new window (existing windows keep theirs). */
+  readonly shardCount: number;
+  /** Ledger entry lifetime, ms (≥ Pub/Sub retention). */
+  readonly ledgerTtlMs: number;
+  /** Dropped-late counter lifetime, ms. */
+  readonly droppedTtlMs: number;
+  /** The gold row of a pane. */
+  readonly paneRow: (pane: Pane<Out>, insertId: string) => Record<string, unknown>;
+  /**
+   * Picks the shard a bundle writes to, in [0, shardCount). Default: a sticky random shard per instance, moved to
+   * another random shard whenever a transaction had to be retried (contention), so instances spread over the shards
+   * instead of colliding on every transaction.
+   */
+  readonly pickShard?: (shardCount: number) => number;
+}
+
+/** The plan for one window inside a bundle transaction. */
+type Plan = 'fast' | 'slow' | 'drop-expired' | 'drop-closed';
+
+function paneChanged(a: PaneBookkeeping, b: PaneBookkeeping): boolean {
+  return (
+    a.phase !== b.phase ||
+    a.panesEmitted !== b.panesEmitted ||
+    a.nonEarlyPanesEmitted !== b.nonEarlyPanesEmitted
+  );
+}
+
+/**
+ * The windowed pipeline on the keyed store. Per (key, window) the store keeps a bookkeeping record (pane counters,
+ * timers) and `shardCount` shard documents whose contributions merge into the core's `WindowState`.
+ *
+ * Applying a bundle is one transaction: its ledger entries, its shard update and any firing commit together, so a
+ * redelivered event (ledger entry present) changes nothing. The common case (no firing possible) reads the
+ * bookkeeping record and one shard and writes that shard; when the core could fire (watermark past the end of
+ * window, the window in its late phase, or a trigger visibly due on the element's shard) all shards are read, the
+ * core runs on the merged state, and its decisions are written back.
+ */
+export class KeyedWindows<In, Acc extends JsonValue, Out> {
+  private readonly pickShard: (shardCount: number) => number;
+  /** The default picker's current shard (random per instance). */
+  private stickyShard: number;
+
+  constructor(private readonly options: KeyedWindowsOptions<In, Acc, Out>) {
+    this.stickyShard = Math.floor(Math.random() * options.shardCount);
+    this.pickShard = options.pickShard ?? ((n) => this.stickyShard % n);
+  }
+
+  /** After a transaction: on contention, the default picker moves to another shard. */
+  private noteAttempts(attempts: number): void {
+    const n = this.options.shardCount;
+    if (attempts > 1 && n > 1) {
+      this.stickyShard = (this.stickyShard + 1 + Math.floor(Math.random() * (n - 1))) % n;
+    }
+  }
+
+  /** The windows an element stamped `timestampMs` (epoch ms) belongs to, by (end, start). */
+  assign(timestampMs: number): IntervalWindow[] {
+    return assignWindows(this.options.runner.strategy.windowFn, timestampMs);
+  }
+
+  /**
+   * Applies a bundle of elements of one key whose event times fall into the same windows. Elements with the same
+   * event id count once (later copies are `duplicate`), and so do elements whose ledger entry exists.
+   * @throws WindowingInputError when the bundle is empty or its elements have different windows (caller bug)
+   * @throws TransientError when the store fails
+   */
+  async processBundle(
+    key: string,
+    elements: readonly WindowElement<In>[],
+    watermark: WatermarkReader,
+  ): Promise<BundleResult> {
+    const first = elements[0];
+    if (first === undefined) throw new WindowingInputError('empty bundle');
+    const windows = this.assign(first.timestampMs);
+    const ids = windows.map(windowId).join(',');
+    for (const e of elements) {
+      if (this.assign(e.timestampMs).map(windowId).join(',') !== ids) {
+        throw new WindowingInputError(`bundle mixes windows: ${e.eventId} is not in ${ids}`);
+      }
+    }
+    const unique = new Map<string, WindowElement<In>>();
+    for (const e of elements) if (!unique.has(e.eventId)) unique.set(e.eventId, e);
+    const processingTimeMs = Math.max(...elements.map((e) => e.receivedAtMs));
+    const fresh = [...unique.values()];
+    let result = await this.options.store.transact('apply bundle', (tx) =>
+      this.applyBundle(tx, key, windows, fresh, processingTimeMs, watermark, false),
+    );
+    this.noteAttempts(result.attempts);
+    if (result.kind === 'ledger_conflict') {
+      // Some event of the bundle was counted before (a redelivery): read the ledger to leave those out.
+      result = await this.options.store.transact('apply bundle (ledger read)', (tx) =>
+        this.applyBundle(tx, key, windows, fresh, processingTimeMs, watermark, true),
+      );
+      this.noteAttempts(result.attempts);
+      if (result.kind === 'ledger_conflict') {
+        throw new TransientError('apply bundle', 'ledger entry appeared after it was read');
+      }
+    }
+    const applied = result.value;
+    const seen = new Set<string>();
+    const outcomes = elements.map((e): ElementOutcome => {
+      if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
+      seen.add(e.eventId);
+      return applied.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
+    });
+    return {
+      outcomes,
+      panes: applied.panes,
+      watermarkMs: applied.watermarkMs,
+      processingTimeMs: applied.processingTimeMs,
+    };
+  }
+
+  /**
+   * Runs the timers of one window at watermark `watermarkMs` and processing time `processingTimeMs` (epoch ms):
+   * the on-time pane once the watermark passed the end, processing-time early/late firings that are due, and
+   * garbage collection past end + allowed lateness. With a lease, the transaction first checks its fence.
+   * @throws LeaseLostError when `lease` was taken over; TransientError when the store fails
+   */
+  async fireWindow(
+    address: WindowAddress,
+    watermarkMs: number,
+    processingTimeMs: number,
+    lease: Lease | null,
+  ): Promise<FireResult> {
+    const result = await this.options.store.transact('fire window', async (tx) => {
+      if (lease) await tx.checkLease(lease);
+      const guess = this.shardAddresses(address, this.options.shardCount);
+      const read = await tx.read({ windows: [address], shards: guess });
+      const stored = read.windows[0] ?? null;
+      if (stored === null) return { panes: [], closed: false };
+      const shards = await this.completeShards(tx, stored, read.shards);
+      const wm = Math.max(watermarkMs, stored.watermarkMs);
+      const pt = Math.max(processingTimeMs, stored.processingTimeMs);
+      const state0 = this.keyState(address.key, [stored], [shards], wm, pt);
+      const step = this.options.runner.advanceTime(state0, {
+        inputWatermarkMs: wm,
+        processingTimeMs: pt,
+      });
+      const none = { state: step.state, panes: [], dropped: [] };
+      const panes = this.persist(tx, address.key, [stored.window], [stored], [shards], step, none, {
+        accepted: new Map(),
+        ownIndex: [-1],
+        watermarkMs: wm,
+        processingTimeMs: pt,
+      });
+      return {
+        panes,
+        closed: !step.state.windows.some((w) => sameWindow(w.window, address.window)),
+      };
+    });
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError('fire window', 'unexpected ledger conflict (no ledger write)');
+    }
+    return result.value;
+  }
+
+  private shardAddresses(address: WindowAddress, count: number): ShardAddress[] {
+    return Array.from({ length: count }, (_, shard) => ({ ...address, shard }));
+  }
+
+  /** All `stored.shardCount` shards, reading the ones the first read did not cover (after a change of N). */
+  private async completeShards(
+    tx: WindowTransaction<Acc>,
+    stored: StoredWindow,
+    have: readonly (StoredShard<Acc> | null)[],
+  ): Promise<(StoredShard<Acc> | null)[]> {
+    if (have.length >= stored.shardCount) return have.slice(0, stored.shardCount);
+    const missing = this.shardAddresses(stored, stored.shardCount).slice(have.length);
+    return [...have, ...(await tx.read({ shards: missing })).shards];
+  }
+
+  private contributionOf(shard: StoredShard<Acc> | null): WindowContribution<Acc> {
+    return shard?.contribution ?? emptyContribution(this.options.combineFn);
+  }
+
+  private keyState(
+    key: string,
+    stored: readonly (StoredWindow | null)[],
+    shards: readonly (readonly (StoredShard<Acc> | null)[])[],
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): KeyState<Acc> {
+    const windows: WindowState<Acc>[] = [];
+    stored.forEach((record, i) => {
+      if (record === null) return;
+      windows.push({
+        window: record.window,
+        pane: record.pane,
+        contribution: mergeContributions(
+          this.options.combineFn,
+          (shards[i] ?? []).map((s) => this.contributionOf(s)),
+        ),
+      });
+    });
+    return { key, inputWatermarkMs: watermarkMs, processingTimeMs, windows };
+  }
+
+  /** The fast-path decision for one window (conservative: `slow` whenever the core might fire or drop). */
+  private plan(
+    stored: StoredWindow | null,
+    own: WindowContribution<Acc>,
+    window: IntervalWindow,
+    count: number,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): Plan {
+    const { allowedLatenessMs, trigger } = this.options.runner.strategy;
+    if (maxTimestampMs(window) + allowedLatenessMs < watermarkMs) {
+      return stored === null ? 'drop-expired' : 'slow';
+    }
+    const phase = stored?.pane.phase ?? 'EARLY';
+    if (phase === 'CLOSED') return 'drop-closed';
+    if (phase === 'EARLY' && watermarkMs > maxTimestampMs(window)) return 'slow';
+    const firing = phase === 'EARLY' ? trigger.earlyFirings : trigger.lateFirings;
+    if (!firing) return 'fast';
+    if (firing.elementCount !== undefined) {
+      // Exact for a new window or one shard; with N shards, N × this shard's count estimates the merged count.
+      const pending = stored === null ? count : (own.elementsInPane + count) * stored.shardCount;
+      if (pending >= firing.elementCount) return 'slow';
+    }
+    if (firing.processingTimeDelayMs !== undefined) {
+      const known = [stored?.paneFirstElementAtMs, own.firstElementInPaneAtMs].filter(
+        (t): t is number => typeof t === 'number',
+      );
+      const firstMs = known.length > 0 ? Math.min(...known) : processingTimeMs;
+      if (processingTimeMs >= firstMs + firing.processingTimeDelayMs) return 'slow';
+    }
+    return 'fast';
+  }
+
+  private async applyBundle(
+    tx: WindowTransaction<Acc>,
+    key: string,
+    windows: readonly IntervalWindow[],
+    candidates: readonly WindowElement<In>[],
+    processingTimeMs: number,
+    watermark: WatermarkReader,
+    readLedger: boolean,
+  ): Promise<{
+    outcomes: Map<string, ElementOutcome>;
+    panes: OutboxPane[];
+    watermarkMs: number;
+    processingTimeMs: number;
+  }> {
+    const { shardCount } = this.options;
+    const guess = this.pickShard(shardCount);
+    const addresses = windows.map((window) => ({ key, window }));
+    const read = await tx.read({
+      windows: addresses,
+      shards: addresses.map((a) => ({ ...a, shard: guess })),
+      ledger: readLedger ? candidates.map((e) => e.eventId) : [],
+    });
+    const elements = readLedger ? candidates.filter((_, i) => !read.ledger[i]) : [...candidates];
+    const stored = read.windows.map((w) => w ?? null);
+    // A window's own shard: the guess, reduced to the window's shard count if it was created with another N.
+    const ownIndex = stored.map((s) => (s === null ? guess : guess % s.shardCount));
+    const own = await Promise.all(
+      stored.map(async (s, i) => {
+        if (ownIndex[i] === guess) return read.shards[i] ?? null;
+        const address = addresses[i] as WindowAddress;
+        return (
+          (await tx.read({ shards: [{ ...address, shard: ownIndex[i] ?? 0 }] })).shards[0] ?? null
+        );
+      }),
+    );
+    let watermarkMs = await watermark(processingTimeMs, false);
+    if (stored.some((s) => s === null)) {
+      // Read after the bookkeeping read: a window closed by a committed transaction is seen with the watermark that
+      // closed it, so a too-late element cannot recreate a garbage-collected window.
+      watermarkMs = Math.max(watermarkMs, await watermark(processingTimeMs, true));
+    }
+    const wm = Math.max(watermarkMs, ...stored.map((s) => s?.watermarkMs ?? watermarkMs));
+    const pt = Math.max(
+      processingTimeMs,
+      ...stored.map((s) => s?.processingTimeMs ?? processingTimeMs),
+    );
+    if (elements.length === 0) {
+      return { outcomes: new Map(), panes: [], watermarkMs: wm, processingTimeMs: pt };
+    }
+    const plans = windows.map((window, i) =>
+      this.plan(
+        stored[i] ?? null,
+        this.contributionOf(own[i] ?? null),
+        window,
+        elements.length,
+        wm,
+        pt,
+      ),
+    );
+
+    const drops = new Map<string, WindowDrop[]>(elements.map((e) => [e.eventId, []]));
+    let panes: OutboxPane[] = [];
+    if (plans.includes('slow')) {
+      const shards = await Promise.all(
+        stored.map(async (s, i) => {
+          if (s === null) return [];
+          const all = this.shardAddresses(addresses[i] as WindowAddress, s.shardCount);
+          const others = all.filter((a) => a.shard !== ownIndex[i]);
+          const rest = (await tx.read({ shards: others })).shards;
+          const merged: (StoredShard<Acc> | null)[] = [];
+          let r = 0;
+          for (const a of all)
+            merged.push(a.shard === ownIndex[i] ? (own[i] ?? null) : (rest[r++] ?? null));
+          return merged;
+        }),
+      );
+      const timestamped = new Map<TimestampedElement<In>, WindowElement<In>>();
+      for (const e of elements)
+        timestamped.set({ key, value: e.value, timestampMs: e.timestampMs }, e);
+      const state0 = this.keyState(key, stored, shards, wm, pt);
+      const ctx = { inputWatermarkMs: wm, processingTimeMs: pt };
+      const step1 = this.options.runner.advanceTime(state0, ctx);
+      const step2 = this.options.runner.processElements(step1.state, [...timestamped.keys()], ctx);
+      const accepted = new Map<string, WindowElement<In>[]>(
+        windows.map((w) => [windowId(w), [...elements]]),
+      );
+      for (const d of step2.dropped) {
+        const element = timestamped.get(d.element);
+        if (element === undefined) throw new WindowingInputError('core dropped an unknown element');
+        drops.get(element.eventId)?.push({ window: d.window, reason: d.reason });
+        const list = accepted.get(windowId(d.window)) ?? [];
+        accepted.set(
+          windowId(d.window),
+          list.filter((x) => x !== element),
+        );
+      }
+      const fullShards = windows.map((w, i) =>
+        stored[i] === null
+          ? this.shardAddresses({ key, window: w }, this.options.shardCount).map(() => null)
+          : (shards[i] ?? []),
+      );
+      panes = this.persist(tx, key, windows, stored, fullShards, step1, step2, {
+        accepted,
+        ownIndex,
+        watermarkMs: wm,
+        processingTimeMs: pt,
+      });
+    } else {
+      windows.forEach((window, i) => {
+        const plan = plans[i];
+        if (plan === 'drop-expired' || plan === 'drop-closed') {
+          const reason: DropReason = plan === 'drop-expired' ? 'EXPIRED_WINDOW' : 'CLOSED_WINDOW';
+          for (const e of elements) drops.get(e.eventId)?.push({ window, reason });
+          return;
+        }
+        const record = stored[i] ?? null;
+        const shardCountOf = record?.shardCount ?? shardCount;
+        let contribution = this.contributionOf(own[i] ?? null);
+        for (const e of elements) {
+          contribution = addToContribution(this.options.combineFn, contribution, e.value, pt);
+        }
+        tx.putShard({ key, window, shard: ownIndex[i] ?? 0, contribution });
+        if (record === null) tx.putWindow(this.freshRecord(key, window, shardCountOf, wm, pt));
+        else if (record.paneFirstElementAtMs === null) {
+          // The pane's first element: one bookkeeping write per pane makes the pane's start visible to all shards.
+          tx.putWindow({ ...record, paneFirstElementAtMs: pt });
+        }
+      });
+    }
+
+    const outcomes = new Map<string, ElementOutcome>();
+    const expireAtMs = pt + this.options.ledgerTtlMs;
+    for (const e of elements) {
+      const dropped = drops.get(e.eventId) ?? [];
+      const kind = dropped.length === windows.length ? 'dropped' : 'counted';
+      outcomes.set(e.eventId, { kind, dropped });
+      tx.createLedgerEntry({
+        eventId: e.eventId,
+        messageId: e.messageId,
+        key,
+        windowIds: windows.map(windowId),
+        outcome: kind,
+        appliedAtMs: pt,
+        expireAtMs,
+      });
+    }
+    for (const increment of this.droppedIncrements(elements, drops, wm, pt))
+      tx.addDropped(increment);
+    return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
+  }
+
+  private droppedIncrements(
+    elements: readonly WindowElement<In>[],
+    drops: ReadonlyMap<string, readonly WindowDrop[]>,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): DroppedIncrement[] {
+    const byWindow = new Map<string, DroppedIncrement>();
+    for (const e of elements) {
+      for (const d of drops.get(e.eventId) ?? []) {
+        const id = `${windowId(d.window)}|${d.reason}`;
+        const current = byWindow.get(id);
+        byWindow.set(id, {
+          window: d.window,
+          reason: d.reason,
+          count: (current?.count ?? 0) + 1,
+          atMs: processingTimeMs,
+          sampleEventId: current?.sampleEventId ?? e.eventId,
+          watermarkMs,
+          expireAtMs: processingTimeMs + this.options.droppedTtlMs,
+        });
+      }
+    }
+    return [...byWindow.values()];
+  }
+
+  private freshRecord(
+    key: string,
+    window: IntervalWindow,
+    shardCount: number,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): StoredWindow {
+    return this.record(
+      key,
+      window,
+      FRESH_PANE,
+      shardCount,
+      processingTimeMs,
+      watermarkMs,
+      processingTimeMs,
+    );
+  }
+
+  private record(
+    key: string,
+    window: IntervalWindow,
+    pane: PaneBookkeeping,
+    shardCount: number,
+    paneFirstElementAtMs: number | null,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): StoredWindow {
+    return {
+      key,
+      window,
+      pane,
+      shardCount,
+      endOfWindowTimerMs: pane.phase === 'EARLY' ? maxTimestampMs(window) : null,
+      gcTimerMs: maxTimestampMs(window) + this.options.runner.strategy.allowedLatenessMs,
+      paneFirstElementAtMs,
+      watermarkMs,
+      processingTimeMs,
+    };
+  }
+
+  /** Pending counters cleared after a firing; the accumulator kept when the window accumulates and lives on. */
+  private reset(contribution: WindowContribution<Acc>, keep: boolean): WindowContribution<Acc> {
+    return keep
+      ? { accumulator: contribution.accumulator, elementsInPane: 0, firstElementInPaneAtMs: null }
+      : emptyContribution(this.options.combineFn);
+  }
+
+  /**
+   * Writes back the core's two steps (timers, then the bundle) for each window: bookkeeping when the pane state
+   * changed, shards reset after a firing (only those holding something to reset), the accepted elements added to
+   * the bundle's shard, and everything deleted when the window was garbage-collected. Checks that the shards merge
+   * to exactly the core's contribution. Returns the outbox panes (also written).
+   * @throws Error when the written shards would not merge to the core's state (a bug; nothing is committed)
+   */
+  private persist(
+    tx: WindowTransaction<Acc>,
+    key: string,
+    windows: readonly IntervalWindow[],
+    stored: readonly (StoredWindow | null)[],
+    shards: readonly (readonly (StoredShard<Acc> | null)[])[],
+    step1: StepResult<In, Acc, Out>,
+    step2: StepResult<In, Acc, Out>,
+    context: {
+      accepted: ReadonlyMap<string, readonly WindowElement<In>[]>;
+      /** Per window, the shard the accepted elements go to. */
+      ownIndex: readonly number[];
+      watermarkMs: number;
+      processingTimeMs: number;
+    },
+  ): OutboxPane[] {
+    const { combineFn, runner } = this.options;
+    const accumulating = runner.strategy.accumulationMode === 'ACCUMULATING';
+    windows.forEach((window, i) => {
+      const s0 = stored[i] ?? null;
+      const ws1 = step1.state.windows.find((w) => sameWindow(w.window, window));
+      const ws2 = step2.state.windows.find((w) => sameWindow(w.window, window));
+      const current = shards[i] ?? [];
+      const address = { key, window };
+      if (ws2 === undefined) {
+        if (s0 !== null) {
+          tx.deleteWindow(address);
+          current.forEach((shard, index) => {
+            if (shard !== null) tx.deleteShard({ ...address, shard: index });
+          });
+        }
+        return;
+      }
+      const before = s0?.pane ?? FRESH_PANE;
+      const fired1 = s0 !== null && ws1 !== undefined && paneChanged(before, ws1.pane);
+      const mid = ws1?.pane ?? FRESH_PANE;
+      const fired2 = paneChanged(mid, ws2.pane);
+      const keep1 = accumulating && mid.phase !== 'CLOSED';
+      const keep2 = accumulating && ws2.pane.phase !== 'CLOSED';
+      const own = context.ownIndex[i] ?? -1;
+      const accepted = context.accepted.get(windowId(window)) ?? [];
+      const next: WindowContribution<Acc>[] = current.map((shard, index) => {
+        let c = this.contributionOf(shard);
+        if (fired1) c = this.reset(c, keep1);
+        if (index === own) {
+          for (const e of accepted) {
+            c = addToContribution(combineFn, c, e.value, context.processingTimeMs);
+          }
+        }
+        if (fired2) c = this.reset(c, keep2);
+        return c;
+      });
+      const merged = mergeContributions(combineFn, next);
+      if (!isDeepStrictEqual(merged, ws2.contribution)) {
+        throw new Error(
+          `window state invariant broken for ${key} ${windowId(window)}: shards merge to ` +
+            `${JSON.stringify(merged)}, the core holds ${JSON.stringify(ws2.contribution)}`,
+        );
+      }
+      next.forEach((contribution, index) => {
+        if (isDeepStrictEqual(contribution, this.contributionOf(current[index] ?? null))) return;
+        tx.putShard({ ...address, shard: index, contribution });
+      });
+      const paneFirst = ws2.contribution.firstElementInPaneAtMs;
+      if (s0 === null || paneChanged(s0.pane, ws2.pane) || s0.paneFirstElementAtMs !== paneFirst) {
+        tx.putWindow(
+          this.record(
+            key,
+            window,
+            ws2.pane,
+            s0?.shardCount ?? current.length,
+            paneFirst,
+            context.watermarkMs,
+            context.processingTimeMs,
+          ),
+        );
+      }
+    });
+    const panes = [...step1.panes, ...step2.panes].map((pane) => this.outboxPane(key, pane));
+    for (const pane of panes) tx.putOutboxPane(pane);
+    return panes;
+  }
+
+  private outboxPane(key: string, pane: Pane<Out>): OutboxPane {
+    const insertId = paneInsertId(this.options.pipeline, key, pane.window, pane.index);
+    return {
+      key,
+      window: pane.window,
+      insertId,
+      row: this.options.paneRow(pane, insertId),
+      timing: pane.timing,
+      index: pane.index,
+      isLast: pane.isLast,
+      createdAtMs: pane.firedAtProcessingTimeMs,
+    };
+  }
+}
+
+/** The smallest processing-time delay of the strategy's early and late firings, or `null` (none configured). */
+export function minProcessingTimeDelayMs(strategy: WindowingStrategy): number | null {
+  const delays = [
+    strategy.trigger.earlyFirings?.processingTimeDelayMs,
+    strategy.trigger.lateFirings?.processingTimeDelayMs,
+  ].filter((d): d is number => d !== undefined);
+  return delays.length === 0 ? null : Math.min(...delays);
+}

@@ -1,0 +1,192 @@
+// The pipeline's watermark in the keyed store: the pure policy (shared/windowing) applied with compare-and-set
+// writes, spaced in processing time and coalesced per instance, so a busy pipeline does not contend on one document.
+import {
+  advanceWatermarkByProcessingTime,
+  INITIAL_WATERMARK_STATE,
+  observeEventTime,
+  type JsonValue,
+  type WatermarkPolicy,
+  type WatermarkState,
+} from '../windowing';
+import type { StoredWatermark, WindowStore } from './window-store';
+
+/** Tuning of the tracker (all ms). */
+export interface WatermarkTrackerOptions {
+  /** The heuristic (bounded out-of-orderness, idle rule, future skew). */
+  readonly policy: WatermarkPolicy;
+  /** How long a read is reused for decisions (`OFFVIA_WATERMARK_CACHE_MS`); 0 reads every time. */
+  readonly cacheMs: number;
+  /**
+   * Least processing time between two writes from events (`OFFVIA_WATERMARK_WRITE_INTERVAL_MS`): Firestore sustains
+   * about one write per second per document. A larger event time seen inside the interval is kept by the instance
+   * and written by its next observation after the interval.
+   */
+  readonly minWriteIntervalMs: number;
+  /** Compare-and-set attempts per write before giving up (another writer moved it; the next one retries). */
+  readonly maxAttempts?: number;
+}
+
+/** What one observation or advance did. */
+export interface WatermarkUpdate {
+  /** The state as this instance now knows it. */
+  readonly state: WatermarkState;
+  /** The event was stamped beyond processing time + `maxFutureSkewMs` and ignored (observations only). */
+  readonly futureDated: boolean;
+  /** This call wrote the record. */
+  readonly written: boolean;
+}
+
+function sameState(a: WatermarkState, b: WatermarkState): boolean {
+  return (
+    a.watermarkMs === b.watermarkMs &&
+    a.maxEventTimeMs === b.maxEventTimeMs &&
+    a.maxEventTimeSeenAtMs === b.maxEventTimeSeenAtMs
+  );
+}
+
+/**
+ * One instance's view of the pipeline watermark. Every write is `policy(state read)` under compare-and-set, and the
+ * policy never lowers the watermark, so the stored watermark never goes backwards whatever the interleaving of
+ * instances. The instance writes at most once per `minWriteIntervalMs` and one write at a time; an unwritten
+ * maximum only makes the watermark lag (conservative: a later firing, never a wrong drop).
+ */
+export class WatermarkTracker {
+  private cached: { stored: StoredWatermark | null; readAtMs: number } | undefined;
+  /** The largest accepted event time this instance has seen but not written, and when it saw it. */
+  private pending: { eventTimeMs: number; seenAtMs: number } | null = null;
+  private writing = false;
+  private readonly maxAttempts: number;
+
+  constructor(
+    private readonly store: Pick<WindowStore<JsonValue>, 'readWatermark' | 'writeWatermark'>,
+    private readonly options: WatermarkTrackerOptions,
+  ) {
+    this.maxAttempts = options.maxAttempts ?? 5;
+  }
+
+  /**
+   * The watermark to decide with at processing time `processingTimeMs`, epoch ms: the cached read while younger
+   * than `cacheMs`, else a fresh (strongly consistent) read. A lower bound of the stored watermark.
+   * @throws TransientError when the store cannot be read
+   */
+  async watermarkMs(processingTimeMs: number, fresh = false): Promise<number> {
+    const stored = await this.read(processingTimeMs, fresh);
+    return (stored?.state ?? INITIAL_WATERMARK_STATE).watermarkMs;
+  }
+
+  /**
+   * Feeds one event time (epoch ms) seen at `processingTimeMs` into the policy. A future-dated event (beyond
+   * processing time + `maxFutureSkewMs`) is ignored. Otherwise the record is written when this instance holds a
+   * larger maximum than the record, no write of this instance is in flight, and the last write is at least
+   * `minWriteIntervalMs` old; the call then resolves after that write.
+   * @throws TransientError when the store fails
+   */
+  async observe(eventTimeMs: number, processingTimeMs: number): Promise<WatermarkUpdate> {
+    const { policy } = this.options;
+    const known = (await this.read(processingTimeMs, false))?.state ?? INITIAL_WATERMARK_STATE;
+    if (observeEventTime(policy, known, eventTimeMs, processingTimeMs).futureDated) {
+      return { state: known, futureDated: true, written: false };
+    }
+    if (this.pending === null || eventTimeMs > this.pending.eventTimeMs) {
+      this.pending = { eventTimeMs, seenAtMs: processingTimeMs };
+    }
+    if (this.writing) return { state: known, futureDated: false, written: false };
+    this.writing = true;
+    try {
+      return await this.flush(processingTimeMs);
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** Writes the pending maximum if it changes the record and the interval has passed. */
+  private async flush(processingTimeMs: number): Promise<WatermarkUpdate> {
+    const { policy } = this.options;
+    let stored = await this.read(processingTimeMs, false);
+    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      const base = stored?.state ?? INITIAL_WATERMARK_STATE;
+      const pending = this.pending;
+      if (pending === null) return { state: base, futureDated: false, written: false };
+      const next = observeEventTime(policy, base, pending.eventTimeMs, pending.seenAtMs).state;
+      if (sameState(next, base)) {
+        if (this.pending === pending) this.pending = null;
+        return { state: base, futureDated: false, written: false };
+      }
+      const spaced =
+        stored === null || processingTimeMs - stored.updatedAtMs >= this.options.minWriteIntervalMs;
+      if (!spaced) return { state: base, futureDated: false, written: false };
+      const written = await this.store.writeWatermark(next, processingTimeMs, stored);
+      if (written !== null) {
+        this.cached = { stored: written, readAtMs: processingTimeMs };
+        if (this.pending === pending) this.pending = null;
+        return { state: written.state, futureDated: false, written: true };
+      }
+      stored = await this.read(processingTimeMs, true);
+    }
+    return {
+      state: stored?.state ?? INITIAL_WATERMARK_STATE,
+      futureDated: false,
+      written: false,
+    };
+  }
+
+  /**
+   * Lets processing time pass (fireWindows, every minute): fresh read, this instance's pending maximum, the idle
+   * rule, and a write if that moved the record (not spaced: one caller a minute).
+   * @throws TransientError when the store fails
+   */
+  async advance(processingTimeMs: number): Promise<WatermarkUpdate> {
+    const { policy } = this.options;
+    let stored = await this.read(processingTimeMs, true);
+    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      const base = stored?.state ?? INITIAL_WATERMARK_STATE;
+      const pending = this.pending;
+      const observed =
+        pending === null
+          ? base
+          : observeEventTime(policy, base, pending.eventTimeMs, pending.seenAtMs).state;
+      const next = advanceWatermarkByProcessingTime(policy, observed, processingTimeMs);
+      if (sameState(next, base)) return { state: base, futureDated: false, written: false };
+      const written = await this.store.writeWatermark(next, processingTimeMs, stored);
+      if (written !== null) {
+        this.cached = { stored: written, readAtMs: processingTimeMs };
+        if (this.pending === pending) this.pending = null;
+        return { state: written.state, futureDated: false, written: true };
+      }
+      stored = await this.read(processingTimeMs, true);
+    }
+    return {
+      state: stored?.state ?? INITIAL_WATERMARK_STATE,
+      futureDated: false,
+      written: false,
+    };
+  }
+
+  private async read(processingTimeMs: number, fresh: boolean): Promise<StoredWatermark | null> {
+    const cached = this.cached;
+    // A read taken at a later processing time than the caller's (concurrent callers) is fresher than needed.
+    if (
+      !fresh &&
+      cached !== undefined &&
+      processingTimeMs - cached.readAtMs < this.options.cacheMs
+    ) {
+      return cached.stored;
+    }
+    const stored = await this.store.readWatermark();
+    const previous = this.cached;
+    // Concurrent reads and writes finish in any order: never replace the cache with an older state.
+    const older =
+      previous?.stored != null &&
+      (stored === null ||
+        stored.state.watermarkMs < previous.stored.state.watermarkMs ||
+        (stored.state.maxEventTimeMs ?? -Infinity) <
+          (previous.stored.state.maxEventTimeMs ?? -Infinity));
+    if (!older) {
+      this.cached = {
+        stored,
+        readAtMs: Math.max(processingTimeMs, previous?.readAtMs ?? processingTimeMs),
+      };
+    }
+    return stored;
+  }
+}

@@ -1,0 +1,222 @@
+// The keyed window store's port: the records it keeps per pipeline and the transactional operations the windowed
+// pipeline needs. FirestoreWindowStore implements it on Firestore; tests also use an in-memory implementation.
+import type {
+  DropReason,
+  IntervalWindow,
+  JsonValue,
+  PaneBookkeeping,
+  PaneTiming,
+  WatermarkState,
+  WindowContribution,
+} from '../windowing';
+
+/** One (key, window) of a pipeline. */
+export interface WindowAddress {
+  /** The grouping key (for bookings, the route `JFK-LHR-USD`). */
+  readonly key: string;
+  /** The window, [startMs, endMs) epoch ms UTC. */
+  readonly window: IntervalWindow;
+}
+
+/** One shard of a (key, window)'s contribution: 0 <= shard < the window's `shardCount`. */
+export interface ShardAddress extends WindowAddress {
+  readonly shard: number;
+}
+
+/**
+ * The pane bookkeeping record of one (key, window) (one document). Written when the window's first elements arrive,
+ * when a pane fires, and deleted when the window is garbage-collected; never per element. Its timers are what
+ * fireWindows queries.
+ */
+export interface StoredWindow extends WindowAddress {
+  /** Trigger phase and pane counters (the core's `PaneBookkeeping`). */
+  readonly pane: PaneBookkeeping;
+  /** Shard documents this window's contribution is split over (fixed for the window's life). */
+  readonly shardCount: number;
+  /** Max timestamp (end − 1) while the on-time pane is still to come (phase EARLY), else `null`. */
+  readonly endOfWindowTimerMs: number | null;
+  /** end − 1 + allowed lateness: once the watermark is past it the window is closed and deleted. */
+  readonly gcTimerMs: number;
+  /**
+   * Processing time of the current pane's first element (epoch ms), `null` while the pane is empty: set by the
+   * first element after a firing (one write per pane), so an element on any shard can see a processing-time trigger
+   * come due (the shards' own first-arrival times are only their part of it).
+   */
+  readonly paneFirstElementAtMs: number | null;
+  /** Highest input watermark applied to this window, epoch ms (keeps pane stamps monotone across instances). */
+  readonly watermarkMs: number;
+  /** Highest processing time applied to this window, epoch ms. */
+  readonly processingTimeMs: number;
+}
+
+/** One shard document: part of a window's contribution (merged with `mergeContributions` at firing time). */
+export interface StoredShard<Acc extends JsonValue> extends ShardAddress {
+  /** Accumulator, pending element count and first pending arrival of this shard's part of the current pane. */
+  readonly contribution: WindowContribution<Acc>;
+}
+
+/** What the dedup ledger says about an event (one document per `event_id`). */
+export type LedgerOutcome = 'counted' | 'dropped';
+
+/** One dedup ledger entry, created in the same transaction as the event's state change. */
+export interface LedgerEntry {
+  /** The event's stable id (Silver insertId). */
+  readonly eventId: string;
+  /** The Pub/Sub message that first delivered it. */
+  readonly messageId: string;
+  /** Its grouping key. */
+  readonly key: string;
+  /** Ids (`windowId`) of the windows it was assigned to. */
+  readonly windowIds: readonly string[];
+  /** Whether it went into at least one window's state, or was dropped from all of them. */
+  readonly outcome: LedgerOutcome;
+  /** Processing time it was applied at, epoch ms. */
+  readonly appliedAtMs: number;
+  /** When Firestore's TTL policy may delete the entry (field `expireAt`), epoch ms; ≥ Pub/Sub retention. */
+  readonly expireAtMs: number;
+}
+
+/** Elements dropped from one window as too late, added to the pipeline's per-window-start counter. */
+export interface DroppedIncrement {
+  readonly window: IntervalWindow;
+  readonly reason: DropReason;
+  /** Elements to add. */
+  readonly count: number;
+  /** Processing time of the drop, epoch ms. */
+  readonly atMs: number;
+  /** One of the dropped events, for operators. */
+  readonly sampleEventId: string;
+  /** Watermark the drop was decided against, epoch ms. */
+  readonly watermarkMs: number;
+  /** When the counter document may be deleted by TTL, epoch ms. */
+  readonly expireAtMs: number;
+}
+
+/** The dropped-late counter of one window start. */
+export interface DroppedCounter {
+  readonly windowStartMs: number;
+  readonly windowEndMs: number;
+  /** All drops of the window. */
+  readonly count: number;
+  /** Drops because end + allowed lateness <= watermark (Beam `droppedDueToLateness`). */
+  readonly expiredWindow: number;
+  /** Drops because the trigger had finished (Beam `droppedDueToClosedWindow`). */
+  readonly closedWindow: number;
+  readonly lastDroppedAtMs: number;
+  readonly lastEventId: string;
+}
+
+/** A fired pane waiting to be written to the gold table (transactional outbox; one document per insertId). */
+export interface OutboxPane extends WindowAddress {
+  /** The gold insertId: pipeline, window id, key and pane index (`paneInsertId`). */
+  readonly insertId: string;
+  /** The gold row (plain JSON values). */
+  readonly row: Readonly<Record<string, unknown>>;
+  /** The pane's timing, index and final flag, for logs. */
+  readonly timing: PaneTiming;
+  readonly index: number;
+  readonly isLast: boolean;
+  /** Processing time of the firing, epoch ms. */
+  readonly createdAtMs: number;
+}
+
+/** The pipeline's watermark record as read, with the version a compare-and-set must match. */
+export interface StoredWatermark {
+  readonly state: WatermarkState;
+  /** Processing time of the last write, epoch ms (spaces writes, see `WatermarkTracker`). */
+  readonly updatedAtMs: number;
+  /** Opaque version of the document (Firestore update time). */
+  readonly version: string;
+}
+
+/** A held fireWindows lease. `fence` grows with every acquisition: the fencing token writes are checked against. */
+export interface Lease {
+  readonly holder: string;
+  readonly fence: number;
+  readonly expiresAtMs: number;
+}
+
+/** Thrown inside a transaction when the lease it writes under has been taken over (fence moved on). */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+}
+
+/**
+ * Reads and writes of one transaction. All reads must come before the first write (Firestore's rule); reads
+ * of missing documents return `null`.
+ */
+export interface WindowTransaction<Acc extends JsonValue> {
+  /** Reads bookkeeping records, shards and ledger entries in one round trip. */
+  read(request: {
+    windows?: readonly WindowAddress[];
+    shards?: readonly ShardAddress[];
+    ledger?: readonly string[];
+  }): Promise<{
+    windows: (StoredWindow | null)[];
+    shards: (StoredShard<Acc> | null)[];
+    /** Whether each requested event id has a ledger entry. */
+    ledger: boolean[];
+  }>;
+  /**
+   * Reads the lease document and throws LeaseLostError unless `lease` (holder and fence) is still current.
+   * @throws LeaseLostError
+   */
+  checkLease(lease: Lease): Promise<void>;
+  putWindow(record: StoredWindow): void;
+  deleteWindow(address: WindowAddress): void;
+  putShard(shard: StoredShard<Acc>): void;
+  deleteShard(address: ShardAddress): void;
+  /** Creates the entry; the commit fails (`ledger_conflict`) if one exists already. */
+  createLedgerEntry(entry: LedgerEntry): void;
+  addDropped(increment: DroppedIncrement): void;
+  putOutboxPane(pane: OutboxPane): void;
+}
+
+/**
+ * How a transaction ended: committed with the callback's value, or refused because a ledger entry existed.
+ * `attempts` > 1 means it was retried on contention.
+ */
+export type TransactionResult<T> =
+  | { readonly kind: 'committed'; readonly value: T; readonly attempts: number }
+  | { readonly kind: 'ledger_conflict'; readonly attempts: number };
+
+/** Which timer of the bookkeeping records a query looks at. */
+export type WindowTimer = 'endOfWindow' | 'gc';
+
+/** The keyed window store of one pipeline. Every method throws TransientError when the store is unreachable. */
+export interface WindowStore<Acc extends JsonValue> {
+  /**
+   * Runs `fn` in a serializable transaction, retried on contention (so `fn` must have no side effects besides
+   * the transaction's). Errors thrown by `fn` itself propagate unchanged.
+   * @throws TransientError when the store fails or contention outlasts the retries; LeaseLostError from checkLease
+   */
+  transact<T>(
+    operation: string,
+    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
+  ): Promise<TransactionResult<T>>;
+  /** The watermark record, or `null` before the first write. A strongly consistent read. */
+  readWatermark(): Promise<StoredWatermark | null>;
+  /**
+   * Writes `state` if the record is still at `expected` (`null`: still absent). Returns the new record, or `null`
+   * when another writer got there first.
+   */
+  writeWatermark(
+    state: WatermarkState,
+    updatedAtMs: number,
+    expected: StoredWatermark | null,
+  ): Promise<StoredWatermark | null>;
+  /** Takes the fireWindows lease if it is free or expired at `nowMs`; `null` when someone else holds it. */
+  acquireLease(holder: string, nowMs: number, leaseMs: number): Promise<Lease | null>;
+  /** Gives the lease up if still held with this fence (a lost lease is left alone). */
+  releaseLease(lease: Lease): Promise<void>;
+  /** Bookkeeping records whose `timer` is before `beforeMs` (ascending, at most `limit`). */
+  findWindowsDue(timer: WindowTimer, beforeMs: number, limit: number): Promise<WindowAddress[]>;
+  /** Windows with a shard whose first pending element arrived at or before `atOrBeforeMs` (at most `limit` shards). */
+  findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]>;
+  /** Outbox panes created at or before `createdAtOrBeforeMs` (oldest first, at most `limit`). */
+  listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]>;
+  /** Deletes outbox panes once they are in the gold table. */
+  deleteOutbox(insertIds: readonly string[]): Promise<void>;
+  /** The dropped-late counters, by window start. */
+  readDropped(): Promise<DroppedCounter[]>;
+}

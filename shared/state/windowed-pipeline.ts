@@ -1,0 +1,87 @@
+// The per-event path of a windowed pipeline: bundle concurrent events of a (key, window), apply them in one
+// transaction, emit the panes they fired, log drops and duplicates, and feed the event time to the watermark.
+import { windowId, type JsonValue } from '../windowing';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import { Bundler } from './bundler';
+import type { ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
+import type { PaneEmitter } from './pane-emitter';
+import type { WatermarkTracker } from './watermark-tracker';
+
+/** Wiring of a WindowedPipeline. */
+export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> {
+  readonly pipeline: string;
+  readonly keyed: KeyedWindows<In, Acc, Out>;
+  readonly tracker: WatermarkTracker;
+  readonly emitter: PaneEmitter;
+  readonly logger: Logger;
+  /** Most events per transaction for one (key, windows). */
+  readonly maxBundle: number;
+}
+
+interface Item<In> {
+  readonly key: string;
+  readonly element: WindowElement<In>;
+}
+
+/**
+ * `record` counts an event exactly once in its windows and fires the element-driven panes that are due. Events of
+ * the same (key, windows) arriving while a transaction for them is running are applied together in the next one.
+ */
+export class WindowedPipeline<In, Acc extends JsonValue, Out> {
+  private readonly bundler: Bundler<Item<In>, ElementOutcome>;
+
+  constructor(private readonly deps: WindowedPipelineDeps<In, Acc, Out>) {
+    this.bundler = new Bundler((_queueKey, items) => this.applyBundle(items), deps.maxBundle);
+  }
+
+  /**
+   * Applies one event: resolves once its ledger entry and state change are committed (or it was found to be a
+   * duplicate, or dropped as too late and counted), after the panes it fired were written or deferred, and after
+   * the watermark saw its event time.
+   * @throws TransientError when Firestore fails (the caller must not ack; the ledger makes a retry safe)
+   */
+  async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
+    const windows = this.deps.keyed.assign(element.timestampMs);
+    const queueKey = `${key}|${windows.map(windowId).join(',')}`;
+    const outcome = await this.bundler.submit(queueKey, { key, element });
+    await this.deps.tracker.observe(element.timestampMs, element.receivedAtMs);
+    return outcome;
+  }
+
+  private async applyBundle(items: readonly Item<In>[]): Promise<ElementOutcome[]> {
+    const key = items[0]?.key ?? '';
+    const elements = items.map((i) => i.element);
+    const result = await this.deps.keyed.processBundle(key, elements, (pt, fresh) =>
+      this.deps.tracker.watermarkMs(pt, fresh),
+    );
+    result.outcomes.forEach((outcome, i) => {
+      const element = elements[i];
+      if (element === undefined) return;
+      const ref = { messageId: element.messageId };
+      if (outcome.kind === 'duplicate') {
+        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
+      }
+      for (const drop of outcome.dropped) {
+        logs.windowElementDropped(
+          this.deps.logger,
+          ref,
+          {
+            pipeline: this.deps.pipeline,
+            key,
+            windowStartMs: drop.window.startMs,
+            windowEndMs: drop.window.endMs,
+          },
+          {
+            eventId: element.eventId,
+            eventTimeMs: element.timestampMs,
+            reason: drop.reason,
+            watermarkMs: result.watermarkMs,
+          },
+        );
+      }
+    });
+    await this.deps.emitter.emitOrDefer(result.panes);
+    return [...result.outcomes];
+  }
+}

@@ -1,0 +1,45 @@
+-- Gold: one row per pane of the booking pipeline (per route and one-minute event-time window), with Beam's pane info.
+-- insert_id = pipeline~window id~route key~pane index is also the streaming insertId, so a retried firing adds nothing
+-- (BigQuery's best-effort dedup) or an identical row (the latest-pane view below keeps one).
+CREATE TABLE IF NOT EXISTS `{{project}}.offvia_gold.route_panes` (
+  pipeline STRING NOT NULL OPTIONS (description = 'Windowed pipeline that fired the pane (OFFVIA_WINDOW_PIPELINE)'),
+  window_start TIMESTAMP NOT NULL OPTIONS (description = 'Window start, inclusive (event time)'),
+  window_end TIMESTAMP NOT NULL OPTIONS (description = 'Window end, exclusive (event time)'),
+  route_key STRING NOT NULL OPTIONS (description = 'ORIGIN-DESTINATION-CURRENCY'),
+  origin_airport STRING NOT NULL,
+  destination_airport STRING NOT NULL,
+  currency STRING NOT NULL,
+  booking_count INT64 NOT NULL OPTIONS (description = 'Bookings in the pane: all so far (ACCUMULATING) or new since the last pane (DISCARDING)'),
+  fare_total NUMERIC NOT NULL OPTIONS (description = 'Exact sum of fare_amount'),
+  fare_min NUMERIC OPTIONS (description = 'NULL for an empty pane'),
+  fare_max NUMERIC OPTIONS (description = 'NULL for an empty pane'),
+  fare_mean NUMERIC OPTIONS (description = 'fare_total / booking_count rounded half-even to 9 decimals; NULL for an empty pane'),
+  pane_timing STRING NOT NULL OPTIONS (description = 'EARLY, ON_TIME or LATE (Beam PaneInfo.Timing)'),
+  pane_index INT64 NOT NULL OPTIONS (description = '0, 1, 2... per window (PaneInfo.getIndex)'),
+  pane_on_time_index INT64 NOT NULL OPTIONS (description = '-1 for EARLY panes, then 0, 1... (PaneInfo.getNonSpeculativeIndex)'),
+  is_first BOOL NOT NULL,
+  is_final BOOL NOT NULL OPTIONS (description = 'No further pane follows for this window (PaneInfo.isLast)'),
+  accumulation_mode STRING NOT NULL OPTIONS (description = 'ACCUMULATING or DISCARDING'),
+  watermark_at_emission TIMESTAMP OPTIONS (description = 'Input watermark at the firing; NULL while at its initial minimum'),
+  emitted_at TIMESTAMP NOT NULL OPTIONS (description = 'Processing time of the firing'),
+  insert_id STRING NOT NULL OPTIONS (description = 'Streaming insertId: pipeline~window id~route key~pane index')
+)
+PARTITION BY DATE(window_start)
+CLUSTER BY origin_airport, destination_airport
+OPTIONS (
+  description = 'Panes of the windowed booking aggregates (Gold)'
+);
+
+-- The latest pane of every (pipeline, route, window): with accumulating panes, the current best answer per window.
+CREATE OR REPLACE VIEW `{{project}}.offvia_gold.route_panes_latest` AS
+SELECT * EXCEPT (pane_rank)
+FROM (
+  SELECT
+    *,
+    ROW_NUMBER() OVER (
+      PARTITION BY pipeline, route_key, window_start
+      ORDER BY pane_index DESC, emitted_at DESC, insert_id
+    ) AS pane_rank
+  FROM `{{project}}.offvia_gold.route_panes`
+)
+WHERE pane_rank = 1;

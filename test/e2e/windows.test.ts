@@ -1,0 +1,90 @@
+// End to end on the local stack: bookings published to Pub/Sub reach the gold table as panes of their route window,
+// through ingestBooking (Silver, then window state on the Firestore emulator) and fireWindows (HTTP).
+import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { PubSub } from '@google-cloud/pubsub';
+import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+
+/** A random airport code no other test uses (Z + two letters). */
+function airport(): string {
+  const letter = () => String.fromCharCode(65 + randomInt(26));
+  return `Z${letter()}${letter()}`;
+}
+
+describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → gold', function () {
+  this.timeout(180_000);
+  const env = stackEnv();
+  const pubsub = new PubSub({ projectId: env.projectId });
+  const topic = pubsub.topic('booking-events');
+  const bq = stackBigQuery(env);
+
+  before(function () {
+    if (!process.env.OFFVIA_FIRE_WINDOWS_URL || !process.env.FIRESTORE_EMULATOR_HOST) {
+      throw new Error('the local stack is not running: run through `npm test`');
+    }
+  });
+  after(() => pubsub.close());
+
+  it("writes the route window's pane with the exact count and fare total", async () => {
+    const origin = airport();
+    let destination = airport();
+    while (destination === origin) destination = airport();
+    const windowStartMs = Math.floor((Date.now() - 180_000) / 60_000) * 60_000;
+    const booking = (id: string, fare: string, atMs: number) =>
+      JSON.stringify({
+        booking_id: id,
+        passenger_id: 'PAX-1',
+        flight_number: 'OF-9',
+        origin,
+        destination,
+        fare,
+        currency: 'EUR',
+        event_time: new Date(atMs).toISOString(),
+      });
+    const ids = await Promise.all([
+      topic.publishMessage({
+        data: Buffer.from(booking(`${origin}-1`, '100.10', windowStartMs + 10_000)),
+      }),
+      topic.publishMessage({
+        data: Buffer.from(booking(`${origin}-2`, '0.255', windowStartMs + 20_000)),
+      }),
+    ]);
+    assert.ok(
+      (await waitForLayers(bq, env.projectId, ids, 60_000)).complete,
+      'the bookings reached Silver',
+    );
+    // A booking of now moves the watermark past the window (10 s out-of-orderness).
+    const clock = await topic.publishMessage({
+      data: Buffer.from(booking(`${origin}-3`, '1', Date.now())),
+    });
+    assert.ok((await waitForLayers(bq, env.projectId, [clock], 60_000)).complete);
+
+    const res = await fetch(String(process.env.OFFVIA_FIRE_WINDOWS_URL), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(res.status, 200, await res.text());
+
+    const routeKey = `${origin}-${destination}-EUR`;
+    const deadline = Date.now() + 30_000;
+    let latest: Record<string, unknown> | undefined;
+    for (;;) {
+      const [rows] = await bq.query({
+        // The emulator does not compare TIMESTAMP parameters: compare epoch milliseconds.
+        query: `SELECT pane_timing, pane_index, booking_count, fare_total
+                FROM \`${env.projectId}.offvia_gold.route_panes_latest\`
+                WHERE route_key = @routeKey AND UNIX_MILLIS(window_start) = @windowStartMs`,
+        params: { routeKey, windowStartMs },
+      });
+      latest = (rows as Record<string, unknown>[])[0];
+      if (latest?.booking_count === 2 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.equal(latest?.booking_count, 2, JSON.stringify(latest));
+    // ON_TIME when the window was open on arrival; LATE when other tests' events had already moved the watermark.
+    assert.ok(['ON_TIME', 'LATE'].includes(String(latest?.pane_timing)), JSON.stringify(latest));
+    // Three fraction digits: the BigQuery emulator keeps NUMERIC at scale 3 (README); BigQuery keeps 9.
+    assert.equal((latest?.fare_total as { toFixed(): string }).toFixed(), '100.355');
+  });
+});

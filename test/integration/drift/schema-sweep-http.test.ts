@@ -1,0 +1,48 @@
+// schemaSweep through the Functions Framework's real HTTP server, against the emulators.
+import assert from 'node:assert/strict';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getTestServer } from '@google-cloud/functions-framework/testing';
+import '../../../functions';
+import { requireStack } from '../../support/drift-stack';
+
+describe('integration: schemaSweep on the Functions Framework', function () {
+  this.timeout(60_000);
+  let server: Server;
+  let base: string;
+
+  before(async function () {
+    requireStack();
+    server = getTestServer('schemaSweep');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('answers a POST with 200 and the JSON summary of every configured target table', async () => {
+    const res = await fetch(base, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-cloudscheduler': 'true' },
+      body: '{}',
+    });
+    const body = (await res.json()) as {
+      ok: boolean;
+      mode: string;
+      tables: { table: string; status: string }[];
+    };
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(body.ok, true);
+    assert.equal(body.mode, 'apply');
+    assert.deepEqual(
+      body.tables.map((t) => t.table),
+      [`${process.env.OFFVIA_PROJECT_ID ?? 'offvia-local'}.offvia_silver.fact_bookings`],
+    );
+    assert.ok(['swept', 'busy'].includes(body.tables[0]?.status ?? ''));
+  });
+
+  it('refuses other methods with 405', async () => {
+    const res = await fetch(base, { method: 'GET' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST');
+  });
+});

@@ -1,0 +1,228 @@
+// The keyed window store on the Firestore emulator (real client): atomic ledger + shard commits, the lab scenario,
+// the exactly-once property, the watermark's compare-and-set, the fireWindows lease, and gold rows in BigQuery.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Firestore } from '@google-cloud/firestore';
+import { Timestamp } from '@google-cloud/firestore';
+import fc from 'fast-check';
+import { stackBigQuery, stackEnv } from '../../../deploy/local/layers';
+import { fireWindowsDepsOf } from '../../../shared/aggregates/runtime';
+import { parseNumeric } from '../../../shared/contract';
+import { fireWindows } from '../../../shared/state/fire-windows';
+import { COLLECTIONS } from '../../../shared/state/firestore-window-store';
+import { LeaseLostError } from '../../../shared/state/window-store';
+import { WatermarkTracker } from '../../../shared/state/watermark-tracker';
+import {
+  LAB_SCENARIO_PANES,
+  MIN,
+  paneSummary,
+  record,
+  runLabWindowScenario,
+  S,
+  T,
+} from '../../support/booking-windows';
+import {
+  emulatorFirestore,
+  firestoreBookingWindows,
+  uniqueRoot,
+} from '../../support/firestore-windows';
+import {
+  checkOrderIndependence,
+  seededPick,
+  windowScenarios,
+} from '../../support/window-properties';
+
+/** A NUMERIC as the client returns it (Big.js) → canonical text ("749.500" from the emulator → "749.5"). */
+function numericText(value: unknown): string {
+  const text = (value as { toFixed(): string }).toFixed();
+  const parsed = parseNumeric(text);
+  if (!parsed.ok) throw new Error(`not a NUMERIC: ${text}`);
+  return parsed.canonical;
+}
+
+describe('integration: keyed window store on the Firestore emulator', function () {
+  this.timeout(120_000);
+  let db: Firestore;
+
+  before(() => {
+    db = emulatorFirestore();
+  });
+  after(() => db.terminate());
+
+  it('commits a ledger entry with its shard update atomically; a second create changes nothing', async () => {
+    const { store } = firestoreBookingWindows(db);
+    const address = { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN }, shard: 0 };
+    const apply = (count: number) =>
+      store.transact('test', async (tx) => {
+        await tx.read({ shards: [address] });
+        tx.putShard({
+          ...address,
+          contribution: {
+            accumulator: { count, total: String(count), min: '1', max: '1' },
+            elementsInPane: count,
+            firstElementInPaneAtMs: T,
+          },
+        });
+        tx.createLedgerEntry({
+          eventId: 'ev/1',
+          messageId: 'm1',
+          key: address.key,
+          windowIds: [],
+          outcome: 'counted',
+          appliedAtMs: T,
+          expireAtMs: T + 8 * 24 * 3600 * S,
+        });
+        return count;
+      });
+    assert.deepEqual(await apply(1), { kind: 'committed', value: 1, attempts: 1 });
+    assert.deepEqual(await apply(2), { kind: 'ledger_conflict', attempts: 1 });
+    const shard = await store.shardRef(address).get();
+    assert.equal(shard.get('elements_in_pane'), 1, 'the refused transaction wrote nothing');
+    const ledger = await store.ledgerRef('ev/1').get();
+    assert.ok(
+      ledger.get('expireAt') instanceof Timestamp,
+      'expireAt is a Timestamp (TTL policy field)',
+    );
+    assert.equal(ledger.get('event_id'), 'ev/1');
+  });
+
+  it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window deleted; the late event counted once', async () => {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(
+      db,
+      {},
+      { pickShard: () => 0 },
+    );
+    const run = await runLabWindowScenario(sink, windows, clock);
+    assert.deepEqual(paneSummary(writer.gold(), 'JFK-LHR-USD'), LAB_SCENARIO_PANES);
+    assert.equal(run.outcomes['e2-redelivered'], 'duplicate');
+    assert.equal(run.outcomes.e6, 'dropped');
+    assert.equal(run.outcomes['e6-redelivered'], 'duplicate');
+    assert.deepEqual(
+      (await store.readDropped()).map((d) => [d.windowStartMs, d.count, d.expiredWindow]),
+      [[T, 1, 1]],
+    );
+    const left = await Promise.all(
+      [COLLECTIONS.windows, COLLECTIONS.shards, COLLECTIONS.outbox].map(async (c) =>
+        (await store.collection(c).get()).docs
+          .map((d) => d.id)
+          .filter((id) => id.startsWith('JFK')),
+      ),
+    );
+    assert.deepEqual(
+      left,
+      [[], [], []],
+      'no window, shard or outbox document left for the closed window',
+    );
+    const ledger = await store.ledgerRef(`bk1-unused`).get();
+    assert.equal(ledger.exists, false);
+  });
+
+  it('ends every permutation/duplication of events with the sorted single-delivery panes (emulator run)', async () => {
+    await fc.assert(
+      fc.asyncProperty(windowScenarios(12), async (scenario) => {
+        const env = {
+          OFFVIA_WINDOW_SHARDS: String(scenario.shards),
+          OFFVIA_WINDOW_ACCUMULATION_MODE: scenario.mode,
+        };
+        await checkOrderIndependence(
+          scenario,
+          firestoreBookingWindows(db, env, { pickShard: seededPick(scenario.seed) }),
+          firestoreBookingWindows(db, env, { pickShard: seededPick(scenario.seed + 1) }),
+        );
+      }),
+      { numRuns: 4, seed: 20261007 },
+    );
+  });
+
+  it('never moves the stored watermark back under concurrent compare-and-set writers', async () => {
+    const { store } = firestoreBookingWindows(db);
+    const policy = { maxOutOfOrdernessMs: 10 * S, idleTimeoutMs: MIN, maxFutureSkewMs: 5 * MIN };
+    const trackers = [0, 1, 2, 3].map(
+      () => new WatermarkTracker(store, { policy, cacheMs: 0, minWriteIntervalMs: 0 }),
+    );
+    const seen: number[] = [];
+    await Promise.all(
+      trackers.map(async (tracker, i) => {
+        for (let k = 0; k < 10; k++) {
+          const eventMs = T + ((k * 7 + i * 13) % 40) * S;
+          await tracker.observe(eventMs, T + k * S);
+          seen.push((await store.readWatermark())?.state.watermarkMs ?? -Infinity);
+        }
+      }),
+    );
+    const final = await store.readWatermark();
+    assert.equal(final?.state.maxEventTimeMs, T + 39 * S);
+    assert.equal(final?.state.watermarkMs, T + 29 * S);
+    assert.ok(seen.every((w) => w <= (final?.state.watermarkMs ?? 0)));
+  });
+
+  it('lets one fireWindows run work at a time and fences out a run whose lease was taken over', async () => {
+    const { windows, clock, sink } = firestoreBookingWindows(db);
+    await record(sink, { id: 'l1', fare: '10', at: T + S }, T + 2 * S);
+    const first = fireWindowsDepsOf(windows);
+    const second = fireWindowsDepsOf(windows);
+    const lease = await windows.store.acquireLease(first.holder, clock.nowMs, 60 * S);
+    assert.ok(lease);
+    assert.equal((await fireWindows(second)).status, 'busy');
+    // The lease expires; the second run takes it over (fence + 1), and the first can no longer write.
+    clock.nowMs += 61 * S;
+    const taken = await windows.store.acquireLease(second.holder, clock.nowMs, 60 * S);
+    assert.equal(taken?.fence, lease.fence + 1);
+    await assert.rejects(
+      windows.keyed.fireWindow(
+        { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN } },
+        T,
+        clock.nowMs,
+        lease,
+      ),
+      LeaseLostError,
+    );
+  });
+
+  it('writes pane rows to the gold table (BigQuery emulator) and the view keeps the latest pane per window', async function () {
+    if (!process.env.BIGQUERY_EMULATOR_HOST) this.skip();
+    const pipeline = `it_${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+    const { windows, clock, sink } = firestoreBookingWindows(
+      db,
+      { OFFVIA_WINDOW_PIPELINE: pipeline, OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot() },
+      { writer: 'bigquery' },
+    );
+    await record(sink, { id: 'g1', fare: '749.50', at: T + 1 * S }, T + 2 * S);
+    await record(sink, { id: 'g2', fare: '250.25', at: T + 20 * S }, T + 40 * S); // EARLY pane (38 s after g1)
+    await record(
+      sink,
+      { id: 'g3', route: ['SFO', 'HND', 'USD'], fare: '1', at: T + 80 * S },
+      T + 81 * S,
+    );
+    clock.nowMs = T + 85 * S;
+    const run = await fireWindows(fireWindowsDepsOf(windows));
+    assert.equal(run.panesEmitted, 1, 'the ON_TIME pane of JFK-LHR-USD');
+    const env = stackEnv();
+    const bq = stackBigQuery(env);
+    const [rows] = await bq.query({
+      query: `SELECT pane_timing, pane_index, booking_count, fare_total, fare_mean, is_final, insert_id
+              FROM \`${env.projectId}.offvia_gold.route_panes\`
+              WHERE pipeline = @pipeline AND route_key = 'JFK-LHR-USD' ORDER BY pane_index`,
+      params: { pipeline },
+    });
+    assert.deepEqual(
+      (rows as Record<string, unknown>[]).map((r) => [
+        r.pane_timing,
+        r.pane_index,
+        r.booking_count,
+        numericText(r.fare_total),
+        numericText(r.fare_mean),
+      ]),
+      [
+        ['EARLY', 0, 1, '749.5', '749.5'],
+        ['ON_TIME', 1, 2, '999.75', '499.875'],
+      ],
+    );
+    const [latest] = await bq.query({
+      query: `SELECT pane_timing, pane_index FROM \`${env.projectId}.offvia_gold.route_panes_latest\`
+              WHERE pipeline = @pipeline AND route_key = 'JFK-LHR-USD'`,
+      params: { pipeline },
+    });
+    assert.deepEqual(latest, [{ pane_timing: 'ON_TIME', pane_index: 1 }]);
+  });
+});

@@ -1,0 +1,115 @@
+// A hot key on the Firestore emulator: 4 writer processes send 2,000 bookings of one route and one window (plus
+// duplicates, within and across processes) at once; counts and exact sums must come out exactly.
+import assert from 'node:assert/strict';
+import type { Firestore } from '@google-cloud/firestore';
+import {
+  bookingAggregatesFn,
+  parseBookingAccumulator,
+} from '../../../shared/aggregates/booking-aggregates';
+import { formatScaled } from '../../../shared/contract';
+import { COLLECTIONS } from '../../../shared/state/firestore-window-store';
+import { bookingEvent, fire, S, T, type BookingSpec } from '../../support/booking-windows';
+import {
+  emulatorFirestore,
+  firestoreBookingWindows,
+  uniqueRoot,
+} from '../../support/firestore-windows';
+import { runWriterProcesses } from '../../support/fork-writers';
+import type { WriterJob } from '../../support/hot-window-writer';
+import { seededPick } from '../../support/window-properties';
+
+const EVENTS = 2000;
+const PROCESSES = 4;
+
+describe('integration: a hot route window written by 4 processes at once (Firestore emulator)', function () {
+  this.timeout(180_000);
+  let db: Firestore;
+  before(() => {
+    db = emulatorFirestore();
+  });
+  after(() => db.terminate());
+
+  it('counts 2,000 events exactly once with the exact fare total, despite duplicates', async () => {
+    const rnd = seededPick(4242);
+    const events: BookingSpec[] = Array.from({ length: EVENTS }, (_, i) => ({
+      id: `hot-${i}`,
+      // Up to 9 fraction digits: any binary float would lose these.
+      fare: formatScaled(BigInt(1 + rnd(1_000_000)) * 1_000_000_007n),
+      at: T + Math.floor((i * 59_000) / EVENTS),
+    }));
+    const env = {
+      OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot('itHot'),
+      OFFVIA_WINDOW_SHARDS: '4',
+    };
+    // Each process gets its quarter, 10% of its own again and 10% of another's: ~2,400 deliveries in all.
+    const jobs: WriterJob[] = Array.from({ length: PROCESSES }, (_, p) => {
+      const own = events.filter((_, i) => i % PROCESSES === p);
+      const other = events.filter((_, i) => i % PROCESSES === (p + 1) % PROCESSES);
+      const specs = [
+        ...own,
+        ...own.filter((_, i) => i % 10 === 0),
+        ...other.filter((_, i) => i % 10 === 5),
+      ];
+      return {
+        env,
+        concurrency: 32,
+        deliveries: specs.map((spec, i) => ({
+          spec,
+          // Processing times over 55 s: an early pane fires (30 s after the first element) while writes go on.
+          receivedAtMs: T + 2 * S + Math.floor((i * 55_000) / specs.length),
+          messageId: `p${p}-${i}`,
+        })),
+      };
+    });
+    const deliveries = jobs.reduce((n, j) => n + j.deliveries.length, 0);
+    const reports = await runWriterProcesses(jobs, 150_000);
+
+    const counted = reports.reduce((n, r) => n + r.counted, 0);
+    const duplicates = reports.reduce((n, r) => n + r.duplicates, 0);
+    assert.equal(counted, EVENTS, 'each event counted by exactly one delivery');
+    assert.equal(duplicates, deliveries - EVENTS, 'every other delivery is a duplicate');
+    assert.equal(
+      reports.reduce((n, r) => n + r.dropped, 0),
+      0,
+    );
+
+    // The shards merge to the exact aggregate of the 2,000 events.
+    const { windows, store, writer, clock } = firestoreBookingWindows(db, env);
+    const shardDocs = (await store.collection(COLLECTIONS.shards).get()).docs;
+    assert.ok(shardDocs.length > 1 && shardDocs.length <= 4, `${shardDocs.length} shards used`);
+    const merged = bookingAggregatesFn.mergeAccumulators(
+      shardDocs.map((d) => parseBookingAccumulator(JSON.parse(String(d.get('accumulator_json'))))),
+    );
+    const expected = events.reduce(
+      (acc, e) => bookingAggregatesFn.addInput(acc, bookingEvent(e).fareScaled),
+      bookingAggregatesFn.createAccumulator(),
+    );
+    assert.deepEqual(merged, expected);
+    assert.equal((await store.collection(COLLECTIONS.ledger).count().get()).data().count, EVENTS);
+
+    // Closing the window emits the final pane with the same numbers.
+    await fire(windows, clock, T + 2 * 24 * 3600 * S);
+    const early = reports.flatMap((r) => r.panes).sort((a, b) => a[1] - b[1]);
+    assert.ok(early.length >= 1, 'an EARLY pane fired while the writers were writing');
+    assert.deepEqual(
+      early,
+      early.map((_, i) => ['EARLY', i]),
+    );
+    const panes = writer.gold();
+    const last = panes[panes.length - 1];
+    assert.equal(last?.pane_timing, 'ON_TIME');
+    assert.equal(last?.pane_index, early.length);
+    assert.equal(last?.booking_count, EVENTS);
+    assert.equal(last?.fare_total, expected.total);
+    const total = reports.reduce(
+      (m, r) => ({ attempts: m.attempts + r.metrics.attempts, tx: m.tx + r.metrics.transactions }),
+      { attempts: 0, tx: 0 },
+    );
+    // For the record (the benchmark prints more): transactions, attempts, redeliveries.
+    console.log(
+      `      ${deliveries} deliveries in ${Math.max(...reports.map((r) => r.elapsedMs))} ms: ` +
+        `${total.tx} transactions, ${total.attempts} attempts, ` +
+        `${reports.reduce((n, r) => n + r.redeliveries, 0)} redeliveries, ${early.length} EARLY panes`,
+    );
+  });
+});

@@ -1,0 +1,66 @@
+// The booking pipeline on the Firestore emulator, isolated per test under its own root collection.
+import { randomUUID } from 'node:crypto';
+import { Firestore } from '@google-cloud/firestore';
+import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
+import { BookingWindowSink } from '../../shared/aggregates/booking-window-sink';
+import { createBookingWindows, type BookingWindows } from '../../shared/aggregates/runtime';
+import type { FirestoreWindowStore, StoreMetrics } from '../../shared/state/firestore-window-store';
+import { Logger, type LogEntry } from '../../shared/logging/logger';
+import type { RowWriter } from '../../shared/sinks/row-writer';
+import { Clock, RecordingWriter, T } from './booking-windows';
+
+/** A Firestore client on the emulator of the running stack. @throws when FIRESTORE_EMULATOR_HOST is not set */
+export function emulatorFirestore(): Firestore {
+  if (!process.env.FIRESTORE_EMULATOR_HOST) {
+    throw new Error('FIRESTORE_EMULATOR_HOST is not set: run through `npm test` (the local stack)');
+  }
+  return new Firestore({ projectId: process.env.OFFVIA_PROJECT_ID ?? 'offvia-local' });
+}
+
+/** A root collection no other test uses. */
+export function uniqueRoot(prefix = 'itWindows'): string {
+  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+/** The pipeline on the emulator, with a manual clock and (by default) a recording writer. */
+export function firestoreBookingWindows(
+  db: Firestore,
+  env: Record<string, string> = {},
+  options: {
+    clock?: Clock;
+    pickShard?: (n: number) => number;
+    /** `bigquery`: the runtime's own BigQuery writer (the emulator); default a RecordingWriter. */
+    writer?: RowWriter | 'bigquery';
+    metrics?: StoreMetrics;
+    logs?: LogEntry[];
+  } = {},
+): {
+  windows: BookingWindows;
+  store: FirestoreWindowStore<BookingAccumulator>;
+  writer: RecordingWriter;
+  clock: Clock;
+  sink: BookingWindowSink;
+} {
+  const clock = options.clock ?? new Clock(T);
+  const recording = new RecordingWriter();
+  const fullEnv = {
+    ...process.env,
+    OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot(),
+    ...env,
+  };
+  const logger = new Logger('test', (e) => options.logs?.push(e), clock.now);
+  const windows = createBookingWindows(fullEnv, logger, {
+    firestore: db,
+    ...(options.writer !== 'bigquery' && { writer: options.writer ?? recording }),
+    now: clock.now,
+    ...(options.pickShard && { pickShard: options.pickShard }),
+    ...(options.metrics && { metrics: options.metrics }),
+  });
+  return {
+    windows,
+    store: windows.store as FirestoreWindowStore<BookingAccumulator>,
+    writer: recording,
+    clock,
+    sink: new BookingWindowSink(windows.pipeline, logger),
+  };
+}

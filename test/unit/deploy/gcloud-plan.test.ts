@@ -1,0 +1,771 @@
+// The deploy plan (deploy/gcloud/plan.ts) as data: every resource with its key flags, least privilege, order,
+// idempotence, and determinism. Nothing here calls Google Cloud; the plan is built from the repository.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { SCHEDULES } from '../../../deploy/schedules';
+import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
+import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
+import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
+import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
+import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
+import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
+import { registeredFunctions } from '../../../deploy/gcloud/registry';
+import { datasetsCreated } from '../../../deploy/gcloud/sql';
+import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
+
+const P = 'offvia-test';
+const R = 'europe-west1';
+const OPTIONS: DeployOptions = {
+  project: P,
+  region: R,
+  bqLocation: 'EU',
+  firestoreLocation: 'eur3',
+  namePrefix: 'offvia-',
+  notificationChannels: [`projects/${P}/notificationChannels/123`],
+  envOverrides: {},
+  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
+  outDir: 'deploy/gcloud/generated/test',
+};
+const email = (id: string): string => `offvia-${id}@${P}.iam.gserviceaccount.com`;
+const SA = (id: string): string => `serviceAccount:${email(id)}`;
+const PUBSUB_AGENT =
+  'serviceAccount:service-${PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com';
+
+/** The repository as it is today. */
+function repoFacts(): RepoFacts {
+  return readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
+}
+
+/** The repository with fireWindows registered and scheduled and the gold dataset in sql/ (windowing issue). */
+function factsWithWindows(): RepoFacts {
+  const base = repoFacts();
+  const registered = base.registered.some((f) => f.entryPoint === 'fireWindows')
+    ? base.registered
+    : [...base.registered, { entryPoint: 'fireWindows', signatureType: 'http' as const }];
+  const schedules = base.schedules.some((s) => s.functionName === 'fireWindows')
+    ? base.schedules
+    : [...base.schedules, { functionName: 'fireWindows', cron: '* * * * *', everySeconds: 60 }];
+  const gold = {
+    name: '060_gold.sql',
+    sql: `CREATE SCHEMA IF NOT EXISTS \`${P}.offvia_gold\` OPTIONS (location = 'EU');`,
+  };
+  const hasGold = datasetsCreated(base.sqlFiles).includes('offvia_gold');
+  return {
+    ...base,
+    registered,
+    schedules,
+    sqlFiles: hasGold ? base.sqlFiles : [...base.sqlFiles, gold],
+  };
+}
+
+/** The repository without fireWindows and without the gold dataset (before the windowing issue). */
+function factsBeforeWindows(): RepoFacts {
+  const base = repoFacts();
+  const noGold = /CREATE\s+SCHEMA\s+IF\s+NOT\s+EXISTS\s+`[^`]*\.offvia_gold`[^;]*;/g;
+  return {
+    ...base,
+    registered: base.registered.filter((f) => f.entryPoint !== 'fireWindows'),
+    schedules: base.schedules.filter((s) => s.functionName !== 'fireWindows'),
+    sqlFiles: base.sqlFiles
+      .filter((f) => !f.sql.includes('.offvia_gold.'))
+      .map((f) => ({ ...f, sql: f.sql.replace(noGold, '') })),
+  };
+}
+
+const allCommands = (plan: Plan): Command[] => plan.steps.flatMap(commandsOf);
+const has = (command: Command, ...args: string[]): boolean =>
+  args.every((a) => command.includes(a));
+const starts = (command: Command, ...words: string[]): boolean =>
+  words.every((w, i) => command[i] === w);
+
+/** The one command starting with `words` and holding `args`; fails when there are none or several. */
+function only(plan: Plan, words: string[], ...args: string[]): Command {
+  const found = allCommands(plan).filter((c) => starts(c, ...words) && has(c, ...args));
+  assert.equal(
+    found.length,
+    1,
+    `expected one "${words.join(' ')} ${args.join(' ')}", found ${found.length}`,
+  );
+  return found[0] ?? [];
+}
+
+/** Index of the first step with a command starting with `words` and holding `args`. */
+function stepIndex(plan: Plan, words: string[], ...args: string[]): number {
+  const i = plan.steps.findIndex((s) =>
+    commandsOf(s).some((c) => starts(c, ...words) && has(c, ...args)),
+  );
+  assert.notEqual(i, -1, `no step runs "${words.join(' ')} ${args.join(' ')}"`);
+  return i;
+}
+
+const flag = (command: Command, name: string): string | undefined =>
+  command.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+
+describe('gcloud deploy plan', () => {
+  const plan = buildDeployPlan(OPTIONS, repoFacts());
+  const full = buildDeployPlan(OPTIONS, factsWithWindows());
+
+  describe('resources and their key flags', () => {
+    it('enables the APIs, then runs every sql/ file in name order with project and location filled in', () => {
+      const enable = only(plan, ['gcloud', 'services', 'enable']);
+      for (const api of [
+        'cloudfunctions',
+        'run',
+        'eventarc',
+        'pubsub',
+        'bigquery',
+        'firestore',
+        'cloudscheduler',
+        'monitoring',
+      ]) {
+        assert.ok(enable.includes(`${api}.googleapis.com`), api);
+      }
+      const queries = allCommands(plan).filter((c) => starts(c, 'bq') && c.includes('query'));
+      const files = readFileSync(path.join(REPO_ROOT, 'sql', '000_datasets.sql'), 'utf8');
+      assert.ok(files.includes('{{project}}'), "files.includes('{{project}}')");
+      assert.equal(queries.length, repoFacts().sqlFiles.length);
+      for (const q of queries) {
+        assert.ok(
+          has(q, `--project_id=${P}`, '--location=EU', '--use_legacy_sql=false'),
+          "has(q, `--project_id=${P}`, '--location=EU', '--use_legacy_sql=false')",
+        );
+        const sql = q[q.length - 1] ?? '';
+        assert.ok(!sql.includes('{{'), 'placeholders filled');
+      }
+      assert.match(
+        queries[0]?.at(-1) ?? '',
+        /CREATE SCHEMA IF NOT EXISTS `offvia-test\.offvia_bronze`/,
+      );
+      assert.match(queries[0]?.at(-1) ?? '', /location = 'EU'/);
+      const silver = queries.find((q) => /fact_bookings` \(/.test(q.at(-1) ?? ''))?.at(-1) ?? '';
+      assert.match(
+        silver,
+        /PARTITION BY DATE\(event_timestamp\)\s+CLUSTER BY origin_airport, destination_airport/,
+      );
+    });
+
+    it('creates the topic, the dead-letter topic, the dead-letter hold subscription and Bronze with --write-metadata', () => {
+      only(plan, ['gcloud', 'pubsub', 'topics', 'create', 'booking-events']);
+      only(plan, ['gcloud', 'pubsub', 'topics', 'create', 'booking-events-dlq']);
+      const hold = only(plan, [
+        'gcloud',
+        'pubsub',
+        'subscriptions',
+        'create',
+        'booking-events-dlq-hold',
+      ]);
+      assert.ok(
+        has(hold, '--topic=booking-events-dlq', '--expiration-period=never'),
+        "has(hold, '--topic=booking-events-dlq', '--expiration-period=never')",
+      );
+      const bronze = only(plan, [
+        'gcloud',
+        'pubsub',
+        'subscriptions',
+        'create',
+        'booking-events-bronze',
+      ]);
+      assert.ok(
+        has(
+          bronze,
+          '--topic=booking-events',
+          `--bigquery-table=${P}.offvia_bronze.raw_bookings`,
+          '--write-metadata',
+        ),
+        "has( bronze, '--topic=booking-events', `--bigquery-table=${P}.offvia_bronze.raw_",
+      );
+      const grant = only(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze`);
+      assert.ok(
+        has(grant, '--dataset', `--member=${PUBSUB_AGENT}`, '--role=roles/bigquery.dataEditor'),
+        "has(grant, '--dataset', `--member=${PUBSUB_AGENT}`, '--role=roles/bigquery.dataE",
+      );
+      assert.ok(
+        stepIndex(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze`) <
+          stepIndex(plan, ['gcloud', 'pubsub', 'subscriptions', 'create', 'booking-events-bronze']),
+        'the agent can write before the subscription is created',
+      );
+    });
+
+    it('deploys ingestBooking gen2 from source with --trigger-topic, --retry, its own identity and sizing', () => {
+      const deploy = only(plan, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
+      assert.ok(
+        has(
+          deploy,
+          '--gen2',
+          '--runtime=nodejs20',
+          '--source=.',
+          '--entry-point=ingestBooking',
+          '--trigger-topic=booking-events',
+          '--retry',
+          `--trigger-service-account=${email('trigger')}`,
+          '--no-allow-unauthenticated',
+          `--service-account=${email('ingest')}`,
+          `--region=${R}`,
+        ),
+        "has( deploy, '--gen2', '--runtime=nodejs20', '--source=.', '--entry-point=ingest",
+      );
+      for (const f of [
+        '--memory',
+        '--cpu',
+        '--concurrency',
+        '--max-instances',
+        '--min-instances',
+        '--timeout',
+      ]) {
+        assert.ok(flag(deploy, f) !== undefined, f);
+      }
+      const env = flag(deploy, '--set-env-vars') ?? '';
+      assert.match(env, new RegExp(`OFFVIA_PROJECT_ID=${P}`));
+      assert.match(env, /OFFVIA_SILVER_TABLE=offvia_silver\.fact_bookings/);
+      assert.match(env, /OFFVIA_SCHEMA_WINDOW_MINUTES=3/);
+    });
+
+    it('deploys every function functions/index.ts registers, and no other', () => {
+      const registered = registeredFunctions(
+        readFileSync(path.join(REPO_ROOT, 'functions', 'index.ts'), 'utf8'),
+      );
+      const deployed = allCommands(plan)
+        .filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))
+        .map((c) => flag(c, '--entry-point'));
+      assert.deepEqual(
+        deployed,
+        registered.map((f) => f.entryPoint),
+      );
+      assert.ok(deployed.includes('ingestBooking'), "deployed.includes('ingestBooking')");
+    });
+
+    it('gives every function cpu >= 1 when its concurrency is above 1 (gen2 rule)', () => {
+      for (const c of allCommands(full).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))) {
+        const concurrency = Number(flag(c, '--concurrency'));
+        if (concurrency > 1) assert.ok(Number(flag(c, '--cpu')) >= 1, c[3]);
+        assert.match(flag(c, '--timeout') ?? '', /^\d+s$/);
+      }
+    });
+
+    it('sets the dead-letter topic and retry policy on the Eventarc subscription, with the agent roles Google documents', () => {
+      const update = only(plan, [
+        'gcloud',
+        'pubsub',
+        'subscriptions',
+        'update',
+        '${INGEST_BOOKING_SUBSCRIPTION}',
+      ]);
+      assert.ok(
+        has(update, `--dead-letter-topic=projects/${P}/topics/booking-events-dlq`),
+        'has(update, `--dead-letter-topic=projects/${P}/topics/booking-events-dlq`)',
+      );
+      assert.ok(
+        Number(flag(update, '--max-delivery-attempts')) >= 5,
+        "Number(flag(update, '--max-delivery-attempts')) >= 5",
+      );
+      assert.equal(flag(update, '--min-retry-delay'), '10s');
+      assert.equal(flag(update, '--max-retry-delay'), '600s');
+      const publisher = only(plan, [
+        'gcloud',
+        'pubsub',
+        'topics',
+        'add-iam-policy-binding',
+        'booking-events-dlq',
+      ]);
+      assert.ok(
+        has(publisher, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.publisher'),
+        "has(publisher, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.publisher')",
+      );
+      const subscriber = only(plan, [
+        'gcloud',
+        'pubsub',
+        'subscriptions',
+        'add-iam-policy-binding',
+        '${INGEST_BOOKING_SUBSCRIPTION}',
+      ]);
+      assert.ok(
+        has(subscriber, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.subscriber'),
+        "has(subscriber, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.subscriber')",
+      );
+      const deploy = stepIndex(plan, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
+      const capture = stepIndex(plan, ['gcloud', 'eventarc', 'triggers', 'describe']);
+      assert.ok(
+        deploy < capture &&
+          capture < stepIndex(plan, ['gcloud', 'pubsub', 'subscriptions', 'update']),
+        "deploy < capture && capture < stepIndex(plan, ['gcloud', 'pubsub', 'subscription",
+      );
+    });
+
+    it('deploys the HTTP functions private, each called by a Cloud Scheduler job with an OIDC token', () => {
+      for (const [entryPoint, name] of [
+        ['schemaSweep', 'offvia-schema-sweep'],
+        ['fireWindows', 'offvia-fire-windows'],
+      ] as const) {
+        const deploy = only(full, ['gcloud', 'functions', 'deploy', name]);
+        assert.ok(
+          has(
+            deploy,
+            '--trigger-http',
+            '--no-allow-unauthenticated',
+            `--entry-point=${entryPoint}`,
+          ),
+          "has( deploy, '--trigger-http', '--no-allow-unauthenticated', `--entry-point=${en",
+        );
+        assert.ok(
+          !deploy.includes('--allow-unauthenticated'),
+          "!deploy.includes('--allow-unauthenticated')",
+        );
+        const schedule = factsWithWindows().schedules.find((s) => s.functionName === entryPoint);
+        for (const verb of ['create', 'update']) {
+          const job = only(full, ['gcloud', 'scheduler', 'jobs', verb, 'http', name]);
+          const url = `\${${entryPoint.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}_URL}`;
+          assert.ok(
+            has(
+              job,
+              `--schedule=${schedule?.cron}`,
+              `--oidc-service-account-email=${email('scheduler')}`,
+              `--uri=${url}`,
+              `--oidc-token-audience=${url}`,
+              '--http-method=POST',
+              `--location=${R}`,
+            ),
+            'has( job, `--schedule=${schedule?.cron}`, `--oidc-service-account-email=${email(',
+          );
+        }
+        const invoker = only(full, ['gcloud', 'functions', 'add-invoker-policy-binding', name]);
+        assert.ok(
+          has(invoker, `--member=${SA('scheduler')}`),
+          "has(invoker, `--member=${SA('scheduler')}`)",
+        );
+      }
+      const windows = full.steps.find((s) =>
+        s.title.startsWith('Cloud Scheduler job offvia-fire-windows'),
+      );
+      assert.ok(windows?.title.includes('* * * * *'), 'fireWindows every minute');
+      assert.equal(SCHEDULES.find((s) => s.functionName === 'schemaSweep')?.cron, '* * * * *');
+    });
+
+    it('sets the Firestore TTL policies of the window store (dedup ledger, dropped-late counters) after the database', () => {
+      assert.deepEqual(DEFAULT_TTL_COLLECTION_GROUPS, ['eventLedger', 'droppedLate']);
+      for (const group of DEFAULT_TTL_COLLECTION_GROUPS) {
+        const ttl = only(
+          plan,
+          ['gcloud', 'firestore', 'fields', 'ttls', 'update', 'expireAt'],
+          `--collection-group=${group}`,
+        );
+        assert.ok(
+          has(ttl, '--enable-ttl', '--database=(default)'),
+          "has(ttl, '--enable-ttl', '--database=(default)')",
+        );
+      }
+      const create = only(plan, ['gcloud', 'firestore', 'databases', 'create']);
+      assert.ok(
+        has(create, '--location=eur3', '--type=firestore-native'),
+        "has(create, '--location=eur3', '--type=firestore-native')",
+      );
+      assert.ok(
+        stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']) <
+          stepIndex(plan, ['gcloud', 'firestore', 'fields', 'ttls', 'update']),
+        "stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']) < stepIndex(plan",
+      );
+    });
+
+    it('refuses a dedup ledger TTL shorter than the retention of the function subscription', () => {
+      assert.throws(
+        () =>
+          buildDeployPlan(
+            { ...OPTIONS, envOverrides: { OFFVIA_WINDOW_LEDGER_TTL_MS: String(86_400_000) } },
+            repoFacts(),
+          ),
+        /OFFVIA_WINDOW_LEDGER_TTL_MS \(86400000\) is shorter than .* retention \(7d\)/,
+      );
+    });
+
+    it('creates the log-based metrics and the alert policies from generated JSON files', () => {
+      const file = (suffix: string): Record<string, unknown> => {
+        const f = plan.files.find((x) => x.path.endsWith(suffix));
+        assert.ok(f, suffix);
+        return JSON.parse(f.content) as Record<string, unknown>;
+      };
+      const quarantine = file('metrics/offvia-quarantined-messages.json');
+      assert.match(String(quarantine.filter), /jsonPayload\.outcome="quarantine"/);
+      assert.deepEqual(quarantine.labelExtractors, {
+        error_stage: 'EXTRACT(jsonPayload.error_stage)',
+      });
+      // One line per bad-data row: the announcements of a row whose badDataWritten follows are left out.
+      const badData = String(file('metrics/offvia-bad-data-rows.json').filter);
+      assert.match(badData, /jsonPayload\.outcome="bad_data" AND NOT \(/);
+      assert.match(badData, /"row rejected by BigQuery, routed to bad data"/);
+      assert.match(badData, /"drift row too large for the retry store, routed to bad data"/);
+      assert.doesNotMatch(badData, /row written to bad-data table|pane row refused/);
+      assert.equal(
+        file('metrics/offvia-watermark-lag.json').valueExtractor,
+        'EXTRACT(jsonPayload.watermark_lag_ms)',
+      );
+      const policies = plan.files
+        .filter((f) => f.path.includes('/policies/'))
+        .map((f) => f.content);
+      const text = policies.join('\n');
+      for (const needle of [
+        'logging.googleapis.com/user/offvia-quarantined-messages',
+        'metric.label.error_stage',
+        'pubsub.googleapis.com/subscription/oldest_unacked_message_age',
+        'run.googleapis.com/request_count',
+        'response_code_class=\\"5xx\\"',
+        'logging.googleapis.com/user/offvia-bad-data-rows',
+        'logging.googleapis.com/user/offvia-watermark-lag',
+        `projects/${P}/notificationChannels/123`,
+      ]) {
+        assert.ok(text.includes(needle), needle);
+      }
+      for (const f of plan.files.filter((x) => x.path.includes('/policies/'))) {
+        const create = only(
+          plan,
+          ['gcloud', 'alpha', 'monitoring', 'policies', 'create'],
+          `--policy-from-file=${f.path}`,
+        );
+        assert.ok(create.includes(`--project=${P}`), 'create.includes(`--project=${P}`)');
+      }
+      for (const f of plan.files.filter((x) => x.path.includes('/metrics/'))) {
+        only(plan, ['gcloud', 'logging', 'metrics', 'create'], `--config-from-file=${f.path}`);
+      }
+      assert.ok(
+        stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) <
+          stepIndex(plan, ['gcloud', 'alpha', 'monitoring', 'policies', 'create']),
+        "stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) < stepIndex(plan, ['",
+      );
+    });
+
+    it('grants fireWindows and ingestBooking the gold dataset only once sql/ creates it', () => {
+      const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
+      assert.deepEqual(
+        before.steps.filter((s) => s.kind === 'note' && s.title.includes('offvia_gold')).length,
+        1,
+        'a note says why ingestBooking has no gold grant yet',
+      );
+      const goldGrants = (p: Plan, id: string): Command[] =>
+        allCommands(p).filter(
+          (c) => c.includes(`${P}:offvia_gold`) && c.includes(`--member=${SA(id)}`),
+        );
+      assert.deepEqual(goldGrants(before, 'ingest'), []);
+      for (const id of ['ingest', 'windows']) assert.equal(goldGrants(full, id).length, 1, id);
+    });
+  });
+
+  describe('least privilege', () => {
+    /** member → sorted "role on resource" of every grant. */
+    function grantTable(p: Plan): Map<string, string[]> {
+      const table = new Map<string, string[]>();
+      for (const g of grantsOf(p.steps)) {
+        table.set(g.member, [...(table.get(g.member) ?? []), `${g.role} on ${g.resource}`].sort());
+      }
+      return table;
+    }
+
+    it('grants no broad role: no owner/editor/viewer, no BigQuery admin, no *admin on the project', () => {
+      for (const p of [plan, full]) {
+        const grants = grantsOf(p.steps);
+        assert.ok(grants.length > 10, 'grants.length > 10');
+        for (const g of grants) {
+          assert.ok(!isBroadRole(g.role, g.projectLevel), `${g.role} to ${g.member}`);
+          assert.ok(!/admin/i.test(g.role), g.role);
+          assert.ok(
+            !['allUsers', 'allAuthenticatedUsers'].includes(g.member),
+            "!['allUsers', 'allAuthenticatedUsers'].includes(g.member)",
+          );
+        }
+      }
+      assert.ok(
+        isBroadRole('roles/editor', false) && isBroadRole('roles/bigquery.admin', false),
+        "isBroadRole('roles/editor', false) && isBroadRole('roles/bigquery.admin', false)",
+      );
+      assert.ok(
+        isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', true),
+        "isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', ",
+      );
+    });
+
+    it('gives each identity exactly the roles it needs, at dataset or resource level where IAM allows', () => {
+      const table = grantTable(full);
+      assert.deepEqual(table.get(SA('ingest')), [
+        `roles/bigquery.dataEditor on ${P}:offvia_gold`,
+        `roles/bigquery.dataEditor on ${P}:offvia_quarantine`,
+        `roles/bigquery.dataEditor on ${P}:offvia_silver`,
+        'roles/datastore.user on project',
+      ]);
+      // The sweep is the only one that runs query jobs (ALTER TABLE … ADD COLUMN): jobs.create is project-only.
+      assert.deepEqual(table.get(SA('sweep')), [
+        'roles/bigquery.dataEditor on offvia-test:offvia_quarantine',
+        'roles/bigquery.dataEditor on offvia-test:offvia_silver',
+        'roles/bigquery.jobUser on project',
+        'roles/datastore.user on project',
+      ]);
+      assert.deepEqual(table.get(SA('windows')), [
+        `roles/bigquery.dataEditor on ${P}:offvia_gold`,
+        `roles/bigquery.dataEditor on ${P}:offvia_quarantine`,
+        'roles/datastore.user on project',
+      ]);
+      assert.deepEqual(table.get(SA('scheduler')), [
+        'roles/run.invoker on offvia-fire-windows',
+        'roles/run.invoker on offvia-schema-sweep',
+      ]);
+      assert.deepEqual(table.get(SA('trigger')), ['roles/run.invoker on offvia-ingest-booking']);
+      assert.deepEqual(table.get(PUBSUB_AGENT), [
+        `roles/bigquery.dataEditor on ${P}:offvia_bronze`,
+        'roles/iam.serviceAccountTokenCreator on offvia-trigger@offvia-test.iam.gserviceaccount.com',
+        'roles/pubsub.publisher on booking-events-dlq',
+        'roles/pubsub.subscriber on ${INGEST_BOOKING_SUBSCRIPTION}',
+      ]);
+      assert.equal(table.size, 6);
+    });
+
+    it('runs each function as its own service account, created before any grant to it', () => {
+      const accounts = new Set<string>();
+      for (const c of allCommands(full).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))) {
+        accounts.add(flag(c, '--service-account') ?? '');
+      }
+      assert.equal(accounts.size, 3);
+      for (const id of ['ingest', 'sweep', 'windows', 'trigger', 'scheduler']) {
+        const created = stepIndex(full, [
+          'gcloud',
+          'iam',
+          'service-accounts',
+          'create',
+          `offvia-${id}`,
+        ]);
+        const firstGrant = full.steps.findIndex((s) =>
+          commandsOf(s).some(
+            (c) =>
+              c.some(
+                (a) => a.endsWith('add-iam-policy-binding') || a === 'add-invoker-policy-binding',
+              ) && c.includes(`--member=${SA(id)}`),
+          ),
+        );
+        assert.ok(created < firstGrant, id);
+      }
+    });
+  });
+
+  describe('idempotence and determinism', () => {
+    it('guards every create and deploy with a check, and runs unguarded only commands that are safe to repeat', () => {
+      const safe = (c: Command): boolean =>
+        starts(c, 'gcloud', 'services', 'enable') ||
+        starts(c, 'gcloud', 'beta', 'services', 'identity', 'create') ||
+        c.some((a) => a.endsWith('add-iam-policy-binding') || a === 'add-invoker-policy-binding') ||
+        starts(c, 'gcloud', 'pubsub', 'subscriptions', 'update') ||
+        (starts(c, 'bq') && c.includes('query'));
+      for (const step of full.steps) {
+        if (step.kind === 'run') assert.ok(safe(step.command), step.title);
+        if (step.kind === 'ensure') assert.ok(step.absent ?? step.present, step.title);
+      }
+      for (const c of allCommands(full).filter((c) => starts(c, 'bq') && c.includes('query'))) {
+        for (const create of (c.at(-1) ?? '').match(
+          /CREATE\s+(?:OR\s+REPLACE\s+)?\w+(?:\s+IF\s+NOT\s+EXISTS)?/gi,
+        ) ?? []) {
+          assert.match(create, /OR\s+REPLACE|IF\s+NOT\s+EXISTS/i, create);
+        }
+      }
+      const creates = allCommands(full).filter((c) => c.includes('create') || c.includes('deploy'));
+      for (const c of creates) {
+        const step = full.steps.find((s) => commandsOf(s).includes(c)) as Step;
+        const guarded =
+          step.kind === 'ensure' || starts(c, 'gcloud', 'beta', 'services', 'identity', 'create');
+        assert.ok(guarded, c.join(' '));
+      }
+    });
+
+    it('skips a function deploy when the live revision carries the digest of this source and configuration', () => {
+      const step = full.steps.find(
+        (s): s is Extract<Step, { kind: 'ensure' }> =>
+          s.kind === 'ensure' &&
+          s.absent?.[2] === 'deploy' &&
+          s.absent[3] === 'offvia-ingest-booking',
+      );
+      assert.ok(step && step.probe.kind === 'line', "step && step.probe.kind === 'line'");
+      assert.match(step.probe.line, /^[0-9a-f]{32}$/);
+      assert.ok(
+        step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`),
+        'step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`)',
+      );
+      const other = buildDeployPlan(
+        { ...OPTIONS, envOverrides: { OFFVIA_SCHEMA_WINDOW_MINUTES: '5' } },
+        factsWithWindows(),
+      );
+      const changed = other.steps.find((s) => s.title === step.title);
+      assert.ok(
+        changed?.kind === 'ensure' &&
+          changed.probe.kind === 'line' &&
+          changed.probe.line !== step.probe.line,
+        "changed?.kind === 'ensure' && changed.probe.kind === 'line' && changed.probe.lin",
+      );
+    });
+
+    it('gives the same plan twice (a second plan for an existing deployment is the same)', () => {
+      const first = renderPlan(plan.header, plan.steps);
+      const again = buildDeployPlan(OPTIONS, repoFacts());
+      assert.equal(renderPlan(again.header, again.steps), first);
+      assert.deepEqual(again.files, plan.files);
+    });
+
+    it('changes every name the prefix governs, and only those', () => {
+      const other = buildDeployPlan({ ...OPTIONS, namePrefix: 'stg-' }, repoFacts());
+      const text = renderPlan(other.header, other.steps);
+      assert.ok(
+        !/offvia-(ingest|sweep|trigger|scheduler|schema-sweep|ingest-booking)\b/.test(text),
+        '!/offvia-(ingest|sweep|trigger|scheduler|schema-sweep|ingest-booking)\\b/.test(te',
+      );
+      assert.match(text, /stg-ingest-booking/);
+      assert.match(text, /topics create booking-events /);
+      assert.match(text, /offvia_silver/);
+    });
+  });
+
+  describe('refuses what it cannot deploy correctly', () => {
+    const base = repoFacts();
+
+    it('a registered function without a deploy spec, or with the wrong trigger', () => {
+      assert.throws(
+        () =>
+          buildDeployPlan(OPTIONS, {
+            ...base,
+            registered: [...base.registered, { entryPoint: 'mystery', signatureType: 'http' }],
+          }),
+        /mystery is registered in functions\/index\.ts but has no deploy spec/,
+      );
+      assert.throws(
+        () =>
+          buildDeployPlan(OPTIONS, {
+            ...base,
+            registered: [{ entryPoint: 'ingestBooking', signatureType: 'http' }],
+            schedules: [],
+          }),
+        /registered as http but deployed with a topic trigger/,
+      );
+    });
+
+    it('an HTTP function without a schedule, and a schedule without a function', () => {
+      assert.throws(
+        () => buildDeployPlan(OPTIONS, { ...base, schedules: [] }),
+        /schemaSweep is an HTTP function without a schedule/,
+      );
+      assert.throws(
+        () =>
+          buildDeployPlan(OPTIONS, {
+            ...base,
+            schedules: [
+              ...base.schedules,
+              { functionName: 'ghost', cron: '* * * * *', everySeconds: 60 },
+            ],
+          }),
+        /schedules ghost, which functions\/index\.ts does not register/,
+      );
+    });
+
+    it('fireWindows writing a dataset sql/ does not create', () => {
+      const facts = factsWithWindows();
+      assert.throws(
+        () => buildDeployPlan(OPTIONS, { ...facts, sqlFiles: factsBeforeWindows().sqlFiles }),
+        /fireWindows writes to dataset offvia_gold, which sql\/ does not create/,
+      );
+    });
+
+    it('bad options and bad OFFVIA_* values, naming the flag or variable', () => {
+      assert.throws(
+        () => buildDeployPlan({ ...OPTIONS, project: 'Bad_Project' }, base),
+        /--project/,
+      );
+      assert.throws(
+        () => buildDeployPlan({ ...OPTIONS, namePrefix: 'a-very-long-prefix-' }, base),
+        /--name-prefix/,
+      );
+      assert.throws(
+        () =>
+          buildDeployPlan(
+            { ...OPTIONS, envOverrides: { OFFVIA_SCHEMA_WINDOW_MINUTES: 'soon' } },
+            base,
+          ),
+        /OFFVIA_SCHEMA_WINDOW_MINUTES/,
+      );
+      assert.throws(
+        () => buildDeployPlan({ ...OPTIONS, envOverrides: { PATH: '/x' } }, base),
+        /only OFFVIA_\*/,
+      );
+      assert.throws(
+        () => buildDeployPlan({ ...OPTIONS, notificationChannels: ['email:me@example.com'] }, base),
+        /--notification-channel/,
+      );
+    });
+
+    it('keeps every known function spec deployable (gen2 limits)', () => {
+      for (const spec of FUNCTION_SPECS.values()) {
+        assert.ok(spec.timeoutSeconds <= (spec.trigger === 'topic' ? 540 : 3600), spec.entryPoint);
+        assert.ok(spec.concurrency === 1 || Number(spec.cpu) >= 1, spec.entryPoint);
+        assert.ok(
+          spec.maxInstances >= 1 && spec.minInstances <= spec.maxInstances,
+          spec.entryPoint,
+        );
+      }
+    });
+  });
+});
+
+describe('gcloud teardown plan', () => {
+  const facts = repoFacts();
+  const keep = buildTeardownPlan({ ...OPTIONS, deleteData: false }, facts);
+  const wipe = buildTeardownPlan({ ...OPTIONS, deleteData: true }, facts);
+  const deletes = (p: Plan): Command[] =>
+    p.steps.flatMap((s) => (s.kind === 'ensure' && s.present ? [s.present] : []));
+
+  it('deletes only what exists, and only after checking', () => {
+    for (const step of keep.steps) {
+      assert.ok(step.kind === 'ensure' || step.kind === 'note', step.title);
+      if (step.kind === 'ensure') assert.equal(step.absent, undefined, step.title);
+    }
+  });
+
+  it('removes jobs, policies, metrics, every known function, Bronze, project grants and accounts, in that order', () => {
+    const order = deletes(keep).map((c) => c.slice(0, 4).join(' '));
+    const firstOf = (prefix: string): number => order.findIndex((o) => o.startsWith(prefix));
+    const sequence = [
+      'gcloud scheduler jobs delete',
+      'gcloud alpha monitoring policies',
+      'gcloud logging metrics delete',
+      'gcloud functions delete',
+      'gcloud pubsub subscriptions delete',
+      'gcloud projects remove-iam-policy-binding',
+      'gcloud iam service-accounts delete',
+    ].map(firstOf);
+    assert.ok(
+      sequence.every((i) => i !== -1),
+      String(sequence),
+    );
+    assert.deepEqual(
+      [...sequence].sort((a, b) => a - b),
+      sequence,
+    );
+    for (const spec of FUNCTION_SPECS.values()) {
+      assert.ok(
+        deletes(keep).some((c) =>
+          starts(c, 'gcloud', 'functions', 'delete', `offvia-${spec.baseName}`),
+        ),
+        "deletes(keep).some((c) => starts(c, 'gcloud', 'functions', 'delete', `offvia-${s",
+      );
+    }
+  });
+
+  it('keeps data unless --delete-data: datasets, topics and dead letters', () => {
+    const dataCommand = (c: Command): boolean =>
+      (starts(c, 'bq') && c.includes('rm')) ||
+      starts(c, 'gcloud', 'pubsub', 'topics', 'delete') ||
+      (starts(c, 'gcloud', 'pubsub', 'subscriptions', 'delete') &&
+        c.includes('booking-events-dlq-hold'));
+    assert.ok(!deletes(keep).some(dataCommand), '!deletes(keep).some(dataCommand)');
+    const wiped = deletes(wipe)
+      .filter(dataCommand)
+      .map((c) => (c.at(-1) === '--quiet' ? c[4] : c.at(-1)));
+    assert.deepEqual(wiped, [
+      'booking-events-dlq-hold',
+      'booking-events-dlq',
+      'booking-events',
+      ...datasetsCreated(facts.sqlFiles)
+        .reverse()
+        .map((d) => `${P}:${d}`),
+    ]);
+  });
+});

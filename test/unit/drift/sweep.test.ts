@@ -1,0 +1,413 @@
+// runSchemaSweep with an in-memory store, a fake table admin, a recording writer and injected clocks.
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import sinon from 'sinon';
+import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
+import {
+  ProposalMerger,
+  RetryStoreDriftGate,
+  TableSchemaCache,
+  runSchemaSweep,
+  type SweepDeps,
+} from '../../../shared/drift';
+import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import { schemaWindowOf, type BqField } from '../../../shared/schema';
+import {
+  BAD_DATA,
+  FakeTableAdmin,
+  PROJECT,
+  RecordingWriter,
+  SILVER,
+  SILVER_FIELDS,
+  SILVER_KEY,
+  baseRowOf,
+  bookingPayload,
+  driftConfig,
+  messageOf,
+  validEvent,
+} from '../../support/drift-fixtures';
+import { MemoryDriftStore } from '../../support/memory-drift-store';
+
+const MIN = 60_000;
+/** A window start (3-minute windows), so tests know where windows end. */
+const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
+
+function setup(
+  overrides: Partial<SchemaDriftConfig> = {},
+  fields: readonly BqField[] = SILVER_FIELDS,
+) {
+  const config = driftConfig(overrides);
+  const store = new MemoryDriftStore();
+  const admin = new FakeTableAdmin(fields);
+  const writer = new RecordingWriter();
+  const lines: LogEntry[] = [];
+  let nowMs = W0;
+  let leaseMs = 1_000_000;
+  const logger = new Logger('test', (e) => lines.push(e));
+  let holder = 0;
+  const deps: SweepDeps = {
+    config,
+    store,
+    admin,
+    writer,
+    badDataTable: BAD_DATA,
+    projectId: PROJECT,
+    logger,
+    now: () => nowMs,
+    leaseNow: () => leaseMs,
+    newHolderId: () => `sweep-${++holder}`,
+  };
+  const gate = new RetryStoreDriftGate({
+    config,
+    store,
+    // TTL 0: the gate always sees the table as the sweep left it.
+    schemas: new TableSchemaCache(admin, 0, () => nowMs),
+    merger: new ProposalMerger(
+      store,
+      config.windowMinutes,
+      config.maxProposedFieldsPerWindow,
+      () => nowMs,
+    ),
+    writer,
+    badDataTable: BAD_DATA,
+    target: SILVER,
+    projectId: PROJECT,
+    logger,
+    now: () => nowMs,
+  });
+  /** Ingests one event at `atMs` through the gate; returns its event id. */
+  async function hold(i: number | string, extra: Record<string, unknown>, atMs = nowMs) {
+    const before = nowMs;
+    nowMs = atMs;
+    const payload = bookingPayload(i, extra);
+    const event = validEvent(payload, `m-${i}`, atMs);
+    const out = await gate.route(event, messageOf(payload, `m-${i}`), atMs, baseRowOf(event));
+    nowMs = Math.max(before, atMs);
+    return { eventId: event.eventId, out };
+  }
+  return {
+    config,
+    store,
+    admin,
+    writer,
+    lines,
+    deps,
+    hold,
+    at: (ms: number) => {
+      nowMs = ms;
+    },
+    leaseAt: (ms: number) => {
+      leaseMs = ms;
+    },
+    rows: () => [...store.table(SILVER_KEY).rows.values()],
+  };
+}
+
+const WITH_INT = [...SILVER_FIELDS, { name: 'points', type: 'INT64', mode: 'NULLABLE' } as const];
+/** After the window of W0 closed, with the default 10 s grace. */
+const AFTER_W0 = W0 + 3 * MIN + 10_000;
+
+describe('runSchemaSweep', () => {
+  afterEach(() => sinon.restore());
+
+  it('applies one update for a closed window and inserts every waiting row with its new columns', async () => {
+    const s = setup();
+    const fields = ['promo_code', 'loyalty_points', 'seat_pref'];
+    const values = (i: number) => [`P${i}`, i, { aisle: i % 2 === 0 }];
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        s.hold(i, { [fields[i % 3] ?? '']: values(i)[i % 3] }, W0 + i * 1000),
+      ),
+    );
+    assert.equal(s.rows().length, 30);
+
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(result.ok, true);
+    const [table] = result.tables;
+    assert.equal(table?.status, 'swept');
+    assert.deepEqual(table?.windows, [schemaWindowOf(W0, 3).id]);
+    assert.deepEqual(table?.update?.columns, ['loyalty_points', 'promo_code', 'seat_pref']);
+    assert.equal(s.admin.addColumnsCalls.length, 1, 'one table update');
+    assert.deepEqual(s.admin.addColumnsCalls[0]?.statements, [
+      'ALTER TABLE `p-test.offvia_silver.fact_bookings` ADD COLUMN IF NOT EXISTS `loyalty_points` INT64, ' +
+        'ADD COLUMN IF NOT EXISTS `promo_code` STRING, ADD COLUMN IF NOT EXISTS `seat_pref` JSON',
+    ]);
+    assert.deepEqual(table?.rows, { inserted: 30, waiting: 0, badData: 0, malformed: 0 });
+    assert.equal(s.rows().length, 0, 'inserted rows leave the store');
+    const silver = s.writer.rows(SILVER);
+    assert.equal(new Set(silver.map((r) => r.insertId)).size, 30);
+    const byBooking = new Map(silver.map((r) => [r.json.booking_id, r.json]));
+    assert.equal(byBooking.get('BK-3')?.promo_code, 'P3');
+    assert.equal(byBooking.get('BK-4')?.loyalty_points, 4);
+    assert.equal(byBooking.get('BK-5')?.seat_pref, '{"aisle":false}');
+    const [update] = await s.store.updates(SILVER_KEY);
+    assert.equal(update?.status, 'applied');
+    assert.deepEqual(update?.windowIds, [schemaWindowOf(W0, 3).id]);
+
+    // Swept again: nothing left to do, no second update.
+    s.at(AFTER_W0 + MIN);
+    await runSchemaSweep(s.deps);
+    assert.equal(s.admin.addColumnsCalls.length, 1);
+  });
+
+  it('leaves a window alone until it has closed and the grace has passed', async () => {
+    const s = setup();
+    await s.hold(1, { promo_code: 'A' }, W0);
+    s.at(W0 + 3 * MIN + 9_999);
+    const result = await runSchemaSweep(s.deps);
+    assert.deepEqual(result.tables[0]?.windows, []);
+    assert.equal(s.admin.addColumnsCalls.length, 0);
+    assert.equal(s.rows()[0]?.retryCount, 1);
+  });
+
+  it('derives retry counts as floor((now − processed) / window) exactly, for any times', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 30 * MIN }), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.integer({ min: 0, max: 20 * MIN }), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 5 }),
+        async (offsets, steps, windowMinutes) => {
+          const s = setup({ windowMinutes, retryMinutes: 7 * 24 * 60 }, WITH_INT);
+          const processed = offsets.map((o) => W0 + o);
+          // "points" is an INT64 column; a string never fits, so every row keeps failing.
+          for (const [i, p] of processed.entries()) await s.hold(i, { points: 'many' }, p);
+          let now = Math.max(...processed);
+          for (const step of steps) {
+            now += step;
+            s.at(now);
+            await runSchemaSweep(s.deps);
+            const counts = new Map(s.rows().map((r) => [r.processedTimestampMs, r.retryCount]));
+            for (const p of processed) {
+              assert.equal(counts.get(p), Math.floor((now - p) / (windowMinutes * MIN)));
+            }
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('sends a row past its budget to bad data with its error, target, times and retry count', async () => {
+    const s = setup({ retryMinutes: 7 }, WITH_INT);
+    const processed = W0 + 12_345;
+    const { eventId } = await s.hold(1, { points: 'many' }, processed);
+
+    s.at(processed + 7 * MIN - 1);
+    await runSchemaSweep(s.deps);
+    assert.equal(s.rows()[0]?.retryCount, 2);
+    assert.equal(s.writer.rows(BAD_DATA).length, 0);
+
+    const now = processed + 7 * MIN;
+    s.at(now);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(result.tables[0]?.rows.badData, 1);
+    assert.equal(s.rows().length, 0);
+    const [bad] = s.writer.rows(BAD_DATA);
+    assert.equal(bad?.insertId, `bad:${eventId}`);
+    assert.equal(bad?.json.target_dest, SILVER_KEY);
+    assert.equal(bad?.json.insert_time, new Date(now).toISOString());
+    assert.equal(bad?.json.processed_timestamp, new Date(processed).toISOString());
+    assert.equal(bad?.json.retry_count, Math.floor((7 * MIN) / (3 * MIN)));
+    assert.equal(bad?.json.source_message_id, 'm-1');
+    assert.equal(bad?.json.insert_id, eventId);
+    assert.match(
+      String(bad?.json.error),
+      /INCOMPATIBLE_WITH_COLUMN: field "points" has a STRING value/,
+    );
+    const original = JSON.parse(String(bad?.json.bad_data)) as {
+      row: object;
+      extra_fields: object;
+    };
+    assert.deepEqual(original.extra_fields, { points: 'many' });
+    assert.equal((original.row as { booking_id: string }).booking_id, 'BK-1');
+  });
+
+  it('keeps a row BigQuery refuses with "no such field" after the column was added, and counts it', async () => {
+    const s = setup({ retryMinutes: 10 });
+    await s.hold(1, { promo_code: 'A' }, W0);
+    s.writer.respond = (table) =>
+      table === 'offvia_silver.fact_bookings'
+        ? {
+            ok: false,
+            kind: 'rejected',
+            error: 'invalid: no such field: promo_code.',
+            missingFields: ['promo_code'],
+          }
+        : { ok: true };
+    s.at(AFTER_W0);
+    const first = await runSchemaSweep(s.deps);
+    assert.equal(first.tables[0]?.update?.columns[0], 'promo_code');
+    assert.deepEqual(first.tables[0]?.rows, { inserted: 0, waiting: 1, badData: 0, malformed: 0 });
+    const [row] = s.rows();
+    assert.equal(row?.retryCount, 1);
+    assert.match(row?.lastError ?? '', /INSERT_REJECTED: invalid: no such field: promo_code/);
+
+    s.writer.respond = () => ({ ok: true });
+    s.at(AFTER_W0 + MIN);
+    const second = await runSchemaSweep(s.deps);
+    assert.equal(second.tables[0]?.rows.inserted, 1);
+    assert.equal(s.writer.rows(SILVER)[0]?.json.promo_code, 'A');
+  });
+
+  it('in propose mode records the plan on the change and adds no column; rows keep waiting', async () => {
+    const s = setup({ mode: 'propose' });
+    await s.hold(1, { promo_code: 'A' }, W0);
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(s.admin.addColumnsCalls.length, 0);
+    assert.deepEqual(result.tables[0]?.notApplied, ['promo_code']);
+    assert.equal(result.tables[0]?.notAppliedReason, 'propose_mode');
+    const change = s.store.table(SILVER_KEY).changes.get(schemaWindowOf(W0, 3).id);
+    assert.equal(change?.status, 'proposed');
+    assert.deepEqual(
+      change?.plan?.addColumns.map((c) => c.name),
+      ['promo_code'],
+    );
+    assert.equal(s.rows().length, 1);
+  });
+
+  it('merges every closed window of a table into one update', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    await s.hold(2, { b_field: 'x' }, W0 + 3 * MIN);
+    s.at(W0 + 6 * MIN + 10_000);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(s.admin.addColumnsCalls.length, 1);
+    assert.equal(result.tables[0]?.windows.length, 2);
+    assert.equal(result.tables[0]?.rows.inserted, 2);
+  });
+
+  it("defers an update within minUpdateIntervalMs of the table's last one (metadata-update rate)", async () => {
+    const s = setup({ minUpdateIntervalMs: 10_000 });
+    await s.hold(1, { a_field: 1 }, W0);
+    s.at(AFTER_W0);
+    s.leaseAt(5_000_000);
+    await runSchemaSweep(s.deps);
+    await s.hold(2, { b_field: 1 }, AFTER_W0);
+    s.at(AFTER_W0 + 3 * MIN + 10_000);
+    s.leaseAt(5_009_999);
+    const deferred = await runSchemaSweep(s.deps);
+    assert.equal(deferred.tables[0]?.notAppliedReason, 'update_rate');
+    assert.equal(s.admin.addColumnsCalls.length, 1);
+    s.leaseAt(5_010_000);
+    await runSchemaSweep(s.deps);
+    assert.equal(s.admin.addColumnsCalls.length, 2);
+  });
+
+  it('re-plans when a change grew between planning and beginning the update', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    const begin = sinon.stub(s.store, 'beginUpdate');
+    begin.onFirstCall().resolves('stale');
+    begin.callThrough();
+    s.at(AFTER_W0);
+    await runSchemaSweep(s.deps);
+    assert.equal(begin.callCount, 2);
+    assert.equal(s.admin.addColumnsCalls.length, 1);
+  });
+
+  it('a failed DDL leaves the change pending and fails the sweep; the next sweep applies it', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    s.admin.failNextAdd = 'rateLimitExceeded';
+    s.at(AFTER_W0);
+    const failed = await runSchemaSweep(s.deps);
+    assert.equal(failed.ok, false);
+    assert.match(failed.tables[0]?.error ?? '', /rateLimitExceeded/);
+    assert.equal(
+      s.store.table(SILVER_KEY).changes.get(schemaWindowOf(W0, 3).id)?.status,
+      'pending',
+    );
+    assert.equal(s.rows().length, 1, 'the row is kept');
+    s.leaseAt(10_000_000);
+    const ok = await runSchemaSweep(s.deps);
+    assert.equal(ok.ok, true);
+    assert.equal(ok.tables[0]?.rows.inserted, 1);
+    const [update] = await s.store.updates(SILVER_KEY);
+    assert.equal(update?.attempts, 2);
+    assert.equal(update?.status, 'applied');
+  });
+
+  it('leaves a table leased by another sweep alone (busy)', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    await s.store.acquireLease(SILVER_KEY, 'someone-else', 1_000_000, 60_000);
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(result.tables[0]?.status, 'busy');
+    assert.equal(result.ok, true);
+    assert.equal(s.admin.addColumnsCalls.length, 0);
+  });
+
+  it('two concurrent sweeps apply one update and insert no row twice', async () => {
+    const s = setup();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => s.hold(i, { a_field: i }, W0 + i)));
+    s.at(AFTER_W0);
+    const results = await Promise.all([runSchemaSweep(s.deps), runSchemaSweep(s.deps)]);
+    assert.deepEqual(results.map((r) => r.tables[0]?.status).sort(), ['busy', 'swept']);
+    assert.equal(s.admin.addColumnsCalls.length, 1);
+    const ids = s.writer.rows(SILVER).map((r) => r.insertId);
+    assert.equal(ids.length, 50);
+    assert.equal(new Set(ids).size, 50);
+  });
+
+  it('stops writing as soon as its lease was taken over (fencing)', async () => {
+    const s = setup();
+    await Promise.all(Array.from({ length: 500 }, (_, i) => s.hold(i, { a_field: i }, W0)));
+    const insert = sinon.spy(s.writer, 'insertRows');
+    // Another sweep takes the table over right after the first batch settles.
+    const original = s.store.settleRows.bind(s.store);
+    sinon.stub(s.store, 'settleRows').callsFake(async (lease, deletes, updates) => {
+      await original(lease, deletes, updates);
+      const t = s.store.table(SILVER_KEY);
+      t.fence++;
+      t.holder = 'usurper';
+    });
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(result.tables[0]?.status, 'failed');
+    assert.match(result.tables[0]?.error ?? '', /LeaseLostError/);
+    assert.equal(insert.callCount, 1, 'no insert after the lease was lost');
+    assert.equal(s.writer.rows(SILVER).length, 400);
+    assert.equal(s.rows().length, 100);
+  });
+
+  it('carries a field held back by the window cap over to a later window, which adds it', async () => {
+    const s = setup({ maxNewColumnsPerWindow: 1 });
+    await s.hold(1, { a_field: 1, b_field: 2 }, W0);
+    s.at(AFTER_W0);
+    const first = await runSchemaSweep(s.deps);
+    assert.deepEqual(first.tables[0]?.update?.columns, ['a_field']);
+    assert.deepEqual(
+      first.tables[0]?.rejected.map((r) => r.code),
+      ['WINDOW_CAP'],
+    );
+    assert.match(s.rows()[0]?.lastError ?? '', /WINDOW_CAP/);
+    const next = schemaWindowOf(AFTER_W0, 3);
+    assert.deepEqual(
+      [...(s.store.table(SILVER_KEY).changes.get(next.id)?.proposed.keys() ?? [])],
+      ['b_field'],
+    );
+    s.at(next.endMs + 10_000);
+    s.leaseAt(9_000_000);
+    const second = await runSchemaSweep(s.deps);
+    assert.deepEqual(second.tables[0]?.update?.columns, ['b_field']);
+    assert.equal(second.tables[0]?.rows.inserted, 1);
+  });
+
+  it('keeps a row whose bad-data write is refused, and says so', async () => {
+    const s = setup({ retryMinutes: 0 }, WITH_INT);
+    await s.hold(1, { points: 'many' }, W0);
+    s.writer.respond = (table) =>
+      table === 'offvia_quarantine.bad_data'
+        ? { ok: false, kind: 'rejected', error: 'invalid: too big', missingFields: [] }
+        : { ok: true };
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.equal(result.ok, false);
+    assert.equal(s.rows().length, 1);
+    assert.match(s.rows()[0]?.lastError ?? '', /bad-data table refused the row: invalid: too big/);
+    assert.ok(s.lines.some((l) => l.message.startsWith('bad-data row refused')));
+  });
+});
