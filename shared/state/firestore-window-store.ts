@@ -17,7 +17,7 @@ import {
   type WatermarkState,
   type WindowContribution,
 } from '../windowing';
-import { ledgerDocId, shardDocId, windowDocId } from './ids';
+import { keyIdPart, ledgerDocId, shardDocId, windowDocId } from './ids';
 import {
   LeaseLostError,
   type DroppedCounter,
@@ -158,7 +158,8 @@ function codeOf(err: unknown): unknown {
  *   `first_element_in_pane_at_ms`);
  * - `eventLedger/{sha256(event_id)}`: dedup ledger (`event_id`, `message_id`, `key`, `window_ids`, `outcome`,
  *   `applied_at_ms`, TTL field `expireAt`);
- * - `droppedLate/{window_start_ms}`: too-late counters (`count`, `expired_window`, `closed_window`, TTL `expireAt`);
+ * - `droppedLate/{window_start_ms}~{key}~{shard}`: too-late counters (`count`, `expired_window`, `closed_window`,
+ *   TTL `expireAt`), summed per window start by `readDropped`;
  * - `paneOutbox/{insertId}`: panes committed but not yet in the gold table;
  * - `meta/watermark` and `meta/fireWindowsLease`.
  * Every query is a single-field range on one collection, so Firestore's automatic indexes serve them.
@@ -184,14 +185,17 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return this.base.collection(name);
   }
 
+  /** The bookkeeping document of a (key, window). */
   windowRef(a: WindowAddress): DocumentReference {
     return this.collection(COLLECTIONS.windows).doc(windowDocId(a.key, a.window));
   }
 
+  /** One shard document of a (key, window). */
   shardRef(a: ShardAddress): DocumentReference {
     return this.collection(COLLECTIONS.shards).doc(shardDocId(a.key, a.window, a.shard));
   }
 
+  /** The dedup ledger document of an event id (hashed: producer ids may contain '/'). */
   ledgerRef(eventId: string): DocumentReference {
     return this.collection(COLLECTIONS.ledger).doc(ledgerDocId(eventId));
   }
@@ -425,18 +429,22 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return this.call('read dropped-late counters', async () => {
       const snap = await this.collection(COLLECTIONS.dropped).orderBy('window_start_ms').get();
       this.metrics.reads += Math.max(1, snap.size);
-      return snap.docs.map((d) => {
+      const byStart = new Map<number, DroppedCounter>();
+      for (const d of snap.docs) {
         const doc = this.parse(`droppedLate/${d.id}`, DroppedDoc, d.data());
-        return {
+        const sum = byStart.get(doc.window_start_ms);
+        const latest = sum === undefined || doc.last_dropped_at_ms >= sum.lastDroppedAtMs;
+        byStart.set(doc.window_start_ms, {
           windowStartMs: doc.window_start_ms,
           windowEndMs: doc.window_end_ms,
-          count: doc.count,
-          expiredWindow: doc.expired_window,
-          closedWindow: doc.closed_window,
-          lastDroppedAtMs: doc.last_dropped_at_ms,
-          lastEventId: doc.last_event_id,
-        };
-      });
+          count: (sum?.count ?? 0) + doc.count,
+          expiredWindow: (sum?.expiredWindow ?? 0) + doc.expired_window,
+          closedWindow: (sum?.closedWindow ?? 0) + doc.closed_window,
+          lastDroppedAtMs: latest ? doc.last_dropped_at_ms : sum.lastDroppedAtMs,
+          lastEventId: latest ? doc.last_event_id : sum.lastEventId,
+        });
+      }
+      return [...byStart.values()];
     });
   }
 
@@ -624,12 +632,16 @@ class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<A
 
   addDropped(increment: DroppedIncrement): void {
     this.writes++;
-    const ref = this.store.collection(COLLECTIONS.dropped).doc(String(increment.window.startMs));
+    const ref = this.store
+      .collection(COLLECTIONS.dropped)
+      .doc(`${increment.window.startMs}~${keyIdPart(increment.key)}~${increment.shard}`);
     this.tx.set(
       ref,
       {
         window_start_ms: increment.window.startMs,
         window_end_ms: increment.window.endMs,
+        key: increment.key,
+        shard: increment.shard,
         count: FieldValue.increment(increment.count),
         [increment.reason === 'EXPIRED_WINDOW' ? 'expired_window' : 'closed_window']:
           FieldValue.increment(increment.count),

@@ -480,12 +480,15 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         expireAtMs,
       });
     }
-    for (const increment of this.droppedIncrements(elements, drops, wm, pt))
+    for (const increment of this.droppedIncrements(key, guess, elements, drops, wm, pt)) {
       tx.addDropped(increment);
+    }
     return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
   }
 
   private droppedIncrements(
+    key: string,
+    shard: number,
     elements: readonly WindowElement<In>[],
     drops: ReadonlyMap<string, readonly WindowDrop[]>,
     watermarkMs: number,
@@ -498,6 +501,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         const current = byWindow.get(id);
         byWindow.set(id, {
           window: d.window,
+          key,
+          shard,
           reason: d.reason,
           count: (current?.count ?? 0) + 1,
           atMs: processingTimeMs,

@@ -76,9 +76,17 @@ export interface LedgerEntry {
   readonly expireAtMs: number;
 }
 
-/** Elements dropped from one window as too late, added to the pipeline's per-window-start counter. */
+/**
+ * Elements dropped from one window as too late, added to the pipeline's counter of the window start. The counter is
+ * kept in one document per (window start, key, shard) so that a burst of late data (a backlog, a replay) does not
+ * serialise every instance on one document; readers sum them per window start.
+ */
 export interface DroppedIncrement {
   readonly window: IntervalWindow;
+  /** The elements' key. */
+  readonly key: string;
+  /** The shard the writing instance uses (spreads concurrent writers). */
+  readonly shard: number;
   readonly reason: DropReason;
   /** Elements to add. */
   readonly count: number;
@@ -162,13 +170,19 @@ export interface WindowTransaction<Acc extends JsonValue> {
    * @throws LeaseLostError
    */
   checkLease(lease: Lease): Promise<void>;
+  /** Writes (creates or replaces) a bookkeeping record. */
   putWindow(record: StoredWindow): void;
+  /** Deletes a bookkeeping record (garbage collection). */
   deleteWindow(address: WindowAddress): void;
+  /** Writes (creates or replaces) one shard's contribution. */
   putShard(shard: StoredShard<Acc>): void;
+  /** Deletes one shard (garbage collection). */
   deleteShard(address: ShardAddress): void;
   /** Creates the entry; the commit fails (`ledger_conflict`) if one exists already. */
   createLedgerEntry(entry: LedgerEntry): void;
+  /** Adds to the dropped-late counter of the increment's window start (a blind increment, no read). */
   addDropped(increment: DroppedIncrement): void;
+  /** Writes a fired pane to the outbox (document id = its insertId, so a repeat overwrites it). */
   putOutboxPane(pane: OutboxPane): void;
 }
 
