@@ -1,6 +1,7 @@
 // Shared fixtures for the schema-core tests: Silver's schema and protected names, arbitraries for proposals.
 import fc from 'fast-check';
 import { CONTRACT_FIELDS } from '../../../shared/contract';
+import { SILVER_FIELDS } from '../../support/drift-fixtures';
 import {
   BQ_TYPES,
   mergeAllFieldSets,
@@ -14,22 +15,7 @@ import {
 } from '../../../shared/schema';
 
 /** Silver's columns (sql/020_silver_fact_bookings.sql). */
-export const SILVER: TableSchema = {
-  fields: [
-    { name: 'booking_id', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'passenger_id', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'flight_number', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'origin_airport', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'destination_airport', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'fare_amount', type: 'NUMERIC', mode: 'REQUIRED' },
-    { name: 'currency', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'booking_status', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'event_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
-    { name: 'ingestion_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
-    { name: 'source_message_id', type: 'STRING', mode: 'REQUIRED' },
-    { name: 'event_id', type: 'STRING', mode: 'NULLABLE' },
-  ],
-};
+export const SILVER: TableSchema = { fields: [...SILVER_FIELDS] };
 
 /** The contract's input fields and Silver's derived columns (mission.md, "The event contract"). */
 export const PROTECTED: readonly string[] = [
