@@ -5,6 +5,7 @@
 //   npm run bench:state                       # 4 processes × 2,000 events, shards 1 and 4
 //   OFFVIA_BENCH_EVENTS=4000 OFFVIA_BENCH_SHARDS=8 OFFVIA_BENCH_PROCESSES=8 npm run bench:state
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as os from 'node:os';
 import { formatScaled } from '../shared/contract';
 import { runWriterProcesses } from '../test/support/fork-writers';
 import { S, T, type BookingSpec } from '../test/support/booking-windows';
@@ -25,6 +26,14 @@ const PROCESSES = intEnv('OFFVIA_BENCH_PROCESSES', 4);
 const CONCURRENCY = intEnv('OFFVIA_BENCH_CONCURRENCY', 32);
 const SHARDS = intEnv('OFFVIA_BENCH_SHARDS', 4);
 const PORT = intEnv('OFFVIA_BENCH_FIRESTORE_PORT', 8187);
+
+/** The 1, 5 and 15 minute load averages, e.g. "1.20 0.95 0.80". */
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
 
 interface Run {
   shards: number;
@@ -110,6 +119,8 @@ function row(run: Run, reports: WriterReport[]): string[] {
 
 async function main(): Promise<void> {
   let emulator: ChildProcess | undefined;
+  // The writers run outside Google Cloud: skip the metadata-server probe (and its warning in every child).
+  process.env.METADATA_SERVER_DETECTION ??= 'none';
   if (!process.env.FIRESTORE_EMULATOR_HOST) {
     emulator = await startEmulator();
     process.env.FIRESTORE_EMULATOR_HOST = `127.0.0.1:${PORT}`;
@@ -137,7 +148,8 @@ async function main(): Promise<void> {
     ];
     process.stdout.write(
       `Firestore emulator ${process.env.FIRESTORE_EMULATOR_HOST}; one hot route window; ${PROCESSES} writer ` +
-        `processes × ${CONCURRENCY} deliveries in flight; +10% duplicate deliveries.\n`,
+        `processes × ${CONCURRENCY} deliveries in flight; +10% duplicate deliveries.\n` +
+        `machine: ${os.cpus().length} cores, load average ${loadAverage()} at start (numbers are noisy when busy).\n`,
     );
     for (const run of runs) {
       const reports = await runWriterProcesses(jobs(run), 600_000);
@@ -151,7 +163,8 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${line(header)}\n${rows.map(line).join('\n')}\n`);
     process.stdout.write(
       '\nreads/writes are Firestore documents per delivery as the adapter counts them (reads of missing documents ' +
-        'included, as Firestore bills them); watermark reads/writes included; the final fireWindows is not.\n',
+        'included, as Firestore bills them); watermark reads/writes included; the final fireWindows is not.\n' +
+        `load average at end: ${loadAverage()}\n`,
     );
   } finally {
     if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
