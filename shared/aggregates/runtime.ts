@@ -3,10 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
 import { Firestore } from '@google-cloud/firestore';
-import { loadIngestConfig } from '../config/ingest-config';
+import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env, TableRef } from '../config/env';
 import { loadWindowConfig, type WindowConfig } from '../config/window-config';
 import { Logger } from '../logging/logger';
+import { ConfigError } from '../errors';
 import * as logs from '../logging/logs';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { RowWriter } from '../sinks/row-writer';
@@ -119,6 +120,7 @@ export function createBookingWindows(
 ): BookingWindows {
   const config = loadWindowConfig(env);
   const ingest = loadIngestConfig(env);
+  assertGoldTableIsOwn(config.goldTable, ingest);
   const firestore =
     overrides.firestore ?? new Firestore(ingest.projectId ? { projectId: ingest.projectId } : {});
   const store = new FirestoreWindowStore<BookingAccumulator>(firestore, {
@@ -203,4 +205,29 @@ export function createFireWindowsDeps(
 
 function summary(config: WindowConfig): Record<string, unknown> {
   return { ...config, goldTable: `${config.goldTable.datasetId}.${config.goldTable.tableId}` };
+}
+
+/**
+ * Refuses a gold table that is also Silver, quarantine or bad data: panes written there would corrupt that layer.
+ * @throws ConfigError naming `OFFVIA_GOLD_TABLE`
+ */
+export function assertGoldTableIsOwn(
+  gold: TableRef,
+  ingest: Pick<IngestConfig, 'silverTable' | 'quarantineTable' | 'badDataTable' | 'projectId'>,
+): void {
+  const name = (t: TableRef) =>
+    `${t.projectId ?? ingest.projectId ?? ''}.${t.datasetId}.${t.tableId}`.toLowerCase();
+  const layers: [string, TableRef][] = [
+    ['Silver (OFFVIA_SILVER_TABLE)', ingest.silverTable],
+    ['quarantine (OFFVIA_QUARANTINE_TABLE)', ingest.quarantineTable],
+    ['bad data (OFFVIA_BAD_DATA_TABLE)', ingest.badDataTable],
+  ];
+  for (const [layer, table] of layers) {
+    if (name(table) === name(gold)) {
+      throw new ConfigError(
+        'OFFVIA_GOLD_TABLE',
+        `${gold.datasetId}.${gold.tableId} is also the ${layer} table; panes need a table of their own`,
+      );
+    }
+  }
 }

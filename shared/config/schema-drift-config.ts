@@ -115,11 +115,24 @@ export function loadSchemaDriftConfig(
       `expected a collection id (letter, then letters, digits, _ or -), got ${JSON.stringify(firestoreRoot)}`,
     );
   }
+  const windowMinutes = readInt(env, 'OFFVIA_SCHEMA_WINDOW_MINUTES', d.windowMinutes, 1, 60);
+  const retryMinutes = readInt(env, 'OFFVIA_SCHEMA_RETRY_MINUTES', d.retryMinutes, 0, WEEK_MINUTES);
+  // A row waits up to one window for its window to close, then for the sweep that applies the change and retries
+  // it: a budget under two windows sends rows to bad data before their column could exist. 0 is an explicit
+  // "no retries" (rows go to bad data at the first sweep after their window).
+  if (retryMinutes > 0 && retryMinutes < 2 * windowMinutes) {
+    throw new ConfigError(
+      'OFFVIA_SCHEMA_RETRY_MINUTES',
+      `${retryMinutes} min is less than two schema windows (OFFVIA_SCHEMA_WINDOW_MINUTES=${windowMinutes}), so ` +
+        `rows would reach bad data before their column could be added; use 0 (no retries) or at least ` +
+        `${2 * windowMinutes}`,
+    );
+  }
   return {
     enabled,
     mode: readChoice(env, 'OFFVIA_SCHEMA_MODE', ['propose', 'apply'], 'apply'),
-    windowMinutes: readInt(env, 'OFFVIA_SCHEMA_WINDOW_MINUTES', d.windowMinutes, 1, 60),
-    retryMinutes: readInt(env, 'OFFVIA_SCHEMA_RETRY_MINUTES', d.retryMinutes, 0, WEEK_MINUTES),
+    windowMinutes,
+    retryMinutes,
     windowGraceMs: readInt(env, 'OFFVIA_SCHEMA_WINDOW_GRACE_MS', d.windowGraceMs, 0, 300_000),
     maxNewColumnsPerWindow: readInt(
       env,

@@ -20,7 +20,7 @@ export interface WindowConfig {
   pipeline: string;
   /** Window function, allowed lateness, trigger and accumulation mode, validated by the windowing core. */
   strategy: WindowingStrategy;
-  /** The heuristic watermark (`OFFVIA_WATERMARK_*`; future skew shared with `OFFVIA_MAX_FUTURE_SKEW_MS`). */
+  /** The heuristic watermark (`OFFVIA_WATERMARK_*`). */
   watermarkPolicy: WatermarkPolicy;
   /** Shard documents per new (key, window) (`OFFVIA_WINDOW_SHARDS`, default 4). */
   shards: number;
@@ -50,7 +50,8 @@ export interface WindowConfig {
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
-const DAY_MS = 24 * 60 * MINUTE_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
 
 /** The lab's windowing: one-minute fixed windows, 5 min allowed lateness, early every 30 s, late per element. */
 export const WINDOW_DEFAULTS = {
@@ -61,7 +62,7 @@ export const WINDOW_DEFAULTS = {
   accumulationMode: 'ACCUMULATING' as AccumulationMode,
   maxOutOfOrdernessMs: 10 * SECOND_MS,
   idleTimeoutMs: MINUTE_MS,
-  maxFutureSkewMs: 5 * MINUTE_MS,
+  watermarkMaxFutureSkewMs: 0,
   shards: 4,
   ledgerTtlMs: 8 * DAY_MS,
 };
@@ -80,7 +81,7 @@ const VARIABLE_OF_PATH: Record<string, string> = {
   accumulationMode: 'OFFVIA_WINDOW_ACCUMULATION_MODE',
   'watermarkPolicy.maxOutOfOrdernessMs': 'OFFVIA_WATERMARK_MAX_OUT_OF_ORDERNESS_MS',
   'watermarkPolicy.idleTimeoutMs': 'OFFVIA_WATERMARK_IDLE_TIMEOUT_MS',
-  'watermarkPolicy.maxFutureSkewMs': 'OFFVIA_MAX_FUTURE_SKEW_MS',
+  'watermarkPolicy.maxFutureSkewMs': 'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS',
 };
 
 /** Re-throws the core's validation error as a ConfigError naming the variable behind its first issue. */
@@ -137,6 +138,15 @@ export function loadWindowConfig(env: Env): WindowConfig {
     DAY_MS,
   );
   const periodMs = readInt(env, 'OFFVIA_WINDOW_PERIOD_MS', sizeMs, SECOND_MS, sizeMs);
+  const windowsPerEvent = Math.ceil(sizeMs / periodMs);
+  if (windowsPerEvent > MAX_WINDOWS_PER_EVENT) {
+    throw new ConfigError(
+      'OFFVIA_WINDOW_PERIOD_MS',
+      `sliding windows of ${sizeMs} ms every ${periodMs} ms put each event in ${windowsPerEvent} windows; at ` +
+        `most ${MAX_WINDOWS_PER_EVENT} are allowed (each window is a Firestore state update in the event's ` +
+        `transaction): raise the period or shorten the size`,
+    );
+  }
   const offsetMs = readInt(env, 'OFFVIA_WINDOW_OFFSET_MS', 0, 0, periodMs - 1);
   const earlyFirings = firing(
     readInt(
@@ -185,19 +195,21 @@ export function loadWindowConfig(env: Env): WindowConfig {
         SECOND_MS,
         DAY_MS,
       ),
-      // The same bound as the EVENT_TIME_VALIDATION stage, so an event the contract accepts is never ignored.
+      // Not the contract's OFFVIA_MAX_FUTURE_SKEW_MS (5 min): an event the contract accepts a few minutes ahead of
+      // the clock must not drag the watermark ahead of it, or on-time data of the current minute is dropped as
+      // late. Default 0: an event stamped after its receipt is counted in its window but never moves the watermark.
       maxFutureSkewMs: readInt(
         env,
-        'OFFVIA_MAX_FUTURE_SKEW_MS',
-        WINDOW_DEFAULTS.maxFutureSkewMs,
+        'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS',
+        WINDOW_DEFAULTS.watermarkMaxFutureSkewMs,
         0,
-        365 * DAY_MS,
+        HOUR_MS,
       ),
     });
   } catch (err) {
     asConfigError(err);
   }
-  return {
+  const config: WindowConfig = {
     enabled: readBool(env, 'OFFVIA_WINDOWS_ENABLED', true),
     pipeline: readName(env, 'OFFVIA_WINDOW_PIPELINE', 'booking_routes_1m', PIPELINE),
     strategy,
@@ -240,4 +252,39 @@ export function loadWindowConfig(env: Env): WindowConfig {
     fireMaxWindows: readInt(env, 'OFFVIA_FIRE_WINDOWS_MAX_WINDOWS', 5000, 1, 100_000),
     outboxGraceMs: readInt(env, 'OFFVIA_PANE_OUTBOX_GRACE_MS', 30 * SECOND_MS, 0, 10 * MINUTE_MS),
   };
+  const lifetimeMs = longestWindowLifetimeMs(config);
+  if (config.ledgerTtlMs < lifetimeMs) {
+    throw new ConfigError(
+      'OFFVIA_WINDOW_LEDGER_TTL_MS',
+      `${config.ledgerTtlMs} ms is shorter than the longest a window can stay open after it counted an event ` +
+        `(${lifetimeMs} ms = size + allowed lateness + watermark out-of-orderness + idle timeout + watermark ` +
+        `future skew); a redelivery after the ledger entry expired would be counted twice`,
+    );
+  }
+  return config;
+}
+
+/** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
+export const MAX_WINDOWS_PER_EVENT = 60;
+
+/**
+ * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: the
+ * event is at most `maxFutureSkewMs` ahead of the clock, the window ends at most `sizeMs` after it, and it is
+ * closed once the watermark, which trails the clock by at most the out-of-orderness bound plus the idle timeout,
+ * passes its end + allowed lateness. The dedup ledger must outlive this (see `OFFVIA_WINDOW_LEDGER_TTL_MS`).
+ */
+export function longestWindowLifetimeMs(
+  config: Pick<WindowConfig, 'strategy' | 'watermarkPolicy'>,
+): number {
+  const { strategy, watermarkPolicy: wm } = config;
+  // Sessions (not offered by this configuration) would grow with every event; the gap is a lower bound there.
+  const sizeMs =
+    strategy.windowFn.kind === 'sessions' ? strategy.windowFn.gapMs : strategy.windowFn.sizeMs;
+  return (
+    sizeMs +
+    strategy.allowedLatenessMs +
+    wm.maxOutOfOrdernessMs +
+    wm.idleTimeoutMs +
+    wm.maxFutureSkewMs
+  );
 }

@@ -59,6 +59,8 @@ describe('loadSchemaDriftConfig', () => {
     ['OFFVIA_SCHEMA_WINDOW_MINUTES', '0'],
     ['OFFVIA_SCHEMA_WINDOW_MINUTES', '2.5'],
     ['OFFVIA_SCHEMA_RETRY_MINUTES', '-1'],
+    // Under two 3-minute windows: rows would reach bad data before their column could exist.
+    ['OFFVIA_SCHEMA_RETRY_MINUTES', '5'],
     ['OFFVIA_SCHEMA_MAX_NEW_COLUMNS_PER_WINDOW', 'many'],
     ['OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE', '10001'],
     ['OFFVIA_SCHEMA_TARGET_TABLES', 'not a table'],
@@ -83,5 +85,25 @@ describe('loadSchemaDriftConfig', () => {
       SILVER,
     );
     assert.equal(c.enabled, false);
+  });
+
+  it('accepts a retry budget of exactly two windows, or 0 for no retries', () => {
+    const two = loadSchemaDriftConfig(
+      { OFFVIA_SCHEMA_WINDOW_MINUTES: '5', OFFVIA_SCHEMA_RETRY_MINUTES: '10' },
+      SILVER,
+    );
+    assert.equal(two.retryMinutes, 10);
+    assert.throws(
+      () =>
+        loadSchemaDriftConfig(
+          { OFFVIA_SCHEMA_WINDOW_MINUTES: '5', OFFVIA_SCHEMA_RETRY_MINUTES: '9' },
+          SILVER,
+        ),
+      /less than two schema windows/,
+    );
+    assert.equal(
+      loadSchemaDriftConfig({ OFFVIA_SCHEMA_RETRY_MINUTES: '0' }, SILVER).retryMinutes,
+      0,
+    );
   });
 });

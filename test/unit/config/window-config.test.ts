@@ -1,6 +1,10 @@
 // Windowing configuration from the environment: the lab's values by default, every bad value named.
 import assert from 'node:assert/strict';
-import { loadWindowConfig } from '../../../shared/config/window-config';
+import {
+  loadWindowConfig,
+  longestWindowLifetimeMs,
+  MAX_WINDOWS_PER_EVENT,
+} from '../../../shared/config/window-config';
 import { ConfigError } from '../../../shared/errors';
 
 describe('config: windows', () => {
@@ -18,7 +22,7 @@ describe('config: windows', () => {
     assert.deepEqual(c.watermarkPolicy, {
       maxOutOfOrdernessMs: 10_000,
       idleTimeoutMs: 60_000,
-      maxFutureSkewMs: 300_000,
+      maxFutureSkewMs: 0,
     });
     assert.equal(c.enabled, true);
     assert.equal(c.shards, 4);
@@ -38,6 +42,8 @@ describe('config: windows', () => {
       OFFVIA_WINDOW_EARLY_FIRING_COUNT: '100',
       OFFVIA_WINDOW_LATE_FIRING_COUNT: '0',
       OFFVIA_WINDOW_ACCUMULATION_MODE: 'DISCARDING',
+      OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS: '2000',
+      // The contract's bound no longer drives the watermark's.
       OFFVIA_MAX_FUTURE_SKEW_MS: '60000',
       OFFVIA_WINDOWS_ENABLED: 'false',
     });
@@ -52,7 +58,7 @@ describe('config: windows', () => {
       lateFirings: null,
     });
     assert.equal(c.strategy.accumulationMode, 'DISCARDING');
-    assert.equal(c.watermarkPolicy.maxFutureSkewMs, 60_000);
+    assert.equal(c.watermarkPolicy.maxFutureSkewMs, 2000);
     assert.equal(c.enabled, false);
   });
 
@@ -74,6 +80,17 @@ describe('config: windows', () => {
       [{ OFFVIA_GOLD_TABLE: 'nodataset' }, 'OFFVIA_GOLD_TABLE'],
       [{ OFFVIA_WINDOW_LEDGER_TTL_MS: '1000' }, 'OFFVIA_WINDOW_LEDGER_TTL_MS'],
       [{ OFFVIA_WINDOWS_ENABLED: 'maybe' }, 'OFFVIA_WINDOWS_ENABLED'],
+      // 86,400 sliding windows per event (a day every second): refused, not a stack overflow per event later.
+      [
+        { OFFVIA_WINDOW_SIZE_MS: '86400000', OFFVIA_WINDOW_PERIOD_MS: '1000' },
+        'OFFVIA_WINDOW_PERIOD_MS',
+      ],
+      // A ledger shorter than a window's life would let a redelivery be counted twice.
+      [
+        { OFFVIA_WINDOW_LEDGER_TTL_MS: '60000', OFFVIA_WINDOW_ALLOWED_LATENESS_MS: '604800000' },
+        'OFFVIA_WINDOW_LEDGER_TTL_MS',
+      ],
+      [{ OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS: '-5' }, 'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS'],
     ];
     for (const [env, variable] of cases) {
       assert.throws(
@@ -82,5 +99,25 @@ describe('config: windows', () => {
         `${JSON.stringify(env)} should name ${variable}`,
       );
     }
+  });
+
+  it('accepts the most sliding windows per event and a ledger exactly as long as a window can live', () => {
+    const c = loadWindowConfig({
+      OFFVIA_WINDOW_SIZE_MS: String(MAX_WINDOWS_PER_EVENT * 1000),
+      OFFVIA_WINDOW_PERIOD_MS: '1000',
+    });
+    assert.equal(c.strategy.windowFn.kind, 'sliding');
+    const lifetime = longestWindowLifetimeMs(loadWindowConfig({}));
+    // 1 min size + 5 min lateness + 10 s out-of-orderness + 1 min idle + 0 skew.
+    assert.equal(lifetime, 60_000 + 300_000 + 10_000 + 60_000);
+    assert.equal(
+      loadWindowConfig({ OFFVIA_WINDOW_LEDGER_TTL_MS: String(lifetime) }).ledgerTtlMs,
+      lifetime,
+    );
+    assert.throws(
+      () => loadWindowConfig({ OFFVIA_WINDOW_LEDGER_TTL_MS: String(lifetime - 1) }),
+      (err: unknown) =>
+        err instanceof ConfigError && err.variable === 'OFFVIA_WINDOW_LEDGER_TTL_MS',
+    );
   });
 });

@@ -4,8 +4,11 @@ import assert from 'node:assert/strict';
 import {
   LAB_SCENARIO_PANES,
   memoryBookingWindows,
+  MIN,
   paneSummary,
+  record,
   runLabWindowScenario,
+  S,
   T,
 } from '../../support/booking-windows';
 
@@ -40,5 +43,32 @@ describe('state: the lab scenario on the in-memory store', () => {
     assert.deepEqual(jfk, [], 'the closed window left no state');
     assert.equal(store.state.outbox.size, 0, 'every pane left the outbox');
     assert.equal(run.fires[1]?.windowsClosed, 1);
+  });
+});
+
+describe('state: an event stamped ahead of the clock (default configuration)', () => {
+  it('does not move the watermark, so an on-time event 90 s old is still counted', async () => {
+    const { windows, sink, clock } = memoryBookingWindows({}, { pickShard: () => 0 });
+    const now = T + 10 * MIN;
+    clock.nowMs = now;
+    // Accepted by the contract (within its 5-minute future skew), stamped 290 s ahead of its receipt.
+    assert.equal(
+      (await record(sink, { id: 'ahead', fare: '10.00', at: now + 290 * S }, now)).kind,
+      'counted',
+    );
+    clock.nowMs = now + 4 * S;
+    assert.equal(
+      (await record(sink, { id: 'old', fare: '20.00', at: now - 90 * S }, now + 4 * S)).kind,
+      'counted',
+    );
+    assert.equal(
+      (await record(sink, { id: 'recent', fare: '30.00', at: now - 40 * S }, now + 4 * S)).kind,
+      'counted',
+    );
+    const watermarkMs = await windows.tracker.watermarkMs(now + 4 * S, true);
+    assert.ok(
+      watermarkMs <= now + 4 * S - 10 * S,
+      `watermark ${new Date(watermarkMs).toISOString()} ran ahead of the clock`,
+    );
   });
 });
