@@ -8,7 +8,7 @@ import { loadWindowConfig } from '../../../shared/config/window-config';
 import { WatermarkTracker } from '../../../shared/state/watermark-tracker';
 import type { StoredWatermark } from '../../../shared/state/window-store';
 import type { WatermarkState } from '../../../shared/windowing';
-import { memoryBookingWindows, MIN, S, T } from '../../support/booking-windows';
+import { memoryBookingWindows, MIN, T } from '../../support/booking-windows';
 import { MemoryWindowStore } from '../../support/memory-window-store';
 import {
   checkOrderIndependence,
