@@ -1,5 +1,11 @@
-// Reads the Bronze, Silver, quarantine and bad-data layers for a set of Pub/Sub message ids (demo and tests).
+// Reads the Bronze, Silver, quarantine and bad-data layers, and the schema-retry store, for a set of Pub/Sub
+// message ids (demo and tests).
 import { BigQuery } from '@google-cloud/bigquery';
+import { Firestore } from '@google-cloud/firestore';
+import { tableName } from '../../shared/config/env';
+import { loadIngestConfig } from '../../shared/config/ingest-config';
+import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
+import { FirestoreDriftStore } from '../../shared/drift/firestore-store';
 
 /** Connection settings, from the stack's env file (`.local/stack/env`). */
 export interface StackEnv {
@@ -44,12 +50,60 @@ function plainRow(row: Row): Row {
   return out;
 }
 
-/** The four layers' rows for the given message ids. */
+/** The four layers' rows for the given message ids, and the rows waiting in the schema-retry store. */
 export interface Layers {
   bronze: Row[];
   silver: Row[];
   quarantine: Row[];
   badData: Row[];
+  /**
+   * Rows held for a schema change (Firestore), one per event: the booking's Silver columns that place it in a
+   * window (`booking_id`, route, `event_timestamp`, `event_id`), `source_message_id`, target, retry count, error.
+   */
+  retryStore: Row[];
+}
+
+let firestore: Firestore | undefined;
+
+/**
+ * The schema-retry store's rows whose first delivery had one of `messageIds`, for every configured target table
+ * (`OFFVIA_SCHEMA_*`, as the functions read them); empty when the stack has no Firestore emulator or drift is off.
+ */
+export async function readRetryStore(
+  projectId: string,
+  messageIds: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Row[]> {
+  if (!env.FIRESTORE_EMULATOR_HOST) return [];
+  const ingest = loadIngestConfig(env);
+  const drift = loadSchemaDriftConfig(env, ingest.silverTable, projectId);
+  if (!drift.enabled) return [];
+  firestore ??= new Firestore({ projectId });
+  const store = new FirestoreDriftStore(firestore, drift.firestoreRoot);
+  const wanted = new Set(messageIds);
+  const rows: Row[] = [];
+  for (const table of drift.targetTables) {
+    const key = tableName(table, projectId);
+    const { rows: waiting } = await store.waitingRows(key, 100_000);
+    for (const r of waiting) {
+      if (!wanted.has(r.sourceMessageId)) continue;
+      const silverRow = JSON.parse(r.rowJson) as Row;
+      rows.push({
+        booking_id: silverRow.booking_id,
+        origin_airport: silverRow.origin_airport,
+        destination_airport: silverRow.destination_airport,
+        currency: silverRow.currency,
+        event_timestamp: silverRow.event_timestamp,
+        event_id: silverRow.event_id,
+        source_message_id: r.sourceMessageId,
+        target_table: r.targetTable,
+        schema_window: r.windowId,
+        retry_count: r.retryCount,
+        last_error: r.lastError,
+      });
+    }
+  }
+  return rows;
 }
 
 /** Reads every layer's rows whose message id is in `messageIds`, as plain strings (timestamps RFC 3339 UTC). */
@@ -82,12 +136,16 @@ export async function readLayers(
     q(`SELECT target_dest, error, SUBSTR(bad_data, 1, 60) AS bad_data, source_message_id
        FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids) ORDER BY SAFE_CAST(source_message_id AS INT64), source_message_id`),
   ]);
-  return { bronze, silver, quarantine, badData };
+  // After BigQuery: a row only ever leaves the retry store (for Silver or bad data), so reading it second can
+  // miss a row in flight (the caller polls again) but never show one in two places.
+  const retryStore = await readRetryStore(projectId, messageIds);
+  return { bronze, silver, quarantine, badData, retryStore };
 }
 
 /**
  * Polls until Bronze holds every id (unless `requireBronze` is false: messages delivered straight to the
- * function never pass through Pub/Sub) and each id has landed in Silver, quarantine or bad data, or `timeoutMs`
+ * function never pass through Pub/Sub) and each id has landed in Silver, quarantine, bad data or the schema-retry
+ * store, or `timeoutMs`
  * passes. Returns the last read and whether it completed.
  */
 export async function waitForLayers(
@@ -104,7 +162,7 @@ export async function waitForLayers(
     const layers = await readLayers(bq, projectId, messageIds);
     const bronzeIds = new Set(layers.bronze.map((r) => String(r.message_id)));
     const routed = new Set(
-      [...layers.silver, ...layers.quarantine, ...layers.badData].map((r) =>
+      [...layers.silver, ...layers.quarantine, ...layers.badData, ...layers.retryStore].map((r) =>
         String(r.source_message_id),
       ),
     );

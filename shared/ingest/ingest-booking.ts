@@ -156,7 +156,13 @@ export async function ingestMessage(
     }
   }
   const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
-  if (outcome !== undefined) return outcome;
+  if (outcome !== undefined) {
+    // Gold aggregates contract-valid bookings wherever their row is stored (README, "Windows"): a row BigQuery
+    // refused is a valid booking in bad data, counted like one waiting in the schema-retry store (held() above).
+    if (outcome.destination === 'bad_data')
+      await deps.windowState?.record(result, message, receivedAtMs);
+    return outcome;
+  }
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);

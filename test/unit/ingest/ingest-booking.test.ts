@@ -158,3 +158,47 @@ describe('ingestMessage', () => {
     );
   });
 });
+
+describe('ingestMessage: window state (gold aggregates contract-valid bookings)', () => {
+  /** Records which events reached window state; `fail` makes it throw as Firestore would. */
+  function withWindowState() {
+    const base = setup();
+    const recorded: string[] = [];
+    let fail = false;
+    base.deps.windowState = {
+      record: (event, message) => {
+        if (fail)
+          return Promise.reject(new TransientError('firestore apply bundle', 'unavailable'));
+        recorded.push(`${event.eventId}|${message.messageId}`);
+        return Promise.resolve();
+      },
+    };
+    return { ...base, recorded, failNext: () => (fail = true) };
+  }
+
+  it('counts a Silver row once, after it was written', async () => {
+    const { deps, recorded, writer } = withWindowState();
+    const out = await ingestMessage(msg(VALID), deps);
+    assert.equal(out.destination, 'silver');
+    assert.equal(recorded.length, 1);
+    assert.equal((writer.written.get('offvia_silver.fact_bookings') ?? []).length, 1);
+  });
+
+  it('counts a valid booking whose row BigQuery refused (bad data), never a quarantined message', async () => {
+    const { deps, recorded, writer } = withWindowState();
+    writer.refused.add('offvia_silver.fact_bookings');
+    assert.equal((await ingestMessage(msg(VALID, 'm-bad'), deps)).destination, 'bad_data');
+    assert.deepEqual(
+      recorded.map((r) => r.split('|')[1]),
+      ['m-bad'],
+    );
+    assert.equal((await ingestMessage(msg('{"oops"', 'm-q'), deps)).destination, 'quarantine');
+    assert.equal(recorded.length, 1, 'a quarantined message reached window state');
+  });
+
+  it('throws (redelivery) when window state fails after the Silver write', async () => {
+    const { deps, failNext } = withWindowState();
+    failNext();
+    await assert.rejects(ingestMessage(msg(VALID), deps), TransientError);
+  });
+});
