@@ -31,12 +31,18 @@ describe('integration: a hot route window written by 4 processes at once (Firest
 
   it('counts 2,000 events exactly once with the exact fare total, despite duplicates', async () => {
     const rnd = seededPick(4242);
-    const events: BookingSpec[] = Array.from({ length: EVENTS }, (_, i) => ({
+    // Fares in units of 10^-9, kept to check the total without the code under test.
+    const scaled = Array.from(
+      { length: EVENTS },
+      () => BigInt(1 + rnd(1_000_000)) * 1_000_000_007n,
+    );
+    const events: BookingSpec[] = scaled.map((units, i) => ({
       id: `hot-${i}`,
       // Up to 9 fraction digits: any binary float would lose these.
-      fare: formatScaled(BigInt(1 + rnd(1_000_000)) * 1_000_000_007n),
+      fare: formatScaled(units),
       at: T + Math.floor((i * 59_000) / EVENTS),
     }));
+    const independentTotal = scaled.reduce((a, b) => a + b, 0n);
     const env = {
       OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot('itHot'),
       OFFVIA_WINDOW_SHARDS: '4',
@@ -101,6 +107,9 @@ describe('integration: a hot route window written by 4 processes at once (Firest
     assert.equal(last?.pane_index, early.length);
     assert.equal(last?.booking_count, EVENTS);
     assert.equal(last?.fare_total, expected.total);
+    // An oracle that shares no code with the aggregates: plain BigInt sum vs the gold row's decimal text.
+    const [whole = '', fraction = ''] = String(last?.fare_total).split('.');
+    assert.equal(BigInt(whole) * 10n ** 9n + BigInt(fraction.padEnd(9, '0')), independentTotal);
     const total = reports.reduce(
       (m, r) => ({ attempts: m.attempts + r.metrics.attempts, tx: m.tx + r.metrics.transactions }),
       { attempts: 0, tx: 0 },
