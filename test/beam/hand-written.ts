@@ -418,7 +418,7 @@ export const EXCEPTION_SCENARIOS: readonly Scenario[] = [
   {
     id: 'hand/x11-merged-session-processing-time-timers',
     description:
-      'two proto-sessions merged in one bundle, early processing-time firings, DISCARDING',
+      'two sessions, each with an early processing-time timer, bridged by a later element (DISCARDING)',
     strategy: strategy(
       sessions(10),
       300 * S,
@@ -426,17 +426,20 @@ export const EXCEPTION_SCENARIOS: readonly Scenario[] = [
       COUNT1,
       'DISCARDING',
     ),
-    steps: [add(['k', 1, 0], ['k', 2, 5]), pt(5), wm(100.5)],
+    steps: [add(['k', 1, 0], ['k', 2, 15]), add(['k', 3, 8]), pt(5), wm(100.5)],
     exception: {
       divergence: 11,
       reason:
         "Python keeps each proto-window's processing-time timer through the merge and emits a pane on every firing, even empty; Java merges the deadlines and never emits an empty EARLY pane",
       beam: [
-        pane('k', [0, 15], [1, 2], 'EARLY', 0, -1),
-        pane('k', [0, 15], [], 'EARLY', 1, -1),
-        pane('k', [0, 15], [], 'ON_TIME', 2, 0),
+        pane('k', [0, 25], [1, 2, 3], 'EARLY', 0, -1),
+        pane('k', [0, 25], [], 'EARLY', 1, -1),
+        pane('k', [0, 25], [], 'ON_TIME', 2, 0),
       ],
-      ours: [pane('k', [0, 15], [1, 2], 'EARLY', 0, -1), pane('k', [0, 15], [], 'ON_TIME', 1, 0)],
+      ours: [
+        pane('k', [0, 25], [1, 2, 3], 'EARLY', 0, -1),
+        pane('k', [0, 25], [], 'ON_TIME', 1, 0),
+      ],
     },
   },
 ];
