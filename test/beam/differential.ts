@@ -164,11 +164,12 @@ export function beamInstalled(): boolean {
 }
 
 /**
- * Runs scenarios through Beam in one reference_runner.py process (one pipeline, split only if Beam fails).
+ * Runs scenarios through Beam in one reference_runner.py process: one pipeline per distinct strategy, spread
+ * over `jobs` worker processes (default: the runner's, min(2, CPUs)); a pipeline is split only if Beam fails.
  * The `exception` and `description` fields are not sent.
  * @throws Error with the runner's stderr when it exits non-zero or prints no result
  */
-export function runBeam(scenarios: readonly Scenario[]): BeamRun {
+export function runBeam(scenarios: readonly Scenario[], jobs?: number): BeamRun {
   const dir = mkdtempSync(path.join(tmpdir(), 'offvia-beam-'));
   try {
     const input = path.join(dir, 'scenarios.json');
@@ -177,7 +178,8 @@ export function runBeam(scenarios: readonly Scenario[]): BeamRun {
       input,
       JSON.stringify(scenarios.map(({ id, strategy, steps }) => ({ id, strategy, steps }))),
     );
-    const child = spawnSync(BEAM_PYTHON, [RUNNER, input, '--out', output], {
+    const args = [RUNNER, input, '--out', output, ...(jobs ? ['--jobs', String(jobs)] : [])];
+    const child = spawnSync(BEAM_PYTHON, args, {
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
     });

@@ -43,14 +43,16 @@ Window bounds are ms relative to the scenario's epoch; ``values`` are sorted; ``
 panes of different windows fired by one step.
 
 Usage: ``.local/venv-beam/bin/python test/beam/reference_runner.py scenarios.json [--out panes.json]
-[--only ID]``. Exit status 0 when every scenario ran (possibly with isolated per-scenario errors), 2 on bad
+[--only ID] [--jobs N]``. Exit status 0 when every scenario ran (possibly with isolated per-scenario errors), 2 on bad
 input.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import logging
 import os
 import sys
@@ -269,18 +271,37 @@ def _run_isolating(scenarios: list[dict[str, Any]], stats: dict[str, int]) -> li
         return _run_isolating(scenarios[:half], stats) + _run_isolating(scenarios[half:], stats)
 
 
-def run_scenarios(scenarios: list[dict[str, Any]], stats: dict[str, int]) -> list[dict[str, Any]]:
+def _run_group(scenarios: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """One strategy group (in a worker process): its results and the number of pipelines it took."""
+    stats = {"pipelineRuns": 0}
+    return _run_isolating(scenarios, stats), stats["pipelineRuns"]
+
+
+def run_scenarios(scenarios: list[dict[str, Any]], stats: dict[str, int], jobs: int = 1) -> list[dict[str, Any]]:
     """Runs scenarios with one pipeline per distinct strategy (all of its scenarios in sequence); input order kept.
 
     One strategy per pipeline: the DirectRunner's cost per TestStream event grows with the number of
-    GroupByKeys in the pipeline, so a branch per strategy in one pipeline is many times slower.
+    GroupByKeys in the pipeline, so a branch per strategy in one pipeline is many times slower. With
+    ``jobs`` > 1 the strategy groups are spread over that many forked worker processes (the DirectRunner runs
+    a pipeline on one thread).
     """
     groups: dict[str, list[int]] = {}
     for position, scenario in enumerate(scenarios):
         groups.setdefault(_strategy_key(scenario["strategy"]), []).append(position)
+    # Largest groups first, so that the workers finish at about the same time.
+    ordered = sorted(groups.values(), key=len, reverse=True)
+    batches = [[scenarios[p] for p in positions] for positions in ordered]
+    if jobs > 1 and len(batches) > 1:
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=min(jobs, len(batches)), mp_context=multiprocessing.get_context("fork")
+        ) as pool:
+            outcomes = list(pool.map(_run_group, batches))
+    else:
+        outcomes = [_run_group(batch) for batch in batches]
     results: list[dict[str, Any]] = [{}] * len(scenarios)
-    for positions in groups.values():
-        for position, result in zip(positions, _run_isolating([scenarios[p] for p in positions], stats)):
+    for positions, (group_results, runs) in zip(ordered, outcomes):
+        stats["pipelineRuns"] += runs
+        for position, result in zip(positions, group_results):
             results[position] = result
     return results
 
@@ -290,6 +311,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("scenarios", help="JSON file with a scenario or a list of scenarios ('-' for stdin)")
     parser.add_argument("--out", help="write the result JSON here instead of stdout")
     parser.add_argument("--only", help="run only the scenario with this id")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes, one strategy group at a time each (default: min(2, CPUs))",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
@@ -307,7 +334,7 @@ def main(argv: list[str]) -> int:
 
     started = time.monotonic()
     stats = {"pipelineRuns": 0}
-    results = run_scenarios(scenarios, stats) if scenarios else []
+    results = run_scenarios(scenarios, stats, max(1, args.jobs)) if scenarios else []
     output = {
         "beamVersion": beam.__version__,
         "pipelineRuns": stats["pipelineRuns"],
