@@ -10,7 +10,9 @@ const S = 1000;
 const WINDOW_FNS: readonly WindowFnSpec[] = [
   { kind: 'fixed', sizeMs: 10 * S, offsetMs: 0 },
   { kind: 'fixed', sizeMs: 60 * S, offsetMs: 0 },
+  { kind: 'fixed', sizeMs: 60 * S, offsetMs: 15 * S },
   { kind: 'sliding', sizeMs: 60 * S, periodMs: 20 * S, offsetMs: 0 },
+  { kind: 'sliding', sizeMs: 30 * S, periodMs: 10 * S, offsetMs: 5 * S },
   { kind: 'sessions', gapMs: 15 * S },
   { kind: 'sessions', gapMs: 30 * S },
 ];
@@ -25,6 +27,7 @@ const EARLY: readonly (FiringSpec | undefined)[] = [
   { processingTimeDelayMs: 30 * S },
   { elementCount: 1 },
   { elementCount: 2 },
+  { elementCount: 3 },
 ];
 
 /**
@@ -38,6 +41,7 @@ const LATENESS: readonly { allowedLatenessMs: number; lateFirings: FiringSpec | 
   { allowedLatenessMs: 30 * S, lateFirings: { elementCount: 1 } },
   { allowedLatenessMs: 300 * S, lateFirings: { elementCount: 1 } },
   { allowedLatenessMs: 30 * S, lateFirings: null },
+  { allowedLatenessMs: 90 * S, lateFirings: { elementCount: 1 } },
 ];
 
 type RawStep =
