@@ -180,6 +180,23 @@ describe('differential: the windowing core against Apache Beam (TestStream, Pyth
         panes > selection.generated.length,
         `only ${panes} panes in ${selection.generated.length} scenarios`,
       );
+      if (selection.generated.length >= 100) {
+        // A full run must exercise every kind of pane, or it proves less than it claims.
+        const seen = new Set(
+          selection.generated.flatMap((s) => {
+            const beam = beamById.get(s.id);
+            return beam && 'panes' in beam
+              ? beam.panes.map((p) => `${p.timing}${p.isLast ? ' last' : ''}`)
+              : [];
+          }),
+        );
+        for (const kind of ['EARLY', 'ON_TIME', 'ON_TIME last', 'LATE']) {
+          assert.ok(
+            seen.has(kind),
+            `no ${kind} pane in ${selection.generated.length} generated scenarios`,
+          );
+        }
+      }
     });
   });
 });

@@ -84,16 +84,19 @@ const rawStep: fc.Arbitrary<RawStep> = fc.oneof(
 );
 
 /**
- * The steps: values numbered in order, watermark steps that would not advance it skipped. For sessions, an
- * element is never behind the current watermark: a late element can merge a late session into one that
- * reaches past the watermark (divergence 6) or into a session Java has garbage-collected (divergence 9);
- * late data for sessions is covered by the hand-written scenarios instead.
+ * The steps: values numbered in order, watermark steps that would not advance it skipped. Sessions need care
+ * with late data: a late element can merge a late session into one that reaches past the watermark
+ * (divergence 6), into a closed session (7) or into one Java has garbage-collected (9). So for sessions an
+ * element behind the watermark goes to a key of its own bundle (`<key>-late<step>`, never used again) and is
+ * made wholly late (its proto-window ends at or before the watermark), so its session and every merge in the
+ * bundle stay behind the watermark; it may also be beyond the allowed lateness and dropped.
  */
 function finishSteps(raw: readonly RawStep[], strategy: WindowingStrategy): ScenarioStep[] {
   const steps: ScenarioStep[] = [];
+  const gapMs = strategy.windowFn.kind === 'sessions' ? strategy.windowFn.gapMs : undefined;
   let watermarkMs = -1;
   let value = 0;
-  for (const step of raw) {
+  for (const [index, step] of raw.entries()) {
     if (step.kind === 'watermark') {
       if (step.watermarkMs <= watermarkMs) continue;
       watermarkMs = step.watermarkMs;
@@ -103,14 +106,14 @@ function finishSteps(raw: readonly RawStep[], strategy: WindowingStrategy): Scen
     } else {
       steps.push({
         kind: 'elements',
-        elements: step.elements.map(({ key, timeMs }) => ({
-          key,
-          value: value++,
-          timestampMs:
-            strategy.windowFn.kind === 'sessions' && timeMs < watermarkMs
-              ? watermarkMs + 500 + (timeMs % (10 * S))
-              : timeMs,
-        })),
+        elements: step.elements.map(({ key, timeMs }) => {
+          if (gapMs === undefined || timeMs >= watermarkMs)
+            return { key, value: value++, timestampMs: timeMs };
+          const whollyLateMs = Math.min(timeMs, watermarkMs - 500 - gapMs);
+          return whollyLateMs >= 0
+            ? { key: `${key}-late${index}`, value: value++, timestampMs: whollyLateMs }
+            : { key, value: value++, timestampMs: watermarkMs + 500 + (timeMs % (10 * S)) };
+        }),
       });
     }
   }

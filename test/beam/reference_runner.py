@@ -22,13 +22,13 @@ as a Beam pipeline does: the watermark passes every window of the scenario, then
 ``FINAL_PROCESSING_TIME_ADVANCE_MS`` so that no processing-time timer is left pending (Python's DirectRunner
 never terminates while one is).
 
-Batching: the scenarios of one strategy run in one pipeline (one pipeline per distinct strategy, all in this
-process), one after the other, each shifted in event time to its own slot of ``SCENARIO_SPAN_MS`` starting at
-``BASE_EPOCH_S`` (a realistic epoch: Python's ``AfterWatermark`` compares processing-time timer times with
-window ends, see shared/windowing/README.md divergence 8) and keyed by its position, so scenarios cannot see
-each other's state. If a batch fails (Python's DirectRunner reports a
-"pipeline stall" on some inputs), it is split in halves and rerun until the failing scenarios are isolated;
-those get an ``error`` instead of ``panes``.
+Batching: the scenarios of one strategy run in one pipeline (one pipeline per distinct strategy, spread over
+``--jobs`` forked worker processes), one after the other, each shifted in event time to its own slot of
+``SCENARIO_SPAN_MS`` starting at ``BASE_EPOCH_S`` (a realistic epoch: Python's ``AfterWatermark`` compares
+processing-time timer times with window ends, see shared/windowing/README.md divergence 8) and keyed by its
+slot, so scenarios cannot see each other's state. Window sizes and periods must divide the slot. If a pipeline
+fails (Python's DirectRunner reports a "pipeline stall" on some inputs), its scenarios are split in halves and
+rerun until each failing scenario is alone; those get an ``error`` instead of ``panes``.
 
 Output (JSON on stdout, or ``--out FILE``)::
 
@@ -43,8 +43,8 @@ Window bounds are ms relative to the scenario's epoch; ``values`` are sorted; ``
 panes of different windows fired by one step.
 
 Usage: ``.local/venv-beam/bin/python test/beam/reference_runner.py scenarios.json [--out panes.json]
-[--only ID] [--jobs N]``. Exit status 0 when every scenario ran (possibly with isolated per-scenario errors), 2 on bad
-input.
+[--only ID] [--jobs N]``. Exit status 0 when every scenario ran (possibly with isolated per-scenario errors),
+2 on bad input.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import multiprocessing
 import logging
+import multiprocessing
 import os
 import sys
 import tempfile
