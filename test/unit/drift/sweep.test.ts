@@ -416,6 +416,28 @@ describe('runSchemaSweep', () => {
     assert.ok(s.lines.some((l) => l.message.startsWith('bad-data row refused')));
   });
 
+  it('clock skew: a proposal from an instance whose clock lags the sweep goes to the next window, which adds the column', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    s.at(AFTER_W0);
+    await runSchemaSweep(s.deps); // window W0 swept by a sweep whose clock is past its end
+    // An ingesting instance 20 s behind still computes W0 for its event.
+    const lagging = W0 + 3 * MIN - 5_000;
+    await s.hold(2, { b_field: 'x' }, lagging);
+    const w1 = schemaWindowOf(W0 + 3 * MIN, 3);
+    const [row] = s.rows();
+    assert.equal(row?.windowId, w1.id, 'never into the swept window');
+    // Not closed before W1 has ended (plus grace) by the sweep's own clock.
+    s.at(w1.endMs + 9_999);
+    s.leaseAt(2_000_000);
+    assert.deepEqual((await runSchemaSweep(s.deps)).tables[0]?.windows, []);
+    s.at(w1.endMs + 10_000);
+    s.leaseAt(3_000_000);
+    const [table] = (await runSchemaSweep(s.deps)).tables;
+    assert.deepEqual(table?.update?.columns, ['b_field']);
+    assert.equal(table?.rows.inserted, 1);
+  });
+
   describe('contests and permanent errors (issue 5 findings)', () => {
     it('one rogue case variant does not block the column: the majority spelling wins, the rogue row goes to bad data at once', async () => {
       const s = setup();
