@@ -17,6 +17,7 @@ import {
   type ProposalSupport,
   type ProposedFields,
   type RejectedField,
+  type ResolvedConflict,
   type SchemaChangePlan,
   type TableSchema,
 } from '../schema';
@@ -98,6 +99,11 @@ export interface TableSweepResult {
   /** Proposed fields refused by the plan (first 20), with reasons. */
   readonly rejected: readonly { field: string; code: string; reason: string }[];
   readonly rejectedCount: number;
+  /**
+   * Case and type contests the plan decided by waiting-row support (first 20): the winner gets the column, the
+   * other spellings or types end in bad data once it exists.
+   */
+  readonly resolved: readonly ResolvedConflict[];
   /** Waiting rows: inserted into the table, still waiting, written to bad data, unreadable documents. */
   readonly rows: {
     readonly inserted: number;
@@ -161,6 +167,7 @@ interface TableRun {
   notApplied: string[];
   notAppliedReason: TableSweepResult['notAppliedReason'];
   rejected: RejectedField[];
+  resolved: ResolvedConflict[];
   rows: { inserted: number; waiting: number; badData: number; malformed: number };
   errors: string[];
   /** The waiting rows read at the start of the sweep, oldest first (phase 2 retries these). */
@@ -194,6 +201,7 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
     notApplied: [],
     notAppliedReason: null,
     rejected: [],
+    resolved: [],
     rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     errors: [],
     waiting: [],
@@ -236,6 +244,7 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
       .slice(0, 20)
       .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
     rejectedCount: run.rejected.length,
+    resolved: run.resolved.slice(0, 20),
     rows: run.rows,
     error: run.errors.length === 0 ? null : run.errors.join('; '),
   };
@@ -268,6 +277,7 @@ function emptyResult(
     notAppliedReason: null,
     rejected: [],
     rejectedCount: 0,
+    resolved: [],
     rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     error,
   };
@@ -310,6 +320,10 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
     const update = plannedUpdate(closed, plan, config.ddlStyle);
     run.windows = closed.map((c) => c.windowId);
     run.rejected = [...plan.rejected];
+    run.resolved = [...plan.resolved];
+    for (const contest of plan.resolved) {
+      logs.schemaContestResolved(deps.logger, run.key, run.windows, contest);
+    }
     run.rejections = new Map(plan.rejected.map((r) => [r.field, r]));
     const columns = plan.addColumns.map((c) => c.name);
 

@@ -262,6 +262,37 @@ export function driftRowToBadData(
 }
 
 /**
+ * A schema plan decided a contest by waiting-row support: case variants of one new name, or the conflicting types
+ * of one new field. The winner gets the column; rows of the other spellings or types reach bad data once it exists.
+ */
+export function schemaContestResolved(
+  log: Logger,
+  table: string,
+  windows: readonly string[],
+  contest: {
+    kind: 'case' | 'type';
+    field: string;
+    winner: string;
+    contenders: readonly { value: string; support: { rows: number; firstSeenMs: number } }[];
+  },
+): void {
+  log.write('NOTICE', 'schema contest resolved', {
+    table,
+    schema_windows: windows,
+    contest: contest.kind,
+    field: contest.field,
+    winner: contest.winner,
+    contenders: contest.contenders.slice(0, 10).map((c) => ({
+      value: c.value,
+      rows: c.support.rows,
+      first_seen: Number.isFinite(c.support.firstSeenMs)
+        ? new Date(c.support.firstSeenMs).toISOString()
+        : null,
+    })),
+  });
+}
+
+/**
  * Extra fields of an event whose value is `null` and that are no column: nothing to store and no type to
  * propose, so they are left out of the row (Bronze keeps the raw message). Logged once per event, at ingest.
  */

@@ -448,6 +448,13 @@ describe('runSchemaSweep', () => {
       const result = await runSchemaSweep(s.deps);
       const [table] = result.tables;
       assert.deepEqual(table?.update?.columns, ['loyalty_tier']);
+      assert.deepEqual(
+        table?.resolved.map((c) => [c.kind, c.winner, c.contenders.map((x) => x.support.rows)]),
+        [['case', 'loyalty_tier', [2, 1]]],
+      );
+      assert.ok(
+        s.lines.some((l) => l.message === 'schema contest resolved' && l.winner === 'loyalty_tier'),
+      );
       assert.deepEqual(table?.rows, { inserted: 2, waiting: 0, badData: 1, malformed: 0 });
       assert.deepEqual(
         s.writer.rows(SILVER).map((r) => r.json.loyalty_tier),
