@@ -124,10 +124,34 @@ class ContractFieldRecord {}
 Object.setPrototypeOf(ContractFieldRecord.prototype, null);
 
 /**
- * The top-level keys the contract does not know, with their values as JSON.parse produced them (numbers as
- * doubles). A `__proto__` key becomes an ordinary own property, never the record's prototype.
+ * The top-level keys the contract does not know (schema drift), with their values read exactly: when any of
+ * them holds a JSON number (at any depth), `text` is parsed again with lossless-json and every number of those
+ * values is a `LosslessNumber` carrying its source text (9007199254740993 stays that, a 30-digit integer is not
+ * rounded to a double); otherwise the values are JSON.parse's. Duplicate keys resolve last-wins, as in
+ * JSON.parse. A `__proto__` key becomes an ordinary own property, never the record's prototype.
+ * `text` must be the text `object` was parsed from, and within {@link MAX_NESTING_DEPTH}.
  */
-export function collectExtraFields(object: Record<string, unknown>): Record<string, unknown> {
+export function collectExtraFields(
+  text: string,
+  object: Record<string, unknown>,
+): Record<string, unknown> {
+  const extra = extraFieldsOf(object);
+  if (!Object.values(extra).some(containsNumber)) return extra;
+  let lossless: unknown;
+  try {
+    lossless = parseLossless(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+  } catch (error: unknown) {
+    // Defensive only: the text passed JSON.parse and is within MAX_NESTING_DEPTH. Keeping JSON.parse's values
+    // would round big integers silently, so this is not swallowed: it is a programming error.
+    throw new Error(`lossless re-parse of a valid JSON text failed: ${String(error)}`, {
+      cause: error,
+    });
+  }
+  if (!isPlainObject(lossless)) throw new Error('lossless re-parse gave no top-level object');
+  return extraFieldsOf(lossless);
+}
+
+function extraFieldsOf(object: Record<string, unknown>): Record<string, unknown> {
   const extra: Record<string, unknown> = {};
   for (const key of Object.keys(object)) {
     if (isContractField(key)) continue;
@@ -139,6 +163,22 @@ export function collectExtraFields(object: Record<string, unknown>): Record<stri
     });
   }
   return extra;
+}
+
+/** Whether a JSON.parse value is or holds a number; iterative, so any depth is safe. */
+function containsNumber(root: unknown): boolean {
+  const pending: unknown[] = [root];
+  for (
+    let value = pending.pop();
+    pending.length > 0 || value !== undefined;
+    value = pending.pop()
+  ) {
+    if (typeof value === 'number') return true;
+    if (typeof value === 'object' && value !== null) {
+      for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push(child);
+    }
+  }
+  return false;
 }
 
 /**

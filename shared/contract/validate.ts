@@ -65,7 +65,10 @@ export interface ValidationSuccess {
   fareScaled: bigint;
   /** The Silver row. */
   row: SilverRow;
-  /** Top-level keys the contract does not know (schema drift), with values as JSON.parse produced them. */
+  /**
+   * Top-level keys the contract does not know (schema drift); numbers in them are `LosslessNumber`s (exact source
+   * text) whenever any is present, see `collectExtraFields`. Serialise with lossless-json's `stringify`.
+   */
   extraFields: Record<string, unknown>;
 }
 
@@ -82,7 +85,7 @@ export type ValidationResult = ValidationSuccess | ValidationFailure;
  * error that must not be quarantined as if the data were at fault (team decision).
  * Cost on the valid path: one JSON.parse, one scan of the text counting top-level keys, one valibot pass, a few
  * anchored regexes and one SHA-256; a second, lossless parse only when a contract value is a JSON number or a
- * top-level key is duplicated.
+ * top-level key is duplicated, and one more when an extra (drift) field holds a number.
  */
 export function validateBooking(
   payload: Uint8Array | string,
@@ -126,7 +129,7 @@ export function validateBooking(
     eventTimeMs: eventTime.value.epochMs,
     fareScaled: rules.value.fareScaled,
     row,
-    extraFields: collectExtraFields(object),
+    extraFields: collectExtraFields(decoded.value, object),
   };
 }
 

@@ -5,6 +5,7 @@ import {
   describeName,
   extraFieldsToRow,
   proposeFields,
+  SCHEMA_ERROR_PERMANENCE,
   type NameRejectionCode,
   type ProposedFields,
   type RejectedField,
@@ -26,6 +27,27 @@ export type DriftErrorCode =
   | 'INSERT_REJECTED'
   /** The stored row or extra fields are not a JSON object (a damaged retry-store document). */
   | 'UNREADABLE_ROW';
+
+/**
+ * Whether each code is final (`permanent`: the row goes to bad data at the next sweep, or at ingest when the gate
+ * already knows) or may still clear (`retryable`: the row waits within its retry budget). The schema core's codes
+ * as `SCHEMA_ERROR_PERMANENCE` classifies them, plus: `FIELD_FLOOD` permanent (the event proposes none of its
+ * fields, so they would become columns only if other events proposed every one of them); `UNREADABLE_ROW`
+ * permanent (a damaged document does not heal); `PROPOSAL_CAP` retryable (proposed again in a later window);
+ * `INSERT_REJECTED` retryable (BigQuery's streaming can take minutes to accept a new column).
+ */
+export const DRIFT_ERROR_PERMANENCE: Readonly<Record<DriftErrorCode, 'permanent' | 'retryable'>> = {
+  ...SCHEMA_ERROR_PERMANENCE,
+  FIELD_FLOOD: 'permanent',
+  UNREADABLE_ROW: 'permanent',
+  PROPOSAL_CAP: 'retryable',
+  INSERT_REJECTED: 'retryable',
+};
+
+/** Whether an error can never clear (see `DRIFT_ERROR_PERMANENCE`); an unknown stored code counts as retryable. */
+export function isPermanentError(error: Pick<DriftFieldError, 'code'>): boolean {
+  return (DRIFT_ERROR_PERMANENCE as Record<string, string | undefined>)[error.code] === 'permanent';
+}
 
 /** One error of a waiting row; kept on the row and written to the bad-data table's `error` column. */
 export interface DriftFieldError {
@@ -53,6 +75,8 @@ export interface ExtraFieldsVerdict {
   readonly errors: readonly DriftFieldError[];
   /** Fields that may become columns (name rules passed, not protected, no case sibling, no flood), with types. */
   readonly proposed: ProposedFields;
+  /** Fields whose value is `null` and that are no column: nothing to store or propose (see `extraFieldsToRow`). */
+  readonly nullFields: readonly string[];
 }
 
 /**
@@ -109,7 +133,7 @@ export function classifyExtraFields(
         `(${candidates.slice(0, 3).map(describeName).join(', ')}, …); at most ${rules.maxNewFieldsPerEvent} ` +
         'may be proposed per event (OFFVIA_SCHEMA_MAX_NEW_FIELDS_PER_EVENT), so none is',
     });
-    return { values: row.values, errors, proposed: new Map() };
+    return { values: row.values, errors, proposed: new Map(), nullFields: row.nullFields };
   }
   const subset: Record<string, unknown> = {};
   for (const field of candidates) {
@@ -125,12 +149,17 @@ export function classifyExtraFields(
       reason: `no such field: ${describeName(field)} is not a column of the table yet`,
     });
   }
-  return { values: row.values, errors, proposed: proposeFields(subset).proposed };
+  return {
+    values: row.values,
+    errors,
+    proposed: proposeFields(subset).proposed,
+    nullFields: row.nullFields,
+  };
 }
 
 /**
  * Replaces the `NO_COLUMN` error of a field the window's plan refused with the plan's reason (e.g.
- * `TYPE_CONFLICT`, `WINDOW_CAP`), so the row says why its column was not added.
+ * `CASE_VARIANT_LOST`, `WINDOW_CAP`, `RESERVED_KEYWORD`), so the row says why its column was not added.
  */
 export function withPlanRejections(
   errors: readonly DriftFieldError[],

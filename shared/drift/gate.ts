@@ -1,4 +1,5 @@
 // The ingest side of schema drift: write extra fields that are columns, hold the row when some are not.
+import { stringify as losslessStringify } from 'lossless-json';
 import type { SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
 import type { ValidationSuccess } from '../contract';
@@ -10,7 +11,12 @@ import type { PubSubMessage } from '../pubsub/message';
 import { describeName, proposeFields, schemaWindowOf, type ProposedFields } from '../schema';
 import type { InsertRow, RowWriter } from '../sinks/row-writer';
 import { badDataRowOf } from './bad-data';
-import { classifyExtraFields, errorsText, type DriftFieldError } from './field-errors';
+import {
+  classifyExtraFields,
+  errorsText,
+  isPermanentError,
+  type DriftFieldError,
+} from './field-errors';
 import type { ProposalMerger } from './proposal-merger';
 import { DRIFT_PROTECTED_NAMES } from './protected-names';
 import type { TableSchemaCache } from './schema-cache';
@@ -52,10 +58,17 @@ type Held = { action: 'held'; reason: string };
  * `SchemaDriftGate` over the Firestore retry store (issue 5, item 1). For a valid event:
  * - no extra top-level fields: write, no I/O;
  * - every extra field fits a column of the cached target schema (`classifyExtraFields`): write with those values;
+ * - an extra field with an error no schema change can clear (`isPermanentError`: a name BigQuery or the guard
+ *   rails refuse, a case collision with a column or within the event, a value an existing column can never
+ *   take, a flood of fields): the row goes to the bad-data table at once with every reason (`held`); nothing is
+ *   proposed. The cached schema may be stale, but columns are only ever added, so a collision with a cached
+ *   column is real;
  * - otherwise: merge the fields that may become columns into the pending change of (target, current schema
  *   window) and store the row (Silver row + all extra fields, `processed_timestamp` = receipt time, insertId,
- *   message id, the errors) in the retry store; only then `held`. Guard-rail rejections (names, protected names,
- *   case collisions, a flood of fields, the window's proposal cap) are errors on the row, never silent drops.
+ *   message id, the errors) in the retry store; only then `held`. Retryable rejections (no column yet, the
+ *   window's proposal cap, a column an operator may widen) are errors on the row, never silent drops.
+ * Extra fields whose value is `null` and that are no column are left out of the row and logged once (INFO):
+ * a null carries no value to store and no type to propose; Bronze keeps the raw message.
  * `holdRejected` covers BigQuery refusing a written row with "no such field" (a stale cache, or a new column not
  * yet accepted by streaming): the cache is dropped and the row is held the same way.
  * Throws TransientError when BigQuery or Firestore cannot be reached (the message is redelivered; holding is
@@ -92,8 +105,20 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
         cached = await schemas.get(target, MISS_REFRESH_MS);
         verdict = classifyExtraFields(event.extraFields, cached.schema, rules);
       }
+      if (verdict.nullFields.length > 0) {
+        logs.nullExtraFieldsLeftOut(this.deps.logger, message, {
+          eventId: event.eventId,
+          table: this.tableKey,
+          fields: verdict.nullFields,
+        });
+      }
       if (verdict.errors.length === 0)
         return { action: 'write', extraColumns: { ...verdict.values } };
+      const permanent = verdict.errors.filter(isPermanentError);
+      if (permanent.length > 0) {
+        const errors = [...permanent, ...verdict.errors.filter((e) => !isPermanentError(e))];
+        return this.rejectNow(event, message, receivedAtMs, row, errors);
+      }
       return this.hold(event, message, receivedAtMs, row, verdict.errors, verdict.proposed);
     });
   }
@@ -154,8 +179,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     proposed: ProposedFields,
   ): Promise<Held> {
     const { config, store, merger, logger } = this.deps;
-    const rowJson = JSON.stringify(row.json);
-    const extraFieldsJson = JSON.stringify(event.extraFields);
+    const { rowJson, extraFieldsJson } = storedForms(event, row);
     const bytes = Buffer.byteLength(rowJson, 'utf8') + Buffer.byteLength(extraFieldsJson, 'utf8');
     if (bytes > MAX_RETRY_ROW_BYTES) {
       return this.tooLarge(message, receivedAtMs, row, rowJson, extraFieldsJson, bytes);
@@ -206,6 +230,24 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     return { action: 'held', reason: errorsText(errors, 5) };
   }
 
+  /** A row whose extra fields carry a permanent error goes to the bad-data table now, with every reason. */
+  private async rejectNow(
+    event: ValidationSuccess,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    errors: readonly DriftFieldError[],
+  ): Promise<Held> {
+    const { rowJson, extraFieldsJson } = storedForms(event, row);
+    const error = errorsText(errors);
+    logs.driftRowRejectedAtIngest(this.deps.logger, message, {
+      eventId: event.eventId,
+      table: this.tableKey,
+      error,
+    });
+    return this.toBadData(message, receivedAtMs, row, rowJson, extraFieldsJson, error);
+  }
+
   /** A row the retry store cannot hold goes to the bad-data table at once, with the reason. */
   private async tooLarge(
     message: PubSubMessage,
@@ -215,11 +257,26 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     extraFieldsJson: string,
     bytes: number,
   ): Promise<Held> {
-    const { writer, badDataTable, logger, projectId } = this.deps;
     const error =
       `row with extra fields is ${bytes} bytes, more than the schema-retry store holds ` +
       `(${MAX_RETRY_ROW_BYTES}); it cannot wait for a schema change`;
-    logs.driftRowTooLarge(logger, message, this.tableKey, bytes, MAX_RETRY_ROW_BYTES);
+    logs.driftRowTooLarge(this.deps.logger, message, this.tableKey, bytes, MAX_RETRY_ROW_BYTES);
+    return this.toBadData(message, receivedAtMs, row, rowJson, extraFieldsJson, error);
+  }
+
+  /**
+   * Writes the row to the bad-data table (retry count 0, `insert_time` now) and answers `held`.
+   * @throws TransientError when BigQuery refuses it (the message is redelivered; the row is not lost).
+   */
+  private async toBadData(
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    rowJson: string,
+    extraFieldsJson: string,
+    error: string,
+  ): Promise<Held> {
+    const { writer, badDataTable, logger, projectId } = this.deps;
     const badRow = badDataRowOf({
       rowJson,
       extraFieldsJson,
@@ -241,4 +298,18 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     logs.badDataWritten(logger, message, this.tableKey, tableName(badDataTable, projectId));
     return { action: 'held', reason: `written to the bad-data table: ${error}` };
   }
+}
+
+/**
+ * The retry store's and bad-data table's text forms of a row: the Silver row as JSON, and the extra fields with
+ * lossless-json, so a big integer keeps every digit (JSON.stringify would turn a `LosslessNumber` into an object).
+ */
+function storedForms(
+  event: ValidationSuccess,
+  row: InsertRow,
+): { rowJson: string; extraFieldsJson: string } {
+  return {
+    rowJson: JSON.stringify(row.json),
+    extraFieldsJson: losslessStringify(event.extraFields) ?? '{}',
+  };
 }

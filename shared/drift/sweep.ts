@@ -1,5 +1,6 @@
 // schemaSweep's logic: per target table, apply the closed windows' change once, then retry the waiting rows.
 import { randomUUID } from 'node:crypto';
+import { parse as losslessParse } from 'lossless-json';
 import type { DdlStyle, SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
 import { errorText } from '../errors';
@@ -12,8 +13,11 @@ import {
   planSchemaChange,
   retryCount,
   schemaWindowOf,
+  supportOf,
+  type ProposalSupport,
   type ProposedFields,
   type RejectedField,
+  type ResolvedConflict,
   type SchemaChangePlan,
   type TableSchema,
 } from '../schema';
@@ -22,6 +26,7 @@ import { badDataRowOf } from './bad-data';
 import {
   classifyExtraFields,
   errorsText,
+  isPermanentError,
   withPlanRejections,
   type DriftFieldError,
 } from './field-errors';
@@ -94,6 +99,11 @@ export interface TableSweepResult {
   /** Proposed fields refused by the plan (first 20), with reasons. */
   readonly rejected: readonly { field: string; code: string; reason: string }[];
   readonly rejectedCount: number;
+  /**
+   * Case and type contests the plan decided by waiting-row support (first 20): the winner gets the column, the
+   * other spellings or types end in bad data once it exists.
+   */
+  readonly resolved: readonly ResolvedConflict[];
   /** Waiting rows: inserted into the table, still waiting, written to bad data, unreadable documents. */
   readonly rows: {
     readonly inserted: number;
@@ -157,8 +167,13 @@ interface TableRun {
   notApplied: string[];
   notAppliedReason: TableSweepResult['notAppliedReason'];
   rejected: RejectedField[];
+  resolved: ResolvedConflict[];
   rows: { inserted: number; waiting: number; badData: number; malformed: number };
   errors: string[];
+  /** The waiting rows read at the start of the sweep, oldest first (phase 2 retries these). */
+  waiting: RetryRow[];
+  /** Rows behind each proposed (field, type), counted over `waiting`: decides case and type contests. */
+  support: ProposalSupport;
 }
 
 async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweepResult> {
@@ -186,11 +201,15 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
     notApplied: [],
     notAppliedReason: null,
     rejected: [],
+    resolved: [],
     rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     errors: [],
+    waiting: [],
+    support: new Map(),
   };
   try {
     run.schema = await deps.admin.getSchema(target);
+    await readWaitingRows(deps, run);
     await applyClosedChanges(deps, run);
     const carry = await retryWaitingRows(deps, run);
     if (carry.size > 0) {
@@ -225,6 +244,7 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
       .slice(0, 20)
       .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
     rejectedCount: run.rejected.length,
+    resolved: run.resolved.slice(0, 20),
     rows: run.rows,
     error: run.errors.length === 0 ? null : run.errors.join('; '),
   };
@@ -257,6 +277,7 @@ function emptyResult(
     notAppliedReason: null,
     rejected: [],
     rejectedCount: 0,
+    resolved: [],
     rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     error,
   };
@@ -294,10 +315,15 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
         ...run.target,
         ...(deps.projectId && !run.target.projectId ? { projectId: deps.projectId } : {}),
       },
+      run.support,
     );
     const update = plannedUpdate(closed, plan, config.ddlStyle);
     run.windows = closed.map((c) => c.windowId);
     run.rejected = [...plan.rejected];
+    run.resolved = [...plan.resolved];
+    for (const contest of plan.resolved) {
+      logs.schemaContestResolved(deps.logger, run.key, run.windows, contest);
+    }
     run.rejections = new Map(plan.rejected.map((r) => [r.field, r]));
     const columns = plan.addColumns.map((c) => c.name);
 
@@ -408,7 +434,7 @@ export function judgeWaitingRow(
   let extra: unknown;
   try {
     base = JSON.parse(row.rowJson);
-    extra = JSON.parse(row.extraFieldsJson);
+    extra = parseExtraFields(row.extraFieldsJson);
   } catch (err) {
     return {
       kind: 'failing',
@@ -448,12 +474,45 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Phase 2: retry the waiting rows in batches. @returns the fields still-waiting rows propose again. */
-async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
-  const { config, store } = deps;
-  const { rows, malformed } = await store.waitingRows(run.key, config.sweepMaxRows);
+/**
+ * A stored row's extra fields, numbers as `LosslessNumber` (exact digits; the gate stores them with lossless-json),
+ * duplicate keys last-wins. @throws SyntaxError for text that is not JSON.
+ */
+export function parseExtraFields(text: string): unknown {
+  return losslessParse(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+}
+
+/** Phase 0: read the waiting rows once and count the support of each proposed (field, type) among them. */
+async function readWaitingRows(deps: SweepDeps, run: TableRun): Promise<void> {
+  const { rows, malformed } = await deps.store.waitingRows(run.key, deps.config.sweepMaxRows);
   for (const m of malformed) logs.driftRowMalformed(deps.logger, run.key, m.id, m.problem);
   run.rows.malformed = malformed.length;
+  run.waiting = rows;
+  const supporting: { extraFields: Record<string, unknown>; processedTimestampMs: number }[] = [];
+  for (const row of rows) {
+    let extra: unknown;
+    try {
+      extra = parseExtraFields(row.extraFieldsJson);
+    } catch (err) {
+      // Judged again in phase 2, where it becomes an UNREADABLE_ROW on its way to bad data; only not counted here.
+      logs.driftRowMalformed(deps.logger, run.key, row.id, `extra fields: ${errorText(err)}`);
+      continue;
+    }
+    if (isObject(extra)) {
+      supporting.push({ extraFields: extra, processedTimestampMs: row.processedTimestampMs });
+    }
+  }
+  run.support = supportOf(supporting);
+}
+
+/**
+ * Phase 2: retry the rows read in phase 0, in batches. A row with a permanent error (`isPermanentError`) goes to
+ * bad data now; a row with only retryable errors waits until its budget is spent.
+ * @returns the fields still-waiting rows propose again.
+ */
+async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
+  const { config, store } = deps;
+  const rows = run.waiting;
   const carry: ProposedFields[] = [];
   for (let i = 0; i < rows.length; i += SWEEP_BATCH_ROWS) {
     run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
@@ -491,12 +550,19 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
     for (const v of verdicts) if (v.kind === 'failing') failing.push(v);
 
     const updates: RowUpdate[] = [];
-    const bad: { row: RetryRow; retryCount: number; error: string }[] = [];
+    const bad: { row: RetryRow; retryCount: number; error: string; permanent: boolean }[] = [];
     for (const f of failing) {
       const count = retryCount(f.row.processedTimestampMs, nowMs, config.windowMinutes);
-      const error = errorsText(f.errors);
+      // Permanent errors first, so the bad-data `error` column leads with the reason waiting could not help.
+      const permanent = f.errors.filter(isPermanentError);
+      const errors = [...permanent, ...f.errors.filter((e) => !isPermanentError(e))];
+      const error = errorsText(errors);
+      if (permanent.length > 0) {
+        bad.push({ row: f.row, retryCount: count, error, permanent: true });
+        continue;
+      }
       if (isPastBudget(f.row.processedTimestampMs, nowMs, config.retryMinutes)) {
-        bad.push({ row: f.row, retryCount: count, error });
+        bad.push({ row: f.row, retryCount: count, error, permanent: false });
         continue;
       }
       updates.push({
@@ -508,9 +574,13 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
         lastAttemptMs: nowMs,
       });
       // Only rows whose own window was swept propose again; a row in an open window is in its change already.
+      // A case variant that lost its contest is not proposed again: its winner is (if it still waits).
       const own = schemaWindowOf(f.row.processedTimestampMs, config.windowMinutes);
-      if (f.proposed.size > 0 && isWindowClosed(own, nowMs, config.windowGraceMs)) {
-        carry.push(f.proposed);
+      const again = new Map(
+        [...f.proposed].filter(([name]) => run.rejections.get(name)?.code !== 'CASE_VARIANT_LOST'),
+      );
+      if (again.size > 0 && isWindowClosed(own, nowMs, config.windowGraceMs)) {
+        carry.push(again);
       }
     }
 
@@ -543,6 +613,7 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
             targetDest,
             retryCount: b.retryCount,
             error: b.error,
+            cause: b.permanent ? 'permanent_error' : 'retry_budget',
           });
           return;
         }

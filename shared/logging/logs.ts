@@ -240,14 +240,88 @@ export function driftRowToBadData(
     targetDest: string;
     retryCount: number;
     error: string;
+    /** `retry_budget`: retryable errors outlived the budget; `permanent_error`: an error no wait can clear. */
+    cause: 'retry_budget' | 'permanent_error';
   },
 ): void {
-  log.write('WARNING', 'row past its retry budget, written to bad data', {
+  log.write(
+    'WARNING',
+    details.cause === 'retry_budget'
+      ? 'row past its retry budget, written to bad data'
+      : 'row with a permanent schema error, written to bad data',
+    {
+      outcome: 'bad_data',
+      message_id: details.messageId,
+      insert_id: details.insertId,
+      target_dest: details.targetDest,
+      retry_count: details.retryCount,
+      bad_data_cause: details.cause,
+      error: details.error,
+    },
+  );
+}
+
+/**
+ * A schema plan decided a contest by waiting-row support: case variants of one new name, or the conflicting types
+ * of one new field. The winner gets the column; rows of the other spellings or types reach bad data once it exists.
+ */
+export function schemaContestResolved(
+  log: Logger,
+  table: string,
+  windows: readonly string[],
+  contest: {
+    kind: 'case' | 'type';
+    field: string;
+    winner: string;
+    contenders: readonly { value: string; support: { rows: number; firstSeenMs: number } }[];
+  },
+): void {
+  log.write('NOTICE', 'schema contest resolved', {
+    table,
+    schema_windows: windows,
+    contest: contest.kind,
+    field: contest.field,
+    winner: contest.winner,
+    contenders: contest.contenders.slice(0, 10).map((c) => ({
+      value: c.value,
+      rows: c.support.rows,
+      first_seen: Number.isFinite(c.support.firstSeenMs)
+        ? new Date(c.support.firstSeenMs).toISOString()
+        : null,
+    })),
+  });
+}
+
+/**
+ * Extra fields of an event whose value is `null` and that are no column: nothing to store and no type to
+ * propose, so they are left out of the row (Bronze keeps the raw message). Logged once per event, at ingest.
+ */
+export function nullExtraFieldsLeftOut(
+  log: Logger,
+  ref: MessageRef,
+  details: { eventId: string; table: string; fields: readonly string[] },
+): void {
+  log.write('INFO', 'null extra fields left out of the row', {
+    message_id: ref.messageId,
+    event_id: details.eventId,
+    table: details.table,
+    null_fields: details.fields.slice(0, 20),
+    null_field_count: details.fields.length,
+  });
+}
+
+/** A held row's extra fields carry an error no schema change can clear: it goes to bad data at ingest. */
+export function driftRowRejectedAtIngest(
+  log: Logger,
+  ref: MessageRef,
+  details: { eventId: string; table: string; error: string },
+): void {
+  log.write('WARNING', 'row with a permanent schema error, routed to bad data at ingest', {
     outcome: 'bad_data',
-    message_id: details.messageId,
-    insert_id: details.insertId,
-    target_dest: details.targetDest,
-    retry_count: details.retryCount,
+    message_id: ref.messageId,
+    event_id: details.eventId,
+    table: details.table,
+    bad_data_cause: 'permanent_error',
     error: details.error,
   });
 }

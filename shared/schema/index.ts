@@ -9,3 +9,5 @@ export * from './retry';
 export * from './row';
 export * from './type-lattice';
 export * from './types';
+export * from './permanence';
+export * from './support';

@@ -18,8 +18,12 @@ export interface InferredType {
   readonly type: InferableType | null;
 }
 
-/** Why a value has no BigQuery type. None of these can come out of `JSON.parse`; they guard other callers. */
-export type InferenceErrorCode = 'NON_FINITE_NUMBER' | 'UNSUPPORTED_VALUE';
+/**
+ * Why a value has no BigQuery type. `NUMBER_OUT_OF_RANGE`: an integer literal with more integer digits than
+ * BIGNUMERIC holds exactly (38); `NON_FINITE_NUMBER` and `UNSUPPORTED_VALUE` cannot come out of a JSON parser,
+ * they guard other callers.
+ */
+export type InferenceErrorCode = 'NON_FINITE_NUMBER' | 'NUMBER_OUT_OF_RANGE' | 'UNSUPPORTED_VALUE';
 
 /** A failed inference: the value cannot be written to any column. */
 export interface InferenceError {
@@ -37,13 +41,23 @@ const INT64_MAX = 2n ** 63n - 1n;
 const NUMERIC_INTEGER_DIGITS = 29;
 const BIGNUMERIC_INTEGER_DIGITS = 38;
 
-/** The type of an integer known exactly (a `bigint` or a lossless integer literal). */
-function exactIntegerType(n: bigint): InferableType {
-  if (n >= INT64_MIN && n <= INT64_MAX) return 'INT64';
+/**
+ * The type of an integer known exactly (a `bigint` or a lossless integer literal), or an error when no BigQuery
+ * numeric type holds it exactly (more than 38 integer digits): FLOAT64 would round it, and a silently rounded
+ * id is worse than a row in bad data with the reason (Bronze keeps the raw message).
+ */
+function exactIntegerType(n: bigint): InferredType | InferenceError {
+  if (n >= INT64_MIN && n <= INT64_MAX) return { ok: true, type: 'INT64' };
   const digits = (n < 0n ? -n : n).toString().length;
-  if (digits <= NUMERIC_INTEGER_DIGITS) return 'NUMERIC';
-  if (digits <= BIGNUMERIC_INTEGER_DIGITS) return 'BIGNUMERIC';
-  return 'FLOAT64';
+  if (digits <= NUMERIC_INTEGER_DIGITS) return { ok: true, type: 'NUMERIC' };
+  if (digits <= BIGNUMERIC_INTEGER_DIGITS) return { ok: true, type: 'BIGNUMERIC' };
+  return {
+    ok: false,
+    code: 'NUMBER_OUT_OF_RANGE',
+    message:
+      `an integer of ${digits} digits: no BigQuery numeric type holds more than ` +
+      `${BIGNUMERIC_INTEGER_DIGITS} integer digits exactly (FLOAT64 would round it)`,
+  };
 }
 
 function isPlainObject(value: object): boolean {
@@ -58,15 +72,17 @@ function isPlainObject(value: object): boolean {
  * - number (as `JSON.parse` gives it): a safe integer → `INT64`; any other finite number → `FLOAT64`, as BigQuery's
  *   own JSON schema auto-detection does. `JSON.parse` has already rounded such numbers to doubles, so FLOAT64
  *   stores exactly what was received; exact decimals (money) belong in the contract, not in drift columns.
- * - a `lossless-json` number or a `bigint` (exact integers): within INT64 → `INT64`; up to 29 integer digits →
- *   `NUMERIC`; up to 38 → `BIGNUMERIC`; else `FLOAT64`. A lossless literal with a fraction or exponent →
- *   `FLOAT64` (like BigQuery's auto-detection, the literal's form decides).
+ * - a `lossless-json` number or a `bigint` (exact integers; the contract parses extra fields losslessly): within
+ *   INT64 → `INT64`; up to 29 integer digits → `NUMERIC`; up to 38 → `BIGNUMERIC`; more → `NUMBER_OUT_OF_RANGE`
+ *   (no exact type; never rounded to FLOAT64). A lossless literal with a fraction or exponent → `FLOAT64` (like
+ *   BigQuery's auto-detection, the literal's form decides; FLOAT64 is an approximate type by definition).
  * - boolean → `BOOL`.
  * - object or array → `JSON`. No RECORD or REPEATED columns from arbitrary payloads: their shape drifts too, a
  *   REPEATED column rejects nulls and mixed element types, and JSON accepts every later shape.
  * - `null` → `{ ok: true, type: null }`: no information; the field waits for a typed value.
- * @returns `InferredType`, or `InferenceError` for a non-finite number (`NON_FINITE_NUMBER`) or a value JSON
- *   cannot hold (`UNSUPPORTED_VALUE`: undefined, function, symbol, non-plain object such as a Date).
+ * @returns `InferredType`, or `InferenceError` for a non-finite number (`NON_FINITE_NUMBER`), an integer beyond
+ *   BIGNUMERIC (`NUMBER_OUT_OF_RANGE`) or a value JSON cannot hold (`UNSUPPORTED_VALUE`: undefined, function,
+ *   symbol, non-plain object such as a Date).
  */
 export function inferType(value: unknown): InferredType | InferenceError {
   if (value === null) return { ok: true, type: null };
@@ -81,7 +97,7 @@ export function inferType(value: unknown): InferredType | InferenceError {
       }
       return { ok: true, type: Number.isSafeInteger(value) ? 'INT64' : 'FLOAT64' };
     case 'bigint':
-      return { ok: true, type: exactIntegerType(value) };
+      return exactIntegerType(value);
     case 'object':
       if (isLosslessNumber(value)) return inferLosslessNumber(value.value);
       if (Array.isArray(value) || isPlainObject(value)) return { ok: true, type: 'JSON' };
@@ -100,7 +116,7 @@ export function inferType(value: unknown): InferredType | InferenceError {
 }
 
 function inferLosslessNumber(literal: string): InferredType | InferenceError {
-  if (/^-?\d+$/.test(literal)) return { ok: true, type: exactIntegerType(BigInt(literal)) };
+  if (/^-?\d+$/.test(literal)) return exactIntegerType(BigInt(literal));
   if (!Number.isFinite(Number(literal))) {
     return {
       ok: false,

@@ -7,9 +7,19 @@ import {
   type NameRejectionCode,
 } from './column-names';
 import { addColumnDdlStatements, addColumnsDdl, isAddableType } from './ddl';
+import { isPermanentSchemaError } from './permanence';
 import { proposalTypes, type FieldProposal, type ProposedFields } from './proposals';
-import { isAssignable } from './type-lattice';
-import { SchemaConfigError, type BqField, type TableSchema, type TargetTableRef } from './types';
+import { canWidenColumn } from './row';
+import { compareSupport, totalSupport, type FieldSupport, type ProposalSupport } from './support';
+import { isAssignable, widensTo } from './type-lattice';
+import {
+  BQ_TYPES,
+  SchemaConfigError,
+  type BqField,
+  type BqType,
+  type TableSchema,
+  type TargetTableRef,
+} from './types';
 
 /** The guard rails of a schema change (issue 5, "Guard rails"; design.md). */
 export interface GuardConfig {
@@ -33,8 +43,9 @@ export type RejectionCode =
   | NameRejectionCode
   | 'PROTECTED_NAME'
   | 'CASE_COLLISION'
+  | 'CASE_VARIANT_LOST'
   | 'INCOMPATIBLE_WITH_COLUMN'
-  | 'TYPE_CONFLICT'
+  | 'NEEDS_COLUMN_WIDENING'
   | 'UNSUPPORTED_TYPE'
   | 'WINDOW_CAP'
   | 'TABLE_CAP';
@@ -48,10 +59,22 @@ export interface RejectedField {
   /** Human-readable cause, for the error column of the rows that need the field. */
   readonly reason: string;
   /**
-   * Whether a later window may accept the field without anyone changing configuration or the table
-   * (only `WINDOW_CAP`). The rows still wait within their retry budget either way.
+   * `!isPermanentSchemaError(code)`: whether a later window or an operator may still clear the rejection, so the
+   * rows needing the field wait within their retry budget; a permanent one sends them to bad data at once.
    */
   readonly retryable: boolean;
+}
+
+/** A contest the plan decided: case variants of one new name, or the conflicting types of one new field. */
+export interface ResolvedConflict {
+  /** `case`: names equal ignoring case; `type`: value types with no common BigQuery type. */
+  readonly kind: 'case' | 'type';
+  /** The field whose column it is about (the winning name for `case`). */
+  readonly field: string;
+  /** The winner: a field name (`case`) or a type (`type`), with its support. */
+  readonly winner: string;
+  /** Every contender in winning order, with its support (rows 0 when no waiting row was counted). */
+  readonly contenders: readonly { readonly value: string; readonly support: FieldSupport }[];
 }
 
 /** One window's change for one table. */
@@ -62,6 +85,8 @@ export interface SchemaChangePlan {
   readonly unchanged: readonly string[];
   /** Every other proposed field, sorted by name, with its reason. */
   readonly rejected: readonly RejectedField[];
+  /** Case and type contests decided by support, for the audit record and the logs; sorted by field. */
+  readonly resolved: readonly ResolvedConflict[];
   /** The single `ALTER TABLE … ADD COLUMN IF NOT EXISTS …` statement (BigQuery), or `null` when nothing is added. */
   readonly ddl: string | null;
   /**
@@ -90,11 +115,18 @@ export function countColumns(fields: readonly BqField[]): number {
  * 2. `PROTECTED_NAME`: equal, ignoring case, to a `guard.protectedNames` entry.
  * 3. An existing column of exactly that name: `unchanged` if every proposed type is assignable to it
  *    (`isAssignable`: same type, a numeric widening such as INT64 into FLOAT64, or a JSON column), else
+ *    `NEEDS_COLUMN_WIDENING` when BigQuery could widen the column to every refused type (`canWidenColumn`), or
  *    `INCOMPATIBLE_WITH_COLUMN`. Existing columns are never altered: widening one (ALTER COLUMN SET DATA TYPE)
  *    is an operator's decision.
- * 4. `CASE_COLLISION`: an existing column differs only in case, or another new proposed field does (then all of
- *    them are refused, so the outcome does not depend on which event came first).
- * 5. `TYPE_CONFLICT` (the merged proposal is a conflict) or `UNSUPPORTED_TYPE` (a type ADD COLUMN cannot create).
+ * 4. `CASE_COLLISION` when an existing column differs only in case. New names that differ only in case from each
+ *    other are a contest: the winner is the name with the most supporting rows (`support`), then the earliest
+ *    first seen, then the first in code-unit order; it goes on, the others are `CASE_VARIANT_LOST` (retryable:
+ *    once the winner is a column, their rows collide with it, which is permanent). One rogue spelling cannot
+ *    block the column for everyone.
+ * 5. A merged type conflict (e.g. STRING vs INT64) is a contest too: the type with the most rows (a row counts
+ *    for the conflicting type its value widens to), then the earliest first seen, then `BQ_TYPES` order, becomes
+ *    the column's type; rows of the other types then get `INCOMPATIBLE_WITH_COLUMN` against it. A type ADD
+ *    COLUMN cannot create is `UNSUPPORTED_TYPE`.
  * 6. Caps, in name order: the first `min(room, guard.maxNewColumnsPerWindow)` candidates get columns, where
  *    room is `guard.maxColumnsPerTable` (at most BigQuery's 10,000) minus the table's columns. The rest are
  *    `TABLE_CAP` when the table's room is what binds, else `WINDOW_CAP` (retryable: a later window may add
@@ -104,6 +136,8 @@ export function countColumns(fields: readonly BqField[]): number {
  * @param proposed the window's merged proposals (`mergeFieldSets`).
  * @param guard the guard rails.
  * @param target the table, for the DDL; from configuration only.
+ * @param support rows behind each (field, type) (`supportOf` over the waiting rows); without it every contest is
+ *   decided by name or type order alone.
  * @throws SchemaConfigError for an invalid guard or target (configuration errors, never data errors).
  */
 export function planSchemaChange(
@@ -111,6 +145,7 @@ export function planSchemaChange(
   proposed: ProposedFields,
   guard: GuardConfig,
   target: TargetTableRef,
+  support: ProposalSupport = new Map(),
 ): SchemaChangePlan {
   requireCount('maxNewColumnsPerWindow', guard.maxNewColumnsPerWindow);
   requireCount('maxColumnsPerTable', guard.maxColumnsPerTable);
@@ -118,8 +153,9 @@ export function planSchemaChange(
   const rejected: RejectedField[] = [];
   const unchanged: string[] = [];
   const reject = (field: string, code: RejectionCode, reason: string): void => {
-    rejected.push({ field, code, reason, retryable: code === 'WINDOW_CAP' });
+    rejected.push({ field, code, reason, retryable: !isPermanentSchemaError(code) });
   };
+  const resolved: ResolvedConflict[] = [];
 
   const protectedKeys = new Set(guard.protectedNames.map(columnNameKey));
   const exact = new Map(current.fields.map((f) => [f.name, f]));
@@ -143,11 +179,13 @@ export function planSchemaChange(
       const refused = proposalTypes(proposal).filter((t) => !isAssignable(t, column));
       if (refused.length === 0) unchanged.push(name);
       else {
+        const widenable = refused.every((t) => canWidenColumn(column, t));
         reject(
           name,
-          'INCOMPATIBLE_WITH_COLUMN',
+          widenable ? 'NEEDS_COLUMN_WIDENING' : 'INCOMPATIBLE_WITH_COLUMN',
           `field ${describeName(name)} has ${refused.join(', ')} values; column ${describeName(column.name)} ` +
-            `is ${column.mode} ${column.type} and existing columns are never altered`,
+            `is ${column.mode} ${column.type} and existing columns are never altered` +
+            (widenable ? ' (an operator may widen it)' : ''),
         );
       }
     } else {
@@ -155,7 +193,7 @@ export function planSchemaChange(
     }
   }
 
-  // Step 4: case collisions, with existing columns and among new names.
+  // Step 4: case collisions with existing columns; contests among new names.
   const candidatesByKey = new Map<string, string[]>();
   for (const [name] of candidates) {
     const key = columnNameKey(name);
@@ -163,36 +201,62 @@ export function planSchemaChange(
     if (group === undefined) candidatesByKey.set(key, [name]);
     else group.push(name);
   }
+  const caseWinners = new Map<string, string>();
+  for (const [key, group] of candidatesByKey) {
+    if (group.length < 2 || byKey.has(key)) continue;
+    const ranked = group
+      .map((value) => ({ value, support: totalSupport(support.get(value)) }))
+      .sort((a, b) => compareSupport(a.support, b.support, a.value < b.value ? -1 : 1));
+    const winner = ranked[0]?.value ?? '';
+    caseWinners.set(key, winner);
+    resolved.push({ kind: 'case', field: winner, winner, contenders: ranked });
+  }
   const newColumns: BqField[] = [];
   for (const [name, proposal] of candidates) {
     const key = columnNameKey(name);
     const existing = byKey.get(key);
-    const siblings = (candidatesByKey.get(key) ?? []).filter((n) => n !== name);
+    const winner = caseWinners.get(key);
     if (existing !== undefined) {
       reject(
         name,
         'CASE_COLLISION',
         `field ${describeName(name)} differs only in case from column ${describeName(existing.name)}`,
       );
-    } else if (siblings.length > 0) {
+      continue;
+    }
+    if (winner !== undefined && winner !== name) {
+      const mine = totalSupport(support.get(name));
+      const theirs = totalSupport(support.get(winner));
       reject(
         name,
-        'CASE_COLLISION',
-        `field ${describeName(name)} differs only in case from proposed field(s) ` +
-          siblings.slice(0, 3).map(describeName).join(', ') +
-          (siblings.length > 3 ? ` and ${siblings.length - 3} more` : ''),
+        'CASE_VARIANT_LOST',
+        `field ${describeName(name)} differs only in case from proposed field ${describeName(winner)}, ` +
+          `which wins (${theirs.rows} vs ${mine.rows} waiting rows, then earliest first seen, then name ` +
+          'order); once it is a column this field collides with it',
       );
-    } else if (!proposal.ok) {
-      // Step 5.
-      reject(name, 'TYPE_CONFLICT', `field ${describeName(name)}: ${proposal.message}`);
-    } else if (!isAddableType(proposal.type)) {
-      reject(
-        name,
-        'UNSUPPORTED_TYPE',
-        `field ${describeName(name)}: cannot add a ${proposal.type} column`,
-      );
+      continue;
+    }
+    // Step 5: a type contest, then the type must be one ADD COLUMN can create.
+    let type: BqType;
+    if (proposal.ok) type = proposal.type;
+    else {
+      const bySupport = support.get(name);
+      const ranked = proposal.types
+        .map((t) => ({ value: t, support: totalSupport(bySupport, (seen) => widensTo(seen, t)) }))
+        .sort((a, b) =>
+          compareSupport(
+            a.support,
+            b.support,
+            BQ_TYPES.indexOf(a.value) - BQ_TYPES.indexOf(b.value),
+          ),
+        );
+      type = ranked[0]?.value ?? 'STRING';
+      resolved.push({ kind: 'type', field: name, winner: type, contenders: ranked });
+    }
+    if (!isAddableType(type)) {
+      reject(name, 'UNSUPPORTED_TYPE', `field ${describeName(name)}: cannot add a ${type} column`);
     } else {
-      newColumns.push({ name, type: proposal.type, mode: 'NULLABLE' });
+      newColumns.push({ name, type, mode: 'NULLABLE' });
     }
   }
 
@@ -222,10 +286,12 @@ export function planSchemaChange(
   }
 
   rejected.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
+  resolved.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
   return {
     addColumns,
     unchanged,
     rejected,
+    resolved,
     ddl: addColumns.length === 0 ? null : addColumnsDdl(target, addColumns),
     ddlPerColumn: addColumns.length === 0 ? [] : addColumnDdlStatements(target, addColumns),
   };

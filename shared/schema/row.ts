@@ -2,8 +2,8 @@
 import { isLosslessNumber, stringify as losslessStringify } from 'lossless-json';
 import { columnNameKey, describeName } from './column-names';
 import { inferType, type InferenceErrorCode } from './infer';
-import { isAssignable } from './type-lattice';
-import type { BqField, TableSchema } from './types';
+import { isAssignable, widensTo } from './type-lattice';
+import type { BqField, BqType, TableSchema } from './types';
 
 /** Why an extra field cannot go into the row. */
 export type RowFieldErrorCode =
@@ -11,6 +11,7 @@ export type RowFieldErrorCode =
   | 'PROTECTED_NAME'
   | 'CASE_COLLISION'
   | 'INCOMPATIBLE_WITH_COLUMN'
+  | 'NEEDS_COLUMN_WIDENING'
   | InferenceErrorCode;
 
 /** An extra field that cannot go into the row, with the reason; such a row must not be inserted yet. */
@@ -29,6 +30,11 @@ export interface ExtraFieldsRow {
   readonly values: Readonly<Record<string, unknown>>;
   /** Fields that cannot be written; when non-empty the row is not ready (never insert it without them). */
   readonly errors: readonly RowFieldError[];
+  /**
+   * Fields whose value is `null` and that are no column: no value to store (NULL and absent are the same for a
+   * NULLABLE column) and no type to propose. Listed so the caller can log them; Bronze keeps the raw message.
+   */
+  readonly nullFields: readonly string[];
 }
 
 /** The table the row is for. */
@@ -56,9 +62,13 @@ function columnValue(value: unknown, column: BqField): unknown {
     case 'INT64':
     case 'NUMERIC':
     case 'BIGNUMERIC': {
-      // Exact integers as decimal text where a double could lose digits; BigQuery parses INT64/NUMERIC strings.
+      // Exact integers as decimal text where a double could lose digits; BigQuery parses INT64/NUMERIC strings
+      // in insertAll JSON. A safe integer in an INT64 column stays a number.
       const text = exactIntegerText(value) ?? String(value);
-      return column.type === 'INT64' && typeof value === 'number' ? value : text;
+      if (column.type !== 'INT64') return text;
+      if (typeof value === 'number') return value;
+      const n = Number(text);
+      return Number.isSafeInteger(n) ? n : text;
     }
     case 'FLOAT64':
       return isLosslessNumber(value)
@@ -79,11 +89,15 @@ function columnValue(value: unknown, column: BqField): unknown {
  * - a value with no type (`inferType` error) → that error;
  * - no column of exactly that name: `CASE_COLLISION` if one differs only in case, else `NO_COLUMN`, except
  *   for a `null` value, which is left out (NULL and absent are the same);
- * - a value not assignable to the column (`isAssignable`) → `INCOMPATIBLE_WITH_COLUMN`;
+ * - a value not assignable to the column (`isAssignable`): `NEEDS_COLUMN_WIDENING` when BigQuery could widen the
+ *   column to the value's type (`ALTER COLUMN SET DATA TYPE`: INT64 → NUMERIC/BIGNUMERIC/FLOAT64, NUMERIC →
+ *   BIGNUMERIC/FLOAT64, BIGNUMERIC → FLOAT64; an operator's decision, never the sweep's), else
+ *   `INCOMPATIBLE_WITH_COLUMN` (e.g. a STRING for an INT64 column: no change BigQuery allows makes it fit);
  * - else the value, converted for a streaming insert: JSON columns get JSON text (lossless), INT64 gets the
  *   number or, for integers beyond 2^53, decimal text; NUMERIC/BIGNUMERIC get decimal text; FLOAT64 a number;
  *   STRING and BOOL as they are; `null` as `null`.
- * Never drops a field silently: every field is either in `values`, a `null` left out, or in `errors`.
+ * Never drops a field silently: every field is either in `values`, in `nullFields` (a `null` with no column),
+ * or in `errors`.
  */
 export function extraFieldsToRow(
   extraFields: Readonly<Record<string, unknown>>,
@@ -94,6 +108,7 @@ export function extraFieldsToRow(
   const byKey = new Map(target.schema.fields.map((f) => [columnNameKey(f.name), f]));
   const values: [string, unknown][] = [];
   const errors: RowFieldError[] = [];
+  const nullFields: string[] = [];
 
   for (const [field, value] of Object.entries(extraFields)) {
     const name = describeName(field);
@@ -112,7 +127,10 @@ export function extraFieldsToRow(
     }
     const column = exact.get(field);
     if (column === undefined) {
-      if (inferred.type === null) continue;
+      if (inferred.type === null) {
+        nullFields.push(field);
+        continue;
+      }
       const other = byKey.get(columnNameKey(field));
       errors.push(
         other === undefined
@@ -132,15 +150,30 @@ export function extraFieldsToRow(
     if (inferred.type === null) {
       values.push([field, null]);
     } else if (!isAssignable(inferred.type, column)) {
+      const widenable = canWidenColumn(column, inferred.type);
       errors.push({
         field,
-        code: 'INCOMPATIBLE_WITH_COLUMN',
-        reason: `field ${name} has a ${inferred.type} value; column is ${column.mode} ${column.type}`,
+        code: widenable ? 'NEEDS_COLUMN_WIDENING' : 'INCOMPATIBLE_WITH_COLUMN',
+        reason:
+          `field ${name} has a ${inferred.type} value; column is ${column.mode} ${column.type}` +
+          (widenable
+            ? ` (an operator may widen it to ${inferred.type}; the sweep never alters a column)`
+            : ''),
       });
     } else {
       values.push([field, columnValue(value, column)]);
     }
   }
   // fromEntries defines own properties, so a `__proto__` field stays a field.
-  return { values: Object.fromEntries(values), errors };
+  return { values: Object.fromEntries(values), errors, nullFields };
+}
+
+/**
+ * Whether BigQuery could change `column` to `valueType` in place (`ALTER COLUMN SET DATA TYPE` to a numeric
+ * supertype, https://cloud.google.com/bigquery/docs/managing-table-schemas#change_a_columns_data_type): a
+ * NULLABLE or REQUIRED scalar column whose type widens to `valueType`. Such a refusal is not final.
+ */
+export function canWidenColumn(column: BqField, valueType: BqType): boolean {
+  if (column.mode === 'REPEATED' || column.type === 'RECORD') return false;
+  return column.type !== valueType && widensTo(column.type, valueType);
 }

@@ -203,22 +203,36 @@ describe('integration: drift gate and schema sweep on the emulators', function (
     );
   });
 
-  it('retries a type-conflicting row with exact retry counts, then writes it to bad data past the budget', async () => {
+  it('retries a row whose column an operator may widen with exact retry counts, then writes it to bad data past the budget; an impossible type at once', async () => {
     const s = await scenario('conflict', { OFFVIA_SCHEMA_RETRY_MINUTES: '7' });
     await s.hold('a', { conflict_points: 5 });
     s.setNow(s.afterWindow());
     await runSchemaSweep(s.deps); // adds conflict_points INT64
     s.setNow(s.now() + 6000);
     const processed = s.now();
-    const held = await s.hold('b', { conflict_points: 'lots' });
+    const held = await s.hold('b', { conflict_points: 7.5 });
     assert.equal(held.action, 'held');
+    // A STRING can never fit the INT64 column: bad data at ingest, not after the budget.
+    await s.hold('c', { conflict_points: 'lots' });
+    const [now] = await rowsOf(
+      bigquery,
+      projectId,
+      BAD_DATA,
+      ['*'],
+      `source_message_id = 'conflict-${tag}-c'`,
+    );
+    assert.equal(now?.retry_count, 0);
+    assert.match(
+      String(now?.error),
+      /^INCOMPATIBLE_WITH_COLUMN: field "conflict_points" has a STRING value/,
+    );
 
     for (const offset of [3 * MIN + 10_000, 6 * MIN + 30_000]) {
       s.setNow(processed + offset);
       await runSchemaSweep(s.deps);
       const [row] = (await s.store.waitingRows(s.key, 10)).rows;
       assert.equal(row?.retryCount, Math.floor(offset / (3 * MIN)));
-      assert.match(row?.lastError ?? '', /INCOMPATIBLE_WITH_COLUMN/);
+      assert.match(row?.lastError ?? '', /NEEDS_COLUMN_WIDENING/);
     }
     s.setNow(processed + 7 * MIN);
     const result = await runSchemaSweep(s.deps);
@@ -234,9 +248,9 @@ describe('integration: drift gate and schema sweep on the emulators', function (
     assert.equal(bad?.retry_count, 2);
     assert.match(
       String(bad?.error),
-      /field "conflict_points" has a STRING value; column is NULLABLE INT64/,
+      /NEEDS_COLUMN_WIDENING: field "conflict_points" has a FLOAT64 value; column is NULLABLE INT64/,
     );
-    assert.match(String(bad?.bad_data), /"extra_fields":\{"conflict_points":"lots"\}/);
+    assert.match(String(bad?.bad_data), /"extra_fields":\{"conflict_points":7.5\}/);
     assert.equal((await s.store.waitingRows(s.key, 10)).rows.length, 0);
   });
 });

@@ -1,5 +1,6 @@
 // validateBooking end to end: the lab's acceptance messages, the Silver row mapping, extras, options, stage order.
 import assert from 'node:assert/strict';
+import { LosslessNumber } from 'lossless-json';
 import { createRequire } from 'node:module';
 import sinon from 'sinon';
 
@@ -61,16 +62,37 @@ describe('validateBooking', () => {
 
   it('returns unknown top-level fields as extra fields, values as parsed', () => {
     const result = expectSuccess(
-      validate(
-        booking({ loyalty_tier: 'GOLD', seats: 2, promo: null, tags: ['a'], meta: { a: 1.5 } }),
-      ),
+      validate(booking({ loyalty_tier: 'GOLD', promo: null, tags: ['a'], meta: { a: true } })),
     );
     assert.deepEqual(result.extraFields, {
       loyalty_tier: 'GOLD',
-      seats: 2,
       promo: null,
       tags: ['a'],
-      meta: { a: 1.5 },
+      meta: { a: true },
+    });
+  });
+
+  it('reads numbers in extra fields losslessly: big integers keep every digit', () => {
+    const text = JSON.stringify(booking({ seats: 2, meta: { a: 1.5 } })).replace(
+      '{',
+      '{"ext_id":9007199254740993,"bignum":123456789012345678901234567890,"nested":{"n":[1e400]},',
+    );
+    const result = expectSuccess(validate(text));
+    assert.deepEqual(result.extraFields, {
+      ext_id: new LosslessNumber('9007199254740993'),
+      bignum: new LosslessNumber('123456789012345678901234567890'),
+      nested: { n: [new LosslessNumber('1e400')] },
+      seats: new LosslessNumber('2'),
+      meta: { a: new LosslessNumber('1.5') },
+    });
+    // The contract's own fields are unaffected.
+    assert.equal(result.row.fare_amount, '749.5');
+  });
+
+  it('reads a duplicated extra key last-wins in the lossless parse too', () => {
+    const text = JSON.stringify(booking()).replace('{', '{"n":1,"n":99999999999999999999,');
+    assert.deepEqual(expectSuccess(validate(text)).extraFields, {
+      n: new LosslessNumber('99999999999999999999'),
     });
   });
 
@@ -125,7 +147,7 @@ describe('validateBooking', () => {
     it('parses an all-string booking once (no lossless re-parse)', () => {
       const spy = sinon.spy(losslessJson, 'parse');
       expectSuccess(validate(LAB_VALID));
-      expectSuccess(validate(booking({ note: 'fare', nested: { fare: 1, fare_2: 'x' } })));
+      expectSuccess(validate(booking({ note: 'fare', nested: { fare: '1', fare_2: 'x' } })));
       // Quotes, brackets and a trailing escaped backslash inside strings must not confuse the key count.
       expectSuccess(validate(booking({ note: '"fare": {[\\', 'q"}': ']"\\"' })));
       assert.equal(spy.callCount, 0);
@@ -137,6 +159,12 @@ describe('validateBooking', () => {
       assert.equal(spy.callCount, 1);
       expectSuccess(validate(`${LAB_VALID.slice(0, -1)},"note":"a","note":"b"}`));
       assert.equal(spy.callCount, 2);
+    });
+
+    it('re-parses losslessly once when an extra field holds a number, at any depth', () => {
+      const spy = sinon.spy(losslessJson, 'parse');
+      expectSuccess(validate(booking({ nested: { deep: [{ n: 1 }] } })));
+      assert.equal(spy.callCount, 1);
     });
   });
 });

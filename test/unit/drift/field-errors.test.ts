@@ -92,9 +92,9 @@ describe('withPlanRejections and errorsText', () => {
   it("replaces a NO_COLUMN error with the plan's reason", () => {
     const errors = withPlanRejections(
       [{ field: 'a', code: 'NO_COLUMN', reason: 'no such field' }],
-      new Map([['a', { field: 'a', code: 'TYPE_CONFLICT', reason: 'conflict', retryable: false }]]),
+      new Map([['a', { field: 'a', code: 'WINDOW_CAP', reason: 'conflict', retryable: true }]]),
     );
-    assert.deepEqual(errors, [{ field: 'a', code: 'TYPE_CONFLICT', reason: 'conflict' }]);
+    assert.deepEqual(errors, [{ field: 'a', code: 'WINDOW_CAP', reason: 'conflict' }]);
   });
 
   it('spells out the first errors and counts the rest', () => {

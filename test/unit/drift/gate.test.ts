@@ -143,26 +143,85 @@ describe('RetryStoreDriftGate.route', () => {
     assert.equal(rows[0]?.insertId, event.eventId);
   });
 
-  it('records hostile names as errors on the held row and proposes nothing for them', async () => {
-    const { gate, store } = setup();
+  it('sends a row with a permanent error to bad data at ingest, with every reason, proposing nothing', async () => {
+    const { gate, store, writer, lines } = setup();
     const { event, out } = await route(
       gate,
       bookingPayload(9, { select: 1, 'bad-name': 2, fare_amount: 3, ok_field: true }),
       'm9',
     );
     assert.equal(out.action, 'held');
+    assert.equal(store.table(SILVER_KEY).rows.size, 0, 'nothing waits for a budget it cannot use');
+    assert.equal(store.table(SILVER_KEY).changes.size, 0, 'nothing is proposed');
+    const [bad] = writer.rows(BAD_DATA);
+    assert.equal(bad?.json.insert_id, event.eventId);
+    assert.equal(bad?.json.retry_count, 0);
+    assert.equal(bad?.json.source_message_id, 'm9');
+    // Permanent reasons first, then the rest; every field is accounted for.
+    assert.match(
+      String(bad?.json.error),
+      /^RESERVED_KEYWORD: .*"select".*; ILLEGAL_CHARACTERS: .*"bad-name".*; PROTECTED_NAME: .*"fare_amount".*; NO_COLUMN: .*"ok_field"/,
+    );
+    assert.match(
+      String(bad?.json.bad_data),
+      /"extra_fields":\{"select":1,"bad-name":2,"fare_amount":3,"ok_field":true\}/,
+    );
+    assert.ok(
+      lines.some(
+        (l) => l.message === 'row with a permanent schema error, routed to bad data at ingest',
+      ),
+    );
+  });
+
+  it('holds (does not reject) a row whose errors may still clear: a column an operator may widen', async () => {
+    const { gate, store, writer } = setup({
+      fields: [...SILVER_FIELDS, { name: 'points', type: 'INT64', mode: 'NULLABLE' }],
+    });
+    const { event } = await route(gate, bookingPayload(9, { points: 1.5 }), 'm9');
+    assert.equal(writer.rows(BAD_DATA).length, 0);
     const row = store.table(SILVER_KEY).rows.get(retryRowId(event.eventId));
     assert.deepEqual(
-      row?.errors.map((e) => [e.field, e.code]),
-      [
-        ['select', 'RESERVED_KEYWORD'],
-        ['bad-name', 'ILLEGAL_CHARACTERS'],
-        ['fare_amount', 'PROTECTED_NAME'],
-        ['ok_field', 'NO_COLUMN'],
-      ],
+      row?.errors.map((e) => e.code),
+      ['NEEDS_COLUMN_WIDENING'],
     );
+  });
+
+  it('sends a STRING for an INT64 column to bad data at ingest (no change BigQuery allows makes it fit)', async () => {
+    const { gate, store, writer } = setup({
+      fields: [...SILVER_FIELDS, { name: 'points', type: 'INT64', mode: 'NULLABLE' }],
+    });
+    await route(gate, bookingPayload(9, { points: 'many' }), 'm9');
+    assert.equal(store.table(SILVER_KEY).rows.size, 0);
+    assert.match(
+      String(writer.rows(BAD_DATA)[0]?.json.error),
+      /^INCOMPATIBLE_WITH_COLUMN: field "points" has a STRING value; column is NULLABLE INT64$/,
+    );
+  });
+
+  it('writes an INT64 beyond 2^53 exactly, and stores a held big integer with every digit', async () => {
+    const { gate, store } = setup({
+      fields: [...SILVER_FIELDS, { name: 'ext_id', type: 'INT64', mode: 'NULLABLE' }],
+    });
+    const text = (extra: string) => bookingPayload(1).replace('{', `{${extra},`);
+    const { out } = await route(gate, text('"ext_id":9007199254740993'), 'm1');
+    assert.deepEqual(out, { action: 'write', extraColumns: { ext_id: '9007199254740993' } });
+
+    const { event } = await route(gate, text('"bignum":123456789012345678901234567890'), 'm2');
+    const row = store.table(SILVER_KEY).rows.get(retryRowId(event.eventId));
+    assert.equal(row?.extraFieldsJson, '{"bignum":123456789012345678901234567890}');
     const [change] = store.table(SILVER_KEY).changes.values();
-    assert.deepEqual([...(change?.proposed.keys() ?? [])], ['ok_field']);
+    assert.deepEqual([...(change?.proposed ?? [])], [['bignum', { ok: true, type: 'BIGNUMERIC' }]]);
+  });
+
+  it('logs null extra fields that are no column once, at INFO, and writes the row without them', async () => {
+    const { gate, lines, store } = setup();
+    const { out } = await route(gate, bookingPayload(1, { gift: null, note: null }), 'm1');
+    assert.deepEqual(out, { action: 'write', extraColumns: {} });
+    assert.equal(store.table(SILVER_KEY).rows.size, 0);
+    const logged = lines.filter((l) => l.message === 'null extra fields left out of the row');
+    assert.equal(logged.length, 1);
+    assert.equal(logged[0]?.severity, 'INFO');
+    assert.deepEqual(logged[0]?.null_fields, ['gift', 'note']);
   });
 
   it('re-reads a cached schema older than 5 s before holding, so a column just added is used', async () => {

@@ -76,10 +76,13 @@ function setup(
     now: () => nowMs,
   });
   /** Ingests one event at `atMs` through the gate; returns its event id. */
-  async function hold(i: number | string, extra: Record<string, unknown>, atMs = nowMs) {
+  function hold(i: number | string, extra: Record<string, unknown>, atMs = nowMs) {
+    return holdPayload(i, bookingPayload(i, extra), atMs);
+  }
+  /** Ingests one payload text (e.g. with numbers JSON.stringify cannot write) at `atMs` through the gate. */
+  async function holdPayload(i: number | string, payload: string, atMs = nowMs) {
     const before = nowMs;
     nowMs = atMs;
-    const payload = bookingPayload(i, extra);
     const event = validEvent(payload, `m-${i}`, atMs);
     const out = await gate.route(event, messageOf(payload, `m-${i}`), atMs, baseRowOf(event));
     nowMs = Math.max(before, atMs);
@@ -93,6 +96,7 @@ function setup(
     lines,
     deps,
     hold,
+    holdPayload,
     at: (ms: number) => {
       nowMs = ms;
     },
@@ -170,8 +174,9 @@ describe('runSchemaSweep', () => {
         async (offsets, steps, windowMinutes) => {
           const s = setup({ windowMinutes, retryMinutes: 7 * 24 * 60 }, WITH_INT);
           const processed = offsets.map((o) => W0 + o);
-          // "points" is an INT64 column; a string never fits, so every row keeps failing.
-          for (const [i, p] of processed.entries()) await s.hold(i, { points: 'many' }, p);
+          // "points" is an INT64 column; 1.5 needs it widened to FLOAT64 (an operator's call, retryable), so
+          // every row keeps failing and keeps waiting.
+          for (const [i, p] of processed.entries()) await s.hold(i, { points: 1.5 }, p);
           let now = Math.max(...processed);
           for (const step of steps) {
             now += step;
@@ -191,7 +196,7 @@ describe('runSchemaSweep', () => {
   it('sends a row past its budget to bad data with its error, target, times and retry count', async () => {
     const s = setup({ retryMinutes: 7 }, WITH_INT);
     const processed = W0 + 12_345;
-    const { eventId } = await s.hold(1, { points: 'many' }, processed);
+    const { eventId } = await s.hold(1, { points: 1.5 }, processed);
 
     s.at(processed + 7 * MIN - 1);
     await runSchemaSweep(s.deps);
@@ -213,13 +218,13 @@ describe('runSchemaSweep', () => {
     assert.equal(bad?.json.insert_id, eventId);
     assert.match(
       String(bad?.json.error),
-      /INCOMPATIBLE_WITH_COLUMN: field "points" has a STRING value/,
+      /NEEDS_COLUMN_WIDENING: field "points" has a FLOAT64 value; column is NULLABLE INT64/,
     );
     const original = JSON.parse(String(bad?.json.bad_data)) as {
       row: object;
       extra_fields: object;
     };
-    assert.deepEqual(original.extra_fields, { points: 'many' });
+    assert.deepEqual(original.extra_fields, { points: 1.5 });
     assert.equal((original.row as { booking_id: string }).booking_id, 'BK-1');
   });
 
@@ -398,7 +403,7 @@ describe('runSchemaSweep', () => {
 
   it('keeps a row whose bad-data write is refused, and says so', async () => {
     const s = setup({ retryMinutes: 0 }, WITH_INT);
-    await s.hold(1, { points: 'many' }, W0);
+    await s.hold(1, { points: 1.5 }, W0);
     s.writer.respond = (table) =>
       table === 'offvia_quarantine.bad_data'
         ? { ok: false, kind: 'rejected', error: 'invalid: too big', missingFields: [] }
@@ -409,5 +414,134 @@ describe('runSchemaSweep', () => {
     assert.equal(s.rows().length, 1);
     assert.match(s.rows()[0]?.lastError ?? '', /bad-data table refused the row: invalid: too big/);
     assert.ok(s.lines.some((l) => l.message.startsWith('bad-data row refused')));
+  });
+
+  it('clock skew: a proposal from an instance whose clock lags the sweep goes to the next window, which adds the column', async () => {
+    const s = setup();
+    await s.hold(1, { a_field: 1 }, W0);
+    s.at(AFTER_W0);
+    await runSchemaSweep(s.deps); // window W0 swept by a sweep whose clock is past its end
+    // An ingesting instance 20 s behind still computes W0 for its event.
+    const lagging = W0 + 3 * MIN - 5_000;
+    await s.hold(2, { b_field: 'x' }, lagging);
+    const w1 = schemaWindowOf(W0 + 3 * MIN, 3);
+    const [row] = s.rows();
+    assert.equal(row?.windowId, w1.id, 'never into the swept window');
+    // Not closed before W1 has ended (plus grace) by the sweep's own clock.
+    s.at(w1.endMs + 9_999);
+    s.leaseAt(2_000_000);
+    assert.deepEqual((await runSchemaSweep(s.deps)).tables[0]?.windows, []);
+    s.at(w1.endMs + 10_000);
+    s.leaseAt(3_000_000);
+    const [table] = (await runSchemaSweep(s.deps)).tables;
+    assert.deepEqual(table?.update?.columns, ['b_field']);
+    assert.equal(table?.rows.inserted, 1);
+  });
+
+  describe('contests and permanent errors (issue 5 findings)', () => {
+    it('one rogue case variant does not block the column: the majority spelling wins, the rogue row goes to bad data at once', async () => {
+      const s = setup();
+      await s.hold('rogue', { Loyalty_Tier: 'silver' }, W0 + 1_000);
+      await s.hold('a', { loyalty_tier: 'gold' }, W0 + 2_000);
+      await s.hold('b', { loyalty_tier: 'gold' }, W0 + 3_000);
+      s.at(AFTER_W0);
+      const result = await runSchemaSweep(s.deps);
+      const [table] = result.tables;
+      assert.deepEqual(table?.update?.columns, ['loyalty_tier']);
+      assert.deepEqual(
+        table?.resolved.map((c) => [c.kind, c.winner, c.contenders.map((x) => x.support.rows)]),
+        [['case', 'loyalty_tier', [2, 1]]],
+      );
+      assert.ok(
+        s.lines.some((l) => l.message === 'schema contest resolved' && l.winner === 'loyalty_tier'),
+      );
+      assert.deepEqual(table?.rows, { inserted: 2, waiting: 0, badData: 1, malformed: 0 });
+      assert.deepEqual(
+        s.writer.rows(SILVER).map((r) => r.json.loyalty_tier),
+        ['gold', 'gold'],
+      );
+      const [bad] = s.writer.rows(BAD_DATA);
+      assert.equal(bad?.json.source_message_id, 'm-rogue');
+      assert.equal(bad?.json.retry_count, 1, 'one window, not the whole 30-minute budget');
+      assert.match(
+        String(bad?.json.error),
+        /^CASE_COLLISION: field "Loyalty_Tier" differs only in case from column "loyalty_tier"$/,
+      );
+      assert.equal(s.rows().length, 0);
+      // The rogue spelling is not proposed again.
+      const next = schemaWindowOf(AFTER_W0, 3);
+      assert.equal(s.store.table(SILVER_KEY).changes.get(next.id), undefined);
+    });
+
+    it('one event each: the earlier spelling wins (then name order), not neither', async () => {
+      const s = setup();
+      await s.hold('gold', { loyalty_tier: 'gold' }, W0 + 1_000);
+      await s.hold('silver', { Loyalty_Tier: 'silver' }, W0 + 2_000);
+      s.at(AFTER_W0);
+      const [table] = (await runSchemaSweep(s.deps)).tables;
+      assert.deepEqual(table?.update?.columns, ['loyalty_tier']);
+      assert.equal(s.writer.rows(SILVER)[0]?.json.loyalty_tier, 'gold');
+      assert.equal(s.writer.rows(BAD_DATA)[0]?.json.source_message_id, 'm-silver');
+    });
+
+    it('a type conflict in one window: the type with most rows becomes the column, the others go to bad data at once', async () => {
+      const s = setup();
+      await s.hold(1, { seats: 'two' }, W0 + 1_000);
+      await s.hold(2, { seats: 2 }, W0 + 2_000);
+      await s.hold(3, { seats: 3 }, W0 + 3_000);
+      s.at(AFTER_W0);
+      const [table] = (await runSchemaSweep(s.deps)).tables;
+      assert.deepEqual(s.admin.addColumnsCalls[0]?.statements, [
+        'ALTER TABLE `p-test.offvia_silver.fact_bookings` ADD COLUMN IF NOT EXISTS `seats` INT64',
+      ]);
+      assert.deepEqual(table?.rows, { inserted: 2, waiting: 0, badData: 1, malformed: 0 });
+      assert.match(
+        String(s.writer.rows(BAD_DATA)[0]?.json.error),
+        /^INCOMPATIBLE_WITH_COLUMN: field "seats" has a STRING value; column is NULLABLE INT64$/,
+      );
+    });
+
+    it('sends a row whose field became permanently impossible to bad data at the next sweep, not after the budget', async () => {
+      const s = setup({ retryMinutes: 30 });
+      await s.hold(1, { points: 'many' }, W0);
+      assert.equal(s.rows().length, 1, 'no column yet: it waits');
+      // An operator adds the column with another type meanwhile.
+      s.admin.schemas.get(SILVER_KEY.split('.').slice(1).join('.'))?.push({
+        name: 'points',
+        type: 'INT64',
+        mode: 'NULLABLE',
+      });
+      s.at(W0 + MIN);
+      const [table] = (await runSchemaSweep(s.deps)).tables;
+      assert.equal(table?.rows.badData, 1);
+      assert.equal(s.rows().length, 0);
+      assert.equal(s.writer.rows(BAD_DATA)[0]?.json.retry_count, 0);
+      assert.ok(
+        s.lines.some((l) => l.message === 'row with a permanent schema error, written to bad data'),
+      );
+    });
+
+    it('keeps big integers exact from the retry store to Silver', async () => {
+      const s = setup();
+      const payload = bookingPayload('big').replace(
+        '{',
+        '{"ext_id":9007199254740993,"bignum":123456789012345678901234567890,',
+      );
+      const { eventId } = await s.holdPayload('big', payload, W0);
+      assert.equal(
+        s.rows()[0]?.extraFieldsJson,
+        '{"ext_id":9007199254740993,"bignum":123456789012345678901234567890}',
+      );
+      s.at(AFTER_W0);
+      await runSchemaSweep(s.deps);
+      assert.deepEqual(s.admin.addColumnsCalls[0]?.statements, [
+        'ALTER TABLE `p-test.offvia_silver.fact_bookings` ADD COLUMN IF NOT EXISTS `bignum` BIGNUMERIC, ' +
+          'ADD COLUMN IF NOT EXISTS `ext_id` INT64',
+      ]);
+      const [big] = s.writer.rows(SILVER);
+      assert.equal(big?.insertId, eventId);
+      assert.equal(big?.json.ext_id, '9007199254740993');
+      assert.equal(big?.json.bignum, '123456789012345678901234567890');
+    });
   });
 });

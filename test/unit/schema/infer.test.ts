@@ -44,7 +44,12 @@ describe('schema/infer', () => {
     assert.equal(typeOf(v.g), 'INT64');
     assert.equal(typeOf(2n ** 63n - 1n), 'INT64');
     assert.equal(typeOf(-(2n ** 63n) - 1n), 'NUMERIC');
-    assert.equal(typeOf(10n ** 40n), 'FLOAT64');
+    assert.equal(typeOf(10n ** 38n - 1n), 'BIGNUMERIC', '38 digits');
+    // Beyond BIGNUMERIC's 38 integer digits no type is exact: an error, never a rounded FLOAT64.
+    assert.equal(typeOf(10n ** 38n), 'error:NUMBER_OUT_OF_RANGE');
+    assert.equal(typeOf(losslessParse('-1' + '0'.repeat(40))), 'error:NUMBER_OUT_OF_RANGE');
+    const r = inferType(10n ** 40n);
+    assert.ok(!r.ok && /41 digits/.test(r.message), JSON.stringify(r));
   });
 
   it('reports values JSON cannot hold instead of guessing', () => {

@@ -7,6 +7,7 @@ import {
   proposalOf,
   SchemaConfigError,
   type ProposedFields,
+  supportOf,
   type RejectionCode,
   type SchemaChangePlan,
 } from '../../../shared/schema';
@@ -67,9 +68,14 @@ describe('schema/plan', () => {
     const p = plan(fields(['bags', 'STRING'], ['tags', 'STRING'], ['price', 'FLOAT64']), current);
     assert.deepEqual(codes(p), [
       ['bags', 'INCOMPATIBLE_WITH_COLUMN'],
-      ['price', 'INCOMPATIBLE_WITH_COLUMN'],
+      // NUMERIC → FLOAT64 is a widening BigQuery allows on the column: an operator's call, so not final.
+      ['price', 'NEEDS_COLUMN_WIDENING'],
       ['tags', 'INCOMPATIBLE_WITH_COLUMN'],
     ]);
+    assert.deepEqual(
+      p.rejected.map((r) => r.retryable),
+      [false, true, false],
+    );
     assert.match(
       p.rejected[0]?.reason ?? '',
       /"bags" has STRING values; column "bags" is NULLABLE INT64/,
@@ -85,16 +91,88 @@ describe('schema/plan', () => {
     assert.deepEqual(codes(str), [['meta', 'INCOMPATIBLE_WITH_COLUMN']]);
   });
 
-  it('rejects a merged type conflict for a new field with the conflicting types', () => {
-    const p = plan(
-      mergeFieldSets(fields(['promo', 'STRING'], ['seat', 'STRING']), fields(['promo', 'INT64'])),
-    );
-    assert.deepEqual(codes(p), [['promo', 'TYPE_CONFLICT']]);
-    assert.match(p.rejected[0]?.reason ?? '', /STRING vs INT64/);
-    assert.deepEqual(
-      p.addColumns.map((c) => c.name),
-      ['seat'],
-    );
+  describe('contests (one rogue event must not block a column for everyone)', () => {
+    const T0 = Date.UTC(2026, 9, 7, 14, 9, 0);
+    const rowsOf = (...rows: [Record<string, unknown>, number][]) =>
+      supportOf(rows.map(([extraFields, at]) => ({ extraFields, processedTimestampMs: T0 + at })));
+
+    it('gives a type-conflicting new field the type with the most rows', () => {
+      const conflict = mergeFieldSets(
+        fields(['promo', 'STRING'], ['seat', 'STRING']),
+        fields(['promo', 'INT64']),
+      );
+      const support = rowsOf([{ promo: 1 }, 0], [{ promo: 'A' }, 5], [{ promo: 'B' }, 9]);
+      const p = planSchemaChange(SILVER, conflict, GUARD, TARGET, support);
+      assert.deepEqual(p.rejected, []);
+      assert.deepEqual(p.addColumns, [
+        { name: 'promo', type: 'STRING', mode: 'NULLABLE' },
+        { name: 'seat', type: 'STRING', mode: 'NULLABLE' },
+      ]);
+      assert.deepEqual(p.resolved, [
+        {
+          kind: 'type',
+          field: 'promo',
+          winner: 'STRING',
+          contenders: [
+            { value: 'STRING', support: { rows: 2, firstSeenMs: T0 + 5 } },
+            { value: 'INT64', support: { rows: 1, firstSeenMs: T0 } },
+          ],
+        },
+      ]);
+    });
+
+    it('counts a row for the conflicting type its value widens to; ties go to the earliest, then type order', () => {
+      const conflict = proposalOf(['FLOAT64', 'STRING']);
+      const proposed = new Map([['x', conflict]]);
+      // One INT64 and one FLOAT64 row back FLOAT64 (2), two STRING rows back STRING (2): a tie on rows,
+      // FLOAT64 was seen first.
+      const tie = rowsOf([{ x: 'a' }, 3], [{ x: 'b' }, 4], [{ x: 1 }, 1], [{ x: 1.5 }, 8]);
+      assert.equal(
+        planSchemaChange(SILVER, proposed, GUARD, TARGET, tie).addColumns[0]?.type,
+        'FLOAT64',
+      );
+      const later = rowsOf([{ x: 'a' }, 0], [{ x: 'b' }, 4], [{ x: 1 }, 1], [{ x: 1.5 }, 8]);
+      assert.equal(
+        planSchemaChange(SILVER, proposed, GUARD, TARGET, later).addColumns[0]?.type,
+        'STRING',
+      );
+      // No evidence at all: BQ_TYPES order, where STRING comes before FLOAT64.
+      assert.equal(plan(proposed).addColumns[0]?.type, 'STRING');
+    });
+
+    it('lets the case variant with the most rows win and rejects only the others, retryably', () => {
+      const proposed = fields(['loyalty_tier', 'STRING'], ['Loyalty_Tier', 'STRING']);
+      const support = rowsOf(
+        [{ Loyalty_Tier: 'silver' }, 0],
+        [{ loyalty_tier: 'gold' }, 10],
+        [{ loyalty_tier: 'gold' }, 20],
+      );
+      const p = planSchemaChange(SILVER, proposed, GUARD, TARGET, support);
+      assert.deepEqual(
+        p.addColumns.map((c) => c.name),
+        ['loyalty_tier'],
+      );
+      assert.deepEqual(codes(p), [['Loyalty_Tier', 'CASE_VARIANT_LOST']]);
+      assert.equal(p.rejected[0]?.retryable, true);
+      assert.match(p.rejected[0]?.reason ?? '', /"loyalty_tier", which wins \(2 vs 1 waiting rows/);
+      assert.equal(p.resolved[0]?.winner, 'loyalty_tier');
+    });
+
+    it('breaks a tie in rows by the earliest first seen, then by name order', () => {
+      const proposed = fields(['loyalty_tier', 'STRING'], ['Loyalty_Tier', 'STRING']);
+      const earlierUpper = rowsOf([{ Loyalty_Tier: 's' }, 0], [{ loyalty_tier: 'g' }, 10]);
+      assert.deepEqual(
+        planSchemaChange(SILVER, proposed, GUARD, TARGET, earlierUpper).addColumns.map(
+          (c) => c.name,
+        ),
+        ['Loyalty_Tier'],
+      );
+      const sameTime = rowsOf([{ Loyalty_Tier: 's' }, 0], [{ loyalty_tier: 'g' }, 0]);
+      assert.deepEqual(
+        planSchemaChange(SILVER, proposed, GUARD, TARGET, sameTime).addColumns.map((c) => c.name),
+        ['Loyalty_Tier'], // 'L' < 'l' in code-unit order
+      );
+    });
   });
 
   it('rejects types ADD COLUMN cannot create', () => {
@@ -166,13 +244,13 @@ describe('schema/plan', () => {
       );
       assert.deepEqual(codes(p), [
         ['PROMO', 'CASE_COLLISION'],
-        ['Seat', 'CASE_COLLISION'],
-        ['seat', 'CASE_COLLISION'],
+        ['seat', 'CASE_VARIANT_LOST'], // without row support, name order decides: 'Seat' < 'seat'
       ]);
+      assert.equal(p.rejected[0]?.retryable, false, 'a collision with a column is final');
       assert.deepEqual(p.unchanged, ['promo']);
       assert.deepEqual(
         p.addColumns.map((c) => c.name),
-        ['meal'],
+        ['Seat', 'meal'],
       );
     });
 
@@ -181,9 +259,12 @@ describe('schema/plan', () => {
         [...'abcdefghi'].map((c, bit) => ((i >> bit) & 1 ? c.toUpperCase() : c)).join(''),
       );
       const p = plan(fields(...variants.map((n): [string, 'STRING'] => [n, 'STRING'])));
-      assert.equal(p.rejected.length, 512);
-      assert.ok(p.rejected.every((r) => r.code === 'CASE_COLLISION' && r.reason.length < 200));
-      assert.deepEqual(p.addColumns, []);
+      assert.equal(p.rejected.length, 511);
+      assert.ok(p.rejected.every((r) => r.code === 'CASE_VARIANT_LOST' && r.reason.length < 300));
+      assert.deepEqual(
+        p.addColumns.map((c) => c.name),
+        ['ABCDEFGHI'],
+      );
     });
 
     it('turns a flood of 500 fields into at most the cap of columns and a rejection for every other one', () => {
@@ -224,7 +305,8 @@ describe('schema/plan', () => {
       });
       assert.equal(p.addColumns.length, 3);
       assert.equal(p.rejected.length, 17);
-      assert.ok(p.rejected.every((r) => r.code === 'TABLE_CAP' && !r.retryable));
+      // Retryable: an operator may raise OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE within the rows' budget.
+      assert.ok(p.rejected.every((r) => r.code === 'TABLE_CAP' && r.retryable));
 
       const small = plan(fields(['a1', 'BOOL'], ['a2', 'BOOL']), SILVER, {
         ...GUARD,
@@ -316,6 +398,16 @@ describe('schema/plan', () => {
             planSchemaChange(current, mergeFieldSets(a, b), GUARD, TARGET),
             planSchemaChange(current, mergeFieldSets(b, a), GUARD, TARGET),
           );
+        }),
+      );
+    });
+
+    it('gives at most one column per case-insensitive name, whatever the proposals', () => {
+      fc.assert(
+        fc.property(proposedArb, currentArb, (proposed, current) => {
+          const p = planSchemaChange(current, proposed, GUARD, TARGET);
+          const keys = [...current.fields, ...p.addColumns].map((c) => c.name.toLowerCase());
+          assert.equal(new Set(keys).size, keys.length);
         }),
       );
     });

@@ -28,12 +28,21 @@ describe('schema/row', () => {
     assert.deepEqual(errors, []);
     assert.deepEqual(values, {
       seat: '12A',
-      bags: '2', // lossless integer → decimal text
+      bags: 2, // lossless safe integer in an INT64 column → number
       weight: 23,
       miles: '1200',
       vip: false,
       extras: '{"meal":"VGML","big":12345678901234567890}', // JSON text, big number exact
     });
+  });
+
+  it('writes integers beyond 2^53 into INT64 and NUMERIC columns exactly, as decimal text', () => {
+    const extra = losslessParse(
+      '{"bags":9007199254740993,"miles":123456789012345678901234567}',
+    ) as Record<string, unknown>;
+    const { values, errors } = extraFieldsToRow(extra, TARGET_ROW);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(values, { bags: '9007199254740993', miles: '123456789012345678901234567' });
   });
 
   it('writes plain JSON.parse numbers as numbers and any value into a JSON column as JSON text', () => {
@@ -46,9 +55,16 @@ describe('schema/row', () => {
   });
 
   it('keeps nulls for existing columns and leaves out nulls that have no column', () => {
-    const { values, errors } = extraFieldsToRow({ seat: null, brand_new: null }, TARGET_ROW);
+    const { values, errors, nullFields } = extraFieldsToRow(
+      { seat: null, brand_new: null, other: 'x' },
+      TARGET_ROW,
+    );
     assert.deepEqual(values, { seat: null });
-    assert.deepEqual(errors, []);
+    assert.deepEqual(nullFields, ['brand_new'], 'listed, so the gate can log them');
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      ['NO_COLUMN'],
+    );
   });
 
   it('reports every field it cannot write, never dropping one', () => {
@@ -60,6 +76,7 @@ describe('schema/row', () => {
         ORIGIN: 'JFK', // contract field in another case
         bags: 'two', // STRING into INT64
         weight: { kg: 1 }, // JSON into FLOAT64
+        miles: 1.5, // FLOAT64 into NUMERIC: BigQuery could widen the column
         broken: undefined,
         seat: '1A',
       },
@@ -75,6 +92,7 @@ describe('schema/row', () => {
         ['ORIGIN', 'PROTECTED_NAME'],
         ['bags', 'INCOMPATIBLE_WITH_COLUMN'],
         ['weight', 'INCOMPATIBLE_WITH_COLUMN'],
+        ['miles', 'NEEDS_COLUMN_WIDENING'],
         ['broken', 'UNSUPPORTED_VALUE'],
       ],
     );
@@ -107,12 +125,13 @@ describe('schema/row', () => {
     );
     fc.assert(
       fc.property(fc.dictionary(names, fc.jsonValue()), (extra) => {
-        const { values, errors } = extraFieldsToRow(extra, TARGET_ROW);
+        const { values, errors, nullFields } = extraFieldsToRow(extra, TARGET_ROW);
         for (const field of Object.keys(extra)) {
           const written = Object.hasOwn(values, field);
           const failed = errors.some((e) => e.field === field);
-          const leftOut = extra[field] === null && !written && !failed;
+          const leftOut = nullFields.includes(field);
           assert.equal(Number(written) + Number(failed) + Number(leftOut), 1, field);
+          if (leftOut) assert.equal(extra[field], null);
         }
       }),
     );
