@@ -54,6 +54,9 @@ export interface DriftGateDeps {
 /** The outcome of holding a row. */
 type Held = { action: 'held'; reason: string };
 
+/** The row went to the bad-data table (a permanent error, or too large to wait); `error` is its `error` column. */
+export type RoutedToBadData = { action: 'bad_data'; targetDest: string; error: string };
+
 /**
  * `SchemaDriftGate` over the Firestore retry store (issue 5, item 1). For a valid event:
  * - no extra top-level fields: write, no I/O;
@@ -90,7 +93,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
-  ): Promise<{ action: 'write'; extraColumns: Record<string, unknown> } | Held> {
+  ): Promise<{ action: 'write'; extraColumns: Record<string, unknown> } | Held | RoutedToBadData> {
     if (Object.keys(event.extraFields).length === 0) return { action: 'write', extraColumns: {} };
     return this.guard(message, async () => {
       const { schemas, target, config } = this.deps;
@@ -135,7 +138,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     receivedAtMs: number,
     row: InsertRow,
     rejection: { error: string; missingFields: readonly string[] },
-  ): Promise<Held | undefined> {
+  ): Promise<Held | RoutedToBadData | undefined> {
     this.deps.schemas.invalidate(this.deps.target);
     const extra = event.extraFields;
     const missing = rejection.missingFields;
@@ -177,7 +180,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     row: InsertRow,
     fieldErrors: readonly DriftFieldError[],
     proposed: ProposedFields,
-  ): Promise<Held> {
+  ): Promise<Held | RoutedToBadData> {
     const { config, store, merger, logger } = this.deps;
     const { rowJson, extraFieldsJson } = storedForms(event, row);
     const bytes = Buffer.byteLength(rowJson, 'utf8') + Buffer.byteLength(extraFieldsJson, 'utf8');
@@ -237,7 +240,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     receivedAtMs: number,
     row: InsertRow,
     errors: readonly DriftFieldError[],
-  ): Promise<Held> {
+  ): Promise<RoutedToBadData> {
     const { rowJson, extraFieldsJson } = storedForms(event, row);
     const error = errorsText(errors);
     logs.driftRowRejectedAtIngest(this.deps.logger, message, {
@@ -256,7 +259,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     rowJson: string,
     extraFieldsJson: string,
     bytes: number,
-  ): Promise<Held> {
+  ): Promise<RoutedToBadData> {
     const error =
       `row with extra fields is ${bytes} bytes, more than the schema-retry store holds ` +
       `(${MAX_RETRY_ROW_BYTES}); it cannot wait for a schema change`;
@@ -265,7 +268,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
   }
 
   /**
-   * Writes the row to the bad-data table (retry count 0, `insert_time` now) and answers `held`.
+   * Writes the row to the bad-data table (retry count 0, `insert_time` now) and says so.
    * @throws TransientError when BigQuery refuses it (the message is redelivered; the row is not lost).
    */
   private async toBadData(
@@ -275,7 +278,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     rowJson: string,
     extraFieldsJson: string,
     error: string,
-  ): Promise<Held> {
+  ): Promise<RoutedToBadData> {
     const { writer, badDataTable, logger, projectId } = this.deps;
     const badRow = badDataRowOf({
       rowJson,
@@ -296,7 +299,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
       );
     }
     logs.badDataWritten(logger, message, this.tableKey, tableName(badDataTable, projectId));
-    return { action: 'held', reason: `written to the bad-data table: ${error}` };
+    return { action: 'bad_data', targetDest: this.tableKey, error };
   }
 }
 

@@ -29,7 +29,9 @@ export interface SchemaDriftGate {
     receivedAtMs: number,
     row: InsertRow,
   ): Promise<
-    { action: 'write'; extraColumns: Record<string, unknown> } | { action: 'held'; reason: string }
+    | { action: 'write'; extraColumns: Record<string, unknown> }
+    | { action: 'held'; reason: string }
+    | DriftBadData
   >;
   /**
    * Optional: BigQuery refused the row written after `route` said `write` (per-row `invalid`). The gate may hold
@@ -44,8 +46,14 @@ export interface SchemaDriftGate {
     receivedAtMs: number,
     row: InsertRow,
     rejection: { error: string; missingFields: readonly string[] },
-  ): Promise<{ action: 'held'; reason: string } | undefined>;
+  ): Promise<{ action: 'held'; reason: string } | DriftBadData | undefined>;
 }
+
+/**
+ * The gate wrote the row to the bad-data table itself (a permanent schema error, or a row too large to wait);
+ * `targetDest` and `error` are that row's columns.
+ */
+export type DriftBadData = { action: 'bad_data'; targetDest: string; error: string };
 
 /**
  * Event-time window state (issue 4): counts a valid event once in its windows (dedup by event_id) after it was
@@ -123,8 +131,15 @@ export async function ingestMessage(
     insertId: result.eventId,
     json: { ...result.row, event_id: result.eventId },
   };
-  const held = async (reason: string): Promise<IngestOutcome> => {
+  // Window state counts each valid booking once per delivery, after its row is durably stored somewhere.
+  let counted = false;
+  const countInWindows = async (): Promise<void> => {
+    if (counted) return;
+    counted = true;
     await deps.windowState?.record(result, message, receivedAtMs);
+  };
+  const held = async (reason: string): Promise<IngestOutcome> => {
+    await countInWindows();
     return {
       destination: 'schema_retry',
       messageId: message.messageId,
@@ -132,11 +147,22 @@ export async function ingestMessage(
       reason,
     };
   };
+  const routedToBadData = async (drift: DriftBadData): Promise<IngestOutcome> => {
+    // A valid booking: counted in gold like any other (README, "Windows").
+    await countInWindows();
+    return {
+      destination: 'bad_data',
+      messageId: message.messageId,
+      targetDest: drift.targetDest,
+      error: drift.error,
+    };
+  };
   let onRejected: OnRejected | undefined;
   const gate = deps.schemaDrift;
   if (gate) {
     const drift = await gate.route(result, message, receivedAtMs, row);
     if (drift.action === 'held') return held(drift.reason);
+    if (drift.action === 'bad_data') return routedToBadData(drift);
     const base: InsertRow = { insertId: row.insertId, json: { ...row.json } };
     // defineProperty, not assignment: a column named `__proto__` must stay a property of the row.
     for (const [column, value] of Object.entries(drift.extraColumns)) {
@@ -151,22 +177,22 @@ export async function ingestMessage(
       const holdRejected = gate.holdRejected.bind(gate);
       onRejected = async (rejection) => {
         const drift = await holdRejected(result, message, receivedAtMs, base, rejection);
-        return drift === undefined ? undefined : held(drift.reason);
+        if (drift === undefined) return undefined;
+        return drift.action === 'held' ? held(drift.reason) : routedToBadData(drift);
       };
     }
   }
   const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
   if (outcome !== undefined) {
     // Gold aggregates contract-valid bookings wherever their row is stored (README, "Windows"): a row BigQuery
-    // refused is a valid booking in bad data, counted like one waiting in the schema-retry store (held() above).
-    if (outcome.destination === 'bad_data')
-      await deps.windowState?.record(result, message, receivedAtMs);
+    // refused is a valid booking in bad data, counted like one held or routed by the gate (counted once).
+    if (outcome.destination === 'bad_data') await countInWindows();
     return outcome;
   }
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
-  await deps.windowState?.record(result, message, receivedAtMs);
+  await countInWindows();
   return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
 }
 

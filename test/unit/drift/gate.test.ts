@@ -150,7 +150,8 @@ describe('RetryStoreDriftGate.route', () => {
       bookingPayload(9, { select: 1, 'bad-name': 2, fare_amount: 3, ok_field: true }),
       'm9',
     );
-    assert.equal(out.action, 'held');
+    assert.equal(out.action, 'bad_data');
+    assert.equal(out.action === 'bad_data' && out.targetDest, SILVER_KEY);
     assert.equal(store.table(SILVER_KEY).rows.size, 0, 'nothing waits for a budget it cannot use');
     assert.equal(store.table(SILVER_KEY).changes.size, 0, 'nothing is proposed');
     const [bad] = writer.rows(BAD_DATA);
@@ -259,8 +260,11 @@ describe('RetryStoreDriftGate.route', () => {
       bookingPayload(1, { big_text: 'x'.repeat(MAX_RETRY_ROW_BYTES) }),
       'm-big',
     );
-    assert.equal(out.action, 'held');
-    assert.match(out.action === 'held' ? out.reason : '', /bad-data table/);
+    assert.equal(out.action, 'bad_data');
+    assert.match(
+      out.action === 'bad_data' ? out.error : '',
+      /more than the schema-retry store holds/,
+    );
     const [bad] = writer.rows(BAD_DATA);
     assert.equal(bad?.json.insert_id, event.eventId);
     assert.match(String(bad?.json.error), /more than the schema-retry store holds/);
