@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
+import { DEFAULT_RUNTIME } from './functions';
 import type { DeployOptions, Plan, RepoFacts } from './options';
 import { registeredFunctions } from './registry';
 import { readSqlFiles } from './sql';
@@ -21,6 +22,7 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
   --delete-data             teardown only: also delete datasets, topics and dead letters`;
@@ -69,6 +71,7 @@ export function parseCli(argv: readonly string[]): CliArgs {
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
       'out-dir': { type: 'string' },
+      runtime: { type: 'string', default: DEFAULT_RUNTIME },
       yes: { type: 'boolean', default: false },
       'delete-data': { type: 'boolean', default: false },
     },
@@ -96,6 +99,7 @@ export function parseCli(argv: readonly string[]): CliArgs {
       envOverrides,
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,
+      runtime: values.runtime,
     },
   };
 }

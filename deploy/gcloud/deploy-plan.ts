@@ -142,7 +142,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   const header = [
     `Offvia deploy plan for project ${o.project}, region ${o.region}`,
     `BigQuery location ${o.bqLocation}; Firestore location ${o.firestoreLocation} (only if the database is created)`,
-    `name prefix ${JSON.stringify(o.namePrefix)}; functions: ${deployed.join(', ')}`,
+    `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
   ];
@@ -435,7 +435,7 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     '--gen2',
     `--project=${o.project}`,
     `--region=${o.region}`,
-    '--runtime=nodejs20',
+    `--runtime=${o.runtime}`,
     '--source=.',
     `--entry-point=${spec.entryPoint}`,
     ...trigger,

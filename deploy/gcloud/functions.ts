@@ -6,6 +6,16 @@ import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config'
 import type { WindowConfig } from '../../shared/config/window-config';
 import type { SignatureType } from './registry';
 
+/**
+ * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
+ * (cloud.google.com/functions/docs/runtime-support): nodejs20 deprecated 2026-04-30 and decommissioned
+ * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. Local development and
+ * tests run on Node 20; the code uses nothing Node 22 removed (package.json `engines` is `>=20`).
+ */
+export const DEFAULT_RUNTIME = 'nodejs22';
+/** The runtimes `--runtime` accepts: those still deployable on the schedule above. */
+export const SUPPORTED_RUNTIMES: readonly string[] = ['nodejs22', 'nodejs24'];
+
 /** The functions' configuration, parsed by the same loaders the functions run at cold start. */
 export interface FunctionsConfig {
   readonly ingest: IngestConfig;

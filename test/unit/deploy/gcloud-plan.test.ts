@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
-import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
+import { DEFAULT_RUNTIME, FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
@@ -26,6 +26,7 @@ const OPTIONS: DeployOptions = {
   envOverrides: {},
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',
+  runtime: DEFAULT_RUNTIME,
 };
 const email = (id: string): string => `offvia-${id}@${P}.iam.gserviceaccount.com`;
 const SA = (id: string): string => `serviceAccount:${email(id)}`;
@@ -193,7 +194,7 @@ describe('gcloud deploy plan', () => {
         has(
           deploy,
           '--gen2',
-          '--runtime=nodejs20',
+          '--runtime=nodejs22',
           '--source=.',
           '--entry-point=ingestBooking',
           '--trigger-topic=booking-events',
@@ -203,7 +204,7 @@ describe('gcloud deploy plan', () => {
           `--service-account=${email('ingest')}`,
           `--region=${R}`,
         ),
-        "has( deploy, '--gen2', '--runtime=nodejs20', '--source=.', '--entry-point=ingest",
+        'ingestBooking deploy flags (gen2, nodejs22, topic trigger with --retry, identity)',
       );
       for (const f of [
         '--memory',
@@ -690,6 +691,18 @@ describe('gcloud deploy plan', () => {
         () => buildDeployPlan({ ...OPTIONS, notificationChannels: ['email:me@example.com'] }, base),
         /--notification-channel/,
       );
+      // nodejs20 is decommissioned on Cloud Functions since 2026-10-30: refused, not deployed.
+      assert.throws(() => buildDeployPlan({ ...OPTIONS, runtime: 'nodejs20' }, base), /--runtime/);
+    });
+
+    it('deploys every function on the runtime --runtime names (nodejs24), nodejs22 by default', () => {
+      const deploys = (p: Plan): Command[] =>
+        allCommands(p).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'));
+      assert.ok(deploys(plan).length >= 2);
+      for (const c of deploys(plan)) assert.equal(flag(c, '--runtime'), 'nodejs22');
+      const on24 = buildDeployPlan({ ...OPTIONS, runtime: 'nodejs24' }, base);
+      assert.equal(deploys(on24).length, deploys(plan).length);
+      for (const c of deploys(on24)) assert.equal(flag(c, '--runtime'), 'nodejs24');
     });
 
     it('keeps every known function spec deployable (gen2 limits)', () => {

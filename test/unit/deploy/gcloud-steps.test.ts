@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
+import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { renderPlan, type Step } from '../../../deploy/gcloud/steps';
 
@@ -133,6 +134,7 @@ describe('gcloud plan rendering', () => {
       envOverrides: {},
       ttlCollectionGroups: ['eventLedger'],
       outDir: 'deploy/gcloud/generated/offvia-test',
+      runtime: DEFAULT_RUNTIME,
     };
     const facts = readRepoFacts(REPO_ROOT, options.project, options.bqLocation);
     for (const plan of [
