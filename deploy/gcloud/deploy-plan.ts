@@ -41,8 +41,13 @@ export const DEFAULT_TTL_COLLECTION_GROUPS: readonly string[] = [
   COLLECTIONS.ledger,
   COLLECTIONS.dropped,
 ];
-/** Label carrying the digest of a function's source and deploy flags; equal digest → the deploy is skipped. */
+/**
+ * Label carrying the digest of a function's source and deploy flags; equal digest and state LIVE_STATE → the
+ * deploy is skipped.
+ */
 export const DEPLOY_LABEL = 'offvia_deploy';
+/** `state` of a v2 function that is deployed and serving (FAILED, DEPLOYING, UNKNOWN, DELETING are not). */
+export const LIVE_STATE = 'ACTIVE';
 
 /** Dead-letter and retry policy of the function subscription; README explains the numbers. */
 export const DELIVERY = {
@@ -470,7 +475,13 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
   steps.push({
     kind: 'ensure',
     title: `Function ${name} (${spec.entryPoint}): deploy unless this source and configuration are live`,
-    probe: { kind: 'line', command: describe(`value(labels.${DEPLOY_LABEL})`), line: digest },
+    // The label is sent with the deploy itself, so a failed build can leave it set on a function that is not
+    // serving this source: skip only when the function is ACTIVE too (Function.State of the v2 API).
+    probe: {
+      kind: 'line',
+      command: describe(`value[separator=" "](state,labels.${DEPLOY_LABEL})`),
+      line: `${LIVE_STATE} ${digest}`,
+    },
     absent: [...command, `--update-labels=${DEPLOY_LABEL}=${digest}`],
   });
   if (spec.trigger === 'topic') {

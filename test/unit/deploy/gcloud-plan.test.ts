@@ -1,7 +1,9 @@
 // The deploy plan (deploy/gcloud/plan.ts) as data: every resource with its key flags, least privilege, order,
 // idempotence, and determinism. Nothing here calls Google Cloud; the plan is built from the repository.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
@@ -579,10 +581,17 @@ describe('gcloud deploy plan', () => {
           s.absent[3] === 'offvia-ingest-booking',
       );
       assert.ok(step && step.probe.kind === 'line', "step && step.probe.kind === 'line'");
-      assert.match(step.probe.line, /^[0-9a-f]{32}$/);
+      // Skipped only when the function is ACTIVE and carries the digest: a failed build can leave the label set.
+      assert.equal(
+        flag(step.probe.command, '--format'),
+        'value[separator=" "](state,labels.offvia_deploy)',
+      );
+      const [state, digest] = step.probe.line.split(' ');
+      assert.equal(state, 'ACTIVE');
+      assert.match(digest ?? '', /^[0-9a-f]{32}$/);
       assert.ok(
-        step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`),
-        'step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`)',
+        step.absent?.includes(`--update-labels=offvia_deploy=${digest}`),
+        'the deploy sets the label the probe looks for',
       );
       const other = buildDeployPlan(
         { ...OPTIONS, envOverrides: { OFFVIA_SCHEMA_WINDOW_MINUTES: '5' } },
@@ -595,6 +604,38 @@ describe('gcloud deploy plan', () => {
           changed.probe.line !== step.probe.line,
         "changed?.kind === 'ensure' && changed.probe.kind === 'line' && changed.probe.lin",
       );
+    });
+
+    it('runs the function deploy unless the live function is ACTIVE with this digest (fake gcloud)', () => {
+      const step = full.steps.find(
+        (s): s is Extract<Step, { kind: 'ensure' }> =>
+          s.kind === 'ensure' && s.absent?.[2] === 'deploy' && s.probe.kind === 'line',
+      );
+      assert.ok(step?.probe.kind === 'line');
+      const digest = step.probe.line.split(' ')[1] ?? '';
+      const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+      try {
+        // describe prints what $DESCRIBED holds (as gcloud's value[separator=" "] would); deploy says so.
+        writeFileSync(
+          path.join(bin, 'gcloud'),
+          '#!/usr/bin/env bash\nif [[ "$2" == describe ]]; then printf \'%s\\n\' "$DESCRIBED"; ' +
+            'elif [[ "$2" == deploy ]]; then echo DEPLOYED; fi\n',
+          { mode: 0o755 },
+        );
+        const script = renderPlan([], [step]);
+        const run = (described: string): string =>
+          spawnSync('bash', ['-c', script], {
+            encoding: 'utf8',
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
+          }).stdout;
+        assert.doesNotMatch(run(`ACTIVE ${digest}`), /DEPLOYED/);
+        assert.match(run(`FAILED ${digest}`), /DEPLOYED/, 'a failed build that left the label');
+        assert.match(run(`DEPLOYING ${digest}`), /DEPLOYED/);
+        assert.match(run(`ACTIVE ${'0'.repeat(32)}`), /DEPLOYED/, 'another digest');
+        assert.match(run(''), /DEPLOYED/, 'no function yet');
+      } finally {
+        rmSync(bin, { recursive: true, force: true });
+      }
     });
 
     it('gives the same plan twice (a second plan for an existing deployment is the same)', () => {
