@@ -595,11 +595,19 @@ export function monitoringTargets(
 ): MonitoringTargets {
   const names = new Names(o);
   const ingest = specs.find((s) => s.trigger === 'topic') ?? FUNCTION_SPECS.get('ingestBooking');
+  const fireWindows = specs.find((s) => s.entryPoint === 'fireWindows');
   return {
     prefix: o.namePrefix,
     region: o.region,
     services: specs.map((s) => names.functionName(s.baseName)),
     ingestService: names.functionName(ingest?.baseName ?? 'ingest-booking'),
+    ...(fireWindows === undefined
+      ? {}
+      : { fireWindowsService: names.functionName(fireWindows.baseName) }),
+    // Scheduler jobs are named like their functions (deployFunction).
+    schedulerJobs: specs
+      .filter((s) => s.trigger === 'http')
+      .map((s) => names.functionName(s.baseName)),
     bronzeSubscription: BRONZE_SUBSCRIPTION,
     deadLetterHoldSubscription: BOOKING_DLQ_SUBSCRIPTION,
     notificationChannels: o.notificationChannels,

@@ -13,6 +13,8 @@ import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { registeredFunctions } from '../../../deploy/gcloud/registry';
+import { type LogEntry, Logger } from '../../../shared/logging/logger';
+import * as logs from '../../../shared/logging/logs';
 import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
 
@@ -432,6 +434,64 @@ describe('gcloud deploy plan', () => {
         stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) <
           stepIndex(plan, ['gcloud', 'alpha', 'monitoring', 'policies', 'create']),
         "stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) < stepIndex(plan, ['",
+      );
+    });
+
+    it('measures watermark lag on every completed fireWindows run, alerts when runs stop, and on scheduler failures', () => {
+      const file = (p: Plan, suffix: string): Record<string, unknown> | undefined => {
+        const f = p.files.find((x) => x.path.endsWith(suffix));
+        return f === undefined ? undefined : (JSON.parse(f.content) as Record<string, unknown>);
+      };
+      // The lag comes from the run summary, logged on every run, not only when the watermark is written.
+      const entries: LogEntry[] = [];
+      const logger = new Logger(
+        't',
+        (e) => entries.push(e),
+        () => 0,
+      );
+      logs.fireWindowsDone(logger, {
+        processingTimeMs: 900_000,
+        watermarkMs: 60_000,
+        watermarkAdvanced: false,
+      });
+      logs.fireWindowsDone(logger, { processingTimeMs: 900_000, watermarkMs: null });
+      assert.equal(entries[0]?.watermark_lag_ms, 840_000);
+      assert.ok(!('watermark_lag_ms' in (entries[1] ?? {})), 'no lag before the first event');
+      const lag = String(file(full, 'metrics/offvia-watermark-lag.json')?.filter);
+      assert.ok(lag.includes(`jsonPayload.message="${entries[0]?.message}"`), lag);
+      assert.match(lag, /jsonPayload\.outcome="fire_windows"/);
+      assert.match(lag, /jsonPayload\.watermark_lag_ms:\*/);
+      const runs = file(full, 'metrics/offvia-fire-windows-runs.json');
+      assert.ok(String(runs?.filter).includes(`jsonPayload.message="${entries[0]?.message}"`));
+      const absent = file(full, 'policies/fire-windows-absent.json') as
+        { conditions: { conditionAbsent?: { filter: string; duration: string } }[] } | undefined;
+      const condition = absent?.conditions[0]?.conditionAbsent;
+      assert.ok(condition, 'an absence condition on fireWindows runs');
+      assert.match(condition.filter, /logging\.googleapis\.com\/user\/offvia-fire-windows-runs/);
+      assert.equal(condition.duration, '600s');
+      // Cloud Scheduler failures (401/403 from a bad OIDC token, 5xx) of both jobs, as a metric with an alert.
+      const scheduler = String(file(full, 'metrics/offvia-scheduler-job-errors.json')?.filter);
+      assert.match(scheduler, /resource\.type="cloud_scheduler_job"/);
+      assert.match(scheduler, /severity>=ERROR/);
+      for (const job of ['offvia-schema-sweep', 'offvia-fire-windows']) {
+        assert.ok(scheduler.includes(`resource.labels.job_id="${job}"`), job);
+      }
+      const schedulerPolicy = full.files.find((f) =>
+        f.path.endsWith('policies/scheduler-job-errors.json'),
+      );
+      assert.ok(
+        schedulerPolicy?.content.includes(
+          'logging.googleapis.com/user/offvia-scheduler-job-errors',
+        ),
+      );
+      assert.ok(schedulerPolicy.content.includes('resource.type=\\"cloud_scheduler_job\\"'));
+      // Without fireWindows deployed, no absence alert that would fire forever.
+      const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
+      assert.equal(file(before, 'policies/fire-windows-absent.json'), undefined);
+      assert.ok(
+        String(file(before, 'metrics/offvia-scheduler-job-errors.json')?.filter).includes(
+          'offvia-schema-sweep',
+        ),
       );
     });
 
