@@ -479,10 +479,9 @@ describe('gcloud deploy plan', () => {
       const schedulerPolicy = full.files.find((f) =>
         f.path.endsWith('policies/scheduler-job-errors.json'),
       );
+      assert.ok(schedulerPolicy, 'a scheduler-job-errors policy');
       assert.ok(
-        schedulerPolicy?.content.includes(
-          'logging.googleapis.com/user/offvia-scheduler-job-errors',
-        ),
+        schedulerPolicy.content.includes('logging.googleapis.com/user/offvia-scheduler-job-errors'),
       );
       assert.ok(schedulerPolicy.content.includes('resource.type=\\"cloud_scheduler_job\\"'));
       // Without fireWindows deployed, no absence alert that would fire forever.
