@@ -13,7 +13,13 @@ import {
 } from '../local/resources';
 import type { Schedule } from '../schedules';
 import { functionEnv, setEnvVarsValue } from './env';
-import { FUNCTION_SPECS, type FunctionSpec, type FunctionsConfig, signatureFor } from './functions';
+import {
+  BUILD_ROLES,
+  FUNCTION_SPECS,
+  type FunctionSpec,
+  type FunctionsConfig,
+  signatureFor,
+} from './functions';
 import { assertNoBroadRoles, datasetGrant, invokerGrant, projectGrant, resourceGrant } from './iam';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import {
@@ -21,6 +27,7 @@ import {
   type GeneratedFile,
   Names,
   type Plan,
+  BUILD_SA,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
@@ -284,6 +291,9 @@ function serviceAccounts(ctx: Context): void {
   if (functions.some(({ spec }) => spec.trigger === 'http')) {
     accounts.push([SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)']);
   }
+  if (functions.length > 0) {
+    accounts.push([BUILD_SA, 'Offvia Cloud Build (builds the functions)']);
+  }
   for (const [base, displayName] of accounts) {
     steps.push({
       kind: 'ensure',
@@ -301,6 +311,18 @@ function serviceAccounts(ctx: Context): void {
     });
   }
   for (const { spec } of functions) runtimeGrants(ctx, spec);
+  if (functions.length > 0) {
+    // Not the project's default build account (often the Compute Engine default account, with Editor).
+    const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
+    for (const { role, condition } of BUILD_ROLES) {
+      steps.push({
+        kind: 'run',
+        title: `${names.serviceAccountId(BUILD_SA)}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+        command: projectGrant(ctx.o.project, member, role, condition),
+        retry: true,
+      });
+    }
+  }
 }
 
 /** Dataset-level BigQuery grants for what a function writes; project level only where IAM has nothing finer. */
@@ -446,6 +468,7 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     ...trigger,
     '--no-allow-unauthenticated',
     `--service-account=${names.serviceAccountEmail(spec.serviceAccount)}`,
+    `--build-service-account=projects/${o.project}/serviceAccounts/${names.serviceAccountEmail(BUILD_SA)}`,
     `--memory=${spec.memory}`,
     `--cpu=${spec.cpu}`,
     `--concurrency=${spec.concurrency}`,

@@ -54,6 +54,8 @@ export interface Plan {
 export const TRIGGER_SA = 'trigger';
 /** Service account whose OIDC tokens Cloud Scheduler sends. */
 export const SCHEDULER_SA = 'scheduler';
+/** Service account Cloud Build runs the functions' builds as (`--build-service-account`). */
+export const BUILD_SA = 'build';
 /** Every service account base name a deployment may create. */
 export const ACCOUNT_BASES: readonly string[] = [
   'ingest',
@@ -61,6 +63,7 @@ export const ACCOUNT_BASES: readonly string[] = [
   'windows',
   TRIGGER_SA,
   SCHEDULER_SA,
+  BUILD_SA,
 ];
 
 /** The Pub/Sub service agent; `${PROJECT_NUMBER}` is captured by the plan's third step. */

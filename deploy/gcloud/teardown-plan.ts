@@ -8,10 +8,12 @@ import {
   BRONZE_SUBSCRIPTION,
 } from '../local/resources';
 import { describeSubscription, findPolicy, monitoringTargets, policyVariable } from './deploy-plan';
-import { FUNCTION_SPECS } from './functions';
+import { BUILD_ROLES, FUNCTION_SPECS } from './functions';
+import { conditionFlag } from './iam';
 import { alertPolicies, logMetrics } from './monitoring';
 import {
   ACCOUNT_BASES,
+  BUILD_SA,
   type DeployOptions,
   Names,
   type Plan,
@@ -96,16 +98,22 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
 
   // Project-level bindings go before their accounts: a deleted account's bindings can no longer be removed by
   // email. Dataset and resource bindings go away with the account (or the resource).
-  for (const spec of specs) {
-    const email = names.serviceAccountEmail(spec.serviceAccount);
-    const roles = [
-      ...(spec.usesFirestore ? ['roles/datastore.user'] : []),
-      ...(spec.runsQueryJobs ? ['roles/bigquery.jobUser'] : []),
-    ];
-    for (const role of roles) {
+  const projectBindings = [
+    ...specs.map((spec) => ({
+      base: spec.serviceAccount,
+      roles: [
+        ...(spec.usesFirestore ? [{ role: 'roles/datastore.user' }] : []),
+        ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
+      ] as (typeof BUILD_ROLES)[number][],
+    })),
+    { base: BUILD_SA, roles: [...BUILD_ROLES] },
+  ];
+  for (const { base, roles } of projectBindings) {
+    const email = names.serviceAccountEmail(base);
+    for (const { role, condition } of roles) {
       steps.push({
         kind: 'ensure',
-        title: `Remove ${role} on the project from ${names.serviceAccountId(spec.serviceAccount)}`,
+        title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
         probe: {
           kind: 'line',
           command: gcloud(
@@ -122,7 +130,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
           o.project,
           `--member=serviceAccount:${email}`,
           `--role=${role}`,
-          '--condition=None',
+          conditionFlag(condition),
           '--format=none',
         ),
       });

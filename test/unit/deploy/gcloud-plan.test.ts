@@ -525,8 +525,19 @@ describe('gcloud deploy plan', () => {
         const grants = grantsOf(p.steps);
         assert.ok(grants.length > 10, 'grants.length > 10');
         for (const g of grants) {
-          assert.ok(!isBroadRole(g.role, g.projectLevel), `${g.role} to ${g.member}`);
-          assert.ok(!/admin/i.test(g.role), g.role);
+          assert.ok(
+            !isBroadRole(g.role, g.projectLevel, g.conditioned),
+            `${g.role} to ${g.member}`,
+          );
+          // The one admin role: the build account's object admin, limited to the functions' source buckets.
+          if (/admin/i.test(g.role)) {
+            assert.equal(g.role, 'roles/storage.objectAdmin');
+            assert.equal(g.member, SA('build'));
+            assert.match(
+              flag(g.command, '--condition') ?? '',
+              /^expression=resource\.name\.startsWith\("projects\/_\/buckets\/gcf-v2-sources-"\) \|\| resource\.name\.startsWith\("projects\/_\/buckets\/gcf-v2-uploads-"\),title=/,
+            );
+          }
           assert.ok(
             !['allUsers', 'allAuthenticatedUsers'].includes(g.member),
             "!['allUsers', 'allAuthenticatedUsers'].includes(g.member)",
@@ -541,6 +552,8 @@ describe('gcloud deploy plan', () => {
         isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', true),
         "isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', ",
       );
+      assert.ok(isBroadRole('roles/storage.objectAdmin', true), 'unconditioned object admin');
+      assert.ok(isBroadRole('roles/editor', true, true), 'a condition does not make editor narrow');
     });
 
     it('gives each identity exactly the roles it needs, at dataset or resource level where IAM allows', () => {
@@ -574,7 +587,19 @@ describe('gcloud deploy plan', () => {
         'roles/pubsub.publisher on booking-events-dlq',
         'roles/pubsub.subscriber on ${INGEST_BOOKING_SUBSCRIPTION}',
       ]);
-      assert.equal(table.size, 6);
+      // Cloud Build runs as offvia-build, not the project's default build account (often Editor).
+      assert.deepEqual(table.get(SA('build')), [
+        'roles/artifactregistry.writer on project',
+        'roles/logging.logWriter on project',
+        'roles/storage.objectAdmin on project',
+      ]);
+      for (const c of allCommands(full).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))) {
+        assert.equal(
+          flag(c, '--build-service-account'),
+          `projects/${P}/serviceAccounts/${email('build')}`,
+        );
+      }
+      assert.equal(table.size, 7);
     });
 
     it('runs each function as its own service account, created before any grant to it', () => {
