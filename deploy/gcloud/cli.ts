@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
-import type { DeployOptions, Plan, RepoFacts } from './options';
+import { type DeployOptions, normaliseBqLocation, type Plan, type RepoFacts } from './options';
 import { registeredFunctions } from './registry';
 import { readSqlFiles } from './sql';
 import { renderPlan } from './steps';
@@ -48,17 +48,10 @@ export interface CliArgs {
   readonly deleteData: boolean;
 }
 
-/**
- * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
- * accepted here without effect).
- * @throws Error for a missing or unknown flag, or a malformed `--env`.
- */
-export function parseCli(argv: readonly string[]): CliArgs {
-  const [command, ...rest] = argv;
-  if (command !== 'deploy' && command !== 'teardown')
-    throw new Error(`expected deploy or teardown\n${USAGE}`);
-  const { values, positionals } = parseArgs({
-    args: rest,
+/** node:util parseArgs with the flags of USAGE. @throws TypeError for an unknown flag or a missing value. */
+function parseCliFlags(args: string[]) {
+  return parseArgs({
+    args,
     allowPositionals: true,
     options: {
       project: { type: 'string' },
@@ -76,6 +69,27 @@ export function parseCli(argv: readonly string[]): CliArgs {
       'delete-data': { type: 'boolean', default: false },
     },
   });
+}
+
+/**
+ * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
+ * accepted here without effect).
+ * @throws Error for a missing or unknown flag, or a malformed `--env`.
+ */
+export function parseCli(argv: readonly string[]): CliArgs {
+  const [command, ...rest] = argv;
+  if (command !== 'deploy' && command !== 'teardown')
+    throw new Error(`expected deploy or teardown\n${USAGE}`);
+  let parsed;
+  try {
+    parsed = parseCliFlags(rest);
+  } catch (err) {
+    // An unknown flag or a flag without its value: say which, then how to call.
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`, {
+      cause: err,
+    });
+  }
+  const { values, positionals } = parsed;
   if (positionals.length > 0) throw new Error(`unexpected argument ${positionals[0]}\n${USAGE}`);
   const { project, region } = values;
   if (project === undefined || region === undefined)
@@ -92,7 +106,7 @@ export function parseCli(argv: readonly string[]): CliArgs {
     options: {
       project,
       region,
-      bqLocation: values['bq-location'] ?? region,
+      bqLocation: normaliseBqLocation(values['bq-location'] ?? region),
       firestoreLocation: values['firestore-location'] ?? region,
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],

@@ -153,6 +153,12 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   );
   const header = [
     `Offvia deploy plan for project ${o.project}, region ${o.region}`,
+    ...(o.notificationChannels.length === 0
+      ? [
+          'WARNING: no --notification-channel: the alert policies notify nobody (incidents show in the console ' +
+            'only), and each rerun rewrites every policy from its file, removing channels added in the console',
+        ]
+      : []),
     `BigQuery location ${o.bqLocation}; Firestore location ${o.firestoreLocation} (only if the database is created)`,
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
@@ -248,6 +254,23 @@ function firestore({ o, p, steps }: Context): void {
       '--type=firestore-native',
       p,
     ),
+  });
+  // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
+  steps.push({
+    kind: 'ensure',
+    title: 'Firestore database (default) is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)',
+    probe: {
+      kind: 'line',
+      command: gcloud('firestore databases describe', db, p, '--format=value(type)'),
+      line: 'FIRESTORE_NATIVE',
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the (default) Firestore database of $0 is not in Native mode; the functions need Firestore ' +
+        'Native: use another project" >&2; exit 1',
+      o.project,
+    ],
   });
   for (const group of o.ttlCollectionGroups) {
     const collectionGroup = `--collection-group=${group}`;

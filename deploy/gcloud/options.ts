@@ -93,6 +93,14 @@ export class Names {
 }
 
 /**
+ * BigQuery's spelling of a location: the multi-regions `US` and `EU` in upper case (BigQuery itself accepts
+ * `us`/`eu`), regions such as `europe-west1` in lower case.
+ */
+export function normaliseBqLocation(location: string): string {
+  return /^(us|eu)$/i.test(location) ? location.toUpperCase() : location.toLowerCase();
+}
+
+/**
  * Checks the options against the rules of the services that will receive them (and `--runtime` against
  * SUPPORTED_RUNTIMES).
  * @throws Error naming the flag.

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
-import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
+import { parseCli, REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import { DEFAULT_RUNTIME, FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
@@ -818,6 +818,55 @@ describe('gcloud deploy plan', () => {
       );
       // nodejs20 is decommissioned on Cloud Functions since 2026-10-30: refused, not deployed.
       assert.throws(() => buildDeployPlan({ ...OPTIONS, runtime: 'nodejs20' }, base), /--runtime/);
+    });
+
+    it('warns in the header when no notification channel is given (alerts would notify nobody)', () => {
+      const quiet = buildDeployPlan({ ...OPTIONS, notificationChannels: [] }, base);
+      assert.ok(quiet.header.some((h) => /^WARNING: no --notification-channel/.test(h)));
+      assert.ok(!plan.header.some((h) => /WARNING/.test(h)), 'no warning with a channel');
+    });
+
+    it('fails the run when the Firestore database exists in Datastore mode', () => {
+      const step = plan.steps.find(
+        (s): s is Extract<Step, { kind: 'ensure' }> =>
+          s.kind === 'ensure' && s.probe.kind === 'line' && s.probe.line === 'FIRESTORE_NATIVE',
+      );
+      assert.ok(step?.probe.kind === 'line' && step.absent);
+      assert.equal(flag(step.probe.command, '--format'), 'value(type)');
+      assert.ok(
+        plan.steps.indexOf(step) > stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']),
+        'checked after the create-if-missing step',
+      );
+      const script = renderPlan([], [step]);
+      const run = (type: string): number | null => {
+        const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+        try {
+          writeFileSync(path.join(bin, 'gcloud'), `#!/usr/bin/env bash\necho ${type}\n`, {
+            mode: 0o755,
+          });
+          return spawnSync('bash', ['-c', script], {
+            encoding: 'utf8',
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+          }).status;
+        } finally {
+          rmSync(bin, { recursive: true, force: true });
+        }
+      };
+      assert.equal(run('FIRESTORE_NATIVE'), 0);
+      assert.notEqual(run('DATASTORE_MODE'), 0);
+    });
+
+    it('normalises --bq-location (eu → EU, as BigQuery accepts) and prints usage for an unknown flag', () => {
+      const args = (extra: string[]) =>
+        parseCli(['deploy', '--project', P, '--region', R, ...extra]).options.bqLocation;
+      assert.equal(args(['--bq-location', 'eu']), 'EU');
+      assert.equal(args(['--bq-location', 'us']), 'US');
+      assert.equal(args(['--bq-location', 'Europe-West1']), 'europe-west1');
+      assert.equal(args([]), R);
+      assert.throws(
+        () => parseCli(['deploy', '--project', P, '--region', R, '--regoin', 'x']),
+        (err: Error) => /--regoin/.test(err.message) && /usage: deploy\.sh/.test(err.message),
+      );
     });
 
     it('deploys every function on the runtime --runtime names (nodejs24), nodejs22 by default', () => {
