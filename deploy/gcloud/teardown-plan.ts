@@ -8,6 +8,8 @@ import {
   BRONZE_SUBSCRIPTION,
 } from '../local/resources';
 import { describeSubscription, findPolicy, monitoringTargets, policyVariable } from './deploy-plan';
+import { COLLECTIONS } from '../../shared/state/firestore-window-store';
+import { functionEnv } from './env';
 import { BUILD_ROLES, FUNCTION_SPECS } from './functions';
 import { conditionFlag } from './iam';
 import { alertPolicies, logMetrics } from './monitoring';
@@ -27,6 +29,30 @@ import { bq, gcloud, type Step } from './steps';
 export interface TeardownOptions extends DeployOptions {
   /** Also delete the datasets, topics and the dead-letter subscription (data). */
   readonly deleteData: boolean;
+}
+
+/** Drift store subcollections under each table document (shared/drift/firestore-store.ts). */
+const DRIFT_SUBCOLLECTIONS = ['changes', 'rows', 'updates'] as const;
+
+/**
+ * The Firestore collection ids of our stores, for `gcloud firestore bulk-delete --collection-ids` (collection
+ * groups): the window store's root and subcollections, the drift store's root and subcollections, with roots
+ * from the functions' configuration (`OFFVIA_WINDOW_FIRESTORE_ROOT`, `OFFVIA_SCHEMA_FIRESTORE_ROOT`).
+ * @throws ConfigError for a bad OFFVIA_* override.
+ */
+export function firestoreCollectionIds(
+  project: string,
+  envOverrides: Readonly<Record<string, string>>,
+): string[] {
+  const { config } = functionEnv(project, envOverrides);
+  return [
+    ...new Set([
+      config.window.firestoreRoot,
+      ...Object.values(COLLECTIONS),
+      config.drift.firestoreRoot,
+      ...DRIFT_SUBCOLLECTIONS,
+    ]),
+  ];
 }
 
 /**
@@ -162,11 +188,26 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
         bq(o.project, 'rm', '-r', '-f', '--dataset', ref),
       );
     }
+    // Firestore keeps the window store (watermark, lease, dedup ledger, panes) and the drift store: a redeploy
+    // would inherit the old watermark and ledger. bulk-delete works on collection groups: every collection with
+    // one of these ids anywhere in the database, so the (default) database must be Offvia's alone.
+    const ids = firestoreCollectionIds(o.project, o.envOverrides);
+    steps.push({
+      kind: 'run',
+      title: `Delete the Firestore documents of the window and drift stores (collection groups ${ids.join(', ')})`,
+      command: gcloud(
+        'firestore bulk-delete',
+        `--collection-ids=${ids.join(',')}`,
+        '--database=(default)',
+        p,
+        '--quiet',
+      ),
+    });
   } else {
     steps.push({
       kind: 'note',
       title:
-        `kept (data; --delete-data removes them): datasets ${datasets.join(', ')}; topics ` +
+        `kept (data; --delete-data removes them): Firestore documents of the window and drift stores; datasets ${datasets.join(', ')}; topics ` +
         `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}; subscription ${BOOKING_DLQ_SUBSCRIPTION}`,
     });
   }
@@ -174,7 +215,8 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     kind: 'note',
     title:
       'never deleted here: the Firestore database and its TTL policies, the APIs, the Pub/Sub service agent ' +
-      `grant on ${BRONZE_DATASET} (it goes with the dataset)`,
+      `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
+      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (README: Teardown)',
   });
   const header = [
     `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,

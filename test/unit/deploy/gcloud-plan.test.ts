@@ -946,6 +946,30 @@ describe('gcloud teardown plan', () => {
     const wiped = deletes(wipe)
       .filter(dataCommand)
       .map((c) => (c.at(-1) === '--quiet' ? c[4] : c.at(-1)));
+    // The Firestore documents of both stores go too, or a redeploy inherits the old watermark and ledger.
+    const bulk = allCommands(wipe).filter((c) => starts(c, 'gcloud', 'firestore', 'bulk-delete'));
+    assert.equal(bulk.length, 1);
+    assert.ok(!allCommands(keep).some((c) => starts(c, 'gcloud', 'firestore', 'bulk-delete')));
+    const ids = (flag(bulk[0] ?? [], '--collection-ids') ?? '').split(',');
+    for (const id of [
+      'offviaWindows',
+      'meta',
+      'eventLedger',
+      'windows',
+      'offviaSchemaDrift',
+      'rows',
+    ]) {
+      assert.ok(ids.includes(id), id);
+    }
+    const renamed = buildTeardownPlan(
+      { ...OPTIONS, deleteData: true, envOverrides: { OFFVIA_WINDOW_FIRESTORE_ROOT: 'otherRoot' } },
+      facts,
+    );
+    assert.ok(
+      allCommands(renamed).some((c) =>
+        (flag(c, '--collection-ids') ?? '').split(',').includes('otherRoot'),
+      ),
+    );
     assert.deepEqual(wiped, [
       'booking-events-dlq-hold',
       'booking-events-dlq',
