@@ -41,8 +41,10 @@ import { type Command, gcloud, type Step } from './steps';
 export const TTL_FIELD = 'expireAt';
 /**
  * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the dedup ledger and
- * the dropped-late counters of the window store (shared/state). The schema-drift store (shared/drift) has no
- * expiring documents: the sweep deletes the rows it settles.
+ * the dropped-late counters of the window store (shared/state). The schema-drift store (shared/drift) gets none:
+ * the sweep deletes the waiting rows it settles, but its audit records (the `changes` and `updates` documents
+ * under each table) are kept without expiry, one per schema window with a change and one per applied update
+ * (a few a day at most); `teardown.sh --delete-data` removes them.
  */
 export const DEFAULT_TTL_COLLECTION_GROUPS: readonly string[] = [
   COLLECTIONS.ledger,
