@@ -19,3 +19,8 @@ CLUSTER BY origin_airport, destination_airport
 OPTIONS (
   description = 'Validated booking events, streamed in real time (Silver)'
 );
+
+-- A project where the lab already ran has fact_bookings without event_id, and CREATE … IF NOT EXISTS leaves it so:
+-- add every column beyond the lab's DDL, one per statement (the local BigQuery emulator refuses several in one).
+-- Added columns must be NULLABLE; the view in 050 and ingestBooking need event_id.
+ALTER TABLE `{{project}}.offvia_silver.fact_bookings` ADD COLUMN IF NOT EXISTS event_id STRING;

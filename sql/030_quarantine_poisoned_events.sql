@@ -15,3 +15,12 @@ PARTITION BY DATE(received_timestamp)
 OPTIONS (
   description = 'Events rejected by parsing or validation (quarantine)'
 );
+
+-- A project where the lab already ran has poisoned_events with the lab's five columns only, and CREATE … IF NOT
+-- EXISTS leaves it so: add every column beyond the lab's DDL, one per statement (the local BigQuery emulator refuses
+-- several in one), or ingestBooking's quarantine rows name unknown columns.
+ALTER TABLE `{{project}}.offvia_quarantine.poisoned_events` ADD COLUMN IF NOT EXISTS publish_time TIMESTAMP;
+ALTER TABLE `{{project}}.offvia_quarantine.poisoned_events` ADD COLUMN IF NOT EXISTS attributes JSON;
+ALTER TABLE `{{project}}.offvia_quarantine.poisoned_events` ADD COLUMN IF NOT EXISTS payload_bytes INT64;
+ALTER TABLE `{{project}}.offvia_quarantine.poisoned_events` ADD COLUMN IF NOT EXISTS payload_truncated BOOL;
+ALTER TABLE `{{project}}.offvia_quarantine.poisoned_events` ADD COLUMN IF NOT EXISTS raw_payload_base64 STRING;

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
-import type { DeployOptions, Plan, RepoFacts } from './options';
+import { DEFAULT_RUNTIME } from './functions';
+import { type DeployOptions, normaliseBqLocation, type Plan, type RepoFacts } from './options';
 import { registeredFunctions } from './registry';
 import { readSqlFiles } from './sql';
 import { renderPlan } from './steps';
@@ -21,6 +22,7 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
   --delete-data             teardown only: also delete datasets, topics and dead letters`;
@@ -46,17 +48,10 @@ export interface CliArgs {
   readonly deleteData: boolean;
 }
 
-/**
- * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
- * accepted here without effect).
- * @throws Error for a missing or unknown flag, or a malformed `--env`.
- */
-export function parseCli(argv: readonly string[]): CliArgs {
-  const [command, ...rest] = argv;
-  if (command !== 'deploy' && command !== 'teardown')
-    throw new Error(`expected deploy or teardown\n${USAGE}`);
-  const { values, positionals } = parseArgs({
-    args: rest,
+/** node:util parseArgs with the flags of USAGE. @throws TypeError for an unknown flag or a missing value. */
+function parseCliFlags(args: string[]) {
+  return parseArgs({
+    args,
     allowPositionals: true,
     options: {
       project: { type: 'string' },
@@ -69,10 +64,32 @@ export function parseCli(argv: readonly string[]): CliArgs {
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
       'out-dir': { type: 'string' },
+      runtime: { type: 'string', default: DEFAULT_RUNTIME },
       yes: { type: 'boolean', default: false },
       'delete-data': { type: 'boolean', default: false },
     },
   });
+}
+
+/**
+ * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
+ * accepted here without effect).
+ * @throws Error for a missing or unknown flag, or a malformed `--env`.
+ */
+export function parseCli(argv: readonly string[]): CliArgs {
+  const [command, ...rest] = argv;
+  if (command !== 'deploy' && command !== 'teardown')
+    throw new Error(`expected deploy or teardown\n${USAGE}`);
+  let parsed;
+  try {
+    parsed = parseCliFlags(rest);
+  } catch (err) {
+    // An unknown flag or a flag without its value: say which, then how to call.
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`, {
+      cause: err,
+    });
+  }
+  const { values, positionals } = parsed;
   if (positionals.length > 0) throw new Error(`unexpected argument ${positionals[0]}\n${USAGE}`);
   const { project, region } = values;
   if (project === undefined || region === undefined)
@@ -89,13 +106,14 @@ export function parseCli(argv: readonly string[]): CliArgs {
     options: {
       project,
       region,
-      bqLocation: values['bq-location'] ?? region,
+      bqLocation: normaliseBqLocation(values['bq-location'] ?? region),
       firestoreLocation: values['firestore-location'] ?? region,
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],
       envOverrides,
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,
+      runtime: values.runtime,
     },
   };
 }

@@ -13,7 +13,13 @@ import {
 } from '../local/resources';
 import type { Schedule } from '../schedules';
 import { functionEnv, setEnvVarsValue } from './env';
-import { FUNCTION_SPECS, type FunctionSpec, type FunctionsConfig, signatureFor } from './functions';
+import {
+  BUILD_ROLES,
+  FUNCTION_SPECS,
+  type FunctionSpec,
+  type FunctionsConfig,
+  signatureFor,
+} from './functions';
 import { assertNoBroadRoles, datasetGrant, invokerGrant, projectGrant, resourceGrant } from './iam';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import {
@@ -21,6 +27,7 @@ import {
   type GeneratedFile,
   Names,
   type Plan,
+  BUILD_SA,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
@@ -34,15 +41,22 @@ import { type Command, gcloud, type Step } from './steps';
 export const TTL_FIELD = 'expireAt';
 /**
  * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the dedup ledger and
- * the dropped-late counters of the window store (shared/state). The schema-drift store (shared/drift) has no
- * expiring documents: the sweep deletes the rows it settles.
+ * the dropped-late counters of the window store (shared/state). The schema-drift store (shared/drift) gets none:
+ * the sweep deletes the waiting rows it settles, but its audit records (the `changes` and `updates` documents
+ * under each table) are kept without expiry, one per schema window with a change and one per applied update
+ * (a few a day at most); `teardown.sh --delete-data` removes them.
  */
 export const DEFAULT_TTL_COLLECTION_GROUPS: readonly string[] = [
   COLLECTIONS.ledger,
   COLLECTIONS.dropped,
 ];
-/** Label carrying the digest of a function's source and deploy flags; equal digest → the deploy is skipped. */
+/**
+ * Label carrying the digest of a function's source and deploy flags; equal digest and state LIVE_STATE → the
+ * deploy is skipped.
+ */
 export const DEPLOY_LABEL = 'offvia_deploy';
+/** `state` of a v2 function that is deployed and serving (FAILED, DEPLOYING, UNKNOWN, DELETING are not). */
+export const LIVE_STATE = 'ACTIVE';
 
 /** Dead-letter and retry policy of the function subscription; README explains the numbers. */
 export const DELIVERY = {
@@ -141,8 +155,14 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   );
   const header = [
     `Offvia deploy plan for project ${o.project}, region ${o.region}`,
+    ...(o.notificationChannels.length === 0
+      ? [
+          'WARNING: no --notification-channel: the alert policies notify nobody (incidents show in the console ' +
+            'only), and each rerun rewrites every policy from its file, removing channels added in the console',
+        ]
+      : []),
     `BigQuery location ${o.bqLocation}; Firestore location ${o.firestoreLocation} (only if the database is created)`,
-    `name prefix ${JSON.stringify(o.namePrefix)}; functions: ${deployed.join(', ')}`,
+    `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
   ];
@@ -237,6 +257,23 @@ function firestore({ o, p, steps }: Context): void {
       p,
     ),
   });
+  // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
+  steps.push({
+    kind: 'ensure',
+    title: 'Firestore database (default) is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)',
+    probe: {
+      kind: 'line',
+      command: gcloud('firestore databases describe', db, p, '--format=value(type)'),
+      line: 'FIRESTORE_NATIVE',
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the (default) Firestore database of $0 is not in Native mode; the functions need Firestore ' +
+        'Native: use another project" >&2; exit 1',
+      o.project,
+    ],
+  });
   for (const group of o.ttlCollectionGroups) {
     const collectionGroup = `--collection-group=${group}`;
     steps.push({
@@ -279,6 +316,9 @@ function serviceAccounts(ctx: Context): void {
   if (functions.some(({ spec }) => spec.trigger === 'http')) {
     accounts.push([SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)']);
   }
+  if (functions.length > 0) {
+    accounts.push([BUILD_SA, 'Offvia Cloud Build (builds the functions)']);
+  }
   for (const [base, displayName] of accounts) {
     steps.push({
       kind: 'ensure',
@@ -296,6 +336,18 @@ function serviceAccounts(ctx: Context): void {
     });
   }
   for (const { spec } of functions) runtimeGrants(ctx, spec);
+  if (functions.length > 0) {
+    // Not the project's default build account (often the Compute Engine default account, with Editor).
+    const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
+    for (const { role, condition } of BUILD_ROLES) {
+      steps.push({
+        kind: 'run',
+        title: `${names.serviceAccountId(BUILD_SA)}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+        command: projectGrant(ctx.o.project, member, role, condition),
+        retry: true,
+      });
+    }
+  }
 }
 
 /** Dataset-level BigQuery grants for what a function writes; project level only where IAM has nothing finer. */
@@ -435,12 +487,13 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     '--gen2',
     `--project=${o.project}`,
     `--region=${o.region}`,
-    '--runtime=nodejs20',
+    `--runtime=${o.runtime}`,
     '--source=.',
     `--entry-point=${spec.entryPoint}`,
     ...trigger,
     '--no-allow-unauthenticated',
     `--service-account=${names.serviceAccountEmail(spec.serviceAccount)}`,
+    `--build-service-account=projects/${o.project}/serviceAccounts/${names.serviceAccountEmail(BUILD_SA)}`,
     `--memory=${spec.memory}`,
     `--cpu=${spec.cpu}`,
     `--concurrency=${spec.concurrency}`,
@@ -470,7 +523,13 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
   steps.push({
     kind: 'ensure',
     title: `Function ${name} (${spec.entryPoint}): deploy unless this source and configuration are live`,
-    probe: { kind: 'line', command: describe(`value(labels.${DEPLOY_LABEL})`), line: digest },
+    // The label is sent with the deploy itself, so a failed build can leave it set on a function that is not
+    // serving this source: skip only when the function is ACTIVE too (Function.State of the v2 API).
+    probe: {
+      kind: 'line',
+      command: describe(`value[separator=" "](state,labels.${DEPLOY_LABEL})`),
+      line: `${LIVE_STATE} ${digest}`,
+    },
     absent: [...command, `--update-labels=${DEPLOY_LABEL}=${digest}`],
   });
   if (spec.trigger === 'topic') {
@@ -584,11 +643,19 @@ export function monitoringTargets(
 ): MonitoringTargets {
   const names = new Names(o);
   const ingest = specs.find((s) => s.trigger === 'topic') ?? FUNCTION_SPECS.get('ingestBooking');
+  const fireWindows = specs.find((s) => s.entryPoint === 'fireWindows');
   return {
     prefix: o.namePrefix,
     region: o.region,
     services: specs.map((s) => names.functionName(s.baseName)),
     ingestService: names.functionName(ingest?.baseName ?? 'ingest-booking'),
+    ...(fireWindows === undefined
+      ? {}
+      : { fireWindowsService: names.functionName(fireWindows.baseName) }),
+    // Scheduler jobs are named like their functions (deployFunction).
+    schedulerJobs: specs
+      .filter((s) => s.trigger === 'http')
+      .map((s) => names.functionName(s.baseName)),
     bronzeSubscription: BRONZE_SUBSCRIPTION,
     deadLetterHoldSubscription: BOOKING_DLQ_SUBSCRIPTION,
     notificationChannels: o.notificationChannels,

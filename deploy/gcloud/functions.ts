@@ -6,6 +6,41 @@ import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config'
 import type { WindowConfig } from '../../shared/config/window-config';
 import type { SignatureType } from './registry';
 
+/**
+ * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
+ * (cloud.google.com/functions/docs/runtime-support): nodejs20 deprecated 2026-04-30 and decommissioned
+ * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. Local development and
+ * tests run on Node 20; the code uses nothing Node 22 removed (package.json `engines` is `>=20`).
+ */
+export const DEFAULT_RUNTIME = 'nodejs22';
+/** The runtimes `--runtime` accepts: those still deployable on the schedule above. */
+export const SUPPORTED_RUNTIMES: readonly string[] = ['nodejs22', 'nodejs24'];
+
+/**
+ * Project-level roles of the build service account (`<prefix>build`), as Google documents them for a custom
+ * Cloud Build service account of Cloud Run functions ("Custom Service Account for Cloud Build",
+ * cloud.google.com/functions/docs/securing/build-custom-sa): build logs, the build images in Artifact Registry
+ * (the `gcf-artifacts` repository, created by the first deploy, so not grantable earlier), and the function
+ * source in Cloud Storage, limited by an IAM condition to the `gcf-v2-sources-*` and `gcf-v2-uploads-*`
+ * buckets Cloud Functions creates.
+ */
+export const BUILD_ROLES: readonly {
+  readonly role: string;
+  readonly condition?: { readonly expression: string; readonly title: string };
+}[] = [
+  { role: 'roles/logging.logWriter' },
+  { role: 'roles/artifactregistry.writer' },
+  {
+    role: 'roles/storage.objectAdmin',
+    condition: {
+      expression:
+        'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-") || ' +
+        'resource.name.startsWith("projects/_/buckets/gcf-v2-uploads-")',
+      title: 'offvia-gcf-source-buckets',
+    },
+  },
+];
+
 /** The functions' configuration, parsed by the same loaders the functions run at cold start. */
 export interface FunctionsConfig {
   readonly ingest: IngestConfig;

@@ -1,12 +1,31 @@
 // The IAM grants of a plan: the commands that make them, and the check that none is broad.
 import { bq, type Command, commandsOf, gcloud, type Step } from './steps';
 
-/** Roles no plan may grant: owner, editor, viewer, BigQuery admin anywhere; any admin role on the project. */
-export function isBroadRole(role: string, projectLevel: boolean): boolean {
+/**
+ * Roles no plan may grant: owner, editor, viewer, BigQuery admin anywhere; any admin role on the project unless
+ * an IAM condition limits it to named resources (`conditioned`: the build account's object admin on the
+ * Cloud Functions source buckets only).
+ */
+export function isBroadRole(role: string, projectLevel: boolean, conditioned = false): boolean {
   if (['roles/owner', 'roles/editor', 'roles/viewer', 'roles/bigquery.admin'].includes(role)) {
     return true;
   }
-  return projectLevel && /admin/i.test(role);
+  return projectLevel && !conditioned && /admin/i.test(role);
+}
+
+/** An IAM condition of a project-level binding: `gcloud … --condition=expression=…,title=…` (no commas inside). */
+export interface IamCondition {
+  readonly expression: string;
+  readonly title: string;
+}
+
+/** The `--condition` value of a binding; `None` for an unconditional one. */
+export function conditionFlag(condition: IamCondition | undefined): string {
+  if (condition === undefined) return '--condition=None';
+  if (/,/.test(condition.expression) || /,/.test(condition.title)) {
+    throw new Error(`an IAM condition for gcloud cannot hold a comma: ${condition.expression}`);
+  }
+  return `--condition=expression=${condition.expression},title=${condition.title}`;
 }
 
 /** A dataset-level BigQuery grant (`project:dataset`); adding an existing binding changes nothing. */
@@ -26,14 +45,19 @@ export function datasetGrant(
   );
 }
 
-/** A project-level grant, for the roles IAM offers nowhere finer. */
-export function projectGrant(project: string, member: string, role: string): string[] {
+/** A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. */
+export function projectGrant(
+  project: string,
+  member: string,
+  role: string,
+  condition?: IamCondition,
+): string[] {
   return gcloud(
     'projects add-iam-policy-binding',
     project,
     `--member=${member}`,
     `--role=${role}`,
-    '--condition=None',
+    conditionFlag(condition),
     '--format=none',
   );
 }
@@ -75,6 +99,8 @@ export interface Grant {
   /** `project`, or the dataset, topic, subscription, service account or function the grant is on. */
   readonly resource: string;
   readonly projectLevel: boolean;
+  /** The binding carries an IAM condition (not `--condition=None`). */
+  readonly conditioned: boolean;
   readonly command: Command;
 }
 
@@ -88,16 +114,32 @@ export function grantsOf(steps: readonly Step[]): Grant[] {
     const member = valueOf(command, '--member');
     const role = valueOf(command, '--role');
     if (command[0] === 'bq' && command.includes('add-iam-policy-binding')) {
-      grants.push({ role, member, resource: command.at(-1) ?? '', projectLevel: false, command });
+      grants.push({
+        role,
+        member,
+        resource: command.at(-1) ?? '',
+        projectLevel: false,
+        conditioned: false,
+        command,
+      });
     } else if (command[0] === 'gcloud' && command[2] === 'add-invoker-policy-binding') {
       const resource = command[3] ?? '';
-      grants.push({ role: 'roles/run.invoker', member, resource, projectLevel: false, command });
+      grants.push({
+        role: 'roles/run.invoker',
+        member,
+        resource,
+        projectLevel: false,
+        conditioned: false,
+        command,
+      });
     } else if (command[0] === 'gcloud' && command.includes('add-iam-policy-binding')) {
       const projectLevel = command[1] === 'projects';
       const resource = projectLevel
         ? 'project'
         : (command[command.indexOf('add-iam-policy-binding') + 1] ?? '');
-      grants.push({ role, member, resource, projectLevel, command });
+      const condition = valueOf(command, '--condition');
+      const conditioned = condition !== '' && condition !== 'None';
+      grants.push({ role, member, resource, projectLevel, conditioned, command });
     }
   }
   return grants;
@@ -106,7 +148,7 @@ export function grantsOf(steps: readonly Step[]): Grant[] {
 /** @throws Error when the steps would grant a broad role (see isBroadRole). */
 export function assertNoBroadRoles(steps: readonly Step[]): void {
   for (const g of grantsOf(steps)) {
-    if (isBroadRole(g.role, g.projectLevel)) {
+    if (isBroadRole(g.role, g.projectLevel, g.conditioned)) {
       throw new Error(`the plan would grant ${g.role} to ${g.member} on ${g.resource}`);
     }
   }

@@ -38,6 +38,17 @@ export interface ThresholdCondition {
   };
 }
 
+/** An absence condition (Cloud Monitoring `AlertPolicy.Condition.conditionAbsent`): no data for `duration`. */
+export interface AbsentCondition {
+  readonly displayName: string;
+  readonly conditionAbsent: {
+    readonly filter: string;
+    readonly aggregations: readonly Aggregation[];
+    readonly duration: string;
+    readonly trigger: { readonly count: number };
+  };
+}
+
 /** Cloud Monitoring `Aggregation`. */
 export interface Aggregation {
   readonly alignmentPeriod: string;
@@ -53,7 +64,7 @@ export interface AlertPolicy {
   readonly userLabels: Readonly<Record<string, string>>;
   readonly combiner: 'OR';
   readonly enabled: true;
-  readonly conditions: readonly ThresholdCondition[];
+  readonly conditions: readonly (ThresholdCondition | AbsentCondition)[];
   readonly alertStrategy: { readonly autoClose: string };
   readonly notificationChannels: readonly string[];
 }
@@ -66,6 +77,10 @@ export interface MonitoringTargets {
   readonly services: readonly string[];
   /** Cloud Run service name of the Pub/Sub-triggered function. */
   readonly ingestService: string;
+  /** Cloud Run service name of fireWindows when it is deployed (its runs get an absence alert). */
+  readonly fireWindowsService?: string;
+  /** Cloud Scheduler job ids (`resource.labels.job_id`) whose failed attempts are counted. */
+  readonly schedulerJobs: readonly string[];
   readonly bronzeSubscription: string;
   readonly deadLetterHoldSubscription: string;
   /** `projects/P/notificationChannels/ID`; empty: incidents show in the console only. */
@@ -86,6 +101,10 @@ export const THRESHOLDS = {
   badDataRows: 0,
   /** 99th percentile watermark lag, ms: twice the lab's 5 minutes of allowed lateness. */
   watermarkLagMs: 600_000,
+  /** No completed fireWindows run for this long (Cloud Scheduler calls it every minute): 10 missed runs. */
+  fireWindowsAbsentSeconds: 600,
+  /** Failed Cloud Scheduler attempts (ERROR log entries) in 10 minutes: any is a broken schedule (OIDC, 4xx/5xx). */
+  schedulerErrors: 0,
 } as const;
 
 /** The message and outcome of one catalogue line, by calling it with a capturing logger. */
@@ -124,12 +143,21 @@ export function metricNames(prefix: string): {
   quarantined: string;
   badData: string;
   watermarkLag: string;
+  fireWindowsRuns: string;
+  schedulerErrors: string;
 } {
   return {
     quarantined: `${prefix}quarantined-messages`,
     badData: `${prefix}bad-data-rows`,
     watermarkLag: `${prefix}watermark-lag`,
+    fireWindowsRuns: `${prefix}fire-windows-runs`,
+    schedulerErrors: `${prefix}scheduler-job-errors`,
   };
+}
+
+/** `resource.labels.job_id="a" OR …` of the scheduler jobs. */
+function schedulerJobsLogFilter(jobs: readonly string[]): string {
+  return `resource.type="cloud_scheduler_job" AND (${jobs.map((j) => `resource.labels.job_id=${q(j)}`).join(' OR ')})`;
 }
 
 /** The log-based metrics. */
@@ -145,11 +173,15 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
   // driftRowToBadData, paneRowRefused), except that rowRejectedBySink and driftRowTooLarge announce a row whose
   // badDataWritten follows: the metric counts outcome=bad_data without those two.
   const badData = catalogued((log) => logs.badDataWritten(log, { messageId: 'm' }, 't', 't'));
+  // Every completed fireWindows run logs this line, with watermark_lag_ms whenever there is a watermark.
+  const fireWindowsRun = catalogued((log) =>
+    logs.fireWindowsDone(log, { processingTimeMs: 1, watermarkMs: 0 }),
+  );
   const announcements = [
     catalogued((log) => logs.rowRejectedBySink(log, { messageId: 'm' }, 't', 'i', 'e')),
     catalogued((log) => logs.driftRowTooLarge(log, { messageId: 'm' }, 't', 2, 1)),
   ];
-  return [
+  const metrics: LogMetric[] = [
     {
       name: names.quarantined,
       description:
@@ -180,8 +212,9 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
     {
       name: names.watermarkLag,
       description:
-        'Watermark lag in ms (processing time minus watermark), from log lines with a numeric watermark_lag_ms field',
-      filter: `${ours} AND jsonPayload.watermark_lag_ms:*`,
+        'Watermark lag in ms (processing time minus watermark), logged by every completed fireWindows run ' +
+        '(shared/logging/logs.ts fireWindowsDone), so a stuck watermark keeps reporting a growing lag',
+      filter: `${ours} AND ${lineFilter(fireWindowsRun)} AND jsonPayload.watermark_lag_ms:*`,
       metricDescriptor: {
         metricKind: 'DELTA',
         valueType: 'DISTRIBUTION',
@@ -199,16 +232,55 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       // 100 ms … ~14 minutes in doublings, then overflow.
       bucketOptions: { exponentialBuckets: { numFiniteBuckets: 14, growthFactor: 2, scale: 100 } },
     },
+    {
+      name: names.fireWindowsRuns,
+      description:
+        'Completed fireWindows runs (fireWindowsDone lines); the absence alert fires when they stop',
+      filter: `${ours} AND ${lineFilter(fireWindowsRun)}`,
+      metricDescriptor: {
+        metricKind: 'DELTA',
+        valueType: 'INT64',
+        unit: '1',
+        labels: [
+          {
+            key: 'pipeline',
+            valueType: 'STRING',
+            description: 'Windowed pipeline (jsonPayload.pipeline)',
+          },
+        ],
+      },
+      labelExtractors: { pipeline: 'EXTRACT(jsonPayload.pipeline)' },
+    },
   ];
+  if (t.schedulerJobs.length > 0) {
+    metrics.push({
+      name: names.schedulerErrors,
+      description:
+        'Failed Cloud Scheduler attempts of our jobs (severity >= ERROR: OIDC 401/403, function 5xx, deadline)',
+      filter: `${schedulerJobsLogFilter(t.schedulerJobs)} AND severity>=ERROR`,
+      metricDescriptor: {
+        metricKind: 'DELTA',
+        valueType: 'INT64',
+        unit: '1',
+        labels: [{ key: 'job_id', valueType: 'STRING', description: 'Cloud Scheduler job id' }],
+      },
+      labelExtractors: { job_id: 'EXTRACT(resource.labels.job_id)' },
+    });
+  }
+  return metrics;
 }
 
-const userMetric = (name: string): string =>
-  `metric.type="logging.googleapis.com/user/${name}" AND resource.type="cloud_run_revision"`;
+const userMetric = (name: string, resourceType = 'cloud_run_revision'): string =>
+  `metric.type="logging.googleapis.com/user/${name}" AND resource.type=${q(resourceType)}`;
 
 /** The alert policies, one file each. */
 export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
   const names = metricNames(t.prefix);
-  const policy = (id: string, runbook: string, conditions: ThresholdCondition[]): AlertPolicy => ({
+  const policy = (
+    id: string,
+    runbook: string,
+    conditions: (ThresholdCondition | AbsentCondition)[],
+  ): AlertPolicy => ({
     displayName: `${t.prefix}${id}`,
     documentation: { content: runbook, mimeType: 'text/markdown' },
     userLabels: { app: 'offvia', managed_by: 'deploy-gcloud' },
@@ -232,7 +304,7 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
     },
   ];
 
-  return [
+  const policies: AlertPolicy[] = [
     policy(
       'quarantine-rate',
       'Messages are being quarantined faster than usual for one `error_stage`. Bad data is acknowledged and kept ' +
@@ -378,4 +450,66 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
       ],
     ),
   ];
+  if (t.fireWindowsService !== undefined) {
+    policies.push(
+      policy(
+        'fire-windows-absent',
+        'No `fireWindows` run completed for 10 minutes: the watermark does not move and windows do not close, ' +
+          'and the watermark-lag alert cannot see it (the lag is logged by completed runs). Check the Cloud ' +
+          'Scheduler job (paused? failing? see the scheduler-job-errors alert), then `fireWindows` logs ' +
+          '(`fire_windows_failed`, `fire_windows_busy`: a lease held by a stuck run).',
+        [
+          {
+            displayName: 'No completed fireWindows run',
+            conditionAbsent: {
+              filter: userMetric(names.fireWindowsRuns),
+              aggregations: [
+                {
+                  alignmentPeriod: '300s',
+                  perSeriesAligner: 'ALIGN_DELTA',
+                  crossSeriesReducer: 'REDUCE_SUM',
+                  groupByFields: ['metric.label.pipeline'],
+                },
+              ],
+              duration: `${THRESHOLDS.fireWindowsAbsentSeconds}s`,
+              trigger: { count: 1 },
+            },
+          },
+        ],
+      ),
+    );
+  }
+  if (t.schedulerJobs.length > 0) {
+    policies.push(
+      policy(
+        'scheduler-job-errors',
+        'A Cloud Scheduler job could not call its function: 401/403 (OIDC token refused: the scheduler service ' +
+          'account lost `run.invoker`, or the audience/URL changed), 5xx or a deadline. Read ' +
+          '`gcloud logging read \'resource.type="cloud_scheduler_job" AND severity>=ERROR\'`; ' +
+          'a paused job logs nothing (`gcloud scheduler jobs describe` shows `state: PAUSED`; the ' +
+          'fire-windows-absent alert catches it for fireWindows).',
+        [
+          {
+            displayName: 'Failed Cloud Scheduler attempts in 10 minutes, by job',
+            conditionThreshold: {
+              filter: userMetric(names.schedulerErrors, 'cloud_scheduler_job'),
+              aggregations: [
+                {
+                  alignmentPeriod: '600s',
+                  perSeriesAligner: 'ALIGN_DELTA',
+                  crossSeriesReducer: 'REDUCE_SUM',
+                  groupByFields: ['metric.label.job_id'],
+                },
+              ],
+              comparison: 'COMPARISON_GT',
+              thresholdValue: THRESHOLDS.schedulerErrors,
+              duration: '0s',
+              trigger: { count: 1 },
+            },
+          },
+        ],
+      ),
+    );
+  }
+  return policies;
 }

@@ -1,6 +1,7 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
 import type { Schedule } from '../schedules';
+import { SUPPORTED_RUNTIMES } from './functions';
 import type { RegisteredFunction } from './registry';
 import type { SqlFile } from './sql';
 import type { Step } from './steps';
@@ -23,6 +24,8 @@ export interface DeployOptions {
   readonly ttlCollectionGroups: readonly string[];
   /** Where the metric and policy JSON files are written, as the plan refers to them (relative to the repo). */
   readonly outDir: string;
+  /** `gcloud functions deploy --runtime`: one of SUPPORTED_RUNTIMES (default DEFAULT_RUNTIME, functions.ts). */
+  readonly runtime: string;
 }
 
 /** What the repository holds, read by the CLI. */
@@ -51,6 +54,8 @@ export interface Plan {
 export const TRIGGER_SA = 'trigger';
 /** Service account whose OIDC tokens Cloud Scheduler sends. */
 export const SCHEDULER_SA = 'scheduler';
+/** Service account Cloud Build runs the functions' builds as (`--build-service-account`). */
+export const BUILD_SA = 'build';
 /** Every service account base name a deployment may create. */
 export const ACCOUNT_BASES: readonly string[] = [
   'ingest',
@@ -58,6 +63,7 @@ export const ACCOUNT_BASES: readonly string[] = [
   'windows',
   TRIGGER_SA,
   SCHEDULER_SA,
+  BUILD_SA,
 ];
 
 /** The Pub/Sub service agent; `${PROJECT_NUMBER}` is captured by the plan's third step. */
@@ -87,7 +93,16 @@ export class Names {
 }
 
 /**
- * Checks the options against the rules of the services that will receive them.
+ * BigQuery's spelling of a location: the multi-regions `US` and `EU` in upper case (BigQuery itself accepts
+ * `us`/`eu`), regions such as `europe-west1` in lower case.
+ */
+export function normaliseBqLocation(location: string): string {
+  return /^(us|eu)$/i.test(location) ? location.toUpperCase() : location.toLowerCase();
+}
+
+/**
+ * Checks the options against the rules of the services that will receive them (and `--runtime` against
+ * SUPPORTED_RUNTIMES).
  * @throws Error naming the flag.
  */
 export function validateOptions(o: DeployOptions): void {
@@ -102,6 +117,11 @@ export function validateOptions(o: DeployOptions): void {
     if (!pattern.test(value)) {
       throw new Error(`${flag}: ${JSON.stringify(value)} does not match ${pattern}`);
     }
+  }
+  if (!SUPPORTED_RUNTIMES.includes(o.runtime)) {
+    throw new Error(
+      `--runtime: ${JSON.stringify(o.runtime)} is not one of ${SUPPORTED_RUNTIMES.join(', ')}`,
+    );
   }
   for (const group of o.ttlCollectionGroups) {
     if (!/^[A-Za-z][A-Za-z0-9_-]{0,99}$/.test(group)) {

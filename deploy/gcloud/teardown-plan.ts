@@ -8,10 +8,14 @@ import {
   BRONZE_SUBSCRIPTION,
 } from '../local/resources';
 import { describeSubscription, findPolicy, monitoringTargets, policyVariable } from './deploy-plan';
-import { FUNCTION_SPECS } from './functions';
+import { COLLECTIONS } from '../../shared/state/firestore-window-store';
+import { functionEnv } from './env';
+import { BUILD_ROLES, FUNCTION_SPECS } from './functions';
+import { conditionFlag } from './iam';
 import { alertPolicies, logMetrics } from './monitoring';
 import {
   ACCOUNT_BASES,
+  BUILD_SA,
   type DeployOptions,
   Names,
   type Plan,
@@ -25,6 +29,30 @@ import { bq, gcloud, type Step } from './steps';
 export interface TeardownOptions extends DeployOptions {
   /** Also delete the datasets, topics and the dead-letter subscription (data). */
   readonly deleteData: boolean;
+}
+
+/** Drift store subcollections under each table document (shared/drift/firestore-store.ts). */
+const DRIFT_SUBCOLLECTIONS = ['changes', 'rows', 'updates'] as const;
+
+/**
+ * The Firestore collection ids of our stores, for `gcloud firestore bulk-delete --collection-ids` (collection
+ * groups): the window store's root and subcollections, the drift store's root and subcollections, with roots
+ * from the functions' configuration (`OFFVIA_WINDOW_FIRESTORE_ROOT`, `OFFVIA_SCHEMA_FIRESTORE_ROOT`).
+ * @throws ConfigError for a bad OFFVIA_* override.
+ */
+export function firestoreCollectionIds(
+  project: string,
+  envOverrides: Readonly<Record<string, string>>,
+): string[] {
+  const { config } = functionEnv(project, envOverrides);
+  return [
+    ...new Set([
+      config.window.firestoreRoot,
+      ...Object.values(COLLECTIONS),
+      config.drift.firestoreRoot,
+      ...DRIFT_SUBCOLLECTIONS,
+    ]),
+  ];
 }
 
 /**
@@ -96,16 +124,22 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
 
   // Project-level bindings go before their accounts: a deleted account's bindings can no longer be removed by
   // email. Dataset and resource bindings go away with the account (or the resource).
-  for (const spec of specs) {
-    const email = names.serviceAccountEmail(spec.serviceAccount);
-    const roles = [
-      ...(spec.usesFirestore ? ['roles/datastore.user'] : []),
-      ...(spec.runsQueryJobs ? ['roles/bigquery.jobUser'] : []),
-    ];
-    for (const role of roles) {
+  const projectBindings = [
+    ...specs.map((spec) => ({
+      base: spec.serviceAccount,
+      roles: [
+        ...(spec.usesFirestore ? [{ role: 'roles/datastore.user' }] : []),
+        ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
+      ] as (typeof BUILD_ROLES)[number][],
+    })),
+    { base: BUILD_SA, roles: [...BUILD_ROLES] },
+  ];
+  for (const { base, roles } of projectBindings) {
+    const email = names.serviceAccountEmail(base);
+    for (const { role, condition } of roles) {
       steps.push({
         kind: 'ensure',
-        title: `Remove ${role} on the project from ${names.serviceAccountId(spec.serviceAccount)}`,
+        title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
         probe: {
           kind: 'line',
           command: gcloud(
@@ -122,7 +156,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
           o.project,
           `--member=serviceAccount:${email}`,
           `--role=${role}`,
-          '--condition=None',
+          conditionFlag(condition),
           '--format=none',
         ),
       });
@@ -154,11 +188,26 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
         bq(o.project, 'rm', '-r', '-f', '--dataset', ref),
       );
     }
+    // Firestore keeps the window store (watermark, lease, dedup ledger, panes) and the drift store: a redeploy
+    // would inherit the old watermark and ledger. bulk-delete works on collection groups: every collection with
+    // one of these ids anywhere in the database, so the (default) database must be Offvia's alone.
+    const ids = firestoreCollectionIds(o.project, o.envOverrides);
+    steps.push({
+      kind: 'run',
+      title: `Delete the Firestore documents of the window and drift stores (collection groups ${ids.join(', ')})`,
+      command: gcloud(
+        'firestore bulk-delete',
+        `--collection-ids=${ids.join(',')}`,
+        '--database=(default)',
+        p,
+        '--quiet',
+      ),
+    });
   } else {
     steps.push({
       kind: 'note',
       title:
-        `kept (data; --delete-data removes them): datasets ${datasets.join(', ')}; topics ` +
+        `kept (data; --delete-data removes them): Firestore documents of the window and drift stores; datasets ${datasets.join(', ')}; topics ` +
         `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}; subscription ${BOOKING_DLQ_SUBSCRIPTION}`,
     });
   }
@@ -166,7 +215,8 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     kind: 'note',
     title:
       'never deleted here: the Firestore database and its TTL policies, the APIs, the Pub/Sub service agent ' +
-      `grant on ${BRONZE_DATASET} (it goes with the dataset)`,
+      `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
+      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (README: Teardown)',
   });
   const header = [
     `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Removes what deploy.sh created: scheduler jobs, alert policies, log metrics, functions, the Bronze subscription,
-# project-level grants and the service accounts. Data (datasets, topics, dead letters) stays unless --delete-data.
+# project-level grants and the service accounts. Data (datasets, topics, dead letters, the Firestore documents of
+# the window and drift stores) stays unless --delete-data. Each step deletes only what is there, so a second run
+# (or a run after a partial one) deletes what is left and fails on nothing; README.md lists what it never deletes.
 # Asks for the project id before deleting anything (or pass --yes); --dry-run prints the plan and deletes nothing.
 #
 #   deploy/gcloud/teardown.sh --project P --region R [--dry-run] [--yes] [--delete-data] [--name-prefix offvia-]
@@ -32,7 +34,7 @@ if ! has_flag --yes "$@"; then
   fi
   grep -E '^step ' "$plan" | sed -E "s/^step '(.*)'$/  \1/" >&2
   what="the Offvia deployment"
-  if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters)"; fi
+  if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
   read -r -p "This deletes $what in project $project. Type the project id to confirm: " answer
   if [[ "$answer" != "$project" ]]; then
     echo "not confirmed; nothing was deleted" >&2

@@ -515,9 +515,23 @@ export function windowFiringFailed(log: Logger, window: WindowRef, error: string
   });
 }
 
-/** One fireWindows run, summarised. */
-export function fireWindowsDone(log: Logger, summary: Record<string, unknown>): void {
-  log.write('INFO', 'fireWindows run done', { outcome: 'fire_windows', ...summary });
+/**
+ * One fireWindows run, summarised, with `watermark_lag_ms` (processing time minus watermark, ms) on every run
+ * that has a watermark, written or not: the source of the watermark-lag metric, so a stuck watermark still
+ * shows (watermarkAdvanced logs only when the watermark is written). No lag field before the first event
+ * (`watermarkMs` null). One line per completed run: the fireWindows-runs metric and its absence alert count it.
+ */
+export function fireWindowsDone(
+  log: Logger,
+  summary: Record<string, unknown> & { processingTimeMs: number; watermarkMs: number | null },
+): void {
+  log.write('INFO', 'fireWindows run done', {
+    outcome: 'fire_windows',
+    ...summary,
+    ...(summary.watermarkMs === null
+      ? {}
+      : { watermark_lag_ms: summary.processingTimeMs - summary.watermarkMs }),
+  });
 }
 
 /** A fireWindows run failed as a whole (HTTP 5xx; Cloud Scheduler retries). */

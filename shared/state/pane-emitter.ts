@@ -110,14 +110,6 @@ export class PaneEmitter {
   ): Promise<void> {
     const targetDest = tableName(this.deps.goldTable, this.deps.projectId);
     const insertTime = new Date(this.deps.now()).toISOString();
-    for (const { pane, error } of refused) {
-      logs.paneRowRefused(this.deps.logger, {
-        pipeline: this.deps.pipeline,
-        insertId: pane.insertId,
-        table: targetDest,
-        error,
-      });
-    }
     const rows: InsertRow[] = refused.map(({ pane, error }) => ({
       insertId: `bad:${pane.insertId}`,
       json: {
@@ -138,6 +130,16 @@ export class PaneEmitter {
         `insertAll ${tableName(this.deps.badDataTable)}`,
         `bad-data row for a refused pane refused too: ${failed.error}`,
       );
+    }
+    // Logged once the rows are in bad data: each line is one bad-data row for the bad-data-rows metric, and a
+    // failed insert above is retried (the pane stays in the outbox) rather than announced as routed.
+    for (const { pane, error } of refused) {
+      logs.paneRowRefused(this.deps.logger, {
+        pipeline: this.deps.pipeline,
+        insertId: pane.insertId,
+        table: targetDest,
+        error,
+      });
     }
   }
 }

@@ -1,16 +1,20 @@
 // The deploy plan (deploy/gcloud/plan.ts) as data: every resource with its key flags, least privilege, order,
 // idempotence, and determinism. Nothing here calls Google Cloud; the plan is built from the repository.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
-import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
-import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
+import { parseCli, REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
+import { DEFAULT_RUNTIME, FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { registeredFunctions } from '../../../deploy/gcloud/registry';
+import { type LogEntry, Logger } from '../../../shared/logging/logger';
+import * as logs from '../../../shared/logging/logs';
 import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
 
@@ -26,6 +30,7 @@ const OPTIONS: DeployOptions = {
   envOverrides: {},
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',
+  runtime: DEFAULT_RUNTIME,
 };
 const email = (id: string): string => `offvia-${id}@${P}.iam.gserviceaccount.com`;
 const SA = (id: string): string => `serviceAccount:${email(id)}`;
@@ -193,7 +198,7 @@ describe('gcloud deploy plan', () => {
         has(
           deploy,
           '--gen2',
-          '--runtime=nodejs20',
+          '--runtime=nodejs22',
           '--source=.',
           '--entry-point=ingestBooking',
           '--trigger-topic=booking-events',
@@ -203,7 +208,7 @@ describe('gcloud deploy plan', () => {
           `--service-account=${email('ingest')}`,
           `--region=${R}`,
         ),
-        "has( deploy, '--gen2', '--runtime=nodejs20', '--source=.', '--entry-point=ingest",
+        'ingestBooking deploy flags (gen2, nodejs22, topic trigger with --retry, identity)',
       );
       for (const f of [
         '--memory',
@@ -432,6 +437,63 @@ describe('gcloud deploy plan', () => {
       );
     });
 
+    it('measures watermark lag on every completed fireWindows run, alerts when runs stop, and on scheduler failures', () => {
+      const file = (p: Plan, suffix: string): Record<string, unknown> | undefined => {
+        const f = p.files.find((x) => x.path.endsWith(suffix));
+        return f === undefined ? undefined : (JSON.parse(f.content) as Record<string, unknown>);
+      };
+      // The lag comes from the run summary, logged on every run, not only when the watermark is written.
+      const entries: LogEntry[] = [];
+      const logger = new Logger(
+        't',
+        (e) => entries.push(e),
+        () => 0,
+      );
+      logs.fireWindowsDone(logger, {
+        processingTimeMs: 900_000,
+        watermarkMs: 60_000,
+        watermarkAdvanced: false,
+      });
+      logs.fireWindowsDone(logger, { processingTimeMs: 900_000, watermarkMs: null });
+      assert.equal(entries[0]?.watermark_lag_ms, 840_000);
+      assert.ok(!('watermark_lag_ms' in (entries[1] ?? {})), 'no lag before the first event');
+      const lag = String(file(full, 'metrics/offvia-watermark-lag.json')?.filter);
+      assert.ok(lag.includes(`jsonPayload.message="${entries[0]?.message}"`), lag);
+      assert.match(lag, /jsonPayload\.outcome="fire_windows"/);
+      assert.match(lag, /jsonPayload\.watermark_lag_ms:\*/);
+      const runs = file(full, 'metrics/offvia-fire-windows-runs.json');
+      assert.ok(String(runs?.filter).includes(`jsonPayload.message="${entries[0]?.message}"`));
+      const absent = file(full, 'policies/fire-windows-absent.json') as
+        { conditions: { conditionAbsent?: { filter: string; duration: string } }[] } | undefined;
+      const condition = absent?.conditions[0]?.conditionAbsent;
+      assert.ok(condition, 'an absence condition on fireWindows runs');
+      assert.match(condition.filter, /logging\.googleapis\.com\/user\/offvia-fire-windows-runs/);
+      assert.equal(condition.duration, '600s');
+      // Cloud Scheduler failures (401/403 from a bad OIDC token, 5xx) of both jobs, as a metric with an alert.
+      const scheduler = String(file(full, 'metrics/offvia-scheduler-job-errors.json')?.filter);
+      assert.match(scheduler, /resource\.type="cloud_scheduler_job"/);
+      assert.match(scheduler, /severity>=ERROR/);
+      for (const job of ['offvia-schema-sweep', 'offvia-fire-windows']) {
+        assert.ok(scheduler.includes(`resource.labels.job_id="${job}"`), job);
+      }
+      const schedulerPolicy = full.files.find((f) =>
+        f.path.endsWith('policies/scheduler-job-errors.json'),
+      );
+      assert.ok(schedulerPolicy, 'a scheduler-job-errors policy');
+      assert.ok(
+        schedulerPolicy.content.includes('logging.googleapis.com/user/offvia-scheduler-job-errors'),
+      );
+      assert.ok(schedulerPolicy.content.includes('resource.type=\\"cloud_scheduler_job\\"'));
+      // Without fireWindows deployed, no absence alert that would fire forever.
+      const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
+      assert.equal(file(before, 'policies/fire-windows-absent.json'), undefined);
+      assert.ok(
+        String(file(before, 'metrics/offvia-scheduler-job-errors.json')?.filter).includes(
+          'offvia-schema-sweep',
+        ),
+      );
+    });
+
     it('grants fireWindows and ingestBooking the gold dataset only once sql/ creates it', () => {
       const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
       assert.deepEqual(
@@ -463,8 +525,19 @@ describe('gcloud deploy plan', () => {
         const grants = grantsOf(p.steps);
         assert.ok(grants.length > 10, 'grants.length > 10');
         for (const g of grants) {
-          assert.ok(!isBroadRole(g.role, g.projectLevel), `${g.role} to ${g.member}`);
-          assert.ok(!/admin/i.test(g.role), g.role);
+          assert.ok(
+            !isBroadRole(g.role, g.projectLevel, g.conditioned),
+            `${g.role} to ${g.member}`,
+          );
+          // The one admin role: the build account's object admin, limited to the functions' source buckets.
+          if (/admin/i.test(g.role)) {
+            assert.equal(g.role, 'roles/storage.objectAdmin');
+            assert.equal(g.member, SA('build'));
+            assert.match(
+              flag(g.command, '--condition') ?? '',
+              /^expression=resource\.name\.startsWith\("projects\/_\/buckets\/gcf-v2-sources-"\) \|\| resource\.name\.startsWith\("projects\/_\/buckets\/gcf-v2-uploads-"\),title=/,
+            );
+          }
           assert.ok(
             !['allUsers', 'allAuthenticatedUsers'].includes(g.member),
             "!['allUsers', 'allAuthenticatedUsers'].includes(g.member)",
@@ -479,6 +552,8 @@ describe('gcloud deploy plan', () => {
         isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', true),
         "isBroadRole('roles/pubsub.admin', true) && !isBroadRole('roles/datastore.user', ",
       );
+      assert.ok(isBroadRole('roles/storage.objectAdmin', true), 'unconditioned object admin');
+      assert.ok(isBroadRole('roles/editor', true, true), 'a condition does not make editor narrow');
     });
 
     it('gives each identity exactly the roles it needs, at dataset or resource level where IAM allows', () => {
@@ -512,7 +587,19 @@ describe('gcloud deploy plan', () => {
         'roles/pubsub.publisher on booking-events-dlq',
         'roles/pubsub.subscriber on ${INGEST_BOOKING_SUBSCRIPTION}',
       ]);
-      assert.equal(table.size, 6);
+      // Cloud Build runs as offvia-build, not the project's default build account (often Editor).
+      assert.deepEqual(table.get(SA('build')), [
+        'roles/artifactregistry.writer on project',
+        'roles/logging.logWriter on project',
+        'roles/storage.objectAdmin on project',
+      ]);
+      for (const c of allCommands(full).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))) {
+        assert.equal(
+          flag(c, '--build-service-account'),
+          `projects/${P}/serviceAccounts/${email('build')}`,
+        );
+      }
+      assert.equal(table.size, 7);
     });
 
     it('runs each function as its own service account, created before any grant to it', () => {
@@ -578,10 +665,17 @@ describe('gcloud deploy plan', () => {
           s.absent[3] === 'offvia-ingest-booking',
       );
       assert.ok(step && step.probe.kind === 'line', "step && step.probe.kind === 'line'");
-      assert.match(step.probe.line, /^[0-9a-f]{32}$/);
+      // Skipped only when the function is ACTIVE and carries the digest: a failed build can leave the label set.
+      assert.equal(
+        flag(step.probe.command, '--format'),
+        'value[separator=" "](state,labels.offvia_deploy)',
+      );
+      const [state, digest] = step.probe.line.split(' ');
+      assert.equal(state, 'ACTIVE');
+      assert.match(digest ?? '', /^[0-9a-f]{32}$/);
       assert.ok(
-        step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`),
-        'step.absent?.includes(`--update-labels=offvia_deploy=${step.probe.line}`)',
+        step.absent?.includes(`--update-labels=offvia_deploy=${digest}`),
+        'the deploy sets the label the probe looks for',
       );
       const other = buildDeployPlan(
         { ...OPTIONS, envOverrides: { OFFVIA_SCHEMA_WINDOW_MINUTES: '5' } },
@@ -594,6 +688,38 @@ describe('gcloud deploy plan', () => {
           changed.probe.line !== step.probe.line,
         "changed?.kind === 'ensure' && changed.probe.kind === 'line' && changed.probe.lin",
       );
+    });
+
+    it('runs the function deploy unless the live function is ACTIVE with this digest (fake gcloud)', () => {
+      const step = full.steps.find(
+        (s): s is Extract<Step, { kind: 'ensure' }> =>
+          s.kind === 'ensure' && s.absent?.[2] === 'deploy' && s.probe.kind === 'line',
+      );
+      assert.ok(step?.probe.kind === 'line');
+      const digest = step.probe.line.split(' ')[1] ?? '';
+      const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+      try {
+        // describe prints what $DESCRIBED holds (as gcloud's value[separator=" "] would); deploy says so.
+        writeFileSync(
+          path.join(bin, 'gcloud'),
+          '#!/usr/bin/env bash\nif [[ "$2" == describe ]]; then printf \'%s\\n\' "$DESCRIBED"; ' +
+            'elif [[ "$2" == deploy ]]; then echo DEPLOYED; fi\n',
+          { mode: 0o755 },
+        );
+        const script = renderPlan([], [step]);
+        const run = (described: string): string =>
+          spawnSync('bash', ['-c', script], {
+            encoding: 'utf8',
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
+          }).stdout;
+        assert.doesNotMatch(run(`ACTIVE ${digest}`), /DEPLOYED/);
+        assert.match(run(`FAILED ${digest}`), /DEPLOYED/, 'a failed build that left the label');
+        assert.match(run(`DEPLOYING ${digest}`), /DEPLOYED/);
+        assert.match(run(`ACTIVE ${'0'.repeat(32)}`), /DEPLOYED/, 'another digest');
+        assert.match(run(''), /DEPLOYED/, 'no function yet');
+      } finally {
+        rmSync(bin, { recursive: true, force: true });
+      }
     });
 
     it('gives the same plan twice (a second plan for an existing deployment is the same)', () => {
@@ -690,6 +816,67 @@ describe('gcloud deploy plan', () => {
         () => buildDeployPlan({ ...OPTIONS, notificationChannels: ['email:me@example.com'] }, base),
         /--notification-channel/,
       );
+      // nodejs20 is decommissioned on Cloud Functions since 2026-10-30: refused, not deployed.
+      assert.throws(() => buildDeployPlan({ ...OPTIONS, runtime: 'nodejs20' }, base), /--runtime/);
+    });
+
+    it('warns in the header when no notification channel is given (alerts would notify nobody)', () => {
+      const quiet = buildDeployPlan({ ...OPTIONS, notificationChannels: [] }, base);
+      assert.ok(quiet.header.some((h) => /^WARNING: no --notification-channel/.test(h)));
+      assert.ok(!plan.header.some((h) => /WARNING/.test(h)), 'no warning with a channel');
+    });
+
+    it('fails the run when the Firestore database exists in Datastore mode', () => {
+      const step = plan.steps.find(
+        (s): s is Extract<Step, { kind: 'ensure' }> =>
+          s.kind === 'ensure' && s.probe.kind === 'line' && s.probe.line === 'FIRESTORE_NATIVE',
+      );
+      assert.ok(step?.probe.kind === 'line' && step.absent);
+      assert.equal(flag(step.probe.command, '--format'), 'value(type)');
+      assert.ok(
+        plan.steps.indexOf(step) > stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']),
+        'checked after the create-if-missing step',
+      );
+      const script = renderPlan([], [step]);
+      const run = (type: string): number | null => {
+        const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+        try {
+          writeFileSync(path.join(bin, 'gcloud'), `#!/usr/bin/env bash\necho ${type}\n`, {
+            mode: 0o755,
+          });
+          return spawnSync('bash', ['-c', script], {
+            encoding: 'utf8',
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+          }).status;
+        } finally {
+          rmSync(bin, { recursive: true, force: true });
+        }
+      };
+      assert.equal(run('FIRESTORE_NATIVE'), 0);
+      assert.notEqual(run('DATASTORE_MODE'), 0);
+    });
+
+    it('normalises --bq-location (eu → EU, as BigQuery accepts) and prints usage for an unknown flag', () => {
+      const args = (extra: string[]) =>
+        parseCli(['deploy', '--project', P, '--region', R, ...extra]).options.bqLocation;
+      assert.equal(args(['--bq-location', 'eu']), 'EU');
+      assert.equal(args(['--bq-location', 'us']), 'US');
+      assert.equal(args(['--bq-location', 'Europe-West1']), 'europe-west1');
+      assert.equal(args([]), R);
+      assert.throws(
+        () => parseCli(['deploy', '--project', P, '--region', R, '--regoin', 'x']),
+        (err: Error) => /--regoin/.test(err.message) && /usage: deploy\.sh/.test(err.message),
+      );
+    });
+
+    it('deploys every function on the runtime --runtime names (nodejs24), nodejs22 by default', () => {
+      const deploys = (p: Plan): Command[] =>
+        allCommands(p).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'));
+      assert.ok(deploys(plan).length >= 2);
+      for (const c of deploys(plan)) assert.equal(flag(c, '--runtime'), 'nodejs22');
+      const on24 = buildDeployPlan({ ...OPTIONS, runtime: 'nodejs24' }, base);
+      assert.equal(deploys(on24).length, deploys(plan).length);
+      for (const c of deploys(on24)) assert.equal(flag(c, '--runtime'), 'nodejs24');
     });
 
     it('keeps every known function spec deployable (gen2 limits)', () => {
@@ -759,6 +946,30 @@ describe('gcloud teardown plan', () => {
     const wiped = deletes(wipe)
       .filter(dataCommand)
       .map((c) => (c.at(-1) === '--quiet' ? c[4] : c.at(-1)));
+    // The Firestore documents of both stores go too, or a redeploy inherits the old watermark and ledger.
+    const bulk = allCommands(wipe).filter((c) => starts(c, 'gcloud', 'firestore', 'bulk-delete'));
+    assert.equal(bulk.length, 1);
+    assert.ok(!allCommands(keep).some((c) => starts(c, 'gcloud', 'firestore', 'bulk-delete')));
+    const ids = (flag(bulk[0] ?? [], '--collection-ids') ?? '').split(',');
+    for (const id of [
+      'offviaWindows',
+      'meta',
+      'eventLedger',
+      'windows',
+      'offviaSchemaDrift',
+      'rows',
+    ]) {
+      assert.ok(ids.includes(id), id);
+    }
+    const renamed = buildTeardownPlan(
+      { ...OPTIONS, deleteData: true, envOverrides: { OFFVIA_WINDOW_FIRESTORE_ROOT: 'otherRoot' } },
+      facts,
+    );
+    assert.ok(
+      allCommands(renamed).some((c) =>
+        (flag(c, '--collection-ids') ?? '').split(',').includes('otherRoot'),
+      ),
+    );
     assert.deepEqual(wiped, [
       'booking-events-dlq-hold',
       'booking-events-dlq',

@@ -2,8 +2,11 @@
 // right branch, and the rendered deploy plan passes shellcheck. Runs bash with printf, never gcloud.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
+import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { renderPlan, type Step } from '../../../deploy/gcloud/steps';
 
@@ -13,6 +16,25 @@ function runBash(script: string): { stdout: string; stderr: string; status: numb
 }
 
 const hasShellcheck = spawnSync('shellcheck', ['--version']).status === 0;
+
+/** Skips a shellcheck test when shellcheck is missing, except in CI (CI=true), where that is a failure. */
+function needShellcheck(ctx: Mocha.Context): void {
+  if (hasShellcheck) return;
+  if (process.env.CI === 'true')
+    assert.fail('shellcheck is not installed, and CI=true: install it');
+  ctx.skip();
+}
+
+/** The hand-written scripts: the deploy and teardown entry points and the local stack. */
+const SCRIPTS = [
+  'deploy/gcloud/deploy.sh',
+  'deploy/gcloud/teardown.sh',
+  'deploy/gcloud/lib.sh',
+  ...readdirSync(path.join(REPO_ROOT, 'deploy', 'local'))
+    .filter((n) => n.endsWith('.sh'))
+    .sort()
+    .map((n) => `deploy/local/${n}`),
+];
 
 describe('gcloud plan rendering', () => {
   it('passes every argument through bash unchanged: quotes, $, backticks, newlines, variables', () => {
@@ -121,8 +143,19 @@ describe('gcloud plan rendering', () => {
     );
   });
 
+  it('deploy.sh, teardown.sh, lib.sh and every deploy/local script pass shellcheck', function () {
+    needShellcheck(this);
+    assert.ok(SCRIPTS.length >= 8, SCRIPTS.join(' '));
+    // -x follows `source`, resolved from each script's directory (their source-path directives).
+    const result = spawnSync('shellcheck', ['-x', '-P', 'SCRIPTDIR', ...SCRIPTS], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, result.stdout + result.stderr);
+  });
+
   it('renders deploy and teardown plans that pass shellcheck', function () {
-    if (!hasShellcheck) this.skip();
+    needShellcheck(this);
     const options = {
       project: 'offvia-test',
       region: 'us-central1',
@@ -133,6 +166,7 @@ describe('gcloud plan rendering', () => {
       envOverrides: {},
       ttlCollectionGroups: ['eventLedger'],
       outDir: 'deploy/gcloud/generated/offvia-test',
+      runtime: DEFAULT_RUNTIME,
     };
     const facts = readRepoFacts(REPO_ROOT, options.project, options.bqLocation);
     for (const plan of [
