@@ -20,11 +20,13 @@ function row(id: string, size = 10): InsertRow {
 /** A wrapped writer that answers every row `ok`, except the insertIds listed as refused. */
 function innerWriter(refused: ReadonlySet<string> = new Set()) {
   const insertRows = sinon.spy(
-    async (_table: unknown, rows: readonly InsertRow[]): Promise<RowResult[]> =>
-      rows.map((r) =>
-        refused.has(r.insertId)
-          ? { ok: false, kind: 'rejected', error: `invalid: ${r.insertId}`, missingFields: [] }
-          : { ok: true },
+    (_table: unknown, rows: readonly InsertRow[]): Promise<RowResult[]> =>
+      Promise.resolve(
+        rows.map((r) =>
+          refused.has(r.insertId)
+            ? { ok: false, kind: 'rejected', error: `invalid: ${r.insertId}`, missingFields: [] }
+            : { ok: true },
+        ),
       ),
   );
   return { writer: { insertRows } satisfies RowWriter, insertRows };
@@ -88,7 +90,7 @@ describe('CoalescingRowWriter', () => {
     const failure = new TransientError('insertAll offvia_silver.fact_bookings', 'HTTP 503');
     const insertRows = sinon.stub<[unknown, readonly InsertRow[]], Promise<RowResult[]>>();
     insertRows.onFirstCall().rejects(failure);
-    insertRows.callsFake(async (_t, rows) => rows.map(() => ({ ok: true }) as const));
+    insertRows.callsFake((_t, rows) => Promise.resolve(rows.map(() => ({ ok: true }) as const)));
     const coalescing = new CoalescingRowWriter({ insertRows }, options({ maxRows: 2 }));
     const settled = await Promise.allSettled(
       ['a', 'b', 'c'].map((id) => coalescing.insertRows(silver, [row(id)])),
