@@ -3,6 +3,7 @@
 import { loadIngestConfig } from '../../shared/config/ingest-config';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { loadWindowConfig } from '../../shared/config/window-config';
+import { loadCoalescingConfig } from '../../shared/config/coalescing-config';
 import type { FunctionsConfig } from './functions';
 
 /**
@@ -48,6 +49,8 @@ export function functionEnv(
   const ingest = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
   const window = loadWindowConfig(env);
+  // Validated here too, so a bad --env OFFVIA_BQ_COALESCE* fails the plan instead of the instance's cold start.
+  loadCoalescingConfig(env);
   const vars = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return { vars, config: { ingest, drift, window } };
 }

@@ -8,6 +8,10 @@ import { createWindowStateSink } from '../aggregates/runtime';
 import { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
+import { CoalescingRowWriter } from '../sinks/coalescing-writer';
+import type { RowWriter } from '../sinks/row-writer';
+import { loadCoalescingConfig } from '../config/coalescing-config';
+import type { StoreMetrics } from '../state/firestore-window-store';
 import type { IngestDeps } from './ingest-booking';
 
 /**
@@ -23,18 +27,34 @@ export function bigQueryClient(
   });
 }
 
+/** Instrumentation hooks (the benchmark): see what the real clients are asked to do. */
+export interface IngestInstrumentation {
+  /** Wraps the writer that makes the actual insertAll calls (below the coalescing layer). */
+  readonly wrapWriter?: (writer: RowWriter) => RowWriter;
+  /** Counters the window store adds its Firestore reads, writes and transactions to. */
+  readonly windowMetrics?: StoreMetrics;
+}
+
 /**
- * Reads the configuration from `env` and wires the real dependencies: the BigQuery writer and, unless
- * OFFVIA_SCHEMA_DRIFT is off, the schema-drift gate (Firestore retry store; the Firestore client finds the
- * emulator through FIRESTORE_EMULATOR_HOST).
+ * Reads the configuration from `env` and wires the real dependencies: the BigQuery writer (coalescing concurrent
+ * rows per table unless OFFVIA_BQ_COALESCE is off) and, unless OFFVIA_SCHEMA_DRIFT is off, the schema-drift gate
+ * (Firestore retry store; the Firestore client finds the emulator through FIRESTORE_EMULATOR_HOST).
  * @throws ConfigError for a bad variable (fail fast at cold start).
  */
-export function createIngestDeps(env: Env, logger = new Logger('ingestBooking')): IngestDeps {
+export function createIngestDeps(
+  env: Env,
+  logger = new Logger('ingestBooking'),
+  instrumentation: IngestInstrumentation = {},
+): IngestDeps {
   const config = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, config.silverTable, config.projectId);
-  logs.configLoaded(logger, { ...config, schemaDrift: drift });
+  const coalescing = loadCoalescingConfig(env);
+  logs.configLoaded(logger, { ...config, schemaDrift: drift, coalescing });
   const bigquery = bigQueryClient(config);
-  const writer = new BigQueryRowWriter(bigquery);
+  const direct = new BigQueryRowWriter(bigquery);
+  const wrapped = instrumentation.wrapWriter ? instrumentation.wrapWriter(direct) : direct;
+  // One writer for Silver, quarantine, bad data, the drift gate's writes and element-driven panes: they coalesce.
+  const writer = coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped;
   const deps: IngestDeps = { config, logger, writer, now: Date.now };
   if (drift.enabled) {
     deps.schemaDrift = createDriftGate({
@@ -50,7 +70,10 @@ export function createIngestDeps(env: Env, logger = new Logger('ingestBooking'))
     });
   }
   // Window state (issue 4), unless OFFVIA_WINDOWS_ENABLED is off: booking aggregates on Firestore, panes to gold.
-  const windowState = createWindowStateSink(env, logger, { writer });
+  const windowState = createWindowStateSink(env, logger, {
+    writer,
+    ...(instrumentation.windowMetrics && { metrics: instrumentation.windowMetrics }),
+  });
   if (windowState) deps.windowState = windowState;
   return deps;
 }

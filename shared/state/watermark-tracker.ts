@@ -55,6 +55,10 @@ export class WatermarkTracker {
   /** The largest accepted event time this instance has seen but not written, and when it saw it. */
   private pending: { eventTimeMs: number; seenAtMs: number } | null = null;
   private writing = false;
+  /** The watermark read in flight, shared by concurrent callers. */
+  private inFlight: Promise<StoredWatermark | null> | undefined;
+  /** The read that starts when `inFlight` ends, shared by `fresh` callers that arrived during it. */
+  private queuedRead: Promise<StoredWatermark | null> | undefined;
   private readonly maxAttempts: number;
 
   constructor(
@@ -172,6 +176,41 @@ export class WatermarkTracker {
     ) {
       return cached.stored;
     }
+    return this.sharedRead(processingTimeMs, fresh);
+  }
+
+  /**
+   * One document read serves every concurrent caller (single flight): when the cache expires under load, 80
+   * invocations in flight would otherwise each read the watermark, and on the Firestore emulator those reads
+   * queued behind the transactions (issue 8's profile: 147 reads for 500 events). A cached-read caller joins the
+   * read in flight. A `fresh` caller must see every commit that finished before its call, so it joins only a read
+   * that starts after the call: the one queued behind the read in flight.
+   */
+  private sharedRead(processingTimeMs: number, fresh: boolean): Promise<StoredWatermark | null> {
+    const inFlight = this.inFlight;
+    if (inFlight === undefined) return this.startRead(processingTimeMs);
+    if (!fresh) return inFlight;
+    this.queuedRead ??= inFlight.then(
+      () => this.startQueued(processingTimeMs),
+      () => this.startQueued(processingTimeMs),
+    );
+    return this.queuedRead;
+  }
+
+  private startQueued(processingTimeMs: number): Promise<StoredWatermark | null> {
+    this.queuedRead = undefined;
+    return this.startRead(processingTimeMs);
+  }
+
+  private startRead(processingTimeMs: number): Promise<StoredWatermark | null> {
+    const read = this.readOnce(processingTimeMs).finally(() => {
+      if (this.inFlight === read) this.inFlight = undefined;
+    });
+    this.inFlight = read;
+    return read;
+  }
+
+  private async readOnce(processingTimeMs: number): Promise<StoredWatermark | null> {
     const stored = await this.store.readWatermark();
     const previous = this.cached;
     // Concurrent reads and writes finish in any order: never replace the cache with an older state.

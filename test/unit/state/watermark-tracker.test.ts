@@ -1,0 +1,73 @@
+// WatermarkTracker's shared reads: concurrent callers share one document read, and a fresh caller never gets a read
+// that started before its call (it must see every commit that finished before it asked). The store is a stub.
+import assert from 'node:assert/strict';
+import { WatermarkTracker } from '../../../shared/state/watermark-tracker';
+import type { StoredWatermark } from '../../../shared/state/window-store';
+
+const POLICY = { maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000, maxFutureSkewMs: 300_000 };
+
+/** A store whose reads stay open until `release` is called; each read returns the record current at its start. */
+function slowStore() {
+  let watermarkMs = 1_000;
+  const pending: (() => void)[] = [];
+  const starts: number[] = [];
+  const store = {
+    readWatermark: (): Promise<StoredWatermark | null> => {
+      const seen = watermarkMs;
+      starts.push(seen);
+      return new Promise((resolve) => {
+        pending.push(() =>
+          resolve({
+            state: { watermarkMs: seen, maxEventTimeMs: seen + 10_000, maxEventTimeSeenAtMs: 0 },
+            updatedAtMs: 0,
+            version: `v${seen}`,
+          }),
+        );
+      });
+    },
+    writeWatermark: () => Promise.resolve(null),
+  };
+  return {
+    store,
+    starts,
+    commit: (ms: number) => (watermarkMs = ms),
+    releaseAll: async () => {
+      while (pending.length > 0) {
+        pending.shift()?.();
+        await new Promise((r) => setImmediate(r));
+      }
+    },
+  };
+}
+
+describe('WatermarkTracker reads', () => {
+  it('serves concurrent cached-read callers with one document read', async () => {
+    const s = slowStore();
+    const tracker = new WatermarkTracker(s.store, {
+      policy: POLICY,
+      cacheMs: 1000,
+      minWriteIntervalMs: 1000,
+    });
+    const calls = Array.from({ length: 20 }, () => tracker.watermarkMs(5_000, false));
+    await s.releaseAll();
+    assert.deepEqual(await Promise.all(calls), Array(20).fill(1_000));
+    assert.equal(s.starts.length, 1);
+  });
+
+  it('gives a fresh caller a read started after its call, shared with other fresh callers', async () => {
+    const s = slowStore();
+    const tracker = new WatermarkTracker(s.store, {
+      policy: POLICY,
+      cacheMs: 0,
+      minWriteIntervalMs: 1000,
+    });
+    const early = tracker.watermarkMs(5_000, true);
+    // A commit lands while the first read is in flight; callers asking now must see it.
+    s.commit(2_000);
+    const late = [tracker.watermarkMs(5_001, true), tracker.watermarkMs(5_002, true)];
+    await s.releaseAll();
+    assert.equal(await early, 1_000);
+    assert.deepEqual(await Promise.all(late), [2_000, 2_000]);
+    assert.equal(s.starts.length, 2);
+  });
+});
