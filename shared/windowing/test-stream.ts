@@ -3,6 +3,7 @@
 import type { JsonValue } from './combine-fn';
 import type { Pane } from './pane';
 import type { DroppedElement, KeyState, ReduceFnRunner, TimestampedElement } from './key-state';
+import { WindowingInputError } from './errors';
 import { assertTimeMs, MIN_WATERMARK_MS } from './window';
 
 /**
@@ -37,8 +38,10 @@ export interface TestStreamStart {
 /**
  * Runs `events` through `runner`, one `KeyState` per key, like a Beam TestStream feeding a GroupByKey: a bundle
  * is split per key (each key's part is one `processElements` call); watermark and processing-time events reach
- * every key seen so far. Deterministic.
- * @throws WindowingInputError for non-integer times in events
+ * every key seen so far. Deterministic. Like Beam's `TestStream.Builder`, which refuses both, a watermark
+ * event must move the watermark strictly forward and a processing-time event must advance by at least 1 ms.
+ * @throws WindowingInputError for non-integer times in events, a `watermark` event at or behind the current
+ *   watermark (`start.watermarkMs` or the previous event's), or a `processingTime` event with `advanceByMs` < 1
  */
 export function runTestStream<In, Acc extends JsonValue, Out>(
   runner: ReduceFnRunner<In, Acc, Out>,
@@ -70,7 +73,12 @@ export function runTestStream<In, Acc extends JsonValue, Out>(
       }
       case 'watermark':
         assertTimeMs('watermarkMs', event.watermarkMs);
-        watermarkMs = Math.max(watermarkMs, event.watermarkMs);
+        if (event.watermarkMs <= watermarkMs) {
+          throw new WindowingInputError(
+            `watermark event ${event.watermarkMs} must be after the current watermark ${watermarkMs}`,
+          );
+        }
+        watermarkMs = event.watermarkMs;
         for (const key of sortedKeys()) {
           const result = runner.advanceWatermark(
             states.get(key) ?? runner.initialState(key),
@@ -83,7 +91,12 @@ export function runTestStream<In, Acc extends JsonValue, Out>(
         break;
       case 'processingTime':
         assertTimeMs('advanceByMs', event.advanceByMs);
-        processingTimeMs += Math.max(0, event.advanceByMs);
+        if (event.advanceByMs < 1) {
+          throw new WindowingInputError(
+            `processing-time event advanceByMs must be >= 1, got ${event.advanceByMs}`,
+          );
+        }
+        processingTimeMs += event.advanceByMs;
         for (const key of sortedKeys()) {
           const result = runner.advanceProcessingTime(
             states.get(key) ?? runner.initialState(key),

@@ -54,7 +54,10 @@ export interface DeclaredException {
   readonly divergence: number;
   /** Why we differ, in a sentence. */
   readonly reason: string;
-  /** Beam's panes, or absent when Beam fails on the scenario. */
+  /**
+   * Beam's panes; when Beam fails on the scenario (`beamError`), the panes it emitted before failing. Absent:
+   * none.
+   */
   readonly beam?: readonly PaneRecord[];
   /** A pattern Beam's error must match when Beam fails on the scenario (e.g. its pipeline stall). */
   readonly beamError?: string;
@@ -76,10 +79,13 @@ export interface Scenario {
   readonly exception?: DeclaredException;
 }
 
-/** Beam's answer for one scenario. */
+/**
+ * Beam's answer for one scenario: its panes, or the error its pipeline failed with (a stall reads
+ * `PipelineStall: ...`) and the panes it emitted before failing.
+ */
 export type BeamResult =
   | { readonly id: string; readonly panes: readonly PaneRecord[] }
-  | { readonly id: string; readonly error: string };
+  | { readonly id: string; readonly error: string; readonly panes: readonly PaneRecord[] };
 
 /** What reference_runner.py printed for a batch. */
 export interface BeamRun {
@@ -139,7 +145,8 @@ function shift(step: ScenarioStep): ScenarioStep {
  * it as reference_runner.py does (watermark to the end of time, then `FINAL_PROCESSING_TIME_ADVANCE_MS` of
  * processing time). Processing time starts at 0, as Beam's TestStream clock does.
  * @returns the panes, sorted by (key, start, end, index)
- * @throws WindowingConfigError for an invalid strategy, WindowingInputError for non-integer times
+ * @throws WindowingConfigError for an invalid strategy, WindowingInputError for non-integer times or a step
+ *   that does not move its clock forward (a watermark at or behind the last one, advanceByMs < 1)
  */
 export function runCore(scenario: Scenario): PaneRecord[] {
   const events: ScenarioStep[] = [

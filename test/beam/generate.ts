@@ -177,8 +177,9 @@ function stepsFor(strategy: WindowingStrategy, raw: readonly RawStep[]): Omit<Sc
 
 /**
  * `count` scenarios drawn deterministically from `seed`, with ids `gen/<seed>/<n>` (n from 0), over
- * `STRATEGIES_PER_RUN` strategies drawn from the same seed: the same seed and count always give the same
- * scenarios, so `OFFVIA_BEAM_SCENARIO=gen/<seed>/<n>` (with the same `OFFVIA_BEAM_RUNS`) reruns one alone.
+ * `STRATEGIES_PER_RUN` strategies drawn from the same seed: the same seed always gives the same scenarios,
+ * and the n-th does not depend on `count` (fast-check's samples are a stream), so
+ * `OFFVIA_BEAM_SCENARIO=gen/<seed>/<n>` reruns one alone whatever `OFFVIA_BEAM_RUNS` was.
  */
 export function generateScenarios(seed: number, count: number): Scenario[] {
   const [menu] = fc.sample(strategyMenuArb, { seed, numRuns: 1 });

@@ -70,8 +70,12 @@ function pane(
   };
 }
 
-/** How Python 2.77's DirectRunner reports "Monitor task detected a pipeline stall" (its exception is mis-raised). */
-const STALL = 'exceptions must derive from BaseException';
+/**
+ * Python 2.77's DirectRunner's "Monitor task detected a pipeline stall", which it mis-raises as a generic
+ * TypeError ("exceptions must derive from BaseException"); reference_runner.py recognises that TypeError by
+ * where it is raised (the executor's `await_completion`) and reports it as this.
+ */
+const STALL = '^PipelineStall: Monitor task detected a pipeline stall$';
 
 const PT30: FiringSpec = { processingTimeDelayMs: 30 * S };
 const COUNT1: FiringSpec = { elementCount: 1 };
@@ -289,6 +293,7 @@ export const EXCEPTION_SCENARIOS: readonly Scenario[] = [
       reason:
         'Java emits pending late data at garbage collection as the last pane; Python has no GC and stalls',
       beamError: STALL,
+      beam: [pane('k', [0, 60], [1], 'ON_TIME', 0, 0)],
       ours: [
         pane('k', [0, 60], [1], 'ON_TIME', 0, 0),
         pane('k', [0, 60], [1, 2], 'LATE', 1, 1, true),
@@ -321,8 +326,14 @@ export const EXCEPTION_SCENARIOS: readonly Scenario[] = [
     steps: [add(['k', 1, 10]), wm(60.5), add(['k', 2, 11]), pt(10), add(['k', 3, 12]), pt(10)],
     exception: {
       divergence: 4,
-      reason: 'late processing-time firings are LATE panes in Java; Python 2.77 stalls on them',
+      reason:
+        'late processing-time firings are LATE panes in Java; Python 2.77 labels them EARLY, then stalls',
       beamError: STALL,
+      beam: [
+        pane('k', [0, 60], [1], 'ON_TIME', 0, 0),
+        pane('k', [0, 60], [1, 2], 'EARLY', 1, 1),
+        pane('k', [0, 60], [1, 2, 3], 'EARLY', 2, 2),
+      ],
       ours: [
         pane('k', [0, 60], [1], 'ON_TIME', 0, 0),
         pane('k', [0, 60], [1, 2], 'LATE', 1, 1),
@@ -379,6 +390,11 @@ export const EXCEPTION_SCENARIOS: readonly Scenario[] = [
       reason:
         'Java puts a merged session reaching past the watermark back in the early phase; Python keeps it late and stalls',
       beamError: STALL,
+      beam: [
+        pane('k', [10, 20], [1], 'ON_TIME', 0, 0),
+        pane('k', [10, 25], [1, 2], 'LATE', 0, 0),
+        pane('k', [10, 32], [1, 2, 3], 'EARLY', 0, -1),
+      ],
       ours: [
         pane('k', [10, 20], [1], 'ON_TIME', 0, 0),
         pane('k', [10, 25], [1, 2], 'LATE', 0, 0),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Apache Beam's Python SDK into .local/venv-beam for the differential test against Beam's TestStream
-# (test/beam/reference_runner.py), skipping the install when the venv already holds these exact pins. About two
-# minutes on a fresh machine; needs Python >= 3.10 with venv and access to the Python package index.
+# (test/beam/reference_runner.py), skipping the install when the venv already holds these exact pins. About 160 s
+# on a fresh machine (once per clone); needs Python >= 3.10 with venv and access to the Python package index.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../../deploy/local/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/local/lib.sh"
@@ -20,7 +20,7 @@ main() {
     offvia_log "apache-beam: installed ($wanted), skipped"
     return
   fi
-  offvia_log "apache-beam: installing $OFFVIA_BEAM_PINS into ${OFFVIA_VENV_BEAM#"$OFFVIA_ROOT"/} (about two minutes)"
+  offvia_log "apache-beam: installing $OFFVIA_BEAM_PINS into ${OFFVIA_VENV_BEAM#"$OFFVIA_ROOT"/} (about 160 s)"
   rm -rf "$OFFVIA_VENV_BEAM"
   mkdir -p "$OFFVIA_LOCAL_DIR"
   "$python" -m venv "$OFFVIA_VENV_BEAM"

@@ -28,7 +28,9 @@ Batching: the scenarios of one strategy run in one pipeline (one pipeline per di
 processing-time timer times with window ends, see shared/windowing/README.md divergence 8) and keyed by its
 slot, so scenarios cannot see each other's state. Window sizes and periods must divide the slot. If a pipeline
 fails (Python's DirectRunner reports a "pipeline stall" on some inputs), its scenarios are split in halves and
-rerun until each failing scenario is alone; those get an ``error`` instead of ``panes``.
+rerun until each failing scenario is alone; those get an ``error`` and, as ``panes``, the panes Beam emitted
+before it failed. A pipeline stall (Python's DirectRunner mis-raises it as ``TypeError: exceptions must derive
+from BaseException``) is reported as ``PipelineStall: Monitor task detected a pipeline stall``.
 
 Output (JSON on stdout, or ``--out FILE``)::
 
@@ -36,7 +38,7 @@ Output (JSON on stdout, or ``--out FILE``)::
      "results": [{"id": "...", "panes": [{"key": "a", "startMs": 0, "endMs": 60000, "values": [1],
                                           "timing": "EARLY", "index": 0, "onTimeIndex": -1,
                                           "isFirst": true, "isLast": false}, ...]},
-                 {"id": "...", "error": "TypeError(...)"}]}
+                 {"id": "...", "error": "PipelineStall: ...", "panes": [...]}]}
 
 Window bounds are ms relative to the scenario's epoch; ``values`` are sorted; ``onTimeIndex`` is Beam's
 ``nonspeculative_index``. Panes of one scenario are sorted by (key, start, end, index): Beam does not order
@@ -44,7 +46,8 @@ panes of different windows fired by one step.
 
 Usage: ``.local/venv-beam/bin/python test/beam/reference_runner.py scenarios.json [--out panes.json]
 [--only ID] [--jobs N]``. Exit status 0 when every scenario ran (possibly with isolated per-scenario errors),
-2 on bad input.
+2 on bad input (unreadable file, malformed JSON, a scenario of the wrong shape, ``--only`` naming no scenario),
+with a one-line message naming the scenario and field on stderr.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from typing import Any
 
 import apache_beam as beam
@@ -80,30 +84,67 @@ class ScenarioError(ValueError):
     """A scenario that this runner cannot express in Beam (bad shape, times out of range)."""
 
 
+class PipelineStall(RuntimeError):
+    """Python's DirectRunner found nothing to run while watermarks were incomplete ("pipeline stall")."""
+
+
+STRATEGY_KEYS = {"windowFn", "allowedLatenessMs", "trigger", "accumulationMode"}
+TRIGGER_KEYS = {"earlyFirings", "lateFirings"}
+FIRING_KEYS = {"processingTimeDelayMs", "elementCount"}
+WINDOW_FN_KEYS = {"fixed": {"kind", "sizeMs", "offsetMs"}, "sliding": {"kind", "sizeMs", "periodMs", "offsetMs"},
+                  "sessions": {"kind", "gapMs"}}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _require_int(value: Any, where: str, minimum: int) -> None:
+    if not _is_int(value) or value < minimum:
+        raise ScenarioError(f"{where} must be an integer >= {minimum}, got {value!r}")
+
+
+def _require_keys(obj: Any, allowed: set[str], where: str) -> None:
+    if not isinstance(obj, dict):
+        raise ScenarioError(f"{where} must be an object, got {obj!r}")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+
+
 def _ms_to_s(ms: int) -> float:
     return ms / 1000.0
 
 
-def _firing(spec: dict[str, Any] | None) -> Any:
+def _firing(spec: dict[str, Any] | None, where: str = "firing spec") -> Any:
     """FiringSpec -> the Beam sub-trigger (AfterProcessingTime, AfterCount, or AfterAny of both)."""
     if not spec:
         return None
     parts = []
+    if spec.get("elementCount") is not None:
+        _require_int(spec["elementCount"], f"{where}.elementCount", 1)
     if spec.get("processingTimeDelayMs") is not None:
+        _require_int(spec["processingTimeDelayMs"], f"{where}.processingTimeDelayMs", 0)
         delay_ms = spec["processingTimeDelayMs"]
         if delay_ms % 1000 != 0:
             # Beam's Python AfterProcessingTime takes whole seconds (to_runner_api fails on a float delay).
-            raise ScenarioError(f"processingTimeDelayMs {delay_ms} must be whole seconds for Beam's Python SDK")
+            raise ScenarioError(f"{where}.processingTimeDelayMs {delay_ms} must be whole seconds for Beam's Python SDK")
         parts.append(tr.AfterProcessingTime(delay_ms // 1000))
     if spec.get("elementCount") is not None:
         parts.append(tr.AfterCount(spec["elementCount"]))
     if not parts:
-        raise ScenarioError(f"firing spec without processingTimeDelayMs or elementCount: {spec!r}")
+        raise ScenarioError(f"{where} has neither processingTimeDelayMs nor elementCount: {spec!r}")
     return parts[0] if len(parts) == 1 else tr.AfterAny(*parts)
 
 
 def _window_fn(spec: dict[str, Any]) -> Any:
-    kind = spec.get("kind")
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind in WINDOW_FN_KEYS:
+        _require_keys(spec, WINDOW_FN_KEYS[kind], f"windowFn ({kind})")
+        for field in ("sizeMs", "periodMs", "gapMs"):
+            if field in WINDOW_FN_KEYS[kind]:
+                _require_int(spec.get(field), f"windowFn.{field}", 1)
+        _require_int(spec.get("offsetMs", 0), "windowFn.offsetMs", 0)
     if kind == "fixed":
         size, offset = spec["sizeMs"], spec.get("offsetMs", 0)
         _check_grid(size, "sizeMs")
@@ -134,39 +175,74 @@ def _max_delay_ms(strategy: dict[str, Any]) -> int:
     return max(delays)
 
 
-def _validate(scenario: dict[str, Any]) -> None:
-    """Checks the shape and that every time stays in the first half of the scenario's slot."""
-    if not isinstance(scenario.get("id"), str):
+def _validate(scenario: Any) -> None:
+    """Checks the shape and that every time stays in the first half of the scenario's slot.
+
+    Rejects what the windowing core rejects too (shared/windowing/strategy.ts, test-stream.ts): unknown keys in
+    the strategy, trigger and firing specs, zero or negative window sizes, negative allowed lateness,
+    elementCount < 1, advanceByMs < 1, and a watermark step that does not move the watermark forward.
+    Raises ScenarioError naming the scenario and the field.
+    """
+    if not isinstance(scenario, dict) or not isinstance(scenario.get("id"), str):
         raise ScenarioError(f"scenario without a string id: {str(scenario)[:200]}")
+    try:
+        _validate_fields(scenario)
+    except ScenarioError as error:
+        raise ScenarioError(f"{scenario['id']}: {error}") from None
+
+
+def _validate_fields(scenario: dict[str, Any]) -> None:
     strategy = scenario.get("strategy")
     if not isinstance(strategy, dict):
-        raise ScenarioError(f"{scenario['id']}: no strategy")
+        raise ScenarioError("no strategy object")
+    _require_keys(strategy, STRATEGY_KEYS, "strategy")
+    _require_int(strategy.get("allowedLatenessMs", 0), "strategy.allowedLatenessMs", 0)
+    trigger = strategy.get("trigger")
+    if trigger is not None:
+        _require_keys(trigger, TRIGGER_KEYS, "strategy.trigger")
+        for side in ("earlyFirings", "lateFirings"):
+            if trigger.get(side) is not None:
+                _require_keys(trigger[side], FIRING_KEYS, f"strategy.trigger.{side}")
+                _firing(trigger[side], f"strategy.trigger.{side}")
+    if "windowFn" not in strategy:
+        raise ScenarioError("strategy.windowFn missing")
     _window_fn(strategy["windowFn"])
     if strategy.get("accumulationMode") not in ("ACCUMULATING", "DISCARDING"):
-        raise ScenarioError(f"{scenario['id']}: accumulationMode must be ACCUMULATING or DISCARDING")
+        raise ScenarioError("strategy.accumulationMode must be ACCUMULATING or DISCARDING")
     if _max_delay_ms(strategy) >= FINAL_PROCESSING_TIME_ADVANCE_MS:
-        raise ScenarioError(f"{scenario['id']}: processing-time delays must be < {FINAL_PROCESSING_TIME_ADVANCE_MS}")
+        raise ScenarioError(f"processing-time delays must be < {FINAL_PROCESSING_TIME_ADVANCE_MS}")
     wf = strategy["windowFn"]
     reach = wf.get("sizeMs", 0) + wf.get("gapMs", 0) + strategy.get("allowedLatenessMs", 0)
     limit = SCENARIO_SPAN_MS // 2
-    for step in scenario.get("steps", []):
-        kind = step.get("kind")
+    steps = scenario.get("steps", [])
+    if not isinstance(steps, list):
+        raise ScenarioError("steps must be a list")
+    watermark = -1
+    for number, step in enumerate(steps):
+        where = f"steps[{number}]"
+        kind = step.get("kind") if isinstance(step, dict) else None
         if kind == "elements":
+            if not isinstance(step.get("elements"), list):
+                raise ScenarioError(f"{where}.elements must be a list")
             for element in step["elements"]:
-                t = element["timestampMs"]
-                if not isinstance(t, int) or t < 0 or t + reach >= limit:
-                    raise ScenarioError(f"{scenario['id']}: element time {t!r} outside [0, {limit - reach})")
-                if not isinstance(element["value"], int):
-                    raise ScenarioError(f"{scenario['id']}: values must be integers")
+                if not isinstance(element, dict) or not isinstance(element.get("key"), str):
+                    raise ScenarioError(f"{where}: element without a string key: {element!r}")
+                t = element.get("timestampMs")
+                if not _is_int(t) or t < 0 or t + reach >= limit:
+                    raise ScenarioError(f"{where}: element timestampMs {t!r} outside [0, {limit - reach})")
+                if not _is_int(element.get("value")):
+                    raise ScenarioError(f"{where}: element value {element.get('value')!r} is not an integer")
         elif kind == "watermark":
-            w = step["watermarkMs"]
-            if not isinstance(w, int) or w < 0 or w >= limit:
-                raise ScenarioError(f"{scenario['id']}: watermark {w!r} outside [0, {limit})")
+            w = step.get("watermarkMs")
+            if not _is_int(w) or w < 0 or w >= limit:
+                raise ScenarioError(f"{where}: watermarkMs {w!r} outside [0, {limit})")
+            if w <= watermark:
+                raise ScenarioError(f"{where}: watermarkMs {w} does not advance the watermark (was {watermark})")
+            watermark = w
         elif kind == "processingTime":
-            if not isinstance(step["advanceByMs"], int) or step["advanceByMs"] < 0:
-                raise ScenarioError(f"{scenario['id']}: advanceByMs must be an integer >= 0")
+            _require_int(step.get("advanceByMs"), f"{where}.advanceByMs", 1)
         else:
-            raise ScenarioError(f"{scenario['id']}: unknown step kind {kind!r}")
+            raise ScenarioError(f"{where}: unknown step kind {kind!r}")
 
 
 class _RecordPanes(beam.DoFn):
@@ -196,7 +272,10 @@ class _RecordPanes(beam.DoFn):
 
 
 def _run_pipeline(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Runs scenarios of one strategy in one pipeline; returns their panes in input order. Raises what Beam raises."""
+    """Runs scenarios of one strategy in one pipeline; returns their panes in input order.
+
+    Raises PipelineFailure (what Beam raised, stalls as PipelineStall, and the panes recorded before it).
+    """
     strategy = scenarios[0]["strategy"]
     bases_s = {slot: BASE_EPOCH_S + slot * (SCENARIO_SPAN_MS // 1000) for slot in range(len(scenarios))}
     stream = TestStream()
@@ -230,29 +309,65 @@ def _run_pipeline(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     try:
         options = PipelineOptions(["--allow_unsafe_triggers"])
         options.view_as(StandardOptions).streaming = True
-        with beam.Pipeline(options=options) as pipeline:
-            _ = (
-                pipeline
-                | "TestStream" >> stream
-                | "Window"
-                >> beam.WindowInto(
-                    _window_fn(strategy["windowFn"]),
-                    trigger=tr.AfterWatermark(
-                        early=_firing(trigger.get("earlyFirings")), late=_firing(trigger.get("lateFirings"))
-                    ),
-                    allowed_lateness=_ms_to_s(strategy.get("allowedLatenessMs", 0)),
-                    accumulation_mode=mode,
+        try:
+            with beam.Pipeline(options=options) as pipeline:
+                _ = (
+                    pipeline
+                    | "TestStream" >> stream
+                    | "Window"
+                    >> beam.WindowInto(
+                        _window_fn(strategy["windowFn"]),
+                        trigger=tr.AfterWatermark(
+                            early=_firing(trigger.get("earlyFirings")), late=_firing(trigger.get("lateFirings"))
+                        ),
+                        allowed_lateness=_ms_to_s(strategy.get("allowedLatenessMs", 0)),
+                        accumulation_mode=mode,
+                    )
+                    | "Group" >> beam.GroupByKey()
+                    | "Record" >> beam.ParDo(_RecordPanes(path, bases_s))
                 )
-                | "Group" >> beam.GroupByKey()
-                | "Record" >> beam.ParDo(_RecordPanes(path, bases_s))
-            )
-        panes: dict[int, list[dict[str, Any]]] = {slot: [] for slot in range(len(scenarios))}
-        with open(path, encoding="utf-8") as recorded:
-            for line in recorded:
-                record = json.loads(line)
-                panes[record.pop("slot")].append(record)
+        except Exception as error:
+            raise PipelineFailure(_stall_or(error), _read_panes(path, scenarios)) from error
+        return _read_panes(path, scenarios)
     finally:
         os.unlink(path)
+
+
+class PipelineFailure(Exception):
+    """A pipeline that failed, with what Beam raised and the panes each scenario got before the failure."""
+
+    def __init__(self, error: BaseException, panes: list[dict[str, Any]]) -> None:
+        super().__init__(repr(error))
+        self.error = error
+        self.panes = panes
+
+
+def _stall_or(error: BaseException) -> BaseException:
+    """Beam 2.77's DirectRunner raises its stall as a tuple, i.e. a TypeError from ``await_completion``.
+
+    That TypeError, raised in runners/direct/executor.py's ``await_completion``, becomes a PipelineStall; any
+    other error is returned unchanged.
+    """
+    if isinstance(error, TypeError):
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames and frames[-1].name == "await_completion" and frames[-1].filename.endswith(
+            os.path.join("runners", "direct", "executor.py")
+        ):
+            return PipelineStall("Monitor task detected a pipeline stall")
+    return error
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _read_panes(path: str, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The panes recorded in ``path``, per scenario in input order, each sorted by (key, start, end, index)."""
+    panes: dict[int, list[dict[str, Any]]] = {slot: [] for slot in range(len(scenarios))}
+    with open(path, encoding="utf-8") as recorded:
+        for line in recorded:
+            record = json.loads(line)
+            panes[record.pop("slot")].append(record)
     order = lambda p: (p["key"], p["startMs"], p["endMs"], p["index"])  # noqa: E731
     return [{"id": s["id"], "panes": sorted(panes[slot], key=order)} for slot, s in enumerate(scenarios)]
 
@@ -262,11 +377,13 @@ def _run_isolating(scenarios: list[dict[str, Any]], stats: dict[str, int]) -> li
     stats["pipelineRuns"] += 1
     try:
         return _run_pipeline(scenarios)
-    except Exception as error:  # Beam raises assorted types for a stalled pipeline; all are isolated below
+    except PipelineFailure as failure:  # Beam raises assorted types for a stalled pipeline; all are isolated below
         if len(scenarios) == 1:
-            logging.warning("scenario %s failed on Beam: %r", scenarios[0]["id"], error)
-            return [{"id": scenarios[0]["id"], "error": repr(error)}]
-        logging.warning("batch of %d scenarios failed on Beam (%r); splitting it", len(scenarios), error)
+            logging.warning("scenario %s failed on Beam: %s", scenarios[0]["id"], _describe(failure.error))
+            return [{"id": scenarios[0]["id"], "error": _describe(failure.error), "panes": failure.panes[0]["panes"]}]
+        logging.warning(
+            "batch of %d scenarios failed on Beam (%s); splitting it", len(scenarios), _describe(failure.error)
+        )
         half = len(scenarios) // 2
         return _run_isolating(scenarios[:half], stats) + _run_isolating(scenarios[half:], stats)
 
@@ -320,17 +437,28 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
-    text = sys.stdin.read() if args.scenarios == "-" else open(args.scenarios, encoding="utf-8").read()
-    loaded = json.loads(text)
+    try:
+        text = sys.stdin.read() if args.scenarios == "-" else open(args.scenarios, encoding="utf-8").read()
+    except OSError as error:
+        print(f"reference_runner: cannot read {args.scenarios}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError as error:
+        print(f"reference_runner: {args.scenarios} is not JSON: {error}", file=sys.stderr)
+        return 2
     scenarios = loaded if isinstance(loaded, list) else [loaded]
-    if args.only:
-        scenarios = [s for s in scenarios if s.get("id") == args.only]
     try:
         for scenario in scenarios:
             _validate(scenario)
-    except (ScenarioError, KeyError, TypeError) as error:
-        print(f"reference_runner: bad scenario: {error!r}", file=sys.stderr)
+    except ScenarioError as error:
+        print(f"reference_runner: bad scenario: {error}", file=sys.stderr)
         return 2
+    if args.only:
+        scenarios = [s for s in scenarios if s["id"] == args.only]
+        if not scenarios:
+            print(f"reference_runner: no scenario {args.only}", file=sys.stderr)
+            return 2
 
     started = time.monotonic()
     stats = {"pipelineRuns": 0}

@@ -109,14 +109,18 @@ function shuffledDelivery(
   order.forEach((event, i) => {
     for (const step of plan.steps[i] ?? []) {
       flush();
+      // Steps that would not move a clock are left out: runTestStream, like Beam's TestStream, refuses them.
       if (step.kind === 'processingTime') {
-        out.push({ kind: 'processingTime', advanceByMs: step.seconds * SECOND });
+        if (step.seconds > 0)
+          out.push({ kind: 'processingTime', advanceByMs: step.seconds * SECOND });
         continue;
       }
       const bound = Math.min(...order.slice(i).map((e) => e.timestampMs + slack));
       const from = Math.max(watermarkMs, T0 - MINUTE);
       if (bound <= from) continue;
-      watermarkMs = from + Math.floor((bound - from) * step.fraction);
+      const nextMs = from + Math.floor((bound - from) * step.fraction);
+      if (nextMs <= watermarkMs) continue;
+      watermarkMs = nextMs;
       out.push({ kind: 'watermark', watermarkMs });
     }
     bundle.push(event);
