@@ -8,8 +8,10 @@
 # Usage: stack.sh up|down|status|env
 #        stack.sh kill|stop|start|restart SERVICE   (fault injection for the reliability harness; see usage())
 # OFFVIA_BQ_PERSISTENT=1 at `up` runs the BigQuery emulator file-backed (--persistent --data-dir), so its tables
-# survive `restart bigquery-emulator`; the Firestore emulator always exports its data on exit and imports it again
-# on `start`, so its documents survive a stop too. `up` starts both from empty.
+# survive `restart bigquery-emulator`; the Firestore emulator's data is exported at `stop` and imported again at
+# `start`, so its documents survive a stop too. `up` starts both from empty. OFFVIA_FIRESTORE_GATE=1 at `up` puts a
+# TCP gate (deploy/local/tcp-gate.ts) in front of the Firestore emulator, so `stop` cuts every client off before the
+# export and nothing acknowledged after the export is lost.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -279,12 +281,27 @@ service_names() {
   local entry
   echo pubsub-emulator
   echo firestore-emulator
+  [[ "${OFFVIA_FIRESTORE_GATE:-0}" != 1 ]] || echo firestore-gate
   echo bigquery-emulator
   for entry in "${OFFVIA_FUNCTIONS[@]}"; do
     echo "fn-${entry%%|*}"
   done
   echo bronze-standin
   echo scheduler
+}
+
+# Port the Firestore emulator itself listens on: behind the gate, its backend port; else the stack's port.
+firestore_emulator_port() {
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    printf '%s' "$OFFVIA_FIRESTORE_BACKEND_PORT"
+  else
+    printf '%s' "$OFFVIA_FIRESTORE_PORT"
+  fi
+}
+
+# A TCP port nobody listens on now (the kernel's choice), for the gated Firestore emulator.
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
 }
 
 # The newest Firestore export's metadata file, if a stop left one.
@@ -307,7 +324,13 @@ launch_service() {
       local import
       import="$(latest_firestore_export)"
       start_service firestore-emulator gcloud emulators firestore start \
-        "--host-port=127.0.0.1:$OFFVIA_FIRESTORE_PORT" ${import:+"--import-data=$import"}
+        "--host-port=127.0.0.1:$(firestore_emulator_port)" ${import:+"--import-data=$import"}
+      ;;
+    firestore-gate)
+      rm -f "$OFFVIA_STACK_DIR/firestore-gate.ready"
+      OFFVIA_GATE_READY_FILE="$OFFVIA_STACK_DIR/firestore-gate.ready" \
+        start_service firestore-gate "${TSX[@]}" deploy/local/tcp-gate.ts "$OFFVIA_FIRESTORE_PORT" \
+        "$OFFVIA_FIRESTORE_BACKEND_PORT"
       ;;
     bigquery-emulator)
       local storage=(--ephemeral)
@@ -344,7 +367,8 @@ wait_ready() {
   local name=$1 entry fname signature port
   case "$name" in
     pubsub-emulator) wait_http "$name" "http://127.0.0.1:$OFFVIA_PUBSUB_PORT/" '^200$' ;;
-    firestore-emulator) wait_http "$name" "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/" '^200$' ;;
+    firestore-emulator) wait_http "$name" "http://127.0.0.1:$(firestore_emulator_port)/" '^200$' ;;
+    firestore-gate) wait_file "$name" "$OFFVIA_STACK_DIR/firestore-gate.ready" ;;
     bigquery-emulator) wait_http "$name" "http://127.0.0.1:$OFFVIA_BQ_REST_PORT/healthz" '^200$' ;;
     fn-*)
       entry="$(function_entry "$name")" || offvia_die "unknown service $name"
@@ -372,6 +396,10 @@ write_env_file() {
     echo "export OFFVIA_PROJECT_ID=$OFFVIA_PROJECT_ID"
     echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
     echo "export OFFVIA_BQ_PERSISTENT=${OFFVIA_BQ_PERSISTENT:-0}"
+    echo "export OFFVIA_FIRESTORE_GATE=${OFFVIA_FIRESTORE_GATE:-0}"
+    if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+      echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
+    fi
     # google-auth would otherwise probe the GCE metadata server for a project and credentials.
     echo "export METADATA_SERVER_DETECTION=none"
     for entry in "${OFFVIA_FUNCTIONS[@]}"; do
@@ -485,6 +513,9 @@ cmd_up() {
   UP_STEP="prepare ${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}"
   mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$OFFVIA_STACK_DIR/data/pubsub"
   rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready" "$OFFVIA_STACK_DIR/scheduler.ready"
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    OFFVIA_FIRESTORE_BACKEND_PORT="$(free_port)"
+  fi
   write_env_file
   # Every process started from here on gets the stack's environment.
   # shellcheck source=/dev/null
@@ -494,6 +525,7 @@ cmd_up() {
   rm -rf "$BQ_DATA_DIR" "$FIRESTORE_EXPORT_DIR"
   launch_service pubsub-emulator
   launch_service firestore-emulator
+  [[ "${OFFVIA_FIRESTORE_GATE:-0}" != 1 ]] || launch_service firestore-gate
   launch_service bigquery-emulator
 
   # The one-shot steps run while the emulators boot or alongside each other; each waits only for what it needs.
@@ -511,6 +543,9 @@ cmd_up() {
   start_oneshot apply-sql "${TSX[@]}" deploy/local/apply-sql.ts
   UP_STEP="wait for firestore-emulator"
   wait_ready firestore-emulator
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    wait_ready firestore-gate
+  fi
 
   wait_oneshot setup-pubsub
   wait_oneshot apply-sql
@@ -582,11 +617,13 @@ cmd_env() {
 # Fails unless the stack is up and NAME is one of its services; sources the stack's environment.
 require_service() {
   local name=$1
+  if [[ -f "$ENV_FILE" ]]; then
+    # shellcheck source=/dev/null
+    source "$ENV_FILE"
+  fi
   service_names | grep -qxF "$name" || offvia_die "unknown service '$name' (one of: $(service_names | tr '\n' ' '))"
   [[ -f "$ENV_FILE" ]] || offvia_die "stack is not up; run: bash deploy/local/stack.sh up"
   grep -qxF "$name" "$ORDER_FILE" 2>/dev/null || offvia_die "$name was never started by this stack"
-  # shellcheck source=/dev/null
-  source "$ENV_FILE"
 }
 
 # SIGKILL to every process of the service's session, at once: a crash (no shutdown handler runs). The service stays
@@ -607,20 +644,34 @@ cmd_kill() {
 }
 
 # Stops one service as `down` does (SIGTERM, then SIGKILL). The Firestore emulator keeps no data across a restart,
-# so its documents are exported first (the emulator's export endpoint) and imported by the next `start`; writes
-# committed between the export and the stop (milliseconds) are lost, which only the emulator does.
+# so its documents are exported first (the emulator's export endpoint) and imported by the next `start`. Behind the
+# gate (OFFVIA_FIRESTORE_GATE=1) every client connection is cut before the export, so an answer the emulator gives
+# after it never reaches a client (the client retries); without the gate the emulator is SIGKILLed right after the
+# export, and a commit acknowledged in between (milliseconds) would be lost, which only the emulator does.
 cmd_stop() {
   local name=$1
   require_service "$name"
   if [[ "$name" == firestore-emulator && -n "$(recorded_pid "$name")" ]]; then
+    local gate_pid
+    gate_pid="$(recorded_pid firestore-gate)"
+    if [[ -n "$gate_pid" ]]; then
+      kill -USR1 "$gate_pid"
+      # Let the emulator finish what it received before the cut; the answers go nowhere.
+      sleep 1
+      offvia_log "firestore-gate: every client cut off"
+    fi
     mkdir -p "$FIRESTORE_EXPORT_DIR"
     local answer
     answer="$(curl -sS --max-time 60 -X POST -H 'Content-Type: application/json' \
-      "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/emulator/v1/projects/$OFFVIA_PROJECT_ID:export" \
+      "http://127.0.0.1:$(firestore_emulator_port)/emulator/v1/projects/$OFFVIA_PROJECT_ID:export" \
       --data "{\"database\":\"projects/$OFFVIA_PROJECT_ID/databases/(default)\",\"export_directory\":\"$FIRESTORE_EXPORT_DIR\"}")" ||
       offvia_die "Firestore export failed: $answer"
     [[ "$answer" != *'"error"'* ]] || offvia_die "Firestore export failed: $answer"
     offvia_log "exported Firestore to $(latest_firestore_export)"
+    if [[ -z "$gate_pid" ]]; then
+      cmd_kill "$name"
+      return
+    fi
   fi
   if [[ "$name" == bigquery-emulator && "${OFFVIA_BQ_PERSISTENT:-0}" != 1 ]]; then
     offvia_log "WARNING: the BigQuery emulator is in memory (OFFVIA_BQ_PERSISTENT was not 1 at up): its tables are lost"
@@ -640,6 +691,12 @@ cmd_start() {
   started_ms="$(offvia_now_ms)"
   launch_service "$name"
   wait_ready "$name"
+  local gate_pid
+  gate_pid="$(recorded_pid firestore-gate)"
+  if [[ "$name" == firestore-emulator && -n "$gate_pid" ]]; then
+    kill -USR2 "$gate_pid"
+    wait_http firestore-gate "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/" '^200$'
+  fi
   offvia_log "started $name again in $(($(offvia_now_ms) - started_ms)) ms"
 }
 
