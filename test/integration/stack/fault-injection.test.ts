@@ -31,7 +31,10 @@ describe('local stack: fault injection (stack.sh kill|stop|start)', function () 
 
   before(function () {
     for (const name of ['FIRESTORE_EMULATOR_HOST', 'OFFVIA_FIRE_WINDOWS_URL']) {
-      assert.ok(process.env[name], `${name} is not set: run inside bash deploy/local/with-stack.sh`);
+      assert.ok(
+        process.env[name],
+        `${name} is not set: run inside bash deploy/local/with-stack.sh`,
+      );
     }
   });
 
