@@ -621,7 +621,7 @@ require_service() {
     # shellcheck source=/dev/null
     source "$ENV_FILE"
   fi
-  service_names | grep -qxF "$name" || offvia_die "unknown service '$name' (one of: $(service_names | tr '\n' ' '))"
+  service_names | grep -xF "$name" >/dev/null || offvia_die "unknown service '$name' (one of: $(service_names | tr '\n' ' '))"
   [[ -f "$ENV_FILE" ]] || offvia_die "stack is not up; run: bash deploy/local/stack.sh up"
   grep -qxF "$name" "$ORDER_FILE" 2>/dev/null || offvia_die "$name was never started by this stack"
 }
