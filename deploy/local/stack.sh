@@ -4,7 +4,14 @@
 # the scheduler loop standing in for Cloud Scheduler (deploy/schedules.ts; OFFVIA_SCHEDULE_<NAME>_SECONDS=0 pauses
 # a job).
 # Each process runs in its own session (setsid), so stopping it stops its children too (gcloud leaves a Java child).
-# State: .local/stack/{env,pids/,logs/}. Usage: stack.sh up|down|status|env
+# State: .local/stack/{env,pids/,logs/,data/}.
+# Usage: stack.sh up|down|status|env
+#        stack.sh kill|stop|start|restart SERVICE   (fault injection for the reliability harness; see usage())
+# OFFVIA_BQ_PERSISTENT=1 at `up` runs the BigQuery emulator file-backed (--persistent --data-dir), so its tables
+# survive `restart bigquery-emulator`; the Firestore emulator's data is exported at `stop` and imported again at
+# `start`, so its documents survive a stop too. `up` starts both from empty. OFFVIA_FIRESTORE_GATE=1 at `up` puts a
+# TCP gate (deploy/local/tcp-gate.ts) in front of the Firestore emulator, so `stop` cuts every client off before the
+# export and nothing acknowledged after the export is lost.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -67,13 +74,18 @@ start_service() {
   local name=$1
   shift
   local log="$LOGS_DIR/$name.log"
-  : >"$log"
+  # A restarted service appends to its log, so the log shows the crash and the restart in order.
+  if grep -qxF "$name" "$ORDER_FILE" 2>/dev/null; then
+    echo "---- $(date -u +%FT%TZ) restarted by stack.sh ----" >>"$log"
+  else
+    : >"$log"
+    echo "$name" >>"$ORDER_FILE"
+  fi
   # Not a process group leader (no job control in scripts), so setsid does not fork and $! is the session leader.
   # fd 9 (the stack lock) is closed so the service does not hold the lock after this script ends.
-  setsid "$@" >"$log" 2>&1 </dev/null 9>&- &
+  setsid "$@" >>"$log" 2>&1 </dev/null 9>&- &
   local pid=$!
   printf '%s\n%s\n' "$pid" "$(proc_start_time "$pid")" >"$PIDS_DIR/$name.pid"
-  echo "$name" >>"$ORDER_FILE"
   # The child calls setsid() right after the fork; wait (briefly) to see that it leads its own session, since
   # stopping relies on it. A child that already exited is caught by the readiness check.
   local sid="" tries=0
@@ -245,6 +257,131 @@ port_in_use() {
   (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# ---- services by name ---------------------------------------------------------------------------------------------
+
+# Where the BigQuery emulator keeps its DuckDB file with OFFVIA_BQ_PERSISTENT=1, and where the Firestore emulator's
+# data is exported before a stop and imported from at the next start. `up` empties both.
+BQ_DATA_DIR="$OFFVIA_STACK_DIR/data/bigquery"
+FIRESTORE_EXPORT_DIR="$OFFVIA_STACK_DIR/data/firestore-export"
+
+# The function entry (name|signature|port) of a service named fn-NAME; fails for an unknown name.
+function_entry() {
+  local entry
+  for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+    if [[ "fn-${entry%%|*}" == "$1" ]]; then
+      echo "$entry"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Every service name the stack runs, in start order.
+service_names() {
+  local entry
+  echo pubsub-emulator
+  echo firestore-emulator
+  [[ "${OFFVIA_FIRESTORE_GATE:-0}" != 1 ]] || echo firestore-gate
+  echo bigquery-emulator
+  for entry in "${OFFVIA_FUNCTIONS[@]}"; do
+    echo "fn-${entry%%|*}"
+  done
+  echo bronze-standin
+  echo scheduler
+}
+
+# Port the Firestore emulator itself listens on: behind the gate, its backend port; else the stack's port.
+firestore_emulator_port() {
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    printf '%s' "$OFFVIA_FIRESTORE_BACKEND_PORT"
+  else
+    printf '%s' "$OFFVIA_FIRESTORE_PORT"
+  fi
+}
+
+# A TCP port nobody listens on now (the kernel's choice), for the gated Firestore emulator.
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+# The newest Firestore export's metadata file, if a stop left one.
+latest_firestore_export() {
+  [[ -d "$FIRESTORE_EXPORT_DIR" ]] || return 0
+  find "$FIRESTORE_EXPORT_DIR" -name '*.overall_export_metadata' -printf '%T@ %p\n' 2>/dev/null |
+    sort -n | tail -n 1 | cut -d' ' -f2-
+}
+
+# Starts one service by name with the stack's environment (used by `up` and by `start`); readiness is wait_ready's.
+launch_service() {
+  local name=$1 entry fname signature port
+  case "$name" in
+    pubsub-emulator)
+      start_service pubsub-emulator gcloud beta emulators pubsub start \
+        "--host-port=127.0.0.1:$OFFVIA_PUBSUB_PORT" "--project=$OFFVIA_PROJECT_ID" \
+        "--data-dir=$OFFVIA_STACK_DIR/data/pubsub"
+      ;;
+    firestore-emulator)
+      local import
+      import="$(latest_firestore_export)"
+      start_service firestore-emulator gcloud emulators firestore start \
+        "--host-port=127.0.0.1:$(firestore_emulator_port)" ${import:+"--import-data=$import"}
+      ;;
+    firestore-gate)
+      rm -f "$OFFVIA_STACK_DIR/firestore-gate.ready"
+      OFFVIA_GATE_READY_FILE="$OFFVIA_STACK_DIR/firestore-gate.ready" \
+        start_service firestore-gate "${TSX[@]}" deploy/local/tcp-gate.ts "$OFFVIA_FIRESTORE_PORT" \
+        "$OFFVIA_FIRESTORE_BACKEND_PORT"
+      ;;
+    bigquery-emulator)
+      local storage=(--ephemeral)
+      if [[ "${OFFVIA_BQ_PERSISTENT:-0}" == 1 ]]; then
+        mkdir -p "$BQ_DATA_DIR"
+        storage=(--persistent --data-dir "$BQ_DATA_DIR")
+      fi
+      start_service bigquery-emulator "$OFFVIA_VENV_BQ/bin/bqemulator" start --project "$OFFVIA_PROJECT_ID" \
+        --rest-port "$OFFVIA_BQ_REST_PORT" --grpc-port "$OFFVIA_BQ_GRPC_PORT" "${storage[@]}"
+      ;;
+    fn-*)
+      entry="$(function_entry "$name")" || offvia_die "unknown service $name"
+      IFS='|' read -r fname signature port <<<"$entry"
+      start_service "$name" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
+        "--source=$FUNCTIONS_SOURCE" "--target=$fname" "--signature-type=$signature" \
+        "--port=$(function_port "$fname" "$port")" "--ignored-routes=$FUNCTION_READY_PATH"
+      ;;
+    bronze-standin)
+      rm -f "$OFFVIA_STACK_DIR/bronze.ready"
+      OFFVIA_BRONZE_READY_FILE="$OFFVIA_STACK_DIR/bronze.ready" \
+        start_service bronze-standin "${TSX[@]}" deploy/local/bronze-standin.ts
+      ;;
+    scheduler)
+      rm -f "$OFFVIA_STACK_DIR/scheduler.ready"
+      OFFVIA_SCHEDULER_READY_FILE="$OFFVIA_STACK_DIR/scheduler.ready" \
+        start_service scheduler "${TSX[@]}" deploy/local/scheduler.ts
+      ;;
+    *) offvia_die "unknown service '$name' (one of: $(service_names | tr '\n' ' '))" ;;
+  esac
+}
+
+# Waits until the named service answers (or wrote its ready file).
+wait_ready() {
+  local name=$1 entry fname signature port
+  case "$name" in
+    pubsub-emulator) wait_http "$name" "http://127.0.0.1:$OFFVIA_PUBSUB_PORT/" '^200$' ;;
+    firestore-emulator) wait_http "$name" "http://127.0.0.1:$(firestore_emulator_port)/" '^200$' ;;
+    firestore-gate) wait_file "$name" "$OFFVIA_STACK_DIR/firestore-gate.ready" ;;
+    bigquery-emulator) wait_http "$name" "http://127.0.0.1:$OFFVIA_BQ_REST_PORT/healthz" '^200$' ;;
+    fn-*)
+      entry="$(function_entry "$name")" || offvia_die "unknown service $name"
+      IFS='|' read -r fname signature port <<<"$entry"
+      wait_http "$name" "http://127.0.0.1:$(function_port "$fname" "$port")$FUNCTION_READY_PATH" '^404$' \
+        -X POST -H 'Content-Type: application/json' --data '{}'
+      ;;
+    bronze-standin) wait_file "$name" "$OFFVIA_STACK_DIR/bronze.ready" ;;
+    scheduler) wait_file "$name" "$OFFVIA_STACK_DIR/scheduler.ready" ;;
+    *) offvia_die "unknown service '$name'" ;;
+  esac
+}
+
 # ---- commands -----------------------------------------------------------------------------------------------------
 
 write_env_file() {
@@ -258,6 +395,11 @@ write_env_file() {
     echo "export GOOGLE_CLOUD_PROJECT=$OFFVIA_PROJECT_ID"
     echo "export OFFVIA_PROJECT_ID=$OFFVIA_PROJECT_ID"
     echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
+    echo "export OFFVIA_BQ_PERSISTENT=${OFFVIA_BQ_PERSISTENT:-0}"
+    echo "export OFFVIA_FIRESTORE_GATE=${OFFVIA_FIRESTORE_GATE:-0}"
+    if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+      echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
+    fi
     # google-auth would otherwise probe the GCE metadata server for a project and credentials.
     echo "export METADATA_SERVER_DETECTION=none"
     for entry in "${OFFVIA_FUNCTIONS[@]}"; do
@@ -371,18 +513,20 @@ cmd_up() {
   UP_STEP="prepare ${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}"
   mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$OFFVIA_STACK_DIR/data/pubsub"
   rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready" "$OFFVIA_STACK_DIR/scheduler.ready"
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    OFFVIA_FIRESTORE_BACKEND_PORT="$(free_port)"
+  fi
   write_env_file
   # Every process started from here on gets the stack's environment.
   # shellcheck source=/dev/null
   source "$ENV_FILE"
 
   UP_STEP="start emulators"
-  start_service pubsub-emulator gcloud beta emulators pubsub start \
-    "--host-port=127.0.0.1:$OFFVIA_PUBSUB_PORT" "--project=$OFFVIA_PROJECT_ID" \
-    "--data-dir=$OFFVIA_STACK_DIR/data/pubsub"
-  start_service firestore-emulator gcloud emulators firestore start "--host-port=127.0.0.1:$OFFVIA_FIRESTORE_PORT"
-  start_service bigquery-emulator "$OFFVIA_VENV_BQ/bin/bqemulator" start --project "$OFFVIA_PROJECT_ID" \
-    --rest-port "$OFFVIA_BQ_REST_PORT" --grpc-port "$OFFVIA_BQ_GRPC_PORT"
+  rm -rf "$BQ_DATA_DIR" "$FIRESTORE_EXPORT_DIR"
+  launch_service pubsub-emulator
+  launch_service firestore-emulator
+  [[ "${OFFVIA_FIRESTORE_GATE:-0}" != 1 ]] || launch_service firestore-gate
+  launch_service bigquery-emulator
 
   # The one-shot steps run while the emulators boot or alongside each other; each waits only for what it needs.
   if [[ "$FUNCTIONS_SOURCE" == "$OFFVIA_ROOT" ]]; then
@@ -392,13 +536,16 @@ cmd_up() {
   fi
 
   UP_STEP="wait for pubsub-emulator"
-  wait_http pubsub-emulator "http://127.0.0.1:$OFFVIA_PUBSUB_PORT/" '^200$'
+  wait_ready pubsub-emulator
   start_oneshot setup-pubsub "${TSX[@]}" deploy/local/setup-pubsub.ts
   UP_STEP="wait for bigquery-emulator"
-  wait_http bigquery-emulator "http://127.0.0.1:$OFFVIA_BQ_REST_PORT/healthz" '^200$'
+  wait_ready bigquery-emulator
   start_oneshot apply-sql "${TSX[@]}" deploy/local/apply-sql.ts
   UP_STEP="wait for firestore-emulator"
-  wait_http firestore-emulator "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/" '^200$'
+  wait_ready firestore-emulator
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    wait_ready firestore-gate
+  fi
 
   wait_oneshot setup-pubsub
   wait_oneshot apply-sql
@@ -408,30 +555,22 @@ cmd_up() {
 
   UP_STEP="start functions and the Bronze stand-in"
   for entry in "${OFFVIA_FUNCTIONS[@]}"; do
-    IFS='|' read -r name signature port <<<"$entry"
-    port="$(function_port "$name" "$port")"
-    start_service "fn-$name" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
-      "--source=$FUNCTIONS_SOURCE" "--target=$name" "--signature-type=$signature" "--port=$port" \
-      "--ignored-routes=$FUNCTION_READY_PATH"
+    launch_service "fn-${entry%%|*}"
   done
-  OFFVIA_BRONZE_READY_FILE="$OFFVIA_STACK_DIR/bronze.ready" \
-    start_service bronze-standin "${TSX[@]}" deploy/local/bronze-standin.ts
+  launch_service bronze-standin
 
   for entry in "${OFFVIA_FUNCTIONS[@]}"; do
-    IFS='|' read -r name signature port <<<"$entry"
-    UP_STEP="wait for fn-$name"
-    wait_http "fn-$name" "http://127.0.0.1:$(function_port "$name" "$port")$FUNCTION_READY_PATH" '^404$' \
-      -X POST -H 'Content-Type: application/json' --data '{}'
+    UP_STEP="wait for fn-${entry%%|*}"
+    wait_ready "fn-${entry%%|*}"
   done
   UP_STEP="wait for bronze-standin"
-  wait_file bronze-standin "$OFFVIA_STACK_DIR/bronze.ready"
+  wait_ready bronze-standin
 
   # Started last: it calls the HTTP functions, which are ready now.
   UP_STEP="start the scheduler"
-  OFFVIA_SCHEDULER_READY_FILE="$OFFVIA_STACK_DIR/scheduler.ready" \
-    start_service scheduler "${TSX[@]}" deploy/local/scheduler.ts
+  launch_service scheduler
   UP_STEP="wait for scheduler"
-  wait_file scheduler "$OFFVIA_STACK_DIR/scheduler.ready"
+  wait_ready scheduler
 
   UP_DONE=1
   trap - EXIT INT TERM
@@ -473,6 +612,100 @@ cmd_env() {
   cat "$ENV_FILE"
 }
 
+# ---- fault injection: one service at a time (the reliability harness) --------------------------------------------
+
+# Fails unless the stack is up and NAME is one of its services; sources the stack's environment.
+require_service() {
+  local name=$1
+  if [[ -f "$ENV_FILE" ]]; then
+    # shellcheck source=/dev/null
+    source "$ENV_FILE"
+  fi
+  service_names | grep -xF "$name" >/dev/null || offvia_die "unknown service '$name' (one of: $(service_names | tr '\n' ' '))"
+  [[ -f "$ENV_FILE" ]] || offvia_die "stack is not up; run: bash deploy/local/stack.sh up"
+  grep -qxF "$name" "$ORDER_FILE" 2>/dev/null || offvia_die "$name was never started by this stack"
+}
+
+# SIGKILL to every process of the service's session, at once: a crash (no shutdown handler runs). The service stays
+# down until `start`.
+cmd_kill() {
+  local name=$1 members
+  require_service "$name"
+  members="$(services_members "$name")"
+  [[ -n "$members" ]] || offvia_die "$name is not running"
+  # shellcheck disable=SC2086 # one pid per word
+  kill -KILL $members 2>/dev/null || true
+  local deadline=$(($(offvia_now_ms) + 5000))
+  while [[ -n "$(services_members "$name")" ]] && (($(offvia_now_ms) < deadline)); do
+    sleep 0.05
+  done
+  [[ -z "$(services_members "$name")" ]] || offvia_die "$name survived SIGKILL: $(services_members "$name" | tr '\n' ' ')"
+  offvia_log "killed $name (SIGKILL: $(tr '\n' ' ' <<<"$members"))"
+}
+
+# Stops one service as `down` does (SIGTERM, then SIGKILL). The Firestore emulator keeps no data across a restart,
+# so its documents are exported first (the emulator's export endpoint) and imported by the next `start`. Behind the
+# gate (OFFVIA_FIRESTORE_GATE=1) every client connection is cut before the export, so an answer the emulator gives
+# after it never reaches a client (the client retries); without the gate the emulator is SIGKILLed right after the
+# export, and a commit acknowledged in between (milliseconds) would be lost, which only the emulator does.
+cmd_stop() {
+  local name=$1
+  require_service "$name"
+  if [[ "$name" == firestore-emulator && -n "$(recorded_pid "$name")" ]]; then
+    local gate_pid
+    gate_pid="$(recorded_pid firestore-gate)"
+    if [[ -n "$gate_pid" ]]; then
+      kill -USR1 "$gate_pid"
+      # Let the emulator finish what it received before the cut; the answers go nowhere.
+      sleep 1
+      offvia_log "firestore-gate: every client cut off"
+    fi
+    mkdir -p "$FIRESTORE_EXPORT_DIR"
+    local answer
+    answer="$(curl -sS --max-time 60 -X POST -H 'Content-Type: application/json' \
+      "http://127.0.0.1:$(firestore_emulator_port)/emulator/v1/projects/$OFFVIA_PROJECT_ID:export" \
+      --data "{\"database\":\"projects/$OFFVIA_PROJECT_ID/databases/(default)\",\"export_directory\":\"$FIRESTORE_EXPORT_DIR\"}")" ||
+      offvia_die "Firestore export failed: $answer"
+    [[ "$answer" != *'"error"'* ]] || offvia_die "Firestore export failed: $answer"
+    offvia_log "exported Firestore to $(latest_firestore_export)"
+    if [[ -z "$gate_pid" ]]; then
+      cmd_kill "$name"
+      return
+    fi
+  fi
+  if [[ "$name" == bigquery-emulator && "${OFFVIA_BQ_PERSISTENT:-0}" != 1 ]]; then
+    offvia_log "WARNING: the BigQuery emulator is in memory (OFFVIA_BQ_PERSISTENT was not 1 at up): its tables are lost"
+  fi
+  stop_services "$name"
+  offvia_log "stopped $name"
+}
+
+# Starts a stopped or killed service again and waits until it is ready.
+cmd_start() {
+  local name=$1
+  require_service "$name"
+  [[ -z "$(recorded_pid "$name")" ]] || offvia_die "$name is already running (pid $(recorded_pid "$name"))"
+  # A killed session can leave members (gcloud's Java child): they would hold the port.
+  [[ -z "$(services_members "$name")" ]] || stop_services "$name"
+  local started_ms
+  started_ms="$(offvia_now_ms)"
+  launch_service "$name"
+  wait_ready "$name"
+  local gate_pid
+  gate_pid="$(recorded_pid firestore-gate)"
+  if [[ "$name" == firestore-emulator && -n "$gate_pid" ]]; then
+    kill -USR2 "$gate_pid"
+    wait_http firestore-gate "http://127.0.0.1:$OFFVIA_FIRESTORE_PORT/" '^200$'
+  fi
+  offvia_log "started $name again in $(($(offvia_now_ms) - started_ms)) ms"
+}
+
+cmd_restart() {
+  require_service "$1"
+  [[ -z "$(recorded_pid "$1")" ]] || cmd_stop "$1"
+  cmd_start "$1"
+}
+
 main() {
   local command=${1:-}
   # Relative paths below (deploy/local/*.ts, `node --import tsx`) resolve from the repository root.
@@ -487,8 +720,15 @@ main() {
       ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    kill | stop | start | restart)
+      (($# == 2)) || offvia_die "usage: $0 $command SERVICE (one of: $(service_names | tr '\n' ' '))"
+      mkdir -p "$OFFVIA_STACK_DIR"
+      exec 9>"$OFFVIA_STACK_DIR/.lock"
+      flock -n 9 || offvia_die "another stack.sh command is running on ${OFFVIA_STACK_DIR}"
+      "cmd_$command" "$2"
+      ;;
     *)
-      echo "usage: $0 up|down|status|env" >&2
+      echo "usage: $0 up|down|status|env | kill|stop|start|restart SERVICE" >&2
       exit 2
       ;;
   esac

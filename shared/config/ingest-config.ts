@@ -16,6 +16,12 @@ export interface IngestConfig {
   maxEventAgeMs: number;
   /** Longest raw_payload kept in a quarantine row, in UTF-8 bytes; Bronze keeps the full message. Default 1 MiB. */
   quarantinePayloadMaxBytes: number;
+  /**
+   * Retry-age guard: a message still failing this long after its publish time goes to the bad-data table instead
+   * of being retried again. Must stay below the subscription's dead-letter horizon (15 attempts with 10–600 s
+   * backoff: about 90 min), so the message ends in a table, not in the dead-letter topic. Default 45 min.
+   */
+  maxRetryAgeMs: number;
 }
 
 const MINUTE_MS = 60_000;
@@ -25,7 +31,7 @@ const DAY_MS = 86_400_000;
  * Reads and validates the configuration.
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
- * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES.
+ * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS.
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
@@ -54,6 +60,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       1024,
       4 * 1024 * 1024,
     ),
+    maxRetryAgeMs: readInt(env, 'OFFVIA_MAX_RETRY_AGE_MS', 45 * MINUTE_MS, MINUTE_MS, 7 * DAY_MS),
   };
 }
 

@@ -93,11 +93,89 @@ export interface BadDataRow {
  * Routes one decoded Pub/Sub message. Valid events go to Silver with insertId = event_id; rejected ones to
  * quarantine with insertId = message id and their failing stage; a row BigQuery itself refuses goes to the
  * bad-data table. Resolves once the row is durably written (ack).
- * @throws TransientError when a write failed for an infrastructure reason (Pub/Sub must redeliver).
+ *
+ * Retry-age guard (issue 6): a message that still fails when it is older (publish time to now) than
+ * `config.maxRetryAgeMs` is not thrown back for yet another redelivery: it is written to the bad-data table with
+ * the failing step as `target_dest`, its bytes and attributes (replayable), and acked, so it ends in a table well
+ * before the subscription's dead-letter horizon instead of being retried until it is dead-lettered.
+ * @throws TransientError (or whatever a dependency threw) when a write failed for an infrastructure reason and the
+ *   message is younger than the guard, or the guard's bad-data write failed too (Pub/Sub must redeliver).
  */
 export async function ingestMessage(
   decoded: DecodeResult,
   deps: IngestDeps,
+): Promise<IngestOutcome> {
+  const progress: Progress = { step: 'decode' };
+  try {
+    return await routeMessage(decoded, deps, progress);
+  } catch (err) {
+    if (!decoded.ok) throw err;
+    const message = decoded.message;
+    const ageMs =
+      message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
+    if (ageMs === undefined || ageMs <= deps.config.maxRetryAgeMs) throw err;
+    return retryAgeExceeded(message, progress.step, errorText(err), ageMs, deps, err);
+  }
+}
+
+/** The step a message was at when it failed: the table (or window store) it was being written to. */
+interface Progress {
+  step: string;
+}
+
+/**
+ * The retry-age guard's route: a bad-data row holding the message (text and base64 bytes, attributes, publish
+ * time), the step that kept failing and its last error; insertId `retry-age:<message id>`, so a redelivery racing
+ * it adds no second row. If the event already reached Silver (only the window state failed), the row says so.
+ * @throws the original error when the bad-data table refuses the row or is down too (redelivery, then dead letter).
+ */
+async function retryAgeExceeded(
+  message: PubSubMessage,
+  step: string,
+  error: string,
+  ageMs: number,
+  deps: IngestDeps,
+  original: unknown,
+): Promise<IngestOutcome> {
+  const receivedAtMs = deps.now();
+  const reason = `retry age exceeded: still failing ${ageMs} ms after publish (limit OFFVIA_MAX_RETRY_AGE_MS=${deps.config.maxRetryAgeMs}) at ${step}: ${error}`;
+  const bad: BadDataRow = {
+    bad_data: JSON.stringify({
+      raw_payload: message.data.toString('utf8'),
+      raw_payload_base64: message.data.toString('base64'),
+      attributes: message.attributes,
+      publish_time: message.publishTime ?? null,
+    }),
+    target_dest: step,
+    error: reason,
+    insert_time: new Date(receivedAtMs).toISOString(),
+    processed_timestamp: new Date(receivedAtMs).toISOString(),
+    retry_count: 0,
+    source_message_id: message.messageId,
+    insert_id: `retry-age:${message.messageId}`,
+  };
+  const badTable = deps.config.badDataTable;
+  let result;
+  try {
+    [result] = await deps.writer.insertRows(badTable, [
+      { insertId: bad.insert_id, json: { ...bad } },
+    ]);
+  } catch (err) {
+    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, errorText(err));
+    throw original;
+  }
+  if (result !== undefined && !result.ok) {
+    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, result.error);
+    throw original;
+  }
+  logs.retryAgeExceeded(deps.logger, message, step, ageMs, error, tableName(badTable));
+  return { destination: 'bad_data', messageId: message.messageId, targetDest: step, error: reason };
+}
+
+async function routeMessage(
+  decoded: DecodeResult,
+  deps: IngestDeps,
+  progress: Progress,
 ): Promise<IngestOutcome> {
   const receivedAtMs = deps.now();
   if (!decoded.ok) {
@@ -124,22 +202,27 @@ export async function ingestMessage(
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
   });
-  if (!result.ok) return quarantine(message, result.stage, result.reason, receivedAtMs, deps);
+  if (!result.ok) {
+    progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
+    return quarantine(message, result.stage, result.reason, receivedAtMs, deps);
+  }
 
   const silver = deps.config.silverTable;
+  const windowStep = 'window state (Firestore): event not counted in the aggregates';
   const row: InsertRow = {
     insertId: result.eventId,
     json: { ...result.row, event_id: result.eventId },
   };
   // Window state counts each valid booking once per delivery, after its row is durably stored somewhere.
   let counted = false;
-  const countInWindows = async (): Promise<void> => {
+  const countInWindows = async (where: string): Promise<void> => {
     if (counted) return;
     counted = true;
+    progress.step = `${windowStep}; ${where}`;
     await deps.windowState?.record(result, message, receivedAtMs);
   };
   const held = async (reason: string): Promise<IngestOutcome> => {
-    await countInWindows();
+    await countInWindows('the row waits in the schema-retry store');
     return {
       destination: 'schema_retry',
       messageId: message.messageId,
@@ -149,7 +232,7 @@ export async function ingestMessage(
   };
   const routedToBadData = async (drift: DriftBadData): Promise<IngestOutcome> => {
     // A valid booking: counted in gold like any other (README, "Windows").
-    await countInWindows();
+    await countInWindows('the row is in the bad-data table');
     return {
       destination: 'bad_data',
       messageId: message.messageId,
@@ -160,6 +243,7 @@ export async function ingestMessage(
   let onRejected: OnRejected | undefined;
   const gate = deps.schemaDrift;
   if (gate) {
+    progress.step = `schema-retry store for ${tableName(silver, deps.config.projectId)}`;
     const drift = await gate.route(result, message, receivedAtMs, row);
     if (drift.action === 'held') return held(drift.reason);
     if (drift.action === 'bad_data') return routedToBadData(drift);
@@ -182,17 +266,19 @@ export async function ingestMessage(
       };
     }
   }
+  progress.step = tableName(silver, deps.config.projectId);
   const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
   if (outcome !== undefined) {
     // Gold aggregates contract-valid bookings wherever their row is stored (README, "Windows"): a row BigQuery
     // refused is a valid booking in bad data, counted like one held or routed by the gate (counted once).
-    if (outcome.destination === 'bad_data') await countInWindows();
+    if (outcome.destination === 'bad_data')
+      await countInWindows('the row is in the bad-data table');
     return outcome;
   }
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
-  await countInWindows();
+  await countInWindows(`the event is in ${tableName(silver, deps.config.projectId)}`);
   return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
 }
 

@@ -75,6 +75,28 @@ export function badDataWritten(
   });
 }
 
+/**
+ * The retry-age guard routed a message that kept failing to the bad-data table (acked): an operator replays it from
+ * there (or from Bronze) once `step` works again.
+ */
+export function retryAgeExceeded(
+  log: Logger,
+  ref: MessageRef,
+  step: string,
+  ageMs: number,
+  error: string,
+  table: string,
+): void {
+  log.write('ERROR', 'message still failing past the retry age, routed to bad data', {
+    outcome: 'bad_data',
+    message_id: ref.messageId,
+    target_dest: step,
+    age_ms: ageMs,
+    error,
+    table,
+  });
+}
+
 /** A transient failure: the invocation throws and Pub/Sub redelivers. */
 export function transientFailure(
   log: Logger,

@@ -202,3 +202,101 @@ describe('ingestMessage: window state (gold aggregates contract-valid bookings)'
     await assert.rejects(ingestMessage(msg(VALID), deps), TransientError);
   });
 });
+
+describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
+  const LIMIT_MS = 45 * 60_000;
+  /** The message published `ageMs` before NOW. */
+  function aged(ageMs: number, data = VALID): DecodeResult {
+    const decoded = msg(data, 'm-old');
+    if (decoded.ok) {
+      decoded.message.publishTimeMs = NOW - ageMs;
+      decoded.message.publishTime = new Date(NOW - ageMs).toISOString();
+    }
+    return decoded;
+  }
+
+  it('the default limit is 45 minutes and out-of-range values are refused', () => {
+    assert.equal(loadIngestConfig({}).maxRetryAgeMs, LIMIT_MS);
+    assert.equal(loadIngestConfig({ OFFVIA_MAX_RETRY_AGE_MS: '120000' }).maxRetryAgeMs, 120_000);
+    assert.throws(
+      () => loadIngestConfig({ OFFVIA_MAX_RETRY_AGE_MS: '1000' }),
+      /OFFVIA_MAX_RETRY_AGE_MS/,
+    );
+  });
+
+  it('still throws (redelivery) while the message is within the limit', async () => {
+    const { writer, deps } = setup();
+    writer.failing.add('offvia_silver.fact_bookings');
+    await assert.rejects(ingestMessage(aged(LIMIT_MS), deps), TransientError);
+    assert.equal(writer.written.has('offvia_quarantine.bad_data'), false);
+  });
+
+  it('past the limit, a Silver outage routes the message to bad data with its bytes, and acks', async () => {
+    const { writer, deps, logs } = setup();
+    writer.failing.add('offvia_silver.fact_bookings');
+    const out = await ingestMessage(aged(LIMIT_MS + 1), deps);
+    assert.equal(out.destination, 'bad_data');
+    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.ok(bad);
+    assert.equal(bad.insertId, 'retry-age:m-old');
+    assert.equal(bad.json.source_message_id, 'm-old');
+    assert.match(String(bad.json.target_dest), /fact_bookings$/);
+    assert.match(
+      String(bad.json.error),
+      /retry age exceeded: still failing 2700001 ms .*unavailable/,
+    );
+    const kept = JSON.parse(String(bad.json.bad_data)) as Record<string, unknown>;
+    assert.equal(kept.raw_payload, VALID);
+    assert.equal(Buffer.from(String(kept.raw_payload_base64), 'base64').toString('utf8'), VALID);
+    assert.ok(
+      logs.some(
+        (l) => l.message === 'message still failing past the retry age, routed to bad data',
+      ),
+    );
+  });
+
+  it('past the limit, a window-state failure after the Silver write says the event is in Silver, uncounted', async () => {
+    const { writer, deps } = setup();
+    deps.windowState = {
+      record: () => Promise.reject(new TransientError('window transaction', 'firestore down')),
+    };
+    const out = await ingestMessage(aged(LIMIT_MS + 60_000), deps);
+    assert.equal(out.destination, 'bad_data');
+    assert.equal(writer.written.get('offvia_silver.fact_bookings')?.length, 1);
+    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.match(
+      String(bad?.json.target_dest),
+      /^window state .*not counted.*event is in .*fact_bookings$/,
+    );
+    // Within the limit the same failure is redelivered, and the ledger makes the retry count it once.
+    const young = setup();
+    young.deps.windowState = deps.windowState;
+    await assert.rejects(ingestMessage(aged(1_000), young.deps), TransientError);
+  });
+
+  it('when the bad-data table is down too, the original error is thrown (redelivery, then dead letter)', async () => {
+    const { writer, deps } = setup();
+    writer.failing.add('offvia_silver.fact_bookings');
+    writer.failing.add('offvia_quarantine.bad_data');
+    await assert.rejects(
+      ingestMessage(aged(LIMIT_MS * 2), deps),
+      /offvia_silver\.fact_bookings: unavailable/,
+    );
+    const refusing = setup();
+    refusing.writer.failing.add('offvia_silver.fact_bookings');
+    refusing.writer.refused.add('offvia_quarantine.bad_data');
+    await assert.rejects(
+      ingestMessage(aged(LIMIT_MS * 2), refusing.deps),
+      /fact_bookings: unavailable/,
+    );
+  });
+
+  it('a failing quarantine write of an old rejected message goes to bad data the same way', async () => {
+    const { writer, deps } = setup();
+    writer.failing.add('offvia_quarantine.poisoned_events');
+    const out = await ingestMessage(aged(LIMIT_MS + 1, '{"broken'), deps);
+    assert.equal(out.destination, 'bad_data');
+    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.match(String(bad?.json.target_dest), /poisoned_events$/);
+  });
+});

@@ -1,0 +1,468 @@
+// The reliability harness (issue 6): drives the local stack through redelivery, crash and outage scenarios and prints
+// one report: where every published message ended, what was lost or duplicated, and whether the aggregates counted
+// each event once. A script, not a timed test: `npm run reliability` (brings its own stack up and down).
+// Flags: --events N (per scenario, default 10000), --rate R (messages/s published, default 20), --concurrency C
+// (deliveries in flight, default 16), --scenarios a,b (default all), --seed S.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { Firestore } from '@google-cloud/firestore';
+import { PubSub, type Message } from '@google-cloud/pubsub';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
+import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
+import { loadWindowConfig } from '../../shared/config/window-config';
+import { Logger } from '../../shared/logging/logger';
+import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
+import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
+import { stackBigQuery, stackEnv, type Row } from './layers';
+import {
+  BOOKING_TOPIC,
+  INGEST_PUSH_SUBSCRIPTION,
+  positiveIntFromEnv,
+  subscriptionPath,
+  topicPath,
+} from './resources';
+import {
+  accountScenario,
+  formatReport,
+  type Observed,
+  type PublishedMessage,
+} from './reliability/accounting';
+import { DeliveryDriver } from './reliability/driver';
+import { planEvent, SCENARIOS, type Scenario } from './reliability/scenarios';
+
+const run = promisify(execFile);
+/** Pull subscription the harness delivers from (the push subscription is removed for the run). */
+const HARNESS_SUBSCRIPTION = 'booking-events-reliability';
+const SCHEMA_ROOT = process.env.OFFVIA_SCHEMA_FIRESTORE_ROOT ?? 'offviaSchemaDrift';
+
+/** Command-line settings. */
+interface Settings {
+  events: number;
+  ratePerS: number;
+  concurrency: number;
+  scenarios: Scenario[];
+  seed: number;
+}
+
+function parseArgs(argv: readonly string[]): Settings {
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const int = (flag: string, fallback: number): number => {
+    const raw = value(flag);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new Error(`${flag} must be a positive integer, got ${raw}`);
+    return n;
+  };
+  const names = value('--scenarios')?.split(',') ?? SCENARIOS.map((s) => s.name);
+  const scenarios = names.map((name) => {
+    const s = SCENARIOS.find((x) => x.name === name);
+    if (!s)
+      throw new Error(
+        `unknown scenario ${name} (one of ${SCENARIOS.map((x) => x.name).join(', ')})`,
+      );
+    return s;
+  });
+  return {
+    events: int('--events', 10_000),
+    ratePerS: int('--rate', 20),
+    concurrency: int('--concurrency', 16),
+    scenarios,
+    seed: int('--seed', 6),
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const log = (text: string): void => {
+  console.error(`[reliability ${new Date().toISOString().slice(11, 19)}] ${text}`);
+};
+
+/** Runs `stack.sh <command> <service>` on this harness's stack (the ports are in the environment). */
+async function stack(command: string, service: string): Promise<void> {
+  const { stderr } = await run('bash', ['deploy/local/stack.sh', command, service], {
+    env: process.env,
+  });
+  for (const line of stderr.trim().split('\n')) if (line) log(`  ${line}`);
+}
+
+/** Injects the scenario's fault until `done()`; resolves once the fault is over and every service is up again. */
+async function injectFault(
+  scenario: Scenario,
+  publishMs: number,
+  done: () => boolean,
+): Promise<void> {
+  const fault = scenario.fault;
+  if (fault.kind === 'kill-function') {
+    let kills = 0;
+    while (!done()) {
+      await sleep(fault.everyMs * (0.5 + Math.random()));
+      if (done()) break;
+      await stack('kill', 'fn-ingestBooking');
+      kills++;
+      await stack('start', 'fn-ingestBooking');
+    }
+    log(`${scenario.name}: ingestBooking SIGKILLed ${kills} times`);
+  } else if (fault.kind === 'outage') {
+    await sleep(publishMs * fault.atFraction);
+    const from = Date.now();
+    await stack('stop', fault.service);
+    await sleep(fault.downMs);
+    await stack('start', fault.service);
+    log(`${scenario.name}: ${fault.service} was down ${Math.round((Date.now() - from) / 1000)} s`);
+  }
+}
+
+/** Reads `sql` with `ids` chunked into `@ids` parameters (the emulator is slow with very long arrays). */
+async function queryByIds(
+  bq: BigQuery,
+  sql: string,
+  ids: readonly string[],
+  extra: Record<string, string> = {},
+) {
+  const out: Row[] = [];
+  for (let i = 0; i < ids.length; i += 2000) {
+    const [rows] = await bq.query({
+      query: sql,
+      params: { ids: ids.slice(i, i + 2000), ...extra },
+      types: {
+        ids: ['STRING'],
+        ...Object.fromEntries(Object.keys(extra).map((k) => [k, 'STRING'])),
+      },
+    });
+    out.push(...(rows as Row[]));
+  }
+  return out;
+}
+
+/** Everything the accounting needs for one scenario, read from BigQuery and Firestore. */
+async function observe(
+  bq: BigQuery,
+  firestore: Firestore,
+  store: FirestoreWindowStore<BookingAccumulator>,
+  projectId: string,
+  pipeline: string,
+  scenario: Scenario,
+  bookingPrefix: string,
+  published: readonly PublishedMessage[],
+): Promise<{ observed: Observed; stages: Map<string, string> }> {
+  const p = projectId;
+  const ids = published.map((m) => m.messageId);
+  const [bronze, quarantine, badData, silverRows, dedup, gold] = await Promise.all([
+    queryByIds(
+      bq,
+      `SELECT message_id FROM \`${p}.offvia_bronze.raw_bookings\` WHERE message_id IN UNNEST(@ids)`,
+      ids,
+    ),
+    queryByIds(
+      bq,
+      `SELECT source_message_id, error_stage FROM \`${p}.offvia_quarantine.poisoned_events\` WHERE source_message_id IN UNNEST(@ids)`,
+      ids,
+    ),
+    queryByIds(
+      bq,
+      `SELECT source_message_id FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids)`,
+      ids,
+    ),
+    bq
+      .query({
+        query: `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
+        params: { prefix: bookingPrefix },
+      })
+      .then(([rows]) => rows as Row[]),
+    bq
+      .query({
+        query: `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
+        params: { prefix: bookingPrefix },
+      })
+      .then(([rows]) => rows as Row[]),
+    bq
+      .query({
+        query: `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
+                FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
+        params: { pipeline, currency: `-${scenario.currency}` },
+      })
+      .then(([rows]) => rows as Row[]),
+  ]);
+  const retryDocs = await firestore.collectionGroup('rows').get();
+  const retryStore = retryDocs.docs
+    .filter((d) => d.ref.path.startsWith(`${SCHEMA_ROOT}/`))
+    .map((d) => String(d.get('source_message_id')));
+  const ledger = new Map<string, string>();
+  const eventIds = [
+    ...new Set(
+      published.flatMap((m) => (m.expectation.kind === 'valid' ? [m.expectation.eventId] : [])),
+    ),
+  ];
+  for (let i = 0; i < eventIds.length; i += 300) {
+    const chunk = eventIds.slice(i, i + 300);
+    if (chunk.length === 0) continue;
+    const snaps = await firestore.getAll(...chunk.map((id) => store.ledgerRef(id)));
+    snaps.forEach((s, j) => {
+      if (s.exists) ledger.set(chunk[j] ?? '', String(s.get('outcome')));
+    });
+  }
+  return {
+    observed: {
+      bronze: new Set(bronze.map((r) => String(r.message_id))),
+      silverRows: silverRows.map((r) => ({
+        messageId: String(r.source_message_id),
+        eventId: String(r.event_id),
+      })),
+      dedupViewRowsPerEvent: new Map(dedup.map((r) => [String(r.event_id), Number(r.n)])),
+      quarantine: quarantine.map((r) => String(r.source_message_id)),
+      retryStore,
+      badData: badData.map((r) => String(r.source_message_id)),
+      ledger,
+      goldCounts: new Map(
+        gold.map((r) => [`${String(r.route_key)}|${Number(r.start_ms)}`, Number(r.booking_count)]),
+      ),
+    },
+    stages: new Map(quarantine.map((r) => [String(r.source_message_id), String(r.error_stage)])),
+  };
+}
+
+/**
+ * Runs fireWindows in-process with the processing clock moved past the idle timeout, as Cloud Scheduler would once
+ * the traffic stopped, until a run completes with nothing failed or deferred: every window's ON_TIME pane (and any
+ * pane left in the outbox) is then in gold.
+ */
+async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
+  const config = loadWindowConfig(process.env);
+  const { windowFn } = config.strategy;
+  const sizeMs = 'sizeMs' in windowFn ? windowFn.sizeMs : 60_000;
+  const policy = config.watermarkPolicy;
+  const logger = new Logger('reliability', () => undefined);
+  for (let attempt = 1; ; attempt++) {
+    const processingTimeMs =
+      Date.now() + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + sizeMs + 60_000;
+    const deps = createFireWindowsDeps(process.env, logger, {
+      firestore,
+      now: () => processingTimeMs,
+    });
+    const summary = await fireWindows(deps);
+    log(
+      `fireWindows (clock +${Math.round((processingTimeMs - Date.now()) / 1000)} s): ${summary.status}, ` +
+        `${summary.windowsFired} fired, ${summary.panesEmitted} panes, ${summary.outboxReemitted} re-emitted, ` +
+        `${summary.windowsFailed} failed, ${summary.panesDeferred} deferred`,
+    );
+    if (summary.status === 'done' && summary.windowsFailed === 0 && summary.panesDeferred === 0)
+      return summary;
+    if (attempt >= 20) throw new Error(`fireWindows did not complete: ${JSON.stringify(summary)}`);
+    await sleep(5_000);
+  }
+}
+
+async function main(): Promise<void> {
+  const settings = parseArgs(process.argv.slice(2));
+  for (const name of [
+    'PUBSUB_EMULATOR_HOST',
+    'BIGQUERY_EMULATOR_HOST',
+    'FIRESTORE_EMULATOR_HOST',
+    'OFFVIA_INGEST_BOOKING_URL',
+  ]) {
+    if (!process.env[name])
+      throw new Error(`${name} is not set: run through npm run reliability (with-stack.sh)`);
+  }
+  if (
+    settings.scenarios.some(
+      (s) => s.fault.kind === 'outage' && s.fault.service === 'bigquery-emulator',
+    ) &&
+    process.env.OFFVIA_BQ_PERSISTENT !== '1'
+  ) {
+    throw new Error(
+      'the BigQuery outage needs a persistent emulator: start the stack with OFFVIA_BQ_PERSISTENT=1',
+    );
+  }
+  if (
+    settings.scenarios.some(
+      (s) => s.fault.kind === 'outage' && s.fault.service === 'firestore-emulator',
+    ) &&
+    process.env.OFFVIA_FIRESTORE_GATE !== '1'
+  ) {
+    // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss, not ours.
+    throw new Error(
+      'the Firestore outage needs the TCP gate: start the stack with OFFVIA_FIRESTORE_GATE=1',
+    );
+  }
+  const env = stackEnv();
+  const projectId = env.projectId;
+  const bq = stackBigQuery(env);
+  const pubsub = new PubSub({ projectId });
+  const firestore = new Firestore({ projectId });
+  const windows = createFireWindowsDeps(process.env, new Logger('reliability', () => undefined), {
+    firestore,
+  });
+  const store = windows.store as FirestoreWindowStore<BookingAccumulator>;
+  const windowConfig = loadWindowConfig(process.env);
+  const windowSizeMs =
+    'sizeMs' in windowConfig.strategy.windowFn ? windowConfig.strategy.windowFn.sizeMs : 60_000;
+  const runId = randomBytes(3).toString('hex');
+
+  // The harness is the delivery path: the emulator's push subscription would deliver every message a fourth way.
+  const push = pubsub.subscription(INGEST_PUSH_SUBSCRIPTION);
+  if ((await push.exists())[0]) await push.delete();
+  // A fresh pull subscription per run, so nothing of an earlier run is delivered (or counted) again.
+  const stale = pubsub.subscription(HARNESS_SUBSCRIPTION);
+  if ((await stale.exists())[0]) await stale.delete();
+  await pubsub
+    .topic(BOOKING_TOPIC)
+    .createSubscription(HARNESS_SUBSCRIPTION, { ackDeadlineSeconds: 60 });
+  const pull = pubsub.subscription(HARNESS_SUBSCRIPTION, {
+    flowControl: { maxMessages: settings.concurrency, allowExcessMessages: false },
+  });
+
+  let current: Scenario | undefined;
+  // Message ids the driver acked. Pub/Sub may deliver a message again after its ack (at-least-once), so the wait
+  // below checks ids, not a count.
+  const acked = new Set<string>();
+  const driver = new DeliveryDriver(
+    pull,
+    {
+      functionUrl: String(process.env.OFFVIA_INGEST_BOOKING_URL),
+      topicPath: topicPath(projectId, BOOKING_TOPIC),
+      subscriptionPath: subscriptionPath(projectId, HARNESS_SUBSCRIPTION),
+      concurrency: settings.concurrency,
+      minBackoffMs: positiveIntFromEnv('OFFVIA_RELIABILITY_MIN_BACKOFF_MS', 1_000),
+      maxBackoffMs: positiveIntFromEnv('OFFVIA_RELIABILITY_MAX_BACKOFF_MS', 10_000),
+      requestTimeoutMs: 70_000,
+    },
+    (_message: Message) => current?.deliveries ?? 1,
+    (message: Message) => {
+      acked.add(message.id);
+    },
+  );
+  driver.start();
+  log(
+    `run ${runId}: ${settings.events} events per scenario at ${settings.ratePerS}/s, ` +
+      `${settings.concurrency} deliveries in flight, scenarios ${settings.scenarios.map((s) => s.name).join(', ')}`,
+  );
+
+  const runs: { scenario: Scenario; published: PublishedMessage[]; prefix: string }[] = [];
+  const topic = pubsub.topic(BOOKING_TOPIC);
+  for (const scenario of settings.scenarios) {
+    current = scenario;
+    const published: PublishedMessage[] = [];
+    const prefix = `REL-${runId}-${scenario.name}-`;
+    const publishMs = (settings.events / settings.ratePerS) * 1000;
+    let publishing = true;
+    log(`${scenario.name}: ${scenario.description}`);
+    const started = Date.now();
+    const allAcked = (): boolean => published.every((m) => acked.has(m.messageId));
+    const fault = injectFault(scenario, publishMs, () => !publishing && allAcked());
+    const copies: Promise<void>[] = [];
+    for (let i = 0; i < settings.events; i++) {
+      const due = started + (i / settings.ratePerS) * 1000;
+      if (due > Date.now()) await sleep(due - Date.now());
+      const planned = planEvent(scenario, runId, i, Date.now(), settings.seed);
+      const send = async (): Promise<void> => {
+        const messageId = await topic.publishMessage({ data: Buffer.from(planned.payload) });
+        published.push({ messageId, expectation: planned.expectation });
+      };
+      await send();
+      if (Math.random() < scenario.republishShare) {
+        // A producer retry: the same event again, with a new message id, a few seconds later.
+        copies.push(sleep(1_000 + Math.random() * 5_000).then(send));
+      }
+    }
+    await Promise.all(copies);
+    publishing = false;
+    log(
+      `${scenario.name}: published ${published.length} messages in ${Math.round((Date.now() - started) / 1000)} s`,
+    );
+    const deadline = Date.now() + 20 * 60_000;
+    while (!allAcked() && Date.now() < deadline) {
+      await sleep(1_000);
+    }
+    await fault;
+    log(
+      `${scenario.name}: ${published.filter((m) => acked.has(m.messageId)).length} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
+        `${driver.stats.deliveries} deliveries so far, ${driver.stats.failedDeliveries} failed ` +
+        `(${[...driver.stats.failures].map(([k, v]) => `${k} ×${v}`).join(', ')})`,
+    );
+    runs.push({ scenario, published, prefix });
+  }
+  current = undefined;
+  await driver.stop();
+  await pubsub.close();
+
+  // Bronze (the stand-in) and the ledger may trail the acks by a moment: poll until every message is accounted for
+  // or two minutes pass, then report what is there.
+  await flushWindows(firestore);
+  const reports = [];
+  for (const r of runs) {
+    let result = await observe(
+      bq,
+      firestore,
+      store,
+      projectId,
+      windowConfig.pipeline,
+      r.scenario,
+      r.prefix,
+      r.published,
+    );
+    let report = accountScenario(
+      r.scenario.name,
+      r.published,
+      result.observed,
+      windowSizeMs,
+      result.stages,
+    );
+    const settleBy = Date.now() + 120_000;
+    while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
+      await sleep(5_000);
+      result = await observe(
+        bq,
+        firestore,
+        store,
+        projectId,
+        windowConfig.pipeline,
+        r.scenario,
+        r.prefix,
+        r.published,
+      );
+      report = accountScenario(
+        r.scenario.name,
+        r.published,
+        result.observed,
+        windowSizeMs,
+        result.stages,
+      );
+    }
+    reports.push(report);
+  }
+  await firestore.terminate();
+  console.log(
+    `\nReliability report (run ${runId}; ${settings.events} events per scenario published at ${settings.ratePerS}/s; ` +
+      `delivered by the harness's driver, ${settings.concurrency} in flight; ` +
+      `${driver.stats.deliveries} deliveries, ${driver.stats.failedDeliveries} failed and retried)\n`,
+  );
+  console.log(formatReport(reports));
+  const bad = reports.filter(
+    (r) =>
+      r.lost > 0 ||
+      r.inSeveralPlaces > 0 ||
+      r.duplicatedInDedupView > 0 ||
+      r.doubleCounted > 0 ||
+      r.missingFromAggregates > 0 ||
+      r.wrongStage > 0,
+  );
+  console.log(
+    bad.length === 0
+      ? '\nOK: 0 lost, 0 duplicated, 0 double-counted in every scenario'
+      : `\nFAILED: ${bad.map((r) => r.scenario).join(', ')}`,
+  );
+  process.exitCode = bad.length === 0 ? 0 : 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(
+    'reliability harness failed:',
+    error instanceof Error ? (error.stack ?? error.message) : error,
+  );
+  process.exitCode = 1;
+});

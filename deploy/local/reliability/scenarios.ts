@@ -1,0 +1,169 @@
+// The reliability harness's scenarios and its event stream: what each scenario publishes, how often each message is
+// delivered, and which fault it injects into the local stack (issue 6).
+import { validateBooking } from '../../../shared/contract';
+
+/** A fault the harness injects through `deploy/local/stack.sh` while a scenario runs. */
+export type Fault =
+  | { kind: 'none' }
+  /** SIGKILL the Functions Framework process serving ingestBooking every `everyMs` (± half), then restart it. */
+  | { kind: 'kill-function'; everyMs: number }
+  /** Stop a service `atFraction` of the way through publishing, keep it down `downMs`, then start it again. */
+  | {
+      kind: 'outage';
+      service: 'bigquery-emulator' | 'firestore-emulator';
+      atFraction: number;
+      downMs: number;
+    };
+
+/** One scenario of the report. */
+export interface Scenario {
+  /** Short name, the report's row label. */
+  name: string;
+  /** What the scenario does, one line. */
+  description: string;
+  /** Successful (2xx) deliveries of every message before the driver acks it: 1 normally, 3 for redelivery. */
+  deliveries: number;
+  /** Share of events published a second time with a new message id (a producer retry), 0–1. */
+  republishShare: number;
+  fault: Fault;
+  /**
+   * Three uppercase letters used as the events' currency, so the scenario's aggregates live under route keys no
+   * other scenario touches (route key = ORIGIN-DESTINATION-CURRENCY).
+   */
+  currency: string;
+}
+
+/** The issue's four scenarios, in the order they run. */
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'redelivery',
+    description:
+      'every message delivered 3 times; 10 % of events published twice with new message ids',
+    deliveries: 3,
+    republishShare: 0.1,
+    fault: { kind: 'none' },
+    currency: 'RLA',
+  },
+  {
+    name: 'function-sigkill',
+    description: 'the Functions Framework serving ingestBooking SIGKILLed every ~5 s and restarted',
+    deliveries: 1,
+    republishShare: 0,
+    fault: { kind: 'kill-function', everyMs: 5_000 },
+    currency: 'RLB',
+  },
+  {
+    name: 'bigquery-outage',
+    description: 'the BigQuery emulator (persistent) stopped for 30 s mid-run, then restarted',
+    deliveries: 1,
+    republishShare: 0,
+    fault: { kind: 'outage', service: 'bigquery-emulator', atFraction: 0.3, downMs: 30_000 },
+    currency: 'RLC',
+  },
+  {
+    name: 'firestore-outage',
+    description:
+      'the Firestore emulator stopped for 30 s mid-run, then restarted (data exported and re-imported)',
+    deliveries: 1,
+    republishShare: 0,
+    fault: { kind: 'outage', service: 'firestore-emulator', atFraction: 0.3, downMs: 30_000 },
+    currency: 'RLD',
+  },
+];
+
+/** What a published message must become, computed with the contract itself. */
+export type Expectation =
+  | {
+      kind: 'valid';
+      /** The pipeline's dedup id for the event (producer's or derived). */
+      eventId: string;
+      /** Event time, epoch ms UTC. */
+      eventTimeMs: number;
+      /** Route key of the aggregates. */
+      routeKey: string;
+      /** The event carries a top-level field Silver lacks: it may wait in the schema-retry store. */
+      drift: boolean;
+    }
+  | { kind: 'invalid'; stage: string };
+
+/** One message to publish: its bytes and what it must become. */
+export interface PlannedMessage {
+  /** Index of the event in the scenario (a re-published copy shares its event's index). */
+  eventIndex: number;
+  payload: string;
+  expectation: Expectation;
+}
+
+const AIRPORTS = ['JFK', 'LHR', 'FCO', 'CDG'] as const;
+/** Extra top-level field some valid events carry (schema drift; becomes a NULLABLE Silver column via the sweep). */
+export const DRIFT_FIELD = 'loyalty_tier';
+
+/** Mulberry32, so a scenario publishes the same mix for a given seed. Floats in [0, 1). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The payload of event `index` of a scenario, stamped with `eventTimeMs` (epoch ms UTC, the publish time: events
+ * arrive in event-time order, as from a live producer). About 10 % are invalid (one of each stage in turn) and
+ * 2 % of the valid ones carry {@link DRIFT_FIELD}. Pure apart from the contract's SHA-256.
+ */
+export function planEvent(
+  scenario: Scenario,
+  runId: string,
+  index: number,
+  eventTimeMs: number,
+  seed: number,
+): PlannedMessage {
+  const rnd = prng(seed * 1_000_003 + index);
+  const origin = AIRPORTS[Math.floor(rnd() * AIRPORTS.length)] ?? 'JFK';
+  const destination = AIRPORTS.filter((a) => a !== origin)[Math.floor(rnd() * 3)] ?? 'LHR';
+  const event: Record<string, unknown> = {
+    booking_id: `REL-${runId}-${scenario.name}-${index}`,
+    passenger_id: `PAX-${Math.floor(rnd() * 100_000)}`,
+    flight_number: `OF-${100 + Math.floor(rnd() * 900)}`,
+    origin,
+    destination,
+    fare: (10 + rnd() * 990).toFixed(2),
+    currency: scenario.currency,
+    status: 'CONFIRMED',
+    event_time: new Date(eventTimeMs).toISOString(),
+  };
+  const roll = rnd();
+  if (roll < 0.1) {
+    const kind = index % 4;
+    if (kind === 0) event.fare = '-5.00';
+    else if (kind === 1) delete event.passenger_id;
+    else if (kind === 2) event.event_time = '2026-02-30T10:00:00Z';
+    const payload = kind === 3 ? JSON.stringify(event).slice(0, 25) : JSON.stringify(event);
+    return { eventIndex: index, payload, expectation: expect(payload, eventTimeMs) };
+  }
+  if (roll > 0.98) event[DRIFT_FIELD] = 'GOLD';
+  const payload = JSON.stringify(event);
+  return { eventIndex: index, payload, expectation: expect(payload, eventTimeMs) };
+}
+
+function expect(payload: string, receivedAtMs: number): Expectation {
+  const result = validateBooking(payload, {
+    messageId: 'planned',
+    receivedAtMs,
+    maxFutureSkewMs: 300_000,
+    maxEventAgeMs: 315_360_000_000,
+  });
+  if (!result.ok) return { kind: 'invalid', stage: result.stage };
+  const row = result.row;
+  return {
+    kind: 'valid',
+    eventId: result.eventId,
+    eventTimeMs: result.eventTimeMs,
+    routeKey: `${row.origin_airport}-${row.destination_airport}-${row.currency}`,
+    drift: Object.keys(result.extraFields).length > 0,
+  };
+}

@@ -1,0 +1,78 @@
+// stack.sh's fault injection (kill|stop|start SERVICE), used by the reliability harness: a killed function is down
+// until started again, and the Firestore emulator keeps its documents across a stop and a start.
+// Runs inside deploy/local/with-stack.sh, which exports the stack's environment.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { Firestore } from '@google-cloud/firestore';
+import { projectIdFromEnv } from '../../../deploy/local/resources';
+
+const run = promisify(execFile);
+
+function stack(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run('bash', ['deploy/local/stack.sh', ...args], { env: process.env });
+}
+
+/** HTTP status of a POST to the URL, or the connection error's code. */
+async function probe(url: string): Promise<string> {
+  try {
+    const response = await fetch(url, { method: 'PUT', signal: AbortSignal.timeout(5_000) });
+    await response.arrayBuffer();
+    return String(response.status);
+  } catch (error) {
+    const code = (error as { cause?: { code?: unknown } }).cause?.code;
+    return typeof code === 'string' ? code : String(error);
+  }
+}
+
+describe('local stack: fault injection (stack.sh kill|stop|start)', function () {
+  this.timeout(180_000);
+
+  before(function () {
+    for (const name of ['FIRESTORE_EMULATOR_HOST', 'OFFVIA_FIRE_WINDOWS_URL']) {
+      assert.ok(
+        process.env[name],
+        `${name} is not set: run inside bash deploy/local/with-stack.sh`,
+      );
+    }
+  });
+
+  it('kill SIGKILLs a function: it refuses connections until start brings it back', async () => {
+    const url = String(process.env.OFFVIA_FIRE_WINDOWS_URL);
+    assert.equal(await probe(url), '405'); // fireWindows answers 405 to anything but POST
+    const killed = await stack('kill', 'fn-fireWindows');
+    assert.match(killed.stderr, /killed fn-fireWindows \(SIGKILL/);
+    assert.equal(await probe(url), 'ECONNREFUSED');
+    await assert.rejects(stack('status'), (err: { stdout?: string }) =>
+      /fn-fireWindows +NOT RUNNING/.test(err.stdout ?? ''),
+    );
+    await stack('start', 'fn-fireWindows');
+    assert.equal(await probe(url), '405');
+    await stack('status'); // exit 0: every service up again
+  });
+
+  it('refuses unknown services and starting a running one', async () => {
+    await assert.rejects(stack('kill', 'no-such-service'), /unknown service 'no-such-service'/);
+    await assert.rejects(stack('start', 'fn-fireWindows'), /already running/);
+  });
+
+  it('stop and start of the Firestore emulator keep its documents', async () => {
+    const firestore = new Firestore({ projectId: projectIdFromEnv() });
+    const ref = firestore.collection('faultInjectionTest').doc(randomUUID());
+    await ref.set({ written: 'before the stop' });
+    await firestore.terminate();
+    const stopped = await stack('stop', 'firestore-emulator');
+    assert.match(stopped.stderr, /exported Firestore to .*overall_export_metadata/);
+    const host = String(process.env.FIRESTORE_EMULATOR_HOST);
+    assert.equal(await probe(`http://${host}/`), 'ECONNREFUSED');
+    await stack('start', 'firestore-emulator');
+    const again = new Firestore({ projectId: projectIdFromEnv() });
+    try {
+      const snap = await again.doc(ref.path).get();
+      assert.equal(snap.get('written'), 'before the stop');
+    } finally {
+      await again.terminate();
+    }
+  });
+});
