@@ -44,22 +44,9 @@ install_npm_dependencies() {
 }
 
 install_bqemulator() {
-  local python="${OFFVIA_PYTHON:-python3}"
-  local marker="$OFFVIA_VENV_BQ/.offvia-pins"
-  local wanted
-  wanted="$("$python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])') $OFFVIA_BQ_PINS"
-  if [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" && -f "$marker" && "$(cat "$marker")" == "$wanted" ]]; then
-    offvia_log "bqemulator: installed ($wanted), skipped"
-    return
-  fi
-  offvia_log "bqemulator: installing $OFFVIA_BQ_PINS into ${OFFVIA_VENV_BQ#"$OFFVIA_ROOT"/} (about a minute)"
-  rm -rf "$OFFVIA_VENV_BQ"
-  mkdir -p "$OFFVIA_LOCAL_DIR"
-  "$python" -m venv "$OFFVIA_VENV_BQ"
-  # shellcheck disable=SC2086 # the pins are a word list on purpose
-  "$OFFVIA_VENV_BQ/bin/pip" install --quiet $OFFVIA_BQ_PINS
-  # Written last, so an interrupted install is redone next time.
-  printf '%s' "$wanted" >"$marker"
+  # bin/bqemulator is what the stack runs: its absence means a broken venv, whatever the marker says.
+  [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || rm -f "$OFFVIA_VENV_BQ/.offvia-pins"
+  offvia_install_venv bqemulator "$OFFVIA_VENV_BQ" "$OFFVIA_BQ_PINS"
 }
 
 # bqemulator refuses to start without DuckDB's spatial extension, which DuckDB would download from a site that is

@@ -49,3 +49,30 @@ offvia_sdk_root() {
   gcloud_bin="$(readlink -f "$gcloud_bin")"
   (cd "$(dirname "$gcloud_bin")/.." && pwd)
 }
+
+# Installs the Python packages PINS (a space-separated list of exact pins) into the venv VENV, unless it already
+# holds exactly these pins for this Python; LABEL names it in the log. An optional CHECK (Python code) must run in
+# the new venv before the install counts. The marker is written last, so an interrupted install is redone.
+#   offvia_install_venv LABEL VENV PINS [CHECK]
+offvia_install_venv() {
+  local label=$1 venv=$2 pins=$3 check=${4:-}
+  local python="${OFFVIA_PYTHON:-python3}"
+  local marker="$venv/.offvia-pins" wanted started_ms
+  started_ms="$(offvia_now_ms)"
+  wanted="$("$python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])') $pins"
+  if [[ -x "$venv/bin/python" && -f "$marker" && "$(cat "$marker")" == "$wanted" ]]; then
+    offvia_log "$label: installed ($wanted), skipped"
+    return 0
+  fi
+  offvia_log "$label: installing $pins into ${venv#"$OFFVIA_ROOT"/}"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  "$python" -m venv "$venv"
+  # shellcheck disable=SC2086 # the pins are a word list on purpose
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $pins
+  if [[ -n "$check" ]]; then
+    "$venv/bin/python" -c "$check"
+  fi
+  printf '%s' "$wanted" >"$marker"
+  offvia_log "$label: installed in $(($(offvia_now_ms) - started_ms)) ms"
+}

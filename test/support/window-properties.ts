@@ -16,6 +16,7 @@ import type { BookingWindowSink } from '../../shared/aggregates/booking-window-s
 import type { RecordingWriter } from './booking-windows';
 import type { WindowStore } from '../../shared/state/window-store';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
+import { prng } from './events';
 
 const ROUTES: [string, string, string][] = [
   ['JFK', 'LHR', 'USD'],
@@ -107,14 +108,8 @@ export function windowScenarios(maxEvents = 25): fc.Arbitrary<WindowScenario> {
 
 /** A seeded PRNG for shard picks (mulberry32). */
 export function seededPick(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
+  const next = prng(seed);
+  return (n) => Math.floor(next() * n);
 }
 
 /** One pipeline under test. */

@@ -1,6 +1,8 @@
 // The reliability harness's scenarios and its event stream: what each scenario publishes, how often each message is
 // delivered, and which fault it injects into the local stack (issue 6).
 import { validateBooking } from '../../../shared/contract';
+// The same seeded PRNG as the test and bench streams, so a scenario publishes the same mix for a given seed.
+import { prng } from '../../../test/support/events';
 
 /** A fault the harness injects through `deploy/local/stack.sh` while a scenario runs. */
 export type Fault =
@@ -97,18 +99,6 @@ export interface PlannedMessage {
 const AIRPORTS = ['JFK', 'LHR', 'FCO', 'CDG'] as const;
 /** Extra top-level field some valid events carry (schema drift; becomes a NULLABLE Silver column via the sweep). */
 export const DRIFT_FIELD = 'loyalty_tier';
-
-/** Mulberry32, so a scenario publishes the same mix for a given seed. Floats in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The payload of event `index` of a scenario, stamped with `eventTimeMs` (epoch ms UTC, the publish time: events
