@@ -44,6 +44,12 @@ function sameState(a: WatermarkState, b: WatermarkState): boolean {
   );
 }
 
+/** The largest event time this instance saw but has not written yet, and when (both epoch ms). */
+interface Pending {
+  readonly eventTimeMs: number;
+  readonly seenAtMs: number;
+}
+
 /**
  * One instance's view of the pipeline watermark. Every write is `policy(state read)` under compare-and-set, and the
  * policy never lowers the watermark, so the stored watermark never goes backwards whatever the interleaving of
@@ -53,7 +59,7 @@ function sameState(a: WatermarkState, b: WatermarkState): boolean {
 export class WatermarkTracker {
   private cached: { stored: StoredWatermark | null; readAtMs: number } | undefined;
   /** The largest accepted event time this instance has seen but not written, and when it saw it. */
-  private pending: { eventTimeMs: number; seenAtMs: number } | null = null;
+  private pending: Pending | null = null;
   private writing = false;
   /** The watermark read in flight, shared by concurrent callers. */
   private inFlight: Promise<StoredWatermark | null> | undefined;
@@ -119,12 +125,8 @@ export class WatermarkTracker {
       const spaced =
         stored === null || processingTimeMs - stored.updatedAtMs >= this.options.minWriteIntervalMs;
       if (!spaced) return { state: base, futureDated: false, written: false };
-      const written = await this.store.writeWatermark(next, processingTimeMs, stored);
-      if (written !== null) {
-        this.cached = { stored: written, readAtMs: processingTimeMs };
-        if (this.pending === pending) this.pending = null;
-        return { state: written.state, futureDated: false, written: true };
-      }
+      const committed = await this.commit(next, processingTimeMs, stored, pending);
+      if (committed !== null) return committed;
       stored = await this.read(processingTimeMs, true);
     }
     return {
@@ -151,12 +153,8 @@ export class WatermarkTracker {
           : observeEventTime(policy, base, pending.eventTimeMs, pending.seenAtMs).state;
       const next = advanceWatermarkByProcessingTime(policy, observed, processingTimeMs);
       if (sameState(next, base)) return { state: base, futureDated: false, written: false };
-      const written = await this.store.writeWatermark(next, processingTimeMs, stored);
-      if (written !== null) {
-        this.cached = { stored: written, readAtMs: processingTimeMs };
-        if (this.pending === pending) this.pending = null;
-        return { state: written.state, futureDated: false, written: true };
-      }
+      const committed = await this.commit(next, processingTimeMs, stored, pending);
+      if (committed !== null) return committed;
       stored = await this.read(processingTimeMs, true);
     }
     return {
@@ -164,6 +162,24 @@ export class WatermarkTracker {
       futureDated: false,
       written: false,
     };
+  }
+
+  /**
+   * Writes `next` under compare-and-set against `expected`; on success caches it and clears `pending` if no larger
+   * event time arrived meanwhile. `null` when another writer moved the record first (re-read and retry).
+   * @throws TransientError when the store fails
+   */
+  private async commit(
+    next: WatermarkState,
+    processingTimeMs: number,
+    expected: StoredWatermark | null,
+    pending: Pending | null,
+  ): Promise<WatermarkUpdate | null> {
+    const written = await this.store.writeWatermark(next, processingTimeMs, expected);
+    if (written === null) return null;
+    this.cached = { stored: written, readAtMs: processingTimeMs };
+    if (this.pending === pending) this.pending = null;
+    return { state: written.state, futureDated: false, written: true };
   }
 
   private async read(processingTimeMs: number, fresh: boolean): Promise<StoredWatermark | null> {
