@@ -12,20 +12,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OFFVIA_ROOT"
 
-if has_flag --help "$@" || has_flag -h "$@"; then
-  usage
-  exit 0
-fi
-
-plan="$(mktemp "${TMPDIR:-/tmp}/offvia-deploy-plan.XXXXXX")"
-trap 'rm -f "$plan"' EXIT
-render_plan deploy "$@" >"$plan"
-
-if has_flag --dry-run "$@"; then
-  cat "$plan"
-  exit 0
-fi
+plan_or_exit deploy "$@"
 
 require_cloud_cli
 echo "deploying to project $(flag_value --project "$@") (deploy.sh --dry-run prints this plan)" >&2
-bash "$plan"
+bash "$OFFVIA_PLAN"

@@ -59,3 +59,21 @@ require_cloud_cli() {
 usage() {
   render_plan --help
 }
+
+# plan_or_exit deploy|teardown FLAGS...: with --help prints the usage and exits 0; otherwise renders the plan into a
+# temporary file named by OFFVIA_PLAN (removed at exit; exit 2 on bad flags), and with --dry-run prints it and exits 0.
+plan_or_exit() {
+  local kind=$1
+  shift
+  if has_flag --help "$@" || has_flag -h "$@"; then
+    usage
+    exit 0
+  fi
+  OFFVIA_PLAN="$(mktemp "${TMPDIR:-/tmp}/offvia-$kind-plan.XXXXXX")"
+  trap 'rm -f "$OFFVIA_PLAN"' EXIT
+  render_plan "$kind" "$@" >"$OFFVIA_PLAN"
+  if has_flag --dry-run "$@"; then
+    cat "$OFFVIA_PLAN"
+    exit 0
+  fi
+}

@@ -12,19 +12,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OFFVIA_ROOT"
 
-if has_flag --help "$@" || has_flag -h "$@"; then
-  usage
-  exit 0
-fi
-
-plan="$(mktemp "${TMPDIR:-/tmp}/offvia-teardown-plan.XXXXXX")"
-trap 'rm -f "$plan"' EXIT
-render_plan teardown "$@" >"$plan"
-
-if has_flag --dry-run "$@"; then
-  cat "$plan"
-  exit 0
-fi
+plan_or_exit teardown "$@"
 
 project="$(flag_value --project "$@")"
 if ! has_flag --yes "$@"; then
@@ -32,7 +20,7 @@ if ! has_flag --yes "$@"; then
     echo "teardown: stdin is not a terminal; pass --yes to confirm deleting the deployment in $project" >&2
     exit 1
   fi
-  grep -E '^step ' "$plan" | sed -E "s/^step '(.*)'$/  \1/" >&2
+  grep -E '^step ' "$OFFVIA_PLAN" | sed -E "s/^step '(.*)'$/  \1/" >&2
   what="the Offvia deployment"
   if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
   read -r -p "This deletes $what in project $project. Type the project id to confirm: " answer
@@ -43,4 +31,4 @@ if ! has_flag --yes "$@"; then
 fi
 
 require_cloud_cli
-bash "$plan"
+bash "$OFFVIA_PLAN"
