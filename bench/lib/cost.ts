@@ -1,14 +1,19 @@
 // Cost per million events from measured call counts and list prices, and a minimal always-on Dataflow job beside it.
 
 /**
- * List prices in USD (us-central1 / regional where a region matters), as published on the services' pricing pages
- * (cloud.google.com/{run,firestore,bigquery,pubsub,dataflow}/pricing), as of the date below. They were not re-read
- * online for this run (no network here beyond package registries); re-check them before quoting a bill.
+ * List prices in USD (us-central1 / US regional where a region matters), checked on 2026-11-29 against stored copies
+ * of the services' pricing pages (no live network here): Cloud Run pricing (request-based billing, tier 1); BigQuery
+ * pricing ("Streaming inserts (tabledata.insertAll)": $0.01 per 200 MB, rows at least 1 KB; Storage Write API $0.025
+ * per GiB after 2 TiB a month); Pub/Sub pricing (throughput $40 per TiB, at least 1000 bytes per publish, push or pull
+ * request; BigQuery subscriptions $50 per TiB, no free tier); Firestore pricing (Standard edition, US regional:
+ * $0.03 / $0.09 / $0.01 per 100,000 document reads / writes / deletes); Dataflow pricing (streaming worker $0.069 per
+ * vCPU-hour and $0.003557 per GiB-hour, Streaming Engine legacy data-processed billing $0.018 per GiB; standard
+ * persistent disk $0.04 per GB-month). Re-check them before quoting a bill: prices change, and other regions differ.
  */
 export const PRICES = {
-  asOf: '2025-06 (list prices, not re-checked online)',
+  asOf: '2026-11-29 (list prices, us-central1 / US regional)',
   source:
-    'Google Cloud pricing pages for Cloud Run (functions gen2), Firestore, BigQuery, Pub/Sub, Dataflow',
+    'Google Cloud pricing pages for Cloud Run (functions gen2), BigQuery, Pub/Sub, Firestore (Standard edition), Dataflow',
   /** Cloud Run request-based billing, tier 1: per request, per vCPU-second, per GiB-second. */
   runPerMillionRequests: 0.4,
   runPerVcpuSecond: 0.000024,
