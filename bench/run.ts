@@ -9,6 +9,7 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os';
 import { BigQuery } from '@google-cloud/bigquery';
 import { validateBooking } from '../shared/contract';
+import { loadCoalescingConfig } from '../shared/config/coalescing-config';
 import { loadIngestConfig } from '../shared/config/ingest-config';
 import { bigQueryClient } from '../shared/ingest/runtime';
 import { createFireWindowsDeps } from '../shared/aggregates/runtime';
@@ -58,6 +59,13 @@ interface Row {
 
 function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** The in-process "coalescing on" row's label, from the coalescing configuration that run reads. */
+function coalescingLabel(env: NodeJS.ProcessEnv): string {
+  const c = loadCoalescingConfig(env);
+  const calls = c.maxInFlight === 1 ? '1 call' : `${c.maxInFlight} calls`;
+  return `coalescing on (≤ ${c.maxRows} rows, ${c.lingerMs} ms linger, ${calls} in flight per table)`;
 }
 
 // ---- 1. the validation core ----------------------------------------------------------------------------------------
@@ -344,14 +352,9 @@ async function main(): Promise<void> {
   );
   rows.push(inProcessRow(off, 'coalescing off (one insertAll per row)'));
   log('2/4 ingestBooking in-process: coalescing on');
-  const on = await runInProcess(
-    `on${tag}`,
-    slow,
-    { ...env, OFFVIA_BQ_COALESCE: 'true' },
-    CONCURRENCY,
-    `${OUT}/in-process.log`,
-  );
-  rows.push(inProcessRow(on, 'coalescing on (≤ 500 rows, 5 ms linger)'));
+  const onEnv = { ...env, OFFVIA_BQ_COALESCE: 'true' };
+  const on = await runInProcess(`on${tag}`, slow, onEnv, CONCURRENCY, `${OUT}/in-process.log`);
+  rows.push(inProcessRow(on, coalescingLabel(onEnv)));
   const [rowsOff, rowsOn] = await Promise.all([
     rowsOfRun(off.label, env),
     rowsOfRun(on.label, env),

@@ -3,7 +3,7 @@
 import type { TableRef } from '../config/env';
 import type { InsertRow, RowResult, RowWriter } from './row-writer';
 
-/** Limits of one coalesced insertAll call. */
+/** Limits of one coalesced insertAll call, and how many such calls per table may be in flight. */
 export interface CoalescingOptions {
   /**
    * Most rows per call, 1..500. BigQuery recommends at most 500 rows per insertAll request (streaming quotas,
@@ -21,13 +21,26 @@ export interface CoalescingOptions {
    * the latency of a lone event, so it stays a few milliseconds.
    */
   readonly lingerMs: number;
+  /**
+   * Most insertAll calls in flight per table before a lingered batch waits for one of them to settle, an integer
+   * 1..100. While the cap is reached, new rows for that table gather in the open batch (group commit), so batches
+   * grow with the load instead of going out every `lingerMs` with a few rows each. A full batch is never held back.
+   */
+  readonly maxInFlight: number;
+  /**
+   * Longest a batch waits from its first row before it is sent whatever is in flight, ms, an integer in
+   * [lingerMs, 60000]: a slow or hung call must not hold every row of the instance for that table.
+   */
+  readonly maxHoldMs: number;
 }
 
-/** Defaults: 500 rows, 5 MiB, 5 ms. */
+/** Defaults: 500 rows, 5 MiB, 5 ms linger, 1 call in flight per table, 1000 ms hold. */
 export const DEFAULT_COALESCING: CoalescingOptions = {
   maxRows: 500,
   maxBytes: 5 * 1024 * 1024,
   lingerMs: 5,
+  maxInFlight: 1,
+  maxHoldMs: 1000,
 };
 
 /** One caller's rows waiting in a batch. */
@@ -43,7 +56,10 @@ interface Batch {
   readonly callers: Pending[];
   rows: number;
   bytes: number;
+  /** The linger timer, then (once the linger elapsed with the table's calls at the cap) the hold timer. */
   timer: NodeJS.Timeout | undefined;
+  /** The linger elapsed while the table's calls were at the cap: sent when one settles, or at `maxHoldMs`. */
+  held: boolean;
 }
 
 /** Approximate request bytes of rows: their JSON and insertIds in UTF-8, plus per-row envelope. */
@@ -62,7 +78,21 @@ function tableKey(table: TableRef): string {
 
 /**
  * A RowWriter that gathers the rows of concurrent `insertRows` calls for the same table into one call of the
- * wrapped writer, bounded by `maxRows`, `maxBytes` and `lingerMs`. A caller's rows are never split across calls.
+ * wrapped writer, bounded by `maxRows`, `maxBytes` and `lingerMs`, with at most `maxInFlight` calls per table in
+ * flight (group commit). A caller's rows are never split across calls.
+ *
+ * When a batch goes, per table:
+ * - full (`maxRows` or `maxBytes` reached, or the next caller would overflow it): at once, whatever is in flight;
+ *   a single caller too big to share a call goes alone, at once;
+ * - `lingerMs` after its first row, if fewer than `maxInFlight` calls for the table are in flight; otherwise it
+ *   stays open, still taking rows, and goes as soon as one of those calls settles (success or failure);
+ * - `maxHoldMs` after its first row, whatever is in flight, so a slow or hung call does not hold the table's rows.
+ *
+ * So under light load a lone event pays only the linger; under load, rows that arrive while a call is in flight
+ * ride the next call together, and a batch holds about (arrival rate × round trip) rows, up to `maxRows`, with no
+ * fixed linger to tune. The price is at most one round trip of added latency (bounded by `maxHoldMs`, timed from
+ * the linger's timer, so event-loop lag can add a little) for rows that wait behind an in-flight call; the gain is
+ * fewer, fuller insertAll calls (BigQuery recommends up to 500 rows per request; a request is capped at 10 MB).
  *
  * Per-row results are handed back to the caller that sent the row, in its order. When the wrapped call throws
  * (a TransientError: the request failed, or some row was not written for a non-data reason), every caller of that
@@ -72,16 +102,21 @@ function tableKey(table: TableRef): string {
  */
 export class CoalescingRowWriter implements RowWriter {
   private readonly open = new Map<string, Batch>();
+  /** insertAll calls in flight per table key; a key is absent at 0. */
+  private readonly inFlight = new Map<string, number>();
 
   /**
    * @param inner the writer doing the actual insertAll calls
-   * @throws RangeError when an option is out of range
+   * @param options limits of one call and of calls in flight per table (`DEFAULT_COALESCING` when absent)
+   * @throws RangeError when an option is out of range: maxRows not an integer in [1, 500], maxBytes not an integer
+   * in [1024, 9437184], lingerMs not in [0, 1000] ms, maxInFlight not an integer in [1, 100], maxHoldMs not an
+   * integer in [lingerMs, 60000] ms
    */
   constructor(
     private readonly inner: RowWriter,
     private readonly options: CoalescingOptions = DEFAULT_COALESCING,
   ) {
-    const { maxRows, maxBytes, lingerMs } = options;
+    const { maxRows, maxBytes, lingerMs, maxInFlight, maxHoldMs } = options;
     if (!Number.isSafeInteger(maxRows) || maxRows < 1 || maxRows > 500) {
       throw new RangeError(`maxRows must be an integer in [1, 500], got ${maxRows}`);
     }
@@ -91,6 +126,14 @@ export class CoalescingRowWriter implements RowWriter {
     if (!Number.isFinite(lingerMs) || lingerMs < 0 || lingerMs > 1000) {
       throw new RangeError(`lingerMs must be in [0, 1000], got ${lingerMs}`);
     }
+    if (!Number.isSafeInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > 100) {
+      throw new RangeError(`maxInFlight must be an integer in [1, 100], got ${maxInFlight}`);
+    }
+    if (!Number.isSafeInteger(maxHoldMs) || maxHoldMs < lingerMs || maxHoldMs > 60_000) {
+      throw new RangeError(
+        `maxHoldMs must be an integer in [lingerMs (${lingerMs}), 60000], got ${maxHoldMs}`,
+      );
+    }
   }
 
   /**
@@ -99,14 +142,14 @@ export class CoalescingRowWriter implements RowWriter {
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     if (rows.length === 0) return Promise.resolve([]);
+    const key = tableKey(table);
     const bytes = requestBytes(rows);
     const { maxRows, maxBytes } = this.options;
     if (rows.length > maxRows || bytes > maxBytes) {
-      // Too big to share a call: it goes alone, as without coalescing.
-      return this.inner.insertRows(table, rows);
+      // Too big to share a call: it goes alone, as without coalescing (and counts as a call in flight).
+      return this.call(key, table, rows);
     }
     return new Promise<RowResult[]>((resolve, reject) => {
-      const key = tableKey(table);
       let batch = this.open.get(key);
       if (
         batch !== undefined &&
@@ -116,10 +159,10 @@ export class CoalescingRowWriter implements RowWriter {
         batch = undefined;
       }
       if (batch === undefined) {
-        batch = { table, callers: [], rows: 0, bytes: 0, timer: undefined };
+        batch = { table, callers: [], rows: 0, bytes: 0, timer: undefined, held: false };
         this.open.set(key, batch);
         const opened = batch;
-        batch.timer = setTimeout(() => this.flush(key, opened), this.options.lingerMs);
+        batch.timer = setTimeout(() => this.lingered(key, opened), this.options.lingerMs);
       }
       batch.callers.push({ rows, bytes, resolve, reject });
       batch.rows += rows.length;
@@ -135,20 +178,41 @@ export class CoalescingRowWriter implements RowWriter {
     return n;
   }
 
+  /** insertAll calls in flight for `table` (tests, metrics). */
+  callsInFlight(table: TableRef): number {
+    return this.inFlight.get(tableKey(table)) ?? 0;
+  }
+
+  /**
+   * The linger of `batch` elapsed: send it if the table has a free slot (or the hold is no longer than the
+   * linger); otherwise hold it until a call settles or `maxHoldMs` after its first row.
+   */
+  private lingered(key: string, batch: Batch): void {
+    if (this.open.get(key) !== batch) return;
+    const { lingerMs, maxHoldMs, maxInFlight } = this.options;
+    const rest = maxHoldMs - lingerMs;
+    if ((this.inFlight.get(key) ?? 0) < maxInFlight || rest <= 0) {
+      this.flush(key, batch);
+      return;
+    }
+    batch.held = true;
+    batch.timer = setTimeout(() => this.flush(key, batch), rest);
+  }
+
   /** Sends `batch` now (once): closes it to new rows and settles every caller. */
   private flush(key: string, batch: Batch): void {
     if (this.open.get(key) !== batch) return;
     this.open.delete(key);
     if (batch.timer !== undefined) clearTimeout(batch.timer);
-    void this.send(batch);
+    void this.send(key, batch);
   }
 
   /** Never rejects: the outcome, success or failure, goes to each caller of the batch. */
-  private async send(batch: Batch): Promise<void> {
+  private async send(key: string, batch: Batch): Promise<void> {
     const rows = batch.callers.flatMap((c) => c.rows);
     let results: RowResult[];
     try {
-      results = await this.inner.insertRows(batch.table, rows);
+      results = await this.call(key, batch.table, rows);
       if (results.length !== rows.length) {
         throw new Error(
           `insertAll into ${batch.table.datasetId}.${batch.table.tableId}: ${rows.length} rows sent, ` +
@@ -163,6 +227,27 @@ export class CoalescingRowWriter implements RowWriter {
     for (const caller of batch.callers) {
       caller.resolve(results.slice(at, at + caller.rows.length));
       at += caller.rows.length;
+    }
+  }
+
+  /**
+   * One call of the wrapped writer, counted in flight for `key` from the call until it settles (either way, once);
+   * when it settles, the table's held batch goes if a slot is free.
+   */
+  private async call(
+    key: string,
+    table: TableRef,
+    rows: readonly InsertRow[],
+  ): Promise<RowResult[]> {
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    try {
+      return await this.inner.insertRows(table, rows);
+    } finally {
+      const left = (this.inFlight.get(key) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(key, left);
+      else this.inFlight.delete(key);
+      const held = this.open.get(key);
+      if (held?.held && left < this.options.maxInFlight) this.flush(key, held);
     }
   }
 }
