@@ -706,25 +706,37 @@ cmd_restart() {
   cmd_start "$1"
 }
 
+# Takes the state directory's lock on fd 9 (children never inherit it: they start with 9>&-). `up` fails at once when
+# another command holds it (a second `up` must not start a second stack); every other command waits up to
+# OFFVIA_STACK_LOCK_WAIT_S seconds (120) for the holder to finish, so a `down` right after an interrupted
+# `kill`/`start` (the reliability harness stopped mid-fault) still stops the stack instead of leaving it running.
+take_lock() {
+  local command=$1 wait_s=${OFFVIA_STACK_LOCK_WAIT_S:-120}
+  [[ "$wait_s" =~ ^[0-9]+$ ]] || offvia_die "OFFVIA_STACK_LOCK_WAIT_S must be a whole number of seconds, got ${wait_s}"
+  mkdir -p "$OFFVIA_STACK_DIR"
+  exec 9>"$OFFVIA_STACK_DIR/.lock"
+  flock -n 9 && return 0
+  [[ "$command" != up ]] || offvia_die "another stack.sh command is running on ${OFFVIA_STACK_DIR}"
+  offvia_log "stack.sh ${command}: waiting up to ${wait_s} s for another stack.sh command on ${OFFVIA_STACK_DIR}"
+  flock -w "$wait_s" 9 ||
+    offvia_die "another stack.sh command still holds ${OFFVIA_STACK_DIR}/.lock after ${wait_s} s"
+}
+
 main() {
   local command=${1:-}
   # Relative paths below (deploy/local/*.ts, `node --import tsx`) resolve from the repository root.
   cd "$OFFVIA_ROOT"
   case "$command" in
     up | down)
-      mkdir -p "$OFFVIA_STACK_DIR"
-      # One up/down at a time per state directory.
-      exec 9>"$OFFVIA_STACK_DIR/.lock"
-      flock -n 9 || offvia_die "another stack.sh up/down is running on ${OFFVIA_STACK_DIR}"
+      # One command at a time per state directory.
+      take_lock "$command"
       "cmd_$command"
       ;;
     status) cmd_status ;;
     env) cmd_env ;;
     kill | stop | start | restart)
       (($# == 2)) || offvia_die "usage: $0 $command SERVICE (one of: $(service_names | tr '\n' ' '))"
-      mkdir -p "$OFFVIA_STACK_DIR"
-      exec 9>"$OFFVIA_STACK_DIR/.lock"
-      flock -n 9 || offvia_die "another stack.sh command is running on ${OFFVIA_STACK_DIR}"
+      take_lock "$command"
       "cmd_$command" "$2"
       ;;
     *)
