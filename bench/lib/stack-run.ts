@@ -18,6 +18,64 @@ export interface StackRunResult {
   readonly outcomes: ReadonlyMap<string, string>;
   /** Message id per stream position. */
   readonly messageIds: readonly string[];
+  /**
+   * `insertAll` requests the BigQuery emulator answered for the counted tables during the run (its request log),
+   * retries and failed calls included; undefined when no emulator log was given or it could not be read.
+   */
+  readonly bigQueryInsertCalls: number | undefined;
+}
+
+/** The BigQuery emulator's request log and the tables whose `insertAll` calls a run counts. */
+export interface InsertAllLog {
+  /** bqemulator's log: one JSON object per line, `{"method": "POST", "path": "/bigquery/v2/projects/…", …}`. */
+  readonly path: string;
+  /** `dataset.table` names (the function's Silver, quarantine and bad-data tables; not Bronze or gold). */
+  readonly tables: readonly string[];
+}
+
+/** Size of a file in bytes, or undefined when it does not exist. */
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Counts the `insertAll` POSTs to `log.tables` in the emulator's request log from byte `from` to its current end.
+ * Lines that are not JSON (start-up text) are skipped.
+ */
+export async function countInsertAllCalls(log: InsertAllLog, from: number): Promise<number> {
+  const size = (await stat(log.path)).size;
+  if (size <= from) return 0;
+  const handle = await open(log.path, 'r');
+  try {
+    const buffer = Buffer.alloc(size - from);
+    await handle.read(buffer, 0, buffer.length, from);
+    const wanted = new Set(
+      log.tables.map((t) => {
+        const [dataset, table] = t.split('.');
+        return `/datasets/${dataset}/tables/${table}/insertAll`;
+      }),
+    );
+    let calls = 0;
+    for (const line of buffer.toString('utf8').split('\n')) {
+      if (!line.startsWith('{') || !line.includes('insertAll')) continue;
+      let entry: { method?: unknown; path?: unknown };
+      try {
+        entry = JSON.parse(line) as { method?: unknown; path?: unknown };
+      } catch {
+        continue; // a line cut at the read's end
+      }
+      if (entry.method !== 'POST' || typeof entry.path !== 'string') continue;
+      const at = entry.path.indexOf('/datasets/');
+      if (at >= 0 && wanted.has(entry.path.slice(at))) calls++;
+    }
+    return calls;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The p-quantile (0..1) of ascending `sorted` (nearest rank); NaN when empty. */
@@ -36,7 +94,9 @@ export async function runStack(
   events: readonly StreamEvent[],
   logPath: string,
   timeoutMs: number,
+  insertAllLog?: InsertAllLog,
 ): Promise<StackRunResult> {
+  const insertAllFrom = insertAllLog ? await sizeOf(insertAllLog.path) : undefined;
   const pubsub = new PubSub({ projectId: projectIdFromEnv() });
   const topic = pubsub.topic(BOOKING_TOPIC, {
     batching: { maxMessages: 100, maxMilliseconds: 5 },
@@ -91,6 +151,10 @@ export async function runStack(
   }
   latencies.sort((a, b) => a - b);
   const elapsedMs = lastOutcomeAt - started;
+  const bigQueryInsertCalls =
+    insertAllLog && insertAllFrom !== undefined
+      ? await countInsertAllCalls(insertAllLog, insertAllFrom)
+      : undefined;
   return {
     messages: wanted.size,
     elapsedMs,
@@ -103,5 +167,6 @@ export async function runStack(
     },
     outcomes,
     messageIds,
+    bigQueryInsertCalls,
   };
 }
