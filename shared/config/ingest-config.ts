@@ -22,6 +22,14 @@ export interface IngestConfig {
    * backoff: about 90 min), so the message ends in a table, not in the dead-letter topic. Default 45 min.
    */
   maxRetryAgeMs: number;
+  /**
+   * Longest one delivery may take before ingestBooking gives up on it, ms: a dependency that hangs instead of
+   * failing (the Firestore emulator stopped, a network black hole) is then a transient failure like any other, so
+   * the invocation answers 5xx (redelivery) or, past `maxRetryAgeMs`, the retry-age guard routes it to bad data.
+   * Keep it below the function's timeout (deployed: 60 s), or the platform kills the invocation first and the guard
+   * never runs. Default 45 s.
+   */
+  attemptDeadlineMs: number;
 }
 
 const MINUTE_MS = 60_000;
@@ -31,7 +39,8 @@ const DAY_MS = 86_400_000;
  * Reads and validates the configuration.
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
- * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS.
+ * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
+ * OFFVIA_ATTEMPT_DEADLINE_MS.
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
@@ -61,6 +70,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       4 * 1024 * 1024,
     ),
     maxRetryAgeMs: readInt(env, 'OFFVIA_MAX_RETRY_AGE_MS', 45 * MINUTE_MS, MINUTE_MS, 7 * DAY_MS),
+    attemptDeadlineMs: readInt(env, 'OFFVIA_ATTEMPT_DEADLINE_MS', 45_000, 1_000, 3_600_000),
   };
 }
 

@@ -7,7 +7,7 @@ import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import type { DecodeResult, PubSubMessage } from '../pubsub/message';
 import type { InsertRow, RowWriter } from '../sinks/row-writer';
-import { quarantineRow } from './quarantine-row';
+import { keptPayload, quarantineRow } from './quarantine-row';
 
 /** Where one message ended. Every message gets exactly one of these, or the call throws (redelivery). */
 export type IngestOutcome =
@@ -107,7 +107,7 @@ export async function ingestMessage(
 ): Promise<IngestOutcome> {
   const progress: Progress = { step: 'decode' };
   try {
-    return await routeMessage(decoded, deps, progress);
+    return await withDeadline(routeMessage(decoded, deps, progress), decoded, deps, progress);
   } catch (err) {
     if (!decoded.ok) throw err;
     const message = decoded.message;
@@ -115,6 +115,59 @@ export async function ingestMessage(
       message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
     if (ageMs === undefined || ageMs <= deps.config.maxRetryAgeMs) throw err;
     return retryAgeExceeded(message, progress.step, errorText(err), ageMs, deps, err);
+  }
+}
+
+/**
+ * Resolves or rejects as `attempt` does, or rejects with a TransientError once `config.attemptDeadlineMs` has
+ * passed (a dependency that hangs rather than fails). The attempt goes on in the background; whatever it still
+ * writes is idempotent (insertIds, the dedup ledger, the retry store's one document per insertId), and a late
+ * failure is logged, not thrown.
+ */
+async function withDeadline(
+  attempt: Promise<IngestOutcome>,
+  decoded: DecodeResult,
+  deps: IngestDeps,
+  progress: Progress,
+): Promise<IngestOutcome> {
+  const ms = deps.config.attemptDeadlineMs;
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(
+        new TransientError(
+          progress.step,
+          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): a dependency hangs`,
+        ),
+      );
+    }, ms);
+  });
+  attempt.catch((err: unknown) => {
+    if (timedOut) {
+      logs.transientFailure(
+        deps.logger,
+        { messageId: decoded.ok ? decoded.message.messageId : decoded.messageId },
+        `${progress.step} (after the attempt deadline)`,
+        errorText(err),
+      );
+    }
+  });
+  try {
+    return await Promise.race([attempt, deadline]);
+  } catch (err) {
+    if (timedOut) {
+      logs.transientFailure(
+        deps.logger,
+        { messageId: decoded.ok ? decoded.message.messageId : decoded.messageId },
+        progress.step,
+        errorText(err),
+      );
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -140,9 +193,10 @@ async function retryAgeExceeded(
   const receivedAtMs = deps.now();
   const reason = `retry age exceeded: still failing ${ageMs} ms after publish (limit OFFVIA_MAX_RETRY_AGE_MS=${deps.config.maxRetryAgeMs}) at ${step}: ${error}`;
   const bad: BadDataRow = {
+    // The body capped as in quarantine (exact base64 only when not UTF-8), so the row fits an insertAll request
+    // whatever the message size; Bronze has the whole message.
     bad_data: JSON.stringify({
-      raw_payload: message.data.toString('utf8'),
-      raw_payload_base64: message.data.toString('base64'),
+      ...keptPayload(message.data, deps.config.quarantinePayloadMaxBytes),
       attributes: message.attributes,
       publish_time: message.publishTime ?? null,
     }),

@@ -35,14 +35,9 @@ export function quarantineRow(
   receivedAtMs: number,
   maxPayloadBytes: number,
 ): QuarantineRow {
-  const bytes = message.data;
-  const truncated = bytes.length > maxPayloadBytes;
-  const kept = truncated ? bytes.subarray(0, maxPayloadBytes) : bytes;
-  const validUtf8 = isUtf8(bytes);
-  // A cut inside a multi-byte character would show as U+FFFD at the end; that is honest and flagged as truncated.
-  const text = lenientUtf8.decode(kept);
+  const payload = keptPayload(message.data, maxPayloadBytes);
   return {
-    raw_payload: text,
+    raw_payload: payload.raw_payload,
     error_reason:
       reason.length > MAX_REASON_CHARS
         ? `${reason.slice(0, MAX_REASON_CHARS)}… (truncated)`
@@ -54,8 +49,38 @@ export function quarantineRow(
       message.publishTimeMs === undefined ? null : new Date(message.publishTimeMs).toISOString(),
     attributes:
       Object.keys(message.attributes).length > 0 ? JSON.stringify(message.attributes) : null,
+    payload_bytes: payload.payload_bytes,
+    payload_truncated: payload.payload_truncated,
+    raw_payload_base64: payload.raw_payload_base64,
+  };
+}
+
+/** A message body as kept in a quarantine or bad-data row (see `keptPayload`). */
+export interface KeptPayload {
+  /** UTF-8 text of the first `maxPayloadBytes` bytes (U+FFFD for invalid bytes). */
+  raw_payload: string;
+  /** The same bytes exactly, base64, only when the body is not valid UTF-8; else null. */
+  raw_payload_base64: string | null;
+  /** Length of the whole body, bytes. */
+  payload_bytes: number;
+  /** True when the body was longer than `maxPayloadBytes` (Bronze has it whole). */
+  payload_truncated: boolean;
+}
+
+/**
+ * The part of a message body a quarantine or bad-data row keeps: at most `maxPayloadBytes` bytes (1 KiB–4 MiB,
+ * `OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`), as text, plus an exact base64 copy only when the bytes are not valid UTF-8,
+ * so a row stays far below BigQuery's 10 MB insertAll request limit whatever the message size (Pub/Sub allows 10 MB).
+ * Bronze always has the full message.
+ */
+export function keptPayload(bytes: Buffer, maxPayloadBytes: number): KeptPayload {
+  const truncated = bytes.length > maxPayloadBytes;
+  const kept = truncated ? bytes.subarray(0, maxPayloadBytes) : bytes;
+  // A cut inside a multi-byte character would show as U+FFFD at the end; that is honest and flagged as truncated.
+  return {
+    raw_payload: lenientUtf8.decode(kept),
+    raw_payload_base64: isUtf8(bytes) ? null : kept.toString('base64'),
     payload_bytes: bytes.length,
     payload_truncated: truncated,
-    raw_payload_base64: validUtf8 ? null : kept.toString('base64'),
   };
 }

@@ -97,14 +97,14 @@ export function retryAgeExceeded(
   });
 }
 
-/** A transient failure: the invocation throws and Pub/Sub redelivers. */
+/** A transient failure: the invocation throws and Pub/Sub redelivers (or, past OFFVIA_MAX_RETRY_AGE_MS, the retry-age guard routes the message to bad data). */
 export function transientFailure(
   log: Logger,
   ref: MessageRef,
   operation: string,
   error: string,
 ): void {
-  log.write('ERROR', 'transient failure, message will be redelivered', {
+  log.write('ERROR', 'transient failure: redelivery, or bad data once past the retry-age guard', {
     outcome: 'retry',
     message_id: ref.messageId,
     operation,

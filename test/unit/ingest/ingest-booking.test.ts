@@ -247,7 +247,10 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     );
     const kept = JSON.parse(String(bad.json.bad_data)) as Record<string, unknown>;
     assert.equal(kept.raw_payload, VALID);
-    assert.equal(Buffer.from(String(kept.raw_payload_base64), 'base64').toString('utf8'), VALID);
+    // Valid UTF-8: the text is exact, no base64 copy (as in quarantine).
+    assert.equal(kept.raw_payload_base64, null);
+    assert.equal(kept.payload_bytes, Buffer.byteLength(VALID));
+    assert.equal(kept.payload_truncated, false);
     assert.ok(
       logs.some(
         (l) => l.message === 'message still failing past the retry age, routed to bad data',
@@ -272,6 +275,80 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const young = setup();
     young.deps.windowState = deps.windowState;
     await assert.rejects(ingestMessage(aged(1_000), young.deps), TransientError);
+  });
+
+  it('past the limit, a message too big for one insertAll keeps a capped copy (Bronze has it whole)', async () => {
+    const { writer, deps } = setup();
+    writer.failing.add('offvia_quarantine.poisoned_events');
+    // 9 MB of invalid JSON that is valid UTF-8, and a 6 MB body that is not UTF-8 (base64 copy kept, capped).
+    for (const [id, body] of [
+      ['m-big-text', Buffer.from('{"x":"' + 'é'.repeat(4_500_000))],
+      ['m-big-bytes', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.alloc(6_000_000, 0x41)])],
+    ] as const) {
+      const decoded = aged(LIMIT_MS + 1, '{}');
+      if (!decoded.ok) throw new Error('decode');
+      decoded.message.messageId = id;
+      decoded.message.data = body;
+      const out = await ingestMessage(decoded, deps);
+      assert.equal(out.destination, 'bad_data');
+      const bad = (writer.written.get('offvia_quarantine.bad_data') ?? []).find(
+        (r) => r.json.source_message_id === id,
+      );
+      assert.ok(bad, id);
+      const rowBytes = Buffer.byteLength(JSON.stringify(bad.json));
+      assert.ok(rowBytes < 4 * 1024 * 1024, `${id}: bad-data row of ${rowBytes} bytes`);
+      const kept = JSON.parse(String(bad.json.bad_data)) as Record<string, unknown>;
+      assert.equal(kept.payload_bytes, body.length);
+      assert.equal(kept.payload_truncated, true);
+      const cap = deps.config.quarantinePayloadMaxBytes;
+      if (id === 'm-big-bytes') {
+        assert.deepEqual(
+          Buffer.from(String(kept.raw_payload_base64), 'base64'),
+          body.subarray(0, cap),
+        );
+      } else {
+        assert.equal(kept.raw_payload_base64, null);
+      }
+    }
+  });
+
+  it('a dependency that hangs is a transient failure after OFFVIA_ATTEMPT_DEADLINE_MS, so the guard can act', async () => {
+    const hanging = (): { deps: IngestDeps; writer: RecordingWriter } => {
+      const base = setup();
+      base.deps.config = { ...base.deps.config, attemptDeadlineMs: 50 };
+      // Firestore stopped: the window-state call never answers.
+      base.deps.windowState = { record: () => new Promise<void>(() => undefined) };
+      return base;
+    };
+    // Within the retry age: 5xx (redelivery) once the deadline passed, naming the step that hung.
+    const young = hanging();
+    const started = Date.now();
+    await assert.rejects(
+      ingestMessage(aged(1_000), young.deps),
+      (err: unknown) =>
+        err instanceof TransientError &&
+        /^window state .*no answer within 50 ms \(OFFVIA_ATTEMPT_DEADLINE_MS\)/.test(err.message),
+    );
+    assert.ok(Date.now() - started < 5_000, 'the deadline did not cut the hang short');
+    // Past the retry age: routed to bad data and acked, although the hang never ended.
+    const old = hanging();
+    const out = await ingestMessage(aged(LIMIT_MS + 1), old.deps);
+    assert.equal(out.destination, 'bad_data');
+    const [bad] = old.writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.match(String(bad?.json.error), /no answer within 50 ms/);
+    assert.match(String(bad?.json.target_dest), /^window state .*event is in .*fact_bookings$/);
+  });
+
+  it('the attempt deadline defaults to 45 s and out-of-range values are refused', () => {
+    assert.equal(loadIngestConfig({}).attemptDeadlineMs, 45_000);
+    assert.equal(
+      loadIngestConfig({ OFFVIA_ATTEMPT_DEADLINE_MS: '20000' }).attemptDeadlineMs,
+      20_000,
+    );
+    assert.throws(
+      () => loadIngestConfig({ OFFVIA_ATTEMPT_DEADLINE_MS: '10' }),
+      /OFFVIA_ATTEMPT_DEADLINE_MS/,
+    );
   });
 
   it('when the bad-data table is down too, the original error is thrown (redelivery, then dead letter)', async () => {
