@@ -29,7 +29,7 @@ import {
   type PublishedMessage,
 } from './reliability/accounting';
 import { parseArgs, reportUsageError, USAGE, USAGE_EXIT, UsageError } from './reliability/args';
-import { DeliveryDriver } from './reliability/driver';
+import { DeliveryDriver, snapshotStats, statsSince, type DriverStats } from './reliability/driver';
 import { injectFault, type FaultOutcome } from './reliability/faults';
 import { planEvent, type Scenario } from './reliability/scenarios';
 
@@ -191,6 +191,12 @@ async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
   }
 }
 
+/** `deliveries (failed, with their labels)` of a scenario, for its log lines. */
+function describeStats(stats: DriverStats): string {
+  const labels = [...stats.failures].map(([k, v]) => `${k} ×${v}`).join(', ');
+  return `${stats.deliveries} deliveries, ${stats.failedDeliveries} failed${labels ? ` (${labels})` : ''}`;
+}
+
 async function main(): Promise<void> {
   const parsed = parseArgs(process.argv.slice(2));
   if (parsed.kind === 'help') {
@@ -301,6 +307,8 @@ async function main(): Promise<void> {
     let publishing = true;
     log(`${scenario.name}: ${scenario.description}`);
     const started = Date.now();
+    // The driver's counters are the run's; the scenario's lines give what happened since it began.
+    const statsBefore = snapshotStats(driver.stats);
     const allAcked = (): boolean => published.every((m) => acked.has(m.messageId));
     // The fault stops once every message is acked, or when the wait below gives up (else the kills never end).
     let gaveUp = false;
@@ -314,7 +322,7 @@ async function main(): Promise<void> {
       const ackedHere = published.filter((m) => acked.has(m.messageId)).length;
       log(
         `${scenario.name}: ${published.length} published, ${ackedHere} acked, ` +
-          `${driver.stats.deliveries} deliveries (${driver.stats.failedDeliveries} failed) so far`,
+          `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
       );
     }, 30_000);
     progress.unref();
@@ -347,8 +355,7 @@ async function main(): Promise<void> {
     clearInterval(progress);
     log(
       `${scenario.name}: ${published.filter((m) => acked.has(m.messageId)).length} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
-        `${driver.stats.deliveries} deliveries so far, ${driver.stats.failedDeliveries} failed ` +
-        `(${[...driver.stats.failures].map(([k, v]) => `${k} ×${v}`).join(', ')})`,
+        `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
     );
     runs.push({ scenario, published, prefix, fault: faultOutcome });
   }
