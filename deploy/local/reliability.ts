@@ -1,8 +1,7 @@
 // The reliability harness (issue 6): drives the local stack through redelivery, crash and outage scenarios and prints
 // one report: where every published message ended, what was lost or duplicated, and whether the aggregates counted
-// each event once. A script, not a timed test: `npm run reliability` (brings its own stack up and down).
-// Flags: --events N (per scenario, default 10000), --rate R (messages/s published, default 20), --concurrency C
-// (deliveries in flight, default 16), --scenarios a,b (default all), --seed S.
+// each event once. A script, not a timed test: `npm run reliability` (deploy/local/reliability.sh checks the flags,
+// then brings a stack up and down around this). Flags: `--help`, or parseArgs in deploy/local/reliability/args.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -29,54 +28,15 @@ import {
   type Observed,
   type PublishedMessage,
 } from './reliability/accounting';
-import { DeliveryDriver } from './reliability/driver';
+import { parseArgs, reportUsageError, USAGE, USAGE_EXIT, UsageError } from './reliability/args';
+import { DeliveryDriver, snapshotStats, statsSince, type DriverStats } from './reliability/driver';
 import { injectFault, type FaultOutcome } from './reliability/faults';
-import { planEvent, SCENARIOS, type Scenario } from './reliability/scenarios';
+import { planEvent, type Scenario } from './reliability/scenarios';
 
 const run = promisify(execFile);
 /** Pull subscription the harness delivers from (the push subscription is removed for the run). */
 const HARNESS_SUBSCRIPTION = 'booking-events-reliability';
 const SCHEMA_ROOT = process.env.OFFVIA_SCHEMA_FIRESTORE_ROOT ?? 'offviaSchemaDrift';
-
-/** Command-line settings. */
-interface Settings {
-  events: number;
-  ratePerS: number;
-  concurrency: number;
-  scenarios: Scenario[];
-  seed: number;
-}
-
-function parseArgs(argv: readonly string[]): Settings {
-  const value = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const int = (flag: string, fallback: number): number => {
-    const raw = value(flag);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n <= 0)
-      throw new Error(`${flag} must be a positive integer, got ${raw}`);
-    return n;
-  };
-  const names = value('--scenarios')?.split(',') ?? SCENARIOS.map((s) => s.name);
-  const scenarios = names.map((name) => {
-    const s = SCENARIOS.find((x) => x.name === name);
-    if (!s)
-      throw new Error(
-        `unknown scenario ${name} (one of ${SCENARIOS.map((x) => x.name).join(', ')})`,
-      );
-    return s;
-  });
-  return {
-    events: int('--events', 10_000),
-    ratePerS: int('--rate', 20),
-    concurrency: int('--concurrency', 16),
-    scenarios,
-    seed: int('--seed', 6),
-  };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const log = (text: string): void => {
@@ -231,8 +191,19 @@ async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
   }
 }
 
+/** `deliveries (failed, with their labels)` of a scenario, for its log lines. */
+function describeStats(stats: DriverStats): string {
+  const labels = [...stats.failures].map(([k, v]) => `${k} ×${v}`).join(', ');
+  return `${stats.deliveries} deliveries, ${stats.failedDeliveries} failed${labels ? ` (${labels})` : ''}`;
+}
+
 async function main(): Promise<void> {
-  const settings = parseArgs(process.argv.slice(2));
+  const parsed = parseArgs(process.argv.slice(2));
+  if (parsed.kind === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  const settings = parsed.settings;
   for (const name of [
     'PUBSUB_EMULATOR_HOST',
     'BIGQUERY_EMULATOR_HOST',
@@ -240,7 +211,10 @@ async function main(): Promise<void> {
     'OFFVIA_INGEST_BOOKING_URL',
   ]) {
     if (!process.env[name])
-      throw new Error(`${name} is not set: run through npm run reliability (with-stack.sh)`);
+      throw new UsageError(
+        `${name} is not set: run the harness through npm run reliability, which starts the stack`,
+        { showUsage: false },
+      );
   }
   if (
     settings.scenarios.some(
@@ -248,8 +222,9 @@ async function main(): Promise<void> {
     ) &&
     process.env.OFFVIA_BQ_PERSISTENT !== '1'
   ) {
-    throw new Error(
+    throw new UsageError(
       'the BigQuery outage needs a persistent emulator: start the stack with OFFVIA_BQ_PERSISTENT=1',
+      { showUsage: false },
     );
   }
   if (
@@ -259,8 +234,9 @@ async function main(): Promise<void> {
     process.env.OFFVIA_FIRESTORE_GATE !== '1'
   ) {
     // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss, not ours.
-    throw new Error(
+    throw new UsageError(
       'the Firestore outage needs the TCP gate: start the stack with OFFVIA_FIRESTORE_GATE=1',
+      { showUsage: false },
     );
   }
   const env = stackEnv();
@@ -331,6 +307,8 @@ async function main(): Promise<void> {
     let publishing = true;
     log(`${scenario.name}: ${scenario.description}`);
     const started = Date.now();
+    // The driver's counters are the run's; the scenario's lines give what happened since it began.
+    const statsBefore = snapshotStats(driver.stats);
     const allAcked = (): boolean => published.every((m) => acked.has(m.messageId));
     // The fault stops once every message is acked, or when the wait below gives up (else the kills never end).
     let gaveUp = false;
@@ -344,7 +322,7 @@ async function main(): Promise<void> {
       const ackedHere = published.filter((m) => acked.has(m.messageId)).length;
       log(
         `${scenario.name}: ${published.length} published, ${ackedHere} acked, ` +
-          `${driver.stats.deliveries} deliveries (${driver.stats.failedDeliveries} failed) so far`,
+          `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
       );
     }, 30_000);
     progress.unref();
@@ -377,8 +355,7 @@ async function main(): Promise<void> {
     clearInterval(progress);
     log(
       `${scenario.name}: ${published.filter((m) => acked.has(m.messageId)).length} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
-        `${driver.stats.deliveries} deliveries so far, ${driver.stats.failedDeliveries} failed ` +
-        `(${[...driver.stats.failures].map(([k, v]) => `${k} ×${v}`).join(', ')})`,
+        `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
     );
     runs.push({ scenario, published, prefix, fault: faultOutcome });
   }
@@ -469,6 +446,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    reportUsageError(error, (text) => console.error(text));
+    process.exitCode = USAGE_EXIT;
+    return;
+  }
   console.error(
     'reliability harness failed:',
     error instanceof Error ? (error.stack ?? error.message) : error,

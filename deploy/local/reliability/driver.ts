@@ -32,6 +32,29 @@ export interface DriverStats {
   failures: Map<string, number>;
 }
 
+/** A copy of `stats` as they are now, to subtract later ({@link statsSince}). */
+export function snapshotStats(stats: DriverStats): DriverStats {
+  return { ...stats, failures: new Map(stats.failures) };
+}
+
+/**
+ * The counters accumulated since `before` (a {@link snapshotStats} of the same driver); a failure label not seen
+ * since is left out.
+ */
+export function statsSince(now: DriverStats, before: DriverStats): DriverStats {
+  const failures = new Map<string, number>();
+  for (const [label, n] of now.failures) {
+    const since = n - (before.failures.get(label) ?? 0);
+    if (since > 0) failures.set(label, since);
+  }
+  return {
+    acked: now.acked - before.acked,
+    deliveries: now.deliveries - before.deliveries,
+    failedDeliveries: now.failedDeliveries - before.failedDeliveries,
+    failures,
+  };
+}
+
 /** The CloudEvent body Eventarc sends for a Pub/Sub message (binary content mode; `ce-*` headers carry the rest). */
 function cloudEventBody(message: Message, subscriptionPath: string): string {
   return JSON.stringify({
