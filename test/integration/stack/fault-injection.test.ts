@@ -62,11 +62,24 @@ describe('local stack: fault injection (stack.sh kill|stop|start)', function () 
     const ref = firestore.collection('faultInjectionTest').doc(randomUUID());
     await ref.set({ written: 'before the stop' });
     await firestore.terminate();
-    const stopped = await stack('stop', 'firestore-emulator');
+    let stopped: { stderr: string } | undefined;
+    let down: string | undefined;
+    try {
+      stopped = await stack('stop', 'firestore-emulator');
+      // The port is free once the emulator's JVM is gone: poll (a loaded machine takes a moment).
+      const host = String(process.env.FIRESTORE_EMULATOR_HOST);
+      for (let i = 0; i < 40 && down !== 'ECONNREFUSED'; i++) {
+        down = await probe(`http://${host}/`);
+        if (down !== 'ECONNREFUSED') await new Promise((r) => setTimeout(r, 250));
+      }
+    } finally {
+      // Whatever failed above, the emulator is started again: later tests need it.
+      await stack('start', 'firestore-emulator').catch(() =>
+        stack('restart', 'firestore-emulator'),
+      );
+    }
     assert.match(stopped.stderr, /exported Firestore to .*overall_export_metadata/);
-    const host = String(process.env.FIRESTORE_EMULATOR_HOST);
-    assert.equal(await probe(`http://${host}/`), 'ECONNREFUSED');
-    await stack('start', 'firestore-emulator');
+    assert.equal(down, 'ECONNREFUSED');
     const again = new Firestore({ projectId: projectIdFromEnv() });
     try {
       const snap = await again.doc(ref.path).get();
