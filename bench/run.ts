@@ -378,12 +378,6 @@ async function main(): Promise<void> {
         : `DIFFERENT: only off ${diff.onlyA.slice(0, 5).join(', ')}; only on ${diff.onlyB.slice(0, 5).join(', ')}`),
   );
   failed ||= !sameRows;
-  const callDrop = off.bigQuery.calls / Math.max(1, on.bigQuery.calls);
-  checks.push(
-    `BigQuery insertAll calls per event: ${(off.bigQuery.calls / off.events).toFixed(3)} off → ` +
-      `${(on.bigQuery.calls / on.events).toFixed(3)} on (${callDrop.toFixed(1)}× fewer; goal ≥ 10×)`,
-  );
-  failed ||= callDrop < 10;
   let full = on;
   if (EVENTS > SLOW_EVENTS) {
     log(`2/4 ingestBooking in-process: coalescing on, all ${EVENTS} events`);
@@ -396,6 +390,18 @@ async function main(): Promise<void> {
     );
     rows.push(inProcessRow(full, 'coalescing on, whole stream'));
   }
+  // ≥ 10× fewer insertAll calls with coalescing on, measured on the largest "on" run (the whole stream when it ran):
+  // with a few hundred events a handful of calls decides the ratio, so below 1,000 events it is reported only.
+  const offPerEvent = off.bigQuery.calls / off.events;
+  const onPerEvent = full.bigQuery.calls / full.events;
+  const callDrop = offPerEvent / Math.max(onPerEvent, 1 / full.events);
+  const enforced = full.events >= 1_000;
+  checks.push(
+    `BigQuery insertAll calls per event: ${offPerEvent.toFixed(3)} off (${off.events} events) → ` +
+      `${onPerEvent.toFixed(3)} on (${full.events} events): ${callDrop.toFixed(1)}× fewer; goal ≥ 10×` +
+      (enforced ? '' : ' (not enforced below 1,000 events: too few calls to compare)'),
+  );
+  failed ||= enforced && callDrop < 10;
 
   log("3/4 the lab's Beam pipeline on the DirectRunner");
   const beam = runBeam(events);
@@ -442,9 +448,11 @@ async function main(): Promise<void> {
   }
   const outcomeOf = (s: StackRunResult) =>
     s.messageIds.map((id) => s.outcomes.get(id) ?? 'missing');
-  const stackMismatch = outcomeOf(stackOff.result).filter(
-    (o, i) => o !== outcomeOf(stackOn.result)[i],
-  ).length;
+  // Every whole-stack run against the first: the same outcome per stream position.
+  const reference = outcomeOf(stackOff.result);
+  const stackMismatch = [stackOn, relayOff, relayOn]
+    .map((s) => outcomeOf(s.result).filter((o, i) => o !== reference[i]).length)
+    .reduce((a, b) => a + b, 0);
   checks.push(
     `whole stack, ${SLOW_EVENTS} events: per-message outcome (Silver / quarantine) of the four runs: ` +
       (stackMismatch === 0 ? 'identical' : `${stackMismatch} messages DIFFER`),

@@ -83,7 +83,29 @@ export async function startPushRelay(endpoint: string, maxInFlight: number): Pro
       subscription.removeListener('message', onMessage);
       await subscription.close();
       await subscription.delete();
+      // While detached, the push subscription kept every message of the run; acked here, so that restoring the
+      // push does not hand them to the stack's own function during the next run.
+      await drain(pubsub.subscription(INGEST_PUSH_SUBSCRIPTION));
       await pubsub.close();
     },
   };
+}
+
+/** Acks everything `subscription` (in pull mode) holds, until it has been quiet for 2 s (at most 2 min). */
+async function drain(subscription: Subscription): Promise<number> {
+  let drained = 0;
+  let lastAt = Date.now();
+  const onMessage = (message: Message): void => {
+    message.ack();
+    drained++;
+    lastAt = Date.now();
+  };
+  subscription.on('message', onMessage);
+  const started = Date.now();
+  while (Date.now() - lastAt < 2_000 && Date.now() - started < 120_000) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  subscription.removeListener('message', onMessage);
+  await subscription.close();
+  return drained;
 }
