@@ -45,7 +45,7 @@ def main(src, dst):
     ax2.set_xlabel("latency, ms (log scale): in-process = invocation; whole stack = publish to Silver")
     ax2.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(dst, dpi=110)
+    fig.savefig(dst, dpi=110, bbox_inches="tight")  # long configuration labels are not cut at the left
 
 
 if __name__ == "__main__":
