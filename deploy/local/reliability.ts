@@ -34,9 +34,9 @@ import { injectFault, type FaultOutcome } from './reliability/faults';
 import { planEvent, type Scenario } from './reliability/scenarios';
 
 const run = promisify(execFile);
-/** Pull subscription the harness delivers from (the push subscription is removed for the run). */
 /** The harness stops waiting for a scenario's acks after this long without any (ms). */
 const STALL_MS = 10 * 60_000;
+/** Pull subscription the harness delivers from (the push subscription is removed for the run). */
 const HARNESS_SUBSCRIPTION = 'booking-events-reliability';
 const SCHEMA_ROOT = process.env.OFFVIA_SCHEMA_FIRESTORE_ROOT ?? 'offviaSchemaDrift';
 
@@ -218,28 +218,29 @@ async function main(): Promise<void> {
         { showUsage: false },
       );
   }
-  if (
-    settings.scenarios.some(
-      (s) => s.fault.kind === 'outage' && s.fault.service === 'bigquery-emulator',
-    ) &&
-    process.env.OFFVIA_BQ_PERSISTENT !== '1'
-  ) {
-    throw new UsageError(
-      'the BigQuery outage needs a persistent emulator: start the stack with OFFVIA_BQ_PERSISTENT=1',
-      { showUsage: false },
+  // What each outage needs from the stack, checked before anything runs.
+  const outageNeeds = [
+    {
+      service: 'bigquery-emulator',
+      variable: 'OFFVIA_BQ_PERSISTENT',
+      what: 'the BigQuery outage needs a persistent emulator',
+    },
+    {
+      // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss.
+      service: 'firestore-emulator',
+      variable: 'OFFVIA_FIRESTORE_GATE',
+      what: 'the Firestore outage needs the TCP gate',
+    },
+  ] as const;
+  for (const need of outageNeeds) {
+    const planned = settings.scenarios.some(
+      (s) => s.fault.kind === 'outage' && s.fault.service === need.service,
     );
-  }
-  if (
-    settings.scenarios.some(
-      (s) => s.fault.kind === 'outage' && s.fault.service === 'firestore-emulator',
-    ) &&
-    process.env.OFFVIA_FIRESTORE_GATE !== '1'
-  ) {
-    // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss, not ours.
-    throw new UsageError(
-      'the Firestore outage needs the TCP gate: start the stack with OFFVIA_FIRESTORE_GATE=1',
-      { showUsage: false },
-    );
+    if (planned && process.env[need.variable] !== '1') {
+      throw new UsageError(`${need.what}: start the stack with ${need.variable}=1`, {
+        showUsage: false,
+      });
+    }
   }
   const env = stackEnv();
   const projectId = env.projectId;
@@ -269,10 +270,10 @@ async function main(): Promise<void> {
   });
 
   let current: Scenario | undefined;
-  // Message ids the driver acked. Pub/Sub may deliver a message again after its ack (at-least-once), so the wait
-  // below checks ids, not a count.
   // When the driver last acked a message: the wait below gives up only after STALL_MS without any progress.
   let lastAckAtMs = Date.now();
+  // Message ids the driver acked. Pub/Sub may deliver a message again after its ack (at-least-once), so the wait
+  // below checks ids, not a count.
   const acked = new Set<string>();
   const driver = new DeliveryDriver(
     pull,
@@ -315,6 +316,7 @@ async function main(): Promise<void> {
     // The driver's counters are the run's; the scenario's lines give what happened since it began.
     const statsBefore = snapshotStats(driver.stats);
     const allAcked = (): boolean => published.every((m) => acked.has(m.messageId));
+    const ackedCount = (): number => published.filter((m) => acked.has(m.messageId)).length;
     // The fault stops once every message is acked, or when the wait below gives up (else the kills never end).
     let gaveUp = false;
     const fault = injectFault(scenario, publishMs, () => gaveUp || (!publishing && allAcked()), {
@@ -324,9 +326,8 @@ async function main(): Promise<void> {
     });
     // A progress line every 30 s: a 10,000-event scenario runs for many minutes.
     const progress = setInterval(() => {
-      const ackedHere = published.filter((m) => acked.has(m.messageId)).length;
       log(
-        `${scenario.name}: ${published.length} published, ${ackedHere} acked, ` +
+        `${scenario.name}: ${published.length} published, ${ackedCount()} acked, ` +
           `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
       );
     }, 30_000);
@@ -359,7 +360,7 @@ async function main(): Promise<void> {
       await sleep(1_000);
     }
     gaveUp = true;
-    const unacked = published.filter((m) => !acked.has(m.messageId)).length;
+    const unacked = published.length - ackedCount();
     if (unacked > 0) {
       log(
         `${scenario.name}: GAVE UP waiting: no ack for ${STALL_MS / 60_000} min, ${unacked} messages never acked ` +
@@ -369,7 +370,7 @@ async function main(): Promise<void> {
     const faultOutcome = await fault;
     clearInterval(progress);
     log(
-      `${scenario.name}: ${published.filter((m) => acked.has(m.messageId)).length} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
+      `${scenario.name}: ${ackedCount()} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
         `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
     );
     runs.push({ scenario, published, prefix, fault: faultOutcome });

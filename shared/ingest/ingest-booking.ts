@@ -131,6 +131,7 @@ async function withDeadline(
   progress: Progress,
 ): Promise<IngestOutcome> {
   const ms = deps.config.attemptDeadlineMs;
+  const ref = { messageId: decoded.ok ? decoded.message.messageId : decoded.messageId };
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const deadline = new Promise<never>((_, reject) => {
@@ -148,7 +149,7 @@ async function withDeadline(
     if (timedOut) {
       logs.transientFailure(
         deps.logger,
-        { messageId: decoded.ok ? decoded.message.messageId : decoded.messageId },
+        ref,
         `${progress.step} (after the attempt deadline)`,
         errorText(err),
       );
@@ -158,12 +159,7 @@ async function withDeadline(
     return await Promise.race([attempt, deadline]);
   } catch (err) {
     if (timedOut) {
-      logs.transientFailure(
-        deps.logger,
-        { messageId: decoded.ok ? decoded.message.messageId : decoded.messageId },
-        progress.step,
-        errorText(err),
-      );
+      logs.transientFailure(deps.logger, ref, progress.step, errorText(err));
     }
     throw err;
   } finally {
