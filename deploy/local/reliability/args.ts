@@ -1,7 +1,7 @@
 // The reliability harness's command line: strict parsing of its flags, shared by the harness itself and by the check
 // `deploy/local/reliability.sh` runs before it starts the stack (so a typo fails in a second, not after the install
 // and the stack's start-up).
-import { SCENARIOS, type Scenario } from './scenarios';
+import { killSpan, SCENARIOS, type Scenario } from './scenarios';
 
 /** A mistake in how the harness was invoked: reported as one line (and the usage), exit status 2, no stack trace. */
 export class UsageError extends Error {
@@ -165,7 +165,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
       s.fault.kind === 'kill-function'
         ? {
             ...s,
-            description: `the Functions Framework serving ingestBooking SIGKILLed every ${everyMs / 2000}–${(everyMs * 1.5) / 1000} s and restarted`,
+            description: `the Functions Framework serving ingestBooking SIGKILLed every ${killSpan(everyMs)} and restarted`,
             fault: { kind: 'kill-function', everyMs },
           }
         : s,

@@ -1,6 +1,6 @@
 // The reliability harness's fault injection (issue 6): SIGKILLs and outages of the local stack's services through
 // `deploy/local/stack.sh`, for as long as a scenario runs.
-import type { Scenario } from './scenarios';
+import { killSpan, type Scenario } from './scenarios';
 
 /** What fault injection needs from the outside world (real in the harness, stubs in unit tests). */
 export interface FaultIo {
@@ -45,7 +45,7 @@ export async function injectFault(
         step = 'restart of fn-ingestBooking';
         await stack('start', 'fn-ingestBooking');
       }
-      const summary = `ingestBooking SIGKILLed ${kills} times (every ${fault.everyMs / 2000}–${(fault.everyMs * 1.5) / 1000} s) and restarted`;
+      const summary = `ingestBooking SIGKILLed ${kills} times (every ${killSpan(fault.everyMs)}) and restarted`;
       log(`${scenario.name}: ${summary}`);
       return { summary };
     }

@@ -17,6 +17,11 @@ export type Fault =
       downMs: number;
     };
 
+/** The span between two SIGKILLs of a kill-function fault: `everyMs` × 0.5 to × 1.5, in seconds ("2.5–7.5 s"). */
+export function killSpan(everyMs: number): string {
+  return `${everyMs / 2000}–${(everyMs * 1.5) / 1000} s`;
+}
+
 /** One scenario of the report. */
 export interface Scenario {
   /** Short name, the report's row label. */
