@@ -1,5 +1,6 @@
 // Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
-import { type Env, type TableRef, readInt, readOptionalString, readTable } from './env';
+import { type Env, type TableRef, readOptionalString } from './env';
+import { type VarGroup, intVar, readIntVar, readTableVar, tableVar, textVar } from './spec';
 
 /** Everything ingestBooking needs to know; all durations in ms. */
 export interface IngestConfig {
@@ -35,6 +36,106 @@ export interface IngestConfig {
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
+/** The variables `loadIngestConfig` reads; docs/configuration.md is generated from these specs. */
+export const INGEST_VARS = {
+  projectId: textVar({
+    name: 'OFFVIA_PROJECT_ID',
+    defaultText:
+      '`GOOGLE_CLOUD_PROJECT`, else `GCLOUD_PROJECT`, else detected by the client libraries',
+    meaning:
+      'Google Cloud project of the BigQuery and Firestore clients (the deploy plan sets it to `--project`)',
+  }),
+  googleCloudProject: textVar({
+    name: 'GOOGLE_CLOUD_PROJECT',
+    defaultText: 'unset',
+    meaning: 'fallback for `OFFVIA_PROJECT_ID` (then `GCLOUD_PROJECT`); set by the local stack',
+  }),
+  gcloudProject: textVar({
+    name: 'GCLOUD_PROJECT',
+    defaultText: 'unset',
+    meaning: 'last fallback for `OFFVIA_PROJECT_ID` before the client libraries detect the project',
+  }),
+  bigQueryEmulatorHost: textVar({
+    name: 'BIGQUERY_EMULATOR_HOST',
+    defaultText: 'unset (Google Cloud)',
+    meaning:
+      'the local BigQuery emulator, `host:port` or a URL; for the Node client v8 it must include the path ' +
+      '(`http://127.0.0.1:9050/bigquery/v2`). Also switches `OFFVIA_SCHEMA_DDL_STYLE` to `per_column`',
+  }),
+  silverTable: tableVar({
+    name: 'OFFVIA_SILVER_TABLE',
+    default: 'offvia_silver.fact_bookings',
+    meaning: 'Silver: validated bookings (insertId = `event_id`)',
+  }),
+  quarantineTable: tableVar({
+    name: 'OFFVIA_QUARANTINE_TABLE',
+    default: 'offvia_quarantine.poisoned_events',
+    meaning: 'quarantine: rejected messages with their `error_stage` (insertId = message id)',
+  }),
+  badDataTable: tableVar({
+    name: 'OFFVIA_BAD_DATA_TABLE',
+    default: 'offvia_quarantine.bad_data',
+    meaning:
+      'bad data: rows BigQuery refused, schema-drift rows past their retry budget, messages past the retry-age guard',
+  }),
+  maxFutureSkewMs: intVar({
+    name: 'OFFVIA_MAX_FUTURE_SKEW_MS',
+    default: 5 * MINUTE_MS,
+    min: 0,
+    max: 365 * DAY_MS,
+    unit: 'ms',
+    meaning: '`event_time` later than receipt + this is rejected at `EVENT_TIME_VALIDATION`',
+  }),
+  maxEventAgeMs: intVar({
+    name: 'OFFVIA_MAX_EVENT_AGE_MS',
+    default: 3650 * DAY_MS,
+    min: MINUTE_MS,
+    max: 36_500 * DAY_MS,
+    unit: 'ms',
+    meaning: '`event_time` older than receipt − this is rejected at `EVENT_TIME_VALIDATION`',
+  }),
+  // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
+  quarantinePayloadMaxBytes: intVar({
+    name: 'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
+    default: 1024 * 1024,
+    min: 1024,
+    max: 4 * 1024 * 1024,
+    unit: 'bytes',
+    meaning:
+      'longest `raw_payload` kept in a quarantine or retry-age bad-data row (UTF-8 bytes); Bronze keeps the whole message',
+  }),
+  maxRetryAgeMs: intVar({
+    name: 'OFFVIA_MAX_RETRY_AGE_MS',
+    default: 45 * MINUTE_MS,
+    min: MINUTE_MS,
+    max: 7 * DAY_MS,
+    unit: 'ms',
+    meaning:
+      'retry-age guard: a message still failing this long after its publish time goes to bad data and is acked; ' +
+      "keep it below the subscription's dead-letter horizon (about 90 min)",
+  }),
+  attemptDeadlineMs: intVar({
+    name: 'OFFVIA_ATTEMPT_DEADLINE_MS',
+    default: 45_000,
+    min: 1_000,
+    max: 3_600_000,
+    unit: 'ms',
+    meaning:
+      'longest one delivery may take: a dependency that hangs (rather than fails) is then a transient failure, so ' +
+      "the invocation answers 5xx or, past the retry age, routes to bad data; keep it below the function's " +
+      'timeout (60 s deployed)',
+  }),
+} as const;
+
+/** The reference section of the ingest variables. */
+export const INGEST_VAR_GROUP: VarGroup = {
+  title: 'Ingest: tables, validation bounds, retries',
+  intro:
+    'Read by `ingestBooking` (and, for the project and tables, by `schemaSweep` and `fireWindows`); see ' +
+    '[validation](validation.md) and [delivery guarantees](delivery-guarantees.md).',
+  vars: Object.values(INGEST_VARS),
+};
+
 /**
  * Reads and validates the configuration.
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
@@ -44,33 +145,21 @@ const DAY_MS = 86_400_000;
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
+  const v = INGEST_VARS;
   return {
     projectId:
-      readOptionalString(env, 'OFFVIA_PROJECT_ID') ??
-      readOptionalString(env, 'GOOGLE_CLOUD_PROJECT') ??
-      readOptionalString(env, 'GCLOUD_PROJECT'),
-    bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, 'BIGQUERY_EMULATOR_HOST')),
-    silverTable: readTable(env, 'OFFVIA_SILVER_TABLE', 'offvia_silver.fact_bookings'),
-    quarantineTable: readTable(env, 'OFFVIA_QUARANTINE_TABLE', 'offvia_quarantine.poisoned_events'),
-    badDataTable: readTable(env, 'OFFVIA_BAD_DATA_TABLE', 'offvia_quarantine.bad_data'),
-    maxFutureSkewMs: readInt(env, 'OFFVIA_MAX_FUTURE_SKEW_MS', 5 * MINUTE_MS, 0, 365 * DAY_MS),
-    maxEventAgeMs: readInt(
-      env,
-      'OFFVIA_MAX_EVENT_AGE_MS',
-      3650 * DAY_MS,
-      MINUTE_MS,
-      36_500 * DAY_MS,
-    ),
-    // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
-    quarantinePayloadMaxBytes: readInt(
-      env,
-      'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
-      1024 * 1024,
-      1024,
-      4 * 1024 * 1024,
-    ),
-    maxRetryAgeMs: readInt(env, 'OFFVIA_MAX_RETRY_AGE_MS', 45 * MINUTE_MS, MINUTE_MS, 7 * DAY_MS),
-    attemptDeadlineMs: readInt(env, 'OFFVIA_ATTEMPT_DEADLINE_MS', 45_000, 1_000, 3_600_000),
+      readOptionalString(env, v.projectId.name) ??
+      readOptionalString(env, v.googleCloudProject.name) ??
+      readOptionalString(env, v.gcloudProject.name),
+    bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
+    silverTable: readTableVar(env, v.silverTable),
+    quarantineTable: readTableVar(env, v.quarantineTable),
+    badDataTable: readTableVar(env, v.badDataTable),
+    maxFutureSkewMs: readIntVar(env, v.maxFutureSkewMs),
+    maxEventAgeMs: readIntVar(env, v.maxEventAgeMs),
+    quarantinePayloadMaxBytes: readIntVar(env, v.quarantinePayloadMaxBytes),
+    maxRetryAgeMs: readIntVar(env, v.maxRetryAgeMs),
+    attemptDeadlineMs: readIntVar(env, v.attemptDeadlineMs),
   };
 }
 
