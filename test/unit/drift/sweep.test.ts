@@ -315,11 +315,12 @@ describe('runSchemaSweep', () => {
   it('a failed DDL leaves the change pending and fails the sweep; the next sweep applies it', async () => {
     const s = setup();
     await s.hold(1, { a_field: 1 }, W0);
-    s.admin.failNextAdd = 'rateLimitExceeded';
+    // Not the table-update rate (a deferral, see sweep-ddl-rate.test.ts): a failure an operator should see.
+    s.admin.failNextAdd = 'backendError: the DDL job failed';
     s.at(AFTER_W0);
     const failed = await runSchemaSweep(s.deps);
     assert.equal(failed.ok, false);
-    assert.match(failed.tables[0]?.error ?? '', /rateLimitExceeded/);
+    assert.match(failed.tables[0]?.error ?? '', /backendError/);
     assert.equal(
       s.store.table(SILVER_KEY).changes.get(schemaWindowOf(W0, 3).id)?.status,
       'pending',
