@@ -644,7 +644,7 @@ type InsertFate =
   | { readonly kind: 'not_written'; readonly error: string };
 
 /**
- * Inserts one batch's ready rows into the target table, re-sending at once (up to `MAX_INSERT_ATTEMPTS` calls in
+ * Inserts one batch's rows into `table` (the target table, or the bad-data table), re-sending at once (up to `MAX_INSERT_ATTEMPTS` calls in
  * all, the lease renewed before each re-send) the rows BigQuery did not write for a reason that is not their
  * data: `stopped` (refused because a neighbour was `invalid`; BigQuery says they can be re-sent as-is), `timeout`,
  * `backendError`. Rows refused as `invalid` get that verdict and are not re-sent. A call that fails as a whole
@@ -655,6 +655,7 @@ type InsertFate =
 async function insertWithResends(
   deps: SweepDeps,
   run: TableRun,
+  table: TableRef,
   rows: readonly InsertRow[],
 ): Promise<InsertFate[]> {
   const fates: InsertFate[] = rows.map(() => ({ kind: 'not_written', error: 'not sent' }));
@@ -666,20 +667,16 @@ async function insertWithResends(
     const sent = pending.map((i) => rows[i]).filter((r): r is InsertRow => r !== undefined);
     let outcomes: readonly RowOutcome[];
     try {
-      outcomes = await deps.writer.insertRows(run.target, sent);
+      outcomes = await deps.writer.insertRows(table, sent);
     } catch (err) {
       if (err instanceof PartialInsertError && err.outcomes.length === sent.length) {
         outcomes = err.outcomes;
       } else {
         const error = errorText(err);
-        logs.sweepInsertFailed(deps.logger, {
-          table: run.key,
-          rows: sent.length,
-          attempt,
-          error,
-        });
+        const name = tableName(table, deps.projectId);
+        logs.sweepInsertFailed(deps.logger, { table: name, rows: sent.length, attempt, error });
         for (const i of pending) fates[i] = { kind: 'not_written', error };
-        run.errors.push(`insert of ${sent.length} waiting rows: ${error}`);
+        run.errors.push(`insert of ${sent.length} rows into ${name}: ${error}`);
         break;
       }
     }
@@ -698,7 +695,7 @@ async function insertWithResends(
       }
     });
     if (next.length > 0 && attempt < MAX_INSERT_ATTEMPTS) {
-      logs.sweepRowsResent(deps.logger, run.key, {
+      logs.sweepRowsResent(deps.logger, tableName(table, deps.projectId), {
         attempt: attempt + 1,
         rows: next.length,
         reasons: [...reasons].sort(),
@@ -730,8 +727,9 @@ interface BadRow {
 }
 
 /**
- * Writes failing rows to the bad-data table. @returns per row whether it was written, or BigQuery's refusal (a call
- * that failed as a whole refuses every row with its error). Never throws for BigQuery's answer.
+ * Writes failing rows to the bad-data table, with the same re-sends as the target table (`insertWithResends`), so
+ * a bad-data row BigQuery refuses does not keep its `stopped` neighbours out of the table sweep after sweep.
+ * @returns per row whether it was written, or why not. Never throws for BigQuery's answer.
  */
 async function writeBadData(
   deps: SweepDeps,
@@ -752,21 +750,10 @@ async function writeBadData(
       insertId: b.row.insertId,
     }),
   );
-  let outcomes: readonly RowOutcome[];
-  try {
-    outcomes = await deps.writer.insertRows(deps.badDataTable, rows);
-  } catch (err) {
-    if (err instanceof PartialInsertError && err.outcomes.length === rows.length) {
-      outcomes = err.outcomes;
-    } else {
-      const error = errorText(err);
-      return rows.map(() => ({ ok: false, error }));
-    }
-  }
-  return bad.map((_, j) => {
-    const outcome = outcomes[j];
-    return outcome === undefined || outcome.ok ? { ok: true } : { ok: false, error: outcome.error };
-  });
+  const fates = await insertWithResends(deps, run, deps.badDataTable, rows);
+  return fates.map((fate) =>
+    fate.kind === 'written' ? { ok: true } : { ok: false, error: fate.error },
+  );
 }
 
 /**
@@ -797,6 +784,7 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
       const fates = await insertWithResends(
         deps,
         run,
+        run.target,
         ready.map((v) => v.insert),
       );
       ready.forEach((v, j) => {

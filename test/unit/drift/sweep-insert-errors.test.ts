@@ -300,4 +300,26 @@ describe('runSchemaSweep and BigQuery per-row insert errors', () => {
     );
     assert.equal(s.waiting().length, 0);
   });
+
+  it('a bad-data row BigQuery refuses does not keep its `stopped` neighbours out of the bad-data table', async () => {
+    const s = setup();
+    for (let i = 0; i < 3; i++) await s.hold(i, { promo_code: `P${i}` }, W0 + i * 1000);
+    bq.allOrNothing = true;
+    // Every Silver row is refused as invalid; in the bad-data table, BK-0's row is refused too.
+    bq.answer = (table, json) => {
+      if (table === SILVER_ID) return { reason: 'invalid', message: 'Invalid NUMERIC value: x' };
+      return String(json.bad_data).includes('"BK-0"')
+        ? { reason: 'invalid', message: 'Row larger than the maximum allowed size' }
+        : null;
+    };
+    s.at(AFTER_W0);
+    const result = await runSchemaSweep(s.deps);
+    assert.deepEqual(result.tables[0]?.rows, { inserted: 0, waiting: 1, badData: 2, malformed: 0 });
+    assert.deepEqual(
+      bq.rows(BAD_ID).map((r) => r.json.source_message_id),
+      ['m-1', 'm-2'],
+    );
+    assert.equal(result.ok, false, 'a row with nowhere durable to go is reported');
+    assert.match(s.waiting()[0]?.lastError ?? '', /bad-data table refused the row/);
+  });
 });
