@@ -2,7 +2,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableRef } from '../config/env';
 import { TransientError, errorText } from '../errors';
-import type { InsertRow, RowResult, RowWriter } from './row-writer';
+import { type InsertRow, type RowResult, type RowWriter, withInsertIds } from './row-writer';
 
 /** One entry of insertAll's `insertErrors` (BigQuery REST reference, TableDataInsertAllResponse). */
 interface InsertErrorEntry {
@@ -45,7 +45,12 @@ export function missingFieldsOf(message: string): string[] {
 export class BigQueryRowWriter implements RowWriter {
   constructor(private readonly bigquery: BigQuery) {}
 
-  async insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+  /** A row without an insertId is answered `rejected` and not sent (see `withInsertIds`). */
+  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    return withInsertIds(rows, (sendable) => this.insertAll(table, sendable));
+  }
+
+  private async insertAll(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     if (rows.length === 0) return [];
     const operation = `insertAll ${table.datasetId}.${table.tableId}`;
     const dataset = this.bigquery.dataset(
@@ -77,7 +82,7 @@ export class BigQueryRowWriter implements RowWriter {
           ];
         }
         const results: RowResult[] = [];
-        for (const row of rows) results.push(...(await this.insertRows(table, [row])));
+        for (const row of rows) results.push(...(await this.insertAll(table, [row])));
         return results;
       }
       throw new TransientError(operation, errorText(err), { cause: err });

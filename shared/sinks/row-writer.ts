@@ -26,3 +26,35 @@ export interface RowWriter {
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]>;
 }
+
+/** Why a row cannot be streamed with an insertId, or `undefined` when its insertId is a non-empty string. */
+export function insertIdProblem(row: InsertRow): string | undefined {
+  const id: unknown = row.insertId;
+  if (typeof id === 'string' && id !== '') return undefined;
+  return `row has no insertId (got ${id === '' ? 'an empty string' : typeof id}): it cannot be deduplicated, so it is not streamed`;
+}
+
+/**
+ * Calls `write` with the rows that have an insertId and answers the others `rejected` (a data problem the caller
+ * routes, e.g. to the bad-data table) without sending them, so a row that lost its insertId upstream is routed
+ * instead of crashing the writer or being streamed without dedup. Results are in the order of `rows`.
+ */
+export async function withInsertIds(
+  rows: readonly InsertRow[],
+  write: (rows: readonly InsertRow[]) => Promise<RowResult[]>,
+): Promise<RowResult[]> {
+  const problems = rows.map(insertIdProblem);
+  if (problems.every((p) => p === undefined)) return write(rows);
+  const sendable = rows.filter((_, i) => problems[i] === undefined);
+  const written = sendable.length === 0 ? [] : await write(sendable);
+  let next = 0;
+  return problems.map((problem): RowResult => {
+    if (problem !== undefined) {
+      return { ok: false, kind: 'rejected', error: problem, missingFields: [] };
+    }
+    const result = written[next++];
+    if (result === undefined)
+      throw new Error(`writer returned ${written.length} results for ${sendable.length} rows`);
+    return result;
+  });
+}

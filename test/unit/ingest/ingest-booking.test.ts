@@ -103,7 +103,7 @@ describe('ingestMessage', () => {
   it('quarantines a CloudEvent that carries no Pub/Sub message at PARSE_JSON, keeping its text', async () => {
     const { writer, deps } = setup();
     const out = await ingestMessage(
-      { ok: false, messageId: 'ce-1', reason: 'no message', raw: '{"x":1}' },
+      { ok: false, messageId: 'ce-1', reason: 'no message', raw: '{"x":1}', attributes: {} },
       deps,
     );
     assert.equal(out.destination, 'quarantine');
