@@ -150,6 +150,36 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
     );
   });
 
+  it('keeps fares beyond double precision exactly in Silver, as JSON numbers and as strings', async () => {
+    const fares = [
+      '12345678901234567.89',
+      '"99999999999999999999999999999.999999999"',
+      '0.000000001',
+      '"1234567890.123456789"',
+    ];
+    const ids = fares.map(() => `it-fare-${randomUUID()}`);
+    const statuses = await Promise.all(
+      fares.map((fare, i) =>
+        deliver(
+          base,
+          ids[i] ?? '',
+          Buffer.from(
+            `{"booking_id":"BK-FARE-${i}","passenger_id":"PAX-1","flight_number":"OF-1","origin":"JFK",` +
+              `"destination":"LHR","fare":${fare},"event_time":"${new Date().toISOString()}"}`,
+          ),
+        ),
+      ),
+    );
+    assert.deepEqual(statuses, [204, 204, 204, 204]);
+    const layers = (await waitForLayers(bq, env.projectId, ids, 10_000, { requireBronze: false }))
+      .layers;
+    const fareOf = new Map(layers.silver.map((r) => [r.source_message_id, r.fare_amount]));
+    assert.deepEqual(
+      ids.map((id) => fareOf.get(id)),
+      fares.map((f) => f.replaceAll('"', '')),
+    );
+  });
+
   it('answers 5xx (redelivery) when BigQuery cannot take the row, and logs why', async () => {
     const lines: LogEntry[] = [];
     const deps = createIngestDeps(
