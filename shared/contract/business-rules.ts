@@ -129,15 +129,14 @@ function checkFare(
 
 function checkAirport(
   field: 'origin' | 'destination',
-  value: string | LosslessNumber,
+  value: string,
   issues: ContractIssue[],
 ): string | undefined {
-  if (typeof value === 'string' && AIRPORT_CODE.test(value)) return value;
-  const shown = value instanceof LosslessNumber ? value.value : quoteForReason(value);
+  if (AIRPORT_CODE.test(value)) return value;
   issues.push({
     field,
     kind: 'invalid_airport',
-    message: `Invalid ${field}: ${shown} is not a three-letter upper-case IATA airport code`,
+    message: `Invalid ${field}: ${quoteForReason(value)} is not a three-letter upper-case IATA airport code`,
   });
   return undefined;
 }

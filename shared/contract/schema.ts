@@ -64,6 +64,16 @@ const ScalarSchema = v.union(
 /** A required scalar (lab: required, then `str()`-ed), never null, blank, or an object/array/boolean. */
 const RequiredScalarSchema = v.pipe(ScalarSchema, v.check(isNonBlank, EMPTY));
 
+/**
+ * A required text field (airport codes): a non-blank JSON string. A JSON number here is the wrong JSON type, a
+ * SCHEMA_VALIDATION error, not a malformed code (team decision: the stage names what is wrong).
+ */
+const RequiredTextSchema = v.pipe(
+  ScalarSchema,
+  v.check(isNonBlank, EMPTY),
+  v.string('must be a string'),
+);
+
 /** An identifier: a string or a JSON integer (its exact digits), ≤ 1024 characters, no control characters. */
 const IdentifierSchema = v.pipe(
   ScalarSchema,
@@ -95,16 +105,17 @@ const EventIdSchema = v.nullish(
  * The booking event contract as a valibot schema, over the contract fields only (extra top-level fields are
  * schema drift, handled elsewhere). Input: a record of the contract fields with JSON numbers as lossless-json
  * `LosslessNumber`s, as `readContractFields` produces. Required (lab): `booking_id`, `passenger_id`,
- * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination`, `fare`,
- * `event_time` (any non-blank scalar here; their formats are business and event-time rules). Optional:
+ * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination` (strings),
+ * `fare` and `event_time` (a non-blank string or number here; their formats are business and event-time rules, so
+ * an epoch-number `event_time` is an EVENT_TIME_VALIDATION error). Optional:
  * `currency`, `status` (lab, defaults applied later) and `event_id` (design.md "Dedup"); null = absent.
  */
 export const BookingEventSchema = v.object({
   booking_id: IdentifierSchema,
   passenger_id: IdentifierSchema,
   flight_number: IdentifierSchema,
-  origin: RequiredScalarSchema,
-  destination: RequiredScalarSchema,
+  origin: RequiredTextSchema,
+  destination: RequiredTextSchema,
   fare: RequiredScalarSchema,
   event_time: RequiredScalarSchema,
   currency: OptionalTextSchema,
