@@ -10,9 +10,15 @@ export interface IngestConfig {
   silverTable: TableRef;
   quarantineTable: TableRef;
   badDataTable: TableRef;
-  /** Events stamped later than receipt + this are rejected at EVENT_TIME_VALIDATION (design.md). Default 5 min. */
+  /**
+   * Events stamped later than receipt + this are rejected at EVENT_TIME_VALIDATION (design.md). Default 5 min; at
+   * most {@link MAX_FUTURE_SKEW_LIMIT_MS} (BigQuery's streaming window, see there).
+   */
   maxFutureSkewMs: number;
-  /** Events stamped earlier than receipt − this are rejected at EVENT_TIME_VALIDATION. Default 3650 days. */
+  /**
+   * Events stamped earlier than receipt − this are rejected at EVENT_TIME_VALIDATION. Default
+   * {@link DEFAULT_MAX_EVENT_AGE_MS} (730 days); at most {@link MAX_EVENT_AGE_LIMIT_MS} (BigQuery's streaming window).
+   */
   maxEventAgeMs: number;
   /** Longest raw_payload kept in a quarantine row, in UTF-8 bytes; Bronze keeps the full message. Default 1 MiB. */
   quarantinePayloadMaxBytes: number;
@@ -36,6 +42,29 @@ const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 /**
+ * Longest `OFFVIA_MAX_EVENT_AGE_MS` accepted: 1800 days. BigQuery limit: `tabledata.insertAll` into a table
+ * partitioned on a DATE or TIMESTAMP column (Silver: `DATE(event_timestamp)`) accepts rows whose partition is
+ * between 5 years in the past and 1 year in the future, and rejects the rest (BigQuery docs, "Streaming data into
+ * BigQuery", section "Streaming into partitioned tables"; the Storage Write API allows 10 years in the past). 5 years
+ * are at least 1825 days; 1800 leaves 25 days for the schema-retry budget (a held row is re-sent up to 7 days after
+ * receipt, OFFVIA_SCHEMA_RETRY_MINUTES ≤ 10080) and for the day boundary of the partition date.
+ */
+export const MAX_EVENT_AGE_LIMIT_MS = 1800 * DAY_MS;
+
+/**
+ * Default `OFFVIA_MAX_EVENT_AGE_MS`: 730 days (team decision). A booking change stamped two years before it reaches
+ * us is a replay or a producer bug far more often than news; it is quarantined at EVENT_TIME_VALIDATION, well inside
+ * BigQuery's 5-year streaming window ({@link MAX_EVENT_AGE_LIMIT_MS}), so it is never a refused insert.
+ */
+export const DEFAULT_MAX_EVENT_AGE_MS = 730 * DAY_MS;
+
+/**
+ * Longest `OFFVIA_MAX_FUTURE_SKEW_MS` accepted: 365 days, the 1 year in the future that BigQuery's streaming into a
+ * column-partitioned table accepts (same source as {@link MAX_EVENT_AGE_LIMIT_MS}; a year is at least 365 days).
+ */
+export const MAX_FUTURE_SKEW_LIMIT_MS = 365 * DAY_MS;
+
+/**
  * Reads and validates the configuration.
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
@@ -53,13 +82,19 @@ export function loadIngestConfig(env: Env): IngestConfig {
     silverTable: readTable(env, 'OFFVIA_SILVER_TABLE', 'offvia_silver.fact_bookings'),
     quarantineTable: readTable(env, 'OFFVIA_QUARANTINE_TABLE', 'offvia_quarantine.poisoned_events'),
     badDataTable: readTable(env, 'OFFVIA_BAD_DATA_TABLE', 'offvia_quarantine.bad_data'),
-    maxFutureSkewMs: readInt(env, 'OFFVIA_MAX_FUTURE_SKEW_MS', 5 * MINUTE_MS, 0, 365 * DAY_MS),
+    maxFutureSkewMs: readInt(
+      env,
+      'OFFVIA_MAX_FUTURE_SKEW_MS',
+      5 * MINUTE_MS,
+      0,
+      MAX_FUTURE_SKEW_LIMIT_MS,
+    ),
     maxEventAgeMs: readInt(
       env,
       'OFFVIA_MAX_EVENT_AGE_MS',
-      3650 * DAY_MS,
+      DEFAULT_MAX_EVENT_AGE_MS,
       MINUTE_MS,
-      36_500 * DAY_MS,
+      MAX_EVENT_AGE_LIMIT_MS,
     ),
     // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
     quarantinePayloadMaxBytes: readInt(
