@@ -3,6 +3,11 @@ import { createHash } from 'node:crypto';
 import { type ErrorStage, type ValidationSuccess, validateBooking } from '../contract';
 import type { IngestConfig } from '../config/ingest-config';
 import { tableName, type TableRef } from '../config/env';
+import {
+  type AttemptObservations,
+  describeObservations,
+  observeAttempt,
+} from '../attempt-observations';
 import { DeliveryRefused, TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
@@ -113,8 +118,9 @@ export async function ingestMessage(
 ): Promise<IngestOutcome> {
   const progress: Progress = { step: 'decode' };
   const messageId = decoded.ok ? decoded.message.messageId : decoded.messageId;
+  const attempt = observeAttempt(() => routeMessage(decoded, deps, progress));
   try {
-    return await withDeadline(routeMessage(decoded, deps, progress), decoded, deps, progress);
+    return await withDeadline(attempt.result, attempt.observations, decoded, deps, progress);
   } catch (err) {
     if (decoded.ok) {
       const message = decoded.message;
@@ -165,12 +171,14 @@ function isReported(err: unknown): boolean {
 
 /**
  * Resolves or rejects as `attempt` does, or rejects with a TransientError once `config.attemptDeadlineMs` has
- * passed (a dependency that hangs rather than fails). The attempt goes on in the background; whatever it still
- * writes is idempotent (insertIds, the dedup ledger, the retry store's one document per insertId), and a late
- * failure is logged, not thrown.
+ * passed. Its reason names what the attempt ran into, from `observations`: transactions still being retried after
+ * aborted commits (contention), or else a dependency that hangs rather than fails. The attempt goes on in the
+ * background; whatever it still writes is idempotent (insertIds, the dedup ledger, the retry store's one document
+ * per insertId), and a late failure is logged, not thrown.
  */
 async function withDeadline(
   attempt: Promise<IngestOutcome>,
+  observations: AttemptObservations,
   decoded: DecodeResult,
   deps: IngestDeps,
   progress: Progress,
@@ -182,10 +190,11 @@ async function withDeadline(
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       timedOut = true;
+      const seen = describeObservations(observations) ?? 'a dependency hangs';
       reject(
         new TransientError(
           progress.step,
-          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): a dependency hangs`,
+          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): ${seen}`,
         ),
       );
     }, ms);
