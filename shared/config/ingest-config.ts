@@ -1,4 +1,6 @@
 // Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
+import { DEFAULT_CURRENCY } from '../contract/fields';
+import { ConfigError } from '../errors';
 import { type Env, type TableRef, readInt, readOptionalString, readTable } from './env';
 
 /** Everything ingestBooking needs to know; all durations in ms. */
@@ -36,6 +38,12 @@ export interface IngestConfig {
    * never runs. Default 45 s.
    */
   attemptDeadlineMs: number;
+  /**
+   * `currency` of a booking that has none: an ISO-4217-shaped code (three ASCII capitals), default "USD" (the lab's);
+   * `null` when `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error rather
+   * than a fare silently filed in a currency the producer may not have meant.
+   */
+  defaultCurrency: string | null;
 }
 
 const MINUTE_MS = 60_000;
@@ -69,7 +77,7 @@ export const MAX_FUTURE_SKEW_LIMIT_MS = 365 * DAY_MS;
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
  * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
- * OFFVIA_ATTEMPT_DEADLINE_MS.
+ * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY.
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
@@ -106,7 +114,31 @@ export function loadIngestConfig(env: Env): IngestConfig {
     ),
     maxRetryAgeMs: readInt(env, 'OFFVIA_MAX_RETRY_AGE_MS', 45 * MINUTE_MS, MINUTE_MS, 7 * DAY_MS),
     attemptDeadlineMs: readInt(env, 'OFFVIA_ATTEMPT_DEADLINE_MS', 45_000, 1_000, 3_600_000),
+    defaultCurrency: readDefaultCurrency(env),
   };
+}
+
+/** `OFFVIA_DEFAULT_CURRENCY`'s value meaning "no default: currency is required" (any case). */
+export const NO_DEFAULT_CURRENCY = 'none';
+
+/**
+ * `OFFVIA_DEFAULT_CURRENCY`: unset or empty → "USD" (lab: `payload.get("currency", "USD")`); `none` → `null` (no
+ * default); otherwise three ASCII capitals, the shape of an ISO 4217 alphabetic code (the list itself is not
+ * checked, as for the event's own `currency`).
+ * @throws ConfigError for any other value.
+ */
+function readDefaultCurrency(env: Env): string | null {
+  const name = 'OFFVIA_DEFAULT_CURRENCY';
+  const value = readOptionalString(env, name);
+  if (value === undefined) return DEFAULT_CURRENCY;
+  if (value.toLowerCase() === NO_DEFAULT_CURRENCY) return null;
+  if (!/^[A-Z]{3}$/.test(value)) {
+    throw new ConfigError(
+      name,
+      `expected a three-letter upper-case ISO 4217 code (e.g. USD, EUR) or ${NO_DEFAULT_CURRENCY}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 }
 
 /** `host:port` or a URL → a URL the BigQuery client accepts as apiEndpoint. */

@@ -145,16 +145,25 @@ const KIND_BY_REQUIREMENT: ReadonlyMap<unknown, ContractIssueKind> = new Map<
 /**
  * Runs the SCHEMA_VALIDATION stage on the contract fields of a JSON object. Every problem is reported, one
  * issue per field (plus one per duplicate key), in one reason with the fields sorted within each group: first
- * exactly the lab's "Missing required fields: a, b", then "Null or empty required fields", "Empty optional
+ * exactly the lab's "Missing required fields: a, b" (with `currencyRequired`, an absent or null `currency` is
+ * listed there too), then "Null or empty required fields", "Empty optional
  * fields", "Non-scalar fields", "Duplicate keys with different values", and "Invalid fields: <field> <why>"
  * (wrong type, too long, control characters, malformed event_id), joined by "; ".
  */
 export function checkSchema(
   fields: Partial<Record<ContractField, unknown>>,
   duplicateKeys: readonly ContractField[],
+  options: { currencyRequired?: boolean } = {},
 ): Ok<SchemaValidBooking> | ValidationFailure {
   const result = v.safeParse(BookingEventSchema, fields, PARSE_CONFIG);
   const issues = result.success ? [] : result.issues.map(toContractIssue);
+  // Without a default currency (OFFVIA_DEFAULT_CURRENCY=none) currency is required; null counts as absent.
+  if (
+    options.currencyRequired === true &&
+    (fields.currency === undefined || fields.currency === null)
+  ) {
+    issues.push({ field: 'currency', kind: 'missing', message: 'currency is missing' });
+  }
   for (const field of duplicateKeys) {
     issues.push({
       field,

@@ -311,6 +311,7 @@ async function routeMessage(
     receivedAtMs,
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
+    defaultCurrency: deps.config.defaultCurrency,
   });
   if (!result.ok) {
     progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
