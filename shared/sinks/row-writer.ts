@@ -1,5 +1,6 @@
 // The port every BigQuery write goes through: rows in, one outcome per row out, transient failures thrown.
 import type { TableRef } from '../config/env';
+import { TransientError } from '../errors';
 
 /** One streaming-insert row: the insertId BigQuery dedups on (best effort, ~1 min) and the row's JSON. */
 export interface InsertRow {
@@ -16,13 +17,52 @@ export interface InsertRow {
 export type RowResult =
   { ok: true } | { ok: false; kind: 'rejected'; error: string; missingFields: string[] };
 
+/**
+ * A row BigQuery did not write for a reason that is not its own data: `stopped` (the request was refused because
+ * another row of it was `invalid`; the row "can be re-sent as-is"), or a transient reason (`timeout`,
+ * `backendError`, …). Only `PartialInsertError.outcomes` carries it, so callers that know nothing of it keep
+ * treating the call as a `TransientError`.
+ */
+export interface RowNotWritten {
+  readonly ok: false;
+  readonly kind: 'not_written';
+  /** The insertErrors reasons of the row, e.g. `['stopped']`. */
+  readonly reasons: readonly string[];
+  /** `reason: message; …`, for logs and the row's error text. */
+  readonly error: string;
+}
+
+/** A row's outcome in a partially failed insertAll call. */
+export type RowOutcome = RowResult | RowNotWritten;
+
+/**
+ * An insertAll call in which some row was not written for a reason other than its own data (see `RowNotWritten`).
+ * Still a `TransientError`, so a caller that must not ack (ingest) redelivers the whole call as before; a caller
+ * that can act per row (the schema sweep) reads `outcomes`: one per row sent, in order.
+ */
+export class PartialInsertError extends TransientError {
+  // `name` stays `TransientError`: logs and callers that know only the base class read it unchanged.
+  /** One outcome per row of the call, in the order sent. */
+  readonly outcomes: readonly RowOutcome[];
+  constructor(
+    operation: string,
+    message: string,
+    outcomes: readonly RowOutcome[],
+    options?: { cause?: unknown },
+  ) {
+    super(operation, message, options);
+    this.outcomes = outcomes;
+  }
+}
+
 /** Writes rows to a table. Implementations throw `TransientError` for anything a retry may fix. */
 export interface RowWriter {
   /**
    * Inserts `rows` (1..500, ≤ 9 MB: BigQuery recommends ≤ 500 rows a request and caps a request at 10 MB) and
    * resolves with one result per row, in order.
-   * @throws TransientError when the call failed as a whole for an infrastructure reason, or any row failed with a
-   * non-data reason (backendError, timeout, …); the caller must not ack.
+   * @throws TransientError when the call failed as a whole for an infrastructure reason; `PartialInsertError` (a
+   * TransientError) when some row failed with a non-data reason (stopped, backendError, timeout, …), with every
+   * row's outcome. Either way the caller must not ack.
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]>;
 }
@@ -37,7 +77,8 @@ export function insertIdProblem(row: InsertRow): string | undefined {
 /**
  * Calls `write` with the rows that have an insertId and answers the others `rejected` (a data problem the caller
  * routes, e.g. to the bad-data table) without sending them, so a row that lost its insertId upstream is routed
- * instead of crashing the writer or being streamed without dedup. Results are in the order of `rows`.
+ * instead of crashing the writer or being streamed without dedup. Results are in the order of `rows`; a
+ * `PartialInsertError` from `write` is re-thrown with one outcome per row of `rows` (the unsent rows `rejected`).
  */
 export async function withInsertIds(
   rows: readonly InsertRow[],
@@ -46,15 +87,27 @@ export async function withInsertIds(
   const problems = rows.map(insertIdProblem);
   if (problems.every((p) => p === undefined)) return write(rows);
   const sendable = rows.filter((_, i) => problems[i] === undefined);
-  const written = sendable.length === 0 ? [] : await write(sendable);
-  let next = 0;
-  return problems.map((problem): RowResult => {
-    if (problem !== undefined) {
-      return { ok: false, kind: 'rejected', error: problem, missingFields: [] };
-    }
-    const result = written[next++];
-    if (result === undefined)
-      throw new Error(`writer returned ${written.length} results for ${sendable.length} rows`);
-    return result;
-  });
+  const merge = <T extends RowOutcome>(sent: readonly T[]): (T | RowResult)[] => {
+    let next = 0;
+    return problems.map((problem): T | RowResult => {
+      if (problem !== undefined) {
+        return { ok: false, kind: 'rejected', error: problem, missingFields: [] };
+      }
+      const result = sent[next++];
+      if (result === undefined) {
+        throw new Error(`writer returned ${sent.length} results for ${sendable.length} rows`);
+      }
+      return result;
+    });
+  };
+  let written: RowResult[];
+  try {
+    written = sendable.length === 0 ? [] : await write(sendable);
+  } catch (err) {
+    if (!(err instanceof PartialInsertError)) throw err;
+    const prefix = `${err.operation}: `;
+    const message = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
+    throw new PartialInsertError(err.operation, message, merge(err.outcomes), { cause: err });
+  }
+  return merge(written);
 }

@@ -7,7 +7,13 @@ import { ingestPushedEvent, type IngestDeps } from '../../../shared/ingest/inges
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { BODY_HASH_ID_PREFIX, type PushedEvent } from '../../../shared/pubsub/message';
 import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
-import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
+import {
+  PartialInsertError,
+  withInsertIds,
+  type InsertRow,
+  type RowResult,
+  type RowWriter,
+} from '../../../shared/sinks/row-writer';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const QUARANTINE = 'offvia_quarantine.poisoned_events';
@@ -154,6 +160,35 @@ describe('ingestPushedEvent: envelopes without CloudEvent headers', () => {
 });
 
 describe('writers: a row without insertId is routed, never a crash', () => {
+  it('keeps one outcome per row when the rows it sent partly failed (PartialInsertError)', async () => {
+    const rows = [
+      { insertId: 'a', json: { x: 1 } },
+      { insertId: '', json: { x: 2 } },
+      { insertId: 'c', json: { x: 3 } },
+    ];
+    const err = await withInsertIds(rows, (sent) => {
+      assert.deepEqual(
+        sent.map((r) => r.insertId),
+        ['a', 'c'],
+      );
+      return Promise.reject(
+        new PartialInsertError('insertAll d.t', 'row 1 not written: stopped', [
+          { ok: true },
+          { ok: false, kind: 'not_written', reasons: ['stopped'], error: 'stopped: ' },
+        ]),
+      );
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof PartialInsertError);
+    assert.equal(err.message, 'insertAll d.t: row 1 not written: stopped');
+    assert.deepEqual(
+      err.outcomes.map((o) => (o.ok ? 'ok' : o.kind)),
+      ['ok', 'rejected', 'not_written'],
+    );
+  });
+
   it('the coalescing writer answers it rejected and still writes its neighbours', async () => {
     const inner = new RecordingWriter();
     const writer = new CoalescingRowWriter(inner);
