@@ -176,12 +176,16 @@ stop_services() {
   done
 }
 
-# Recorded services in start order.
+# Every service this stack started, in start order, whether it runs now or was stopped since (`stop` removes its pid
+# file but keeps it here, so `down` and `status` still see it). Returns 0 whatever the last name is: callers run it
+# in a command substitution under `set -e`.
 recorded_services() {
   [[ -f "$ORDER_FILE" ]] || return 0
   local name
   while read -r name; do
-    [[ -n "$name" && -f "$PIDS_DIR/$name.pid" ]] && echo "$name"
+    if [[ -n "$name" ]]; then
+      echo "$name"
+    fi
   done <"$ORDER_FILE"
 }
 
@@ -597,7 +601,13 @@ cmd_status() {
   while read -r name; do
     [[ -n "$name" ]] || continue
     pid="$(recorded_pid "$name")"
-    if [[ -n "$pid" ]]; then state="running (pid $pid)"; else state="NOT RUNNING"; fi
+    if [[ -n "$pid" ]]; then
+      state="running (pid $pid)"
+    elif [[ -f "$PIDS_DIR/$name.pid" ]]; then
+      state="NOT RUNNING" # exited or killed: its pid file is left
+    else
+      state="NOT RUNNING (stopped)"
+    fi
     printf '  %-20s %-24s %s\n' "$name" "$state" "${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log"
   done < <(recorded_services)
   case "$overall" in
