@@ -320,7 +320,9 @@ launch_service() {
   local name=$1 entry fname signature port
   case "$name" in
     pubsub-emulator)
-      start_service pubsub-emulator gcloud beta emulators pubsub start \
+      # The emulator's start script passes CLOUD_PUBSUB_EMULATOR_OPTS to the JVM: keep failed pushes out of its log.
+      CLOUD_PUBSUB_EMULATOR_OPTS="-Djava.util.logging.config.file=$OFFVIA_ROOT/deploy/local/pubsub-emulator-logging.properties" \
+        start_service pubsub-emulator gcloud beta emulators pubsub start \
         "--host-port=127.0.0.1:$OFFVIA_PUBSUB_PORT" "--project=$OFFVIA_PROJECT_ID" \
         "--data-dir=$OFFVIA_STACK_DIR/data/pubsub"
       ;;
