@@ -344,7 +344,8 @@ launch_service() {
         mkdir -p "$BQ_DATA_DIR"
         storage=(--persistent --data-dir "$BQ_DATA_DIR")
       fi
-      start_service bigquery-emulator "$OFFVIA_VENV_BQ/bin/bqemulator" start --project "$OFFVIA_PROJECT_ID" \
+      start_service bigquery-emulator env "${OFFVIA_BQEMU_ENV[@]}" "$OFFVIA_VENV_BQ/bin/bqemulator" start \
+        --project "$OFFVIA_PROJECT_ID" \
         --rest-port "$OFFVIA_BQ_REST_PORT" --grpc-port "$OFFVIA_BQ_GRPC_PORT" "${storage[@]}"
       ;;
     fn-*)
@@ -403,6 +404,8 @@ write_env_file() {
     echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
     echo "export OFFVIA_BQ_PERSISTENT=${OFFVIA_BQ_PERSISTENT:-0}"
     echo "export OFFVIA_FIRESTORE_GATE=${OFFVIA_FIRESTORE_GATE:-0}"
+    # Where the pid files are (tests read the BigQuery emulator's, to measure its memory).
+    echo "export OFFVIA_STACK_DIR=$OFFVIA_STACK_DIR"
     if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
       echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
     fi
