@@ -351,8 +351,10 @@ async function main(): Promise<void> {
     // A progress line every 30 s: a 10,000-event scenario runs for many minutes.
     const progress = setInterval(() => {
       log(
-        `${scenario.name}: ${published.length} published, ${ackedCount()} acked, ` +
-          `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
+        scenario.delivery === 'push'
+          ? `${scenario.name}: ${published.length} published (delivered by the push subscription)`
+          : `${scenario.name}: ${published.length} published, ${ackedCount()} acked, ` +
+              `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
       );
     }, 30_000);
     progress.unref();
