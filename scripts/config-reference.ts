@@ -156,21 +156,6 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         meaning: "cadence of the local scheduler loop's `fireWindows` calls (`0` pauses it)",
       },
       {
-        name: 'OFFVIA_PUSH_MIN_BACKOFF_S',
-        default: '`10`',
-        meaning: "the local push subscription's minimum retry backoff",
-      },
-      {
-        name: 'OFFVIA_PUSH_MAX_BACKOFF_S',
-        default: '`600`',
-        meaning: "the local push subscription's maximum retry backoff",
-      },
-      {
-        name: 'OFFVIA_PUSH_MAX_DELIVERY_ATTEMPTS',
-        default: '`5`',
-        meaning: 'delivery attempts before the local dead-letter topic',
-      },
-      {
         name: 'OFFVIA_BRONZE_MAX_BATCH_ROWS',
         default: '`500`',
         meaning: 'rows per `insertAll` of the Bronze stand-in',
@@ -308,6 +293,8 @@ export const INTERNAL_NAMES: readonly string[] = [
   'OFFVIA_BRONZE_READY_FILE',
   'OFFVIA_GATE_READY_FILE',
   'OFFVIA_SCHEDULER_READY_FILE',
+  'OFFVIA_BQEMU_ENV',
+  'OFFVIA_SOAK_CHECK_ONLY',
 ];
 
 const SECOND_MS = 1000;
@@ -377,7 +364,7 @@ function allowedCell(spec: VarSpec): string {
     case 'name':
       return spec.patternText;
     case 'text':
-      return 'text';
+      return spec.allowedText ?? 'text';
   }
 }
 

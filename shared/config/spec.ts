@@ -73,6 +73,8 @@ export interface TextVarSpec extends BaseVarSpec {
   readonly kind: 'text';
   /** What unset means, for the reference. */
   readonly defaultText: string;
+  /** The accepted values in words, when the loader checks more than "any text". */
+  readonly allowedText?: string;
 }
 
 /** Any variable spec. */
