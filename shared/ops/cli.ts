@@ -3,7 +3,18 @@ import { Command, CommanderError } from 'commander';
 import { connect, query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
 import { plainRow, processIo, table, toJson, type Io } from './output';
-import { parseDuration } from './selection';
+import { loadFix, type FixFlags } from './fix';
+import { formatReprocess, reprocess } from './reprocess';
+import { operatorName } from './run';
+import {
+  parseDuration,
+  parseIdList,
+  parsePattern,
+  parsePositiveInt,
+  parseStages,
+  parseTimeFlag,
+  type RowSelection,
+} from './selection';
 import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
 
@@ -12,6 +23,87 @@ interface GlobalFlags {
   project?: string;
   stackDir?: string;
   json?: boolean;
+}
+
+/** Flags of the selection and the fix, shared by `quarantine reprocess` and `bad-data redrive`. */
+interface RedriveFlags extends FixFlags {
+  stage?: string[];
+  reason?: string;
+  error?: string;
+  target?: string[];
+  since?: string;
+  until?: string;
+  ids?: string[];
+  all?: boolean;
+  limit: string;
+  dryRun?: boolean;
+  concurrency: string;
+  sample: string;
+  by?: string;
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** Adds the fix flags and the run flags to a re-drive command. */
+function redriveOptions(command: Command): Command {
+  return command
+    .option('--since <time>', 'rows received at or after: a duration (2h) or an RFC 3339 time')
+    .option('--until <time>', 'rows received before: a duration (10m) or an RFC 3339 time')
+    .option('--ids <ids>', 'comma-separated ids (repeatable)', collect)
+    .option('--all', 'select every open row (required when no other selector is given)')
+    .option('--limit <n>', 'most rows, oldest first', '100000')
+    .option(
+      '--set <field=value>',
+      'set a top-level field (value parsed as JSON, else text; repeatable)',
+      collect,
+    )
+    .option('--upper <field>', 'upper-case a string field (repeatable)', collect)
+    .option('--rename <old=new>', 'rename a top-level field (repeatable)', collect)
+    .option('--drop <field>', 'remove a top-level field (repeatable)', collect)
+    .option(
+      '--fix-module <path>',
+      'a JS/TS module exporting fix(payload, row) => fixed payload, or null to leave the row open',
+    )
+    .option(
+      '--dry-run',
+      'show how many rows and a before/after sample with where each would go; write nothing',
+    )
+    .option('--concurrency <n>', 'rows in flight', '8')
+    .option('--sample <n>', 'rows shown before/after in a dry run', '5')
+    .option('--by <name>', 'operator recorded in the resolution rows (default: OS user)');
+}
+
+/**
+ * The selection from the flags.
+ * @throws UsageError for a bad value, or when nothing selects and --all is absent.
+ */
+function selectionOf(
+  flags: RedriveFlags,
+  nowMs: number,
+  kind: 'quarantine' | 'bad-data',
+): RowSelection {
+  const selection: RowSelection = {
+    limit: parsePositiveInt(flags.limit, '--limit', 10_000_000),
+    ...(flags.stage ? { stages: parseStages(flags.stage) } : {}),
+    ...(flags.reason !== undefined ? { pattern: parsePattern(flags.reason, '--reason') } : {}),
+    ...(flags.error !== undefined ? { pattern: parsePattern(flags.error, '--error') } : {}),
+    ...(flags.target ? { targets: parseIdList(flags.target) } : {}),
+    ...(flags.since !== undefined ? { sinceMs: parseTimeFlag(flags.since, '--since', nowMs) } : {}),
+    ...(flags.until !== undefined ? { untilMs: parseTimeFlag(flags.until, '--until', nowMs) } : {}),
+    ...(flags.ids ? { ids: parseIdList(flags.ids) } : {}),
+  };
+  const selects =
+    selection.stages !== undefined ||
+    selection.pattern !== undefined ||
+    selection.targets !== undefined ||
+    selection.sinceMs !== undefined ||
+    selection.untilMs !== undefined ||
+    selection.ids !== undefined;
+  if (!selects && flags.all !== true) {
+    const by = kind === 'quarantine' ? '--stage, --reason' : '--target, --error';
+    throw new UsageError(`select rows with ${by}, --since, --until or --ids, or pass --all`);
+  }
+  return selection;
 }
 
 /** What the commands share: the output, the clock and a way to connect (tests inject both). */
@@ -104,6 +196,51 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       action(async (open, flags, id: string) => {
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
         printTrace(deps.io, await trace(open(), id.trim()), flags.json === true);
+      }),
+    );
+
+  const quarantine = program
+    .command('quarantine')
+    .description('work on the quarantine table (offvia_quarantine.poisoned_events)');
+  redriveOptions(
+    quarantine
+      .command('reprocess')
+      .description(
+        'fix open quarantine rows and send them through the ingest path (validation, Silver, windows) with lineage',
+      )
+      .option(
+        '--stage <stage>',
+        'error_stage (repeatable): PARSE_JSON, SCHEMA_VALIDATION, ...',
+        collect,
+      )
+      .option('--reason <regex>', 'error_reason matches (RE2)'),
+  )
+    .addHelpText(
+      'after',
+      '\nFixes apply in the order --rename, --set, --upper, --drop, --fix-module.\nExamples:\n' +
+        '  offvia quarantine reprocess --reason "origin" --upper origin --upper destination --dry-run\n' +
+        '  offvia quarantine reprocess --ids 17,18 --set currency=EUR\n' +
+        '  offvia quarantine reprocess --stage PARSE_JSON --fix-module ./fixes/close-brace.ts',
+    )
+    .action(
+      action(async (open, flags, opts: RedriveFlags) => {
+        const selection = selectionOf(opts, deps.now(), 'quarantine');
+        const options = {
+          selection,
+          fix: await loadFix(opts, deps.cwd),
+          dryRun: opts.dryRun === true,
+          concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),
+          operator: operatorName(opts.by),
+          sampleSize: parsePositiveInt(opts.sample, '--sample', 1000),
+        };
+        const report = await reprocess(
+          open(),
+          options,
+          flags.json ? { ...deps.io, progressStream: undefined } : deps.io,
+          deps.now,
+        );
+        deps.io.out(flags.json ? toJson(report) : formatReprocess(report));
+        return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
       }),
     );
 

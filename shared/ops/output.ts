@@ -9,7 +9,7 @@ export interface Io {
   /** Errors and progress (stderr). */
   err(text: string): void;
   /** The stream progress bars draw on; `undefined` for no bar (tests, --json). */
-  readonly progressStream?: NodeJS.WritableStream;
+  readonly progressStream?: NodeJS.WritableStream | undefined;
 }
 
 /** The process's stdout and stderr. */

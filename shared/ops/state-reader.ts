@@ -128,8 +128,14 @@ export interface LogLine {
   line: string;
 }
 
-/** The functions' logs: one JSON entry per line (shared/logging), with `message_id` / `event_id` fields. */
-const FUNCTION_LOGS = ['fn-ingestBooking', 'fn-fireWindows', 'fn-schemaSweep', 'bronze-standin'];
+/** The functions' logs and offvia's own run log: one JSON entry per line (shared/logging), with `message_id` / `event_id`. */
+const FUNCTION_LOGS = [
+  'fn-ingestBooking',
+  'fn-fireWindows',
+  'fn-schemaSweep',
+  'bronze-standin',
+  'offvia',
+];
 
 /**
  * Entries of the local functions' logs (`.local/stack/logs/fn-*.log`) whose `message_id`, `event_id` or

@@ -77,7 +77,7 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
   // the emulator are small integers that would match every payload.
   const quoted = JSON.stringify(id);
   const p = { id, quoted };
-  const [silver, quarantine, badData, resolutions] = await Promise.all([
+  const [silver, quarantine, badData, firstResolutions] = await Promise.all([
     query(
       ctx,
       `SELECT * FROM \`${t.silver}\` WHERE source_message_id = @id OR event_id = @id OR booking_id = @id
@@ -122,14 +122,14 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
       ...ids(silver, 'source_message_id'),
       ...ids(quarantine, 'source_message_id'),
       ...ids(badData, 'source_message_id'),
-      ...ids(resolutions, 'source_message_id'),
+      ...ids(firstResolutions, 'source_message_id'),
       ...retryStore.map((r) => r.source_message_id),
     ]),
   ];
   const eventIds = [
     ...new Set([
       ...ids(silver, 'event_id'),
-      ...ids(resolutions, 'result_event_id'),
+      ...ids(firstResolutions, 'result_event_id'),
       ...retryStore.map((r) => r.insert_id),
       // Bad-data rows of Silver carry the event id as their insert_id.
       ...badData
@@ -138,7 +138,7 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
     ]),
   ];
   const bronzeIds = [...new Set([id, ...messageIds])];
-  const [bronze, silverDedup] = await Promise.all([
+  const [bronze, silverDedup, resolutions] = await Promise.all([
     query(
       ctx,
       `SELECT * FROM \`${t.bronze}\` WHERE message_id IN UNNEST(@ids) OR STRPOS(data, @quoted) > 0
@@ -155,6 +155,19 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
           { ids: eventIds },
           { ids: ['STRING'] },
         ),
+    // Resolutions of every message and event found, not only of the id typed (a booking_id names neither).
+    query(
+      ctx,
+      `SELECT * FROM \`${t.resolutions}\`
+       WHERE source_message_id IN UNNEST(@mids) OR row_key IN UNNEST(@keys) OR result_event_id IN UNNEST(@eids)
+       ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
+      {
+        mids: bronzeIds,
+        keys: [...new Set([id, ...eventIds, ...messageIds])],
+        eids: [id, ...eventIds],
+      },
+      { mids: ['STRING'], keys: ['STRING'], eids: ['STRING'] },
+    ),
   ]);
   for (const m of ids(bronze, 'message_id')) if (!messageIds.includes(m)) messageIds.push(m);
   // The id itself may be an event id only the ledger knows (an event whose Silver row is gone or elsewhere).
