@@ -5,6 +5,7 @@ import { EXIT, OpsError, UsageError } from './errors';
 import { plainRow, processIo, table, toJson, type Io } from './output';
 import { loadFix, type FixFlags } from './fix';
 import { formatReprocess, reprocess } from './reprocess';
+import { redrive } from './redrive';
 import { operatorName } from './run';
 import {
   parseDuration,
@@ -240,6 +241,43 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           deps.now,
         );
         deps.io.out(flags.json ? toJson(report) : formatReprocess(report));
+        return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
+      }),
+    );
+
+  const badData = program
+    .command('bad-data')
+    .description('work on the bad-data table (offvia_quarantine.bad_data)');
+  redriveOptions(
+    badData
+      .command('redrive')
+      .description(
+        're-drive open bad-data rows to their target table with their original insertId (once the cause is fixed, or with a fix)',
+      )
+      .option('--target <table>', 'target_dest, project.dataset.table (repeatable)', collect)
+      .option('--error <regex>', 'error matches (RE2)'),
+  )
+    .addHelpText(
+      'after',
+      '\nFixes apply to the row (Silver columns plus the extra fields) in the order --rename, --set, --upper, --drop,\n' +
+        '--fix-module. Rows the retry-age guard parked (target_dest is a step, not a table) go through the ingest path.\n' +
+        'Examples:\n' +
+        '  offvia bad-data redrive --error "no such field" --dry-run\n' +
+        '  offvia bad-data redrive --error INCOMPATIBLE_WITH_COLUMN --drop loyalty_points',
+    )
+    .action(
+      action(async (open, flags, opts: RedriveFlags) => {
+        const options = {
+          selection: selectionOf(opts, deps.now(), 'bad-data'),
+          fix: await loadFix(opts, deps.cwd),
+          dryRun: opts.dryRun === true,
+          concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),
+          operator: operatorName(opts.by),
+          sampleSize: parsePositiveInt(opts.sample, '--sample', 1000),
+        };
+        const io = flags.json ? { ...deps.io, progressStream: undefined } : deps.io;
+        const report = await redrive(open(), options, io, deps.now);
+        deps.io.out(flags.json ? toJson(report) : formatReprocess(report, 'bad-data redrive'));
         return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
       }),
     );
