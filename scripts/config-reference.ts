@@ -243,6 +243,18 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
     ],
   },
   {
+    title: 'Operator command',
+    readBy:
+      '`npm run offvia` (`shared/ops/cli.ts`; its commands are in [operations](operations.md))',
+    vars: [
+      {
+        name: 'OFFVIA_DEBUG',
+        default: 'unset',
+        meaning: 'set: a failing command prints the stack trace after its one-line message',
+      },
+    ],
+  },
+  {
     title: 'Tests',
     readBy:
       '`npm run test:beam` ([testing](testing.md#the-differential-test-against-apache-beam)) and the deploy tests',
@@ -295,6 +307,7 @@ export const INTERNAL_NAMES: readonly string[] = [
   'OFFVIA_SCHEDULER_READY_FILE',
   'OFFVIA_BQEMU_ENV',
   'OFFVIA_SOAK_CHECK_ONLY',
+  'OFFVIA_STACK_THROWAWAY',
 ];
 
 const SECOND_MS = 1000;

@@ -16,7 +16,8 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_silver.fact_bookings` (
   event_timestamp TIMESTAMP NOT NULL,
   ingestion_timestamp TIMESTAMP NOT NULL,
   source_message_id STRING NOT NULL,
-  event_id STRING OPTIONS (description = 'Stable event id: producer id or bk1-<sha256(booking_id, status, event time)>; also the insertId')
+  event_id STRING OPTIONS (description = 'Stable event id: producer id or bk1-<sha256(booking_id, status, event time)>; also the insertId'),
+  reprocess_run_id STRING OPTIONS (description = 'The offvia run that re-drove the row (sql/045); NULL for live traffic')
 )
 PARTITION BY DATE(event_timestamp)
 CLUSTER BY origin_airport, destination_airport

@@ -9,7 +9,8 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_quarantine.poisoned_events` (
   attributes JSON OPTIONS (description = 'Pub/Sub message attributes'),
   payload_bytes INT64 OPTIONS (description = 'Size of the original message data in bytes'),
   payload_truncated BOOL OPTIONS (description = 'True when raw_payload holds only a prefix; Bronze has the full message'),
-  raw_payload_base64 STRING OPTIONS (description = 'Exact original bytes (base64) when they are not valid UTF-8, possibly truncated')
+  raw_payload_base64 STRING OPTIONS (description = 'Exact original bytes (base64) when they are not valid UTF-8, possibly truncated'),
+  reprocess_run_id STRING OPTIONS (description = 'The offvia run whose re-drive was quarantined again (sql/045); NULL for live traffic')
 )
 PARTITION BY DATE(received_timestamp)
 OPTIONS (

@@ -54,7 +54,14 @@ export function nextRunMs(nowMs: number, everySeconds: number): number {
 }
 
 function log(severity: 'INFO' | 'WARNING' | 'ERROR', message: string, context: object = {}): void {
-  const line = JSON.stringify({ severity, component: 'scheduler', message, ...context });
+  // time: `offvia status` reads the last call of each job from this log.
+  const line = JSON.stringify({
+    severity,
+    component: 'scheduler',
+    message,
+    time: new Date().toISOString(),
+    ...context,
+  });
   if (severity === 'INFO') console.log(line);
   else console.error(line);
 }

@@ -1,0 +1,278 @@
+// Where `offvia` connects: the local stack (its env file) or a Google Cloud project (Application Default
+// Credentials), with the same clients and the same table names the functions use.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BigQuery } from '@google-cloud/bigquery';
+import { Firestore } from '@google-cloud/firestore';
+import { tableName, type Env, type TableRef } from '../config/env';
+import { loadIngestConfig, type IngestConfig } from '../config/ingest-config';
+import { loadWindowConfig, type WindowConfig } from '../config/window-config';
+import { loadSchemaDriftConfig, type SchemaDriftConfig } from '../config/schema-drift-config';
+import { ConfigError } from '../errors';
+import { OpsError, UsageError, describeBackendError } from './errors';
+
+/** The emulator variables the stack's env file sets; dropped when `--project` targets a real project. */
+const EMULATOR_VARIABLES = [
+  'PUBSUB_EMULATOR_HOST',
+  'FIRESTORE_EMULATOR_HOST',
+  'BIGQUERY_EMULATOR_HOST',
+] as const;
+
+/** Longest a single backend call may take before `offvia` reports the backend as unreachable, ms. */
+export const BACKEND_DEADLINE_MS = 20_000;
+
+/** Everything a command needs to read and write the pipeline's state. */
+export interface OpsContext {
+  /** `local`: the emulators of the local stack; `cloud`: a real project through ADC. */
+  readonly mode: 'local' | 'cloud';
+  readonly projectId: string;
+  /** The environment the functions would see (the stack's env file merged over the process environment). */
+  readonly env: Env;
+  readonly ingest: IngestConfig;
+  readonly windows: WindowConfig;
+  readonly drift: SchemaDriftConfig;
+  /** `project.dataset.table` of every table and view `offvia` reads. */
+  readonly tables: OpsTables;
+  readonly bigquery: BigQuery;
+  /** Created on first use (the Firestore client opens a gRPC channel). */
+  firestore(): Firestore;
+  /** Local stack only: the directory of the functions' logs (`.local/stack/logs`). */
+  readonly logsDir: string | undefined;
+  /** Where the backends are, for error messages: e.g. `BigQuery emulator http://127.0.0.1:9050`. */
+  readonly describe: { bigquery: string; firestore: string; hint: string };
+  /** Closes the clients (so the process can exit). */
+  close(): Promise<void>;
+}
+
+/** Fully qualified names (`project.dataset.table`) of the layers. */
+export interface OpsTables {
+  bronze: string;
+  silver: string;
+  silverDedup: string;
+  quarantine: string;
+  quarantineOpen: string;
+  badData: string;
+  badDataOpen: string;
+  resolutions: string;
+  gold: string;
+}
+
+/** What selects the target: `--project` and `--stack-dir` (global flags). */
+export interface ConnectOptions {
+  /** A Google Cloud project: connect with ADC and ignore the local stack. */
+  readonly project?: string | undefined;
+  /** The local stack's state directory (default `.local/stack` at the repository root, or OFFVIA_STACK_DIR). */
+  readonly stackDir?: string | undefined;
+}
+
+/** The repository root (this file is shared/ops/context.ts, or build/shared/ops/context.js). */
+export function repositoryRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) {
+    dir = path.dirname(dir);
+  }
+  return dir;
+}
+
+/** The default local stack directory: OFFVIA_STACK_DIR, else `.local/stack` at the repository root. */
+export function defaultStackDir(env: Env = process.env): string {
+  return env.OFFVIA_STACK_DIR ?? path.join(repositoryRoot(), '.local', 'stack');
+}
+
+/**
+ * Parses the stack's env file (`export NAME=value` lines, as deploy/local/stack.sh writes it; values carry no
+ * quotes there, but single or double quotes around a value are removed). Other lines are ignored.
+ */
+export function parseStackEnv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!match?.[1]) continue;
+    let value = (match[2] ?? '').trim();
+    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
+    out[match[1]] = value;
+  }
+  return out;
+}
+
+/**
+ * The environment for the chosen target. With `project`: the process environment without the emulator variables,
+ * and the project set. Otherwise the local stack's env file over the process environment; when there is no env
+ * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh), those.
+ * @throws UsageError when there is neither a local stack nor `--project`.
+ */
+export function targetEnv(
+  options: ConnectOptions,
+  processEnv: Env = process.env,
+): { mode: 'local' | 'cloud'; env: Record<string, string | undefined>; stackDir: string } {
+  const stackDir = options.stackDir ?? defaultStackDir(processEnv);
+  if (options.project !== undefined) {
+    const env: Record<string, string | undefined> = { ...processEnv };
+    for (const name of EMULATOR_VARIABLES) delete env[name];
+    env.OFFVIA_PROJECT_ID = options.project;
+    env.GOOGLE_CLOUD_PROJECT = options.project;
+    return { mode: 'cloud', env, stackDir };
+  }
+  const file = path.join(stackDir, 'env');
+  if (existsSync(file)) {
+    return {
+      mode: 'local',
+      env: { ...processEnv, ...parseStackEnv(readFileSync(file, 'utf8')) },
+      stackDir,
+    };
+  }
+  if (processEnv.BIGQUERY_EMULATOR_HOST) return { mode: 'local', env: { ...processEnv }, stackDir };
+  throw new UsageError(
+    `no local stack (${file} not found) and no --project: start the stack with 'npm run stack:up' or pass --project ID`,
+  );
+}
+
+function qualified(ref: TableRef, projectId: string): string {
+  return tableName(ref, projectId);
+}
+
+/** The same table's sibling (e.g. the open view next to a table), fully qualified. */
+function sibling(ref: TableRef, projectId: string, tableId: string): string {
+  return qualified({ ...ref, tableId }, projectId);
+}
+
+/**
+ * Connects to the target. In local mode the stack's variables are also put into `process.env`, because the Google
+ * clients (and the ingest path's composition root) read the emulator hosts from there.
+ * @throws UsageError without a target; OpsError for a bad configuration variable.
+ */
+export function connect(
+  options: ConnectOptions,
+  processEnv: NodeJS.ProcessEnv = process.env,
+): OpsContext {
+  const { mode, env, stackDir } = targetEnv(options, processEnv);
+  let ingest: IngestConfig;
+  let windows: WindowConfig;
+  let drift: SchemaDriftConfig;
+  try {
+    ingest = loadIngestConfig(env);
+    windows = loadWindowConfig(env);
+    drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new OpsError(`configuration: ${err.message}`);
+    throw err;
+  }
+  const projectId = ingest.projectId;
+  if (projectId === undefined) {
+    throw new UsageError('no project: pass --project ID (or set OFFVIA_PROJECT_ID)');
+  }
+  if (mode === 'local') {
+    // The whole stack environment (emulator hosts, METADATA_SERVER_DETECTION=none, the functions' settings), as the
+    // functions run with it.
+    for (const [name, value] of Object.entries(env)) {
+      if (value !== undefined) processEnv[name] = value;
+    }
+    processEnv.OFFVIA_PROJECT_ID = projectId;
+    processEnv.GOOGLE_CLOUD_PROJECT = projectId;
+  } else {
+    for (const name of EMULATOR_VARIABLES) delete processEnv[name];
+  }
+  const bigquery = new BigQuery({
+    projectId,
+    ...(ingest.bigQueryEndpoint ? { apiEndpoint: ingest.bigQueryEndpoint, autoRetry: false } : {}),
+  });
+  let firestore: Firestore | undefined;
+  const hint =
+    mode === 'local'
+      ? "is the local stack up? 'bash deploy/local/stack.sh status'"
+      : 'check --project and Application Default Credentials (gcloud auth application-default login)';
+  const tables: OpsTables = {
+    bronze: `${projectId}.offvia_bronze.raw_bookings`,
+    silver: qualified(ingest.silverTable, projectId),
+    silverDedup: sibling(ingest.silverTable, projectId, `${ingest.silverTable.tableId}_dedup`),
+    quarantine: qualified(ingest.quarantineTable, projectId),
+    quarantineOpen: sibling(
+      ingest.quarantineTable,
+      projectId,
+      `${ingest.quarantineTable.tableId}_open`,
+    ),
+    badData: qualified(ingest.badDataTable, projectId),
+    badDataOpen: sibling(ingest.badDataTable, projectId, `${ingest.badDataTable.tableId}_open`),
+    resolutions: sibling(ingest.quarantineTable, projectId, 'resolutions'),
+    gold: qualified(windows.goldTable, projectId),
+  };
+  return {
+    mode,
+    projectId,
+    env,
+    ingest,
+    windows,
+    drift,
+    tables,
+    bigquery,
+    firestore() {
+      firestore ??= new Firestore({ projectId });
+      return firestore;
+    },
+    logsDir: mode === 'local' ? path.join(stackDir, 'logs') : undefined,
+    describe: {
+      bigquery:
+        mode === 'local' ? `the BigQuery emulator (${env.BIGQUERY_EMULATOR_HOST})` : 'BigQuery',
+      firestore:
+        mode === 'local' ? `the Firestore emulator (${env.FIRESTORE_EMULATOR_HOST})` : 'Firestore',
+      hint,
+    },
+    async close() {
+      await firestore?.terminate();
+    },
+  };
+}
+
+/** Rows of a query, as plain objects; a failure becomes one line naming BigQuery and the hint. */
+export async function query<T = Record<string, unknown>>(
+  ctx: OpsContext,
+  sql: string,
+  params: Record<string, unknown> = {},
+  types?: Record<string, string | string[]>,
+): Promise<T[]> {
+  try {
+    const [rows] = await withDeadline(
+      ctx.bigquery.query({
+        query: sql,
+        params,
+        ...(types ? { types } : {}),
+        ...(ctx.mode === 'cloud' ? { location: ctx.env.OFFVIA_BQ_LOCATION ?? 'US' } : {}),
+      }),
+      BACKEND_DEADLINE_MS * 3,
+      ctx.describe.bigquery,
+    );
+    return rows as T[];
+  } catch (err) {
+    throw describeBackendError(ctx.describe.bigquery, err, ctx.describe.hint);
+  }
+}
+
+/** A Firestore call with a deadline: the client retries an unreachable emulator for minutes otherwise. */
+export async function firestoreCall<T>(
+  ctx: OpsContext,
+  what: string,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await withDeadline(call(), BACKEND_DEADLINE_MS, ctx.describe.firestore);
+  } catch (err) {
+    throw describeBackendError(`${ctx.describe.firestore} (${what})`, err, ctx.describe.hint);
+  }
+}
+
+/**
+ * Resolves as `promise` does, or rejects with "timed out after N ms" once `ms` passed. The call goes on in the
+ * background; the command has then already failed with the deadline error, which is the one reported.
+ */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms);
+  });
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

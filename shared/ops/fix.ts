@@ -1,0 +1,248 @@
+// Fixes an operator applies to a quarantined payload or a bad-data row before it is re-driven: built-in field edits
+// and a user module (a function from payload to fixed payload, or null to skip, like a Dataflow UDF).
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  isSafeNumber,
+  LosslessNumber,
+  parse as losslessParse,
+  stringify as losslessStringify,
+} from 'lossless-json';
+import { UsageError } from './errors';
+
+/** One built-in edit of a top-level field of a JSON object. */
+export type FieldEdit =
+  | { readonly kind: 'set'; readonly field: string; readonly value: unknown }
+  | { readonly kind: 'upper'; readonly field: string }
+  | { readonly kind: 'rename'; readonly field: string; readonly to: string }
+  | { readonly kind: 'drop'; readonly field: string };
+
+/** What a fix is given besides the payload: where the row came from. */
+export interface FixInput {
+  /** Pub/Sub message id of the original message. */
+  readonly messageId: string;
+  /** Quarantine: the failing stage; bad data: the target table. */
+  readonly where: string;
+  /** Quarantine: the reason; bad data: the error. */
+  readonly reason: string;
+}
+
+/**
+ * A user fix: takes the payload (the parsed JSON value, numbers beyond a JS number's precision as lossless-json
+ * `LosslessNumber`s; or the raw text when it is not JSON) and returns the fixed
+ * payload (an object, or text to send as is), or `null`/`undefined` to leave the row alone (it stays open). May be
+ * async. Exported from the module as `default` or `fix`.
+ */
+export type FixFunction = (payload: unknown, input: FixInput) => unknown;
+
+/** A fix: edits applied in the order rename, set, upper, drop, then the module. */
+export interface Fix {
+  readonly edits: readonly FieldEdit[];
+  readonly module?: FixFunction;
+  /** How the fix is described in outputs and resolution rows (`set origin=JFK; upper destination`). */
+  readonly description: string;
+}
+
+/** The result of a fix on one payload. */
+export type FixResult =
+  | { readonly kind: 'fixed'; readonly payload: unknown }
+  | { readonly kind: 'skipped'; readonly reason: string };
+
+const FIELD = /^[^=\s]{1,300}$/;
+
+function field(text: string, flag: string): string {
+  if (!FIELD.test(text))
+    throw new UsageError(`${flag}: expected a field name, got ${JSON.stringify(text)}`);
+  return text;
+}
+
+function pair(text: string, flag: string): [string, string] {
+  const at = text.indexOf('=');
+  if (at <= 0) throw new UsageError(`${flag}: expected FIELD=VALUE, got ${JSON.stringify(text)}`);
+  return [field(text.slice(0, at), flag), text.slice(at + 1)];
+}
+
+/**
+ * JSON text → value, keeping every digit: numbers a JS number holds exactly are numbers, others (a fare with 20
+ * digits, a 64-bit id) stay `LosslessNumber`s that `stringifyJson` writes back unchanged.
+ * @throws SyntaxError when the text is not JSON.
+ */
+export function parseJson(text: string): unknown {
+  return losslessParse(text, null, (n) => (isSafeNumber(n) ? Number(n) : new LosslessNumber(n)));
+}
+
+/** Value → JSON text, writing `LosslessNumber`s digit for digit. */
+export function stringifyJson(value: unknown): string {
+  return losslessStringify(value) ?? 'null';
+}
+
+/** `--set` value: JSON when it parses as JSON (`5`, `true`, `"x"`, `{"a":1}`), else the text itself. */
+export function parseSetValue(text: string): unknown {
+  try {
+    return parseJson(text);
+  } catch {
+    // Not JSON: a bare word such as JFK is meant as a string, which is the common case for a field fix.
+    return text;
+  }
+}
+
+/** The flags a fix is made of, as commander collects them (repeatable flags as arrays). */
+export interface FixFlags {
+  readonly set?: readonly string[];
+  readonly upper?: readonly string[];
+  readonly rename?: readonly string[];
+  readonly drop?: readonly string[];
+  readonly fixModule?: string;
+}
+
+/**
+ * Builds the built-in edits from the flags (`--rename a=b`, `--set f=v`, `--upper f`, `--drop f`).
+ * @throws UsageError for a malformed flag value.
+ */
+export function parseEdits(flags: FixFlags): FieldEdit[] {
+  const edits: FieldEdit[] = [];
+  for (const r of flags.rename ?? []) {
+    const [from, to] = pair(r, '--rename');
+    edits.push({ kind: 'rename', field: from, to: field(to, '--rename') });
+  }
+  for (const s of flags.set ?? []) {
+    const [name, value] = pair(s, '--set');
+    edits.push({ kind: 'set', field: name, value: parseSetValue(value) });
+  }
+  for (const u of flags.upper ?? []) edits.push({ kind: 'upper', field: field(u, '--upper') });
+  for (const d of flags.drop ?? []) edits.push({ kind: 'drop', field: field(d, '--drop') });
+  return edits;
+}
+
+function describeEdit(edit: FieldEdit): string {
+  switch (edit.kind) {
+    case 'set':
+      return `set ${edit.field}=${JSON.stringify(edit.value)}`;
+    case 'upper':
+      return `upper ${edit.field}`;
+    case 'rename':
+      return `rename ${edit.field}=${edit.to}`;
+    case 'drop':
+      return `drop ${edit.field}`;
+  }
+}
+
+/**
+ * Loads the fix from the flags; the module path is resolved against `cwd` and may be TypeScript (the CLI runs
+ * under tsx) or JavaScript.
+ * @throws UsageError when the module cannot be loaded or exports no function.
+ */
+export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
+  const edits = parseEdits(flags);
+  const parts = edits.map(describeEdit);
+  let module: FixFunction | undefined;
+  if (flags.fixModule !== undefined) {
+    const file = path.resolve(cwd, flags.fixModule);
+    let loaded: Record<string, unknown>;
+    try {
+      loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } catch (err) {
+      throw new UsageError(
+        `--fix-module: cannot load ${flags.fixModule}: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`,
+      );
+    }
+    const nested = loaded.default as Record<string, unknown> | undefined;
+    const candidate =
+      typeof loaded.fix === 'function'
+        ? loaded.fix
+        : typeof loaded.default === 'function'
+          ? loaded.default
+          : typeof nested?.fix === 'function'
+            ? nested.fix
+            : typeof nested?.default === 'function'
+              ? nested.default
+              : undefined;
+    if (typeof candidate !== 'function') {
+      throw new UsageError(`--fix-module: ${flags.fixModule} exports no function (default or fix)`);
+    }
+    module = candidate as FixFunction;
+    parts.push(`module ${path.basename(file)}`);
+  }
+  return { edits, ...(module ? { module } : {}), description: parts.join('; ') || 'none' };
+}
+
+/** True when the fix changes nothing (no edits, no module): a plain re-drive. */
+export function isEmptyFix(fix: Fix): boolean {
+  return fix.edits.length === 0 && fix.module === undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * Applies the built-in edits to a copy of `payload`. A `rename` or `upper` of an absent field changes nothing;
+ * `upper` of a non-string leaves it (validation will say what is wrong with it).
+ * @returns the edited copy, or a skip when the payload is not a JSON object but there are edits to make.
+ */
+export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixResult {
+  if (edits.length === 0) return { kind: 'fixed', payload };
+  if (!isObject(payload)) {
+    return { kind: 'skipped', reason: 'field edits need a JSON object payload (use --fix-module)' };
+  }
+  // defineProperty keeps a field named `__proto__` a plain property, as the ingest path treats it.
+  const out: Record<string, unknown> = {};
+  const put = (k: string, v: unknown) =>
+    Object.defineProperty(out, k, {
+      value: v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  for (const [k, v] of Object.entries(payload)) put(k, v);
+  for (const edit of edits) {
+    const has = Object.prototype.hasOwnProperty.call(out, edit.field);
+    switch (edit.kind) {
+      case 'set':
+        put(edit.field, edit.value);
+        break;
+      case 'upper': {
+        const value = out[edit.field];
+        if (has && typeof value === 'string') put(edit.field, value.toUpperCase());
+        break;
+      }
+      case 'rename':
+        if (has) {
+          const value = out[edit.field];
+          delete out[edit.field];
+          put(edit.to, value);
+        }
+        break;
+      case 'drop':
+        delete out[edit.field];
+        break;
+    }
+  }
+  return { kind: 'fixed', payload: out };
+}
+
+/**
+ * Applies a whole fix: the edits, then the module. A module that throws fails the row (the error is returned as
+ * the skip reason and the row stays open), it does not stop the run.
+ */
+export async function applyFix(payload: unknown, fix: Fix, input: FixInput): Promise<FixResult> {
+  const edited = applyEdits(payload, fix.edits);
+  if (edited.kind === 'skipped' || fix.module === undefined) return edited;
+  let result: unknown;
+  try {
+    result = await fix.module(edited.payload, input);
+  } catch (err) {
+    return {
+      kind: 'skipped',
+      reason: `fix module threw: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  if (result === null || result === undefined)
+    return { kind: 'skipped', reason: 'fix module returned null' };
+  return { kind: 'fixed', payload: result };
+}
+
+/** The bytes a fixed payload is sent as: text as is, anything else as JSON. */
+export function payloadBytes(payload: unknown): Buffer {
+  return Buffer.from(typeof payload === 'string' ? payload : stringifyJson(payload), 'utf8');
+}

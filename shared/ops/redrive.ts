@@ -1,0 +1,315 @@
+// `offvia bad-data redrive`: select open bad-data rows, optionally fix them, and write each to its target table with
+// its original insertId (a row BigQuery refused) or send it through the ingest path again (a message the retry-age
+// guard parked); resolved rows are recorded.
+import { readTable, type TableRef } from '../config/env';
+import { ingestMessage, type IngestOutcome } from '../ingest/ingest-booking';
+import { BigQueryRowWriter } from '../sinks/bigquery-writer';
+import { query, type OpsContext } from './context';
+import { NotFoundError } from './errors';
+import { applyFix, parseJson, payloadBytes, stringifyJson } from './fix';
+import { progressBar, type Io } from './output';
+import { changedFields, type ReprocessOptions, type ReprocessReport } from './reprocess';
+import {
+  LINEAGE_COLUMN,
+  ingestDepsForRun,
+  newRunId,
+  pool,
+  runLogFile,
+  writeResolutions,
+  type Resolution,
+} from './run';
+import { selectionWhere, type RowSelection } from './selection';
+
+/** An open bad-data row, as `redrive` reads it from the open view. */
+export interface BadDataCandidate {
+  rowKey: string;
+  messageId: string | null;
+  insertId: string | null;
+  targetDest: string;
+  error: string;
+  badData: string;
+}
+
+/**
+ * How a bad-data row is re-driven: `row` (a row for `table`: the drift gate's `{row, extra_fields}` merged, or the
+ * refused row itself) or `message` (the retry-age guard's copy of a whole message, whose `target_dest` names the
+ * step that kept failing, not a table).
+ */
+export type RedrivePlan =
+  | { kind: 'row'; table: TableRef; row: Record<string, unknown> }
+  | { kind: 'message'; body: Buffer; attributes: Record<string, string> }
+  | { kind: 'unreadable'; reason: string };
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Reads a bad-data row's content into what redrive writes (pure; numbers kept exact). */
+export function planOf(c: BadDataCandidate): RedrivePlan {
+  let parsed: unknown;
+  try {
+    parsed = parseJson(c.badData);
+  } catch (err) {
+    return {
+      kind: 'unreadable',
+      reason: `bad_data is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  if (!isObject(parsed)) return { kind: 'unreadable', reason: 'bad_data is not a JSON object' };
+  let table: TableRef | undefined;
+  try {
+    table = readTable({ T: c.targetDest }, 'T', c.targetDest);
+  } catch {
+    // Not a table name: the retry-age guard's step text ("window state (Firestore): …", "insertAll …").
+    table = undefined;
+  }
+  if (table === undefined) {
+    if (typeof parsed.raw_payload !== 'string') {
+      return {
+        kind: 'unreadable',
+        reason: `target ${c.targetDest} is not a table and the row holds no message`,
+      };
+    }
+    const body =
+      typeof parsed.raw_payload_base64 === 'string'
+        ? Buffer.from(parsed.raw_payload_base64, 'base64')
+        : Buffer.from(parsed.raw_payload, 'utf8');
+    const attributes = isObject(parsed.attributes)
+      ? Object.fromEntries(
+          Object.entries(parsed.attributes).filter(
+            (e): e is [string, string] => typeof e[1] === 'string',
+          ),
+        )
+      : {};
+    return { kind: 'message', body, attributes };
+  }
+  // The drift gate's shape: the Silver row and the extra fields that could not become columns.
+  if (isObject(parsed.row) && isObject(parsed.extra_fields) && Object.keys(parsed).length === 2) {
+    return { kind: 'row', table, row: { ...parsed.row, ...parsed.extra_fields } };
+  }
+  return { kind: 'row', table, row: parsed };
+}
+
+/** The open bad-data rows matching the selection, oldest first. */
+export async function selectBadData(
+  ctx: OpsContext,
+  selection: RowSelection,
+): Promise<BadDataCandidate[]> {
+  const { where, params, types } = selectionWhere(selection, {
+    time: 'insert_time',
+    text: 'error',
+    ids: ['source_message_id', 'insert_id', 'row_key'],
+    target: 'target_dest',
+  });
+  const rows = await query<Record<string, unknown>>(
+    ctx,
+    `SELECT row_key, source_message_id, insert_id, target_dest, error, bad_data
+     FROM \`${ctx.tables.badDataOpen}\` WHERE ${where}
+     ORDER BY insert_time, row_key LIMIT ${selection.limit}`,
+    params,
+    types,
+  );
+  return rows.map((r) => ({
+    rowKey: String(r.row_key),
+    messageId: typeof r.source_message_id === 'string' ? r.source_message_id : null,
+    insertId: typeof r.insert_id === 'string' ? r.insert_id : null,
+    targetDest: String(r.target_dest),
+    error: String(r.error),
+    badData: String(r.bad_data),
+  }));
+}
+
+const sameTable = (a: TableRef, b: TableRef): boolean =>
+  a.datasetId === b.datasetId && a.tableId === b.tableId;
+
+/**
+ * Runs `bad-data redrive`. A row for a table is written there with its original insertId (Silver rows get the
+ * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
+ * gold), so it is not counted again. A parked message goes through `ingestMessage` like `quarantine reprocess`.
+ * A row the target still refuses stays open and is reported as failed.
+ * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
+ */
+export async function redrive(
+  ctx: OpsContext,
+  options: ReprocessOptions,
+  io: Io,
+  now: () => number,
+): Promise<ReprocessReport> {
+  const started = now();
+  const candidates = await selectBadData(ctx, options.selection);
+  const ids = options.selection.ids ?? [];
+  if (candidates.length === 0 && ids.length > 0) {
+    // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
+    const [known] = await query<{ n: unknown }>(
+      ctx,
+      `SELECT COUNT(*) AS n FROM \`${ctx.tables.badData}\`
+       WHERE source_message_id IN UNNEST(@ids) OR insert_id IN UNNEST(@ids)`,
+      { ids },
+      { ids: ['STRING'] },
+    );
+    if (Number(known?.n ?? 0) === 0) {
+      throw new NotFoundError(
+        `no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`,
+      );
+    }
+  }
+  const report: ReprocessReport = {
+    runId: null,
+    dryRun: options.dryRun,
+    fix: options.fix.description,
+    selected: candidates.length,
+    outcomes: {},
+    skipped: [],
+    failed: [],
+    resolutionsWritten: 0,
+    sample: [],
+    elapsedMs: 0,
+    rowsPerSecond: null,
+    logFile: null,
+  };
+  if (candidates.length === 0) return report;
+  const count = (key: string): void => {
+    report.outcomes[key] = (report.outcomes[key] ?? 0) + 1;
+  };
+  const runId = options.dryRun ? null : newRunId('redrive', started);
+  const logFile = runId === null ? null : runLogFile(ctx, runId);
+  report.runId = runId;
+  report.logFile = logFile;
+  const writer = new BigQueryRowWriter(ctx.bigquery);
+  let ingestDeps: ReturnType<typeof ingestDepsForRun> | undefined;
+  const resolutions: Resolution[] = [];
+  const resolve = (c: BadDataCandidate, outcome: string, eventId: string | null): void => {
+    if (runId === null) return;
+    resolutions.push({
+      layer: 'bad_data',
+      row_key: c.rowKey,
+      source_message_id: c.messageId,
+      run_id: runId,
+      action: 'redrive',
+      outcome,
+      result_event_id: eventId,
+      fix: options.fix.description,
+      resolved_by: options.operator,
+      resolved_at: new Date(now()).toISOString(),
+    });
+  };
+  const bar = options.dryRun ? undefined : progressBar(io, 'redrive', candidates.length);
+  await pool(
+    candidates,
+    options.dryRun ? 1 : options.concurrency,
+    async (c) => {
+      const plan = planOf(c);
+      if (plan.kind === 'unreadable') {
+        report.skipped.push({ messageId: c.messageId, reason: plan.reason });
+        return;
+      }
+      const before = plan.kind === 'row' ? stringifyJson(plan.row) : plan.body.toString('utf8');
+      let payload: unknown = before;
+      try {
+        payload = plan.kind === 'row' ? plan.row : parseJson(before);
+      } catch {
+        // A parked message that is not JSON: the fix gets its text.
+        payload = before;
+      }
+      const fixed = await applyFix(payload, options.fix, {
+        messageId: c.messageId ?? c.rowKey,
+        where: c.targetDest,
+        reason: c.error,
+      });
+      if (fixed.kind === 'skipped') {
+        report.skipped.push({ messageId: c.messageId, reason: fixed.reason });
+        return;
+      }
+      const bytes = payloadBytes(fixed.payload);
+      if (options.dryRun) {
+        const target = plan.kind === 'row' ? c.targetDest : 'ingest path';
+        count(target);
+        if (report.sample.length < options.sampleSize) {
+          const after = bytes.toString('utf8');
+          report.sample.push({
+            messageId: c.messageId,
+            before,
+            after,
+            changes: changedFields(before, after),
+            wouldReach: target,
+          });
+        }
+        return;
+      }
+      if (plan.kind === 'message') {
+        ingestDeps ??= ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
+        let outcome: IngestOutcome;
+        try {
+          outcome = await ingestMessage(
+            {
+              ok: true,
+              message: {
+                messageId: c.messageId ?? c.rowKey,
+                publishTime: undefined,
+                publishTimeMs: undefined,
+                attributes: plan.attributes,
+                data: bytes,
+                subscription: undefined,
+              },
+            },
+            ingestDeps,
+          );
+        } catch (err) {
+          report.failed.push({
+            messageId: c.messageId,
+            error: err instanceof Error ? err.message : String(err),
+          });
+          return;
+        }
+        count(outcome.destination);
+        if (outcome.destination !== 'bad_data') {
+          resolve(c, outcome.destination, 'eventId' in outcome ? outcome.eventId : null);
+        }
+        return;
+      }
+      if (!isObject(fixed.payload)) {
+        report.skipped.push({
+          messageId: c.messageId,
+          reason: 'the fix did not return a row (JSON object)',
+        });
+        return;
+      }
+      const row: Record<string, unknown> = sameTable(plan.table, ctx.ingest.silverTable)
+        ? { ...fixed.payload, [LINEAGE_COLUMN]: runId }
+        : { ...fixed.payload };
+      try {
+        const [result] = await writer.insertRows(plan.table, [
+          // The original insertId: a row that did reach the table after all is deduplicated (BigQuery best effort,
+          // and the dedup view by event_id).
+          { insertId: c.insertId ?? `redrive:${c.rowKey}`, json: row },
+        ]);
+        if (result !== undefined && !result.ok) {
+          report.failed.push({
+            messageId: c.messageId,
+            error: `refused by ${c.targetDest}: ${result.error}`,
+          });
+          return;
+        }
+      } catch (err) {
+        report.failed.push({
+          messageId: c.messageId,
+          error: `${c.targetDest}: ${err instanceof Error ? err.message : String(err)}`,
+        });
+        return;
+      }
+      count(c.targetDest);
+      const eventId = typeof row.event_id === 'string' ? row.event_id : null;
+      resolve(c, c.targetDest, eventId);
+    },
+    () => bar?.increment(),
+  );
+  bar?.stop();
+  if (!options.dryRun) {
+    await writeResolutions(ctx, resolutions);
+    report.resolutionsWritten = resolutions.length;
+  }
+  report.elapsedMs = now() - started;
+  report.rowsPerSecond =
+    report.elapsedMs > 0 ? Math.round((candidates.length * 1000) / report.elapsedMs) : null;
+  return report;
+}

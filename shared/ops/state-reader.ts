@@ -1,0 +1,201 @@
+// Reads the Firestore side of the pipeline for the operator: window state, watermark, dedup ledger, dropped-late
+// counters and the schema-retry store, through the same adapters the functions use.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseBookingAccumulator, type BookingAccumulator } from '../aggregates/booking-aggregates';
+import { FirestoreDriftStore } from '../drift/firestore-store';
+import type { RetryRow } from '../drift/store';
+import { tableName } from '../config/env';
+import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
+import { firestoreCall, type OpsContext } from './context';
+
+/** The booking pipeline's window store over the context's Firestore. */
+export function windowStore(ctx: OpsContext): FirestoreWindowStore<BookingAccumulator> {
+  return new FirestoreWindowStore<BookingAccumulator>(ctx.firestore(), {
+    root: ctx.windows.firestoreRoot,
+    pipeline: ctx.windows.pipeline,
+    parseAccumulator: parseBookingAccumulator,
+  });
+}
+
+/** The watermark document: watermark and max event time (epoch ms; `null` before any event), update time. */
+export interface WatermarkView {
+  watermarkMs: number | null;
+  maxEventTimeMs: number | null;
+  updatedAtMs: number | null;
+}
+
+/** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
+export async function readWatermark(ctx: OpsContext): Promise<WatermarkView> {
+  const stored = await firestoreCall(ctx, 'watermark', () => windowStore(ctx).readWatermark());
+  if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
+  // Before the first event the watermark is the windowing core's minimum: report it as "none".
+  const wm = stored.state.watermarkMs;
+  return {
+    watermarkMs: wm <= -8.64e15 || !Number.isFinite(wm) ? null : wm,
+    maxEventTimeMs: stored.state.maxEventTimeMs,
+    updatedAtMs: stored.updatedAtMs,
+  };
+}
+
+/** Window bookkeeping documents not yet CLOSED (their panes may still change). */
+export async function countOpenWindows(ctx: OpsContext): Promise<number> {
+  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+  const snap = await firestoreCall(ctx, 'open windows', () =>
+    base.collection(COLLECTIONS.windows).where('phase', 'in', ['EARLY', 'LATE']).count().get(),
+  );
+  return snap.data().count;
+}
+
+/** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
+export async function droppedLate(
+  ctx: OpsContext,
+): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
+  const counters = await firestoreCall(ctx, 'dropped-late counters', () =>
+    windowStore(ctx).readDropped(),
+  );
+  return {
+    total: counters.reduce((s, c) => s + c.count, 0),
+    expiredWindow: counters.reduce((s, c) => s + c.expiredWindow, 0),
+    closedWindow: counters.reduce((s, c) => s + c.closedWindow, 0),
+    windows: counters.length,
+  };
+}
+
+/** The last fireWindows lease: who took it, its fencing token (one per run) and when it was taken. */
+export async function fireWindowsLease(
+  ctx: OpsContext,
+): Promise<{ holder: string; fence: number; acquiredAtMs: number } | null> {
+  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+  const snap = await firestoreCall(ctx, 'fireWindows lease', () =>
+    base.collection(COLLECTIONS.meta).doc('fireWindowsLease').get(),
+  );
+  const data = snap.data() as
+    { holder?: unknown; fence?: unknown; acquired_at_ms?: unknown } | undefined;
+  if (!data || typeof data.acquired_at_ms !== 'number') return null;
+  // acquired_at_ms is the run's processing clock: the demo's fast-forwarded run shows here as a time ahead.
+  return {
+    holder: String(data.holder),
+    fence: Number(data.fence),
+    acquiredAtMs: data.acquired_at_ms,
+  };
+}
+
+/** Rows waiting in the schema-retry store, per target table (at most `limit` per table, oldest first). */
+export async function retryStoreRows(
+  ctx: OpsContext,
+  limit = 100_000,
+): Promise<{ table: string; rows: RetryRow[] }[]> {
+  if (!ctx.drift.enabled) return [];
+  const store = new FirestoreDriftStore(ctx.firestore(), ctx.drift.firestoreRoot);
+  const out: { table: string; rows: RetryRow[] }[] = [];
+  for (const ref of ctx.drift.targetTables) {
+    const table = tableName(ref, ctx.projectId);
+    const { rows } = await firestoreCall(ctx, `retry store of ${table}`, () =>
+      store.waitingRows(table, limit),
+    );
+    out.push({ table, rows });
+  }
+  return out;
+}
+
+/** The dedup ledger entry of an event id, as stored (`null` when the event was never counted in a window). */
+export async function ledgerEntry(
+  ctx: OpsContext,
+  eventId: string,
+): Promise<Record<string, unknown> | null> {
+  const snap = await firestoreCall(ctx, 'dedup ledger', () =>
+    windowStore(ctx).ledgerRef(eventId).get(),
+  );
+  return snap.exists ? (snap.data() ?? null) : null;
+}
+
+/** A window's bookkeeping document (`windows/{key}~{windowId}`), or `null`. */
+export async function windowDoc(
+  ctx: OpsContext,
+  docId: string,
+): Promise<Record<string, unknown> | null> {
+  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+  const snap = await firestoreCall(ctx, 'window state', () =>
+    base.collection(COLLECTIONS.windows).doc(docId).get(),
+  );
+  return snap.exists ? (snap.data() ?? null) : null;
+}
+
+/** A line of a local log: the service (log file name) and the line as written. */
+export interface LogLine {
+  service: string;
+  line: string;
+}
+
+/** The functions' logs and offvia's own run log: one JSON entry per line (shared/logging), with `message_id` / `event_id`. */
+const FUNCTION_LOGS = [
+  'fn-ingestBooking',
+  'fn-fireWindows',
+  'fn-schemaSweep',
+  'bronze-standin',
+  'offvia',
+];
+
+/**
+ * Entries of the local functions' logs (`.local/stack/logs/fn-*.log`) whose `message_id`, `event_id` or
+ * `booking_id` field is one of `ids`, oldest first per file, at most `limit`. Empty in the cloud (the caller
+ * prints the Cloud Logging query instead).
+ */
+export function localLogLines(ctx: OpsContext, ids: readonly string[], limit = 50): LogLine[] {
+  const dir = ctx.logsDir;
+  if (dir === undefined || !existsSync(dir) || ids.length === 0) return [];
+  const wanted = new Set(ids);
+  const out: LogLine[] = [];
+  const files = readdirSync(dir)
+    .filter((f) => FUNCTION_LOGS.some((s) => f === `${s}.log`))
+    .sort();
+  for (const file of files) {
+    for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+      // Cheap filter first: the whole file is read, most lines are about other messages.
+      if (!line.startsWith('{') || ![...wanted].some((id) => line.includes(id))) continue;
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        // A line cut by a crash mid-write is not an entry.
+        continue;
+      }
+      const fields = [entry.message_id, entry.event_id, entry.booking_id, entry.messageId];
+      if (fields.some((f) => typeof f === 'string' && wanted.has(f))) {
+        out.push({ service: file.replace(/\.log$/, ''), line });
+        if (out.length >= limit) return out;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The last line of a local log whose `message` matches `pattern`, parsed (the scheduler and the functions write
+ * one JSON object per line); `null` when none or in the cloud.
+ */
+export function lastLogEntry(
+  ctx: OpsContext,
+  service: string,
+  pattern: RegExp,
+): Record<string, unknown> | null {
+  const dir = ctx.logsDir;
+  if (dir === undefined) return null;
+  const file = path.join(dir, `${service}.log`);
+  if (!existsSync(file)) return null;
+  const lines = readFileSync(file, 'utf8').split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] ?? '';
+    if (!line.startsWith('{')) continue;
+    let entry: Record<string, unknown>;
+    try {
+      entry = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      // A line cut by a crash mid-write: not an entry, look further back.
+      continue;
+    }
+    if (typeof entry.message === 'string' && pattern.test(entry.message)) return entry;
+  }
+  return null;
+}
