@@ -3,6 +3,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_FIRESTORE_DATABASE } from '../../shared/config/ingest-config';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
@@ -19,13 +20,15 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --name-prefix S           prefix of function, service account, job, metric and policy names (default offvia-)
   --bq-location L           BigQuery location of the datasets (default: the region, as the lab does)
   --firestore-location L    location if the Firestore database must be created (default: the region)
+  --firestore-database D    the system's own named Firestore database, created if missing (default offvia)
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
   --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
-  --delete-data             teardown only: also delete datasets, topics and dead letters`;
+  --delete-data             teardown only: also delete datasets, topics, dead letters and the documents of the
+                            system's Firestore database`;
 
 /** The repository root (this file is deploy/gcloud/cli.ts). */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -60,6 +63,7 @@ function parseCliFlags(args: string[]) {
       'name-prefix': { type: 'string', default: 'offvia-' },
       'bq-location': { type: 'string' },
       'firestore-location': { type: 'string' },
+      'firestore-database': { type: 'string', default: DEFAULT_FIRESTORE_DATABASE },
       env: { type: 'string', multiple: true, default: [] },
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
@@ -108,6 +112,7 @@ export function parseCli(argv: readonly string[]): CliArgs {
       region,
       bqLocation: normaliseBqLocation(values['bq-location'] ?? region),
       firestoreLocation: values['firestore-location'] ?? region,
+      firestoreDatabase: values['firestore-database'],
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],
       envOverrides,

@@ -18,9 +18,18 @@ import {
   FUNCTION_SPECS,
   type FunctionSpec,
   type FunctionsConfig,
+  functionProjectRoles,
   signatureFor,
 } from './functions';
-import { assertNoBroadRoles, datasetGrant, invokerGrant, projectGrant, resourceGrant } from './iam';
+import {
+  assertNoBroadRoles,
+  datasetGrant,
+  invokerGrant,
+  projectGrant,
+  removeUnconditionedStep,
+  resourceGrant,
+} from './iam';
+import { assertPlanSecure } from './plan-checks';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import {
   type DeployOptions,
@@ -115,7 +124,7 @@ interface Context {
  */
 export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   validateOptions(o);
-  const { vars, config } = functionEnv(o.project, o.envOverrides);
+  const { vars, config } = functionEnv(o.project, o.envOverrides, o.firestoreDatabase);
   // A ledger entry must outlive every redelivery of its message, or a late redelivery counts twice.
   if (config.window.ledgerTtlMs < DELIVERY.messageRetentionMs) {
     throw new Error(
@@ -150,6 +159,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   }
   monitoring(ctx);
   assertNoBroadRoles(ctx.steps);
+  assertPlanSecure(ctx.steps, o);
   const deployed = ctx.functions.map(
     ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
   );
@@ -161,7 +171,8 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
             'only), and each rerun rewrites every policy from its file, removing channels added in the console',
         ]
       : []),
-    `BigQuery location ${o.bqLocation}; Firestore location ${o.firestoreLocation} (only if the database is created)`,
+    `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
+      '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
@@ -242,12 +253,16 @@ function bigQuery({ o, facts, steps }: Context): void {
   }
 }
 
-/** The (default) database in Native mode, and the TTL policies. */
+/**
+ * The system's own named database in Native mode, and its TTL policies. A database of its own keeps the
+ * collection ids of the window and drift stores (`windows`, `meta`, `rows`, ...) apart from any other
+ * application's, so teardown's bulk delete cannot reach them.
+ */
 function firestore({ o, p, steps }: Context): void {
-  const db = '--database=(default)';
+  const db = `--database=${o.firestoreDatabase}`;
   steps.push({
     kind: 'ensure',
-    title: 'Firestore database (default), Native mode',
+    title: `Firestore database ${o.firestoreDatabase}, Native mode`,
     probe: { kind: 'status', command: gcloud('firestore databases describe', db, p) },
     absent: gcloud(
       'firestore databases create',
@@ -260,7 +275,7 @@ function firestore({ o, p, steps }: Context): void {
   // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
   steps.push({
     kind: 'ensure',
-    title: 'Firestore database (default) is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)',
+    title: `Firestore database ${o.firestoreDatabase} is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)`,
     probe: {
       kind: 'line',
       command: gcloud('firestore databases describe', db, p, '--format=value(type)'),
@@ -269,9 +284,10 @@ function firestore({ o, p, steps }: Context): void {
     absent: [
       'bash',
       '-c',
-      'echo "the (default) Firestore database of $0 is not in Native mode; the functions need Firestore ' +
-        'Native: use another project" >&2; exit 1',
+      'echo "the Firestore database $1 of $0 is not in Native mode; the functions need Firestore ' +
+        'Native: use another --firestore-database" >&2; exit 1',
       o.project,
+      o.firestoreDatabase,
     ],
   });
   for (const group of o.ttlCollectionGroups) {
@@ -288,7 +304,7 @@ function firestore({ o, p, steps }: Context): void {
           p,
           '--format=value(name)',
         ),
-        line: `projects/${o.project}/databases/(default)/collectionGroups/${group}/fields/${TTL_FIELD}`,
+        line: `projects/${o.project}/databases/${o.firestoreDatabase}/collectionGroups/${group}/fields/${TTL_FIELD}`,
       },
       absent: gcloud(
         'firestore fields ttls update',
@@ -379,17 +395,23 @@ function runtimeGrants({ o, facts, names, config, steps }: Context, spec: Functi
       retry: true,
     });
   }
-  const projectRoles = [
-    ...(spec.usesFirestore ? ['roles/datastore.user'] : []),
-    ...(spec.runsQueryJobs ? ['roles/bigquery.jobUser'] : []),
-  ];
-  for (const role of projectRoles) {
+  for (const { role, condition } of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
     steps.push({
       kind: 'run',
-      title: `${spec.entryPoint}: ${role} on the project`,
-      command: projectGrant(o.project, member, role),
+      title: `${spec.entryPoint}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+      command: projectGrant(o.project, member, role, condition),
       retry: true,
     });
+    if (condition !== undefined) {
+      steps.push(
+        removeUnconditionedStep(
+          o.project,
+          member,
+          role,
+          `${spec.entryPoint}: remove an earlier deploy's unconditioned ${role} on the project`,
+        ),
+      );
+    }
   }
 }
 

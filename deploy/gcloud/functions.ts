@@ -24,10 +24,7 @@ export const SUPPORTED_RUNTIMES: readonly string[] = ['nodejs22', 'nodejs24'];
  * source in Cloud Storage, limited by an IAM condition to the `gcf-v2-sources-*` and `gcf-v2-uploads-*`
  * buckets Cloud Functions creates.
  */
-export const BUILD_ROLES: readonly {
-  readonly role: string;
-  readonly condition?: { readonly expression: string; readonly title: string };
-}[] = [
+export const BUILD_ROLES: readonly ProjectRole[] = [
   { role: 'roles/logging.logWriter' },
   { role: 'roles/artifactregistry.writer' },
   {
@@ -40,6 +37,50 @@ export const BUILD_ROLES: readonly {
     },
   },
 ];
+
+/** A project-level role with the IAM condition that narrows it, if any. */
+export interface ProjectRole {
+  readonly role: string;
+  readonly condition?: { readonly expression: string; readonly title: string };
+}
+
+/**
+ * The IAM condition confining a Firestore role to one database. Firestore evaluates IAM conditions on the
+ * database's resource name, so a project-level `roles/datastore.user` with this condition reaches only that
+ * database ("Configure per-database access permissions", cloud.google.com/firestore/docs/manage-databases;
+ * Firestore IAM, cloud.google.com/firestore/docs/security/iam).
+ */
+export function firestoreDatabaseCondition(
+  project: string,
+  database: string,
+): NonNullable<ProjectRole['condition']> {
+  return {
+    expression: `resource.name=="projects/${project}/databases/${database}"`,
+    title: `offvia-firestore-${database}`,
+  };
+}
+
+/**
+ * The project-level roles of a function's runtime account: Firestore (no finer-grained IAM than the project,
+ * hence the database condition) and BigQuery jobs (jobs exist only at project level).
+ */
+export function functionProjectRoles(
+  spec: FunctionSpec,
+  project: string,
+  firestoreDatabase: string,
+): ProjectRole[] {
+  return [
+    ...(spec.usesFirestore
+      ? [
+          {
+            role: 'roles/datastore.user',
+            condition: firestoreDatabaseCondition(project, firestoreDatabase),
+          },
+        ]
+      : []),
+    ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
+  ];
+}
 
 /** The functions' configuration, parsed by the same loaders the functions run at cold start. */
 export interface FunctionsConfig {
@@ -85,7 +126,7 @@ export interface FunctionSpec {
   readonly writes: (config: FunctionsConfig) => DatasetWrite[];
   /** Runs BigQuery query jobs (DDL): roles/bigquery.jobUser, which exists only at project level. */
   readonly runsQueryJobs: boolean;
-  /** Reads and writes Firestore documents: roles/datastore.user (Firestore has no finer-grained IAM). */
+  /** Reads and writes Firestore documents: roles/datastore.user, conditioned on the system's database. */
   readonly usesFirestore: boolean;
 }
 

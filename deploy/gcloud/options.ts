@@ -1,5 +1,6 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import type { Schedule } from '../schedules';
 import { SUPPORTED_RUNTIMES } from './functions';
 import type { RegisteredFunction } from './registry';
@@ -14,6 +15,11 @@ export interface DeployOptions {
   readonly bqLocation: string;
   /** Location of the Firestore database, used only when the plan creates it. */
   readonly firestoreLocation: string;
+  /**
+   * The named Firestore database of the system's state (`--firestore-database`, default `offvia`): created by the
+   * deploy, the only database the functions' Firestore grants reach, the only one teardown deletes from.
+   */
+  readonly firestoreDatabase: string;
   /** Prefix of the names of functions, service accounts, scheduler jobs, metrics and alert policies. */
   readonly namePrefix: string;
   /** Alert notification channels, `projects/P/notificationChannels/ID`. */
@@ -117,6 +123,14 @@ export function validateOptions(o: DeployOptions): void {
     if (!pattern.test(value)) {
       throw new Error(`${flag}: ${JSON.stringify(value)} does not match ${pattern}`);
     }
+  }
+  // The functions read the same rule at cold start (OFFVIA_FIRESTORE_DATABASE); (default) is refused there too.
+  try {
+    readFirestoreDatabase({ OFFVIA_FIRESTORE_DATABASE: o.firestoreDatabase });
+  } catch (err) {
+    throw new Error(`--firestore-database: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
   if (!SUPPORTED_RUNTIMES.includes(o.runtime)) {
     throw new Error(

@@ -77,6 +77,7 @@ describe('the real gcloud CLI accepts the plan', function () {
       region: 'europe-west1',
       bqLocation: 'EU',
       firestoreLocation: 'eur3',
+      firestoreDatabase: 'offvia',
       namePrefix: 'offvia-',
       notificationChannels: ['projects/offvia-test/notificationChannels/123'],
       envOverrides: {},

@@ -25,6 +25,7 @@ const OPTIONS: DeployOptions = {
   region: R,
   bqLocation: 'EU',
   firestoreLocation: 'eur3',
+  firestoreDatabase: 'offvia',
   namePrefix: 'offvia-',
   notificationChannels: [`projects/${P}/notificationChannels/123`],
   envOverrides: {},
@@ -355,8 +356,8 @@ describe('gcloud deploy plan', () => {
           `--collection-group=${group}`,
         );
         assert.ok(
-          has(ttl, '--enable-ttl', '--database=(default)'),
-          "has(ttl, '--enable-ttl', '--database=(default)')",
+          has(ttl, '--enable-ttl', '--database=offvia'),
+          "has(ttl, '--enable-ttl', '--database=offvia')",
         );
       }
       const create = only(plan, ['gcloud', 'firestore', 'databases', 'create']);

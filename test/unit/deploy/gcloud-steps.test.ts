@@ -161,6 +161,7 @@ describe('gcloud plan rendering', () => {
       region: 'us-central1',
       bqLocation: 'US',
       firestoreLocation: 'nam5',
+      firestoreDatabase: 'offvia',
       namePrefix: 'offvia-',
       notificationChannels: [],
       envOverrides: {},
