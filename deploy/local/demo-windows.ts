@@ -183,7 +183,7 @@ export function formatWindowsReport(report: WindowsReport): string {
 
 /**
  * The lab's check for the gold layer: BK-90210 (JFK-LHR-USD, 2026-10-07T14:10:00Z) is either in a pane of window
- * [14:10, 14:11) or counted as dropped for it, depending on where the pipeline's watermark stood (README).
+ * [14:10, 14:11) or counted as dropped for it, depending on where the pipeline's watermark stood (docs/windows.md, "The demo's gold panes").
  */
 export function checkLabWindows(report: WindowsReport): string[] {
   const start = iso(Date.parse('2026-10-07T14:10:00Z'));
