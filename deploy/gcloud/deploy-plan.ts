@@ -19,6 +19,7 @@ import {
   type FunctionSpec,
   type FunctionsConfig,
   functionProjectRoles,
+  INGRESS_SETTINGS,
   signatureFor,
 } from './functions';
 import {
@@ -513,6 +514,7 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     '--source=.',
     `--entry-point=${spec.entryPoint}`,
     ...trigger,
+    `--ingress-settings=${INGRESS_SETTINGS}`,
     '--no-allow-unauthenticated',
     `--service-account=${names.serviceAccountEmail(spec.serviceAccount)}`,
     `--build-service-account=projects/${o.project}/serviceAccounts/${names.serviceAccountEmail(BUILD_SA)}`,

@@ -38,6 +38,15 @@ export const BUILD_ROLES: readonly ProjectRole[] = [
   },
 ];
 
+/**
+ * `--ingress-settings` of every function: the most private setting. Cloud Run's `internal` ingress still admits
+ * requests from Cloud Scheduler, Cloud Tasks, Eventarc, Pub/Sub, Workflows and BigQuery in the same project (or
+ * VPC Service Controls perimeter), so the Eventarc Pub/Sub push to ingestBooking and the Scheduler OIDC calls to
+ * the HTTP functions arrive; the internet does not (cloud.google.com/run/docs/securing/ingress, "Available
+ * ingress settings"). IAM (`run.invoker`) is still enforced on top.
+ */
+export const INGRESS_SETTINGS = 'internal-only';
+
 /** A project-level role with the IAM condition that narrows it, if any. */
 export interface ProjectRole {
   readonly role: string;

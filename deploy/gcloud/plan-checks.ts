@@ -1,5 +1,6 @@
 // Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
 // them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
+import { INGRESS_SETTINGS } from './functions';
 import { grantsOf, isDataRole } from './iam';
 import type { DeployOptions } from './options';
 import { type Command, commandsOf, type Step } from './steps';
@@ -51,9 +52,25 @@ function firestoreDatabaseViolations(steps: readonly Step[], o: DeployOptions): 
   return out;
 }
 
+/** Function deploys without `--ingress-settings=internal-only` (gcloud's default is `all`: the internet). */
+function ingressViolations(steps: readonly Step[]): string[] {
+  return steps
+    .flatMap(commandsOf)
+    .filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))
+    .filter((c) => flagValue(c, '--ingress-settings') !== INGRESS_SETTINGS)
+    .map(
+      (c) =>
+        `function ${c[3]} deployed with ingress ${flagValue(c, '--ingress-settings') ?? 'all (unset)'}`,
+    );
+}
+
 /** Every violation of the security properties in a deploy or teardown plan's steps; empty when there is none. */
 export function planViolations(steps: readonly Step[], o: DeployOptions): string[] {
-  return [...dataRoleViolations(steps, o), ...firestoreDatabaseViolations(steps, o)];
+  return [
+    ...dataRoleViolations(steps, o),
+    ...firestoreDatabaseViolations(steps, o),
+    ...ingressViolations(steps),
+  ];
 }
 
 /** @throws Error listing the violations of planViolations, when there are any. */

@@ -136,6 +136,34 @@ describe('gcloud plan security properties', () => {
     });
   });
 
+  describe('ingress', () => {
+    const deploys = (plan: Plan): Command[] =>
+      commands(plan).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'));
+
+    it('deploys every function internal-only: reachable by Eventarc, Pub/Sub and Cloud Scheduler, not the internet', () => {
+      assert.ok(deploys(deploy.plan).length >= 3);
+      for (const c of deploys(deploy.plan)) {
+        assert.equal(flagValue(c, '--ingress-settings'), 'internal-only', c[3]);
+      }
+      assert.match(text(deploy.plan), /--ingress-settings=internal-only/);
+    });
+
+    it('check fails on a function without ingress settings, or with ingress all', () => {
+      for (const change of [
+        (c: Command) => c.filter((a) => !a.startsWith('--ingress-settings')),
+        (c: Command) =>
+          c.map((a) => (a.startsWith('--ingress-settings') ? '--ingress-settings=all' : a)),
+      ]) {
+        const steps = deploy.plan.steps.map((s) =>
+          s.kind === 'ensure' && s.absent && starts(s.absent, 'gcloud', 'functions', 'deploy')
+            ? { ...s, absent: change(s.absent) }
+            : s,
+        );
+        assert.equal(planViolations(steps, deploy.options).length, deploys(deploy.plan).length);
+      }
+    });
+  });
+
   describe('teardown', () => {
     it('deletes Firestore documents only in the system database', () => {
       const bulk = commands(wipe.plan).filter((c) =>
