@@ -15,12 +15,15 @@ import type { Schedule } from '../schedules';
 import { functionEnv, setEnvVarsValue } from './env';
 import {
   BUILD_ROLES,
+  CUSTOM_ROLES,
+  DATASET_METADATA_ROLE,
   FUNCTION_SPECS,
   type FunctionSpec,
   type FunctionsConfig,
   functionProjectRoles,
   INGRESS_SETTINGS,
   signatureFor,
+  type TableWrite,
 } from './functions';
 import {
   assertNoBroadRoles,
@@ -29,6 +32,7 @@ import {
   projectGrant,
   removeUnconditionedStep,
   resourceGrant,
+  tableGrant,
 } from './iam';
 import { assertPlanSecure } from './plan-checks';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
@@ -37,6 +41,9 @@ import {
   type GeneratedFile,
   Names,
   type Plan,
+  BRONZE_DLQ_SUBSCRIPTION,
+  BRONZE_DLQ_TOPIC,
+  BRONZE_SA,
   BUILD_SA,
   PUBSUB_AGENT,
   type RepoFacts,
@@ -44,7 +51,7 @@ import {
   TRIGGER_SA,
   validateOptions,
 } from './options';
-import { datasetsCreated } from './sql';
+import { tablesCreated } from './sql';
 import { type Command, gcloud, type Step } from './steps';
 
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
@@ -336,6 +343,7 @@ function serviceAccounts(ctx: Context): void {
   if (functions.length > 0) {
     accounts.push([BUILD_SA, 'Offvia Cloud Build (builds the functions)']);
   }
+  accounts.push([BRONZE_SA, 'Offvia Bronze BigQuery subscription writer']);
   for (const [base, displayName] of accounts) {
     steps.push({
       kind: 'ensure',
@@ -352,6 +360,7 @@ function serviceAccounts(ctx: Context): void {
       ),
     });
   }
+  if (functions.length > 0) customRoles(ctx);
   for (const { spec } of functions) runtimeGrants(ctx, spec);
   if (functions.length > 0) {
     // Not the project's default build account (often the Compute Engine default account, with Editor).
@@ -367,32 +376,81 @@ function serviceAccounts(ctx: Context): void {
   }
 }
 
-/** Dataset-level BigQuery grants for what a function writes; project level only where IAM has nothing finer. */
+/** The custom roles of CUSTOM_ROLES, created or brought up to date (their permissions are the code's). */
+function customRoles({ o, p, names, steps }: Context): void {
+  for (const role of Object.values(CUSTOM_ROLES)) {
+    const id = names.customRoleId(role.id);
+    const fields = [
+      `--title=${role.title}`,
+      `--description=${role.description}`,
+      `--permissions=${role.permissions.join(',')}`,
+      '--stage=GA',
+      p,
+    ];
+    steps.push({
+      kind: 'ensure',
+      title: `Custom role ${id} (${role.permissions.join(', ')})`,
+      probe: { kind: 'status', command: gcloud('iam roles describe', id, p) },
+      absent: gcloud('iam roles create', id, ...fields),
+      present: gcloud('iam roles update', id, ...fields, '--format=none'),
+    });
+  }
+  steps.push({
+    kind: 'note',
+    title: `custom roles ${o.namePrefix.replace(/-/g, '_')}* are kept by teardown: they grant nothing without a binding`,
+  });
+}
+
+/**
+ * Table-level BigQuery grants for what a function writes (a custom role per table), `roles/bigquery.metadataViewer`
+ * on each dataset (insertAll needs `bigquery.datasets.get`), and project-level roles only where IAM has nothing
+ * finer. A table in another project gets no grant (custom roles are this project's): a note says so.
+ * @throws Error for a table of this project that sql/ does not create (unless `whenCreatedBySql`).
+ */
 function runtimeGrants({ o, facts, names, config, steps }: Context, spec: FunctionSpec): void {
-  const created = new Set(datasetsCreated(facts.sqlFiles));
+  const created = new Set(tablesCreated(facts.sqlFiles));
   const member = `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`;
-  const seen = new Set<string>();
+  // One grant per table with the widest access asked for it (schema includes rows).
+  const access = new Map<string, TableWrite['access']>();
+  const datasets: string[] = [];
   for (const write of spec.writes(config)) {
-    const dataset = write.dataset.includes(':') ? write.dataset : `${o.project}:${write.dataset}`;
-    if (seen.has(dataset)) continue;
-    seen.add(dataset);
-    const datasetId = dataset.slice(dataset.indexOf(':') + 1);
-    if (dataset.startsWith(`${o.project}:`) && !created.has(datasetId)) {
+    const { projectId, datasetId, tableId } = write.table;
+    const id = `${datasetId}.${tableId}`;
+    if (projectId !== undefined && projectId !== o.project) {
+      steps.push({
+        kind: 'note',
+        title: `${spec.entryPoint}: no grant on ${projectId}:${id} (another project: grant it there by hand)`,
+      });
+      continue;
+    }
+    if (!created.has(id)) {
       if (write.whenCreatedBySql) {
         steps.push({
           kind: 'note',
-          title: `${spec.entryPoint}: no grant on ${datasetId} yet (sql/ does not create it)`,
+          title: `${spec.entryPoint}: no grant on ${id} yet (sql/ does not create it)`,
         });
         continue;
       }
-      throw new Error(
-        `${spec.entryPoint} writes to dataset ${datasetId}, which sql/ does not create`,
-      );
+      throw new Error(`${spec.entryPoint} writes to table ${id}, which sql/ does not create`);
     }
+    if (access.get(id) !== 'schema') access.set(id, write.access);
+    if (!datasets.includes(datasetId)) datasets.push(datasetId);
+  }
+  for (const datasetId of datasets) {
+    const dataset = `${o.project}:${datasetId}`;
     steps.push({
       kind: 'run',
-      title: `${spec.entryPoint}: roles/bigquery.dataEditor on dataset ${dataset}`,
-      command: datasetGrant(o.project, member, 'roles/bigquery.dataEditor', dataset),
+      title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
+      command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
+      retry: true,
+    });
+  }
+  for (const [id, kind] of access) {
+    const role = names.customRoleName(CUSTOM_ROLES[kind].id);
+    steps.push({
+      kind: 'run',
+      title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
+      command: tableGrant(o.project, member, role, `${o.project}:${id}`),
       retry: true,
     });
   }
@@ -416,10 +474,16 @@ function runtimeGrants({ o, facts, names, config, steps }: Context, spec: Functi
   }
 }
 
-/** The topic, the dead-letter topic and the subscription that keeps dead letters, Bronze, agent grants. */
+/**
+ * The topic, the dead-letter topics and the subscriptions that keep dead letters, Bronze, agent grants. The Bronze
+ * BigQuery subscription writes as its own account (`--bigquery-service-account-email`; without it Pub/Sub writes
+ * as its service agent, shared by every subscription of the project: Pub/Sub `BigQueryConfig.service_account_email`),
+ * which holds `roles/bigquery.dataEditor` on the Bronze table only, the role and scope Pub/Sub documents for the
+ * writer ("Create BigQuery subscriptions", cloud.google.com/pubsub/docs/create-bigquery-subscription).
+ */
 function pubSub({ o, p, names, functions, steps }: Context): void {
   const agent = `serviceAccount:${PUBSUB_AGENT}`;
-  for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC]) {
+  for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC, BRONZE_DLQ_TOPIC]) {
     steps.push({
       kind: 'ensure',
       title: `Pub/Sub topic ${topic}`,
@@ -441,28 +505,87 @@ function pubSub({ o, p, names, functions, steps }: Context): void {
     ),
   });
   steps.push({
+    kind: 'ensure',
+    title: `Subscription ${BRONZE_DLQ_SUBSCRIPTION} (keeps the Bronze subscription's dead letters)`,
+    probe: describeSubscription(p, BRONZE_DLQ_SUBSCRIPTION),
+    absent: gcloud(
+      'pubsub subscriptions create',
+      BRONZE_DLQ_SUBSCRIPTION,
+      `--topic=${BRONZE_DLQ_TOPIC}`,
+      `--message-retention-duration=${DELIVERY.deadLetterRetention}`,
+      '--expiration-period=never',
+      p,
+    ),
+  });
+  const bronzeWriter = names.serviceAccountEmail(BRONZE_SA);
+  const bronzeTable = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  steps.push({
     kind: 'run',
-    title: `Pub/Sub service agent: roles/bigquery.dataEditor on dataset ${BRONZE_DATASET} (Bronze subscription)`,
-    command: datasetGrant(
+    title: `${names.serviceAccountId(BRONZE_SA)}: roles/bigquery.dataEditor on table ${BRONZE_DATASET}.${BRONZE_TABLE} only`,
+    command: tableGrant(
       o.project,
-      agent,
+      `serviceAccount:${bronzeWriter}`,
       'roles/bigquery.dataEditor',
-      `${o.project}:${BRONZE_DATASET}`,
+      bronzeTable,
     ),
     retry: true,
   });
   steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/iam.serviceAccountTokenCreator on ${names.serviceAccountId(BRONZE_SA)} (acts as the Bronze writer)`,
+    command: resourceGrant(
+      'iam service-accounts',
+      bronzeWriter,
+      agent,
+      'roles/iam.serviceAccountTokenCreator',
+      o.project,
+    ),
+    retry: true,
+  });
+  // Created with these settings, and brought back to them on every run (an older deploy wrote as the agent).
+  const bronzeSettings = [
+    `--bigquery-table=${o.project}.${BRONZE_DATASET}.${BRONZE_TABLE}`,
+    `--bigquery-service-account-email=${bronzeWriter}`,
+    '--write-metadata',
+    `--dead-letter-topic=projects/${o.project}/topics/${BRONZE_DLQ_TOPIC}`,
+    `--max-delivery-attempts=${DELIVERY.maxDeliveryAttempts}`,
+  ];
+  steps.push({
     kind: 'ensure',
-    title: `Bronze BigQuery subscription ${BRONZE_SUBSCRIPTION}`,
+    title: `Bronze BigQuery subscription ${BRONZE_SUBSCRIPTION} (writes as ${names.serviceAccountId(BRONZE_SA)})`,
     probe: describeSubscription(p, BRONZE_SUBSCRIPTION),
     absent: gcloud(
       'pubsub subscriptions create',
       BRONZE_SUBSCRIPTION,
       `--topic=${BOOKING_TOPIC}`,
-      `--bigquery-table=${o.project}.${BRONZE_DATASET}.${BRONZE_TABLE}`,
-      '--write-metadata',
+      ...bronzeSettings,
       '--expiration-period=never',
       p,
+    ),
+    present: gcloud('pubsub subscriptions update', BRONZE_SUBSCRIPTION, ...bronzeSettings, p),
+    retry: true,
+  });
+  steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/pubsub.publisher on ${BRONZE_DLQ_TOPIC} (forwards Bronze dead letters)`,
+    command: resourceGrant(
+      'pubsub topics',
+      BRONZE_DLQ_TOPIC,
+      agent,
+      'roles/pubsub.publisher',
+      o.project,
+    ),
+    retry: true,
+  });
+  steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/pubsub.subscriber on ${BRONZE_SUBSCRIPTION} (acks Bronze dead letters)`,
+    command: resourceGrant(
+      'pubsub subscriptions',
+      BRONZE_SUBSCRIPTION,
+      agent,
+      'roles/pubsub.subscriber',
+      o.project,
     ),
     retry: true,
   });

@@ -45,6 +45,18 @@ export function datasetGrant(
   );
 }
 
+/** A table-level BigQuery grant (`project:dataset.table`); adding an existing binding changes nothing. */
+export function tableGrant(project: string, member: string, role: string, table: string): string[] {
+  return bq(
+    project,
+    'add-iam-policy-binding',
+    '--table',
+    `--member=${member}`,
+    `--role=${role}`,
+    table,
+  );
+}
+
 /** A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. */
 export function projectGrant(
   project: string,

@@ -62,6 +62,16 @@ export const TRIGGER_SA = 'trigger';
 export const SCHEDULER_SA = 'scheduler';
 /** Service account Cloud Build runs the functions' builds as (`--build-service-account`). */
 export const BUILD_SA = 'build';
+/** Service account the Bronze BigQuery subscription writes as (`--bigquery-service-account-email`). */
+export const BRONZE_SA = 'bronze';
+/**
+ * The Bronze subscription's own dead-letter topic and the subscription that keeps its dead letters: a message
+ * BigQuery refuses is set aside there, apart from the function subscription's dead letters (another failure, and
+ * another owner).
+ */
+export const BRONZE_DLQ_TOPIC = 'booking-events-bronze-dlq';
+export const BRONZE_DLQ_SUBSCRIPTION = 'booking-events-bronze-dlq-hold';
+
 /** Every service account base name a deployment may create. */
 export const ACCOUNT_BASES: readonly string[] = [
   'ingest',
@@ -70,6 +80,7 @@ export const ACCOUNT_BASES: readonly string[] = [
   TRIGGER_SA,
   SCHEDULER_SA,
   BUILD_SA,
+  BRONZE_SA,
 ];
 
 /** The Pub/Sub service agent; `${PROJECT_NUMBER}` is captured by the plan's third step. */
@@ -90,6 +101,16 @@ export class Names {
 
   serviceAccountEmail(base: string): string {
     return `${this.serviceAccountId(base)}@${this.o.project}.iam.gserviceaccount.com`;
+  }
+
+  /** The id of a custom role of this deployment (`[A-Za-z0-9_.]{3,64}`, so the prefix's hyphens become `_`). */
+  customRoleId(key: string): string {
+    return `${this.o.namePrefix.replace(/-/g, '_')}${key}`;
+  }
+
+  /** `projects/P/roles/<id>`, as a binding names a custom role. */
+  customRoleName(key: string): string {
+    return `projects/${this.o.project}/roles/${this.customRoleId(key)}`;
   }
 
   /** `ingestBooking`, `URL` → `INGEST_BOOKING_URL`, a plan variable. */

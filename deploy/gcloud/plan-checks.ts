@@ -1,8 +1,9 @@
 // Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
 // them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
-import { INGRESS_SETTINGS } from './functions';
+import { BRONZE_DATASET, BRONZE_SUBSCRIPTION, BRONZE_TABLE } from '../local/resources';
+import { DATASET_METADATA_ROLE, INGRESS_SETTINGS } from './functions';
 import { grantsOf, isDataRole } from './iam';
-import type { DeployOptions } from './options';
+import { BRONZE_DLQ_TOPIC, BRONZE_SA, type DeployOptions, Names } from './options';
 import { type Command, commandsOf, type Step } from './steps';
 
 /** The value of `--flag=value` in a command, or undefined. */
@@ -32,6 +33,67 @@ function dataRoleViolations(steps: readonly Step[], o: DeployOptions): string[] 
           `${g.role} to ${g.member} with a condition other than database ${o.firestoreDatabase}`,
         );
       }
+    }
+  }
+  return out;
+}
+
+/**
+ * BigQuery grants wider than one table: any role but `roles/bigquery.metadataViewer` (metadata, no rows) on a whole
+ * dataset, a custom role of this project on the whole project, and a predefined BigQuery data role on a table,
+ * except `roles/bigquery.dataEditor` for the Bronze writer on the Bronze table (the role Pub/Sub documents for a
+ * BigQuery subscription's account). The functions get custom roles without `bigquery.tables.getData` or
+ * `bigquery.tables.delete` (CUSTOM_ROLES).
+ */
+function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const names = new Names(o);
+  const bronzeWriter = `serviceAccount:${names.serviceAccountEmail(BRONZE_SA)}`;
+  const bronzeTable = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  for (const g of grantsOf(steps)) {
+    if (g.projectLevel && g.role.startsWith(`projects/${o.project}/roles/`)) {
+      out.push(`${g.role} to ${g.member} on the whole project`);
+    }
+    if (g.command[0] !== 'bq') continue;
+    if (g.command.includes('--dataset') && g.role !== DATASET_METADATA_ROLE) {
+      out.push(`${g.role} to ${g.member} on the whole dataset ${g.resource}`);
+    }
+    if (g.command.includes('--table') && isDataRole(g.role)) {
+      const bronze =
+        g.member === bronzeWriter &&
+        g.resource === bronzeTable &&
+        g.role === 'roles/bigquery.dataEditor';
+      if (!bronze)
+        out.push(`${g.role} to ${g.member} on table ${g.resource} (reads and deletes it)`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Bronze subscription commands that would write as someone else than the Bronze writer account (without
+ * `--bigquery-service-account-email`, Pub/Sub writes as its service agent), or dead-letter elsewhere than to the
+ * Bronze subscription's own topic.
+ */
+function bronzeViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const writer = new Names(o).serviceAccountEmail(BRONZE_SA);
+  const deadLetter = `projects/${o.project}/topics/${BRONZE_DLQ_TOPIC}`;
+  for (const c of steps.flatMap(commandsOf)) {
+    const verb = c[3];
+    if (!starts(c, 'gcloud', 'pubsub', 'subscriptions') || c[4] !== BRONZE_SUBSCRIPTION) continue;
+    if (verb !== 'create' && verb !== 'update') continue;
+    const account = flagValue(c, '--bigquery-service-account-email');
+    if (account !== writer) {
+      out.push(
+        `${BRONZE_SUBSCRIPTION} ${verb} writes as ${account ?? 'the Pub/Sub service agent'}, not ${writer}`,
+      );
+    }
+    const topic = flagValue(c, '--dead-letter-topic');
+    if (topic !== deadLetter) {
+      out.push(
+        `${BRONZE_SUBSCRIPTION} ${verb} dead-letters to ${topic ?? 'nowhere'}, not ${deadLetter}`,
+      );
     }
   }
   return out;
@@ -68,6 +130,8 @@ function ingressViolations(steps: readonly Step[]): string[] {
 export function planViolations(steps: readonly Step[], o: DeployOptions): string[] {
   return [
     ...dataRoleViolations(steps, o),
+    ...bigQueryViolations(steps, o),
+    ...bronzeViolations(steps, o),
     ...firestoreDatabaseViolations(steps, o),
     ...ingressViolations(steps),
   ];

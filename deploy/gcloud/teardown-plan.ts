@@ -17,6 +17,8 @@ import { alertPolicies, logMetrics } from './monitoring';
 import { assertPlanSecure } from './plan-checks';
 import {
   ACCOUNT_BASES,
+  BRONZE_DLQ_SUBSCRIPTION,
+  BRONZE_DLQ_TOPIC,
   BUILD_SA,
   type DeployOptions,
   Names,
@@ -115,7 +117,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
   }
   for (const subscription of [
     BRONZE_SUBSCRIPTION,
-    ...(o.deleteData ? [BOOKING_DLQ_SUBSCRIPTION] : []),
+    ...(o.deleteData ? [BOOKING_DLQ_SUBSCRIPTION, BRONZE_DLQ_SUBSCRIPTION] : []),
   ]) {
     steps.push({
       kind: 'ensure',
@@ -183,7 +185,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
 
   const datasets = datasetsCreated(facts.sqlFiles);
   if (o.deleteData) {
-    for (const topic of [BOOKING_DLQ_TOPIC, BOOKING_TOPIC]) {
+    for (const topic of [BRONZE_DLQ_TOPIC, BOOKING_DLQ_TOPIC, BOOKING_TOPIC]) {
       deleteIfPresent(
         `Delete topic ${topic}`,
         gcloud('pubsub topics describe', topic, p),
@@ -221,7 +223,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
       kind: 'note',
       title:
         `kept (data; --delete-data removes them): Firestore documents of the window and drift stores in database ${o.firestoreDatabase}; datasets ${datasets.join(', ')}; topics ` +
-        `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}; subscription ${BOOKING_DLQ_SUBSCRIPTION}`,
+        `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}, ${BRONZE_DLQ_TOPIC}; subscriptions ${BOOKING_DLQ_SUBSCRIPTION}, ${BRONZE_DLQ_SUBSCRIPTION}`,
     });
   }
   steps.push({

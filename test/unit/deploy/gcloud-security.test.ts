@@ -6,6 +6,7 @@ import { projectGrant } from '../../../deploy/gcloud/iam';
 import type { Plan } from '../../../deploy/gcloud/options';
 import { assertPlanSecure, flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
 import {
+  bq,
   type Command,
   commandsOf,
   gcloud,
@@ -27,6 +28,13 @@ const starts = (command: Command, ...words: string[]): boolean =>
   words.every((w, i) => command[i] === w);
 const text = (plan: Plan): string => renderPlan(plan.header, plan.steps);
 const run = (title: string, command: Command): Step => ({ kind: 'run', title, command });
+const bqGrant = (
+  scope: '--dataset' | '--table',
+  member: string,
+  role: string,
+  resource: string,
+): Command =>
+  bq(P, 'add-iam-policy-binding', scope, `--member=${member}`, `--role=${role}`, resource);
 const SA = (id: string): string => `serviceAccount:offvia-${id}@${P}.iam.gserviceaccount.com`;
 
 describe('gcloud plan security properties', () => {
@@ -133,6 +141,170 @@ describe('gcloud plan security properties', () => {
           ),
         /roles\/datastore\.user to .* on the whole project/,
       );
+    });
+  });
+
+  describe('BigQuery grants', () => {
+    const bqGrants = (plan: Plan): Command[] =>
+      commands(plan).filter((c) => starts(c, 'bq') && c.includes('add-iam-policy-binding'));
+    const rowWriter = `projects/${P}/roles/offvia_tableRowWriter`;
+    const schemaEditor = `projects/${P}/roles/offvia_tableSchemaEditor`;
+
+    it('give the functions custom roles on single tables, without reading rows or deleting tables', () => {
+      const roles = commands(deploy.plan).filter((c) =>
+        starts(c, 'gcloud', 'iam', 'roles', 'create'),
+      );
+      const permissions = new Map(roles.map((c) => [c[4], flagValue(c, '--permissions')]));
+      assert.deepEqual(Object.fromEntries(permissions), {
+        offvia_tableRowWriter: 'bigquery.tables.get,bigquery.tables.updateData',
+        offvia_tableSchemaEditor:
+          'bigquery.tables.get,bigquery.tables.update,bigquery.tables.updateData',
+      });
+      for (const p of permissions.values()) assert.doesNotMatch(p ?? '', /getData|delete/);
+      const functionGrants = bqGrants(deploy.plan).filter(
+        (c) => !c.includes(`--member=${SA('bronze')}`),
+      );
+      for (const c of functionGrants) {
+        const role = flagValue(c, '--role');
+        if (c.includes('--dataset'))
+          assert.equal(role, 'roles/bigquery.metadataViewer', c.join(' '));
+        else {
+          assert.ok(c.includes('--table'), c.join(' '));
+          assert.ok(role === rowWriter || role === schemaEditor, c.join(' '));
+          assert.match(c.at(-1) ?? '', new RegExp(`^${P}:offvia_\\w+\\.\\w+$`));
+        }
+      }
+      // Only the sweep may change a schema, and only of its target table (Silver).
+      const schemaGrants = functionGrants.filter((c) => c.includes(`--role=${schemaEditor}`));
+      assert.deepEqual(
+        schemaGrants.map((c) => [flagValue(c, '--member'), c.at(-1)]),
+        [[SA('sweep'), `${P}:offvia_silver.fact_bookings`]],
+      );
+      // Custom roles, dataset metadata grants and table grants come after the tables and before the functions.
+      const firstGrant = deploy.plan.steps.findIndex((s) =>
+        commandsOf(s).some((c) => c.includes('--table')),
+      );
+      const lastDdl = deploy.plan.steps
+        .map((s) => commandsOf(s).some((c) => c.includes('query')))
+        .lastIndexOf(true);
+      assert.ok(lastDdl < firstGrant, 'tables exist before table grants');
+    });
+
+    it('check fails on a data role on a dataset or the project, or a predefined data role on a table', () => {
+      const member = SA('ingest');
+      for (const [what, command] of [
+        [
+          'dataEditor on a dataset',
+          bqGrant('--dataset', member, 'roles/bigquery.dataEditor', `${P}:offvia_silver`),
+        ],
+        [
+          'dataViewer on a dataset',
+          bqGrant('--dataset', member, 'roles/bigquery.dataViewer', `${P}:offvia_quarantine`),
+        ],
+        [
+          'dataEditor on a table',
+          bqGrant(
+            '--table',
+            member,
+            'roles/bigquery.dataEditor',
+            `${P}:offvia_silver.fact_bookings`,
+          ),
+        ],
+        [
+          'our custom role on a dataset',
+          bqGrant('--dataset', member, rowWriter, `${P}:offvia_silver`),
+        ],
+        ['our custom role on the project', projectGrant(P, member, rowWriter)],
+        ['dataEditor on the project', projectGrant(P, member, 'roles/bigquery.dataEditor')],
+      ] as const) {
+        const steps = [...deploy.plan.steps, run(what, command)];
+        assert.equal(planViolations(steps, deploy.options).length, 1, what);
+      }
+    });
+  });
+
+  describe('the Bronze subscription', () => {
+    const bronze = (plan: Plan): Command[] =>
+      commands(plan).filter(
+        (c) =>
+          starts(c, 'gcloud', 'pubsub', 'subscriptions') &&
+          c[4] === 'booking-events-bronze' &&
+          ['create', 'update'].includes(c[3] ?? ''),
+      );
+
+    it('writes as its own service account, granted on the Bronze table only, with a dead-letter topic of its own', () => {
+      assert.deepEqual(
+        bronze(deploy.plan)
+          .map((c) => c[3])
+          .sort(),
+        ['create', 'update'],
+      );
+      for (const c of bronze(deploy.plan)) {
+        assert.equal(
+          flagValue(c, '--bigquery-service-account-email'),
+          `offvia-bronze@${P}.iam.gserviceaccount.com`,
+        );
+        assert.equal(
+          flagValue(c, '--dead-letter-topic'),
+          `projects/${P}/topics/booking-events-bronze-dlq`,
+        );
+        assert.ok(c.includes('--write-metadata'));
+      }
+      const writerGrants = commands(deploy.plan).filter((c) =>
+        c.some((a) => a === `--member=${SA('bronze')}`),
+      );
+      assert.deepEqual(
+        writerGrants.map((c) => [flagValue(c, '--role'), c.at(-1)]),
+        [['roles/bigquery.dataEditor', `${P}:offvia_bronze.raw_bookings`]],
+      );
+      // Its dead letters are kept, and the agent may forward them.
+      assert.ok(
+        commands(deploy.plan).some(
+          (c) =>
+            starts(
+              c,
+              'gcloud',
+              'pubsub',
+              'subscriptions',
+              'create',
+              'booking-events-bronze-dlq-hold',
+            ) && flagValue(c, '--topic') === 'booking-events-bronze-dlq',
+        ),
+      );
+    });
+
+    it('check fails on a Bronze subscription without its own service account or dead-letter topic', () => {
+      const strip = (prefix: string) => (c: Command) => c.filter((a) => !a.startsWith(prefix));
+      const swap = (prefix: string, value: string) => (c: Command) =>
+        c.map((a) => (a.startsWith(prefix) ? `${prefix}=${value}` : a));
+      for (const [what, change] of [
+        [
+          'no service account: the Pub/Sub service agent',
+          strip('--bigquery-service-account-email'),
+        ],
+        [
+          'another account',
+          swap('--bigquery-service-account-email', `offvia-ingest@${P}.iam.gserviceaccount.com`),
+        ],
+        ['no dead-letter topic', strip('--dead-letter-topic')],
+        [
+          "the functions' dead-letter topic",
+          swap('--dead-letter-topic', `projects/${P}/topics/booking-events-dlq`),
+        ],
+      ] as const) {
+        const steps = deploy.plan.steps.map((s) =>
+          s.kind === 'ensure' &&
+          s.absent &&
+          bronze({ header: [], steps: [s], files: [] }).length > 0
+            ? {
+                ...s,
+                absent: change(s.absent),
+                ...(s.present ? { present: change(s.present) } : {}),
+              }
+            : s,
+        );
+        assert.equal(planViolations(steps, deploy.options).length, 2, what);
+      }
     });
   });
 
