@@ -24,6 +24,8 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --publisher M             principal allowed to publish booking events, e.g. serviceAccount:EMAIL (repeatable):
+                            roles/pubsub.publisher on the topic only
   --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
@@ -67,6 +69,7 @@ function parseCliFlags(args: string[]) {
       env: { type: 'string', multiple: true, default: [] },
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
+      publisher: { type: 'string', multiple: true, default: [] },
       'out-dir': { type: 'string' },
       runtime: { type: 'string', default: DEFAULT_RUNTIME },
       yes: { type: 'boolean', default: false },
@@ -115,6 +118,7 @@ export function parseCli(argv: readonly string[]): CliArgs {
       firestoreDatabase: values['firestore-database'],
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],
+      publishers: values.publisher,
       envOverrides,
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,

@@ -491,6 +491,27 @@ function pubSub({ o, p, names, functions, steps }: Context): void {
       absent: gcloud('pubsub topics create', topic, p),
     });
   }
+  // The producer's grant: publish to this topic, nothing else (the booking service is not ours to create).
+  for (const publisher of o.publishers) {
+    steps.push({
+      kind: 'run',
+      title: `${publisher}: roles/pubsub.publisher on ${BOOKING_TOPIC} only (the booking service)`,
+      command: resourceGrant(
+        'pubsub topics',
+        BOOKING_TOPIC,
+        publisher,
+        'roles/pubsub.publisher',
+        o.project,
+      ),
+      retry: true,
+    });
+  }
+  if (o.publishers.length === 0) {
+    steps.push({
+      kind: 'note',
+      title: `no --publisher: no principal is granted publishing to ${BOOKING_TOPIC} (the booking service needs one)`,
+    });
+  }
   steps.push({
     kind: 'ensure',
     title: `Subscription ${BOOKING_DLQ_SUBSCRIPTION} (keeps dead letters; a topic alone drops them)`,

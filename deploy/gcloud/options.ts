@@ -22,6 +22,11 @@ export interface DeployOptions {
   readonly firestoreDatabase: string;
   /** Prefix of the names of functions, service accounts, scheduler jobs, metrics and alert policies. */
   readonly namePrefix: string;
+  /**
+   * Principals allowed to publish booking events (`--publisher`, repeatable): each gets `roles/pubsub.publisher`
+   * on the topic only, e.g. `serviceAccount:booking@other-project.iam.gserviceaccount.com`.
+   */
+  readonly publishers: readonly string[];
   /** Alert notification channels, `projects/P/notificationChannels/ID`. */
   readonly notificationChannels: readonly string[];
   /** `--env KEY=VALUE` overrides of the functions' OFFVIA_* variables. */
@@ -161,6 +166,18 @@ export function validateOptions(o: DeployOptions): void {
   for (const group of o.ttlCollectionGroups) {
     if (!/^[A-Za-z][A-Za-z0-9_-]{0,99}$/.test(group)) {
       throw new Error(`--ttl-collection-group: ${JSON.stringify(group)} is not a collection id`);
+    }
+  }
+  for (const publisher of o.publishers) {
+    // IAM principal identifiers; allUsers and allAuthenticatedUsers would let anyone publish into Bronze.
+    if (
+      !/^(serviceAccount|user|group):[^@\s]+@[^@\s]+$|^domain:[a-z0-9.-]+$|^principal(Set)?:\/\/\S+$/.test(
+        publisher,
+      )
+    ) {
+      throw new Error(
+        `--publisher: expected serviceAccount:EMAIL, user:EMAIL, group:EMAIL, domain:DOMAIN or principal://…, got ${publisher}`,
+      );
     }
   }
   for (const channel of o.notificationChannels) {

@@ -28,6 +28,7 @@ const OPTIONS: DeployOptions = {
   firestoreDatabase: 'offvia',
   namePrefix: 'offvia-',
   notificationChannels: [`projects/${P}/notificationChannels/123`],
+  publishers: [],
   envOverrides: {},
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',

@@ -35,6 +35,8 @@ const bqGrant = (
   resource: string,
 ): Command =>
   bq(P, 'add-iam-policy-binding', scope, `--member=${member}`, `--role=${role}`, resource);
+const PUBSUB_AGENT =
+  'serviceAccount:service-${PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com';
 const SA = (id: string): string => `serviceAccount:offvia-${id}@${P}.iam.gserviceaccount.com`;
 
 describe('gcloud plan security properties', () => {
@@ -304,6 +306,49 @@ describe('gcloud plan security properties', () => {
             : s,
         );
         assert.equal(planViolations(steps, deploy.options).length, 2, what);
+      }
+    });
+  });
+
+  describe('the producer', () => {
+    it('--publisher grants roles/pubsub.publisher on the booking topic only, to each principal named', () => {
+      const booking = 'serviceAccount:booking@checkout-prod.iam.gserviceaccount.com';
+      const { plan } = render(
+        'deploy',
+        '--publisher',
+        booking,
+        '--publisher',
+        'group:booking-ops@example.com',
+      );
+      const publishers = commands(plan).filter(
+        (c) =>
+          c.includes('--role=roles/pubsub.publisher') && !c.includes(`--member=${PUBSUB_AGENT}`),
+      );
+      assert.deepEqual(
+        publishers.map((c) => [c.slice(1, 5).join(' '), flagValue(c, '--member')]),
+        [
+          ['pubsub topics add-iam-policy-binding booking-events', booking],
+          ['pubsub topics add-iam-policy-binding booking-events', 'group:booking-ops@example.com'],
+        ],
+      );
+      // Without --publisher, nobody is granted publishing, and the plan says so.
+      assert.ok(
+        !commands(deploy.plan).some(
+          (c) =>
+            c.includes('--role=roles/pubsub.publisher') && !c.includes(`--member=${PUBSUB_AGENT}`),
+        ),
+      );
+      assert.match(text(deploy.plan), /# NOTE: no --publisher/);
+    });
+
+    it('refuses a public or malformed --publisher', () => {
+      for (const bad of [
+        'allUsers',
+        'allAuthenticatedUsers',
+        'booking@x.iam.gserviceaccount.com',
+        'user:',
+      ]) {
+        assert.throws(() => render('deploy', '--publisher', bad), /--publisher/, bad);
       }
     });
   });

@@ -164,6 +164,7 @@ describe('gcloud plan rendering', () => {
       firestoreDatabase: 'offvia',
       namePrefix: 'offvia-',
       notificationChannels: [],
+      publishers: [],
       envOverrides: {},
       ttlCollectionGroups: ['eventLedger'],
       outDir: 'deploy/gcloud/generated/offvia-test',
