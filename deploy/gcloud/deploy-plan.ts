@@ -85,7 +85,27 @@ export const DELIVERY = {
   messageRetentionMs: 7 * 24 * 3_600_000,
   /** How long dead letters are kept in the hold subscription. */
   deadLetterRetention: '7d',
+  /**
+   * Seconds added to the function's `--timeout` for the push subscription's ack deadline. For a push
+   * subscription the ack deadline is also the timeout of the push request (Pub/Sub `Subscription.ack_deadline_seconds`:
+   * "For push delivery, this value is also used to set the request timeout for the call to the push endpoint"), so
+   * a deadline at or below the function's timeout would redeliver a message still being processed. Pub/Sub allows
+   * 10–600 s.
+   */
+  ackDeadlineMarginSeconds: 30,
 } as const;
+
+/**
+ * The push subscription's ack deadline for a function: its timeout plus the margin.
+ * @throws Error when that exceeds Pub/Sub's 600 s maximum.
+ */
+export function ackDeadlineSeconds(spec: FunctionSpec): number {
+  const seconds = spec.timeoutSeconds + DELIVERY.ackDeadlineMarginSeconds;
+  if (seconds > 600) {
+    throw new Error(`${spec.entryPoint}: ack deadline ${seconds} s is above Pub/Sub's 600 s maximum`);
+  }
+  return seconds;
+}
 
 /** The APIs the deployment uses. */
 export const APIS: readonly string[] = [
@@ -139,6 +159,19 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       `OFFVIA_WINDOW_LEDGER_TTL_MS (${config.window.ledgerTtlMs}) is shorter than the function ` +
         `subscription's message retention (${DELIVERY.messageRetention})`,
     );
+  }
+  // One delivery's budget inside the function must end before the function's timeout, which must end before
+  // Pub/Sub's push timeout (the ack deadline): otherwise a slow delivery is cut by the platform, or redelivered
+  // while it still runs.
+  for (const spec of FUNCTION_SPECS.values()) {
+    if (spec.trigger !== 'topic') continue;
+    if (config.ingest.attemptDeadlineMs >= spec.timeoutSeconds * 1000) {
+      throw new Error(
+        `OFFVIA_ATTEMPT_DEADLINE_MS (${config.ingest.attemptDeadlineMs}) is not below ${spec.entryPoint}'s ` +
+          `timeout (${spec.timeoutSeconds} s)`,
+      );
+    }
+    ackDeadlineSeconds(spec);
   }
   const ctx: Context = {
     o,
@@ -739,8 +772,34 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
         `--min-retry-delay=${DELIVERY.minRetryDelay}`,
         `--max-retry-delay=${DELIVERY.maxRetryDelay}`,
         `--message-retention-duration=${DELIVERY.messageRetention}`,
+        `--ack-deadline=${ackDeadlineSeconds(spec)}`,
         p,
       ),
+    });
+    // Eventarc owns this subscription: a redeploy that replaces the trigger makes a new one with Eventarc's
+    // defaults. The name is captured and the settings applied after every deploy step (deployed or skipped), and
+    // read back here, so a run that leaves them otherwise fails instead of passing quietly.
+    const expected = `${ackDeadlineSeconds(spec)} projects/${o.project}/topics/${BOOKING_DLQ_TOPIC} ${DELIVERY.maxDeliveryAttempts}`;
+    steps.push({
+      kind: 'ensure',
+      title: `The ${name} subscription has ack deadline ${ackDeadlineSeconds(spec)} s and its dead-letter policy`,
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'pubsub subscriptions describe',
+          subscription,
+          p,
+          '--format=value[separator=" "](ackDeadlineSeconds,deadLetterPolicy.deadLetterTopic,deadLetterPolicy.maxDeliveryAttempts)',
+        ),
+        line: expected,
+      },
+      absent: [
+        'bash',
+        '-c',
+        'echo "the subscription $0 does not have the settings just applied ($1)" >&2; exit 1',
+        subscription,
+        expected,
+      ],
     });
     steps.push({
       kind: 'run',

@@ -1,6 +1,10 @@
 // The security properties of the rendered deploy and teardown plans (deploy/gcloud/plan-checks.ts): each holds on
 // the plans the CLI renders, and each check fails on a plan altered to break it.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import { projectGrant } from '../../../deploy/gcloud/iam';
 import type { Plan } from '../../../deploy/gcloud/options';
@@ -349,6 +353,72 @@ describe('gcloud plan security properties', () => {
         'user:',
       ]) {
         assert.throws(() => render('deploy', '--publisher', bad), /--publisher/, bad);
+      }
+    });
+  });
+
+  describe('the push subscription of ingestBooking', () => {
+    const SUB = '${INGEST_BOOKING_SUBSCRIPTION}';
+
+    it('has an ack deadline (the push request timeout) above the function timeout, which is above one attempt', () => {
+      const update = commands(deploy.plan).find((c) =>
+        starts(c, 'gcloud', 'pubsub', 'subscriptions', 'update', SUB),
+      );
+      const fn = commands(deploy.plan).find((c) =>
+        starts(c, 'gcloud', 'functions', 'deploy', 'offvia-ingest-booking'),
+      );
+      const ack = Number(flagValue(update ?? [], '--ack-deadline'));
+      const timeout = Number(/^(\d+)s$/.exec(flagValue(fn ?? [], '--timeout') ?? '')?.[1]);
+      const attemptMs = Number(
+        /OFFVIA_ATTEMPT_DEADLINE_MS=(\d+)/.exec(flagValue(fn ?? [], '--set-env-vars') ?? '')?.[1] ??
+          45_000,
+      );
+      assert.ok(
+        ack <= 600 && ack > timeout && timeout * 1000 > attemptMs,
+        `${ack} > ${timeout} s > ${attemptMs} ms`,
+      );
+      assert.throws(
+        () => render('deploy', '--env', `OFFVIA_ATTEMPT_DEADLINE_MS=${timeout * 1000}`),
+        /OFFVIA_ATTEMPT_DEADLINE_MS \(60000\) is not below ingestBooking's timeout/,
+      );
+    });
+
+    it('reads its settings back after every run and fails the run when they differ (fake gcloud)', () => {
+      const i = deploy.plan.steps.findIndex((s) =>
+        commandsOf(s).some((c) => starts(c, 'gcloud', 'pubsub', 'subscriptions', 'update', SUB)),
+      );
+      const check = deploy.plan.steps[i + 1];
+      assert.ok(
+        check?.kind === 'ensure' && check.probe.kind === 'line',
+        'a check right after the update',
+      );
+      assert.equal(check.probe.line, `90 projects/${P}/topics/booking-events-dlq 15`);
+      const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+      try {
+        writeFileSync(
+          path.join(bin, 'gcloud'),
+          '#!/usr/bin/env bash\nprintf "%s\\n" "$DESCRIBED"\n',
+          { mode: 0o755 },
+        );
+        // The capture step sets the subscription name as the real plan does; the fake gcloud answers describe.
+        const capture: Step = {
+          kind: 'capture',
+          title: 'subscription',
+          variable: 'INGEST_BOOKING_SUBSCRIPTION',
+          command: ['echo', `projects/${P}/subscriptions/eventarc-x`],
+        };
+        const script = renderPlan([], [capture, check]);
+        const status = (described: string): number | null =>
+          spawnSync('bash', ['-c', script], {
+            encoding: 'utf8',
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
+          }).status;
+        assert.equal(status(check.probe.line), 0);
+        // Eventarc's own defaults on a recreated subscription: no dead-letter policy, another deadline.
+        assert.notEqual(status('10'), 0);
+        assert.notEqual(status(`600 projects/${P}/topics/booking-events-dlq 15`), 0);
+      } finally {
+        rmSync(bin, { recursive: true, force: true });
       }
     });
   });
