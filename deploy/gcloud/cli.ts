@@ -24,6 +24,8 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --quarantine-retention-days N  days a quarantine / bad-data partition is kept (default 90; 0: forever)
+  --topic-retention D       message retention of the booking topic, for seek and replay (default 7d; 10m–31d)
   --publisher M             principal allowed to publish booking events, e.g. serviceAccount:EMAIL (repeatable):
                             roles/pubsub.publisher on the topic only
   --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
@@ -70,6 +72,8 @@ function parseCliFlags(args: string[]) {
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
       publisher: { type: 'string', multiple: true, default: [] },
+      'quarantine-retention-days': { type: 'string', default: '90' },
+      'topic-retention': { type: 'string', default: '7d' },
       'out-dir': { type: 'string' },
       runtime: { type: 'string', default: DEFAULT_RUNTIME },
       yes: { type: 'boolean', default: false },
@@ -119,6 +123,10 @@ export function parseCli(argv: readonly string[]): CliArgs {
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],
       publishers: values.publisher,
+      quarantineRetentionDays: /^\d+$/.test(values['quarantine-retention-days'])
+        ? Number(values['quarantine-retention-days'])
+        : NaN,
+      topicRetention: values['topic-retention'],
       envOverrides,
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,

@@ -102,7 +102,9 @@ export const DELIVERY = {
 export function ackDeadlineSeconds(spec: FunctionSpec): number {
   const seconds = spec.timeoutSeconds + DELIVERY.ackDeadlineMarginSeconds;
   if (seconds > 600) {
-    throw new Error(`${spec.entryPoint}: ack deadline ${seconds} s is above Pub/Sub's 600 s maximum`);
+    throw new Error(
+      `${spec.entryPoint}: ack deadline ${seconds} s is above Pub/Sub's 600 s maximum`,
+    );
   }
   return seconds;
 }
@@ -275,21 +277,38 @@ function foundation({ o, p, steps }: Context): void {
 }
 
 /** sql/ in name order: every statement is CREATE … IF NOT EXISTS or CREATE OR REPLACE, safe to run again. */
-function bigQuery({ o, facts, steps }: Context): void {
+function bigQuery({ o, facts, config, steps }: Context): void {
+  // --location is a global flag of bq: it goes before the command.
+  const query = (sql: string): string[] => [
+    'bq',
+    `--project_id=${o.project}`,
+    `--location=${o.bqLocation}`,
+    '--headless',
+    'query',
+    '--use_legacy_sql=false',
+    sql,
+  ];
   for (const file of facts.sqlFiles) {
     steps.push({
       kind: 'run',
       title: `BigQuery DDL sql/${file.name}`,
-      // --location is a global flag of bq: it goes before the command.
-      command: [
-        'bq',
-        `--project_id=${o.project}`,
-        `--location=${o.bqLocation}`,
-        '--headless',
-        'query',
-        '--use_legacy_sql=false',
-        file.sql.trimEnd(),
-      ],
+      command: query(file.sql.trimEnd()),
+    });
+  }
+  // Quarantine and bad data keep raw payloads with passenger_id: their partitions expire (BigQuery deletes a
+  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze is not partitioned
+  // (the lab's DDL), so it has no such option. Tables in another project are that project's business.
+  const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
+  const tables = [config.ingest.quarantineTable, config.ingest.badDataTable].filter(
+    (t) => t.projectId === undefined || t.projectId === o.project,
+  );
+  for (const t of tables) {
+    const name = `${o.project}.${t.datasetId}.${t.tableId}`;
+    steps.push({
+      kind: 'run',
+      title: `Partition expiration of ${t.datasetId}.${t.tableId}: ${o.quarantineRetentionDays === 0 ? 'none' : `${days} days`}`,
+      // Two lines, so the plan shows it as a here-document like the sql/ files.
+      command: query(`ALTER TABLE \`${name}\`\nSET OPTIONS (partition_expiration_days = ${days});`),
     });
   }
 }
@@ -517,11 +536,18 @@ function runtimeGrants({ o, facts, names, config, steps }: Context, spec: Functi
 function pubSub({ o, p, names, functions, steps }: Context): void {
   const agent = `serviceAccount:${PUBSUB_AGENT}`;
   for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC, BRONZE_DLQ_TOPIC]) {
+    // The booking topic retains messages itself, so any subscription can seek back and replay
+    // (`gcloud pubsub subscriptions seek --time`), independently of the subscriptions' own retention.
+    const retention =
+      topic === BOOKING_TOPIC ? [`--message-retention-duration=${o.topicRetention}`] : [];
     steps.push({
       kind: 'ensure',
-      title: `Pub/Sub topic ${topic}`,
+      title: `Pub/Sub topic ${topic}${retention.length > 0 ? ` (retains messages ${o.topicRetention} for seek)` : ''}`,
       probe: { kind: 'status', command: gcloud('pubsub topics describe', topic, p) },
-      absent: gcloud('pubsub topics create', topic, p),
+      absent: gcloud('pubsub topics create', topic, ...retention, p),
+      ...(retention.length > 0
+        ? { present: gcloud('pubsub topics update', topic, ...retention, p) }
+        : {}),
     });
   }
   // The producer's grant: publish to this topic, nothing else (the booking service is not ours to create).

@@ -27,6 +27,16 @@ export interface DeployOptions {
    * on the topic only, e.g. `serviceAccount:booking@other-project.iam.gserviceaccount.com`.
    */
   readonly publishers: readonly string[];
+  /**
+   * Days a partition of the quarantine and bad-data tables is kept (`--quarantine-retention-days`, default 90; 0
+   * keeps them forever): both hold raw `passenger_id`. Applied as `partition_expiration_days`.
+   */
+  readonly quarantineRetentionDays: number;
+  /**
+   * Message retention of the booking topic (`--topic-retention`, default `7d`, Pub/Sub allows 10 minutes to 31
+   * days): a subscription can seek back that far and replay, e.g. after a bad deploy.
+   */
+  readonly topicRetention: string;
   /** Alert notification channels, `projects/P/notificationChannels/ID`. */
   readonly notificationChannels: readonly string[];
   /** `--env KEY=VALUE` overrides of the functions' OFFVIA_* variables. */
@@ -167,6 +177,25 @@ export function validateOptions(o: DeployOptions): void {
     if (!/^[A-Za-z][A-Za-z0-9_-]{0,99}$/.test(group)) {
       throw new Error(`--ttl-collection-group: ${JSON.stringify(group)} is not a collection id`);
     }
+  }
+  if (
+    !Number.isInteger(o.quarantineRetentionDays) ||
+    o.quarantineRetentionDays < 0 ||
+    o.quarantineRetentionDays > 36_500
+  ) {
+    throw new Error(
+      `--quarantine-retention-days: expected an integer 0–36500, got ${o.quarantineRetentionDays}`,
+    );
+  }
+  // gcloud's INTEGER[UNIT]; Pub/Sub's bounds: 10 minutes to 31 days.
+  const retention = /^(\d+)([smhd])$/.exec(o.topicRetention);
+  const retentionS = retention
+    ? Number(retention[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[retention[2] as 's']
+    : NaN;
+  if (!(retentionS >= 600 && retentionS <= 31 * 86_400)) {
+    throw new Error(
+      `--topic-retention: expected 10m to 31d (e.g. 7d), got ${JSON.stringify(o.topicRetention)}`,
+    );
   }
   for (const publisher of o.publishers) {
     // IAM principal identifiers; allUsers and allAuthenticatedUsers would let anyone publish into Bronze.

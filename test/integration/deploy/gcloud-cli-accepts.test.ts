@@ -86,6 +86,8 @@ describe('the real gcloud CLI accepts the plan', function () {
       namePrefix: 'offvia-',
       notificationChannels: ['projects/offvia-test/notificationChannels/123'],
       publishers: ['serviceAccount:booking@offvia-test.iam.gserviceaccount.com'],
+      quarantineRetentionDays: 90,
+      topicRetention: '7d',
       envOverrides: {},
       ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: path.join(dir, 'generated'),

@@ -29,6 +29,8 @@ const OPTIONS: DeployOptions = {
   namePrefix: 'offvia-',
   notificationChannels: [`projects/${P}/notificationChannels/123`],
   publishers: [],
+  quarantineRetentionDays: 90,
+  topicRetention: '7d',
   envOverrides: {},
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',
@@ -128,7 +130,13 @@ describe('gcloud deploy plan', () => {
       ]) {
         assert.ok(enable.includes(`${api}.googleapis.com`), api);
       }
-      const queries = allCommands(plan).filter((c) => starts(c, 'bq') && c.includes('query'));
+      // The sql/ files; the partition expirations that follow them are checked in gcloud-security.test.ts.
+      const queries = allCommands(plan).filter(
+        (c) =>
+          starts(c, 'bq') &&
+          c.includes('query') &&
+          !/partition_expiration_days/.test(c.at(-1) ?? ''),
+      );
       const files = readFileSync(path.join(REPO_ROOT, 'sql', '000_datasets.sql'), 'utf8');
       assert.ok(files.includes('{{project}}'), "files.includes('{{project}}')");
       assert.equal(queries.length, repoFacts().sqlFiles.length);

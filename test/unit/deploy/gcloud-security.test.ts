@@ -423,6 +423,71 @@ describe('gcloud plan security properties', () => {
     });
   });
 
+  describe('retention', () => {
+    const expirations = (plan: Plan): string[] =>
+      commands(plan)
+        .filter((c) => starts(c, 'bq') && /partition_expiration_days/.test(c.at(-1) ?? ''))
+        .map((c) => (c.at(-1) ?? '').replace(/\s+/g, ' '));
+
+    it('expires quarantine and bad-data partitions after --quarantine-retention-days (90 by default, 0: never)', () => {
+      assert.deepEqual(expirations(deploy.plan), [
+        `ALTER TABLE \`${P}.offvia_quarantine.poisoned_events\` SET OPTIONS (partition_expiration_days = 90);`,
+        `ALTER TABLE \`${P}.offvia_quarantine.bad_data\` SET OPTIONS (partition_expiration_days = 90);`,
+      ]);
+      assert.ok(
+        expirations(render('deploy', '--quarantine-retention-days', '30').plan).every((s) =>
+          s.includes('= 30)'),
+        ),
+      );
+      assert.ok(
+        expirations(render('deploy', '--quarantine-retention-days', '0').plan).every((s) =>
+          s.includes('= NULL)'),
+        ),
+      );
+      // After the sql/ files that create the tables.
+      const lastSqlFile = deploy.plan.steps
+        .map((s) => s.title.startsWith('BigQuery DDL sql/'))
+        .lastIndexOf(true);
+      const firstExpiry = deploy.plan.steps.findIndex((s) =>
+        s.title.startsWith('Partition expiration'),
+      );
+      assert.ok(lastSqlFile < firstExpiry);
+      assert.ok(
+        !expirations(deploy.plan).some((s) => s.includes('offvia_bronze')),
+        'Bronze is not partitioned',
+      );
+      for (const bad of ['-1', 'soon', '1.5']) {
+        assert.throws(
+          () => render('deploy', '--quarantine-retention-days', bad),
+          /--quarantine-retention-days/,
+        );
+      }
+    });
+
+    it('retains booking-topic messages for seek and replay (--topic-retention, 7d by default), on create and on update', () => {
+      const topic = commands(deploy.plan).filter(
+        (c) =>
+          starts(c, 'gcloud', 'pubsub', 'topics') &&
+          c[4] === 'booking-events' &&
+          ['create', 'update'].includes(c[3] ?? ''),
+      );
+      assert.deepEqual(
+        topic.map((c) => [c[3], flagValue(c, '--message-retention-duration')]).sort(),
+        [
+          ['create', '7d'],
+          ['update', '7d'],
+        ],
+      );
+      const day = render('deploy', '--topic-retention', '31d');
+      assert.ok(
+        commands(day.plan).some((c) => flagValue(c, '--message-retention-duration') === '31d'),
+      );
+      for (const bad of ['5m', '32d', '7', 'week']) {
+        assert.throws(() => render('deploy', '--topic-retention', bad), /--topic-retention/, bad);
+      }
+    });
+  });
+
   describe('ingress', () => {
     const deploys = (plan: Plan): Command[] =>
       commands(plan).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'));

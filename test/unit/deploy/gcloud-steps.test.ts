@@ -165,6 +165,8 @@ describe('gcloud plan rendering', () => {
       namePrefix: 'offvia-',
       notificationChannels: [],
       publishers: [],
+      quarantineRetentionDays: 90,
+      topicRetention: '7d',
       envOverrides: {},
       ttlCollectionGroups: ['eventLedger'],
       outDir: 'deploy/gcloud/generated/offvia-test',
