@@ -45,6 +45,7 @@ import {
   BRONZE_DLQ_TOPIC,
   BRONZE_SA,
   BUILD_SA,
+  durationSeconds,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
@@ -160,6 +161,13 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     throw new Error(
       `OFFVIA_WINDOW_LEDGER_TTL_MS (${config.window.ledgerTtlMs}) is shorter than the function ` +
         `subscription's message retention (${DELIVERY.messageRetention})`,
+    );
+  }
+  // A message replayed by a seek within the topic's retention must still find its ledger entry, or it counts twice.
+  if (config.window.ledgerTtlMs < durationSeconds(o.topicRetention) * 1000) {
+    throw new Error(
+      `OFFVIA_WINDOW_LEDGER_TTL_MS (${config.window.ledgerTtlMs}) is shorter than --topic-retention ` +
+        `(${o.topicRetention}): a replayed message would count twice in the windows`,
     );
   }
   // One delivery's budget inside the function must end before the function's timeout, which must end before

@@ -142,6 +142,13 @@ export function normaliseBqLocation(location: string): string {
   return /^(us|eu)$/i.test(location) ? location.toUpperCase() : location.toLowerCase();
 }
 
+/** Seconds of a gcloud duration `INTEGER[UNIT]` with a unit of s, m, h or d; NaN for anything else. */
+export function durationSeconds(duration: string): number {
+  const match = /^(\d+)([smhd])$/.exec(duration);
+  if (match === null) return NaN;
+  return Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
+}
+
 /**
  * Checks the options against the rules of the services that will receive them (and `--runtime` against
  * SUPPORTED_RUNTIMES).
@@ -187,11 +194,8 @@ export function validateOptions(o: DeployOptions): void {
       `--quarantine-retention-days: expected an integer 0–36500, got ${o.quarantineRetentionDays}`,
     );
   }
-  // gcloud's INTEGER[UNIT]; Pub/Sub's bounds: 10 minutes to 31 days.
-  const retention = /^(\d+)([smhd])$/.exec(o.topicRetention);
-  const retentionS = retention
-    ? Number(retention[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[retention[2] as 's']
-    : NaN;
+  // Pub/Sub's bounds: 10 minutes to 31 days.
+  const retentionS = durationSeconds(o.topicRetention);
   if (!(retentionS >= 600 && retentionS <= 31 * 86_400)) {
     throw new Error(
       `--topic-retention: expected 10m to 31d (e.g. 7d), got ${JSON.stringify(o.topicRetention)}`,

@@ -478,9 +478,24 @@ describe('gcloud plan security properties', () => {
           ['update', '7d'],
         ],
       );
-      const day = render('deploy', '--topic-retention', '31d');
+      const day = render('deploy', '--topic-retention', '8d');
       assert.ok(
-        commands(day.plan).some((c) => flagValue(c, '--message-retention-duration') === '31d'),
+        commands(day.plan).some((c) => flagValue(c, '--message-retention-duration') === '8d'),
+      );
+      // A replay must find its dedup ledger entry: the ledger (8 days by default) must outlive the retention.
+      assert.throws(
+        () => render('deploy', '--topic-retention', '9d'),
+        /OFFVIA_WINDOW_LEDGER_TTL_MS .* --topic-retention \(9d\)/,
+      );
+      const longer = render(
+        'deploy',
+        '--topic-retention',
+        '31d',
+        '--env',
+        `OFFVIA_WINDOW_LEDGER_TTL_MS=${32 * 86_400_000}`,
+      );
+      assert.ok(
+        commands(longer.plan).some((c) => flagValue(c, '--message-retention-duration') === '31d'),
       );
       for (const bad of ['5m', '32d', '7', 'week']) {
         assert.throws(() => render('deploy', '--topic-retention', bad), /--topic-retention/, bad);
