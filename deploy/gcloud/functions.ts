@@ -9,8 +9,9 @@ import type { SignatureType } from './registry';
 /**
  * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
  * (cloud.google.com/functions/docs/runtime-support): nodejs20 deprecated 2026-04-30 and decommissioned
- * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. Local development and
- * tests run on Node 20; the code uses nothing Node 22 removed (package.json `engines` is `>=20`).
+ * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. The local stack serves
+ * the functions, and CI runs the tests, on Node.js 22 (deploy/local/lib.sh OFFVIA_NODE_MAJOR; install.sh installs
+ * it from the npm registry); package.json `engines` stays `>=20` for the tooling.
  */
 export const DEFAULT_RUNTIME = 'nodejs22';
 /** The runtimes `--runtime` accepts: those still deployable on the schedule above. */

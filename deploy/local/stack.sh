@@ -344,7 +344,10 @@ launch_service() {
     fn-*)
       entry="$(function_entry "$name")" || offvia_die "unknown service $name"
       IFS='|' read -r fname signature port <<<"$entry"
-      start_service "$name" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
+      # On the deployed runtime's major (lib.sh), not whatever node is on PATH.
+      [[ -x "$OFFVIA_NODE_BIN/node" ]] ||
+        offvia_die "Node.js $OFFVIA_NODE_MAJOR is not installed in ${OFFVIA_NODE_DIR#"$OFFVIA_ROOT"/}: run bash deploy/local/install.sh"
+      start_service "$name" "$OFFVIA_NODE_BIN/node" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
         "--source=$FUNCTIONS_SOURCE" "--target=$fname" "--signature-type=$signature" \
         "--port=$(function_port "$fname" "$port")" "--ignored-routes=$FUNCTION_READY_PATH"
       ;;

@@ -47,8 +47,9 @@ bash "$HERE/stack.sh" up
 
 # shellcheck source=/dev/null
 source "$OFFVIA_STACK_DIR/env"
-# Commands such as mocha or tsx resolve from the project, as under `npm run`.
-export PATH="$OFFVIA_ROOT/node_modules/.bin:$PATH"
+# Commands such as mocha or tsx resolve from the project, as under `npm run`, and run on the deployed runtime's
+# Node.js major (install.sh put it in .local), like the functions the stack serves.
+export PATH="$OFFVIA_NODE_BIN:$OFFVIA_ROOT/node_modules/.bin:$PATH"
 
 command_status=0
 "$@" || command_status=$?
