@@ -919,6 +919,7 @@ export function monitoringTargets(
       .map((s) => names.functionName(s.baseName)),
     bronzeSubscription: BRONZE_SUBSCRIPTION,
     deadLetterHoldSubscription: BOOKING_DLQ_SUBSCRIPTION,
+    bronzeDeadLetterHoldSubscription: BRONZE_DLQ_SUBSCRIPTION,
     notificationChannels: o.notificationChannels,
   };
 }

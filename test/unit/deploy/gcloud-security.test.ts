@@ -279,6 +279,23 @@ describe('gcloud plan security properties', () => {
       );
     });
 
+    it("alerts on its dead letters as on the function subscription's", () => {
+      const policy = deploy.plan.files.find((f) => f.path.endsWith('policies/dead-letters.json'));
+      const filters = (
+        JSON.parse(policy?.content ?? '{}') as {
+          conditions: { conditionThreshold: { filter: string } }[];
+        }
+      ).conditions.map((c) => c.conditionThreshold.filter);
+      assert.ok(
+        filters.some((f) => f.endsWith('resource.label.subscription_id="booking-events-dlq-hold"')),
+      );
+      assert.ok(
+        filters.some((f) =>
+          f.endsWith('resource.label.subscription_id="booking-events-bronze-dlq-hold"'),
+        ),
+      );
+    });
+
     it('check fails on a Bronze subscription without its own service account or dead-letter topic', () => {
       const strip = (prefix: string) => (c: Command) => c.filter((a) => !a.startsWith(prefix));
       const swap = (prefix: string, value: string) => (c: Command) =>
