@@ -2,12 +2,27 @@
 import { DEFAULT_CURRENCY } from '../contract/fields';
 import { ConfigError } from '../errors';
 import { type Env, type TableRef, readOptionalString } from './env';
-import { type VarGroup, intVar, readIntVar, readTableVar, tableVar, textVar } from './spec';
+import {
+  type VarGroup,
+  intVar,
+  nameVar,
+  readIntVar,
+  readNameVar,
+  readTableVar,
+  tableVar,
+  textVar,
+} from './spec';
 
 /** Everything ingestBooking needs to know; all durations in ms. */
 export interface IngestConfig {
   /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
   projectId: string | undefined;
+  /**
+   * The Firestore database holding the system's state (window store, dedup ledger, drift retry store): a named
+   * database of its own, so nothing else in the project shares its collections and `teardown.sh --delete-data`
+   * deletes only what the system wrote. Default `offvia`; the deploy plan sets it from `--firestore-database`.
+   */
+  firestoreDatabase: string;
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
   bigQueryEndpoint: string | undefined;
   silverTable: TableRef;
@@ -73,6 +88,9 @@ export const DEFAULT_MAX_EVENT_AGE_MS = 730 * DAY_MS;
  */
 export const MAX_FUTURE_SKEW_LIMIT_MS = 365 * DAY_MS;
 
+/** The database id the system uses unless OFFVIA_FIRESTORE_DATABASE says otherwise. */
+export const DEFAULT_FIRESTORE_DATABASE = 'offvia';
+
 /** `OFFVIA_DEFAULT_CURRENCY`'s value meaning "no default: currency is required" (any case). */
 export const NO_DEFAULT_CURRENCY = 'none';
 
@@ -84,6 +102,21 @@ export const INGEST_VARS = {
       '`GOOGLE_CLOUD_PROJECT`, else `GCLOUD_PROJECT`, else detected by the client libraries',
     meaning:
       'Google Cloud project of the BigQuery and Firestore clients (the deploy plan sets it to `--project`)',
+  }),
+  // Firestore's rule for a database id: 4–63 characters, lowercase letters, digits and hyphens, starting with a
+  // letter and not ending with a hyphen (Firestore REST reference, projects.databases.create `databaseId`; UUID-like
+  // ids are refused there too). `(default)` does not match: the system keeps its state out of the project's shared
+  // default database.
+  firestoreDatabase: nameVar({
+    name: 'OFFVIA_FIRESTORE_DATABASE',
+    default: DEFAULT_FIRESTORE_DATABASE,
+    pattern: /^[a-z][a-z0-9-]{2,61}[a-z0-9]$/,
+    patternText:
+      'a named Firestore database id: 4–63 of `a-z 0-9 -`, starting with a letter, not ending with `-`; ' +
+      '`(default)` refused',
+    meaning:
+      "the system's own named Firestore database (window store, dedup ledger, drift retry store); the deploy sets " +
+      'it from `--firestore-database`, the local stack from its own environment (same default)',
   }),
   googleCloudProject: textVar({
     name: 'GOOGLE_CLOUD_PROJECT',
@@ -191,7 +224,8 @@ export const INGEST_VAR_GROUP: VarGroup = {
 
 /**
  * Reads and validates the configuration.
- * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
+ * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), OFFVIA_FIRESTORE_DATABASE,
+ * BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
  * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
  * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY (specs, defaults and ranges: `INGEST_VARS`).
@@ -204,6 +238,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       readOptionalString(env, v.projectId.name) ??
       readOptionalString(env, v.googleCloudProject.name) ??
       readOptionalString(env, v.gcloudProject.name),
+    firestoreDatabase: readFirestoreDatabase(env),
     bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
     silverTable: readTableVar(env, v.silverTable),
     quarantineTable: readTableVar(env, v.quarantineTable),
@@ -235,6 +270,23 @@ function readDefaultCurrency(env: Env): string | null {
     );
   }
   return value;
+}
+
+/**
+ * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE; the rule is the spec's pattern (Firestore's database id
+ * rule, see `INGEST_VARS.firestoreDatabase`).
+ * @throws ConfigError for any other value.
+ */
+export function readFirestoreDatabase(env: Env): string {
+  const spec = INGEST_VARS.firestoreDatabase;
+  const id = readNameVar(env, spec);
+  if (!spec.pattern.test(id)) {
+    throw new ConfigError(
+      spec.name,
+      `expected a named Firestore database id (4-63 of a-z 0-9 -, starting with a letter), got ${JSON.stringify(id)}`,
+    );
+  }
+  return id;
 }
 
 /** `host:port` or a URL → a URL the BigQuery client accepts as apiEndpoint. */
