@@ -98,7 +98,8 @@ export function parseStackEnv(text: string): Record<string, string> {
 /**
  * The environment for the chosen target. With `project`: the process environment without the emulator variables,
  * and the project set. Otherwise the local stack's env file over the process environment; when there is no env
- * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh), those.
+ * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh) and no `--stack-dir`
+ * was given, those.
  * @throws UsageError when there is neither a local stack nor `--project`.
  */
 export function targetEnv(
@@ -121,7 +122,10 @@ export function targetEnv(
       stackDir,
     };
   }
-  if (processEnv.BIGQUERY_EMULATOR_HOST) return { mode: 'local', env: { ...processEnv }, stackDir };
+  // An explicit --stack-dir names one stack: when it has no env file, that is the answer, not whatever emulator
+  // variables the calling shell happens to carry (they may belong to another stack).
+  if (options.stackDir === undefined && processEnv.BIGQUERY_EMULATOR_HOST)
+    return { mode: 'local', env: { ...processEnv }, stackDir };
   throw new UsageError(
     `no local stack (${file} not found) and no --project: start the stack with 'npm run stack:up' or pass --project ID`,
   );
