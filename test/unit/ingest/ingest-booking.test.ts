@@ -6,6 +6,8 @@ import type { TableRef } from '../../../shared/config/env';
 import type { Firestore } from '@google-cloud/firestore';
 import { TransientError } from '../../../shared/errors';
 import { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
+import { FirestoreDriftStore } from '../../../shared/drift/firestore-store';
+import { schemaWindowOf } from '../../../shared/schema/retry';
 import type { JsonValue } from '../../../shared/windowing';
 import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
@@ -382,6 +384,45 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const retry = logs.filter((l) => l.outcome === 'retry');
     assert.equal(retry.length, 1, 'one retry line for the delivery');
     assert.match(String(retry[0]?.error), /contention/);
+  });
+
+  it('when every commit of the schema-retry store is aborted (contention), the deadline says so too', async () => {
+    // The drift gate's Firestore store on the ingest path: its `merge proposal` transaction on the table's change
+    // document is what a burst of events with new fields contends on.
+    const snapshot = { data: () => undefined };
+    const ref: Record<string, unknown> = { get: () => Promise.resolve(snapshot) };
+    ref.collection = () => ({ doc: () => ref });
+    const abortingDb = {
+      collection: () => ({ doc: () => ref }),
+      runTransaction: async (callback: (tx: unknown) => Promise<unknown>) => {
+        const tx = { get: () => Promise.resolve(snapshot), set: () => tx };
+        const until = Date.now() + 300;
+        while (Date.now() < until) {
+          await callback(tx);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw Object.assign(new Error('10 ABORTED: Transaction lock timeout'), { code: 10 });
+      },
+    };
+    const store = new FirestoreDriftStore(abortingDb as unknown as Firestore, 'r');
+    const { deps } = setup();
+    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
+    deps.schemaDrift = {
+      route: async () => {
+        await store.mergeProposal('t', schemaWindowOf(NOW, 3), 3, new Map(), 10, NOW);
+        return { action: 'write', extraColumns: {} };
+      },
+    };
+    const err = await ingestMessage(aged(1_000), deps).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TransientError, String(err));
+    assert.match(
+      err.message,
+      /firestore merge proposal retried \d+ times after aborted commits \(contention/,
+    );
+    assert.doesNotMatch(err.message, /a dependency hangs/);
   });
 
   it('the attempt deadline defaults to 45 s and out-of-range values are refused', () => {
