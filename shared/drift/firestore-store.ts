@@ -121,11 +121,21 @@ export class FirestoreDriftStore implements DriftStore {
    */
   private async transaction<T>(operation: string, fn: (tx: Transaction) => Promise<T>): Promise<T> {
     let attempts = 0;
+    let failed: { error: unknown } | undefined;
     try {
-      return await this.db.runTransaction((tx) => {
+      return await this.db.runTransaction(async (tx) => {
         attempts++;
-        if (attempts > 1) noteTransactionRetry(`firestore ${operation}`);
-        return fn(tx);
+        if (attempts > 1) {
+          const after = failed === undefined ? undefined : errorText(failed.error);
+          noteTransactionRetry(`firestore ${operation}`, after);
+        }
+        failed = undefined;
+        try {
+          return await fn(tx);
+        } catch (err) {
+          failed = { error: err };
+          throw err;
+        }
       });
     } catch (err) {
       if (err instanceof LeaseLostError || err instanceof TransientError) throw err;
