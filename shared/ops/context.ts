@@ -235,7 +235,8 @@ export async function query<T = Record<string, unknown>>(
   types?: Record<string, string | string[]>,
 ): Promise<T[]> {
   try {
-    const [rows] = await withDeadline(
+    // The client's type names two elements; at run time the third is the API response (queryFailure).
+    const [rows, , response] = (await withDeadline(
       ctx.bigquery.query({
         query: sql,
         params,
@@ -244,11 +245,31 @@ export async function query<T = Record<string, unknown>>(
       }),
       BACKEND_DEADLINE_MS * 3,
       ctx.describe.bigquery,
-    );
+    )) as unknown as [unknown[], unknown, unknown];
+    const failure = queryFailure(response);
+    if (failure !== undefined) throw new Error(failure);
     return rows as T[];
   } catch (err) {
     throw describeBackendError(ctx.describe.bigquery, err, ctx.describe.hint);
   }
+}
+
+/**
+ * The error of a query the backend completed without a result: `errors` and no schema. BigQuery answers an invalid
+ * query with HTTP 400 (the client throws); the local emulator answers HTTP 200 with `errors` and no rows, which
+ * would otherwise read as "0 rows". A response with a schema is a result (its `errors` may be warnings).
+ */
+function queryFailure(response: unknown): string | undefined {
+  if (typeof response !== 'object' || response === null) return undefined;
+  const { errors, schema } = response as { errors?: unknown; schema?: { fields?: unknown } };
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  if (Array.isArray(schema?.fields) && schema.fields.length > 0) return undefined;
+  return errors
+    .map(
+      (e: { reason?: unknown; message?: unknown }) => `${String(e.reason)}: ${String(e.message)}`,
+    )
+    .join('; ')
+    .replace(/\s+/g, ' ');
 }
 
 /** A Firestore call with a deadline: the client retries an unreachable emulator for minutes otherwise. */
