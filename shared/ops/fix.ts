@@ -239,6 +239,19 @@ export async function applyFix(payload: unknown, fix: Fix, input: FixInput): Pro
   }
   if (result === null || result === undefined)
     return { kind: 'skipped', reason: 'fix module returned null' };
+  // Checked here, per row: a value that cannot be written as JSON (a cycle, a function) would otherwise throw later,
+  // outside the row's own handling, and end the whole run without its resolution rows.
+  if (typeof result === 'function' || typeof result === 'symbol') {
+    return { kind: 'skipped', reason: `fix module returned a ${typeof result}, not a payload` };
+  }
+  try {
+    payloadBytes(result);
+  } catch (err) {
+    return {
+      kind: 'skipped',
+      reason: `fix module returned a value that is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
   return { kind: 'fixed', payload: result };
 }
 

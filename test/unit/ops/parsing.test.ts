@@ -150,6 +150,22 @@ describe('offvia: fixes', () => {
     );
   });
 
+  it('a fix module returning what cannot be sent fails that row only (skipped, it stays open)', async () => {
+    const input = { messageId: '1', where: 'PARSE_JSON', reason: 'x' };
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    for (const [returned, reason] of [
+      [circular, /fix module returned a value that is not JSON/],
+      [() => 1, /fix module returned a function/],
+      [Symbol('s'), /fix module returned a symbol/],
+    ] as const) {
+      const fix = { edits: [], module: () => returned, description: 'module m' };
+      const result = await applyFix({ a: 1 }, fix, input);
+      assert.equal(result.kind, 'skipped');
+      assert.match(result.kind === 'skipped' ? result.reason : '', reason);
+    }
+  });
+
   it('describes what a fix changed, field by field', () => {
     assert.equal(
       changedFields('{"a":"x","b":1}', '{"a":"X","b":1,"c":2}'),
