@@ -231,7 +231,8 @@ export async function query<T = Record<string, unknown>>(
   types?: Record<string, string | string[]>,
 ): Promise<T[]> {
   try {
-    const [rows] = await withDeadline(
+    // At run time the client also resolves with the raw jobs.query response (its typing stops at two elements).
+    const [rows, , response] = (await withDeadline(
       ctx.bigquery.query({
         query: sql,
         params,
@@ -240,7 +241,12 @@ export async function query<T = Record<string, unknown>>(
       }),
       BACKEND_DEADLINE_MS * 3,
       ctx.describe.bigquery,
-    );
+    )) as unknown as [unknown[], unknown, { errors?: { message?: string; reason?: string }[] }?];
+    // bqemulator answers a refused query (a syntax error, a missing table or view) on the jobs.query fast path with
+    // HTTP 200, no rows and the error in `errors` (docs/local-stack.md); BigQuery answers HTTP 4xx. Without this
+    // check a typo in `offvia query`, or a view missing on an old stack, reads as "0 rows" and exit 0.
+    const refused = ctx.mode === 'local' ? response?.errors?.[0] : undefined;
+    if (refused) throw new Error(refused.message ?? refused.reason ?? 'query refused');
     return rows as T[];
   } catch (err) {
     throw describeBackendError(ctx.describe.bigquery, err, ctx.describe.hint);
