@@ -355,7 +355,6 @@ export async function main(argv: readonly string[], deps: Partial<CliDeps> = {})
       ) {
         return EXIT.ok;
       }
-      if (err.code === 'commander.help') return EXIT.ok;
       return EXIT.usage;
     }
     if (process.env.OFFVIA_DEBUG && err instanceof Error) full.io.err(err.stack ?? err.message);

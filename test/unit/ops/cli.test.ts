@@ -45,6 +45,14 @@ describe('offvia: command line', () => {
     }
   });
 
+  it('no command (offvia, offvia quarantine) shows the help on stderr and is a usage error, exit 2', async () => {
+    for (const argv of [[], ['quarantine'], ['bad-data']]) {
+      const r = await run(argv);
+      assert.equal(r.code, EXIT.usage, argv.join(' '));
+      assert.match(r.err, /Usage: offvia/);
+    }
+  });
+
   const usage: [string[], RegExp][] = [
     [['status', '--bogus'], /unknown option '--bogus'/],
     [['stat'], /unknown command 'stat'.*Did you mean status/],
