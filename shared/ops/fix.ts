@@ -48,7 +48,9 @@ export type FixResult =
   | { readonly kind: 'fixed'; readonly payload: unknown }
   | { readonly kind: 'skipped'; readonly reason: string };
 
-const FIELD = /^[^=\s]{1,300}$/;
+// Any JSON key but an empty one or one with '=' (the separator of --set and --rename): the names these edits exist for
+// are the ones BigQuery refuses, such as `loyalty-tier` or `bad col`, so whitespace is allowed.
+const FIELD = /^[^=]{1,300}$/;
 
 function field(text: string, flag: string): string {
   if (!FIELD.test(text))

@@ -106,7 +106,15 @@ describe('offvia: fixes', () => {
   it('refuses malformed edit flags with a usage error', () => {
     assert.throws(() => parseEdits({ set: ['novalue'] }), /--set: expected FIELD=VALUE/);
     assert.throws(() => parseEdits({ rename: ['=x'] }), UsageError);
-    assert.throws(() => parseEdits({ upper: ['has space'] }), UsageError);
+    assert.throws(() => parseEdits({ upper: [''] }), UsageError);
+  });
+
+  it('renames and drops the illegal column names bad data holds, spaces included', () => {
+    const edits = parseEdits({ rename: ['bad col=bad_col'], drop: ['loyalty tier'] });
+    assert.deepEqual(applyEdits({ 'bad col': 1, 'loyalty tier': 'gold', a: 2 }, edits), {
+      kind: 'fixed',
+      payload: { bad_col: 1, a: 2 },
+    });
   });
 
   it('keeps every digit of numbers through parse, edit and stringify', () => {
