@@ -83,6 +83,16 @@ function selectionOf(
   nowMs: number,
   kind: 'quarantine' | 'bad-data',
 ): RowSelection {
+  // `--ids ""` (an empty shell variable) or `--stage ,` names nothing: it must not fall through to "every row".
+  for (const [flag, values] of [
+    ['--ids', flags.ids],
+    ['--stage', flags.stage],
+    ['--target', flags.target],
+  ] as const) {
+    if (values !== undefined && parseIdList(values).length === 0) {
+      throw new UsageError(`${flag}: no value given (to select every open row, pass --all)`);
+    }
+  }
   const selection: RowSelection = {
     limit: parsePositiveInt(flags.limit, '--limit', 10_000_000),
     ...(flags.stage ? { stages: parseStages(flags.stage) } : {}),
@@ -345,7 +355,6 @@ export async function main(argv: readonly string[], deps: Partial<CliDeps> = {})
       ) {
         return EXIT.ok;
       }
-      if (err.code === 'commander.help') return EXIT.ok;
       return EXIT.usage;
     }
     if (process.env.OFFVIA_DEBUG && err instanceof Error) full.io.err(err.stack ?? err.message);

@@ -48,7 +48,9 @@ export type FixResult =
   | { readonly kind: 'fixed'; readonly payload: unknown }
   | { readonly kind: 'skipped'; readonly reason: string };
 
-const FIELD = /^[^=\s]{1,300}$/;
+// Any JSON key but an empty one or one with '=' (the separator of --set and --rename): the names these edits exist for
+// are the ones BigQuery refuses, such as `loyalty-tier` or `bad col`, so whitespace is allowed.
+const FIELD = /^[^=]{1,300}$/;
 
 function field(text: string, flag: string): string {
   if (!FIELD.test(text))
@@ -239,6 +241,19 @@ export async function applyFix(payload: unknown, fix: Fix, input: FixInput): Pro
   }
   if (result === null || result === undefined)
     return { kind: 'skipped', reason: 'fix module returned null' };
+  // Checked here, per row: a value that cannot be written as JSON (a cycle, a function) would otherwise throw later,
+  // outside the row's own handling, and end the whole run without its resolution rows.
+  if (typeof result === 'function' || typeof result === 'symbol') {
+    return { kind: 'skipped', reason: `fix module returned a ${typeof result}, not a payload` };
+  }
+  try {
+    payloadBytes(result);
+  } catch (err) {
+    return {
+      kind: 'skipped',
+      reason: `fix module returned a value that is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
   return { kind: 'fixed', payload: result };
 }
 

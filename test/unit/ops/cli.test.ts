@@ -45,6 +45,14 @@ describe('offvia: command line', () => {
     }
   });
 
+  it('no command (offvia, offvia quarantine) shows the help on stderr and is a usage error, exit 2', async () => {
+    for (const argv of [[], ['quarantine'], ['bad-data']]) {
+      const r = await run(argv);
+      assert.equal(r.code, EXIT.usage, argv.join(' '));
+      assert.match(r.err, /Usage: offvia/);
+    }
+  });
+
   const usage: [string[], RegExp][] = [
     [['status', '--bogus'], /unknown option '--bogus'/],
     [['stat'], /unknown command 'stat'.*Did you mean status/],
@@ -55,6 +63,12 @@ describe('offvia: command line', () => {
       /select rows with --stage, --reason, --since, --until or --ids, or pass --all/,
     ],
     [['quarantine', 'reprocess', '--stage', 'NOPE'], /unknown stage NOPE/],
+    // An empty list names no row: it must not select every open row without --all.
+    [['quarantine', 'reprocess', '--ids', '', '--upper', 'origin'], /--ids: no value given/],
+    [['quarantine', 'reprocess', '--ids', ' , '], /--ids: no value given/],
+    [['quarantine', 'reprocess', '--stage', ''], /--stage: no value given/],
+    [['bad-data', 'redrive', '--ids', ','], /--ids: no value given/],
+    [['bad-data', 'redrive', '--target', ''], /--target: no value given/],
     [['quarantine', 'reprocess', '--all', '--set', 'x'], /--set: expected FIELD=VALUE/],
     [['quarantine', 'reprocess', '--all', '--limit', '0'], /--limit: expected an integer/],
     [['quarantine', 'reprocess', '--reason', '('], /--reason: not a regular expression/],

@@ -106,7 +106,15 @@ describe('offvia: fixes', () => {
   it('refuses malformed edit flags with a usage error', () => {
     assert.throws(() => parseEdits({ set: ['novalue'] }), /--set: expected FIELD=VALUE/);
     assert.throws(() => parseEdits({ rename: ['=x'] }), UsageError);
-    assert.throws(() => parseEdits({ upper: ['has space'] }), UsageError);
+    assert.throws(() => parseEdits({ upper: [''] }), UsageError);
+  });
+
+  it('renames and drops the illegal column names bad data holds, spaces included', () => {
+    const edits = parseEdits({ rename: ['bad col=bad_col'], drop: ['loyalty tier'] });
+    assert.deepEqual(applyEdits({ 'bad col': 1, 'loyalty tier': 'gold', a: 2 }, edits), {
+      kind: 'fixed',
+      payload: { bad_col: 1, a: 2 },
+    });
   });
 
   it('keeps every digit of numbers through parse, edit and stringify', () => {
@@ -148,6 +156,22 @@ describe('offvia: fixes', () => {
       loadFix({ fixModule: 'nope.js' }, dir),
       /--fix-module: cannot load nope\.js/,
     );
+  });
+
+  it('a fix module returning what cannot be sent fails that row only (skipped, it stays open)', async () => {
+    const input = { messageId: '1', where: 'PARSE_JSON', reason: 'x' };
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    for (const [returned, reason] of [
+      [circular, /fix module returned a value that is not JSON/],
+      [() => 1, /fix module returned a function/],
+      [Symbol('s'), /fix module returned a symbol/],
+    ] as const) {
+      const fix = { edits: [], module: () => returned, description: 'module m' };
+      const result = await applyFix({ a: 1 }, fix, input);
+      assert.equal(result.kind, 'skipped');
+      assert.match(result.kind === 'skipped' ? result.reason : '', reason);
+    }
   });
 
   it('describes what a fix changed, field by field', () => {
