@@ -10,6 +10,7 @@ import { loadWindowConfig, type WindowConfig } from '../config/window-config';
 import { loadSchemaDriftConfig, type SchemaDriftConfig } from '../config/schema-drift-config';
 import { ConfigError } from '../errors';
 import { OpsError, UsageError, describeBackendError } from './errors';
+import { firestoreClient } from '../drift/runtime';
 
 /** The emulator variables the stack's env file sets; dropped when `--project` targets a real project. */
 const EMULATOR_VARIABLES = [
@@ -210,7 +211,8 @@ export function connect(
     tables,
     bigquery,
     firestore() {
-      firestore ??= new Firestore({ projectId });
+      // The functions' own database (OFFVIA_FIRESTORE_DATABASE), not `(default)`: the state lives there.
+      firestore ??= firestoreClient(projectId, ingest.firestoreDatabase);
       return firestore;
     },
     logsDir: mode === 'local' ? path.join(stackDir, 'logs') : undefined,
