@@ -35,6 +35,7 @@ export interface RunningDashboard {
   /** `http://host:port/` of the page. */
   readonly url: string;
   readonly server: FastifyInstance;
+  /** Stops listening and waits for the collections in flight, so the context's clients can be closed after. */
   close(): Promise<void>;
 }
 
@@ -73,17 +74,26 @@ export function buildDashboardApp(
     if (!asset) return reply.code(404).send({ error: `no asset ${req.params.name}` });
     return reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body);
   });
+  // Collections still running: close() waits for them, so the caller can then close the clients they use.
+  const inFlight = new Set<Promise<DashboardData>>();
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([...inFlight]);
+  });
   app.get('/api/dashboard', async (_req, reply) => {
     const nowMs = now();
+    const collecting = collectDashboard(ctx, nowMs - options.lookBackMs, nowMs, {
+      refreshMs: options.refreshMs,
+    });
+    inFlight.add(collecting);
     try {
-      const data: DashboardData = await collectDashboard(ctx, nowMs - options.lookBackMs, nowMs, {
-        refreshMs: options.refreshMs,
-      });
+      const data = await collecting;
       return reply.header('cache-control', 'no-store').send(data);
     } catch (err) {
       options.onError?.(err);
       const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
       return reply.code(503).send({ error: message, refreshMs: options.refreshMs });
+    } finally {
+      inFlight.delete(collecting);
     }
   });
   return app;

@@ -224,6 +224,7 @@ function drawPanes(d) {
           data: panes.map((p) => p.bookingCount),
           backgroundColor: panes.map((p) => COLORS[p.timing] || '#999'),
           yAxisID: 'y',
+          maxBarThickness: 48,
         },
         {
           type: 'line',
@@ -450,6 +451,7 @@ async function refresh() {
     text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
     // For tests and scripts: the moment the shown numbers were collected.
     document.body.dataset.statusNow = body.status.now;
+    document.body.dataset.statusSince = body.status.since;
     window.offviaDashboard = body;
   } catch (err) {
     console.error('dashboard refresh failed', err);
