@@ -3,14 +3,14 @@
 -- buffer), so a row is never marked in place: the open views below subtract these rows instead.
 CREATE TABLE IF NOT EXISTS `{{project}}.offvia_quarantine.resolutions` (
   layer STRING NOT NULL OPTIONS (description = 'quarantine or bad_data'),
-  row_key STRING NOT NULL OPTIONS (description = 'The open view''s key: quarantine message_key, bad-data row_key'),
+  row_key STRING NOT NULL OPTIONS (description = 'Key of the open view: quarantine message_key, bad-data row_key'),
   source_message_id STRING OPTIONS (description = 'Pub/Sub message id of the original message'),
   run_id STRING NOT NULL OPTIONS (description = 'The offvia run; also reprocess_run_id of the rows it wrote'),
   action STRING NOT NULL OPTIONS (description = 'reprocess, redrive'),
   outcome STRING NOT NULL OPTIONS (description = 'Where the row went: silver, schema_retry, bad_data, or the target table'),
   result_event_id STRING OPTIONS (description = 'event_id of the Silver row it became, if any'),
   fix STRING OPTIONS (description = 'The fix applied, as offvia describes it'),
-  resolved_by STRING NOT NULL OPTIONS (description = 'Operator (user name or --by)'),
+  resolved_by STRING NOT NULL OPTIONS (description = 'Operator: the OS user name, or the by flag of offvia'),
   resolved_at TIMESTAMP NOT NULL
 )
 PARTITION BY DATE(resolved_at)

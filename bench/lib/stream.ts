@@ -1,5 +1,5 @@
 // The benchmark's generated booking stream: seeded, with invalid, late and duplicate events and a few hot routes,
-// each event labelled with where the booking contract (shared/contract, README "Decisions") says it must end.
+// each event labelled with where the booking contract (shared/contract, docs/validation.md) says it must end.
 import { prng } from '../../test/support/events';
 
 /** Why a generated event is what it is; the label the disagreement report groups by. */
@@ -146,7 +146,7 @@ function invalidVariant(
       event.fare = '-50.00';
       return { payload: json(), kind: 'negative_fare', expected: 'BUSINESS_RULE_VALIDATION' };
     case 3:
-      // NUMERIC holds 9 fraction digits: BigQuery cannot store this fare exactly (README "Decisions").
+      // NUMERIC holds 9 fraction digits: BigQuery cannot store this fare exactly (docs/validation.md).
       event.fare = '1e-10';
       return { payload: json(), kind: 'fare_too_precise', expected: 'BUSINESS_RULE_VALIDATION' };
     case 4:

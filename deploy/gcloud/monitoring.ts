@@ -170,8 +170,9 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
     logs.messageQuarantined(log, { messageId: 'm' }, 'PARSE_JSON', 'r', 't'),
   );
   // Every row that lands in the bad-data table logs one line with outcome=bad_data (badDataWritten,
-  // driftRowToBadData, paneRowRefused), except that rowRejectedBySink and driftRowTooLarge announce a row whose
-  // badDataWritten follows: the metric counts outcome=bad_data without those two.
+  // driftRowToBadData, paneRowRefused), except that rowRejectedBySink, driftRowTooLarge and
+  // driftRowRejectedAtIngest announce a row whose badDataWritten follows: the metric counts outcome=bad_data
+  // without those three.
   const badData = catalogued((log) => logs.badDataWritten(log, { messageId: 'm' }, 't', 't'));
   // Every completed fireWindows run logs this line, with watermark_lag_ms whenever there is a watermark.
   const fireWindowsRun = catalogued((log) =>
@@ -180,6 +181,13 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
   const announcements = [
     catalogued((log) => logs.rowRejectedBySink(log, { messageId: 'm' }, 't', 'i', 'e')),
     catalogued((log) => logs.driftRowTooLarge(log, { messageId: 'm' }, 't', 2, 1)),
+    catalogued((log) =>
+      logs.driftRowRejectedAtIngest(
+        log,
+        { messageId: 'm' },
+        { eventId: 'e', table: 't', error: 'x' },
+      ),
+    ),
   ];
   const metrics: LogMetric[] = [
     {

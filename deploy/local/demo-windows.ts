@@ -5,7 +5,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
 import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
-import { loadWindowConfig } from '../../shared/config/window-config';
+import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-config';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows, type IntervalWindow } from '../../shared/windowing';
@@ -50,6 +50,41 @@ async function poll(timeoutMs: number, probe: () => Promise<boolean>): Promise<v
   }
 }
 
+/** What the demo's fireWindows clock is computed from. */
+export interface DemoFireClockInput {
+  /** The stack was started for this run alone (with-stack.sh exports OFFVIA_STACK_THROWAWAY=1) and is stopped after. */
+  readonly throwawayStack: boolean;
+  /** Wall clock, epoch ms. */
+  readonly nowMs: number;
+  /** Largest event time of the demo's events, epoch ms. */
+  readonly maxEventMs: number;
+  /** The stored watermark state's max event time and when it was seen (epoch ms), if any. */
+  readonly storedMaxEventTimeMs: number | null;
+  readonly maxEventTimeSeenAtMs: number | null;
+  readonly config: Pick<WindowConfig, 'watermarkPolicy' | 'strategy'>;
+}
+
+/**
+ * The processing time the demo runs fireWindows at. On a throw-away stack: far enough after the last event for the
+ * idle rule to move the watermark past every window of the events (idle timeout + out-of-orderness + window size),
+ * as Cloud Scheduler would after the traffic stopped. On a kept stack: the wall clock, because the watermark that a
+ * run moves is shared and never goes back: a jump ahead would leave it ahead of the clock for every later event.
+ */
+export function demoFireClockMs(input: DemoFireClockInput): number {
+  if (!input.throwawayStack) return input.nowMs;
+  const seenAt = input.maxEventTimeSeenAtMs ?? input.nowMs;
+  const behindMs = Math.max(0, input.maxEventMs - (input.storedMaxEventTimeMs ?? input.maxEventMs));
+  const policy = input.config.watermarkPolicy;
+  const { windowFn } = input.config.strategy;
+  const sizeMs = 'sizeMs' in windowFn ? windowFn.sizeMs : 0;
+  // The idle rule: watermark = max − out-of-orderness + (pt − seenAt − idle), so this pt puts it past the end of
+  // the window holding the largest event time.
+  return Math.max(
+    input.nowMs,
+    seenAt + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + behindMs + sizeMs + 1000,
+  );
+}
+
 /**
  * Runs fireWindows once, in-process, at a processing time far enough after the last event for the idle rule to
  * move the watermark past every window of these events (idle timeout + out-of-orderness + window size), as Cloud
@@ -80,17 +115,14 @@ export async function fireAndReadWindows(
       async () => ((await store.readWatermark())?.state.maxEventTimeMs ?? -Infinity) >= maxEventMs,
     );
     const stored = (await store.readWatermark())?.state;
-    const seenAt = stored?.maxEventTimeSeenAtMs ?? Date.now();
-    const behindMs = Math.max(0, maxEventMs - (stored?.maxEventTimeMs ?? maxEventMs));
-    const policy = config.watermarkPolicy;
-    const { windowFn } = config.strategy;
-    const sizeMs = 'sizeMs' in windowFn ? windowFn.sizeMs : 0;
-    // The idle rule: watermark = max − out-of-orderness + (pt − seenAt − idle), so this pt puts it past the end of
-    // the window holding the largest event time.
-    const processingTimeMs = Math.max(
-      Date.now(),
-      seenAt + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + behindMs + sizeMs + 1000,
-    );
+    const processingTimeMs = demoFireClockMs({
+      throwawayStack: env.OFFVIA_STACK_THROWAWAY === '1',
+      nowMs: Date.now(),
+      maxEventMs,
+      storedMaxEventTimeMs: stored?.maxEventTimeMs ?? null,
+      maxEventTimeSeenAtMs: stored?.maxEventTimeSeenAtMs ?? null,
+      config,
+    });
     const deps = createFireWindowsDeps(env, logger, { firestore, now: () => processingTimeMs });
     const summary = await fireWindows(deps);
     const windows = windowsOf(silver, env);
@@ -165,8 +197,11 @@ export function formatWindowsReport(report: WindowsReport): string {
   const s = report.summary;
   return (
     `fireWindows, in-process, at processing time ${iso(report.processingTimeMs)} ` +
-    `(${Math.round(report.fastForwardMs / 1000)} s ahead of the wall clock, as Scheduler would run it once the idle ` +
-    `rule has moved the watermark past these events): ${s.status}, ${s.windowsFired} windows fired, ` +
+    (report.fastForwardMs > 0
+      ? `(${Math.round(report.fastForwardMs / 1000)} s ahead of the wall clock, as Scheduler would run it once the ` +
+        `idle rule has moved the watermark past these events; a throw-away stack only): `
+      : '(the wall clock: this stack is kept, so its shared watermark must not jump ahead): ') +
+    `${s.status}, ${s.windowsFired} windows fired, ` +
     `${s.panesEmitted} panes emitted, ${s.windowsClosed} closed\n\n` +
     formatTable('Gold  offvia_gold.route_panes (windows of the events above)', report.panes, 30) +
     '\n' +
@@ -182,7 +217,7 @@ export function formatWindowsReport(report: WindowsReport): string {
 
 /**
  * The lab's check for the gold layer: BK-90210 (JFK-LHR-USD, 2026-10-07T14:10:00Z) is either in a pane of window
- * [14:10, 14:11) or counted as dropped for it, depending on where the pipeline's watermark stood (README).
+ * [14:10, 14:11) or counted as dropped for it, depending on where the pipeline's watermark stood (docs/windows.md, "The demo's gold panes").
  */
 export function checkLabWindows(report: WindowsReport): string[] {
   const start = iso(Date.parse('2026-10-07T14:10:00Z'));

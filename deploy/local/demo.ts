@@ -119,10 +119,10 @@ async function main(): Promise<number> {
   }
   show('Bad data  offvia_quarantine.bad_data', layers.badData);
   show(
-    'Schema-retry store (Firestore; rows waiting for a new column, see "Schema drift")',
+    'Schema-retry store (Firestore; rows waiting for a new column, see docs/schema-drift.md)',
     layers.retryStore,
   );
-  // Gold counts every contract-valid booking, also those waiting in the schema-retry store (README, "Windows").
+  // Gold counts every contract-valid booking, also those waiting in the schema-retry store (docs/windows.md).
   const windows = await fireAndReadWindows(bq, env.projectId, [
     ...layers.silver,
     ...layers.retryStore,

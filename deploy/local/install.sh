@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the local stack needs, skipping each part that is already done: npm dependencies, the bqemulator
-# BigQuery emulator in .local/venv-bq (pinned, see shared/docs/local-stack.md) with DuckDB's spatial extension, and
+# BigQuery emulator in .local/venv-bq (pinned, see shared/docs/local-stack.md; patched so it does not grow without
+# bound, see patch_bqemulator_snapshots) with DuckDB's spatial extension, and
 # checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java), and
 # Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
@@ -50,6 +51,37 @@ install_bqemulator() {
   offvia_install_venv bqemulator "$OFFVIA_VENV_BQ" "$OFFVIA_BQ_PINS"
 }
 
+# bqemulator copies the whole table into a time-travel snapshot after every write (insertAll, DML, load, Storage Write
+# commit), and keeps each copy for its retention (7 days by default): its memory grows with every insert, by the
+# table's size, without bound. deploy/local/bqemulator-no-auto-snapshots.patch makes it take no such snapshot when
+# time travel is off (BQEMU_TIME_TRAVEL_RETENTION_DAYS=0, which stack.sh sets; lib.sh: OFFVIA_BQEMU_ENV). Applied
+# once, to exactly the file it was written for (bqemulator 1.4.0, checked by SHA-256): any other content fails the
+# install, so a changed pin is reviewed rather than silently left unpatched.
+BQEMU_SNAPSHOTS_SHA256_ORIGINAL=a0970701f093d8b555fb1c1ac37d2a80027cda58be8d321d413fd1dd1c475d5a
+BQEMU_SNAPSHOTS_SHA256_PATCHED=84c706ba432b084c146be4ce291d629c1c650a4b5b37a949204ed908e7721ce9
+patch_bqemulator_snapshots() {
+  local site file sum
+  site="$(compgen -G "$OFFVIA_VENV_BQ/lib/python3.*/site-packages" | head -n 1)" ||
+    offvia_die "no site-packages in ${OFFVIA_VENV_BQ}"
+  file="$site/bqemulator/versioning/snapshots.py"
+  [[ -f "$file" ]] || offvia_die "bqemulator has no ${file#"$site"/}: the snapshot patch does not apply to this version"
+  sum="$(sha256sum "$file" | cut -d' ' -f1)"
+  case "$sum" in
+    "$BQEMU_SNAPSHOTS_SHA256_PATCHED")
+      offvia_log "bqemulator snapshot patch: applied, skipped"
+      return
+      ;;
+    "$BQEMU_SNAPSHOTS_SHA256_ORIGINAL") ;;
+    *) offvia_die "bqemulator snapshot patch: ${file#"$OFFVIA_ROOT"/} is not the file the patch was written for (sha256 $sum); review deploy/local/bqemulator-no-auto-snapshots.patch against it" ;;
+  esac
+  patch --quiet --forward -p1 -d "$site" <"$OFFVIA_ROOT/deploy/local/bqemulator-no-auto-snapshots.patch" ||
+    offvia_die "bqemulator snapshot patch: patch failed"
+  sum="$(sha256sum "$file" | cut -d' ' -f1)"
+  [[ "$sum" == "$BQEMU_SNAPSHOTS_SHA256_PATCHED" ]] ||
+    offvia_die "bqemulator snapshot patch: unexpected result (sha256 $sum)"
+  offvia_log "bqemulator snapshot patch: applied to ${file#"$OFFVIA_ROOT"/}"
+}
+
 # bqemulator refuses to start without DuckDB's spatial extension, which DuckDB would download from a site that is
 # unreachable here; the duckdb-extension-spatial wheel ships it, and DuckDB looks for it under $HOME/.duckdb.
 install_spatial_extension() {
@@ -93,6 +125,7 @@ main() {
   check_prerequisites
   install_npm_dependencies
   install_bqemulator
+  patch_bqemulator_snapshots
   install_spatial_extension
   install_chromium
   offvia_log "install: done in $(($(offvia_now_ms) - started_ms)) ms"

@@ -23,6 +23,11 @@ OFFVIA_STOP_TIMEOUT_S="${OFFVIA_STOP_TIMEOUT_S:-20}"
 OFFVIA_BQ_PINS="bqemulator==1.4.0 duckdb==1.5.5 duckdb-extension-spatial==1.5.5 numpy"
 OFFVIA_DUCKDB_VERSION="v1.5.5"
 
+# Settings of the BigQuery emulator (bqemulator reads BQEMU_* from its environment), as `env` arguments: time travel
+# off, so that with install.sh's patch no write copies the table into a snapshot (its memory would grow without
+# bound). FOR SYSTEM_TIME AS OF a past time then fails; nothing here uses it.
+OFFVIA_BQEMU_ENV=(BQEMU_TIME_TRAVEL_RETENTION_DAYS=0)
+
 # Keep gcloud offline and quiet: no prompts, update checks or usage reporting.
 export CLOUDSDK_CORE_DISABLE_PROMPTS=1
 export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1

@@ -1,4 +1,4 @@
-// The reliability harness (issue 6): drives the local stack through redelivery, crash and outage scenarios and prints
+// The reliability harness: drives the local stack through redelivery, crash and outage scenarios and prints
 // one report: where every published message ended, what was lost or duplicated, and whether the aggregates counted
 // each event once. A script, not a timed test: `npm run reliability` (deploy/local/reliability.sh checks the flags,
 // then brings a stack up and down around this). Flags: `--help`, or parseArgs in deploy/local/reliability/args.ts.
@@ -18,7 +18,9 @@ import { stackBigQuery, stackEnv, type Row } from './layers';
 import {
   BOOKING_TOPIC,
   INGEST_PUSH_SUBSCRIPTION,
+  ingestPushSubscriptionOptions,
   positiveIntFromEnv,
+  pushEndpointFor,
   subscriptionPath,
   topicPath,
 } from './resources';
@@ -39,6 +41,13 @@ const STALL_MS = 10 * 60_000;
 /** Pull subscription the harness delivers from (the push subscription is removed for the run). */
 const HARNESS_SUBSCRIPTION = 'booking-events-reliability';
 const SCHEMA_ROOT = process.env.OFFVIA_SCHEMA_FIRESTORE_ROOT ?? 'offviaSchemaDrift';
+/**
+ * Attribute marking a message of a push scenario (value `push`): the emulator's push subscription delivers it, so
+ * the driver acks its own copy without delivering it.
+ */
+const DELIVERY_ATTRIBUTE = 'offvia_reliability_delivery';
+/** How often a push scenario reads the layers to see whether every message has arrived, ms. */
+const PUSH_POLL_MS = 15_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const log = (text: string): void => {
@@ -286,7 +295,8 @@ async function main(): Promise<void> {
       maxBackoffMs: positiveIntFromEnv('OFFVIA_RELIABILITY_MAX_BACKOFF_MS', 10_000),
       requestTimeoutMs: 70_000,
     },
-    (_message: Message) => current?.deliveries ?? 1,
+    (message: Message) =>
+      message.attributes?.[DELIVERY_ATTRIBUTE] === 'push' ? 0 : (current?.deliveries ?? 1),
     (message: Message) => {
       acked.add(message.id);
       lastAckAtMs = Date.now();
@@ -312,6 +322,16 @@ async function main(): Promise<void> {
     const publishMs = (settings.events / settings.ratePerS) * 1000;
     let publishing = true;
     log(`${scenario.name}: ${scenario.description}`);
+    if (scenario.delivery === 'push') {
+      // Created now, so it holds only this scenario's messages; with the settings `stack.sh up` gives it.
+      const port = positiveIntFromEnv('OFFVIA_INGEST_BOOKING_PORT', 8080);
+      await pubsub
+        .topic(BOOKING_TOPIC)
+        .createSubscription(
+          INGEST_PUSH_SUBSCRIPTION,
+          ingestPushSubscriptionOptions(pushEndpointFor(projectId, BOOKING_TOPIC, port)),
+        );
+    }
     const started = Date.now();
     // The driver's counters are the run's; the scenario's lines give what happened since it began.
     const statsBefore = snapshotStats(driver.stats);
@@ -324,11 +344,17 @@ async function main(): Promise<void> {
       sleep,
       log,
     });
+    let faultOverAtMs: number | undefined;
+    void fault.then(() => {
+      faultOverAtMs = Date.now();
+    });
     // A progress line every 30 s: a 10,000-event scenario runs for many minutes.
     const progress = setInterval(() => {
       log(
-        `${scenario.name}: ${published.length} published, ${ackedCount()} acked, ` +
-          `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
+        scenario.delivery === 'push'
+          ? `${scenario.name}: ${published.length} published (delivered by the push subscription)`
+          : `${scenario.name}: ${published.length} published, ${ackedCount()} acked, ` +
+              `${describeStats(statsSince(driver.stats, statsBefore))} so far`,
       );
     }, 30_000);
     progress.unref();
@@ -337,8 +363,13 @@ async function main(): Promise<void> {
       const due = started + (i / settings.ratePerS) * 1000;
       if (due > Date.now()) await sleep(due - Date.now());
       const planned = planEvent(scenario, runId, i, Date.now(), settings.seed);
+      const attributes: Record<string, string> =
+        scenario.delivery === 'push' ? { [DELIVERY_ATTRIBUTE]: 'push' } : {};
       const send = async (): Promise<void> => {
-        const messageId = await topic.publishMessage({ data: Buffer.from(planned.payload) });
+        const messageId = await topic.publishMessage({
+          data: Buffer.from(planned.payload),
+          attributes,
+        });
         published.push({ messageId, expectation: planned.expectation });
       };
       await send();
@@ -356,6 +387,52 @@ async function main(): Promise<void> {
     // give up only after STALL_MS without a single ack, and say so: un-acked messages are then still in the
     // subscription, so the report's LOST column would count them although nothing lost them.
     lastAckAtMs = Math.max(lastAckAtMs, Date.now());
+    if (scenario.delivery === 'push') {
+      // No acks to watch: read the layers until every message is in its place. A stall counts only once the
+      // fault is over (nothing can arrive while ingestBooking is down).
+      let arrived = 0;
+      let lastProgressAtMs = Date.now();
+      for (;;) {
+        const { observed, stages } = await observe(
+          bq,
+          firestore,
+          store,
+          projectId,
+          windowConfig.pipeline,
+          scenario,
+          prefix,
+          published,
+        );
+        const report = accountScenario(scenario.name, published, observed, windowSizeMs, stages);
+        const now = published.length - report.lost;
+        if (now > arrived || faultOverAtMs === undefined) lastProgressAtMs = Date.now();
+        arrived = now;
+        if (report.lost === 0) break;
+        if (faultOverAtMs !== undefined && Date.now() - lastProgressAtMs >= STALL_MS) {
+          log(
+            `${scenario.name}: GAVE UP waiting: nothing arrived for ${STALL_MS / 60_000} min after the fault; ` +
+              `${report.lost} messages in no layer (the report counts them as LOST)`,
+          );
+          break;
+        }
+        log(
+          `${scenario.name}: ${arrived} of ${published.length} in their layer` +
+            `${faultOverAtMs === undefined ? ' (fault in progress)' : ''}`,
+        );
+        await sleep(PUSH_POLL_MS);
+      }
+      gaveUp = true;
+      const faultOutcome = await fault;
+      clearInterval(progress);
+      // Deleted so it does not deliver the next scenarios' messages a second way.
+      await pubsub.subscription(INGEST_PUSH_SUBSCRIPTION).delete();
+      log(
+        `${scenario.name}: ${arrived} of ${published.length} delivered by the push subscription after ` +
+          `${Math.round((Date.now() - started) / 1000)} s`,
+      );
+      runs.push({ scenario, published, prefix, fault: faultOutcome });
+      continue;
+    }
     while (!allAcked() && Date.now() - lastAckAtMs < STALL_MS) {
       await sleep(1_000);
     }
@@ -425,10 +502,12 @@ async function main(): Promise<void> {
     reports.push(report);
   }
   await firestore.terminate();
+  const pushNames = runs.filter((r) => r.scenario.delivery === 'push').map((r) => r.scenario.name);
   console.log(
     `\nReliability report (run ${runId}; ${settings.events} events per scenario published at ${settings.ratePerS}/s; ` +
       `delivered by the harness's driver, ${settings.concurrency} in flight; ` +
-      `${driver.stats.deliveries} deliveries, ${driver.stats.failedDeliveries} failed and retried)\n`,
+      `${driver.stats.deliveries} deliveries, ${driver.stats.failedDeliveries} failed and retried` +
+      `${pushNames.length > 0 ? `; ${pushNames.join(', ')}: by the emulator's push subscription instead` : ''})\n`,
   );
   console.log(formatReport(reports));
   console.log('\nFaults injected:');

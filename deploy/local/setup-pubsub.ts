@@ -1,5 +1,7 @@
-// Creates the local stack's Pub/Sub resources on the emulator: the booking topic, its dead-letter topic, the push
-// subscription that delivers to ingestBooking on the Functions Framework, and the Bronze stand-in's pull subscription.
+// Creates the local stack's Pub/Sub resources on the emulator: the booking topic, its dead-letter topic (with its hold
+// subscription, as in the cloud), the push subscription that delivers to ingestBooking on the Functions Framework
+// (without retry or dead-letter policy: see ingestPushSubscriptionOptions), and the Bronze stand-in's pull
+// subscription.
 // Idempotent: existing resources are kept (a push endpoint that points elsewhere is updated).
 import { PubSub, type CreateSubscriptionOptions } from '@google-cloud/pubsub';
 import {
@@ -8,10 +10,10 @@ import {
   BOOKING_TOPIC,
   BRONZE_SUBSCRIPTION,
   INGEST_PUSH_SUBSCRIPTION,
+  ingestPushSubscriptionOptions,
   positiveIntFromEnv,
   projectIdFromEnv,
   pushEndpointFor,
-  topicPath,
 } from './resources';
 
 /** gRPC status code the Pub/Sub API returns when a resource already exists. */
@@ -74,18 +76,12 @@ async function main(): Promise<void> {
   await ensureTopic(pubsub, BOOKING_TOPIC);
   await ensureTopic(pubsub, BOOKING_DLQ_TOPIC);
   await ensureSubscription(pubsub, BOOKING_DLQ_TOPIC, BOOKING_DLQ_SUBSCRIPTION, {});
-  await ensureSubscription(pubsub, BOOKING_TOPIC, INGEST_PUSH_SUBSCRIPTION, {
-    pushConfig: { pushEndpoint: pushEndpointFor(projectId, BOOKING_TOPIC, ingestPort) },
-    ackDeadlineSeconds: 60,
-    retryPolicy: {
-      minimumBackoff: { seconds: positiveIntFromEnv('OFFVIA_PUSH_MIN_BACKOFF_S', 10) },
-      maximumBackoff: { seconds: positiveIntFromEnv('OFFVIA_PUSH_MAX_BACKOFF_S', 600) },
-    },
-    deadLetterPolicy: {
-      deadLetterTopic: topicPath(projectId, BOOKING_DLQ_TOPIC),
-      maxDeliveryAttempts: positiveIntFromEnv('OFFVIA_PUSH_MAX_DELIVERY_ATTEMPTS', 5),
-    },
-  });
+  await ensureSubscription(
+    pubsub,
+    BOOKING_TOPIC,
+    INGEST_PUSH_SUBSCRIPTION,
+    ingestPushSubscriptionOptions(pushEndpointFor(projectId, BOOKING_TOPIC, ingestPort)),
+  );
   await ensureSubscription(pubsub, BOOKING_TOPIC, BRONZE_SUBSCRIPTION, { ackDeadlineSeconds: 60 });
   await pubsub.close();
 }

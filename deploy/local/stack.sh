@@ -176,12 +176,16 @@ stop_services() {
   done
 }
 
-# Recorded services in start order.
+# Every service this stack started, in start order, whether it runs now or was stopped since (`stop` removes its pid
+# file but keeps it here, so `down` and `status` still see it). Returns 0 whatever the last name is: callers run it
+# in a command substitution under `set -e`.
 recorded_services() {
   [[ -f "$ORDER_FILE" ]] || return 0
   local name
   while read -r name; do
-    [[ -n "$name" && -f "$PIDS_DIR/$name.pid" ]] && echo "$name"
+    if [[ -n "$name" ]]; then
+      echo "$name"
+    fi
   done <"$ORDER_FILE"
 }
 
@@ -316,7 +320,9 @@ launch_service() {
   local name=$1 entry fname signature port
   case "$name" in
     pubsub-emulator)
-      start_service pubsub-emulator gcloud beta emulators pubsub start \
+      # The emulator's start script passes CLOUD_PUBSUB_EMULATOR_OPTS to the JVM: keep failed pushes out of its log.
+      CLOUD_PUBSUB_EMULATOR_OPTS="-Djava.util.logging.config.file=$OFFVIA_ROOT/deploy/local/pubsub-emulator-logging.properties" \
+        start_service pubsub-emulator gcloud beta emulators pubsub start \
         "--host-port=127.0.0.1:$OFFVIA_PUBSUB_PORT" "--project=$OFFVIA_PROJECT_ID" \
         "--data-dir=$OFFVIA_STACK_DIR/data/pubsub"
       ;;
@@ -338,7 +344,8 @@ launch_service() {
         mkdir -p "$BQ_DATA_DIR"
         storage=(--persistent --data-dir "$BQ_DATA_DIR")
       fi
-      start_service bigquery-emulator "$OFFVIA_VENV_BQ/bin/bqemulator" start --project "$OFFVIA_PROJECT_ID" \
+      start_service bigquery-emulator env "${OFFVIA_BQEMU_ENV[@]}" "$OFFVIA_VENV_BQ/bin/bqemulator" start \
+        --project "$OFFVIA_PROJECT_ID" \
         --rest-port "$OFFVIA_BQ_REST_PORT" --grpc-port "$OFFVIA_BQ_GRPC_PORT" "${storage[@]}"
       ;;
     fn-*)
@@ -397,6 +404,8 @@ write_env_file() {
     echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
     echo "export OFFVIA_BQ_PERSISTENT=${OFFVIA_BQ_PERSISTENT:-0}"
     echo "export OFFVIA_FIRESTORE_GATE=${OFFVIA_FIRESTORE_GATE:-0}"
+    # Where the pid files are (tests read the BigQuery emulator's, to measure its memory).
+    echo "export OFFVIA_STACK_DIR=$OFFVIA_STACK_DIR"
     if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
       echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
     fi
@@ -597,7 +606,13 @@ cmd_status() {
   while read -r name; do
     [[ -n "$name" ]] || continue
     pid="$(recorded_pid "$name")"
-    if [[ -n "$pid" ]]; then state="running (pid $pid)"; else state="NOT RUNNING"; fi
+    if [[ -n "$pid" ]]; then
+      state="running (pid $pid)"
+    elif [[ -f "$PIDS_DIR/$name.pid" ]]; then
+      state="NOT RUNNING" # exited or killed: its pid file is left
+    else
+      state="NOT RUNNING (stopped)"
+    fi
     printf '  %-20s %-24s %s\n' "$name" "$state" "${LOGS_DIR#"$OFFVIA_ROOT"/}/$name.log"
   done < <(recorded_services)
   case "$overall" in

@@ -47,6 +47,9 @@ bash "$HERE/stack.sh" up
 
 # shellcheck source=/dev/null
 source "$OFFVIA_STACK_DIR/env"
+# This stack lives only for CMD: tools that would move its shared state past the wall clock (the demo's
+# fast-forwarded fireWindows) may do so here, and only here.
+export OFFVIA_STACK_THROWAWAY=1
 # Commands such as mocha or tsx resolve from the project, as under `npm run`.
 export PATH="$OFFVIA_ROOT/node_modules/.bin:$PATH"
 

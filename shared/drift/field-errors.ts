@@ -23,8 +23,18 @@ export type DriftErrorCode =
   | 'FIELD_FLOOD'
   /** The window's pending change already holds `maxProposedFieldsPerWindow` fields. */
   | 'PROPOSAL_CAP'
-  /** BigQuery refused the row on insert (insertErrors reason `invalid`), e.g. "no such field" right after a change. */
+  /**
+   * BigQuery refused the row on insert with "no such field" (insertErrors reason `invalid`) for a column the table
+   * already lists: streaming can take minutes to accept a new column.
+   */
   | 'INSERT_REJECTED'
+  /** BigQuery refused the row's data on insert (reason `invalid`, e.g. "Invalid NUMERIC value"): final. */
+  | 'INSERT_INVALID'
+  /**
+   * BigQuery did not write the row for a reason that is not its data (`stopped` after the re-sends of one sweep,
+   * `timeout`, `backendError`, or the whole insertAll call failed): the next sweep tries again.
+   */
+  | 'INSERT_NOT_WRITTEN'
   /** The stored row or extra fields are not a JSON object (a damaged retry-store document). */
   | 'UNREADABLE_ROW';
 
@@ -34,7 +44,9 @@ export type DriftErrorCode =
  * as `SCHEMA_ERROR_PERMANENCE` classifies them, plus: `FIELD_FLOOD` permanent (the event proposes none of its
  * fields, so they would become columns only if other events proposed every one of them); `UNREADABLE_ROW`
  * permanent (a damaged document does not heal); `PROPOSAL_CAP` retryable (proposed again in a later window);
- * `INSERT_REJECTED` retryable (BigQuery's streaming can take minutes to accept a new column).
+ * `INSERT_REJECTED` retryable (BigQuery's streaming can take minutes to accept a new column); `INSERT_INVALID`
+ * permanent (BigQuery refused the row's own data: the same row is refused every time); `INSERT_NOT_WRITTEN`
+ * retryable (an infrastructure reason, not the row's).
  */
 export const DRIFT_ERROR_PERMANENCE: Readonly<Record<DriftErrorCode, 'permanent' | 'retryable'>> = {
   ...SCHEMA_ERROR_PERMANENCE,
@@ -42,6 +54,8 @@ export const DRIFT_ERROR_PERMANENCE: Readonly<Record<DriftErrorCode, 'permanent'
   UNREADABLE_ROW: 'permanent',
   PROPOSAL_CAP: 'retryable',
   INSERT_REJECTED: 'retryable',
+  INSERT_INVALID: 'permanent',
+  INSERT_NOT_WRITTEN: 'retryable',
 };
 
 /** Whether an error can never clear (see `DRIFT_ERROR_PERMANENCE`); an unknown stored code counts as retryable. */
@@ -51,7 +65,7 @@ export function isPermanentError(error: Pick<DriftFieldError, 'code'>): boolean 
 
 /** One error of a waiting row; kept on the row and written to the bad-data table's `error` column. */
 export interface DriftFieldError {
-  /** The field, as in the event; `null` for an error of the whole row (`FIELD_FLOOD`, `INSERT_REJECTED`). */
+  /** The field, as in the event; `null` for an error of the whole row (`FIELD_FLOOD`, `INSERT_…`). */
   readonly field: string | null;
   /** Machine-readable cause. */
   readonly code: DriftErrorCode;

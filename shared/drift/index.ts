@@ -1,5 +1,6 @@
 // Schema drift around the pure schema core: the ingest gate, the Firestore retry store, the schema sweep.
 export * from './bad-data';
+export * from './ddl-pacer';
 export * from './field-errors';
 export * from './firestore-store';
 export * from './gate';

@@ -1,5 +1,6 @@
 // schemaSweep's logic: per target table, apply the closed windows' change once, then retry the waiting rows.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleepMs } from 'node:timers/promises';
 import { parse as losslessParse } from 'lossless-json';
 import type { DdlStyle, SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
@@ -16,13 +17,20 @@ import {
   supportOf,
   type ProposalSupport,
   type ProposedFields,
+  type BqField,
   type RejectedField,
   type ResolvedConflict,
   type SchemaChangePlan,
   type TableSchema,
 } from '../schema';
-import type { InsertRow, RowWriter } from '../sinks/row-writer';
+import {
+  PartialInsertError,
+  type InsertRow,
+  type RowOutcome,
+  type RowWriter,
+} from '../sinks/row-writer';
 import { badDataRowOf } from './bad-data';
+import { DDL_PACING_BUDGET_MS, updateDelayMs } from './ddl-pacer';
 import {
   classifyExtraFields,
   errorsText,
@@ -33,6 +41,7 @@ import {
 import { DRIFT_PROTECTED_NAMES } from './protected-names';
 import { assignColumns } from './row-json';
 import {
+  LeaseLostError,
   updateIdOf,
   type DriftStore,
   type Lease,
@@ -41,12 +50,18 @@ import {
   type RetryRow,
   type RowUpdate,
 } from './store';
-import type { TableAdmin } from './table-admin';
+import { DdlError, type TableAdmin } from './table-admin';
 
 /** Rows per insertAll call and per settle step (BigQuery recommends ≤ 500 rows a request). */
 export const SWEEP_BATCH_ROWS = 400;
 /** Re-plans when a change grew between planning and beginning the update, at most this often. */
 const MAX_PLAN_ATTEMPTS = 3;
+/**
+ * insertAll calls one batch of waiting rows may take in one sweep: the first, then re-sends of the rows BigQuery
+ * did not write for a reason that is not their data (`stopped` beside an `invalid` row, `timeout`,
+ * `backendError`). Each call drops the rows that got a verdict, so `stopped` rows land in the second call.
+ */
+export const MAX_INSERT_ATTEMPTS = 3;
 
 /** What the sweep needs; tests pass emulator-backed or stubbed adapters and their own clocks. */
 export interface SweepDeps {
@@ -71,6 +86,11 @@ export interface SweepDeps {
   readonly leaseNow: () => number;
   /** A unique id per sweep invocation (lease holder); default a random UUID. */
   readonly newHolderId?: () => string;
+  /**
+   * Waits `ms` by the lease clock (pacing DDL statements under the table-update rate); default a real timer.
+   * Tests pass one that advances their lease clock.
+   */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** The table update a sweep made. */
@@ -131,14 +151,21 @@ export interface SweepResult {
  *    current schema (`planSchemaChange`). In `apply` mode a plan with columns becomes ONE table update: the
  *    changes are marked `applying` in a fenced transaction that also checks they did not grow since the plan,
  *    the DDL runs, and the changes are closed `applied` with an audit record. Not within
- *    `minUpdateIntervalMs` of the table's last update (BigQuery: 5 metadata updates per 10 s per table). In
- *    `propose` mode the plan is only recorded.
+ *    `minUpdateIntervalMs` of the table's last update. Every DDL statement is paced under BigQuery's table
+ *    metadata update rate (5 per 10 s per table, `runDdlSteps`); a 403 `rateLimitExceeded` or a spent pacing
+ *    budget stops the DDL, keeps the columns added, and leaves the rest to the next sweep, which plans against
+ *    the table as it then is (never from the start). In `propose` mode the plan is only recorded. A failure
+ *    here does not skip step 2.
  * 2. Up to `sweepMaxRows` waiting rows, oldest first, are judged against the schema: rows whose fields all fit
- *    are inserted (insertId as stored) and leave the store; rows BigQuery refuses (e.g. "no such field" in the
- *    minutes after a column was added) and rows that still do not fit stay with
- *    `retry_count = retryCount(processed, now, windowMinutes)`, unless past the budget (`isPastBudget`), when
- *    they go to the bad-data table with their errors. Every write is fenced by the lease, renewed before each
- *    batch, so a sweep that lost its lease stops before inserting again.
+ *    are inserted (insertId as stored) and leave the store; rows BigQuery did not write for a reason that is not
+ *    theirs (`stopped` beside a refused row, `timeout`, `backendError`) are re-sent at once, in the same sweep;
+ *    a row refused as `invalid` (e.g. "Invalid NUMERIC value") goes to bad data at once, except "no such field"
+ *    in the minutes after a column was added, which waits. Rows that still do not fit, or were not written, stay
+ *    with `retry_count = retryCount(processed, now, windowMinutes)`, unless past the budget (`isPastBudget`),
+ *    when they go to the bad-data table with their errors. A failed insertAll call or bad-data write fails only
+ *    its own rows (they wait); every batch still runs and every row read gets its budget check. Every write is
+ *    fenced by the lease, renewed before each batch and each re-send, so a sweep that lost its lease stops before
+ *    inserting again.
  * 3. Fields of still-waiting rows that may still become columns are proposed again into the current window
  *    (a field held back by a cap, or proposed after its window was swept, gets its column later).
  * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
@@ -210,7 +237,13 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
   try {
     run.schema = await deps.admin.getSchema(target);
     await readWaitingRows(deps, run);
-    await applyClosedChanges(deps, run);
+    try {
+      await applyClosedChanges(deps, run);
+    } catch (err) {
+      // The waiting rows are still retried and their budget checked, against the schema as it is now.
+      if (err instanceof LeaseLostError) throw err;
+      run.errors.push(errorText(err));
+    }
     const carry = await retryWaitingRows(deps, run);
     if (carry.size > 0) {
       const nowMs = deps.now();
@@ -289,6 +322,85 @@ function statementsOf(plan: SchemaChangePlan, style: DdlStyle): string[] {
   return style === 'single' ? [plan.ddl] : [...plan.ddlPerColumn];
 }
 
+/** One call of `TableAdmin.addColumns`: the columns it adds and the statements that add them. */
+interface DdlStep {
+  readonly columns: readonly BqField[];
+  readonly statements: readonly string[];
+}
+
+/** The plan's DDL as calls: one for the `single` statement, or one per column (`per_column`). */
+function ddlSteps(plan: SchemaChangePlan, style: DdlStyle): DdlStep[] {
+  if (plan.addColumns.length === 0) return [];
+  if (style === 'single')
+    return [{ columns: plan.addColumns, statements: statementsOf(plan, style) }];
+  return plan.addColumns.map((column, i) => ({
+    columns: [column],
+    statements: plan.ddlPerColumn[i] === undefined ? [] : [plan.ddlPerColumn[i]],
+  }));
+}
+
+/** What a table update's DDL did: the columns it added, and why it stopped early, if it did. */
+interface DdlOutcome {
+  readonly added: string[];
+  readonly statements: string[];
+  readonly catalogPatched: string[];
+  /** `update_rate`: BigQuery's table-update rate (403) or the pacing budget; `error`: anything else. */
+  readonly stop: { kind: 'update_rate' | 'error'; error: string } | null;
+}
+
+/**
+ * Runs the steps in order under BigQuery's table metadata update rate (`TABLE_UPDATE_RATE`, 5 per 10 s per table):
+ * before each step it waits (`updateDelayMs`, counting the table's last update) so no 10 s window holds more than
+ * 5 statements, renews the lease, then runs it. It stops at the first failure, keeping what was added: a 403
+ * `rateLimitExceeded` (another writer used the table's rate) or a wait past `DDL_PACING_BUDGET_MS` is an
+ * `update_rate` stop, to be continued next sweep; any other failure is an `error` stop.
+ * @throws LeaseLostError when the lease was lost before a step (nothing more is issued).
+ */
+async function runDdlSteps(
+  deps: SweepDeps,
+  run: TableRun,
+  steps: readonly DdlStep[],
+): Promise<DdlOutcome> {
+  const sleep = deps.sleep ?? ((ms: number) => sleepMs(ms));
+  const outcome: DdlOutcome = { added: [], statements: [], catalogPatched: [], stop: null };
+  const issuedMs: number[] = run.lease.lastUpdateMs === null ? [] : [run.lease.lastUpdateMs];
+  const pacingEndsMs = deps.leaseNow() + DDL_PACING_BUDGET_MS;
+  for (const [i, step] of steps.entries()) {
+    const delayMs = updateDelayMs(issuedMs, deps.leaseNow());
+    if (delayMs > 0 && deps.leaseNow() + delayMs > pacingEndsMs) {
+      return {
+        ...outcome,
+        stop: {
+          kind: 'update_rate',
+          error:
+            `paced under BigQuery's table-update rate (5 per 10 s): ${i} of ${steps.length} statements run ` +
+            `within this sweep's ${DDL_PACING_BUDGET_MS} ms pacing budget; the next sweep adds the rest`,
+        },
+      };
+    }
+    if (delayMs > 0) await sleep(delayMs);
+    run.lease = await deps.store.renewLease(run.lease, deps.leaseNow(), deps.config.leaseMs);
+    issuedMs.push(deps.leaseNow());
+    try {
+      const result = await deps.admin.addColumns(run.target, step.columns, step.statements);
+      outcome.added.push(...step.columns.map((c) => c.name));
+      outcome.statements.push(...step.statements);
+      outcome.catalogPatched.push(...result.catalogPatched);
+    } catch (err) {
+      const error = errorText(err);
+      const rateLimited = err instanceof DdlError && err.rateLimited;
+      return {
+        ...outcome,
+        stop: {
+          kind: rateLimited ? 'update_rate' : 'error',
+          error: `${error} (after ${i} of ${steps.length} statements)`,
+        },
+      };
+    }
+  }
+  return outcome;
+}
+
 /** Phase 1: plan the closed windows' changes and apply (or record) them, once. */
 async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void> {
   const { config, store } = deps;
@@ -362,32 +474,52 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
 
     run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
     if ((await store.beginUpdate(run.lease, update, deps.leaseNow())) === 'stale') continue;
-    let catalogPatched: readonly string[];
-    try {
-      catalogPatched = (await deps.admin.addColumns(run.target, plan.addColumns, update.statements))
-        .catalogPatched;
-    } catch (err) {
-      const error = errorText(err);
-      logs.schemaUpdateFailed(deps.logger, run.key, update.updateId, error);
-      await store.finishUpdate(run.lease, update, { ok: false, error }, deps.leaseNow());
-      run.notApplied = columns;
-      run.errors.push(`schema update ${update.updateId}: ${error}`);
-      return;
+    const ddl = await runDdlSteps(deps, run, ddlSteps(plan, config.ddlStyle));
+    if (ddl.stop === null) {
+      await store.finishUpdate(
+        run.lease,
+        update,
+        { ok: true, catalogPatched: ddl.catalogPatched },
+        deps.leaseNow(),
+      );
+    } else {
+      // The change goes back to `pending`: the next sweep plans it against the table as it then is, so the
+      // columns added before the stop are `unchanged` there and only the rest is issued (never from the start).
+      await store.finishUpdate(
+        run.lease,
+        update,
+        { ok: false, error: ddl.stop.error },
+        deps.leaseNow(),
+      );
+      run.notApplied = columns.filter((c) => !ddl.added.includes(c));
+      if (ddl.stop.kind === 'update_rate') {
+        run.notAppliedReason = 'update_rate';
+        logs.schemaUpdateRateLimited(deps.logger, {
+          table: run.key,
+          updateId: update.updateId,
+          added: ddl.added,
+          remaining: run.notApplied,
+          reason: ddl.stop.error,
+        });
+      } else {
+        logs.schemaUpdateFailed(deps.logger, run.key, update.updateId, ddl.stop.error);
+        run.errors.push(`schema update ${update.updateId}: ${ddl.stop.error}`);
+      }
     }
-    await store.finishUpdate(run.lease, update, { ok: true, catalogPatched }, deps.leaseNow());
+    if (ddl.added.length === 0) return;
     run.update = {
       updateId: update.updateId,
-      columns,
-      statements: update.statements,
-      catalogPatched,
+      columns: ddl.added,
+      statements: ddl.statements,
+      catalogPatched: ddl.catalogPatched,
     };
     logs.schemaUpdateApplied(deps.logger, {
       table: run.key,
       updateId: update.updateId,
       windows: run.windows,
-      columns,
-      statements: update.statements,
-      catalogPatched,
+      columns: ddl.added,
+      statements: ddl.statements,
+      catalogPatched: ddl.catalogPatched,
       rejected: plan.rejected.length,
     });
     run.schema = await deps.admin.getSchema(run.target);
@@ -505,9 +637,132 @@ async function readWaitingRows(deps: SweepDeps, run: TableRun): Promise<void> {
   run.support = supportOf(supporting);
 }
 
+/** A ready row's fate after the sweep's insert and its re-sends. */
+type InsertFate =
+  | { readonly kind: 'written' }
+  | { readonly kind: 'invalid'; readonly error: string; readonly missingFields: readonly string[] }
+  | { readonly kind: 'not_written'; readonly error: string };
+
 /**
- * Phase 2: retry the rows read in phase 0, in batches. A row with a permanent error (`isPermanentError`) goes to
- * bad data now; a row with only retryable errors waits until its budget is spent.
+ * Inserts one batch's rows into `table` (the target table, or the bad-data table), re-sending at once (up to `MAX_INSERT_ATTEMPTS` calls in
+ * all, the lease renewed before each re-send) the rows BigQuery did not write for a reason that is not their
+ * data: `stopped` (refused because a neighbour was `invalid`; BigQuery says they can be re-sent as-is), `timeout`,
+ * `backendError`. Rows refused as `invalid` get that verdict and are not re-sent. A call that fails as a whole
+ * (HTTP 5xx, network) is not repeated within the sweep: its rows are `not_written` and wait for the next sweep.
+ * Never throws for BigQuery's answer, only for a lost lease (`LeaseLostError`).
+ * @returns one fate per row of `rows`, in order.
+ */
+async function insertWithResends(
+  deps: SweepDeps,
+  run: TableRun,
+  table: TableRef,
+  rows: readonly InsertRow[],
+): Promise<InsertFate[]> {
+  const fates: InsertFate[] = rows.map(() => ({ kind: 'not_written', error: 'not sent' }));
+  let pending = rows.map((_, i) => i);
+  for (let attempt = 1; attempt <= MAX_INSERT_ATTEMPTS && pending.length > 0; attempt++) {
+    if (attempt > 1) {
+      run.lease = await deps.store.renewLease(run.lease, deps.leaseNow(), deps.config.leaseMs);
+    }
+    const sent = pending.map((i) => rows[i]).filter((r): r is InsertRow => r !== undefined);
+    let outcomes: readonly RowOutcome[];
+    try {
+      outcomes = await deps.writer.insertRows(table, sent);
+    } catch (err) {
+      if (err instanceof PartialInsertError && err.outcomes.length === sent.length) {
+        outcomes = err.outcomes;
+      } else {
+        const error = errorText(err);
+        const name = tableName(table, deps.projectId);
+        logs.sweepInsertFailed(deps.logger, { table: name, rows: sent.length, attempt, error });
+        for (const i of pending) fates[i] = { kind: 'not_written', error };
+        run.errors.push(`insert of ${sent.length} rows into ${name}: ${error}`);
+        break;
+      }
+    }
+    const next: number[] = [];
+    const reasons = new Set<string>();
+    outcomes.forEach((outcome, j) => {
+      const i = pending[j];
+      if (i === undefined) return;
+      if (outcome.ok) fates[i] = { kind: 'written' };
+      else if (outcome.kind === 'rejected') {
+        fates[i] = { kind: 'invalid', error: outcome.error, missingFields: outcome.missingFields };
+      } else {
+        fates[i] = { kind: 'not_written', error: outcome.error };
+        for (const r of outcome.reasons) reasons.add(r);
+        next.push(i);
+      }
+    });
+    if (next.length > 0 && attempt < MAX_INSERT_ATTEMPTS) {
+      logs.sweepRowsResent(deps.logger, tableName(table, deps.projectId), {
+        attempt: attempt + 1,
+        rows: next.length,
+        reasons: [...reasons].sort(),
+      });
+    }
+    pending = next;
+  }
+  return fates;
+}
+
+/** The error a ready row carries after its insert failed (see `DRIFT_ERROR_PERMANENCE`). */
+function insertErrorOf(fate: Exclude<InsertFate, { kind: 'written' }>): DriftFieldError {
+  if (fate.kind === 'not_written') {
+    return { field: null, code: 'INSERT_NOT_WRITTEN', reason: fate.error };
+  }
+  // "no such field" for a column the table lists is the new column propagating to streaming: it clears within
+  // minutes. Any other `invalid` is the row's own data, refused the same way every time.
+  return fate.missingFields.length > 0
+    ? { field: null, code: 'INSERT_REJECTED', reason: fate.error }
+    : { field: null, code: 'INSERT_INVALID', reason: fate.error };
+}
+
+/** A failing row on its way to the bad-data table. */
+interface BadRow {
+  readonly row: RetryRow;
+  readonly retryCount: number;
+  readonly error: string;
+  readonly cause: 'retry_budget' | 'permanent_error' | 'insert_invalid';
+}
+
+/**
+ * Writes failing rows to the bad-data table, with the same re-sends as the target table (`insertWithResends`), so
+ * a bad-data row BigQuery refuses does not keep its `stopped` neighbours out of the table sweep after sweep.
+ * @returns per row whether it was written, or why not. Never throws for BigQuery's answer.
+ */
+async function writeBadData(
+  deps: SweepDeps,
+  run: TableRun,
+  bad: readonly BadRow[],
+  nowMs: number,
+): Promise<({ ok: true } | { ok: false; error: string })[]> {
+  const rows = bad.map((b) =>
+    badDataRowOf({
+      rowJson: b.row.rowJson,
+      extraFieldsJson: b.row.extraFieldsJson,
+      targetDest: run.key,
+      error: b.error,
+      nowMs,
+      processedTimestampMs: b.row.processedTimestampMs,
+      retryCount: b.retryCount,
+      sourceMessageId: b.row.sourceMessageId,
+      insertId: b.row.insertId,
+    }),
+  );
+  const fates = await insertWithResends(deps, run, deps.badDataTable, rows);
+  return fates.map((fate) =>
+    fate.kind === 'written' ? { ok: true } : { ok: false, error: fate.error },
+  );
+}
+
+/**
+ * Phase 2: retry the rows read in phase 0, in batches. Each batch's ready rows are inserted (`insertWithResends`:
+ * rows `stopped` beside a refused row are re-sent at once); then every row that is still failing gets its verdict
+ * in the same sweep: a permanent error (`isPermanentError`: a schema error no wait clears, or `INSERT_INVALID`)
+ * sends it to bad data now; past its budget (`isPastBudget`) it goes to bad data with its retryable errors;
+ * otherwise it waits with its derived retry count. A batch whose insert or bad-data write failed does not stop the
+ * others, and the budget check runs for every row read.
  * @returns the fields still-waiting rows propose again.
  */
 async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
@@ -526,31 +781,29 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
 
     const ready = verdicts.filter((v) => v.kind === 'ready');
     if (ready.length > 0) {
-      const results = await deps.writer.insertRows(
+      const fates = await insertWithResends(
+        deps,
+        run,
         run.target,
         ready.map((v) => v.insert),
       );
       ready.forEach((v, j) => {
-        const result = results[j];
-        if (result === undefined || result.ok) {
+        const fate = fates[j] ?? { kind: 'not_written', error: 'no outcome' };
+        if (fate.kind === 'written') {
           deletes.push(v.row.id);
           run.rows.inserted++;
           return;
         }
-        // BigQuery refused the row: e.g. "no such field" while a new column propagates. It counts against the
-        // budget and the row stays; the schema is read again before the next batch.
-        if (result.missingFields.length > 0) schemaStale = true;
-        failing.push({
-          row: v.row,
-          errors: [{ field: null, code: 'INSERT_REJECTED', reason: result.error }],
-          proposed: new Map(),
-        });
+        const error = insertErrorOf(fate);
+        // "no such field": the schema is read again before the next batch.
+        if (error.code === 'INSERT_REJECTED') schemaStale = true;
+        failing.push({ row: v.row, errors: [error], proposed: new Map() });
       });
     }
     for (const v of verdicts) if (v.kind === 'failing') failing.push(v);
 
     const updates: RowUpdate[] = [];
-    const bad: { row: RetryRow; retryCount: number; error: string; permanent: boolean }[] = [];
+    const bad: BadRow[] = [];
     for (const f of failing) {
       const count = retryCount(f.row.processedTimestampMs, nowMs, config.windowMinutes);
       // Permanent errors first, so the bad-data `error` column leads with the reason waiting could not help.
@@ -558,11 +811,14 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
       const errors = [...permanent, ...f.errors.filter((e) => !isPermanentError(e))];
       const error = errorsText(errors);
       if (permanent.length > 0) {
-        bad.push({ row: f.row, retryCount: count, error, permanent: true });
+        const cause = permanent.some((e) => e.code === 'INSERT_INVALID')
+          ? 'insert_invalid'
+          : 'permanent_error';
+        bad.push({ row: f.row, retryCount: count, error, cause });
         continue;
       }
       if (isPastBudget(f.row.processedTimestampMs, nowMs, config.retryMinutes)) {
-        bad.push({ row: f.row, retryCount: count, error, permanent: false });
+        bad.push({ row: f.row, retryCount: count, error, cause: 'retry_budget' });
         continue;
       }
       updates.push({
@@ -585,35 +841,19 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
     }
 
     if (bad.length > 0) {
-      const targetDest = run.key;
-      const results = await deps.writer.insertRows(
-        deps.badDataTable,
-        bad.map((b) =>
-          badDataRowOf({
-            rowJson: b.row.rowJson,
-            extraFieldsJson: b.row.extraFieldsJson,
-            targetDest,
-            error: b.error,
-            nowMs,
-            processedTimestampMs: b.row.processedTimestampMs,
-            retryCount: b.retryCount,
-            sourceMessageId: b.row.sourceMessageId,
-            insertId: b.row.insertId,
-          }),
-        ),
-      );
+      const written = await writeBadData(deps, run, bad, nowMs);
       bad.forEach((b, j) => {
-        const result = results[j];
-        if (result === undefined || result.ok) {
+        const result = written[j] ?? { ok: false, error: 'no outcome' };
+        if (result.ok) {
           deletes.push(b.row.id);
           run.rows.badData++;
           logs.driftRowToBadData(deps.logger, {
             messageId: b.row.sourceMessageId,
             insertId: b.row.insertId,
-            targetDest,
+            targetDest: run.key,
             retryCount: b.retryCount,
             error: b.error,
-            cause: b.permanent ? 'permanent_error' : 'retry_budget',
+            cause: b.cause,
           });
           return;
         }
@@ -638,7 +878,14 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
     }
     run.rows.waiting += updates.length;
     await store.settleRows(run.lease, deletes, updates);
-    if (schemaStale) run.schema = await deps.admin.getSchema(run.target);
+    if (schemaStale) {
+      try {
+        run.schema = await deps.admin.getSchema(run.target);
+      } catch (err) {
+        // The next batches are judged against the schema read before; the next sweep reads it again.
+        run.errors.push(`schema re-read after "no such field": ${errorText(err)}`);
+      }
+    }
   }
   return mergeAllFieldSets(carry);
 }

@@ -22,9 +22,10 @@ export interface TableAdmin {
    */
   getSchema(table: TableRef): Promise<TableSchema>;
   /**
-   * Runs `statements` (DDL adding `columns`) in order, then checks that the table lists every column.
-   * @throws DdlError when a statement fails or a column is still missing afterwards; TransientError when
-   *   BigQuery cannot be reached.
+   * Runs `statements` (DDL adding `columns`) in order, then checks that the table lists every column. Each
+   * statement is one table metadata update (BigQuery: 5 per 10 s per table); the caller paces them.
+   * @throws DdlError when a statement fails (`rateLimited` when BigQuery refused it for the update rate) or a
+   *   column is still missing afterwards; TransientError when BigQuery cannot be reached.
    */
   addColumns(
     table: TableRef,
@@ -36,6 +37,36 @@ export interface TableAdmin {
 /** A DDL statement failed, or did not leave the table with the columns it should have added. */
 export class DdlError extends Error {
   override readonly name = 'DdlError';
+  /**
+   * BigQuery refused the statement for the table metadata update rate (`isRateLimitError`): not a fault of the
+   * change; the sweep stops its DDL and goes on next time from the columns that exist.
+   */
+  readonly rateLimited: boolean;
+  constructor(message: string, options?: { cause?: unknown; rateLimited?: boolean }) {
+    super(message, options);
+    this.rateLimited = options?.rateLimited ?? false;
+  }
+}
+
+/**
+ * Whether an error from the BigQuery client is the short-term rate limit (reason `rateLimitExceeded`, HTTP 403;
+ * for DDL "Exceeded rate limits: too many table update operations for this table"), in the error's `errors`
+ * list, a failed job's `errorResult`, or its message (https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
+ * A `quotaExceeded` (longer-term quota) is not: waiting seconds does not clear it.
+ */
+export function isRateLimitError(err: unknown): boolean {
+  const e = err as {
+    errors?: unknown;
+    message?: unknown;
+    response?: { status?: { errorResult?: { reason?: unknown } } };
+  } | null;
+  if (e === null || typeof e !== 'object') return false;
+  const reasons = Array.isArray(e.errors)
+    ? e.errors.map((x) => (x as { reason?: unknown } | null)?.reason)
+    : [];
+  reasons.push(e.response?.status?.errorResult?.reason);
+  if (reasons.includes('rateLimitExceeded')) return true;
+  return typeof e.message === 'string' && /exceeded rate limits/i.test(e.message);
 }
 
 /** GoogleSQL type → the type name `tables.patch` is given (the API's legacy names where they exist). */
@@ -107,7 +138,10 @@ export class BigQueryTableAdmin implements TableAdmin {
       const [job] = await this.bigquery.createQueryJob({ query: statement });
       await job.getQueryResults();
     } catch (err) {
-      throw new DdlError(`${statement}: ${errorText(err)}`, { cause: err });
+      throw new DdlError(`${statement}: ${errorText(err)}`, {
+        cause: err,
+        rateLimited: isRateLimitError(err),
+      });
     }
   }
 

@@ -253,6 +253,62 @@ export function schemaUpdateDeferred(
   });
 }
 
+/**
+ * A table update stopped part-way at BigQuery's table metadata update rate (a 403 `rateLimitExceeded`, or the
+ * sweep's pacing budget spent): the columns added so far stay, the rest are added by the next sweep, which plans
+ * against the table as it is (never from the start).
+ */
+export function schemaUpdateRateLimited(
+  log: Logger,
+  details: {
+    table: string;
+    updateId: string;
+    added: readonly string[];
+    remaining: readonly string[];
+    reason: string;
+  },
+): void {
+  log.write('WARNING', 'schema update stopped at the table-update rate, the rest next sweep', {
+    outcome: 'schema_update_rate_limited',
+    table: details.table,
+    update_id: details.updateId,
+    added_columns: details.added,
+    remaining_columns: details.remaining,
+    reason: details.reason,
+  });
+}
+
+/**
+ * BigQuery did not write some waiting rows for a reason that is not their data (`stopped` beside a refused row,
+ * `timeout`, `backendError`): they are re-sent at once, within the same sweep.
+ */
+export function sweepRowsResent(
+  log: Logger,
+  table: string,
+  details: { attempt: number; rows: number; reasons: readonly string[] },
+): void {
+  log.write('INFO', 'waiting rows not written, re-sent at once', {
+    table,
+    attempt: details.attempt,
+    rows: details.rows,
+    reasons: details.reasons,
+  });
+}
+
+/** An insertAll call of the sweep failed as a whole; its rows stay in the retry store, within their budget. */
+export function sweepInsertFailed(
+  log: Logger,
+  details: { table: string; rows: number; attempt: number; error: string },
+): void {
+  log.write('ERROR', 'sweep insert failed, rows stay in the retry store', {
+    outcome: 'retry',
+    table: details.table,
+    rows: details.rows,
+    attempt: details.attempt,
+    error: details.error,
+  });
+}
+
 /** A waiting row passed its retry budget and was written to the bad-data table. */
 export function driftRowToBadData(
   log: Logger,
@@ -262,15 +318,20 @@ export function driftRowToBadData(
     targetDest: string;
     retryCount: number;
     error: string;
-    /** `retry_budget`: retryable errors outlived the budget; `permanent_error`: an error no wait can clear. */
-    cause: 'retry_budget' | 'permanent_error';
+    /**
+     * `retry_budget`: retryable errors outlived the budget; `permanent_error`: a schema error no wait can clear;
+     * `insert_invalid`: BigQuery refused the row's data on insert (reason `invalid`), which no re-send can clear.
+     */
+    cause: 'retry_budget' | 'permanent_error' | 'insert_invalid';
   },
 ): void {
   log.write(
     'WARNING',
     details.cause === 'retry_budget'
       ? 'row past its retry budget, written to bad data'
-      : 'row with a permanent schema error, written to bad data',
+      : details.cause === 'insert_invalid'
+        ? 'row refused by BigQuery as invalid, written to bad data'
+        : 'row with a permanent schema error, written to bad data',
     {
       outcome: 'bad_data',
       message_id: details.messageId,

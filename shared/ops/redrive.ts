@@ -127,7 +127,7 @@ const sameTable = (a: TableRef, b: TableRef): boolean =>
  * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
  * gold), so it is not counted again. A parked message goes through `ingestMessage` like `quarantine reprocess`.
  * A row the target still refuses stays open and is reported as failed.
- * @throws NotFoundError when `--ids` were given and none is open; OpsError when BigQuery or Firestore fail.
+ * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
  */
 export async function redrive(
   ctx: OpsContext,
@@ -137,10 +137,19 @@ export async function redrive(
 ): Promise<ReprocessReport> {
   const started = now();
   const candidates = await selectBadData(ctx, options.selection);
-  if (candidates.length === 0 && (options.selection.ids?.length ?? 0) > 0) {
-    throw new NotFoundError(
-      `no open bad-data row for ${options.selection.ids?.join(', ')} (resolved already, or never in bad data)`,
+  const ids = options.selection.ids ?? [];
+  if (candidates.length === 0 && ids.length > 0) {
+    // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
+    const [known] = await query<{ n: unknown }>(
+      ctx,
+      `SELECT COUNT(*) AS n FROM \`${ctx.tables.badData}\`
+       WHERE source_message_id IN UNNEST(@ids) OR insert_id IN UNNEST(@ids)`,
+      { ids },
+      { ids: ['STRING'] },
     );
+    if (Number(known?.n ?? 0) === 0) {
+      throw new NotFoundError(`no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`);
+    }
   }
   const report: ReprocessReport = {
     runId: null,

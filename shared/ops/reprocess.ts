@@ -208,7 +208,7 @@ function countOf(map: Record<string, number>, key: string): void {
  * `source_message_id` is the original) and without a publish time (so the retry-age guard, meant for Pub/Sub
  * redeliveries, does not apply); every row that left quarantine gets a resolution row. A row quarantined again
  * stays open, with its new reason.
- * @throws NotFoundError when `--ids` were given and none is open; OpsError when BigQuery or Firestore fail.
+ * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
  */
 export async function reprocess(
   ctx: OpsContext,
@@ -218,10 +218,18 @@ export async function reprocess(
 ): Promise<ReprocessReport> {
   const started = now();
   const candidates = await selectQuarantine(ctx, options.selection);
-  if (candidates.length === 0 && (options.selection.ids?.length ?? 0) > 0) {
-    throw new NotFoundError(
-      `no open quarantine row for ${options.selection.ids?.join(', ')} (resolved already, or not quarantined)`,
+  const ids = options.selection.ids ?? [];
+  if (candidates.length === 0 && ids.length > 0) {
+    // Resolved already (a second identical run: nothing to do) or never quarantined (a wrong id: exit 3).
+    const [known] = await query<{ n: unknown }>(
+      ctx,
+      `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE source_message_id IN UNNEST(@ids)`,
+      { ids },
+      { ids: ['STRING'] },
     );
+    if (Number(known?.n ?? 0) === 0) {
+      throw new NotFoundError(`no quarantine row for ${ids.join(', ')}: not a quarantined message id`);
+    }
   }
   const report: ReprocessReport = {
     runId: null,

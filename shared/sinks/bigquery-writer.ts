@@ -2,7 +2,13 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableRef } from '../config/env';
 import { TransientError, errorText } from '../errors';
-import type { InsertRow, RowResult, RowWriter } from './row-writer';
+import {
+  PartialInsertError,
+  type InsertRow,
+  type RowOutcome,
+  type RowResult,
+  type RowWriter,
+} from './row-writer';
 
 /** One entry of insertAll's `insertErrors` (BigQuery REST reference, TableDataInsertAllResponse). */
 interface InsertErrorEntry {
@@ -11,10 +17,36 @@ interface InsertErrorEntry {
 }
 
 /**
- * Per-row error reasons that are the row's own data problem. BigQuery documents `invalid` for a row it refuses
- * (bad value, unknown field, missing required field); with skipInvalidRows the other rows are written.
+ * What an insertErrors `reason` says about a row (BigQuery "Error messages", error table and "Streaming insert
+ * success HTTP response codes", https://cloud.google.com/bigquery/docs/error-messages):
+ * - `invalid`: the row's own data was refused (a bad value such as "Invalid NUMERIC value", an unknown field,
+ *   a missing required field). Re-sending the same row cannot help, except for "no such field" while a new
+ *   column propagates (the caller decides that from `missingFields`).
+ * - `stopped`: the row was not written because another row of the request was refused; "rows that did not have a
+ *   schema mismatch have an error with the reason property set to stopped, and can be re-sent as-is".
+ * - `timeout`, `backendError`, `internalError`, `rateLimitExceeded`, `quotaExceeded` (and any reason not listed
+ *   here): the service did not write the row for its own reasons; retry later, with backoff.
  */
-const DATA_REASONS = new Set(['invalid']);
+export type InsertErrorClass = 'data' | 'stopped' | 'transient';
+
+/** The documented reasons and their class; an unknown reason is `transient` (never drop a row on a guess). */
+export const INSERT_ERROR_REASONS: Readonly<Record<string, InsertErrorClass>> = {
+  invalid: 'data',
+  stopped: 'stopped',
+  timeout: 'transient',
+  backendError: 'transient',
+  internalError: 'transient',
+  rateLimitExceeded: 'transient',
+  quotaExceeded: 'transient',
+};
+
+/** The class of one row's insert errors: `data` only when every reason is `invalid`; `stopped` when all are. */
+export function classifyInsertErrors(reasons: readonly string[]): InsertErrorClass {
+  const classes = reasons.map((r) => INSERT_ERROR_REASONS[r] ?? 'transient');
+  if (classes.length > 0 && classes.every((c) => c === 'data')) return 'data';
+  if (classes.length > 0 && classes.every((c) => c === 'stopped')) return 'stopped';
+  return 'transient';
+}
 
 /** Whole-request HTTP failures that are data problems of the request itself (too large, malformed). */
 function isRequestDataError(err: unknown): boolean {
@@ -84,6 +116,12 @@ export class BigQueryRowWriter implements RowWriter {
     }
   }
 
+  /**
+   * Per-row outcomes of a call BigQuery answered with insertErrors (rows not listed were written).
+   * @returns the results when every refused row was refused for its data (`invalid`).
+   * @throws PartialInsertError when some row was not written for another reason (stopped, timeout,
+   *   backendError, …), with every row's outcome; TransientError for an entry without a valid row index.
+   */
   private classifyPartial(
     operation: string,
     rows: readonly InsertRow[],
@@ -91,7 +129,8 @@ export class BigQueryRowWriter implements RowWriter {
   ): RowResult[] {
     const response = (err as { response?: { insertErrors?: InsertErrorEntry[] } }).response;
     const entries = response?.insertErrors ?? [];
-    const results: RowResult[] = rows.map(() => ({ ok: true }));
+    const outcomes: RowOutcome[] = rows.map(() => ({ ok: true }));
+    const notWritten: string[] = [];
     for (const entry of entries) {
       const index = entry.index;
       if (index === undefined || index < 0 || index >= rows.length) {
@@ -101,24 +140,30 @@ export class BigQueryRowWriter implements RowWriter {
         );
       }
       const errors = entry.errors ?? [];
+      const reasons = errors.map((e) => e.reason ?? 'unknown');
       const message = errors.map((e) => `${e.reason ?? 'unknown'}: ${e.message ?? ''}`).join('; ');
-      // A row refused for a non-data reason (backendError, timeout, stopped) was not written: redeliver.
-      if (errors.length === 0 || !errors.every((e) => DATA_REASONS.has(e.reason ?? ''))) {
-        throw new TransientError(
-          operation,
-          `row ${index} not written: ${message || 'no reason given'}`,
-          {
-            cause: err,
-          },
-        );
+      if (classifyInsertErrors(reasons) === 'data') {
+        outcomes[index] = {
+          ok: false,
+          kind: 'rejected',
+          error: message,
+          missingFields: missingFieldsOf(message),
+        };
+        continue;
       }
-      results[index] = {
+      outcomes[index] = {
         ok: false,
-        kind: 'rejected',
-        error: message,
-        missingFields: missingFieldsOf(message),
+        kind: 'not_written',
+        reasons,
+        error: message || 'no reason given',
       };
+      notWritten.push(`row ${index} not written: ${message || 'no reason given'}`);
     }
-    return results;
+    if (notWritten.length > 0) {
+      // A row not written for a non-data reason: a caller that cannot act per row must redeliver the whole call.
+      throw new PartialInsertError(operation, notWritten.join('; '), outcomes, { cause: err });
+    }
+    // Every outcome is now `ok` or `rejected`: a not-written row would have thrown above.
+    return outcomes as RowResult[];
   }
 }

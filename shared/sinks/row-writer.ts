@@ -1,5 +1,6 @@
 // The port every BigQuery write goes through: rows in, one outcome per row out, transient failures thrown.
 import type { TableRef } from '../config/env';
+import { TransientError } from '../errors';
 
 /** One streaming-insert row: the insertId BigQuery dedups on (best effort, ~1 min) and the row's JSON. */
 export interface InsertRow {
@@ -16,13 +17,52 @@ export interface InsertRow {
 export type RowResult =
   { ok: true } | { ok: false; kind: 'rejected'; error: string; missingFields: string[] };
 
+/**
+ * A row BigQuery did not write for a reason that is not its own data: `stopped` (the request was refused because
+ * another row of it was `invalid`; the row "can be re-sent as-is"), or a transient reason (`timeout`,
+ * `backendError`, …). Only `PartialInsertError.outcomes` carries it, so callers that know nothing of it keep
+ * treating the call as a `TransientError`.
+ */
+export interface RowNotWritten {
+  readonly ok: false;
+  readonly kind: 'not_written';
+  /** The insertErrors reasons of the row, e.g. `['stopped']`. */
+  readonly reasons: readonly string[];
+  /** `reason: message; …`, for logs and the row's error text. */
+  readonly error: string;
+}
+
+/** A row's outcome in a partially failed insertAll call. */
+export type RowOutcome = RowResult | RowNotWritten;
+
+/**
+ * An insertAll call in which some row was not written for a reason other than its own data (see `RowNotWritten`).
+ * Still a `TransientError`, so a caller that must not ack (ingest) redelivers the whole call as before; a caller
+ * that can act per row (the schema sweep) reads `outcomes`: one per row sent, in order.
+ */
+export class PartialInsertError extends TransientError {
+  // `name` stays `TransientError`: logs and callers that know only the base class read it unchanged.
+  /** One outcome per row of the call, in the order sent. */
+  readonly outcomes: readonly RowOutcome[];
+  constructor(
+    operation: string,
+    message: string,
+    outcomes: readonly RowOutcome[],
+    options?: { cause?: unknown },
+  ) {
+    super(operation, message, options);
+    this.outcomes = outcomes;
+  }
+}
+
 /** Writes rows to a table. Implementations throw `TransientError` for anything a retry may fix. */
 export interface RowWriter {
   /**
    * Inserts `rows` (1..500, ≤ 9 MB: BigQuery recommends ≤ 500 rows a request and caps a request at 10 MB) and
    * resolves with one result per row, in order.
-   * @throws TransientError when the call failed as a whole for an infrastructure reason, or any row failed with a
-   * non-data reason (backendError, timeout, …); the caller must not ack.
+   * @throws TransientError when the call failed as a whole for an infrastructure reason; `PartialInsertError` (a
+   * TransientError) when some row failed with a non-data reason (stopped, backendError, timeout, …), with every
+   * row's outcome. Either way the caller must not ack.
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]>;
 }

@@ -90,7 +90,7 @@ describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → go
     assert.equal(latest?.booking_count, 2, JSON.stringify(latest));
     // ON_TIME when the window was open on arrival; LATE when other tests' events had already moved the watermark.
     assert.ok(['ON_TIME', 'LATE'].includes(String(latest?.pane_timing)), JSON.stringify(latest));
-    // Three fraction digits: the BigQuery emulator keeps NUMERIC at scale 3 (README); BigQuery keeps 9.
+    // Three fraction digits: the BigQuery emulator keeps NUMERIC at scale 3 (docs/local-stack.md); BigQuery keeps 9.
     assert.equal((latest?.fare_total as { toFixed(): string }).toFixed(), '100.355');
   });
 });

@@ -71,7 +71,8 @@ function cloudEventBody(message: Message, subscriptionPath: string): string {
 /**
  * Delivers messages of `subscription` to the function. `deliveriesFor(message)` says how many successful
  * deliveries a message gets (3 for the redelivery scenario: two at once, as Pub/Sub may redeliver while the first
- * is in flight, then one after they answered). Failed deliveries are retried with exponential backoff until they
+ * is in flight, then one after they answered; 0 for a message another path delivers, which is acked at once and
+ * left out of the counters and of `onAcked`). Failed deliveries are retried with exponential backoff until they
  * succeed; the message is acked only then, so nothing is acked that the function did not accept.
  */
 export class DeliveryDriver {
@@ -110,6 +111,11 @@ export class DeliveryDriver {
 
   private async handle(message: Message): Promise<void> {
     const wanted = this.deliveriesFor(message);
+    if (wanted === 0) {
+      // Another path delivers this message (the push subscription has its own copy): ack this copy, count nothing.
+      message.ack();
+      return;
+    }
     const body = cloudEventBody(message, this.options.subscriptionPath);
     const first = Math.min(2, wanted);
     await Promise.all(

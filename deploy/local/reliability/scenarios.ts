@@ -1,5 +1,5 @@
 // The reliability harness's scenarios and its event stream: what each scenario publishes, how often each message is
-// delivered, and which fault it injects into the local stack (issue 6).
+// delivered, by whom, and which fault it injects into the local stack.
 import { validateBooking } from '../../../shared/contract';
 // The same seeded PRNG as the test and bench streams, so a scenario publishes the same mix for a given seed.
 import { prng } from '../../../test/support/events';
@@ -12,10 +12,17 @@ export type Fault =
   /** Stop a service `atFraction` of the way through publishing, keep it down `downMs`, then start it again. */
   | {
       kind: 'outage';
-      service: 'bigquery-emulator' | 'firestore-emulator';
+      service: 'bigquery-emulator' | 'firestore-emulator' | 'fn-ingestBooking';
       atFraction: number;
       downMs: number;
     };
+
+/**
+ * Who delivers a scenario's messages to ingestBooking: the harness's own driver (a pull subscription, retries with
+ * backoff; it can deliver a message several times on purpose), or the Pub/Sub emulator's push subscription with the
+ * local stack's settings (what `stack.sh up` runs), so a scenario tests the emulator's redelivery itself.
+ */
+export type Delivery = 'driver' | 'push';
 
 /** The span between two SIGKILLs of a kill-function fault: `everyMs` × 0.5 to × 1.5, in seconds ("2.5–7.5 s"). */
 export function killSpan(everyMs: number): string {
@@ -28,7 +35,12 @@ export interface Scenario {
   name: string;
   /** What the scenario does, one line. */
   description: string;
-  /** Successful (2xx) deliveries of every message before the driver acks it: 1 normally, 3 for redelivery. */
+  /** Who delivers the messages (see {@link Delivery}). */
+  delivery: Delivery;
+  /**
+   * Successful (2xx) deliveries of every message before the driver acks it: 1 normally, 3 for redelivery. Push
+   * scenarios: 1 (the emulator decides).
+   */
   deliveries: number;
   /** Share of events published a second time with a new message id (a producer retry), 0–1. */
   republishShare: number;
@@ -40,12 +52,20 @@ export interface Scenario {
   currency: string;
 }
 
-/** The issue's four scenarios, in the order they run. */
+/**
+ * How long the ingest-outage scenario keeps ingestBooking down, ms: longer than the maximum backoff of the cloud
+ * push subscription's retry policy (600 s), so every message published meanwhile has had its failed pushes and
+ * waits for a redelivery that only the subscription's own retries can bring.
+ */
+export const INGEST_OUTAGE_MS = 11 * 60_000;
+
+/** The scenarios, in the order they run. */
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'redelivery',
     description:
       'every message delivered 3 times; 10 % of events published twice with new message ids',
+    delivery: 'driver',
     deliveries: 3,
     republishShare: 0.1,
     fault: { kind: 'none' },
@@ -54,6 +74,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'function-sigkill',
     description: 'the Functions Framework serving ingestBooking SIGKILLed every ~5 s and restarted',
+    delivery: 'driver',
     deliveries: 1,
     republishShare: 0,
     fault: { kind: 'kill-function', everyMs: 5_000 },
@@ -62,6 +83,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'bigquery-outage',
     description: 'the BigQuery emulator (persistent) stopped for 30 s mid-run, then restarted',
+    delivery: 'driver',
     deliveries: 1,
     republishShare: 0,
     fault: { kind: 'outage', service: 'bigquery-emulator', atFraction: 0.3, downMs: 30_000 },
@@ -71,10 +93,27 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'firestore-outage',
     description:
       'the Firestore emulator stopped for 30 s mid-run, then restarted (data exported and re-imported)',
+    delivery: 'driver',
     deliveries: 1,
     republishShare: 0,
     fault: { kind: 'outage', service: 'firestore-emulator', atFraction: 0.3, downMs: 30_000 },
     currency: 'RLD',
+  },
+  {
+    name: 'ingest-outage',
+    description:
+      "ingestBooking stopped for 11 min (longer than the cloud's 10-min maximum push backoff) mid-run; " +
+      "delivered by the emulator's push subscription with the stack's settings",
+    delivery: 'push',
+    deliveries: 1,
+    republishShare: 0,
+    fault: {
+      kind: 'outage',
+      service: 'fn-ingestBooking',
+      atFraction: 0.3,
+      downMs: INGEST_OUTAGE_MS,
+    },
+    currency: 'RLE',
   },
 ];
 

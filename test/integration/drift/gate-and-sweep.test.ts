@@ -1,6 +1,7 @@
 // The drift gate and the schema sweep with their real adapters on the emulators, on scratch Silver-shaped tables.
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
+import { Table } from '@google-cloud/bigquery';
 import { tableName, type TableRef } from '../../../shared/config/env';
 import {
   loadSchemaDriftConfig,
@@ -251,6 +252,80 @@ describe('integration: drift gate and schema sweep on the emulators', function (
       /NEEDS_COLUMN_WIDENING: field "conflict_points" has a FLOAT64 value; column is NULLABLE INT64/,
     );
     assert.match(String(bad?.bad_data), /"extra_fields":\{"conflict_points":7.5\}/);
+    assert.equal((await s.store.waitingRows(s.key, 10)).rows.length, 0);
+  });
+
+  it('one `invalid` row among `stopped` neighbours: one sweep puts the neighbours in Silver, the row in bad data, leaves nothing waiting', async () => {
+    const s = await scenario('stopped');
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) => s.hold(String(i), { stopped_code: `S${i}` })),
+    );
+    s.setNow(s.afterWindow());
+    // The emulator fails a refused insertAll as a whole (HTTP 500): the first Silver insert gets BigQuery's
+    // documented answer instead (BK-stopped-3 `invalid`, every other row `stopped`, nothing written); every later
+    // call, and every other table, goes to the emulator.
+    let faked = 0;
+    const stub = sinon.stub(Table.prototype, 'request') as unknown as sinon.SinonStub<
+      unknown[],
+      unknown
+    >;
+    stub.callsFake(function (this: Table, ...args: unknown[]) {
+      const reqOpts = args[0] as {
+        uri?: string;
+        json?: { rows?: { json: Record<string, unknown> }[] };
+      };
+      const rows = reqOpts.json?.rows ?? [];
+      if (this.id === s.target.tableId && reqOpts.uri === '/insertAll' && faked === 0) {
+        faked++;
+        return Promise.resolve([
+          {
+            kind: 'bigquery#tableDataInsertAllResponse',
+            insertErrors: rows.map((r, index) =>
+              r.json.booking_id === 'BK-stopped-3'
+                ? {
+                    index,
+                    errors: [
+                      {
+                        reason: 'invalid',
+                        location: 'stopped_code',
+                        message: 'Invalid NUMERIC value: 1e400',
+                      },
+                    ],
+                  }
+                : { index, errors: [{ reason: 'stopped', message: '' }] },
+            ),
+          },
+        ]);
+      }
+      return stub.wrappedMethod.apply(this, args);
+    });
+    let result;
+    try {
+      result = await runSchemaSweep(s.deps);
+    } finally {
+      sinon.restore();
+    }
+    const [table] = result.tables;
+    assert.equal(faked, 1);
+    assert.equal(table?.status, 'swept', table?.error ?? '');
+    assert.deepEqual(table?.rows, { inserted: 5, waiting: 0, badData: 1, malformed: 0 });
+    const silver = await rowsOf(bigquery, projectId, s.target, ['booking_id', 'stopped_code']);
+    assert.deepEqual(silver.map((r) => r.booking_id).sort(), [
+      'BK-stopped-0',
+      'BK-stopped-1',
+      'BK-stopped-2',
+      'BK-stopped-4',
+      'BK-stopped-5',
+    ]);
+    const [bad] = await rowsOf(
+      bigquery,
+      projectId,
+      BAD_DATA,
+      ['*'],
+      `source_message_id = 'stopped-${tag}-3'`,
+    );
+    assert.equal(bad?.target_dest, s.key);
+    assert.match(String(bad?.error), /^INSERT_INVALID: invalid: Invalid NUMERIC value: 1e400/);
     assert.equal((await s.store.waitingRows(s.key, 10)).rows.length, 0);
   });
 });

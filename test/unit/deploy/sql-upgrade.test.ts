@@ -80,8 +80,8 @@ describe('sql/ on a project where the lab already ran', () => {
         checked += 1;
       }
     }
-    // Silver's event_id and the five replay columns of quarantine.
-    assert.equal(checked, 6);
+    // Silver's event_id, the five replay columns of quarantine, and reprocess_run_id on both (offvia lineage).
+    assert.equal(checked, 8);
   });
 
   it('adds no column the CREATE lacks, to a table sql/ creates', () => {

@@ -312,14 +312,31 @@ describe('runSchemaSweep', () => {
     assert.equal(s.admin.addColumnsCalls.length, 1);
   });
 
+  it('a table update that cannot be begun does not skip the row retries: the budget check still runs', async () => {
+    const s = setup({ retryMinutes: 7 }, WITH_INT);
+    const processed = W0 + 1_000;
+    await s.hold(1, { points: 1.5 }, processed); // waits: an operator may widen the column
+    await s.hold(2, { new_field: 'x' }, processed); // proposes a column
+    // The change keeps growing under the planner (every begin is stale): the update phase gives up.
+    sinon.stub(s.store, 'beginUpdate').resolves('stale');
+    s.at(processed + 7 * MIN);
+    const result = await runSchemaSweep(s.deps);
+    const [table] = result.tables;
+    assert.equal(table?.status, 'failed');
+    assert.match(table?.error ?? '', /kept changing while being planned/);
+    assert.equal(table?.rows.badData, 2, 'both rows are past their budget and were judged');
+    assert.equal(s.rows().length, 0);
+  });
+
   it('a failed DDL leaves the change pending and fails the sweep; the next sweep applies it', async () => {
     const s = setup();
     await s.hold(1, { a_field: 1 }, W0);
-    s.admin.failNextAdd = 'rateLimitExceeded';
+    // Not the table-update rate (a deferral, see sweep-ddl-rate.test.ts): a failure an operator should see.
+    s.admin.failNextAdd = 'backendError: the DDL job failed';
     s.at(AFTER_W0);
     const failed = await runSchemaSweep(s.deps);
     assert.equal(failed.ok, false);
-    assert.match(failed.tables[0]?.error ?? '', /rateLimitExceeded/);
+    assert.match(failed.tables[0]?.error ?? '', /backendError/);
     assert.equal(
       s.store.table(SILVER_KEY).changes.get(schemaWindowOf(W0, 3).id)?.status,
       'pending',

@@ -40,6 +40,8 @@ describe('schema/permanence', () => {
     assert.equal(DRIFT_ERROR_PERMANENCE.UNREADABLE_ROW, 'permanent');
     assert.equal(DRIFT_ERROR_PERMANENCE.PROPOSAL_CAP, 'retryable');
     assert.equal(DRIFT_ERROR_PERMANENCE.INSERT_REJECTED, 'retryable');
+    assert.equal(DRIFT_ERROR_PERMANENCE.INSERT_INVALID, 'permanent');
+    assert.equal(DRIFT_ERROR_PERMANENCE.INSERT_NOT_WRITTEN, 'retryable');
     assert.ok(isPermanentError({ code: 'PROTECTED_NAME' }));
     assert.ok(!isPermanentError({ code: 'NO_COLUMN' }));
     // A code written by another version of the code must not send rows to bad data early.

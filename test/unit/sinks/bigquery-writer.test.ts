@@ -2,7 +2,12 @@
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { BigQuery, Table } from '@google-cloud/bigquery';
-import { BigQueryRowWriter, missingFieldsOf } from '../../../shared/sinks/bigquery-writer';
+import {
+  BigQueryRowWriter,
+  classifyInsertErrors,
+  missingFieldsOf,
+} from '../../../shared/sinks/bigquery-writer';
+import { PartialInsertError } from '../../../shared/sinks/row-writer';
 import { TransientError } from '../../../shared/errors';
 
 const table = { datasetId: 'offvia_silver', tableId: 'fact_bookings' };
@@ -93,6 +98,38 @@ describe('BigQueryRowWriter', () => {
     await assert.rejects(writer.insertRows(table, rows), TransientError);
   });
 
+  it('gives every row its outcome when one is `invalid` and its neighbours `stopped` (a PartialInsertError)', async () => {
+    // BigQuery's "None of the rows inserted successfully" response: the refused row has `invalid`, the others
+    // `stopped` ("can be re-sent as-is").
+    request.resolves([
+      {
+        insertErrors: [
+          { index: 1, errors: [{ reason: 'invalid', message: 'Invalid NUMERIC value: 1e400' }] },
+          { index: 0, errors: [{ reason: 'stopped', message: '' }] },
+          { index: 2, errors: [{ reason: 'stopped', message: '' }] },
+        ],
+      },
+    ]);
+    const err = await writer.insertRows(table, rows).then(
+      () => assert.fail('expected a PartialInsertError'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof PartialInsertError);
+    assert.ok(
+      err instanceof TransientError,
+      'callers that know only TransientError still redeliver',
+    );
+    assert.deepEqual(
+      err.outcomes.map((o) => (o.ok ? 'ok' : o.kind)),
+      ['not_written', 'rejected', 'not_written'],
+    );
+    const [stopped, invalid] = err.outcomes;
+    assert.ok(stopped && !stopped.ok && stopped.kind === 'not_written');
+    assert.deepEqual(stopped.reasons, ['stopped']);
+    assert.ok(invalid && !invalid.ok && invalid.kind === 'rejected');
+    assert.match(invalid.error, /Invalid NUMERIC value/);
+  });
+
   it('throws TransientError for 5xx, 429/quota and missing tables', async () => {
     for (const err of [
       apiError(503, 'backendError', 'unavailable'),
@@ -124,6 +161,19 @@ describe('BigQueryRowWriter', () => {
   it('never calls BigQuery for an empty batch', async () => {
     assert.deepEqual(await writer.insertRows(table, []), []);
     sinon.assert.notCalled(request);
+  });
+});
+
+describe('classifyInsertErrors', () => {
+  it('is `data` only when every reason is `invalid`, `stopped` when all are, else `transient`', () => {
+    assert.equal(classifyInsertErrors(['invalid']), 'data');
+    assert.equal(classifyInsertErrors(['invalid', 'invalid']), 'data');
+    assert.equal(classifyInsertErrors(['stopped']), 'stopped');
+    assert.equal(classifyInsertErrors(['timeout']), 'transient');
+    assert.equal(classifyInsertErrors(['backendError']), 'transient');
+    assert.equal(classifyInsertErrors(['invalid', 'backendError']), 'transient');
+    assert.equal(classifyInsertErrors(['somethingNew']), 'transient');
+    assert.equal(classifyInsertErrors([]), 'transient');
   });
 });
 

@@ -1,0 +1,87 @@
+// The offvia-bad-data-rows log metric counts one line per bad-data row, on every path that writes one: its filter is
+// evaluated over the log lines the real code emits.
+import assert from 'node:assert/strict';
+import { logMetrics } from '../../../deploy/gcloud/monitoring';
+import { ProposalMerger, RetryStoreDriftGate, TableSchemaCache } from '../../../shared/drift';
+import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import {
+  BAD_DATA,
+  FakeTableAdmin,
+  PROJECT,
+  RecordingWriter,
+  SILVER,
+  SILVER_FIELDS,
+  baseRowOf,
+  bookingPayload,
+  driftConfig,
+  messageOf,
+  validEvent,
+} from '../../support/drift-fixtures';
+import { MemoryDriftStore } from '../../support/memory-drift-store';
+
+const T0 = Date.UTC(2026, 9, 7, 14, 10, 30);
+
+/**
+ * The metric's filter applied to structured lines: it has the shape `… AND jsonPayload.outcome="X" AND NOT
+ * (jsonPayload.message="A" OR …)`; the resource part does not apply to lines written in-process.
+ */
+function countedByMetric(filter: string, lines: readonly LogEntry[]): number {
+  const outcome = /jsonPayload\.outcome="([^"]+)"/.exec(filter)?.[1];
+  assert.ok(outcome, `no outcome clause in ${filter}`);
+  const not = /NOT \((.*)\)$/.exec(filter)?.[1] ?? '';
+  const excluded = [...not.matchAll(/jsonPayload\.message="((?:[^"\\]|\\.)*)"/g)].map(
+    (m) => JSON.parse(`"${m[1] ?? ''}"`) as string,
+  );
+  return lines.filter((l) => l.outcome === outcome && !excluded.includes(l.message)).length;
+}
+
+describe('deploy: the bad-data-rows log metric', () => {
+  const metric = logMetrics({
+    prefix: 'offvia-',
+    region: 'europe-west1',
+    services: ['ingestbooking'],
+    ingestService: 'ingestbooking',
+    schedulerJobs: [],
+    bronzeSubscription: 'b',
+    deadLetterHoldSubscription: 'd',
+    notificationChannels: [],
+  }).find((m) => m.name === 'offvia-bad-data-rows');
+
+  it('counts a row the drift gate sends to bad data at ingest (permanent schema error) once', async () => {
+    assert.ok(metric);
+    const lines: LogEntry[] = [];
+    const config = driftConfig();
+    const store = new MemoryDriftStore();
+    const now = () => T0;
+    const gate = new RetryStoreDriftGate({
+      config,
+      store,
+      schemas: new TableSchemaCache(
+        new FakeTableAdmin(SILVER_FIELDS),
+        config.schemaCacheTtlMs,
+        now,
+      ),
+      merger: new ProposalMerger(
+        store,
+        config.windowMinutes,
+        config.maxProposedFieldsPerWindow,
+        now,
+      ),
+      writer: new RecordingWriter(),
+      badDataTable: BAD_DATA,
+      target: SILVER,
+      projectId: PROJECT,
+      logger: new Logger('test', (e) => lines.push(e), now),
+      now,
+    });
+    const payload = bookingPayload(1, { 'bad-name': 2 });
+    const event = validEvent(payload, 'm1', T0);
+    const out = await gate.route(event, messageOf(payload, 'm1'), T0, baseRowOf(event));
+    assert.equal(out.action, 'bad_data');
+    assert.equal(
+      countedByMetric(metric.filter, lines),
+      1,
+      JSON.stringify(lines.map((l) => l.message)),
+    );
+  });
+});
