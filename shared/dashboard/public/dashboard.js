@@ -225,6 +225,7 @@ function drawPanes(d) {
           backgroundColor: panes.map((p) => COLORS[p.timing] || '#999'),
           yAxisID: 'y',
           maxBarThickness: 48,
+          order: 1,
         },
         {
           type: 'line',
@@ -232,6 +233,9 @@ function drawPanes(d) {
           data: panes.map((p) => Number(p.fareTotal)),
           borderColor: '#1d2733',
           backgroundColor: '#1d2733',
+          pointRadius: 4,
+          // Drawn over the bars.
+          order: 0,
           yAxisID: 'fare',
         },
       ],
