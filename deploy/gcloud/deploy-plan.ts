@@ -22,6 +22,7 @@ import {
 } from './functions';
 import { assertNoBroadRoles, datasetGrant, invokerGrant, projectGrant, resourceGrant } from './iam';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
+import { addMonitoringDashboard } from './dashboard';
 import {
   type DeployOptions,
   type GeneratedFile,
@@ -149,6 +150,11 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     }
   }
   monitoring(ctx);
+  const targets = monitoringTargets(
+    ctx.o,
+    ctx.functions.map((f) => f.spec),
+  );
+  addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
   assertNoBroadRoles(ctx.steps);
   const deployed = ctx.functions.map(
     ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
