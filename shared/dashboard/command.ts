@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { CliDeps } from '../ops/cli';
 import type { OpsContext } from '../ops/context';
-import { EXIT } from '../ops/errors';
+import { EXIT, OpsError } from '../ops/errors';
 import { parseDuration, parsePositiveInt } from '../ops/selection';
 import { startDashboard } from './server';
 
@@ -70,6 +70,13 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
             deps.io.err(
               `offvia dashboard: collecting the numbers failed: ${err instanceof Error ? err.message : String(err)}`,
             ),
+        }).catch((err: unknown) => {
+          // The usual failure is a port another program holds: say which and what to do.
+          const code = (err as { code?: unknown }).code;
+          if (code === 'EADDRINUSE') {
+            throw new OpsError(`port ${port} on ${opts.host} is in use: pick another with --port`);
+          }
+          throw err;
         });
         deps.io.out(
           `offvia dashboard: ${running.url} (${ctx.mode} project ${ctx.projectId}); Ctrl-C to stop`,
