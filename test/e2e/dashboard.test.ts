@@ -57,6 +57,12 @@ const READ_PAGE = `(() => {
 /** The page's numbers that come from the status report, computed from a report the same way the page does. */
 function expectedFromStatus(s: StatusReport) {
   return {
+    // The per-minute chart's series add up to the layers' counts of the same look-back.
+    perMinuteTotals: {
+      silverRows: s.layers.silverRows,
+      quarantineRows: s.layers.quarantineRows,
+      badDataRows: s.layers.badDataRows,
+    },
     metrics: {
       bronze: s.layers.bronze,
       silverRows: s.layers.silverRows,
@@ -78,7 +84,17 @@ function expectedFromStatus(s: StatusReport) {
 
 function pageAsStatus(p: PageNumbers) {
   const q = p.charts['chart-quarantine'];
+  const perMinute = p.charts['chart-per-minute']?.datasets ?? [];
+  const sum = (pick: (label: string) => boolean): number =>
+    perMinute
+      .filter((d) => pick(d.label))
+      .reduce((s, d) => s + d.data.reduce((a, b) => a + Number(b), 0), 0);
   return {
+    perMinuteTotals: {
+      silverRows: sum((l) => l === 'Silver'),
+      quarantineRows: sum((l) => l.startsWith('quarantine: ')),
+      badDataRows: sum((l) => l === 'bad data'),
+    },
     metrics: p.metrics,
     quarantineStages: q?.labels,
     quarantineRows: q?.datasets[0]?.data,
@@ -206,6 +222,11 @@ describe('e2e: the dashboard in headless Chromium', function () {
         topic.publishMessage({ data: Buffer.from(m) }),
       ),
     );
+    // Meanwhile, the moment the tables hold them (every message in Bronze and routed), for comparison.
+    const landed = waitForLayers(bq, env.projectId, ids, 120_000).then((r) => ({
+      ...r,
+      atMs: Date.now(),
+    }));
     const target = {
       silverRows: (before.metrics.silverRows ?? 0) + valid.length,
       stages: Object.fromEntries(
@@ -227,13 +248,14 @@ describe('e2e: the dashboard in headless Chromium', function () {
       );
     }
     const publishToPageMs = Date.now() - publishedAtMs;
-    console.log(
-      `      publish to page: ${publishToPageMs} ms for ${ids.length} messages (page refresh every ${REFRESH_MS} ms)`,
-    );
 
     // The tables hold them: every message in Bronze and routed, our rejections at their stages.
-    const { layers, complete } = await waitForLayers(bq, env.projectId, ids, 60_000);
+    const { layers, complete, atMs: landedAtMs } = await landed;
     assert.ok(complete, 'every message landed');
+    console.log(
+      `      publish to tables: ${landedAtMs - publishedAtMs} ms; publish to page: ${publishToPageMs} ms ` +
+        `(${ids.length} messages, page refresh every ${REFRESH_MS} ms)`,
+    );
     const ourStages: Record<string, number> = {};
     for (const r of layers.quarantine)
       ourStages[String(r.error_stage)] = (ourStages[String(r.error_stage)] ?? 0) + 1;
