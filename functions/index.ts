@@ -1,9 +1,9 @@
 // Entry points for Cloud Functions gen2: parse the trigger, call shared/, map the result to ack or redelivery.
 import * as functions from '@google-cloud/functions-framework';
 import type { CloudEvent } from '@google-cloud/functions-framework';
-import { type IngestDeps, ingestMessage } from '../shared/ingest/ingest-booking';
+import { type IngestDeps, ingestPushedEvent } from '../shared/ingest/ingest-booking';
 import { createIngestDeps } from '../shared/ingest/runtime';
-import { decodeMessagePublished, type RawMessagePublishedData } from '../shared/pubsub/message';
+import type { RawMessagePublishedData } from '../shared/pubsub/message';
 import { runSchemaSweep, type SweepDeps } from '../shared/drift/sweep';
 import { createSchemaSweepDeps } from '../shared/drift/sweep-runtime';
 import { errorText } from '../shared/errors';
@@ -21,13 +21,14 @@ function ingestDependencies(): IngestDeps {
 if (process.env.FUNCTION_TARGET === 'ingestBooking') ingestDependencies();
 
 /**
- * Pub/Sub-triggered (Eventarc `google.cloud.pubsub.topic.v1.messagePublished`). Returns normally once the message
- * is in Silver, quarantine or bad data (Pub/Sub acks); throws on transient failures so Pub/Sub redelivers.
+ * Pub/Sub-triggered (Eventarc `google.cloud.pubsub.topic.v1.messagePublished`, or a push body the framework did not
+ * convert). Returns normally once the message is in Silver, quarantine or bad data (Pub/Sub acks); throws
+ * DeliveryRefused, whose message carries no internal text, on transient failures so Pub/Sub redelivers.
  */
 functions.cloudEvent<RawMessagePublishedData>(
   'ingestBooking',
   async (event: CloudEvent<RawMessagePublishedData>): Promise<void> => {
-    await ingestMessage(decodeMessagePublished(event.data, event.id), ingestDependencies());
+    await ingestPushedEvent(event, ingestDependencies());
   },
 );
 

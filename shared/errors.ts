@@ -29,6 +29,22 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * What a Pub/Sub-triggered function throws to refuse a delivery (Pub/Sub redelivers it). Its message is fixed and
+ * names only the message id: the Functions Framework writes a thrown error's message into the 5xx response body,
+ * which must never carry internal error text (table names, client errors, stack details). The cause, already
+ * logged with its context, is kept as `cause` for in-process callers.
+ */
+export class DeliveryRefused extends Error {
+  override readonly name = 'DeliveryRefused';
+  constructor(messageId: string, options?: { cause?: unknown }) {
+    super(
+      `message ${JSON.stringify(messageId)} not acknowledged; Pub/Sub will redeliver it`,
+      options,
+    );
+  }
+}
+
 /** Text of any thrown value, for logs and error columns; never throws itself. */
 export function errorText(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`;

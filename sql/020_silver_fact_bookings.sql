@@ -1,12 +1,16 @@
 -- Silver: the lab's table and columns, unchanged, plus event_id (the dedup key and streaming insertId).
 -- event_id is NULLABLE so that adding it to an existing lab table is an allowed schema change.
+-- fare_amount is spelt NUMERIC(38, 9): in BigQuery the same domain as NUMERIC (precision 38, scale 9, the range the
+-- contract checks), and on the local BigQuery emulator the only spelling that gets that domain (a bare NUMERIC column
+-- there is DuckDB's DECIMAL(18, 3): fares from 10^15 fail every insert with HTTP 500, and digits past the third
+-- decimal are silently dropped).
 CREATE TABLE IF NOT EXISTS `{{project}}.offvia_silver.fact_bookings` (
   booking_id STRING NOT NULL,
   passenger_id STRING NOT NULL,
   flight_number STRING NOT NULL,
   origin_airport STRING NOT NULL,
   destination_airport STRING NOT NULL,
-  fare_amount NUMERIC NOT NULL,
+  fare_amount NUMERIC(38, 9) NOT NULL,
   currency STRING NOT NULL,
   booking_status STRING NOT NULL,
   event_timestamp TIMESTAMP NOT NULL,

@@ -1,6 +1,8 @@
 -- Gold: one row per pane of the booking pipeline (per route and one-minute event-time window), with Beam's pane info.
 -- insert_id = pipeline~window id~route key~pane index is also the streaming insertId, so a retried firing adds nothing
 -- (BigQuery's best-effort dedup) or an identical row (the latest-pane view below keeps one).
+-- The fare columns are NUMERIC(38, 9), as in Silver: the same domain as NUMERIC in BigQuery, and that domain on the
+-- local emulator too (where a bare NUMERIC is DECIMAL(18, 3)).
 CREATE TABLE IF NOT EXISTS `{{project}}.offvia_gold.route_panes` (
   pipeline STRING NOT NULL OPTIONS (description = 'Windowed pipeline that fired the pane (OFFVIA_WINDOW_PIPELINE)'),
   window_start TIMESTAMP NOT NULL OPTIONS (description = 'Window start, inclusive (event time)'),
@@ -10,10 +12,10 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_gold.route_panes` (
   destination_airport STRING NOT NULL,
   currency STRING NOT NULL,
   booking_count INT64 NOT NULL OPTIONS (description = 'Bookings in the pane: all so far (ACCUMULATING) or new since the last pane (DISCARDING)'),
-  fare_total NUMERIC NOT NULL OPTIONS (description = 'Exact sum of fare_amount'),
-  fare_min NUMERIC OPTIONS (description = 'NULL for an empty pane'),
-  fare_max NUMERIC OPTIONS (description = 'NULL for an empty pane'),
-  fare_mean NUMERIC OPTIONS (description = 'fare_total / booking_count rounded half-even to 9 decimals; NULL for an empty pane'),
+  fare_total NUMERIC(38, 9) NOT NULL OPTIONS (description = 'Exact sum of fare_amount'),
+  fare_min NUMERIC(38, 9) OPTIONS (description = 'NULL for an empty pane'),
+  fare_max NUMERIC(38, 9) OPTIONS (description = 'NULL for an empty pane'),
+  fare_mean NUMERIC(38, 9) OPTIONS (description = 'fare_total / booking_count rounded half-even to 9 decimals; NULL for an empty pane'),
   pane_timing STRING NOT NULL OPTIONS (description = 'EARLY, ON_TIME or LATE (Beam PaneInfo.Timing)'),
   pane_index INT64 NOT NULL OPTIONS (description = '0, 1, 2... per window (PaneInfo.getIndex)'),
   pane_on_time_index INT64 NOT NULL OPTIONS (description = '-1 for EARLY panes, then 0, 1... (PaneInfo.getNonSpeculativeIndex)'),

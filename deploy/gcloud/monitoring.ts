@@ -164,7 +164,7 @@ function schedulerJobsLogFilter(jobs: readonly string[]): string {
 export function logMetrics(t: MonitoringTargets): LogMetric[] {
   const names = metricNames(t.prefix);
   const ours = `resource.type="cloud_run_revision" AND ${servicesLogFilter(t.services)}`;
-  // malformedTrigger also says outcome=quarantine and is followed by messageQuarantined for the same message,
+  // malformedTrigger also says outcome=quarantine and follows messageQuarantined for the same message,
   // so the metric counts the quarantine line only.
   const quarantined = catalogued((log) =>
     logs.messageQuarantined(log, { messageId: 'm' }, 'PARSE_JSON', 'r', 't'),

@@ -31,7 +31,7 @@ export interface BusinessFields {
   origin: string;
   /** IATA code of the destination airport. */
   destination: string;
-  /** ISO 4217 code; "USD" when the event had none (lab). */
+  /** ISO 4217 code; the default currency ("USD" in the lab) when the event had none. */
   currency: string;
   /** Booking status; "CONFIRMED" when the event had none (lab). */
   status: string;
@@ -45,10 +45,12 @@ export interface BusinessFields {
  *   digits once trailing zeros are dropped). Reasons start "Invalid fare:" as in the lab.
  * - origin and destination: three ASCII capitals each, and different (team decision).
  * - currency: three ASCII capitals (team decision); status: /^[A-Z][A-Z0-9_]*$/, at most 64 characters (team
- *   decision). Absent or null, they default to "USD" and "CONFIRMED" (lab).
+ *   decision). Absent or null, they default to `defaultCurrency` ("USD", the lab's, unless configured) and
+ *   "CONFIRMED" (lab).
  */
 export function checkBusinessRules(
   booking: SchemaValidBooking,
+  defaultCurrency: string = DEFAULT_CURRENCY,
 ): Ok<BusinessFields> | ValidationFailure {
   const issues: ContractIssue[] = [];
   const fare = checkFare(booking.fare, issues);
@@ -61,7 +63,7 @@ export function checkBusinessRules(
       message: `Invalid route: origin and destination are both ${origin}`,
     });
   }
-  const currency = booking.currency ?? DEFAULT_CURRENCY;
+  const currency = booking.currency ?? defaultCurrency;
   if (!CURRENCY_CODE.test(currency)) {
     issues.push({
       field: 'currency',
@@ -129,15 +131,14 @@ function checkFare(
 
 function checkAirport(
   field: 'origin' | 'destination',
-  value: string | LosslessNumber,
+  value: string,
   issues: ContractIssue[],
 ): string | undefined {
-  if (typeof value === 'string' && AIRPORT_CODE.test(value)) return value;
-  const shown = value instanceof LosslessNumber ? value.value : quoteForReason(value);
+  if (AIRPORT_CODE.test(value)) return value;
   issues.push({
     field,
     kind: 'invalid_airport',
-    message: `Invalid ${field}: ${shown} is not a three-letter upper-case IATA airport code`,
+    message: `Invalid ${field}: ${quoteForReason(value)} is not a three-letter upper-case IATA airport code`,
   });
   return undefined;
 }

@@ -64,6 +64,16 @@ const ScalarSchema = v.union(
 /** A required scalar (lab: required, then `str()`-ed), never null, blank, or an object/array/boolean. */
 const RequiredScalarSchema = v.pipe(ScalarSchema, v.check(isNonBlank, EMPTY));
 
+/**
+ * A required text field (airport codes): a non-blank JSON string. A JSON number here is the wrong JSON type, a
+ * SCHEMA_VALIDATION error, not a malformed code (team decision: the stage names what is wrong).
+ */
+const RequiredTextSchema = v.pipe(
+  ScalarSchema,
+  v.check(isNonBlank, EMPTY),
+  v.string('must be a string'),
+);
+
 /** An identifier: a string or a JSON integer (its exact digits), ≤ 1024 characters, no control characters. */
 const IdentifierSchema = v.pipe(
   ScalarSchema,
@@ -95,16 +105,17 @@ const EventIdSchema = v.nullish(
  * The booking event contract as a valibot schema, over the contract fields only (extra top-level fields are
  * schema drift, handled elsewhere). Input: a record of the contract fields with JSON numbers as lossless-json
  * `LosslessNumber`s, as `readContractFields` produces. Required (lab): `booking_id`, `passenger_id`,
- * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination`, `fare`,
- * `event_time` (any non-blank scalar here; their formats are business and event-time rules). Optional:
+ * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination` (strings),
+ * `fare` and `event_time` (a non-blank string or number here; their formats are business and event-time rules, so
+ * an epoch-number `event_time` is an EVENT_TIME_VALIDATION error). Optional:
  * `currency`, `status` (lab, defaults applied later) and `event_id` (design.md "Dedup"); null = absent.
  */
 export const BookingEventSchema = v.object({
   booking_id: IdentifierSchema,
   passenger_id: IdentifierSchema,
   flight_number: IdentifierSchema,
-  origin: RequiredScalarSchema,
-  destination: RequiredScalarSchema,
+  origin: RequiredTextSchema,
+  destination: RequiredTextSchema,
   fare: RequiredScalarSchema,
   event_time: RequiredScalarSchema,
   currency: OptionalTextSchema,
@@ -134,16 +145,25 @@ const KIND_BY_REQUIREMENT: ReadonlyMap<unknown, ContractIssueKind> = new Map<
 /**
  * Runs the SCHEMA_VALIDATION stage on the contract fields of a JSON object. Every problem is reported, one
  * issue per field (plus one per duplicate key), in one reason with the fields sorted within each group: first
- * exactly the lab's "Missing required fields: a, b", then "Null or empty required fields", "Empty optional
+ * exactly the lab's "Missing required fields: a, b" (with `currencyRequired`, an absent or null `currency` is
+ * listed there too), then "Null or empty required fields", "Empty optional
  * fields", "Non-scalar fields", "Duplicate keys with different values", and "Invalid fields: <field> <why>"
  * (wrong type, too long, control characters, malformed event_id), joined by "; ".
  */
 export function checkSchema(
   fields: Partial<Record<ContractField, unknown>>,
   duplicateKeys: readonly ContractField[],
+  options: { currencyRequired?: boolean } = {},
 ): Ok<SchemaValidBooking> | ValidationFailure {
   const result = v.safeParse(BookingEventSchema, fields, PARSE_CONFIG);
   const issues = result.success ? [] : result.issues.map(toContractIssue);
+  // Without a default currency (OFFVIA_DEFAULT_CURRENCY=none) currency is required; null counts as absent.
+  if (
+    options.currencyRequired === true &&
+    (fields.currency === undefined || fields.currency === null)
+  ) {
+    issues.push({ field: 'currency', kind: 'missing', message: 'currency is missing' });
+  }
   for (const field of duplicateKeys) {
     issues.push({
       field,

@@ -9,6 +9,7 @@ import {
   parseJsonPayload,
   readContractFields,
 } from './json-payload';
+import { DEFAULT_CURRENCY } from './fields';
 import { checkSchema, jsonTypeName } from './schema';
 import { failWith, type ValidationFailure } from './stages';
 
@@ -52,6 +53,12 @@ export interface ValidationOptions {
   maxFutureSkewMs: number;
   /** How far before `receivedAtMs` an event time may lie: whole ms ≥ 0, or `Infinity` for no limit. */
   maxEventAgeMs: number;
+  /**
+   * `currency` of a booking that has none (absent or null): three ASCII capitals, "USD" when not given (lab:
+   * `payload.get("currency", "USD")`); `null` for no default, so a booking without `currency` is a
+   * SCHEMA_VALIDATION error ("Missing required fields: currency"). Configured by `OFFVIA_DEFAULT_CURRENCY`.
+   */
+  defaultCurrency?: string | null;
 }
 
 /** A booking that passed every stage. */
@@ -100,10 +107,12 @@ export function validateBooking(
   if (!isPlainObject(object)) return notAnObject(object);
 
   const { fields, duplicateKeys } = readContractFields(decoded.value, object);
-  const schema = checkSchema(fields, duplicateKeys);
+  const defaultCurrency =
+    options.defaultCurrency === undefined ? DEFAULT_CURRENCY : options.defaultCurrency;
+  const schema = checkSchema(fields, duplicateKeys, { currencyRequired: defaultCurrency === null });
   if (!schema.ok) return schema;
   const booking = schema.value;
-  const rules = checkBusinessRules(booking);
+  const rules = checkBusinessRules(booking, defaultCurrency ?? DEFAULT_CURRENCY);
   if (!rules.ok) return rules;
   const eventTime = parseEventTime(booking.event_time);
   if (!eventTime.ok) return eventTime;
@@ -146,6 +155,12 @@ function assertValidOptions(options: ValidationOptions): void {
   if (!isTimestampMs(options.receivedAtMs)) {
     throw new TypeError(
       `validateBooking: options.receivedAtMs must be integer epoch ms within 0001-9999, got ${options.receivedAtMs}`,
+    );
+  }
+  const currency = options.defaultCurrency;
+  if (currency !== undefined && currency !== null && !/^[A-Z]{3}$/.test(currency)) {
+    throw new TypeError(
+      `validateBooking: options.defaultCurrency must be three ASCII capitals or null, got ${JSON.stringify(currency)}`,
     );
   }
   for (const name of ['maxFutureSkewMs', 'maxEventAgeMs'] as const) {

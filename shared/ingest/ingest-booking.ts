@@ -1,12 +1,23 @@
 // ingestBooking's logic: decode → validate → route each message to Silver, quarantine or bad data, exactly once.
+import { createHash } from 'node:crypto';
 import { type ErrorStage, type ValidationSuccess, validateBooking } from '../contract';
 import type { IngestConfig } from '../config/ingest-config';
 import { tableName, type TableRef } from '../config/env';
-import { TransientError, errorText } from '../errors';
+import {
+  type AttemptObservations,
+  describeObservations,
+  observeAttempt,
+} from '../attempt-observations';
+import { DeliveryRefused, TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
-import type { DecodeResult, PubSubMessage } from '../pubsub/message';
-import type { InsertRow, RowWriter } from '../sinks/row-writer';
+import {
+  type DecodeResult,
+  type PubSubMessage,
+  type PushedEvent,
+  decodePushedEvent,
+} from '../pubsub/message';
+import { type InsertRow, type RowWriter, insertIdProblem } from '../sinks/row-writer';
 import { keptPayload, quarantineRow } from './quarantine-row';
 
 /** Where one message ended. Every message gets exactly one of these, or the call throws (redelivery). */
@@ -106,26 +117,68 @@ export async function ingestMessage(
   deps: IngestDeps,
 ): Promise<IngestOutcome> {
   const progress: Progress = { step: 'decode' };
+  const messageId = decoded.ok ? decoded.message.messageId : decoded.messageId;
+  const attempt = observeAttempt(() => routeMessage(decoded, deps, progress));
   try {
-    return await withDeadline(routeMessage(decoded, deps, progress), decoded, deps, progress);
+    return await withDeadline(attempt.result, attempt.observations, decoded, deps, progress);
   } catch (err) {
-    if (!decoded.ok) throw err;
-    const message = decoded.message;
-    const ageMs =
-      message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
-    if (ageMs === undefined || ageMs <= deps.config.maxRetryAgeMs) throw err;
-    return retryAgeExceeded(message, progress.step, errorText(err), ageMs, deps, err);
+    if (decoded.ok) {
+      const message = decoded.message;
+      const ageMs =
+        message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
+      if (ageMs !== undefined && ageMs > deps.config.maxRetryAgeMs) {
+        return retryAgeExceeded(message, progress.step, errorText(err), ageMs, deps, err);
+      }
+    }
+    // Every failure leaves a line with its context, once (the writes log their own), before Pub/Sub redelivers.
+    if (!isReported(err))
+      logs.transientFailure(deps.logger, { messageId }, progress.step, errorText(err));
+    throw err;
   }
 }
 
 /**
+ * ingestBooking's whole job for one push: decode what the Functions Framework passed ({@link PushedEvent}: a
+ * CloudEvent, or a Pub/Sub push body it did not convert), then {@link ingestMessage}. Resolves (ack) once the
+ * message is in Silver, quarantine, the retry store or bad data.
+ * @throws DeliveryRefused (Pub/Sub redelivers) whatever failed; its message names only the message id, because the
+ *   framework writes it into the 5xx body; the failure itself was logged with its context, and is the `cause`.
+ */
+export async function ingestPushedEvent(
+  event: PushedEvent,
+  deps: IngestDeps,
+): Promise<IngestOutcome> {
+  const decoded = decodePushedEvent(event);
+  try {
+    return await ingestMessage(decoded, deps);
+  } catch (err) {
+    throw new DeliveryRefused(decoded.ok ? decoded.message.messageId : decoded.messageId, {
+      cause: err,
+    });
+  }
+}
+
+/** Errors already logged with their context by the step that saw them (so the catch-all does not log twice). */
+const reportedErrors = new WeakSet<object>();
+
+function markReported(err: unknown): void {
+  if (typeof err === 'object' && err !== null) reportedErrors.add(err);
+}
+
+function isReported(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && reportedErrors.has(err);
+}
+
+/**
  * Resolves or rejects as `attempt` does, or rejects with a TransientError once `config.attemptDeadlineMs` has
- * passed (a dependency that hangs rather than fails). The attempt goes on in the background; whatever it still
- * writes is idempotent (insertIds, the dedup ledger, the retry store's one document per insertId), and a late
- * failure is logged, not thrown.
+ * passed. Its reason names what the attempt ran into, from `observations`: transactions still being retried after
+ * aborted commits (contention), or else a dependency that hangs rather than fails. The attempt goes on in the
+ * background; whatever it still writes is idempotent (insertIds, the dedup ledger, the retry store's one document
+ * per insertId), and a late failure is logged, not thrown.
  */
 async function withDeadline(
   attempt: Promise<IngestOutcome>,
+  observations: AttemptObservations,
   decoded: DecodeResult,
   deps: IngestDeps,
   progress: Progress,
@@ -137,10 +190,11 @@ async function withDeadline(
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       timedOut = true;
+      const seen = describeObservations(observations) ?? 'a dependency hangs';
       reject(
         new TransientError(
           progress.step,
-          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): a dependency hangs`,
+          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): ${seen}`,
         ),
       );
     }, ms);
@@ -160,6 +214,7 @@ async function withDeadline(
   } catch (err) {
     if (timedOut) {
       logs.transientFailure(deps.logger, ref, progress.step, errorText(err));
+      markReported(err);
     }
     throw err;
   } finally {
@@ -229,21 +284,26 @@ async function routeMessage(
 ): Promise<IngestOutcome> {
   const receivedAtMs = deps.now();
   if (!decoded.ok) {
-    const ref = { messageId: decoded.messageId };
-    logs.malformedTrigger(deps.logger, ref, decoded.reason);
+    // An envelope-level failure: the row keeps the envelope's text and whatever attributes it carried.
     const message = {
       messageId: decoded.messageId,
       publishTimeMs: undefined,
-      attributes: {},
+      attributes: decoded.attributes,
       data: Buffer.from(decoded.raw),
     };
-    return quarantine(
+    progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
+    const outcome = await quarantine(
       message,
       'PARSE_JSON',
       `Invalid Pub/Sub CloudEvent: ${decoded.reason}`,
       receivedAtMs,
       deps,
     );
+    // Logged once the row is durable, so a failed write is never first reported as quarantined, then as a retry.
+    if (outcome.destination === 'quarantine') {
+      logs.malformedTrigger(deps.logger, message, decoded.reason);
+    }
+    return outcome;
   }
   const message = decoded.message;
   const result = validateBooking(message.data, {
@@ -251,6 +311,7 @@ async function routeMessage(
     receivedAtMs,
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
+    defaultCurrency: deps.config.defaultCurrency,
   });
   if (!result.ok) {
     progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
@@ -378,21 +439,27 @@ async function writeOrBadData(
   if (heldInstead !== undefined) return heldInstead;
   const targetDest = tableName(table, deps.config.projectId);
   logs.rowRejectedBySink(deps.logger, message, targetDest, row.insertId, result.error);
+  const badData = JSON.stringify(row.json);
+  // A row refused for lacking an insertId still gets a stable one here: the hash of its content.
+  const insertId =
+    insertIdProblem(row) === undefined
+      ? row.insertId
+      : `sha256:${createHash('sha256').update(badData, 'utf8').digest('hex')}`;
   const bad: BadDataRow = {
-    bad_data: JSON.stringify(row.json),
+    bad_data: badData,
     target_dest: targetDest,
     error: result.error,
     insert_time: new Date(deps.now()).toISOString(),
     processed_timestamp: new Date(receivedAtMs).toISOString(),
     retry_count: 0,
     source_message_id: message.messageId,
-    insert_id: row.insertId,
+    insert_id: insertId,
   };
   const badTable = deps.config.badDataTable;
   const [badResult] = await write(
     deps,
     badTable,
-    [{ insertId: `bad:${row.insertId}`, json: { ...bad } }],
+    [{ insertId: `bad:${insertId}`, json: { ...bad } }],
     message.messageId,
   );
   if (badResult !== undefined && !badResult.ok) {
@@ -413,6 +480,7 @@ async function write(deps: IngestDeps, table: TableRef, rows: InsertRow[], messa
     const operation =
       err instanceof TransientError ? err.operation : `insertAll ${tableName(table)}`;
     logs.transientFailure(deps.logger, { messageId }, operation, errorText(err));
+    markReported(err);
     throw err;
   }
 }

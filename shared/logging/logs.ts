@@ -112,7 +112,7 @@ export function transientFailure(
   });
 }
 
-/** The trigger payload was not a Pub/Sub message at all (wrong event type or shape); it is quarantined. */
+/** The trigger payload was not a Pub/Sub message at all (wrong event type or shape); logged once its quarantine row is written. */
 export function malformedTrigger(log: Logger, ref: MessageRef, error: string): void {
   log.write('ERROR', 'malformed Pub/Sub CloudEvent', {
     outcome: 'quarantine',

@@ -148,7 +148,9 @@ export async function redrive(
       { ids: ['STRING'] },
     );
     if (Number(known?.n ?? 0) === 0) {
-      throw new NotFoundError(`no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`);
+      throw new NotFoundError(
+        `no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`,
+      );
     }
   }
   const report: ReprocessReport = {

@@ -228,7 +228,9 @@ export async function reprocess(
       { ids: ['STRING'] },
     );
     if (Number(known?.n ?? 0) === 0) {
-      throw new NotFoundError(`no quarantine row for ${ids.join(', ')}: not a quarantined message id`);
+      throw new NotFoundError(
+        `no quarantine row for ${ids.join(', ')}: not a quarantined message id`,
+      );
     }
   }
   const report: ReprocessReport = {

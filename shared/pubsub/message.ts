@@ -1,4 +1,5 @@
 // Decodes the Pub/Sub message inside an Eventarc `messagePublished` CloudEvent into bytes, attributes and ids.
+import { createHash } from 'node:crypto';
 
 /**
  * The wire shape of `google.cloud.pubsub.topic.v1.messagePublished` CloudEvent data (Eventarc and the Functions
@@ -41,12 +42,31 @@ export type DecodeResult =
   | { ok: true; message: PubSubMessage }
   | {
       ok: false;
-      /** Best id we have: the message id if present, else the CloudEvent id. */
+      /**
+       * Best id we have, never empty: the message id if present, else the CloudEvent id, else
+       * {@link BODY_HASH_ID_PREFIX} + the SHA-256 of `raw` (stable across redeliveries of the same body).
+       */
       messageId: string;
       reason: string;
       /** What we received, as text, so the quarantine row keeps it. */
       raw: string;
+      /** The message's string attributes when the envelope carried any (quarantine `attributes`); else empty. */
+      attributes: Record<string, string>;
     };
+
+/**
+ * Prefix of the id given to an envelope that carries neither a message id nor a CloudEvent id: `body-sha256:` +
+ * 64 hex characters of SHA-256 over the envelope's text. Used as the quarantine insertId, so a redelivery of the same
+ * body dedups like one with a message id.
+ */
+export const BODY_HASH_ID_PREFIX = 'body-sha256:';
+
+/**
+ * What the Functions Framework hands a CloudEvent function. A binary or structured CloudEvent has `id` and `data`;
+ * a Pub/Sub push without CloudEvent headers that the framework does not convert (no `subscription`, or empty
+ * `data`: an attributes-only message) arrives as the push body itself (`message`, `subscription`) with no `id`.
+ */
+export type PushedEvent = { id?: unknown; data?: unknown; message?: unknown } | null | undefined;
 
 // A plain character class with no repeated group: V8 runs it without backtracking, so a 10 MB message (the
 // Pub/Sub limit) cannot overflow the regex stack, as `(?:[…]{4})*` did beyond ~4.4 M characters.
@@ -58,43 +78,66 @@ function isBase64(text: string): boolean {
 }
 
 /**
- * Decodes CloudEvent `data` (already JSON-parsed by the framework). Never throws: a malformed event is returned
- * as `ok: false` with its text, to be quarantined at PARSE_JSON. `cloudEventId` is the fallback message id.
+ * Decodes what the Functions Framework passed to the CloudEvent function (see {@link PushedEvent}): the CloudEvent's
+ * `data` when it has any, else the event itself when it is a Pub/Sub push body (`message` object), else nothing
+ * usable. Never throws; a failure is returned as `ok: false`, to be quarantined at PARSE_JSON, and always carries
+ * a non-empty `messageId` (message id, CloudEvent id, or a hash of the body).
  */
-export function decodeMessagePublished(data: unknown, cloudEventId: string): DecodeResult {
-  const raw = () => safeJson(data);
+export function decodePushedEvent(event: PushedEvent): DecodeResult {
+  const cloudEventId = firstString(event?.id);
+  if (event?.data !== undefined) return decodeMessagePublished(event.data, cloudEventId);
+  if (isObject(event) && isObject(event.message))
+    return decodeMessagePublished(event, cloudEventId);
+  const raw = safeJson(withoutTraceparent(event));
+  return {
+    ok: false,
+    messageId: cloudEventId ?? bodyHashId(raw),
+    reason: 'request is neither a CloudEvent with data nor a Pub/Sub push body',
+    raw,
+    attributes: {},
+  };
+}
+
+/**
+ * Decodes CloudEvent `data` (already JSON-parsed by the framework). Never throws: a malformed event is returned
+ * as `ok: false` with its text, to be quarantined at PARSE_JSON. `cloudEventId` is the fallback message id; without
+ * either, the id is {@link BODY_HASH_ID_PREFIX} + a hash of the data's text.
+ */
+export function decodeMessagePublished(
+  data: unknown,
+  cloudEventId: string | undefined,
+): DecodeResult {
+  const raw = () => safeJson(withoutTraceparent(data));
   if (!isObject(data) || !isObject(data.message)) {
+    const text = raw();
     return {
       ok: false,
-      messageId: cloudEventId,
+      messageId: firstString(cloudEventId) ?? bodyHashId(text),
       reason: 'CloudEvent data has no Pub/Sub message',
-      raw: raw(),
+      raw: text,
+      attributes: {},
     };
   }
   const m = data.message;
-  const id = firstString(m.messageId, m.message_id) ?? cloudEventId;
+  const attributes = stringAttributes(m.attributes);
+  const knownId = firstString(m.messageId, m.message_id, cloudEventId);
   let bytes: Buffer;
   if (m.data === undefined || m.data === null || m.data === '') {
     bytes = Buffer.alloc(0);
   } else if (typeof m.data === 'string' && isBase64(m.data)) {
     bytes = Buffer.from(m.data, 'base64');
   } else {
-    return { ok: false, messageId: id, reason: 'message.data is not base64 text', raw: raw() };
+    const text = raw();
+    return {
+      ok: false,
+      messageId: knownId ?? bodyHashId(text),
+      reason: 'message.data is not base64 text',
+      raw: text,
+      attributes,
+    };
   }
-  const attributes: Record<string, string> = {};
-  if (isObject(m.attributes)) {
-    for (const [k, v] of Object.entries(m.attributes)) {
-      // defineProperty, not assignment: an attribute named "__proto__" must be kept as data, not set a prototype.
-      if (typeof v === 'string') {
-        Object.defineProperty(attributes, k, {
-          value: v,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-    }
-  }
+  // A message without any id still needs a stable one (quarantine insertId): the hash of what was delivered.
+  const id = knownId ?? bodyHashId(raw());
   const publishTime = firstString(m.publishTime, m.publish_time);
   const parsed = publishTime === undefined ? NaN : Date.parse(publishTime);
   return {
@@ -108,6 +151,40 @@ export function decodeMessagePublished(data: unknown, cloudEventId: string): Dec
       subscription: typeof data.subscription === 'string' ? data.subscription : undefined,
     },
   };
+}
+
+/** The string-valued attributes; non-string values are dropped rather than trusted. */
+function stringAttributes(value: unknown): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  if (!isObject(value)) return attributes;
+  for (const [k, v] of Object.entries(value)) {
+    // defineProperty, not assignment: an attribute named "__proto__" must be kept as data, not set a prototype.
+    if (typeof v === 'string') {
+      Object.defineProperty(attributes, k, {
+        value: v,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+  return attributes;
+}
+
+/** `body-sha256:` + the SHA-256 of the text, hex: an id that is the same for every delivery of the same body. */
+function bodyHashId(text: string): string {
+  return BODY_HASH_ID_PREFIX + createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * The framework adds the request's `traceparent` header to the event; it differs between deliveries, so it is no
+ * part of the body that is kept and hashed.
+ */
+function withoutTraceparent(value: unknown): unknown {
+  if (!isObject(value) || !('traceparent' in value)) return value;
+  const rest = { ...value };
+  delete rest.traceparent;
+  return rest;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -43,6 +43,32 @@ export const RESERVED_KEYWORDS: ReadonlySet<string> = new Set(
 );
 
 /**
+ * Names special to JavaScript objects, case-folded (team decision, treated like reserved keywords): every own
+ * property of `Object.prototype` (`__proto__`, `constructor`, `toString`, `hasOwnProperty`, …) and `prototype`.
+ * As a key of a plain object such a name reads or, for `__proto__`, replaces inherited behaviour, and every
+ * JavaScript reader of the table (the BigQuery and Firestore clients return rows as plain objects, and this
+ * project's own row and retry-store code) would have to special-case the column. Compared case-insensitively, as
+ * BigQuery compares column names, so `__PROTO__` cannot take the column either.
+ */
+export const JS_SPECIAL_NAMES: ReadonlySet<string> = new Set(
+  [
+    '__proto__',
+    '__defineGetter__',
+    '__defineSetter__',
+    '__lookupGetter__',
+    '__lookupSetter__',
+    'constructor',
+    'hasOwnProperty',
+    'isPrototypeOf',
+    'propertyIsEnumerable',
+    'prototype',
+    'toLocaleString',
+    'toString',
+    'valueOf',
+  ].map((name) => name.toLowerCase()),
+);
+
+/**
  * The classic (non-flexible) BigQuery column-name alphabet: letters, digits, underscores, starting with a letter
  * or underscore. Flexible column names (other characters, a leading digit) are NOT accepted: they need special
  * handling in the Storage Read/Write APIs and quoting in every query, and a drift column should be boring.
@@ -52,7 +78,12 @@ export const COLUMN_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Why a name cannot be a column. */
 export type NameRejectionCode =
-  'EMPTY_NAME' | 'NAME_TOO_LONG' | 'ILLEGAL_CHARACTERS' | 'RESERVED_PREFIX' | 'RESERVED_KEYWORD';
+  | 'EMPTY_NAME'
+  | 'NAME_TOO_LONG'
+  | 'ILLEGAL_CHARACTERS'
+  | 'RESERVED_PREFIX'
+  | 'RESERVED_KEYWORD'
+  | 'JS_SPECIAL_NAME';
 
 /** The verdict on one name. */
 export type NameCheck =
@@ -83,7 +114,8 @@ export function describeName(name: string): string {
 /**
  * Checks a proposed column name against BigQuery's column-name rules and the project's reserved words, in this
  * order: empty; longer than `MAX_COLUMN_NAME_LENGTH`; characters outside `COLUMN_NAME_PATTERN`; a
- * `RESERVED_COLUMN_PREFIXES` prefix; a `RESERVED_KEYWORDS` word. Case-insensitive where BigQuery is.
+ * `RESERVED_COLUMN_PREFIXES` prefix; a `RESERVED_KEYWORDS` word; a `JS_SPECIAL_NAMES` name. Case-insensitive
+ * where BigQuery is.
  * Does not check collisions: those depend on the table and the configuration (see `planSchemaChange`).
  */
 export function checkColumnName(name: string): NameCheck {
@@ -122,6 +154,13 @@ export function checkColumnName(name: string): NameCheck {
       ok: false,
       code: 'RESERVED_KEYWORD',
       reason: `column name ${describeName(name)} is a GoogleSQL reserved keyword`,
+    };
+  }
+  if (JS_SPECIAL_NAMES.has(name.toLowerCase())) {
+    return {
+      ok: false,
+      code: 'JS_SPECIAL_NAME',
+      reason: `column name ${describeName(name)} is special to JavaScript objects (a property of Object.prototype)`,
     };
   }
   return { ok: true };

@@ -23,6 +23,7 @@ export const SCHEMA_ERROR_PERMANENCE: Readonly<Record<SchemaErrorCode, 'permanen
     ILLEGAL_CHARACTERS: 'permanent',
     RESERVED_PREFIX: 'permanent',
     RESERVED_KEYWORD: 'permanent',
+    JS_SPECIAL_NAME: 'permanent',
     PROTECTED_NAME: 'permanent',
     // With an existing column, or with another field of the same event: no new column can end the collision.
     CASE_COLLISION: 'permanent',

@@ -8,6 +8,7 @@ import {
   type RowOutcome,
   type RowResult,
   type RowWriter,
+  withInsertIds,
 } from './row-writer';
 
 /** One entry of insertAll's `insertErrors` (BigQuery REST reference, TableDataInsertAllResponse). */
@@ -77,7 +78,12 @@ export function missingFieldsOf(message: string): string[] {
 export class BigQueryRowWriter implements RowWriter {
   constructor(private readonly bigquery: BigQuery) {}
 
-  async insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+  /** A row without an insertId is answered `rejected` and not sent (see `withInsertIds`). */
+  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    return withInsertIds(rows, (sendable) => this.insertAll(table, sendable));
+  }
+
+  private async insertAll(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     if (rows.length === 0) return [];
     const operation = `insertAll ${table.datasetId}.${table.tableId}`;
     const dataset = this.bigquery.dataset(
@@ -109,7 +115,7 @@ export class BigQueryRowWriter implements RowWriter {
           ];
         }
         const results: RowResult[] = [];
-        for (const row of rows) results.push(...(await this.insertRows(table, [row])));
+        for (const row of rows) results.push(...(await this.insertAll(table, [row])));
         return results;
       }
       throw new TransientError(operation, errorText(err), { cause: err });

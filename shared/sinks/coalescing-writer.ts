@@ -1,7 +1,7 @@
 // Coalesces concurrent BigQuery writes inside one instance: rows bound for the same table, from many invocations,
 // go out as one insertAll call; each caller still gets exactly its own rows' results, or the batch's failure.
 import type { TableRef } from '../config/env';
-import type { InsertRow, RowResult, RowWriter } from './row-writer';
+import { type InsertRow, type RowResult, type RowWriter, withInsertIds } from './row-writer';
 
 /** Limits of one coalesced insertAll call, and how many such calls per table may be in flight. */
 export interface CoalescingOptions {
@@ -67,7 +67,7 @@ export function requestBytes(rows: readonly InsertRow[]): number {
   let bytes = 0;
   for (const row of rows) {
     bytes += Buffer.byteLength(JSON.stringify(row.json), 'utf8');
-    bytes += Buffer.byteLength(row.insertId, 'utf8') + 32;
+    bytes += Buffer.byteLength(String(row.insertId), 'utf8') + 32;
   }
   return bytes;
 }
@@ -138,9 +138,15 @@ export class CoalescingRowWriter implements RowWriter {
 
   /**
    * Queues `rows` for `table`; resolves with one result per row, in order, once the batch holding them was written.
+   * A row without an insertId is answered `rejected` at once and not sent.
    * @throws whatever the wrapped writer threw for that batch (TransientError: do not ack)
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    // A row without an insertId is answered `rejected` here and never joins a batch (see `withInsertIds`).
+    return withInsertIds(rows, (sendable) => this.enqueue(table, sendable));
+  }
+
+  private enqueue(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     if (rows.length === 0) return Promise.resolve([]);
     const key = tableKey(table);
     const bytes = requestBytes(rows);

@@ -66,3 +66,48 @@ export interface RowWriter {
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]>;
 }
+
+/** Why a row cannot be streamed with an insertId, or `undefined` when its insertId is a non-empty string. */
+export function insertIdProblem(row: InsertRow): string | undefined {
+  const id: unknown = row.insertId;
+  if (typeof id === 'string' && id !== '') return undefined;
+  return `row has no insertId (got ${id === '' ? 'an empty string' : typeof id}): it cannot be deduplicated, so it is not streamed`;
+}
+
+/**
+ * Calls `write` with the rows that have an insertId and answers the others `rejected` (a data problem the caller
+ * routes, e.g. to the bad-data table) without sending them, so a row that lost its insertId upstream is routed
+ * instead of crashing the writer or being streamed without dedup. Results are in the order of `rows`; a
+ * `PartialInsertError` from `write` is re-thrown with one outcome per row of `rows` (the unsent rows `rejected`).
+ */
+export async function withInsertIds(
+  rows: readonly InsertRow[],
+  write: (rows: readonly InsertRow[]) => Promise<RowResult[]>,
+): Promise<RowResult[]> {
+  const problems = rows.map(insertIdProblem);
+  if (problems.every((p) => p === undefined)) return write(rows);
+  const sendable = rows.filter((_, i) => problems[i] === undefined);
+  const merge = <T extends RowOutcome>(sent: readonly T[]): (T | RowResult)[] => {
+    let next = 0;
+    return problems.map((problem): T | RowResult => {
+      if (problem !== undefined) {
+        return { ok: false, kind: 'rejected', error: problem, missingFields: [] };
+      }
+      const result = sent[next++];
+      if (result === undefined) {
+        throw new Error(`writer returned ${sent.length} results for ${sendable.length} rows`);
+      }
+      return result;
+    });
+  };
+  let written: RowResult[];
+  try {
+    written = sendable.length === 0 ? [] : await write(sendable);
+  } catch (err) {
+    if (!(err instanceof PartialInsertError)) throw err;
+    const prefix = `${err.operation}: `;
+    const message = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
+    throw new PartialInsertError(err.operation, message, merge(err.outcomes), { cause: err });
+  }
+  return merge(written);
+}

@@ -10,6 +10,7 @@ import {
   type Transaction,
 } from '@google-cloud/firestore';
 import * as v from 'valibot';
+import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
 import {
   windowId,
@@ -240,6 +241,8 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         async (tx) => {
           this.metrics.attempts++;
           attempts++;
+          // The client runs the callback again only after a failed commit: say so to the delivery's deadline.
+          if (attempts > 1) noteTransactionRetry(`firestore ${operation}`);
           own = undefined;
           attempt = new FirestoreTransaction(tx, this);
           try {

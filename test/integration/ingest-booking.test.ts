@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../functions';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
@@ -102,6 +102,81 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
     assert.deepEqual(
       ids.map((id) => stages.get(id)),
       ['PARSE_JSON', 'PARSE_JSON', 'SCHEMA_VALIDATION', 'SCHEMA_VALIDATION'],
+    );
+  });
+
+  it('quarantines pushes without CloudEvent headers (attributes only, {}, empty data) and acks them', async () => {
+    const nonce = randomUUID();
+    const bodies = [
+      { message: { attributes: { source: 'checkout' }, messageId: `it-att-${nonce}` } },
+      { nonce },
+      { message: { data: '', messageId: `it-5b-${nonce}` } },
+    ];
+    const ids = [
+      `it-att-${nonce}`,
+      `body-sha256:${createHash('sha256').update(JSON.stringify(bodies[1])).digest('hex')}`,
+      `it-5b-${nonce}`,
+    ];
+    const answers = await Promise.all(
+      bodies.map(async (body) => {
+        const res = await fetch(base, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return `${res.status} ${await res.text()}`;
+      }),
+    );
+    assert.ok(
+      answers.every((a) => /^2\d\d/.test(a)),
+      `answers ${answers.join(' | ')}`,
+    );
+    const layers = (await waitForLayers(bq, env.projectId, ids, 10_000, { requireBronze: false }))
+      .layers;
+    assert.deepEqual(
+      ids.map((id) =>
+        layers.quarantine.filter((r) => r.source_message_id === id).map((r) => r.error_stage),
+      ),
+      [['PARSE_JSON'], ['PARSE_JSON'], ['PARSE_JSON']],
+    );
+    const [rows] = await bq.query({
+      query: `SELECT source_message_id, attributes FROM \`${env.projectId}.offvia_quarantine.poisoned_events\`
+              WHERE source_message_id = @id`,
+      params: { id: ids[0] },
+    });
+    assert.deepEqual(
+      (rows as { attributes: unknown }[]).map((r) => JSON.parse(String(r.attributes)) as unknown),
+      [{ source: 'checkout' }],
+    );
+  });
+
+  it('keeps fares beyond double precision exactly in Silver, as JSON numbers and as strings', async () => {
+    const fares = [
+      '12345678901234567.89',
+      '"99999999999999999999999999999.999999999"',
+      '0.000000001',
+      '"1234567890.123456789"',
+    ];
+    const ids = fares.map(() => `it-fare-${randomUUID()}`);
+    const statuses = await Promise.all(
+      fares.map((fare, i) =>
+        deliver(
+          base,
+          ids[i] ?? '',
+          Buffer.from(
+            `{"booking_id":"BK-FARE-${i}","passenger_id":"PAX-1","flight_number":"OF-1","origin":"JFK",` +
+              `"destination":"LHR","fare":${fare},"event_time":"${new Date().toISOString()}"}`,
+          ),
+        ),
+      ),
+    );
+    assert.deepEqual(statuses, [204, 204, 204, 204]);
+    const layers = (await waitForLayers(bq, env.projectId, ids, 10_000, { requireBronze: false }))
+      .layers;
+    const fareOf = new Map(layers.silver.map((r) => [r.source_message_id, r.fare_amount]));
+    assert.deepEqual(
+      ids.map((id) => fareOf.get(id)),
+      fares.map((f) => f.replaceAll('"', '')),
     );
   });
 

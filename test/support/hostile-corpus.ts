@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import * as v from 'valibot';
 
 import { ERROR_STAGES } from '../../shared/contract';
-import type { PubSubMessage } from '../../shared/pubsub/message';
+import type { PubSubMessage, PushedEvent } from '../../shared/pubsub/message';
 
 /** Where the corpus lives; one JSONL file per category, plus context.json (clock and configuration). */
 export const HOSTILE_CORPUS_DIR = path.join(__dirname, '..', 'corpus', 'hostile');
@@ -79,6 +79,11 @@ const CaseSchema = v.pipe(
     message: v.optional(MessageSchema),
     /** Instead of `message`: the CloudEvent's `data` exactly as delivered (malformed envelopes). */
     cloud_event_data: v.optional(v.unknown()),
+    /**
+     * Instead of `message`: a Pub/Sub push body posted without CloudEvent headers that the Functions Framework does
+     * not convert (no `subscription`, or empty `data`), so the function receives the body itself as the event.
+     */
+    push_body: v.optional(v.unknown()),
     expect: v.variant('destination', [SilverExpectation, QuarantineExpectation]),
     /**
      * A known crash: the CloudEvent path currently throws an error whose message contains `throws`. The test
@@ -89,8 +94,10 @@ const CaseSchema = v.pipe(
     note: v.optional(v.pipe(v.string(), v.minLength(1))),
   }),
   v.check(
-    (c) => (c.message === undefined) !== !('cloud_event_data' in c),
-    'exactly one of message, cloud_event_data',
+    (c) =>
+      [c.message !== undefined, 'cloud_event_data' in c, 'push_body' in c].filter(Boolean)
+        .length === 1,
+    'exactly one of message, cloud_event_data, push_body',
   ),
   v.check(
     (c) => c.current === undefined || (c.message !== undefined && c.note !== undefined),
@@ -98,10 +105,10 @@ const CaseSchema = v.pipe(
   ),
   v.check(
     (c) =>
-      !('cloud_event_data' in c) ||
+      c.message !== undefined ||
       c.expect.destination === 'silver' ||
       c.expect.raw_payload !== undefined,
-    'a quarantined cloud_event_data case states its raw_payload',
+    'a quarantined cloud_event_data or push_body case states its raw_payload',
   ),
 );
 
@@ -191,6 +198,15 @@ export function messageIdOf(testCase: HostileCase): string {
 /** The CloudEvent id the test passes alongside the data (the decoder's fallback message id). */
 export function cloudEventIdOf(testCase: HostileCase): string {
   return `ce-${testCase.id}`;
+}
+
+/**
+ * What the Functions Framework hands the function for a case: a `push_body` itself (no CloudEvent), else a
+ * CloudEvent with id `ce-<id>` and the case's {@link cloudEventDataOf}.
+ */
+export function pushedEventOf(testCase: HostileCase, context: CorpusContext): PushedEvent {
+  if ('push_body' in testCase) return testCase.push_body as PushedEvent;
+  return { id: cloudEventIdOf(testCase), data: cloudEventDataOf(testCase, context) };
 }
 
 /**

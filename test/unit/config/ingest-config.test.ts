@@ -34,6 +34,32 @@ describe('loadIngestConfig', () => {
     );
   });
 
+  it("keeps event times inside BigQuery's streaming window for a column-partitioned table", () => {
+    const day = 86_400_000;
+    const c = loadIngestConfig({});
+    assert.equal(c.maxEventAgeMs, 730 * day, 'default maximum age: 730 days');
+    assert.ok(c.maxEventAgeMs < 5 * 365 * day, 'the default is inside the 5 years in the past');
+    assert.equal(
+      loadIngestConfig({ OFFVIA_MAX_EVENT_AGE_MS: String(1800 * day) }).maxEventAgeMs,
+      1800 * day,
+    );
+    assert.equal(
+      loadIngestConfig({ OFFVIA_MAX_FUTURE_SKEW_MS: String(365 * day) }).maxFutureSkewMs,
+      365 * day,
+    );
+    for (const [name, value] of [
+      ['OFFVIA_MAX_EVENT_AGE_MS', 1800 * day + 1],
+      ['OFFVIA_MAX_EVENT_AGE_MS', 3650 * day],
+      ['OFFVIA_MAX_FUTURE_SKEW_MS', 365 * day + 1],
+    ] as const) {
+      assert.throws(
+        () => loadIngestConfig({ [name]: String(value) }),
+        (e: unknown) => e instanceof ConfigError && e.variable === name,
+        `${name}=${value}`,
+      );
+    }
+  });
+
   for (const [name, value] of [
     ['OFFVIA_MAX_FUTURE_SKEW_MS', 'soon'],
     ['OFFVIA_MAX_FUTURE_SKEW_MS', '-1'],

@@ -110,10 +110,17 @@ describe('BUSINESS_RULE_VALIDATION', () => {
           `Invalid origin: ${JSON.stringify(origin)} is not a three-letter upper-case IATA airport code`,
         );
       }
-      assert.equal(
-        businessReason({ destination: 123 }),
-        'Invalid destination: 123 is not a three-letter upper-case IATA airport code',
-      );
+    });
+
+    it('an airport sent as a JSON number is the wrong type: SCHEMA_VALIDATION, not a business rule', () => {
+      for (const [field, value] of [
+        ['destination', 123],
+        ['origin', 4.5],
+      ] as const) {
+        const failure = expectFailure(validate(booking({ [field]: value })), 'SCHEMA_VALIDATION');
+        assert.equal(failure.reason, `Invalid fields: ${field} must be a string`);
+        assert.equal(failure.issues[0]?.kind, 'wrong_type');
+      }
     });
 
     it('rejects a route from an airport to itself', () => {

@@ -1,4 +1,4 @@
-// The hostile-input corpus through decodeMessagePublished + ingestMessage: no throw, one row, expected place and stage.
+// The hostile-input corpus through decodePushedEvent + ingestMessage: no throw, one row, expected place and stage.
 import assert from 'node:assert/strict';
 
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
@@ -9,15 +9,15 @@ import {
   type IngestOutcome,
 } from '../../../shared/ingest/ingest-booking';
 import { Logger } from '../../../shared/logging/logger';
-import { decodeMessagePublished } from '../../../shared/pubsub/message';
+import { decodePushedEvent } from '../../../shared/pubsub/message';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 import {
-  cloudEventDataOf,
   cloudEventIdOf,
   decodedMessageOf,
   loadHostileCorpus,
   messageIdOf,
   payloadOf,
+  pushedEventOf,
   type HostileCase,
 } from '../../support/hostile-corpus';
 
@@ -170,13 +170,12 @@ describe('hostile-input corpus', function () {
             ),
             now: () => RECEIVED_AT_MS,
           };
-          const data = cloudEventDataOf(testCase, context);
-          const ceId = cloudEventIdOf(testCase);
+          const event = pushedEventOf(testCase, context);
           let outcome: IngestOutcome;
           if (testCase.current !== undefined) {
             // A known crash: it must still throw (else update the case), then `expect` is checked past it.
             knownCrashes++;
-            const fullPath = async () => ingestMessage(decodeMessagePublished(data, ceId), deps);
+            const fullPath = async () => ingestMessage(decodePushedEvent(event), deps);
             const crash = await fullPath().then(
               () => 'no error',
               (error: unknown) => (error instanceof Error ? error.message : String(error)),
@@ -190,7 +189,7 @@ describe('hostile-input corpus', function () {
           try {
             const decoded =
               testCase.current === undefined
-                ? decodeMessagePublished(data, ceId)
+                ? decodePushedEvent(event)
                 : { ok: true as const, message: decodedMessageOf(testCase, context) };
             outcome = await ingestMessage(decoded, deps);
           } catch (error: unknown) {

@@ -73,10 +73,14 @@ describe('classifyExtraFields', () => {
     assert.equal(classifyExtraFields(atCap, SCHEMA, RULES).proposed.size, 20);
   });
 
-  it('keeps a `__proto__` field as a field', () => {
+  it('keeps a `__proto__` field as a field, refused by name like a reserved word and never proposed', () => {
     const extra = JSON.parse('{"__proto__": 7}') as Record<string, unknown>;
     const v = classifyExtraFields(extra, SCHEMA, RULES);
-    assert.deepEqual([...v.proposed.keys()], ['__proto__']);
+    assert.deepEqual(
+      v.errors.map((e) => [e.field, e.code]),
+      [['__proto__', 'JS_SPECIAL_NAME']],
+    );
+    assert.deepEqual([...v.proposed.keys()], []);
   });
 
   it('reports a value of the wrong type for an existing column', () => {

@@ -174,6 +174,19 @@ describe('RetryStoreDriftGate.route', () => {
     );
   });
 
+  it('never proposes a name special to JavaScript objects: __proto__ and constructor make the row bad data', async () => {
+    const { gate, store, writer } = setup();
+    const { out } = await route(
+      gate,
+      bookingPayload(10, { ['__proto__']: { isAdmin: true }, constructor: 'x' }),
+      'm10',
+    );
+    assert.equal(out.action, 'bad_data');
+    assert.equal(store.table(SILVER_KEY).changes.size, 0, 'nothing is proposed');
+    const [bad] = writer.rows(BAD_DATA);
+    assert.match(String(bad?.json.error), /^JS_SPECIAL_NAME: .*"__proto__".*"constructor"/);
+  });
+
   it('holds (does not reject) a row whose errors may still clear: a column an operator may widen', async () => {
     const { gate, store, writer } = setup({
       fields: [...SILVER_FIELDS, { name: 'points', type: 'INT64', mode: 'NULLABLE' }],

@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { TableRef } from '../../../shared/config/env';
+import type { Firestore } from '@google-cloud/firestore';
 import { TransientError } from '../../../shared/errors';
+import { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
+import type { JsonValue } from '../../../shared/windowing';
 import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
@@ -103,7 +106,7 @@ describe('ingestMessage', () => {
   it('quarantines a CloudEvent that carries no Pub/Sub message at PARSE_JSON, keeping its text', async () => {
     const { writer, deps } = setup();
     const out = await ingestMessage(
-      { ok: false, messageId: 'ce-1', reason: 'no message', raw: '{"x":1}' },
+      { ok: false, messageId: 'ce-1', reason: 'no message', raw: '{"x":1}', attributes: {} },
       deps,
     );
     assert.equal(out.destination, 'quarantine');
@@ -337,6 +340,48 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const [bad] = old.writer.written.get('offvia_quarantine.bad_data') ?? [];
     assert.match(String(bad?.json.error), /no answer within 50 ms/);
     assert.match(String(bad?.json.target_dest), /^window state .*event is in .*fact_bookings$/);
+  });
+
+  it('when every Firestore commit is aborted (contention), the deadline says so, not that a dependency hangs', async () => {
+    // A Firestore whose transactions never commit: the client re-runs the callback after each aborted commit, with
+    // backoff, until the attempt deadline passes (as with 10 attempts and backoff up to 60 s).
+    const abortingDb = {
+      collection: () => ({ doc: () => ({}) }),
+      runTransaction: async (callback: (tx: unknown) => Promise<unknown>) => {
+        // Gives up well after the deadline, as the client does after its last attempt.
+        const until = Date.now() + 300;
+        while (Date.now() < until) {
+          await callback({});
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw Object.assign(new Error('10 ABORTED: Transaction lock timeout'), { code: 10 });
+      },
+    };
+    const store = new FirestoreWindowStore(abortingDb as unknown as Firestore, {
+      root: 'r',
+      pipeline: 'p',
+      parseAccumulator: (value) => value as JsonValue,
+    });
+    const { deps, logs } = setup();
+    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
+    deps.windowState = {
+      record: async () => {
+        await store.transact('apply bundle', () => Promise.resolve(undefined));
+      },
+    };
+    const err = await ingestMessage(aged(1_000), deps).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TransientError, String(err));
+    assert.match(
+      err.message,
+      /no answer within 100 ms \(OFFVIA_ATTEMPT_DEADLINE_MS\): firestore apply bundle retried \d+ times after aborted commits \(contention/,
+    );
+    assert.doesNotMatch(err.message, /a dependency hangs/);
+    const retry = logs.filter((l) => l.outcome === 'retry');
+    assert.equal(retry.length, 1, 'one retry line for the delivery');
+    assert.match(String(retry[0]?.error), /contention/);
   });
 
   it('the attempt deadline defaults to 45 s and out-of-range values are refused', () => {

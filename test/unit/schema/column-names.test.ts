@@ -10,7 +10,7 @@ function codeOf(name: string): string {
 
 describe('schema/column-names', () => {
   it('accepts letters, digits and underscores starting with a letter or underscore', () => {
-    for (const name of ['promo', 'Promo_Code', '_private', 'a1', 'x', '__proto__', 'seat_2']) {
+    for (const name of ['promo', 'Promo_Code', '_private', 'a1', 'x', '__proto', 'seat_2']) {
       assert.equal(codeOf(name), 'OK', name);
     }
   });
@@ -81,6 +81,27 @@ describe('schema/column-names', () => {
     assert.equal(codeOf('date'), 'OK', 'DATE is a type name, not a reserved keyword');
   });
 
+  it('rejects names special to JavaScript objects in any case, e.g. __proto__ and constructor', () => {
+    const names = [
+      '__proto__',
+      '__PROTO__',
+      'constructor',
+      'Constructor',
+      'prototype',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      '__defineGetter__',
+    ];
+    for (const name of names) assert.equal(codeOf(name), 'JS_SPECIAL_NAME', name);
+    // Every own property of Object.prototype this runtime has is covered, not just the ones listed above.
+    for (const name of Object.getOwnPropertyNames(Object.prototype)) {
+      assert.equal(codeOf(name), 'JS_SPECIAL_NAME', name);
+    }
+    assert.equal(codeOf('proto_version'), 'OK');
+    assert.equal(codeOf('constructor_id'), 'OK');
+  });
+
   it('folds case the way BigQuery compares names', () => {
     assert.equal(columnNameKey('Promo_CODE'), 'promo_code');
     fc.assert(
@@ -103,7 +124,10 @@ describe('schema/column-names', () => {
           const check = checkColumnName(name);
           if (check.ok) assert.ok(valid, name);
           else if (valid)
-            assert.ok(['RESERVED_PREFIX', 'RESERVED_KEYWORD'].includes(check.code), name);
+            assert.ok(
+              ['RESERVED_PREFIX', 'RESERVED_KEYWORD', 'JS_SPECIAL_NAME'].includes(check.code),
+              name,
+            );
         },
       ),
     );

@@ -14,6 +14,7 @@ describe('schema/permanence', () => {
       'EMPTY_NAME',
       'ILLEGAL_CHARACTERS',
       'INCOMPATIBLE_WITH_COLUMN',
+      'JS_SPECIAL_NAME',
       'NAME_TOO_LONG',
       'NON_FINITE_NUMBER',
       'NUMBER_OUT_OF_RANGE',

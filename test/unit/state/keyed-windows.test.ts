@@ -175,7 +175,7 @@ describe('state: keyed windows', () => {
     const { sink, store, writer } = memoryBookingWindows();
     const deps = {
       writer,
-      config: loadIngestConfig({ OFFVIA_MAX_EVENT_AGE_MS: String(3650 * 24 * 3600 * 1000) }),
+      config: loadIngestConfig({ OFFVIA_MAX_EVENT_AGE_MS: String(1800 * 24 * 3600 * 1000) }),
       logger: new Logger('test', () => undefined),
       now: () => T + 5 * S,
       windowState: sink,
