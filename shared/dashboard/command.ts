@@ -9,6 +9,14 @@ import { startDashboard } from './server';
 /** The port `offvia dashboard` binds when `--port` is absent (clear of the local stack's ports). */
 export const DEFAULT_DASHBOARD_PORT = 8090;
 
+/** Page refresh on the local stack, seconds. */
+export const LOCAL_REFRESH_S = 5;
+/**
+ * Page refresh against a real project, seconds: each refresh runs about twenty BigQuery queries, each billed at
+ * least 10 MB on demand, so a page left open at 5 s would cost real money.
+ */
+export const CLOUD_REFRESH_S = 60;
+
 /** The CLI's wrapper that parses the global flags, opens the context on demand and closes it after the body. */
 export type CliAction = <A extends unknown[]>(
   body: (open: () => OpsContext, flags: { json?: boolean }, ...args: A) => Promise<number | void>,
@@ -19,7 +27,7 @@ interface DashboardFlags {
   port: string;
   host: string;
   since: string;
-  refresh: string;
+  refresh?: string;
 }
 
 /** Resolves on the first SIGINT or SIGTERM (the listeners are removed then). */
@@ -49,7 +57,10 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
       '127.0.0.1',
     )
     .option('--since <duration>', 'look-back window of every number: 30m, 1h, 7d', '1h')
-    .option('--refresh <seconds>', 'how often the page refreshes itself', '5')
+    .option(
+      '--refresh <seconds>',
+      `how often the page refreshes itself (default: ${LOCAL_REFRESH_S} locally, ${CLOUD_REFRESH_S} with --project)`,
+    )
     .addHelpText(
       'after',
       '\nStops with Ctrl-C.\nExamples:\n  npm run dashboard\n  offvia dashboard --port 9000 --since 6h\n  offvia --project my-project dashboard',
@@ -58,8 +69,13 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
       action(async (open, _flags, opts: DashboardFlags) => {
         const port = parsePositiveInt(opts.port, '--port', 65_535);
         const lookBackMs = parseDuration(opts.since, '--since');
-        const refreshMs = parsePositiveInt(opts.refresh, '--refresh', 3600) * 1000;
+        const refreshS =
+          opts.refresh === undefined
+            ? undefined
+            : parsePositiveInt(opts.refresh, '--refresh', 3600);
         const ctx = open();
+        const refreshMs =
+          (refreshS ?? (ctx.mode === 'cloud' ? CLOUD_REFRESH_S : LOCAL_REFRESH_S)) * 1000;
         const running = await startDashboard(ctx, {
           port,
           host: opts.host,
