@@ -3,6 +3,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_FIRESTORE_DATABASE } from '../../shared/config/ingest-config';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
@@ -19,13 +20,19 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --name-prefix S           prefix of function, service account, job, metric and policy names (default offvia-)
   --bq-location L           BigQuery location of the datasets (default: the region, as the lab does)
   --firestore-location L    location if the Firestore database must be created (default: the region)
+  --firestore-database D    the system's own named Firestore database, created if missing (default offvia)
   --env KEY=VALUE           override an OFFVIA_* variable of the functions (repeatable)
   --ttl-collection-group G  Firestore collection group with a TTL on expireAt (repeatable; default eventLedger, droppedLate)
   --notification-channel C  projects/P/notificationChannels/ID for the alert policies (repeatable)
+  --quarantine-retention-days N  days a quarantine / bad-data partition is kept (default 90; 0: forever)
+  --topic-retention D       message retention of the booking topic, for seek and replay (default 7d; 10m–31d)
+  --publisher M             principal allowed to publish booking events, e.g. serviceAccount:EMAIL (repeatable):
+                            roles/pubsub.publisher on the topic only
   --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
-  --delete-data             teardown only: also delete datasets, topics and dead letters`;
+  --delete-data             teardown only: also delete datasets, topics, dead letters and the documents of the
+                            system's Firestore database`;
 
 /** The repository root (this file is deploy/gcloud/cli.ts). */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -60,9 +67,13 @@ function parseCliFlags(args: string[]) {
       'name-prefix': { type: 'string', default: 'offvia-' },
       'bq-location': { type: 'string' },
       'firestore-location': { type: 'string' },
+      'firestore-database': { type: 'string', default: DEFAULT_FIRESTORE_DATABASE },
       env: { type: 'string', multiple: true, default: [] },
       'ttl-collection-group': { type: 'string', multiple: true },
       'notification-channel': { type: 'string', multiple: true, default: [] },
+      publisher: { type: 'string', multiple: true, default: [] },
+      'quarantine-retention-days': { type: 'string', default: '90' },
+      'topic-retention': { type: 'string', default: '7d' },
       'out-dir': { type: 'string' },
       runtime: { type: 'string', default: DEFAULT_RUNTIME },
       yes: { type: 'boolean', default: false },
@@ -108,8 +119,14 @@ export function parseCli(argv: readonly string[]): CliArgs {
       region,
       bqLocation: normaliseBqLocation(values['bq-location'] ?? region),
       firestoreLocation: values['firestore-location'] ?? region,
+      firestoreDatabase: values['firestore-database'],
       namePrefix: values['name-prefix'],
       notificationChannels: values['notification-channel'],
+      publishers: values.publisher,
+      quarantineRetentionDays: /^\d+$/.test(values['quarantine-retention-days'])
+        ? Number(values['quarantine-retention-days'])
+        : NaN,
+      topicRetention: values['topic-retention'],
       envOverrides,
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,

@@ -15,12 +15,26 @@ import type { Schedule } from '../schedules';
 import { functionEnv, setEnvVarsValue } from './env';
 import {
   BUILD_ROLES,
+  CUSTOM_ROLES,
+  DATASET_METADATA_ROLE,
   FUNCTION_SPECS,
   type FunctionSpec,
   type FunctionsConfig,
+  functionProjectRoles,
+  INGRESS_SETTINGS,
   signatureFor,
+  type TableWrite,
 } from './functions';
-import { assertNoBroadRoles, datasetGrant, invokerGrant, projectGrant, resourceGrant } from './iam';
+import {
+  assertNoBroadRoles,
+  datasetGrant,
+  invokerGrant,
+  projectGrant,
+  removeUnconditionedStep,
+  resourceGrant,
+  tableGrant,
+} from './iam';
+import { assertPlanSecure } from './plan-checks';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import { addMonitoringDashboard } from './dashboard';
 import {
@@ -28,14 +42,18 @@ import {
   type GeneratedFile,
   Names,
   type Plan,
+  BRONZE_DLQ_SUBSCRIPTION,
+  BRONZE_DLQ_TOPIC,
+  BRONZE_SA,
   BUILD_SA,
+  durationSeconds,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
   TRIGGER_SA,
   validateOptions,
 } from './options';
-import { datasetsCreated } from './sql';
+import { tablesCreated } from './sql';
 import { type Command, gcloud, type Step } from './steps';
 
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
@@ -69,7 +87,29 @@ export const DELIVERY = {
   messageRetentionMs: 7 * 24 * 3_600_000,
   /** How long dead letters are kept in the hold subscription. */
   deadLetterRetention: '7d',
+  /**
+   * Seconds added to the function's `--timeout` for the push subscription's ack deadline. For a push
+   * subscription the ack deadline is also the timeout of the push request (Pub/Sub `Subscription.ack_deadline_seconds`:
+   * "For push delivery, this value is also used to set the request timeout for the call to the push endpoint"), so
+   * a deadline at or below the function's timeout would redeliver a message still being processed. Pub/Sub allows
+   * 10–600 s.
+   */
+  ackDeadlineMarginSeconds: 30,
 } as const;
+
+/**
+ * The push subscription's ack deadline for a function: its timeout plus the margin.
+ * @throws Error when that exceeds Pub/Sub's 600 s maximum.
+ */
+export function ackDeadlineSeconds(spec: FunctionSpec): number {
+  const seconds = spec.timeoutSeconds + DELIVERY.ackDeadlineMarginSeconds;
+  if (seconds > 600) {
+    throw new Error(
+      `${spec.entryPoint}: ack deadline ${seconds} s is above Pub/Sub's 600 s maximum`,
+    );
+  }
+  return seconds;
+}
 
 /** The APIs the deployment uses. */
 export const APIS: readonly string[] = [
@@ -116,13 +156,33 @@ interface Context {
  */
 export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   validateOptions(o);
-  const { vars, config } = functionEnv(o.project, o.envOverrides);
+  const { vars, config } = functionEnv(o.project, o.envOverrides, o.firestoreDatabase);
   // A ledger entry must outlive every redelivery of its message, or a late redelivery counts twice.
   if (config.window.ledgerTtlMs < DELIVERY.messageRetentionMs) {
     throw new Error(
       `OFFVIA_WINDOW_LEDGER_TTL_MS (${config.window.ledgerTtlMs}) is shorter than the function ` +
         `subscription's message retention (${DELIVERY.messageRetention})`,
     );
+  }
+  // A message replayed by a seek within the topic's retention must still find its ledger entry, or it counts twice.
+  if (config.window.ledgerTtlMs < durationSeconds(o.topicRetention) * 1000) {
+    throw new Error(
+      `OFFVIA_WINDOW_LEDGER_TTL_MS (${config.window.ledgerTtlMs}) is shorter than --topic-retention ` +
+        `(${o.topicRetention}): a replayed message would count twice in the windows`,
+    );
+  }
+  // One delivery's budget inside the function must end before the function's timeout, which must end before
+  // Pub/Sub's push timeout (the ack deadline): otherwise a slow delivery is cut by the platform, or redelivered
+  // while it still runs.
+  for (const spec of FUNCTION_SPECS.values()) {
+    if (spec.trigger !== 'topic') continue;
+    if (config.ingest.attemptDeadlineMs >= spec.timeoutSeconds * 1000) {
+      throw new Error(
+        `OFFVIA_ATTEMPT_DEADLINE_MS (${config.ingest.attemptDeadlineMs}) is not below ${spec.entryPoint}'s ` +
+          `timeout (${spec.timeoutSeconds} s)`,
+      );
+    }
+    ackDeadlineSeconds(spec);
   }
   const ctx: Context = {
     o,
@@ -156,6 +216,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   );
   addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
   assertNoBroadRoles(ctx.steps);
+  assertPlanSecure(ctx.steps, o);
   const deployed = ctx.functions.map(
     ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
   );
@@ -167,7 +228,8 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
             'only), and each rerun rewrites every policy from its file, removing channels added in the console',
         ]
       : []),
-    `BigQuery location ${o.bqLocation}; Firestore location ${o.firestoreLocation} (only if the database is created)`,
+    `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
+      '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
@@ -229,31 +291,52 @@ function foundation({ o, p, steps }: Context): void {
 }
 
 /** sql/ in name order: every statement is CREATE … IF NOT EXISTS or CREATE OR REPLACE, safe to run again. */
-function bigQuery({ o, facts, steps }: Context): void {
+function bigQuery({ o, facts, config, steps }: Context): void {
+  // --location is a global flag of bq: it goes before the command.
+  const query = (sql: string): string[] => [
+    'bq',
+    `--project_id=${o.project}`,
+    `--location=${o.bqLocation}`,
+    '--headless',
+    'query',
+    '--use_legacy_sql=false',
+    sql,
+  ];
   for (const file of facts.sqlFiles) {
     steps.push({
       kind: 'run',
       title: `BigQuery DDL sql/${file.name}`,
-      // --location is a global flag of bq: it goes before the command.
-      command: [
-        'bq',
-        `--project_id=${o.project}`,
-        `--location=${o.bqLocation}`,
-        '--headless',
-        'query',
-        '--use_legacy_sql=false',
-        file.sql.trimEnd(),
-      ],
+      command: query(file.sql.trimEnd()),
+    });
+  }
+  // Quarantine and bad data keep raw payloads with passenger_id: their partitions expire (BigQuery deletes a
+  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze is not partitioned
+  // (the lab's DDL), so it has no such option. Tables in another project are that project's business.
+  const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
+  const tables = [config.ingest.quarantineTable, config.ingest.badDataTable].filter(
+    (t) => t.projectId === undefined || t.projectId === o.project,
+  );
+  for (const t of tables) {
+    const name = `${o.project}.${t.datasetId}.${t.tableId}`;
+    steps.push({
+      kind: 'run',
+      title: `Partition expiration of ${t.datasetId}.${t.tableId}: ${o.quarantineRetentionDays === 0 ? 'none' : `${days} days`}`,
+      // Two lines, so the plan shows it as a here-document like the sql/ files.
+      command: query(`ALTER TABLE \`${name}\`\nSET OPTIONS (partition_expiration_days = ${days});`),
     });
   }
 }
 
-/** The (default) database in Native mode, and the TTL policies. */
+/**
+ * The system's own named database in Native mode, and its TTL policies. A database of its own keeps the
+ * collection ids of the window and drift stores (`windows`, `meta`, `rows`, ...) apart from any other
+ * application's, so teardown's bulk delete cannot reach them.
+ */
 function firestore({ o, p, steps }: Context): void {
-  const db = '--database=(default)';
+  const db = `--database=${o.firestoreDatabase}`;
   steps.push({
     kind: 'ensure',
-    title: 'Firestore database (default), Native mode',
+    title: `Firestore database ${o.firestoreDatabase}, Native mode`,
     probe: { kind: 'status', command: gcloud('firestore databases describe', db, p) },
     absent: gcloud(
       'firestore databases create',
@@ -266,7 +349,7 @@ function firestore({ o, p, steps }: Context): void {
   // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
   steps.push({
     kind: 'ensure',
-    title: 'Firestore database (default) is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)',
+    title: `Firestore database ${o.firestoreDatabase} is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)`,
     probe: {
       kind: 'line',
       command: gcloud('firestore databases describe', db, p, '--format=value(type)'),
@@ -275,9 +358,10 @@ function firestore({ o, p, steps }: Context): void {
     absent: [
       'bash',
       '-c',
-      'echo "the (default) Firestore database of $0 is not in Native mode; the functions need Firestore ' +
-        'Native: use another project" >&2; exit 1',
+      'echo "the Firestore database $1 of $0 is not in Native mode; the functions need Firestore ' +
+        'Native: use another --firestore-database" >&2; exit 1',
       o.project,
+      o.firestoreDatabase,
     ],
   });
   for (const group of o.ttlCollectionGroups) {
@@ -294,7 +378,7 @@ function firestore({ o, p, steps }: Context): void {
           p,
           '--format=value(name)',
         ),
-        line: `projects/${o.project}/databases/(default)/collectionGroups/${group}/fields/${TTL_FIELD}`,
+        line: `projects/${o.project}/databases/${o.firestoreDatabase}/collectionGroups/${group}/fields/${TTL_FIELD}`,
       },
       absent: gcloud(
         'firestore fields ttls update',
@@ -325,6 +409,7 @@ function serviceAccounts(ctx: Context): void {
   if (functions.length > 0) {
     accounts.push([BUILD_SA, 'Offvia Cloud Build (builds the functions)']);
   }
+  accounts.push([BRONZE_SA, 'Offvia Bronze BigQuery subscription writer']);
   for (const [base, displayName] of accounts) {
     steps.push({
       kind: 'ensure',
@@ -341,6 +426,7 @@ function serviceAccounts(ctx: Context): void {
       ),
     });
   }
+  if (functions.length > 0) customRoles(ctx);
   for (const { spec } of functions) runtimeGrants(ctx, spec);
   if (functions.length > 0) {
     // Not the project's default build account (often the Compute Engine default account, with Editor).
@@ -356,58 +442,147 @@ function serviceAccounts(ctx: Context): void {
   }
 }
 
-/** Dataset-level BigQuery grants for what a function writes; project level only where IAM has nothing finer. */
+/** The custom roles of CUSTOM_ROLES, created or brought up to date (their permissions are the code's). */
+function customRoles({ o, p, names, steps }: Context): void {
+  for (const role of Object.values(CUSTOM_ROLES)) {
+    const id = names.customRoleId(role.id);
+    const fields = [
+      `--title=${role.title}`,
+      `--description=${role.description}`,
+      `--permissions=${role.permissions.join(',')}`,
+      '--stage=GA',
+      p,
+    ];
+    steps.push({
+      kind: 'ensure',
+      title: `Custom role ${id} (${role.permissions.join(', ')})`,
+      probe: { kind: 'status', command: gcloud('iam roles describe', id, p) },
+      absent: gcloud('iam roles create', id, ...fields),
+      present: gcloud('iam roles update', id, ...fields, '--format=none'),
+    });
+  }
+  steps.push({
+    kind: 'note',
+    title: `custom roles ${o.namePrefix.replace(/-/g, '_')}* are kept by teardown: they grant nothing without a binding`,
+  });
+}
+
+/**
+ * Table-level BigQuery grants for what a function writes (a custom role per table), `roles/bigquery.metadataViewer`
+ * on each dataset (insertAll needs `bigquery.datasets.get`), and project-level roles only where IAM has nothing
+ * finer. A table in another project gets no grant (custom roles are this project's): a note says so.
+ * @throws Error for a table of this project that sql/ does not create (unless `whenCreatedBySql`).
+ */
 function runtimeGrants({ o, facts, names, config, steps }: Context, spec: FunctionSpec): void {
-  const created = new Set(datasetsCreated(facts.sqlFiles));
+  const created = new Set(tablesCreated(facts.sqlFiles));
   const member = `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`;
-  const seen = new Set<string>();
+  // One grant per table with the widest access asked for it (schema includes rows).
+  const access = new Map<string, TableWrite['access']>();
+  const datasets: string[] = [];
   for (const write of spec.writes(config)) {
-    const dataset = write.dataset.includes(':') ? write.dataset : `${o.project}:${write.dataset}`;
-    if (seen.has(dataset)) continue;
-    seen.add(dataset);
-    const datasetId = dataset.slice(dataset.indexOf(':') + 1);
-    if (dataset.startsWith(`${o.project}:`) && !created.has(datasetId)) {
+    const { projectId, datasetId, tableId } = write.table;
+    const id = `${datasetId}.${tableId}`;
+    if (projectId !== undefined && projectId !== o.project) {
+      steps.push({
+        kind: 'note',
+        title: `${spec.entryPoint}: no grant on ${projectId}:${id} (another project: grant it there by hand)`,
+      });
+      continue;
+    }
+    if (!created.has(id)) {
       if (write.whenCreatedBySql) {
         steps.push({
           kind: 'note',
-          title: `${spec.entryPoint}: no grant on ${datasetId} yet (sql/ does not create it)`,
+          title: `${spec.entryPoint}: no grant on ${id} yet (sql/ does not create it)`,
         });
         continue;
       }
-      throw new Error(
-        `${spec.entryPoint} writes to dataset ${datasetId}, which sql/ does not create`,
-      );
+      throw new Error(`${spec.entryPoint} writes to table ${id}, which sql/ does not create`);
     }
+    if (access.get(id) !== 'schema') access.set(id, write.access);
+    if (!datasets.includes(datasetId)) datasets.push(datasetId);
+  }
+  for (const datasetId of datasets) {
+    const dataset = `${o.project}:${datasetId}`;
     steps.push({
       kind: 'run',
-      title: `${spec.entryPoint}: roles/bigquery.dataEditor on dataset ${dataset}`,
-      command: datasetGrant(o.project, member, 'roles/bigquery.dataEditor', dataset),
+      title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
+      command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
       retry: true,
     });
   }
-  const projectRoles = [
-    ...(spec.usesFirestore ? ['roles/datastore.user'] : []),
-    ...(spec.runsQueryJobs ? ['roles/bigquery.jobUser'] : []),
-  ];
-  for (const role of projectRoles) {
+  for (const [id, kind] of access) {
+    const role = names.customRoleName(CUSTOM_ROLES[kind].id);
     steps.push({
       kind: 'run',
-      title: `${spec.entryPoint}: ${role} on the project`,
-      command: projectGrant(o.project, member, role),
+      title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
+      command: tableGrant(o.project, member, role, `${o.project}:${id}`),
       retry: true,
     });
+  }
+  for (const { role, condition } of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
+    steps.push({
+      kind: 'run',
+      title: `${spec.entryPoint}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+      command: projectGrant(o.project, member, role, condition),
+      retry: true,
+    });
+    if (condition !== undefined) {
+      steps.push(
+        removeUnconditionedStep(
+          o.project,
+          member,
+          role,
+          `${spec.entryPoint}: remove an earlier deploy's unconditioned ${role} on the project`,
+        ),
+      );
+    }
   }
 }
 
-/** The topic, the dead-letter topic and the subscription that keeps dead letters, Bronze, agent grants. */
+/**
+ * The topic, the dead-letter topics and the subscriptions that keep dead letters, Bronze, agent grants. The Bronze
+ * BigQuery subscription writes as its own account (`--bigquery-service-account-email`; without it Pub/Sub writes
+ * as its service agent, shared by every subscription of the project: Pub/Sub `BigQueryConfig.service_account_email`),
+ * which holds `roles/bigquery.dataEditor` on the Bronze table only, the role and scope Pub/Sub documents for the
+ * writer ("Create BigQuery subscriptions", cloud.google.com/pubsub/docs/create-bigquery-subscription).
+ */
 function pubSub({ o, p, names, functions, steps }: Context): void {
   const agent = `serviceAccount:${PUBSUB_AGENT}`;
-  for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC]) {
+  for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC, BRONZE_DLQ_TOPIC]) {
+    // The booking topic retains messages itself, so any subscription can seek back and replay
+    // (`gcloud pubsub subscriptions seek --time`), independently of the subscriptions' own retention.
+    const retention =
+      topic === BOOKING_TOPIC ? [`--message-retention-duration=${o.topicRetention}`] : [];
     steps.push({
       kind: 'ensure',
-      title: `Pub/Sub topic ${topic}`,
+      title: `Pub/Sub topic ${topic}${retention.length > 0 ? ` (retains messages ${o.topicRetention} for seek)` : ''}`,
       probe: { kind: 'status', command: gcloud('pubsub topics describe', topic, p) },
-      absent: gcloud('pubsub topics create', topic, p),
+      absent: gcloud('pubsub topics create', topic, ...retention, p),
+      ...(retention.length > 0
+        ? { present: gcloud('pubsub topics update', topic, ...retention, p) }
+        : {}),
+    });
+  }
+  // The producer's grant: publish to this topic, nothing else (the booking service is not ours to create).
+  for (const publisher of o.publishers) {
+    steps.push({
+      kind: 'run',
+      title: `${publisher}: roles/pubsub.publisher on ${BOOKING_TOPIC} only (the booking service)`,
+      command: resourceGrant(
+        'pubsub topics',
+        BOOKING_TOPIC,
+        publisher,
+        'roles/pubsub.publisher',
+        o.project,
+      ),
+      retry: true,
+    });
+  }
+  if (o.publishers.length === 0) {
+    steps.push({
+      kind: 'note',
+      title: `no --publisher: no principal is granted publishing to ${BOOKING_TOPIC} (the booking service needs one)`,
     });
   }
   steps.push({
@@ -424,28 +599,87 @@ function pubSub({ o, p, names, functions, steps }: Context): void {
     ),
   });
   steps.push({
+    kind: 'ensure',
+    title: `Subscription ${BRONZE_DLQ_SUBSCRIPTION} (keeps the Bronze subscription's dead letters)`,
+    probe: describeSubscription(p, BRONZE_DLQ_SUBSCRIPTION),
+    absent: gcloud(
+      'pubsub subscriptions create',
+      BRONZE_DLQ_SUBSCRIPTION,
+      `--topic=${BRONZE_DLQ_TOPIC}`,
+      `--message-retention-duration=${DELIVERY.deadLetterRetention}`,
+      '--expiration-period=never',
+      p,
+    ),
+  });
+  const bronzeWriter = names.serviceAccountEmail(BRONZE_SA);
+  const bronzeTable = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  steps.push({
     kind: 'run',
-    title: `Pub/Sub service agent: roles/bigquery.dataEditor on dataset ${BRONZE_DATASET} (Bronze subscription)`,
-    command: datasetGrant(
+    title: `${names.serviceAccountId(BRONZE_SA)}: roles/bigquery.dataEditor on table ${BRONZE_DATASET}.${BRONZE_TABLE} only`,
+    command: tableGrant(
       o.project,
-      agent,
+      `serviceAccount:${bronzeWriter}`,
       'roles/bigquery.dataEditor',
-      `${o.project}:${BRONZE_DATASET}`,
+      bronzeTable,
     ),
     retry: true,
   });
   steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/iam.serviceAccountTokenCreator on ${names.serviceAccountId(BRONZE_SA)} (acts as the Bronze writer)`,
+    command: resourceGrant(
+      'iam service-accounts',
+      bronzeWriter,
+      agent,
+      'roles/iam.serviceAccountTokenCreator',
+      o.project,
+    ),
+    retry: true,
+  });
+  // Created with these settings, and brought back to them on every run (an older deploy wrote as the agent).
+  const bronzeSettings = [
+    `--bigquery-table=${o.project}.${BRONZE_DATASET}.${BRONZE_TABLE}`,
+    `--bigquery-service-account-email=${bronzeWriter}`,
+    '--write-metadata',
+    `--dead-letter-topic=projects/${o.project}/topics/${BRONZE_DLQ_TOPIC}`,
+    `--max-delivery-attempts=${DELIVERY.maxDeliveryAttempts}`,
+  ];
+  steps.push({
     kind: 'ensure',
-    title: `Bronze BigQuery subscription ${BRONZE_SUBSCRIPTION}`,
+    title: `Bronze BigQuery subscription ${BRONZE_SUBSCRIPTION} (writes as ${names.serviceAccountId(BRONZE_SA)})`,
     probe: describeSubscription(p, BRONZE_SUBSCRIPTION),
     absent: gcloud(
       'pubsub subscriptions create',
       BRONZE_SUBSCRIPTION,
       `--topic=${BOOKING_TOPIC}`,
-      `--bigquery-table=${o.project}.${BRONZE_DATASET}.${BRONZE_TABLE}`,
-      '--write-metadata',
+      ...bronzeSettings,
       '--expiration-period=never',
       p,
+    ),
+    present: gcloud('pubsub subscriptions update', BRONZE_SUBSCRIPTION, ...bronzeSettings, p),
+    retry: true,
+  });
+  steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/pubsub.publisher on ${BRONZE_DLQ_TOPIC} (forwards Bronze dead letters)`,
+    command: resourceGrant(
+      'pubsub topics',
+      BRONZE_DLQ_TOPIC,
+      agent,
+      'roles/pubsub.publisher',
+      o.project,
+    ),
+    retry: true,
+  });
+  steps.push({
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/pubsub.subscriber on ${BRONZE_SUBSCRIPTION} (acks Bronze dead letters)`,
+    command: resourceGrant(
+      'pubsub subscriptions',
+      BRONZE_SUBSCRIPTION,
+      agent,
+      'roles/pubsub.subscriber',
+      o.project,
     ),
     retry: true,
   });
@@ -497,6 +731,7 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     '--source=.',
     `--entry-point=${spec.entryPoint}`,
     ...trigger,
+    `--ingress-settings=${INGRESS_SETTINGS}`,
     '--no-allow-unauthenticated',
     `--service-account=${names.serviceAccountEmail(spec.serviceAccount)}`,
     `--build-service-account=projects/${o.project}/serviceAccounts/${names.serviceAccountEmail(BUILD_SA)}`,
@@ -577,8 +812,34 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
         `--min-retry-delay=${DELIVERY.minRetryDelay}`,
         `--max-retry-delay=${DELIVERY.maxRetryDelay}`,
         `--message-retention-duration=${DELIVERY.messageRetention}`,
+        `--ack-deadline=${ackDeadlineSeconds(spec)}`,
         p,
       ),
+    });
+    // Eventarc owns this subscription: a redeploy that replaces the trigger makes a new one with Eventarc's
+    // defaults. The name is captured and the settings applied after every deploy step (deployed or skipped), and
+    // read back here, so a run that leaves them otherwise fails instead of passing quietly.
+    const expected = `${ackDeadlineSeconds(spec)} projects/${o.project}/topics/${BOOKING_DLQ_TOPIC} ${DELIVERY.maxDeliveryAttempts}`;
+    steps.push({
+      kind: 'ensure',
+      title: `The ${name} subscription has ack deadline ${ackDeadlineSeconds(spec)} s and its dead-letter policy`,
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'pubsub subscriptions describe',
+          subscription,
+          p,
+          '--format=value[separator=" "](ackDeadlineSeconds,deadLetterPolicy.deadLetterTopic,deadLetterPolicy.maxDeliveryAttempts)',
+        ),
+        line: expected,
+      },
+      absent: [
+        'bash',
+        '-c',
+        'echo "the subscription $0 does not have the settings just applied ($1)" >&2; exit 1',
+        subscription,
+        expected,
+      ],
     });
     steps.push({
       kind: 'run',
@@ -664,6 +925,7 @@ export function monitoringTargets(
       .map((s) => names.functionName(s.baseName)),
     bronzeSubscription: BRONZE_SUBSCRIPTION,
     deadLetterHoldSubscription: BOOKING_DLQ_SUBSCRIPTION,
+    bronzeDeadLetterHoldSubscription: BRONZE_DLQ_SUBSCRIPTION,
     notificationChannels: o.notificationChannels,
   };
 }

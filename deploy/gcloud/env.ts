@@ -1,6 +1,6 @@
 // The OFFVIA_* environment every deployed function gets (`--set-env-vars`), validated at plan time by the same
 // loaders the functions run at cold start, so a bad value stops the deploy instead of crash-looping an instance.
-import { loadIngestConfig } from '../../shared/config/ingest-config';
+import { DEFAULT_FIRESTORE_DATABASE, loadIngestConfig } from '../../shared/config/ingest-config';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { loadCoalescingConfig } from '../../shared/config/coalescing-config';
@@ -28,23 +28,30 @@ export const FUNCTION_ENV_DEFAULTS: Readonly<Record<string, string>> = {
 const OVERRIDABLE = /^OFFVIA_[A-Z0-9_]+$/;
 
 /**
- * The functions' environment: the defaults, `overrides` (`--env KEY=VALUE`), and OFFVIA_PROJECT_ID = `project`.
+ * The functions' environment: the defaults, `overrides` (`--env KEY=VALUE`), OFFVIA_PROJECT_ID = `project` and
+ * OFFVIA_FIRESTORE_DATABASE = `firestoreDatabase` (`--firestore-database`: the plan creates that database and
+ * scopes the grants to it, so the functions must not be pointed elsewhere by `--env`).
  * @returns the variables sorted by name, and the configuration they parse to.
- * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`), or a ConfigError naming
- * the first bad value.
+ * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`) or
+ * OFFVIA_FIRESTORE_DATABASE (it is `--firestore-database`), or a ConfigError naming the first bad value.
  */
 export function functionEnv(
   project: string,
   overrides: Readonly<Record<string, string>>,
+  firestoreDatabase: string = DEFAULT_FIRESTORE_DATABASE,
 ): { vars: [string, string][]; config: FunctionsConfig } {
   for (const key of Object.keys(overrides)) {
     if (!OVERRIDABLE.test(key)) throw new Error(`--env ${key}: only OFFVIA_* variables can be set`);
     if (key === 'OFFVIA_PROJECT_ID') throw new Error('--env OFFVIA_PROJECT_ID: use --project');
+    if (key === 'OFFVIA_FIRESTORE_DATABASE') {
+      throw new Error('--env OFFVIA_FIRESTORE_DATABASE: use --firestore-database');
+    }
   }
   const env: Record<string, string> = {
     ...FUNCTION_ENV_DEFAULTS,
     ...overrides,
     OFFVIA_PROJECT_ID: project,
+    OFFVIA_FIRESTORE_DATABASE: firestoreDatabase,
   };
   const ingest = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);

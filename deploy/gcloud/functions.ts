@@ -9,8 +9,9 @@ import type { SignatureType } from './registry';
 /**
  * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
  * (cloud.google.com/functions/docs/runtime-support): nodejs20 deprecated 2026-04-30 and decommissioned
- * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. Local development and
- * tests run on Node 20; the code uses nothing Node 22 removed (package.json `engines` is `>=20`).
+ * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. The local stack serves
+ * the functions, and CI runs the tests, on Node.js 22 (deploy/local/lib.sh OFFVIA_NODE_MAJOR; install.sh installs
+ * it from the npm registry); package.json `engines` stays `>=20` for the tooling.
  */
 export const DEFAULT_RUNTIME = 'nodejs22';
 /** The runtimes `--runtime` accepts: those still deployable on the schedule above. */
@@ -24,10 +25,7 @@ export const SUPPORTED_RUNTIMES: readonly string[] = ['nodejs22', 'nodejs24'];
  * source in Cloud Storage, limited by an IAM condition to the `gcf-v2-sources-*` and `gcf-v2-uploads-*`
  * buckets Cloud Functions creates.
  */
-export const BUILD_ROLES: readonly {
-  readonly role: string;
-  readonly condition?: { readonly expression: string; readonly title: string };
-}[] = [
+export const BUILD_ROLES: readonly ProjectRole[] = [
   { role: 'roles/logging.logWriter' },
   { role: 'roles/artifactregistry.writer' },
   {
@@ -41,6 +39,59 @@ export const BUILD_ROLES: readonly {
   },
 ];
 
+/**
+ * `--ingress-settings` of every function: the most private setting. Cloud Run's `internal` ingress still admits
+ * requests from Cloud Scheduler, Cloud Tasks, Eventarc, Pub/Sub, Workflows and BigQuery in the same project (or
+ * VPC Service Controls perimeter), so the Eventarc Pub/Sub push to ingestBooking and the Scheduler OIDC calls to
+ * the HTTP functions arrive; the internet does not (cloud.google.com/run/docs/securing/ingress, "Available
+ * ingress settings"). IAM (`run.invoker`) is still enforced on top.
+ */
+export const INGRESS_SETTINGS = 'internal-only';
+
+/** A project-level role with the IAM condition that narrows it, if any. */
+export interface ProjectRole {
+  readonly role: string;
+  readonly condition?: { readonly expression: string; readonly title: string };
+}
+
+/**
+ * The IAM condition confining a Firestore role to one database. Firestore evaluates IAM conditions on the
+ * database's resource name, so a project-level `roles/datastore.user` with this condition reaches only that
+ * database ("Configure per-database access permissions", cloud.google.com/firestore/docs/manage-databases;
+ * Firestore IAM, cloud.google.com/firestore/docs/security/iam).
+ */
+export function firestoreDatabaseCondition(
+  project: string,
+  database: string,
+): NonNullable<ProjectRole['condition']> {
+  return {
+    expression: `resource.name=="projects/${project}/databases/${database}"`,
+    title: `offvia-firestore-${database}`,
+  };
+}
+
+/**
+ * The project-level roles of a function's runtime account: Firestore (no finer-grained IAM than the project,
+ * hence the database condition) and BigQuery jobs (jobs exist only at project level).
+ */
+export function functionProjectRoles(
+  spec: FunctionSpec,
+  project: string,
+  firestoreDatabase: string,
+): ProjectRole[] {
+  return [
+    ...(spec.usesFirestore
+      ? [
+          {
+            role: 'roles/datastore.user',
+            condition: firestoreDatabaseCondition(project, firestoreDatabase),
+          },
+        ]
+      : []),
+    ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
+  ];
+}
+
 /** The functions' configuration, parsed by the same loaders the functions run at cold start. */
 export interface FunctionsConfig {
   readonly ingest: IngestConfig;
@@ -48,16 +99,62 @@ export interface FunctionsConfig {
   readonly window: WindowConfig;
 }
 
-/** A dataset a function writes to (roles/bigquery.dataEditor on it). */
-export interface DatasetWrite {
-  /** `dataset`, or `project:dataset` for another project's dataset. */
-  readonly dataset: string;
+/**
+ * What a function does to a BigQuery table, each a custom role with exactly the permissions it needs (below).
+ * `rows`: streams rows (`tabledata.insertAll`) and reads the table's metadata (the drift gate's schema cache,
+ * `tables.get`). `schema`: also adds columns (`ALTER TABLE … ADD COLUMN` as a query job; the sweep).
+ */
+export type TableAccess = 'rows' | 'schema';
+
+/** A BigQuery table a function writes, and how. */
+export interface TableWrite {
+  readonly table: TableRef;
+  readonly access: TableAccess;
   /**
-   * Granted only when `sql/` creates the dataset: for a table another issue is still adding (the gold table of
-   * the windowing issue), so the grant appears by itself once its DDL lands.
+   * Granted only when `sql/` creates the table: for a table another change is still adding, so the grant appears
+   * by itself once its DDL lands.
    */
   readonly whenCreatedBySql?: boolean;
 }
+
+/** A project-level custom role of the deployment, `projects/P/roles/<prefix>_<key>`. */
+export interface CustomRole {
+  /** The role id after the name prefix (`offvia_tableRowWriter`). */
+  readonly id: string;
+  readonly title: string;
+  readonly description: string;
+  readonly permissions: readonly string[];
+}
+
+/**
+ * The custom roles the functions get on single tables, instead of `roles/bigquery.dataEditor` (which also reads
+ * every row, and deletes tables). Permissions from the BigQuery API reference: `tabledata.insertAll` needs
+ * `bigquery.tables.updateData` and `bigquery.tables.get` on the table and `bigquery.datasets.get` on the dataset
+ * (the last from `roles/bigquery.metadataViewer` on the dataset: metadata only, no rows); `tables.get` (the schema
+ * cache) needs `bigquery.tables.get`; a schema change needs `bigquery.tables.get` and `bigquery.tables.update`
+ * ("Modifying table schemas", cloud.google.com/bigquery/docs/managing-table-schemas), run as a query job, which
+ * needs `bigquery.jobs.create` on the project (`roles/bigquery.jobUser`). No role holds
+ * `bigquery.tables.getData` (reading rows: Silver and quarantine hold `passenger_id`) or `bigquery.tables.delete`.
+ */
+export const CUSTOM_ROLES: Readonly<Record<TableAccess, CustomRole>> = {
+  rows: {
+    id: 'tableRowWriter',
+    title: 'Offvia table row writer',
+    description:
+      'Streams rows into one table and reads its metadata; cannot read rows or delete the table',
+    permissions: ['bigquery.tables.get', 'bigquery.tables.updateData'],
+  },
+  schema: {
+    id: 'tableSchemaEditor',
+    title: 'Offvia table schema editor',
+    description:
+      'Adds columns to one table and streams rows into it; cannot read rows or delete the table',
+    permissions: ['bigquery.tables.get', 'bigquery.tables.update', 'bigquery.tables.updateData'],
+  },
+};
+
+/** The dataset-level role that gives `bigquery.datasets.get` (insertAll needs it) and table metadata, no data. */
+export const DATASET_METADATA_ROLE = 'roles/bigquery.metadataViewer';
 
 /** Deployment settings of one registered function. */
 export interface FunctionSpec {
@@ -81,17 +178,12 @@ export interface FunctionSpec {
   readonly minInstances: number;
   /** `--timeout`, seconds. */
   readonly timeoutSeconds: number;
-  /** Datasets written (insertAll, DDL): roles/bigquery.dataEditor at dataset level. */
-  readonly writes: (config: FunctionsConfig) => DatasetWrite[];
+  /** Tables written (insertAll, DDL): a custom role on each table (CUSTOM_ROLES). */
+  readonly writes: (config: FunctionsConfig) => TableWrite[];
   /** Runs BigQuery query jobs (DDL): roles/bigquery.jobUser, which exists only at project level. */
   readonly runsQueryJobs: boolean;
-  /** Reads and writes Firestore documents: roles/datastore.user (Firestore has no finer-grained IAM). */
+  /** Reads and writes Firestore documents: roles/datastore.user, conditioned on the system's database. */
   readonly usesFirestore: boolean;
-}
-
-/** `dataset` or `project:dataset` of a configured table. */
-export function datasetOf(table: TableRef): string {
-  return table.projectId === undefined ? table.datasetId : `${table.projectId}:${table.datasetId}`;
 }
 
 const SPECS: readonly FunctionSpec[] = [
@@ -107,11 +199,12 @@ const SPECS: readonly FunctionSpec[] = [
     minInstances: 0,
     timeoutSeconds: 60,
     writes: ({ ingest, window }) => [
-      { dataset: datasetOf(ingest.silverTable) },
-      { dataset: datasetOf(ingest.quarantineTable) },
-      { dataset: datasetOf(ingest.badDataTable) },
+      // Silver: rows, and its schema read by the drift gate (tables.get); the sweep adds its columns.
+      { table: ingest.silverTable, access: 'rows' },
+      { table: ingest.quarantineTable, access: 'rows' },
+      { table: ingest.badDataTable, access: 'rows' },
       // Element-driven early/late panes (windowing issue) are written by ingestBooking too.
-      { dataset: datasetOf(window.goldTable), whenCreatedBySql: true },
+      { table: window.goldTable, access: 'rows', whenCreatedBySql: true },
     ],
     runsQueryJobs: false,
     usesFirestore: true,
@@ -128,8 +221,8 @@ const SPECS: readonly FunctionSpec[] = [
     minInstances: 0,
     timeoutSeconds: 300,
     writes: ({ ingest, drift }) => [
-      ...drift.targetTables.map((t) => ({ dataset: datasetOf(t) })),
-      { dataset: datasetOf(ingest.badDataTable) },
+      ...drift.targetTables.map((table) => ({ table, access: 'schema' as const })),
+      { table: ingest.badDataTable, access: 'rows' },
     ],
     runsQueryJobs: true,
     usesFirestore: true,
@@ -146,8 +239,8 @@ const SPECS: readonly FunctionSpec[] = [
     minInstances: 0,
     timeoutSeconds: 180,
     writes: ({ ingest, window }) => [
-      { dataset: datasetOf(window.goldTable) },
-      { dataset: datasetOf(ingest.badDataTable) },
+      { table: window.goldTable, access: 'rows' },
+      { table: ingest.badDataTable, access: 'rows' },
     ],
     runsQueryJobs: false,
     usesFirestore: true,

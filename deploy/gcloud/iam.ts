@@ -45,6 +45,18 @@ export function datasetGrant(
   );
 }
 
+/** A table-level BigQuery grant (`project:dataset.table`); adding an existing binding changes nothing. */
+export function tableGrant(project: string, member: string, role: string, table: string): string[] {
+  return bq(
+    project,
+    'add-iam-policy-binding',
+    '--table',
+    `--member=${member}`,
+    `--role=${role}`,
+    table,
+  );
+}
+
 /** A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. */
 export function projectGrant(
   project: string,
@@ -60,6 +72,42 @@ export function projectGrant(
     conditionFlag(condition),
     '--format=none',
   );
+}
+
+/**
+ * Removes an unconditioned project-level binding of `role` for `member` when there is one: the binding an earlier
+ * deploy made before the role was narrowed by an IAM condition, which adding the conditioned binding leaves in
+ * place (a policy holds both). The probe lists the member's roles that carry no condition.
+ */
+export function removeUnconditionedStep(
+  project: string,
+  member: string,
+  role: string,
+  title: string,
+): Step {
+  return {
+    kind: 'ensure',
+    title,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'projects get-iam-policy',
+        project,
+        '--flatten=bindings[].members',
+        `--filter=bindings.members=${member} AND -bindings.condition:*`,
+        '--format=value(bindings.role)',
+      ),
+      line: role,
+    },
+    present: gcloud(
+      'projects remove-iam-policy-binding',
+      project,
+      `--member=${member}`,
+      `--role=${role}`,
+      conditionFlag(undefined),
+      '--format=none',
+    ),
+  };
 }
 
 /** roles/run.invoker on one function's Cloud Run service. */
@@ -145,11 +193,24 @@ export function grantsOf(steps: readonly Step[]): Grant[] {
   return grants;
 }
 
-/** @throws Error when the steps would grant a broad role (see isBroadRole). */
+/** A role that reads or writes Firestore documents or BigQuery table data. */
+export function isDataRole(role: string): boolean {
+  return /^roles\/datastore\./.test(role) || /^roles\/bigquery\.(data\w*|admin|user)$/.test(role);
+}
+
+/**
+ * @throws Error when the steps would grant a broad role (see isBroadRole), or a Firestore or BigQuery data role
+ * on the whole project without an IAM condition (it would reach every database and every dataset).
+ */
 export function assertNoBroadRoles(steps: readonly Step[]): void {
   for (const g of grantsOf(steps)) {
     if (isBroadRole(g.role, g.projectLevel, g.conditioned)) {
       throw new Error(`the plan would grant ${g.role} to ${g.member} on ${g.resource}`);
+    }
+    if (g.projectLevel && !g.conditioned && isDataRole(g.role)) {
+      throw new Error(
+        `the plan would grant the data role ${g.role} to ${g.member} on the whole project`,
+      );
     }
   }
 }

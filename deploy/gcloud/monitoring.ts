@@ -83,6 +83,8 @@ export interface MonitoringTargets {
   readonly schedulerJobs: readonly string[];
   readonly bronzeSubscription: string;
   readonly deadLetterHoldSubscription: string;
+  /** The subscription that keeps the Bronze BigQuery subscription's dead letters (rows BigQuery refused). */
+  readonly bronzeDeadLetterHoldSubscription: string;
   /** `projects/P/notificationChannels/ID`; empty: incidents show in the console only. */
   readonly notificationChannels: readonly string[];
 }
@@ -369,22 +371,30 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
       'dead-letters',
       'Messages reached the dead-letter topic after the maximum delivery attempts: `ingestBooking` kept failing ' +
         `for an infrastructure reason. They wait in the subscription \`${t.deadLetterHoldSubscription}\`; Bronze ` +
-        'also has them. Fix the cause, then replay them (republish to `booking-events`).',
+        'also has them. Fix the cause, then replay them (republish to `booking-events`). Messages in ' +
+        `\`${t.bronzeDeadLetterHoldSubscription}\` are ones the Bronze subscription could not write to ` +
+        '`offvia_bronze.raw_bookings` (a permission or the table): fix it, then republish them to `booking-events`.',
       [
-        {
-          displayName: 'Undelivered messages in the dead-letter subscription',
+        ...[
+          ['the dead-letter subscription', t.deadLetterHoldSubscription],
+          [
+            "the Bronze subscription's dead-letter subscription",
+            t.bronzeDeadLetterHoldSubscription,
+          ],
+        ].map(([what, id]) => ({
+          displayName: `Undelivered messages in ${what}`,
           conditionThreshold: {
             filter:
               'resource.type="pubsub_subscription" AND ' +
               'metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND ' +
-              `resource.label.subscription_id=${q(t.deadLetterHoldSubscription)}`,
-            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
-            comparison: 'COMPARISON_GT',
+              `resource.label.subscription_id=${q(id ?? '')}`,
+            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' as const }],
+            comparison: 'COMPARISON_GT' as const,
             thresholdValue: 0,
             duration: '0s',
             trigger: { count: 1 },
           },
-        },
+        })),
       ],
     ),
     policy(

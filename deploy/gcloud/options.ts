@@ -1,5 +1,6 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import type { Schedule } from '../schedules';
 import { SUPPORTED_RUNTIMES } from './functions';
 import type { RegisteredFunction } from './registry';
@@ -14,8 +15,28 @@ export interface DeployOptions {
   readonly bqLocation: string;
   /** Location of the Firestore database, used only when the plan creates it. */
   readonly firestoreLocation: string;
+  /**
+   * The named Firestore database of the system's state (`--firestore-database`, default `offvia`): created by the
+   * deploy, the only database the functions' Firestore grants reach, the only one teardown deletes from.
+   */
+  readonly firestoreDatabase: string;
   /** Prefix of the names of functions, service accounts, scheduler jobs, metrics and alert policies. */
   readonly namePrefix: string;
+  /**
+   * Principals allowed to publish booking events (`--publisher`, repeatable): each gets `roles/pubsub.publisher`
+   * on the topic only, e.g. `serviceAccount:booking@other-project.iam.gserviceaccount.com`.
+   */
+  readonly publishers: readonly string[];
+  /**
+   * Days a partition of the quarantine and bad-data tables is kept (`--quarantine-retention-days`, default 90; 0
+   * keeps them forever): both hold raw `passenger_id`. Applied as `partition_expiration_days`.
+   */
+  readonly quarantineRetentionDays: number;
+  /**
+   * Message retention of the booking topic (`--topic-retention`, default `7d`, Pub/Sub allows 10 minutes to 31
+   * days): a subscription can seek back that far and replay, e.g. after a bad deploy.
+   */
+  readonly topicRetention: string;
   /** Alert notification channels, `projects/P/notificationChannels/ID`. */
   readonly notificationChannels: readonly string[];
   /** `--env KEY=VALUE` overrides of the functions' OFFVIA_* variables. */
@@ -56,6 +77,16 @@ export const TRIGGER_SA = 'trigger';
 export const SCHEDULER_SA = 'scheduler';
 /** Service account Cloud Build runs the functions' builds as (`--build-service-account`). */
 export const BUILD_SA = 'build';
+/** Service account the Bronze BigQuery subscription writes as (`--bigquery-service-account-email`). */
+export const BRONZE_SA = 'bronze';
+/**
+ * The Bronze subscription's own dead-letter topic and the subscription that keeps its dead letters: a message
+ * BigQuery refuses is set aside there, apart from the function subscription's dead letters (another failure, and
+ * another owner).
+ */
+export const BRONZE_DLQ_TOPIC = 'booking-events-bronze-dlq';
+export const BRONZE_DLQ_SUBSCRIPTION = 'booking-events-bronze-dlq-hold';
+
 /** Every service account base name a deployment may create. */
 export const ACCOUNT_BASES: readonly string[] = [
   'ingest',
@@ -64,6 +95,7 @@ export const ACCOUNT_BASES: readonly string[] = [
   TRIGGER_SA,
   SCHEDULER_SA,
   BUILD_SA,
+  BRONZE_SA,
 ];
 
 /** The Pub/Sub service agent; `${PROJECT_NUMBER}` is captured by the plan's third step. */
@@ -86,6 +118,16 @@ export class Names {
     return `${this.serviceAccountId(base)}@${this.o.project}.iam.gserviceaccount.com`;
   }
 
+  /** The id of a custom role of this deployment (`[A-Za-z0-9_.]{3,64}`, so the prefix's hyphens become `_`). */
+  customRoleId(key: string): string {
+    return `${this.o.namePrefix.replace(/-/g, '_')}${key}`;
+  }
+
+  /** `projects/P/roles/<id>`, as a binding names a custom role. */
+  customRoleName(key: string): string {
+    return `projects/${this.o.project}/roles/${this.customRoleId(key)}`;
+  }
+
   /** `ingestBooking`, `URL` → `INGEST_BOOKING_URL`, a plan variable. */
   variable(entryPoint: string, what: string): string {
     return `${entryPoint.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_${what}`;
@@ -98,6 +140,13 @@ export class Names {
  */
 export function normaliseBqLocation(location: string): string {
   return /^(us|eu)$/i.test(location) ? location.toUpperCase() : location.toLowerCase();
+}
+
+/** Seconds of a gcloud duration `INTEGER[UNIT]` with a unit of s, m, h or d; NaN for anything else. */
+export function durationSeconds(duration: string): number {
+  const match = /^(\d+)([smhd])$/.exec(duration);
+  if (match === null) return NaN;
+  return Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
 }
 
 /**
@@ -118,6 +167,14 @@ export function validateOptions(o: DeployOptions): void {
       throw new Error(`${flag}: ${JSON.stringify(value)} does not match ${pattern}`);
     }
   }
+  // The functions read the same rule at cold start (OFFVIA_FIRESTORE_DATABASE); (default) is refused there too.
+  try {
+    readFirestoreDatabase({ OFFVIA_FIRESTORE_DATABASE: o.firestoreDatabase });
+  } catch (err) {
+    throw new Error(`--firestore-database: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
   if (!SUPPORTED_RUNTIMES.includes(o.runtime)) {
     throw new Error(
       `--runtime: ${JSON.stringify(o.runtime)} is not one of ${SUPPORTED_RUNTIMES.join(', ')}`,
@@ -126,6 +183,34 @@ export function validateOptions(o: DeployOptions): void {
   for (const group of o.ttlCollectionGroups) {
     if (!/^[A-Za-z][A-Za-z0-9_-]{0,99}$/.test(group)) {
       throw new Error(`--ttl-collection-group: ${JSON.stringify(group)} is not a collection id`);
+    }
+  }
+  if (
+    !Number.isInteger(o.quarantineRetentionDays) ||
+    o.quarantineRetentionDays < 0 ||
+    o.quarantineRetentionDays > 36_500
+  ) {
+    throw new Error(
+      `--quarantine-retention-days: expected an integer 0–36500, got ${o.quarantineRetentionDays}`,
+    );
+  }
+  // Pub/Sub's bounds: 10 minutes to 31 days.
+  const retentionS = durationSeconds(o.topicRetention);
+  if (!(retentionS >= 600 && retentionS <= 31 * 86_400)) {
+    throw new Error(
+      `--topic-retention: expected 10m to 31d (e.g. 7d), got ${JSON.stringify(o.topicRetention)}`,
+    );
+  }
+  for (const publisher of o.publishers) {
+    // IAM principal identifiers; allUsers and allAuthenticatedUsers would let anyone publish into Bronze.
+    if (
+      !/^(serviceAccount|user|group):[^@\s]+@[^@\s]+$|^domain:[a-z0-9.-]+$|^principal(Set)?:\/\/\S+$/.test(
+        publisher,
+      )
+    ) {
+      throw new Error(
+        `--publisher: expected serviceAccount:EMAIL, user:EMAIL, group:EMAIL, domain:DOMAIN or principal://…, got ${publisher}`,
+      );
     }
   }
   for (const channel of o.notificationChannels) {

@@ -36,3 +36,13 @@ export function datasetsCreated(files: readonly SqlFile[]): string[] {
   );
   return [...new Set(ids)];
 }
+
+/** The tables the files create (`CREATE TABLE`), as `dataset.table`, in order. */
+export function tablesCreated(files: readonly SqlFile[]): string[] {
+  const ids = files.flatMap((f) =>
+    createdObjects(f.sql)
+      .filter((o) => o.kind === 'TABLE' && o.tableId !== undefined)
+      .map((o) => `${o.datasetId}.${o.tableId ?? ''}`),
+  );
+  return [...new Set(ids)];
+}

@@ -1,5 +1,6 @@
 // The teardown plan: everything the deploy plan creates, newest first, each step only if the resource is there.
-// Data (datasets, topics, dead letters) stays unless asked for; Firestore and the APIs are never touched.
+// Data (datasets, topics, dead letters, the documents of the system's Firestore database) stays unless asked for;
+// no other Firestore database, and no API, is ever touched.
 import {
   BOOKING_DLQ_SUBSCRIPTION,
   BOOKING_DLQ_TOPIC,
@@ -10,11 +11,14 @@ import {
 import { describeSubscription, findPolicy, monitoringTargets, policyVariable } from './deploy-plan';
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
 import { functionEnv } from './env';
-import { BUILD_ROLES, FUNCTION_SPECS } from './functions';
-import { conditionFlag } from './iam';
+import { BUILD_ROLES, FUNCTION_SPECS, functionProjectRoles } from './functions';
+import { conditionFlag, removeUnconditionedStep } from './iam';
 import { alertPolicies, logMetrics } from './monitoring';
+import { assertPlanSecure } from './plan-checks';
 import {
   ACCOUNT_BASES,
+  BRONZE_DLQ_SUBSCRIPTION,
+  BRONZE_DLQ_TOPIC,
   BUILD_SA,
   type DeployOptions,
   Names,
@@ -43,8 +47,9 @@ const DRIFT_SUBCOLLECTIONS = ['changes', 'rows', 'updates'] as const;
 export function firestoreCollectionIds(
   project: string,
   envOverrides: Readonly<Record<string, string>>,
+  firestoreDatabase?: string,
 ): string[] {
-  const { config } = functionEnv(project, envOverrides);
+  const { config } = functionEnv(project, envOverrides, firestoreDatabase);
   return [
     ...new Set([
       config.window.firestoreRoot,
@@ -112,7 +117,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
   }
   for (const subscription of [
     BRONZE_SUBSCRIPTION,
-    ...(o.deleteData ? [BOOKING_DLQ_SUBSCRIPTION] : []),
+    ...(o.deleteData ? [BOOKING_DLQ_SUBSCRIPTION, BRONZE_DLQ_SUBSCRIPTION] : []),
   ]) {
     steps.push({
       kind: 'ensure',
@@ -127,16 +132,23 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
   const projectBindings = [
     ...specs.map((spec) => ({
       base: spec.serviceAccount,
-      roles: [
-        ...(spec.usesFirestore ? [{ role: 'roles/datastore.user' }] : []),
-        ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
-      ] as (typeof BUILD_ROLES)[number][],
+      roles: functionProjectRoles(spec, o.project, o.firestoreDatabase),
     })),
     { base: BUILD_SA, roles: [...BUILD_ROLES] },
   ];
   for (const { base, roles } of projectBindings) {
     const email = names.serviceAccountEmail(base);
     for (const { role, condition } of roles) {
+      if (condition !== undefined) {
+        steps.push(
+          removeUnconditionedStep(
+            o.project,
+            `serviceAccount:${email}`,
+            role,
+            `Remove an unconditioned ${role} on the project from ${names.serviceAccountId(base)} (earlier deploys)`,
+          ),
+        );
+      }
       steps.push({
         kind: 'ensure',
         title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
@@ -173,7 +185,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
 
   const datasets = datasetsCreated(facts.sqlFiles);
   if (o.deleteData) {
-    for (const topic of [BOOKING_DLQ_TOPIC, BOOKING_TOPIC]) {
+    for (const topic of [BRONZE_DLQ_TOPIC, BOOKING_DLQ_TOPIC, BOOKING_TOPIC]) {
       deleteIfPresent(
         `Delete topic ${topic}`,
         gcloud('pubsub topics describe', topic, p),
@@ -190,15 +202,18 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     }
     // Firestore keeps the window store (watermark, lease, dedup ledger, panes) and the drift store: a redeploy
     // would inherit the old watermark and ledger. bulk-delete works on collection groups: every collection with
-    // one of these ids anywhere in the database, so the (default) database must be Offvia's alone.
-    const ids = firestoreCollectionIds(o.project, o.envOverrides);
+    // one of these ids anywhere in the database it names, so it names only the system's own database, which
+    // nothing else writes (validateOptions refuses `(default)`).
+    const ids = firestoreCollectionIds(o.project, o.envOverrides, o.firestoreDatabase);
     steps.push({
       kind: 'run',
-      title: `Delete the Firestore documents of the window and drift stores (collection groups ${ids.join(', ')})`,
+      title:
+        `Delete the Firestore documents of the window and drift stores in database ${o.firestoreDatabase} ` +
+        `(collection groups ${ids.join(', ')})`,
       command: gcloud(
         'firestore bulk-delete',
         `--collection-ids=${ids.join(',')}`,
-        '--database=(default)',
+        `--database=${o.firestoreDatabase}`,
         p,
         '--quiet',
       ),
@@ -207,21 +222,22 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     steps.push({
       kind: 'note',
       title:
-        `kept (data; --delete-data removes them): Firestore documents of the window and drift stores; datasets ${datasets.join(', ')}; topics ` +
-        `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}; subscription ${BOOKING_DLQ_SUBSCRIPTION}`,
+        `kept (data; --delete-data removes them): Firestore documents of the window and drift stores in database ${o.firestoreDatabase}; datasets ${datasets.join(', ')}; topics ` +
+        `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}, ${BRONZE_DLQ_TOPIC}; subscriptions ${BOOKING_DLQ_SUBSCRIPTION}, ${BRONZE_DLQ_SUBSCRIPTION}`,
     });
   }
   steps.push({
     kind: 'note',
     title:
-      'never deleted here: the Firestore database and its TTL policies, the APIs, the Pub/Sub service agent ' +
+      `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other Firestore database, the APIs, the Pub/Sub service agent ` +
       `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
       '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (README: Teardown)',
   });
+  assertPlanSecure(steps, o);
   const header = [
     `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,
     o.deleteData
-      ? 'deletes DATA: datasets, topics, dead letters'
+      ? `deletes DATA: datasets, topics, dead letters, the documents of Firestore database ${o.firestoreDatabase}`
       : 'keeps data: datasets, topics, dead letters',
   ];
   return { header, steps, files: [] };

@@ -1,6 +1,7 @@
 // The demo's gold part: run fireWindows once in-process with the processing clock moved past the idle timeout, then
 // print the gold panes, the watermark and the dropped-late counters of the windows the demo's events fall into.
-import { Firestore } from '@google-cloud/firestore';
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { firestoreClient } from '../../shared/drift/runtime';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
@@ -98,7 +99,7 @@ export async function fireAndReadWindows(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<WindowsReport> {
   const config = loadWindowConfig(env);
-  const firestore = new Firestore({ projectId });
+  const firestore = firestoreClient(projectId, readFirestoreDatabase(env));
   try {
     const logger = new Logger('demo', () => undefined);
     const probe = createFireWindowsDeps(env, logger, { firestore });

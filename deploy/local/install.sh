@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the local stack needs, skipping each part that is already done: npm dependencies, the bqemulator
-# BigQuery emulator in .local/venv-bq (pinned, see shared/docs/local-stack.md; patched so it does not grow without
-# bound, see patch_bqemulator_snapshots) with DuckDB's spatial extension, and
+# Installs what the local stack needs, skipping each part that is already done: npm dependencies, Node.js 22 (the
+# deployed runtime's major, from the npm registry into .local/node22), the bqemulator BigQuery emulator in
+# .local/venv-bq (pinned, see shared/docs/local-stack.md; patched so it does not grow without bound, see
+# patch_bqemulator_snapshots) with DuckDB's spatial extension, and
 # checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java), and
 # Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
@@ -10,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 check_prerequisites() {
   local missing=()
-  command -v node >/dev/null || missing+=("node (Node.js 20)")
+  command -v node >/dev/null || missing+=("node (Node.js 20 or later; install.sh adds Node.js 22 for the stack and tests)")
   command -v npm >/dev/null || missing+=("npm")
   command -v curl >/dev/null || missing+=("curl (apt-get install curl)")
   command -v "${OFFVIA_PYTHON:-python3}" >/dev/null || missing+=("${OFFVIA_PYTHON:-python3} (Python >= 3.10 with venv)")
@@ -43,6 +44,25 @@ install_npm_dependencies() {
   fi
   offvia_log "npm dependencies: running npm ci"
   (cd "$OFFVIA_ROOT" && npm ci --no-audit --no-fund)
+}
+
+# Node.js $OFFVIA_NODE_MAJOR (the deployed runtime's major) into $OFFVIA_NODE_DIR, from the npm registry: the `node`
+# package installs the official binary for this platform. Skipped when that binary already answers with the major.
+install_node_runtime() {
+  local version=""
+  [[ -x "$OFFVIA_NODE_BIN/node" ]] && version="$("$OFFVIA_NODE_BIN/node" --version 2>/dev/null || true)"
+  if [[ "$version" == "v$OFFVIA_NODE_MAJOR."* ]]; then
+    offvia_log "Node.js $OFFVIA_NODE_MAJOR: installed ($version), skipped"
+    return
+  fi
+  offvia_log "Node.js $OFFVIA_NODE_MAJOR: installing node@$OFFVIA_NODE_MAJOR into ${OFFVIA_NODE_DIR#"$OFFVIA_ROOT"/}"
+  rm -rf "$OFFVIA_NODE_DIR"
+  mkdir -p "$OFFVIA_NODE_DIR"
+  npm install --prefix "$OFFVIA_NODE_DIR" --no-save --no-package-lock --no-audit --no-fund \
+    "node@$OFFVIA_NODE_MAJOR" >&2
+  version="$("$OFFVIA_NODE_BIN/node" --version)" || offvia_die "the node@$OFFVIA_NODE_MAJOR package installed no binary"
+  [[ "$version" == "v$OFFVIA_NODE_MAJOR."* ]] || offvia_die "node@$OFFVIA_NODE_MAJOR installed $version"
+  offvia_log "Node.js $OFFVIA_NODE_MAJOR: installed $version"
 }
 
 install_bqemulator() {
@@ -124,6 +144,7 @@ main() {
   started_ms="$(offvia_now_ms)"
   check_prerequisites
   install_npm_dependencies
+  install_node_runtime
   install_bqemulator
   patch_bqemulator_snapshots
   install_spatial_extension

@@ -4,6 +4,7 @@ import { BigQuery } from '@google-cloud/bigquery';
 import { Firestore } from '@google-cloud/firestore';
 import { tableName } from '../../shared/config/env';
 import { loadIngestConfig } from '../../shared/config/ingest-config';
+import { firestoreClient } from '../../shared/drift/runtime';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { FirestoreDriftStore } from '../../shared/drift/firestore-store';
 
@@ -78,7 +79,7 @@ export async function readRetryStore(
   const ingest = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, ingest.silverTable, projectId);
   if (!drift.enabled) return [];
-  firestore ??= new Firestore({ projectId });
+  firestore ??= firestoreClient(projectId, ingest.firestoreDatabase);
   const store = new FirestoreDriftStore(firestore, drift.firestoreRoot);
   const wanted = new Set(messageIds);
   const rows: Row[] = [];

@@ -9,12 +9,20 @@ OFFVIA_STACK_DIR="${OFFVIA_STACK_DIR:-$OFFVIA_LOCAL_DIR/stack}"
 
 OFFVIA_PROJECT_ID="${OFFVIA_PROJECT_ID:-offvia-local}"
 OFFVIA_BQ_LOCATION="${OFFVIA_BQ_LOCATION:-US}"
+# The named Firestore database of the system's state, as deployed (shared/config/ingest-config.ts has the default).
+OFFVIA_FIRESTORE_DATABASE="${OFFVIA_FIRESTORE_DATABASE:-offvia}"
 OFFVIA_PUBSUB_PORT="${OFFVIA_PUBSUB_PORT:-8085}"
 OFFVIA_FIRESTORE_PORT="${OFFVIA_FIRESTORE_PORT:-8086}"
 OFFVIA_BQ_REST_PORT="${OFFVIA_BQ_REST_PORT:-9050}"
 OFFVIA_BQ_GRPC_PORT="${OFFVIA_BQ_GRPC_PORT:-9060}"
 OFFVIA_INGEST_BOOKING_PORT="${OFFVIA_INGEST_BOOKING_PORT:-8080}"
 OFFVIA_SCHEMA_SWEEP_PORT="${OFFVIA_SCHEMA_SWEEP_PORT:-8082}"
+# The Node.js major the functions are deployed on (DEFAULT_RUNTIME nodejs22 in deploy/gcloud/functions.ts): the
+# local stack serves the functions, and with-stack.sh runs its command (the test suite), on this major, installed by
+# install.sh from the npm registry (the `node` package ships the official binary) into .local.
+OFFVIA_NODE_MAJOR=22
+OFFVIA_NODE_DIR="$OFFVIA_LOCAL_DIR/node$OFFVIA_NODE_MAJOR"
+OFFVIA_NODE_BIN="$OFFVIA_NODE_DIR/node_modules/node/bin"
 # Seconds a service may take to become ready, and to exit after SIGTERM before SIGKILL.
 OFFVIA_READY_TIMEOUT_S="${OFFVIA_READY_TIMEOUT_S:-90}"
 OFFVIA_STOP_TIMEOUT_S="${OFFVIA_STOP_TIMEOUT_S:-20}"

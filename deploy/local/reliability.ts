@@ -6,6 +6,8 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Firestore } from '@google-cloud/firestore';
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { firestoreClient } from '../../shared/drift/runtime';
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
@@ -255,7 +257,7 @@ async function main(): Promise<void> {
   const projectId = env.projectId;
   const bq = stackBigQuery(env);
   const pubsub = new PubSub({ projectId });
-  const firestore = new Firestore({ projectId });
+  const firestore = firestoreClient(projectId, readFirestoreDatabase(process.env));
   const windows = createFireWindowsDeps(process.env, new Logger('reliability', () => undefined), {
     firestore,
   });

@@ -351,7 +351,10 @@ launch_service() {
     fn-*)
       entry="$(function_entry "$name")" || offvia_die "unknown service $name"
       IFS='|' read -r fname signature port <<<"$entry"
-      start_service "$name" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
+      # On the deployed runtime's major (lib.sh), not whatever node is on PATH.
+      [[ -x "$OFFVIA_NODE_BIN/node" ]] ||
+        offvia_die "Node.js $OFFVIA_NODE_MAJOR is not installed in ${OFFVIA_NODE_DIR#"$OFFVIA_ROOT"/}: run bash deploy/local/install.sh"
+      start_service "$name" "$OFFVIA_NODE_BIN/node" "$OFFVIA_ROOT/node_modules/.bin/functions-framework" \
         "--source=$FUNCTIONS_SOURCE" "--target=$fname" "--signature-type=$signature" \
         "--port=$(function_port "$fname" "$port")" "--ignored-routes=$FUNCTION_READY_PATH"
       ;;
@@ -402,6 +405,7 @@ write_env_file() {
     echo "export GOOGLE_CLOUD_PROJECT=$OFFVIA_PROJECT_ID"
     echo "export OFFVIA_PROJECT_ID=$OFFVIA_PROJECT_ID"
     echo "export OFFVIA_BQ_LOCATION=$OFFVIA_BQ_LOCATION"
+    echo "export OFFVIA_FIRESTORE_DATABASE=$OFFVIA_FIRESTORE_DATABASE"
     echo "export OFFVIA_BQ_PERSISTENT=${OFFVIA_BQ_PERSISTENT:-0}"
     echo "export OFFVIA_FIRESTORE_GATE=${OFFVIA_FIRESTORE_GATE:-0}"
     # Where the pid files are (tests read the BigQuery emulator's, to measure its memory).
@@ -659,7 +663,8 @@ cmd_kill() {
 }
 
 # Stops one service as `down` does (SIGTERM, then SIGKILL). The Firestore emulator keeps no data across a restart,
-# so its documents are exported first (the emulator's export endpoint) and imported by the next `start`. Behind the
+# so the documents of the system's named database (OFFVIA_FIRESTORE_DATABASE) are exported first (the emulator's
+# export endpoint) and imported by the next `start`, into the same database. Behind the
 # gate (OFFVIA_FIRESTORE_GATE=1) every client connection is cut before the export, so an answer the emulator gives
 # after it never reaches a client (the client retries); without the gate the emulator is SIGKILLed right after the
 # export, and a commit acknowledged in between (milliseconds) would be lost, which only the emulator does.
@@ -679,7 +684,7 @@ cmd_stop() {
     local answer
     answer="$(curl -sS --max-time 60 -X POST -H 'Content-Type: application/json' \
       "http://127.0.0.1:$(firestore_emulator_port)/emulator/v1/projects/$OFFVIA_PROJECT_ID:export" \
-      --data "{\"database\":\"projects/$OFFVIA_PROJECT_ID/databases/(default)\",\"export_directory\":\"$FIRESTORE_EXPORT_DIR\"}")" ||
+      --data "{\"database\":\"projects/$OFFVIA_PROJECT_ID/databases/$OFFVIA_FIRESTORE_DATABASE\",\"export_directory\":\"$FIRESTORE_EXPORT_DIR\"}")" ||
       offvia_die "Firestore export failed: $answer"
     [[ "$answer" != *'"error"'* ]] || offvia_die "Firestore export failed: $answer"
     offvia_log "exported Firestore to $(latest_firestore_export)"

@@ -50,8 +50,9 @@ source "$OFFVIA_STACK_DIR/env"
 # This stack lives only for CMD: tools that would move its shared state past the wall clock (the demo's
 # fast-forwarded fireWindows) may do so here, and only here.
 export OFFVIA_STACK_THROWAWAY=1
-# Commands such as mocha or tsx resolve from the project, as under `npm run`.
-export PATH="$OFFVIA_ROOT/node_modules/.bin:$PATH"
+# Commands such as mocha or tsx resolve from the project, as under `npm run`, and run on the deployed runtime's
+# Node.js major (install.sh put it in .local), like the functions the stack serves.
+export PATH="$OFFVIA_NODE_BIN:$OFFVIA_ROOT/node_modules/.bin:$PATH"
 
 command_status=0
 "$@" || command_status=$?

@@ -2,10 +2,11 @@
 // fireWindows dependencies, built once per instance from the environment.
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
-import { Firestore } from '@google-cloud/firestore';
+import type { Firestore } from '@google-cloud/firestore';
 import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env, TableRef } from '../config/env';
 import { loadWindowConfig, type WindowConfig } from '../config/window-config';
+import { firestoreClient } from '../drift/runtime';
 import { Logger } from '../logging/logger';
 import { ConfigError } from '../errors';
 import * as logs from '../logging/logs';
@@ -122,7 +123,7 @@ export function createBookingWindows(
   const ingest = loadIngestConfig(env);
   assertGoldTableIsOwn(config.goldTable, ingest);
   const firestore =
-    overrides.firestore ?? new Firestore(ingest.projectId ? { projectId: ingest.projectId } : {});
+    overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
   const store = new FirestoreWindowStore<BookingAccumulator>(firestore, {
     root: config.firestoreRoot,
     pipeline: config.pipeline,

@@ -1,12 +1,18 @@
 // Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
 import { DEFAULT_CURRENCY } from '../contract/fields';
 import { ConfigError } from '../errors';
-import { type Env, type TableRef, readInt, readOptionalString, readTable } from './env';
+import { type Env, type TableRef, readInt, readOptionalString, readString, readTable } from './env';
 
 /** Everything ingestBooking needs to know; all durations in ms. */
 export interface IngestConfig {
   /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
   projectId: string | undefined;
+  /**
+   * The Firestore database holding the system's state (window store, dedup ledger, drift retry store): a named
+   * database of its own, so nothing else in the project shares its collections and `teardown.sh --delete-data`
+   * deletes only what the system wrote. Default `offvia`; the deploy plan sets it from `--firestore-database`.
+   */
+  firestoreDatabase: string;
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
   bigQueryEndpoint: string | undefined;
   silverTable: TableRef;
@@ -74,7 +80,8 @@ export const MAX_FUTURE_SKEW_LIMIT_MS = 365 * DAY_MS;
 
 /**
  * Reads and validates the configuration.
- * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), BIGQUERY_EMULATOR_HOST,
+ * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), OFFVIA_FIRESTORE_DATABASE,
+ * BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
  * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
  * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY.
@@ -86,6 +93,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       readOptionalString(env, 'OFFVIA_PROJECT_ID') ??
       readOptionalString(env, 'GOOGLE_CLOUD_PROJECT') ??
       readOptionalString(env, 'GCLOUD_PROJECT'),
+    firestoreDatabase: readFirestoreDatabase(env),
     bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, 'BIGQUERY_EMULATOR_HOST')),
     silverTable: readTable(env, 'OFFVIA_SILVER_TABLE', 'offvia_silver.fact_bookings'),
     quarantineTable: readTable(env, 'OFFVIA_QUARANTINE_TABLE', 'offvia_quarantine.poisoned_events'),
@@ -139,6 +147,27 @@ function readDefaultCurrency(env: Env): string | null {
     );
   }
   return value;
+}
+
+/** The database id the system uses unless OFFVIA_FIRESTORE_DATABASE says otherwise. */
+export const DEFAULT_FIRESTORE_DATABASE = 'offvia';
+
+/**
+ * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE. Firestore's rule for a database id: 4–63 characters,
+ * lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen
+ * (Firestore REST reference, projects.databases.create `databaseId`; UUID-like ids are refused there too). `(default)` is refused: the system keeps its state out of
+ * the project's shared default database.
+ * @throws ConfigError for any other value.
+ */
+export function readFirestoreDatabase(env: Env): string {
+  const id = readString(env, 'OFFVIA_FIRESTORE_DATABASE', DEFAULT_FIRESTORE_DATABASE);
+  if (!/^[a-z][a-z0-9-]{2,61}[a-z0-9]$/.test(id)) {
+    throw new ConfigError(
+      'OFFVIA_FIRESTORE_DATABASE',
+      `expected a named Firestore database id (4-63 of a-z 0-9 -, starting with a letter), got ${JSON.stringify(id)}`,
+    );
+  }
+  return id;
 }
 
 /** `host:port` or a URL → a URL the BigQuery client accepts as apiEndpoint. */

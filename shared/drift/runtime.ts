@@ -12,11 +12,12 @@ import { TableSchemaCache } from './schema-cache';
 import { BigQueryTableAdmin } from './table-admin';
 
 /**
- * A Firestore client for the project; it finds the local emulator through FIRESTORE_EMULATOR_HOST by itself.
- * `ignoreUndefinedProperties` stays off: an undefined field is a bug to see, not to drop.
+ * A Firestore client for the project's system database `databaseId` (OFFVIA_FIRESTORE_DATABASE, a named
+ * database; the emulator serves named databases too); it finds the local emulator through FIRESTORE_EMULATOR_HOST
+ * by itself. `ignoreUndefinedProperties` stays off: an undefined field is a bug to see, not to drop.
  */
-export function firestoreClient(projectId: string | undefined): Firestore {
-  return new Firestore(projectId ? { projectId } : {});
+export function firestoreClient(projectId: string | undefined, databaseId: string): Firestore {
+  return new Firestore({ ...(projectId ? { projectId } : {}), databaseId });
 }
 
 /** What the gate is built from. */

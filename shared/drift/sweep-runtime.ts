@@ -22,7 +22,10 @@ export function createSchemaSweepDeps(env: Env, logger = new Logger('schemaSweep
   const bigquery = bigQueryClient(ingest);
   return {
     config,
-    store: new FirestoreDriftStore(firestoreClient(ingest.projectId), config.firestoreRoot),
+    store: new FirestoreDriftStore(
+      firestoreClient(ingest.projectId, ingest.firestoreDatabase),
+      config.firestoreRoot,
+    ),
     admin: new BigQueryTableAdmin(bigquery),
     writer: new BigQueryRowWriter(bigquery),
     badDataTable: ingest.badDataTable,

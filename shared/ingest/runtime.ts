@@ -63,7 +63,7 @@ export function createIngestDeps(
       badDataTable: config.badDataTable,
       projectId: config.projectId,
       bigquery,
-      firestore: firestoreClient(config.projectId),
+      firestore: firestoreClient(config.projectId, config.firestoreDatabase),
       writer,
       logger,
       now: Date.now,

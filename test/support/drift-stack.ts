@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Firestore } from '@google-cloud/firestore';
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { firestoreClient } from '../../shared/drift/runtime';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableRef } from '../../shared/config/env';
 import { stackBigQuery, stackEnv } from '../../deploy/local/layers';
@@ -25,7 +27,7 @@ export function stackClients(): { projectId: string; bigquery: BigQuery; firesto
   return {
     projectId: env.projectId,
     bigquery: stackBigQuery(env),
-    firestore: new Firestore({ projectId: env.projectId }),
+    firestore: firestoreClient(env.projectId, readFirestoreDatabase(process.env)),
   };
 }
 

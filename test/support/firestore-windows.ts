@@ -1,6 +1,8 @@
 // The booking pipeline on the Firestore emulator, isolated per test under its own root collection.
 import { randomUUID } from 'node:crypto';
 import { Firestore } from '@google-cloud/firestore';
+import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { firestoreClient } from '../../shared/drift/runtime';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { BookingWindowSink } from '../../shared/aggregates/booking-window-sink';
 import { createBookingWindows, type BookingWindows } from '../../shared/aggregates/runtime';
@@ -14,7 +16,10 @@ export function emulatorFirestore(): Firestore {
   if (!process.env.FIRESTORE_EMULATOR_HOST) {
     throw new Error('FIRESTORE_EMULATOR_HOST is not set: run through `npm test` (the local stack)');
   }
-  return new Firestore({ projectId: process.env.OFFVIA_PROJECT_ID ?? 'offvia-local' });
+  return firestoreClient(
+    process.env.OFFVIA_PROJECT_ID ?? 'offvia-local',
+    readFirestoreDatabase(process.env),
+  );
 }
 
 /** A root collection no other test uses. */

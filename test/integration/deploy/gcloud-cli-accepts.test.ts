@@ -33,13 +33,18 @@ function fillVariables(arg: string): string {
   });
 }
 
-/** The command group: the command words before the first flag, without resource names. */
+/**
+ * The command group (the command words before the first flag, without resource names) and the flags it is called
+ * with: two calls of one group with different flags (the Bronze subscription's update and the function
+ * subscription's) are both checked.
+ */
 function group(command: Command): string {
   const first = command.findIndex((a) => a.startsWith('--'));
-  return command
+  const words = command
     .slice(0, first === -1 ? command.length : first)
-    .filter((w) => /^[a-z][a-z-]*$/.test(w) && !/^(offvia|booking)/.test(w))
-    .join(' ');
+    .filter((w) => /^[a-z][a-z-]*$/.test(w) && !/^(offvia|booking)/.test(w));
+  const flags = command.filter((a) => a.startsWith('--')).map((a) => a.replace(/=.*$/, ''));
+  return `${words.join(' ')} ${[...new Set(flags)].sort().join(' ')}`;
 }
 
 function runGcloud(
@@ -77,8 +82,12 @@ describe('the real gcloud CLI accepts the plan', function () {
       region: 'europe-west1',
       bqLocation: 'EU',
       firestoreLocation: 'eur3',
+      firestoreDatabase: 'offvia',
       namePrefix: 'offvia-',
       notificationChannels: ['projects/offvia-test/notificationChannels/123'],
+      publishers: ['serviceAccount:booking@offvia-test.iam.gserviceaccount.com'],
+      quarantineRetentionDays: 90,
+      topicRetention: '7d',
       envOverrides: {},
       ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: path.join(dir, 'generated'),

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { Firestore } from '@google-cloud/firestore';
+import { readFirestoreDatabase } from '../../../shared/config/ingest-config';
+import { firestoreClient } from '../../../shared/drift/runtime';
 import { projectIdFromEnv } from '../../../deploy/local/resources';
 
 const run = promisify(execFile);
@@ -58,7 +59,7 @@ describe('local stack: fault injection (stack.sh kill|stop|start)', function () 
   });
 
   it('stop and start of the Firestore emulator keep its documents', async () => {
-    const firestore = new Firestore({ projectId: projectIdFromEnv() });
+    const firestore = firestoreClient(projectIdFromEnv(), readFirestoreDatabase(process.env));
     const ref = firestore.collection('faultInjectionTest').doc(randomUUID());
     await ref.set({ written: 'before the stop' });
     await firestore.terminate();
@@ -80,7 +81,7 @@ describe('local stack: fault injection (stack.sh kill|stop|start)', function () 
     }
     assert.match(stopped.stderr, /exported Firestore to .*overall_export_metadata/);
     assert.equal(down, 'ECONNREFUSED');
-    const again = new Firestore({ projectId: projectIdFromEnv() });
+    const again = firestoreClient(projectIdFromEnv(), readFirestoreDatabase(process.env));
     try {
       const snap = await again.doc(ref.path).get();
       assert.equal(snap.get('written'), 'before the stop');

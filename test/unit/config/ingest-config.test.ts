@@ -15,6 +15,21 @@ describe('loadIngestConfig', () => {
     assert.equal(c.maxFutureSkewMs, 300_000);
     assert.equal(c.projectId, undefined);
     assert.equal(c.bigQueryEndpoint, undefined);
+    assert.equal(c.firestoreDatabase, 'offvia');
+  });
+
+  it('reads the named Firestore database, and refuses (default) and ids Firestore refuses', () => {
+    assert.equal(
+      loadIngestConfig({ OFFVIA_FIRESTORE_DATABASE: 'offvia-staging' }).firestoreDatabase,
+      'offvia-staging',
+    );
+    for (const bad of ['(default)', 'abc', 'Offvia', '9offvia', 'offvia-', 'a'.repeat(64)]) {
+      assert.throws(
+        () => loadIngestConfig({ OFFVIA_FIRESTORE_DATABASE: bad }),
+        (e: unknown) => e instanceof ConfigError && e.variable === 'OFFVIA_FIRESTORE_DATABASE',
+        bad,
+      );
+    }
   });
 
   it('reads overrides, project fallbacks and the emulator host', () => {

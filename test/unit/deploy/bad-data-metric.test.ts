@@ -44,6 +44,7 @@ describe('deploy: the bad-data-rows log metric', () => {
     schedulerJobs: [],
     bronzeSubscription: 'b',
     deadLetterHoldSubscription: 'd',
+    bronzeDeadLetterHoldSubscription: 'bd',
     notificationChannels: [],
   }).find((m) => m.name === 'offvia-bad-data-rows');
 

@@ -25,8 +25,12 @@ const OPTIONS: DeployOptions = {
   region: R,
   bqLocation: 'EU',
   firestoreLocation: 'eur3',
+  firestoreDatabase: 'offvia',
   namePrefix: 'offvia-',
   notificationChannels: [`projects/${P}/notificationChannels/123`],
+  publishers: [],
+  quarantineRetentionDays: 90,
+  topicRetention: '7d',
   envOverrides: {},
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',
@@ -126,7 +130,13 @@ describe('gcloud deploy plan', () => {
       ]) {
         assert.ok(enable.includes(`${api}.googleapis.com`), api);
       }
-      const queries = allCommands(plan).filter((c) => starts(c, 'bq') && c.includes('query'));
+      // The sql/ files; the partition expirations that follow them are checked in gcloud-security.test.ts.
+      const queries = allCommands(plan).filter(
+        (c) =>
+          starts(c, 'bq') &&
+          c.includes('query') &&
+          !/partition_expiration_days/.test(c.at(-1) ?? ''),
+      );
       const files = readFileSync(path.join(REPO_ROOT, 'sql', '000_datasets.sql'), 'utf8');
       assert.ok(files.includes('{{project}}'), "files.includes('{{project}}')");
       assert.equal(queries.length, repoFacts().sqlFiles.length);
@@ -180,15 +190,15 @@ describe('gcloud deploy plan', () => {
         ),
         "has( bronze, '--topic=booking-events', `--bigquery-table=${P}.offvia_bronze.raw_",
       );
-      const grant = only(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze`);
+      const grant = only(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`);
       assert.ok(
-        has(grant, '--dataset', `--member=${PUBSUB_AGENT}`, '--role=roles/bigquery.dataEditor'),
-        "has(grant, '--dataset', `--member=${PUBSUB_AGENT}`, '--role=roles/bigquery.dataE",
+        has(grant, '--table', `--member=${SA('bronze')}`, '--role=roles/bigquery.dataEditor'),
+        'the Bronze writer account, on the Bronze table only',
       );
       assert.ok(
-        stepIndex(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze`) <
+        stepIndex(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`) <
           stepIndex(plan, ['gcloud', 'pubsub', 'subscriptions', 'create', 'booking-events-bronze']),
-        'the agent can write before the subscription is created',
+        'the writer can write before the subscription is created',
       );
     });
 
@@ -292,7 +302,14 @@ describe('gcloud deploy plan', () => {
       const capture = stepIndex(plan, ['gcloud', 'eventarc', 'triggers', 'describe']);
       assert.ok(
         deploy < capture &&
-          capture < stepIndex(plan, ['gcloud', 'pubsub', 'subscriptions', 'update']),
+          capture <
+            stepIndex(plan, [
+              'gcloud',
+              'pubsub',
+              'subscriptions',
+              'update',
+              '${INGEST_BOOKING_SUBSCRIPTION}',
+            ]),
         "deploy < capture && capture < stepIndex(plan, ['gcloud', 'pubsub', 'subscription",
       );
     });
@@ -355,8 +372,8 @@ describe('gcloud deploy plan', () => {
           `--collection-group=${group}`,
         );
         assert.ok(
-          has(ttl, '--enable-ttl', '--database=(default)'),
-          "has(ttl, '--enable-ttl', '--database=(default)')",
+          has(ttl, '--enable-ttl', '--database=offvia'),
+          "has(ttl, '--enable-ttl', '--database=offvia')",
         );
       }
       const create = only(plan, ['gcloud', 'firestore', 'databases', 'create']);
@@ -558,22 +575,32 @@ describe('gcloud deploy plan', () => {
 
     it('gives each identity exactly the roles it needs, at dataset or resource level where IAM allows', () => {
       const table = grantTable(full);
+      const rows = `projects/${P}/roles/offvia_tableRowWriter`;
+      const schema = `projects/${P}/roles/offvia_tableSchemaEditor`;
       assert.deepEqual(table.get(SA('ingest')), [
-        `roles/bigquery.dataEditor on ${P}:offvia_gold`,
-        `roles/bigquery.dataEditor on ${P}:offvia_quarantine`,
-        `roles/bigquery.dataEditor on ${P}:offvia_silver`,
+        `${rows} on ${P}:offvia_gold.route_panes`,
+        `${rows} on ${P}:offvia_quarantine.bad_data`,
+        `${rows} on ${P}:offvia_quarantine.poisoned_events`,
+        `${rows} on ${P}:offvia_silver.fact_bookings`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_gold`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_quarantine`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_silver`,
         'roles/datastore.user on project',
       ]);
       // The sweep is the only one that runs query jobs (ALTER TABLE … ADD COLUMN): jobs.create is project-only.
       assert.deepEqual(table.get(SA('sweep')), [
-        'roles/bigquery.dataEditor on offvia-test:offvia_quarantine',
-        'roles/bigquery.dataEditor on offvia-test:offvia_silver',
-        'roles/bigquery.jobUser on project',
+        `${rows} on ${P}:offvia_quarantine.bad_data`,
+        `${schema} on ${P}:offvia_silver.fact_bookings`,
+        `roles/bigquery.jobUser on project`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_quarantine`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_silver`,
         'roles/datastore.user on project',
       ]);
       assert.deepEqual(table.get(SA('windows')), [
-        `roles/bigquery.dataEditor on ${P}:offvia_gold`,
-        `roles/bigquery.dataEditor on ${P}:offvia_quarantine`,
+        `${rows} on ${P}:offvia_gold.route_panes`,
+        `${rows} on ${P}:offvia_quarantine.bad_data`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_gold`,
+        `roles/bigquery.metadataViewer on ${P}:offvia_quarantine`,
         'roles/datastore.user on project',
       ]);
       assert.deepEqual(table.get(SA('scheduler')), [
@@ -582,10 +609,16 @@ describe('gcloud deploy plan', () => {
       ]);
       assert.deepEqual(table.get(SA('trigger')), ['roles/run.invoker on offvia-ingest-booking']);
       assert.deepEqual(table.get(PUBSUB_AGENT), [
-        `roles/bigquery.dataEditor on ${P}:offvia_bronze`,
+        'roles/iam.serviceAccountTokenCreator on offvia-bronze@offvia-test.iam.gserviceaccount.com',
         'roles/iam.serviceAccountTokenCreator on offvia-trigger@offvia-test.iam.gserviceaccount.com',
+        'roles/pubsub.publisher on booking-events-bronze-dlq',
         'roles/pubsub.publisher on booking-events-dlq',
         'roles/pubsub.subscriber on ${INGEST_BOOKING_SUBSCRIPTION}',
+        'roles/pubsub.subscriber on booking-events-bronze',
+      ]);
+      // The Bronze subscription writes as its own account, which may touch the Bronze table only.
+      assert.deepEqual(table.get(SA('bronze')), [
+        `roles/bigquery.dataEditor on ${P}:offvia_bronze.raw_bookings`,
       ]);
       // Cloud Build runs as offvia-build, not the project's default build account (often Editor).
       assert.deepEqual(table.get(SA('build')), [
@@ -599,7 +632,7 @@ describe('gcloud deploy plan', () => {
           `projects/${P}/serviceAccounts/${email('build')}`,
         );
       }
-      assert.equal(table.size, 7);
+      assert.equal(table.size, 8);
     });
 
     it('runs each function as its own service account, created before any grant to it', () => {
@@ -787,7 +820,7 @@ describe('gcloud deploy plan', () => {
       const facts = factsWithWindows();
       assert.throws(
         () => buildDeployPlan(OPTIONS, { ...facts, sqlFiles: factsBeforeWindows().sqlFiles }),
-        /fireWindows writes to dataset offvia_gold, which sql\/ does not create/,
+        /fireWindows writes to table offvia_gold\.route_panes, which sql\/ does not create/,
       );
     });
 
@@ -972,6 +1005,7 @@ describe('gcloud teardown plan', () => {
     );
     assert.deepEqual(wiped, [
       'booking-events-dlq-hold',
+      'booking-events-bronze-dlq',
       'booking-events-dlq',
       'booking-events',
       ...datasetsCreated(facts.sqlFiles)

@@ -1,0 +1,146 @@
+// Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
+// them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
+import { BRONZE_DATASET, BRONZE_SUBSCRIPTION, BRONZE_TABLE } from '../local/resources';
+import { DATASET_METADATA_ROLE, INGRESS_SETTINGS } from './functions';
+import { grantsOf, isDataRole } from './iam';
+import { BRONZE_DLQ_TOPIC, BRONZE_SA, type DeployOptions, Names } from './options';
+import { type Command, commandsOf, type Step } from './steps';
+
+/** The value of `--flag=value` in a command, or undefined. */
+export function flagValue(command: Command, flag: string): string | undefined {
+  return command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+}
+
+const starts = (command: Command, ...words: string[]): boolean =>
+  words.every((w, i) => command[i] === w);
+
+/**
+ * Data roles granted wider than the system's own resources: a Firestore or BigQuery data role on the whole
+ * project without an IAM condition (it reaches every database and dataset of the project), and a Firestore role
+ * whose condition names another database than the system's.
+ */
+function dataRoleViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const database = `resource.name=="projects/${o.project}/databases/${o.firestoreDatabase}"`;
+  for (const g of grantsOf(steps)) {
+    if (!isDataRole(g.role) || !g.projectLevel) continue;
+    if (!g.conditioned) {
+      out.push(`${g.role} to ${g.member} on the whole project`);
+    } else if (/^roles\/datastore\./.test(g.role)) {
+      const condition = flagValue(g.command, '--condition') ?? '';
+      if (!condition.startsWith(`expression=${database},`)) {
+        out.push(
+          `${g.role} to ${g.member} with a condition other than database ${o.firestoreDatabase}`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * BigQuery grants wider than one table: any role but `roles/bigquery.metadataViewer` (metadata, no rows) on a whole
+ * dataset, a custom role of this project on the whole project, and a predefined BigQuery data role on a table,
+ * except `roles/bigquery.dataEditor` for the Bronze writer on the Bronze table (the role Pub/Sub documents for a
+ * BigQuery subscription's account). The functions get custom roles without `bigquery.tables.getData` or
+ * `bigquery.tables.delete` (CUSTOM_ROLES).
+ */
+function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const names = new Names(o);
+  const bronzeWriter = `serviceAccount:${names.serviceAccountEmail(BRONZE_SA)}`;
+  const bronzeTable = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  for (const g of grantsOf(steps)) {
+    if (g.projectLevel && g.role.startsWith(`projects/${o.project}/roles/`)) {
+      out.push(`${g.role} to ${g.member} on the whole project`);
+    }
+    if (g.command[0] !== 'bq') continue;
+    if (g.command.includes('--dataset') && g.role !== DATASET_METADATA_ROLE) {
+      out.push(`${g.role} to ${g.member} on the whole dataset ${g.resource}`);
+    }
+    if (g.command.includes('--table') && isDataRole(g.role)) {
+      const bronze =
+        g.member === bronzeWriter &&
+        g.resource === bronzeTable &&
+        g.role === 'roles/bigquery.dataEditor';
+      if (!bronze)
+        out.push(`${g.role} to ${g.member} on table ${g.resource} (reads and deletes it)`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Bronze subscription commands that would write as someone else than the Bronze writer account (without
+ * `--bigquery-service-account-email`, Pub/Sub writes as its service agent), or dead-letter elsewhere than to the
+ * Bronze subscription's own topic.
+ */
+function bronzeViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const writer = new Names(o).serviceAccountEmail(BRONZE_SA);
+  const deadLetter = `projects/${o.project}/topics/${BRONZE_DLQ_TOPIC}`;
+  for (const c of steps.flatMap(commandsOf)) {
+    const verb = c[3];
+    if (!starts(c, 'gcloud', 'pubsub', 'subscriptions') || c[4] !== BRONZE_SUBSCRIPTION) continue;
+    if (verb !== 'create' && verb !== 'update') continue;
+    const account = flagValue(c, '--bigquery-service-account-email');
+    if (account !== writer) {
+      out.push(
+        `${BRONZE_SUBSCRIPTION} ${verb} writes as ${account ?? 'the Pub/Sub service agent'}, not ${writer}`,
+      );
+    }
+    const topic = flagValue(c, '--dead-letter-topic');
+    if (topic !== deadLetter) {
+      out.push(
+        `${BRONZE_SUBSCRIPTION} ${verb} dead-letters to ${topic ?? 'nowhere'}, not ${deadLetter}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Firestore commands that name a database other than the system's (or none: gcloud then means `(default)`). */
+function firestoreDatabaseViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  for (const command of steps.flatMap(commandsOf)) {
+    if (!starts(command, 'gcloud', 'firestore')) continue;
+    const database = flagValue(command, '--database');
+    if (database !== o.firestoreDatabase) {
+      out.push(
+        `${command.slice(0, 4).join(' ')} on database ${database ?? '(default)'}, not ${o.firestoreDatabase}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Function deploys without `--ingress-settings=internal-only` (gcloud's default is `all`: the internet). */
+function ingressViolations(steps: readonly Step[]): string[] {
+  return steps
+    .flatMap(commandsOf)
+    .filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))
+    .filter((c) => flagValue(c, '--ingress-settings') !== INGRESS_SETTINGS)
+    .map(
+      (c) =>
+        `function ${c[3]} deployed with ingress ${flagValue(c, '--ingress-settings') ?? 'all (unset)'}`,
+    );
+}
+
+/** Every violation of the security properties in a deploy or teardown plan's steps; empty when there is none. */
+export function planViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  return [
+    ...dataRoleViolations(steps, o),
+    ...bigQueryViolations(steps, o),
+    ...bronzeViolations(steps, o),
+    ...firestoreDatabaseViolations(steps, o),
+    ...ingressViolations(steps),
+  ];
+}
+
+/** @throws Error listing the violations of planViolations, when there are any. */
+export function assertPlanSecure(steps: readonly Step[], o: DeployOptions): void {
+  const violations = planViolations(steps, o);
+  if (violations.length > 0) {
+    throw new Error(`the plan violates its security properties:\n  ${violations.join('\n  ')}`);
+  }
+}
