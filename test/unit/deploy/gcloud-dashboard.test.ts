@@ -1,35 +1,25 @@
 // The Cloud Monitoring dashboard in the deploy plan: its JSON file, the step that creates or updates it in the
 // rendered (dry-run) plan, and charts that read only metrics the plan defines or Google Cloud provides.
 import assert from 'node:assert/strict';
-import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
+import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import { DASHBOARD_VARIABLE, type MonitoringDashboard } from '../../../deploy/gcloud/dashboard';
-import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
-import type { DeployOptions, Plan } from '../../../deploy/gcloud/options';
+import type { Plan } from '../../../deploy/gcloud/options';
 import { renderPlan } from '../../../deploy/gcloud/steps';
 import { BOOKING_DLQ_SUBSCRIPTION, BRONZE_SUBSCRIPTION } from '../../../deploy/local/resources';
 
 const P = 'offvia-test';
-const OPTIONS: DeployOptions = {
-  project: P,
-  region: 'europe-west1',
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  namePrefix: 'offvia-',
-  notificationChannels: [],
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
-};
-const FILE = `${OPTIONS.outDir}/dashboards/pipeline.json`;
+const OUT_DIR = 'deploy/gcloud/generated/test';
+const FILE = `${OUT_DIR}/dashboards/pipeline.json`;
 
 describe('deploy plan: the Cloud Monitoring dashboard', () => {
   let plan: Plan;
   let dashboard: MonitoringDashboard;
   let script: string;
   before(() => {
-    plan = buildDeployPlan(OPTIONS, readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation));
+    // The plan deploy.sh --dry-run prints for these flags.
+    plan = planFor(
+      parseCli(['deploy', '--project', P, '--region', 'europe-west1', '--out-dir', OUT_DIR]),
+    );
     const file = plan.files.find((f) => f.path === FILE);
     assert.ok(file, `${FILE} is generated`);
     dashboard = JSON.parse(file.content) as MonitoringDashboard;
