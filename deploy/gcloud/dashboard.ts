@@ -157,7 +157,7 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
       })),
     },
     {
-      title: 'Dead letters: forwarded per minute, and waiting in the hold subscription',
+      title: 'Dead letters: forwarded per minute, and waiting in the hold subscriptions',
       yLabel: 'messages',
       dataSets: [
         {
@@ -176,9 +176,11 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
         {
           timeSeriesQuery: {
             timeSeriesFilter: {
+              // Both hold subscriptions: the function's dead letters and the rows the Bronze subscription could
+              // not write.
               filter: subscriptionMetric(
                 'num_undelivered_messages',
-                q(t.deadLetterHoldSubscription),
+                `one_of(${[t.deadLetterHoldSubscription, t.bronzeDeadLetterHoldSubscription].map(q).join(',')})`,
               ),
               aggregation: { alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' },
             },
