@@ -8,6 +8,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface AttemptObservations {
   /** Operation (e.g. `firestore apply bundle`) → attempts that were retried after their commit failed. */
   readonly retriedTransactions: Map<string, number>;
+  /**
+   * Operation → the error of the callback run before its latest retry, when that run failed itself (e.g. a read
+   * refused with UNAVAILABLE: Firestore unreachable) rather than its commit (aborted: contention).
+   */
+  readonly retryErrors: Map<string, string>;
 }
 
 const current = new AsyncLocalStorage<AttemptObservations>();
@@ -20,19 +25,26 @@ export function observeAttempt<T>(fn: () => Promise<T>): {
   observations: AttemptObservations;
   result: Promise<T>;
 } {
-  const observations: AttemptObservations = { retriedTransactions: new Map() };
+  const observations: AttemptObservations = {
+    retriedTransactions: new Map(),
+    retryErrors: new Map(),
+  };
   return { observations, result: current.run(observations, fn) };
 }
 
 /**
- * Notes that `operation`'s transaction runs again because its previous commit failed (Firestore's client retries an
- * ABORTED commit, contention on the same documents, with backoff). A no-op outside {@link observeAttempt}.
+ * Notes that `operation`'s transaction runs again: because its previous commit failed (Firestore's client retries an
+ * ABORTED commit, contention on the same documents, with backoff), or, given `afterError`, because the previous run
+ * of the callback failed with that error (the client retries UNAVAILABLE and other retryable codes too). A no-op
+ * outside {@link observeAttempt}.
  */
-export function noteTransactionRetry(operation: string): void {
+export function noteTransactionRetry(operation: string, afterError?: string): void {
   const observations = current.getStore();
   if (observations === undefined) return;
   const map = observations.retriedTransactions;
   map.set(operation, (map.get(operation) ?? 0) + 1);
+  if (afterError === undefined) observations.retryErrors.delete(operation);
+  else observations.retryErrors.set(operation, afterError);
 }
 
 /**
@@ -40,9 +52,13 @@ export function noteTransactionRetry(operation: string): void {
  * the same documents)`; `undefined` when nothing was noted.
  */
 export function describeObservations(observations: AttemptObservations): string | undefined {
-  const parts = [...observations.retriedTransactions].map(
-    ([operation, n]) => `${operation} retried ${n} time${n === 1 ? '' : 's'}`,
-  );
+  const parts = [...observations.retriedTransactions].map(([operation, n]) => {
+    const retried = `${operation} retried ${n} time${n === 1 ? '' : 's'}`;
+    const error = observations.retryErrors.get(operation);
+    return error === undefined
+      ? `${retried} after aborted commits (contention on the same documents)`
+      : `${retried}, the last after ${error}`;
+  });
   if (parts.length === 0) return undefined;
-  return `${parts.join(', ')} after aborted commits (contention on the same documents), still retrying`;
+  return `${parts.join(', ')}, still retrying`;
 }

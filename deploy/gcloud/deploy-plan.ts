@@ -77,7 +77,7 @@ export const DEPLOY_LABEL = 'offvia_deploy';
 /** `state` of a v2 function that is deployed and serving (FAILED, DEPLOYING, UNKNOWN, DELETING are not). */
 export const LIVE_STATE = 'ACTIVE';
 
-/** Dead-letter and retry policy of the function subscription; README explains the numbers. */
+/** Dead-letter and retry policy of the function subscription; docs/deploy.md explains the numbers. */
 export const DELIVERY = {
   maxDeliveryAttempts: 15,
   minRetryDelay: '10s',

@@ -5,7 +5,7 @@
 #
 #   deploy/gcloud/deploy.sh --project P --region R [--dry-run] [--name-prefix offvia-] [--bq-location L] ...
 #
-# --dry-run prints the full ordered plan (a bash script) without calling Google Cloud; see README.md.
+# --dry-run prints the full ordered plan (a bash script) without calling Google Cloud; see docs/deploy.md.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh

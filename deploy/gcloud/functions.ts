@@ -1,5 +1,5 @@
-// How each function is deployed: trigger, sizing, identity and the BigQuery datasets it writes. README.md
-// ("Deploy to Google Cloud") explains every number; change them here, not in the scripts.
+// How each function is deployed: trigger, sizing, identity and the BigQuery datasets it writes. docs/deploy.md
+// explains every number; change them here, not in the scripts.
 import type { TableRef } from '../../shared/config/env';
 import type { IngestConfig } from '../../shared/config/ingest-config';
 import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config';

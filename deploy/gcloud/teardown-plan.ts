@@ -231,7 +231,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     title:
       `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other Firestore database, the APIs, the Pub/Sub service agent ` +
       `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
-      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (README: Teardown)',
+      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (docs/deploy.md, "Teardown")',
   });
   assertPlanSecure(steps, o);
   const header = [

@@ -2,7 +2,7 @@
 # Removes what deploy.sh created: scheduler jobs, alert policies, log metrics, functions, the Bronze subscription,
 # project-level grants and the service accounts. Data (datasets, topics, dead letters, the Firestore documents of
 # the window and drift stores) stays unless --delete-data. Each step deletes only what is there, so a second run
-# (or a run after a partial one) deletes what is left and fails on nothing; README.md lists what it never deletes.
+# (or a run after a partial one) deletes what is left and fails on nothing; docs/deploy.md lists what it never deletes.
 # Asks for the project id before deleting anything (or pass --yes); --dry-run prints the plan and deletes nothing.
 #
 #   deploy/gcloud/teardown.sh --project P --region R [--dry-run] [--yes] [--delete-data] [--name-prefix offvia-]

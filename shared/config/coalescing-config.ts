@@ -1,7 +1,8 @@
 // Configuration of coalesced BigQuery writes in ingestBooking (issue 8), read once at cold start.
 import { ConfigError } from '../errors';
 import type { CoalescingOptions } from '../sinks/coalescing-writer';
-import { type Env, readBool, readInt } from './env';
+import type { Env } from './env';
+import { type VarGroup, boolVar, intVar, readBoolVar, readIntVar } from './spec';
 
 /** Whether rows of concurrent invocations share insertAll calls, and the limits of one call. */
 export interface CoalescingConfig extends CoalescingOptions {
@@ -9,24 +10,82 @@ export interface CoalescingConfig extends CoalescingOptions {
   readonly enabled: boolean;
 }
 
+/** The variables `loadCoalescingConfig` reads; docs/configuration.md is generated from these specs. */
+export const COALESCING_VARS = {
+  enabled: boolVar({
+    name: 'OFFVIA_BQ_COALESCE',
+    default: true,
+    meaning:
+      'rows of concurrent invocations bound for one table share `insertAll` calls; `false`: one call per row',
+  }),
+  maxRows: intVar({
+    name: 'OFFVIA_BQ_COALESCE_MAX_ROWS',
+    default: 500,
+    min: 1,
+    max: 500,
+    unit: 'count',
+    meaning: 'rows in one coalesced call (BigQuery recommends at most 500 rows per request)',
+  }),
+  maxBytes: intVar({
+    name: 'OFFVIA_BQ_COALESCE_MAX_BYTES',
+    default: 5 * 1024 * 1024,
+    min: 1024,
+    max: 9 * 1024 * 1024,
+    unit: 'bytes',
+    meaning: 'request bytes of one coalesced call (BigQuery caps a request at 10 MB)',
+  }),
+  lingerMs: intVar({
+    name: 'OFFVIA_BQ_COALESCE_LINGER_MS',
+    default: 5,
+    min: 0,
+    max: 1000,
+    unit: 'ms',
+    meaning: "how long a batch's first row waits for company; added to a lone event's latency",
+  }),
+  maxInFlight: intVar({
+    name: 'OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT',
+    default: 1,
+    min: 1,
+    max: 100,
+    unit: 'count',
+    meaning:
+      'group commit: `insertAll` calls per table in flight before a batch whose linger elapsed waits for one to settle',
+  }),
+  maxHoldMs: intVar({
+    name: 'OFFVIA_BQ_COALESCE_MAX_HOLD_MS',
+    default: 1000,
+    min: 0,
+    max: 60_000,
+    unit: 'ms',
+    rangeText: 'at least `OFFVIA_BQ_COALESCE_LINGER_MS`',
+    meaning:
+      'longest a batch waits from its first row behind calls in flight, so a hung call does not hold every row',
+  }),
+} as const;
+
+/** The reference section of the coalescing variables. */
+export const COALESCING_VAR_GROUP: VarGroup = {
+  title: 'Coalesced BigQuery writes',
+  intro:
+    'Read by `ingestBooking`: how rows of concurrent invocations share `insertAll` calls; see ' +
+    '[performance](performance.md#coalesced-bigquery-writes).',
+  vars: Object.values(COALESCING_VARS),
+};
+
 /**
- * Reads OFFVIA_BQ_COALESCE (true), OFFVIA_BQ_COALESCE_MAX_ROWS (500; 1–500, BigQuery's recommended rows per
- * request), OFFVIA_BQ_COALESCE_MAX_BYTES (5,242,880; 1,024–9,437,184: BigQuery caps a request at 10 MB),
- * OFFVIA_BQ_COALESCE_LINGER_MS (5; 0–1,000: added to a lone event's latency), OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT
- * (1; 1–100: insertAll calls per table in flight before a batch waits for one to settle, group commit) and
- * OFFVIA_BQ_COALESCE_MAX_HOLD_MS (1,000; from the linger up to 60,000: longest a batch waits behind calls in
- * flight, so a hung call does not hold every row).
+ * Reads the `COALESCING_VARS` (defaults, ranges and meanings there).
  * @throws ConfigError naming the first bad variable (OFFVIA_BQ_COALESCE_MAX_HOLD_MS also when it is below
  * OFFVIA_BQ_COALESCE_LINGER_MS)
  */
 export function loadCoalescingConfig(env: Env): CoalescingConfig {
+  const v = COALESCING_VARS;
   const config: CoalescingConfig = {
-    enabled: readBool(env, 'OFFVIA_BQ_COALESCE', true),
-    maxRows: readInt(env, 'OFFVIA_BQ_COALESCE_MAX_ROWS', 500, 1, 500),
-    maxBytes: readInt(env, 'OFFVIA_BQ_COALESCE_MAX_BYTES', 5 * 1024 * 1024, 1024, 9 * 1024 * 1024),
-    lingerMs: readInt(env, 'OFFVIA_BQ_COALESCE_LINGER_MS', 5, 0, 1000),
-    maxInFlight: readInt(env, 'OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT', 1, 1, 100),
-    maxHoldMs: readInt(env, 'OFFVIA_BQ_COALESCE_MAX_HOLD_MS', 1000, 0, 60_000),
+    enabled: readBoolVar(env, v.enabled),
+    maxRows: readIntVar(env, v.maxRows),
+    maxBytes: readIntVar(env, v.maxBytes),
+    lingerMs: readIntVar(env, v.lingerMs),
+    maxInFlight: readIntVar(env, v.maxInFlight),
+    maxHoldMs: readIntVar(env, v.maxHoldMs),
   };
   if (config.maxHoldMs < config.lingerMs) {
     throw new ConfigError(

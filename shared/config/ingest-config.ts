@@ -1,7 +1,17 @@
 // Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
 import { DEFAULT_CURRENCY } from '../contract/fields';
 import { ConfigError } from '../errors';
-import { type Env, type TableRef, readInt, readOptionalString, readString, readTable } from './env';
+import { type Env, type TableRef, readOptionalString } from './env';
+import {
+  type VarGroup,
+  intVar,
+  nameVar,
+  readIntVar,
+  readNameVar,
+  readTableVar,
+  tableVar,
+  textVar,
+} from './spec';
 
 /** Everything ingestBooking needs to know; all durations in ms. */
 export interface IngestConfig {
@@ -78,56 +88,169 @@ export const DEFAULT_MAX_EVENT_AGE_MS = 730 * DAY_MS;
  */
 export const MAX_FUTURE_SKEW_LIMIT_MS = 365 * DAY_MS;
 
+/** The database id the system uses unless OFFVIA_FIRESTORE_DATABASE says otherwise. */
+export const DEFAULT_FIRESTORE_DATABASE = 'offvia';
+
+/** `OFFVIA_DEFAULT_CURRENCY`'s value meaning "no default: currency is required" (any case). */
+export const NO_DEFAULT_CURRENCY = 'none';
+
+/** The variables `loadIngestConfig` reads; docs/configuration.md is generated from these specs. */
+export const INGEST_VARS = {
+  projectId: textVar({
+    name: 'OFFVIA_PROJECT_ID',
+    defaultText:
+      '`GOOGLE_CLOUD_PROJECT`, else `GCLOUD_PROJECT`, else detected by the client libraries',
+    meaning:
+      'Google Cloud project of the BigQuery and Firestore clients (the deploy plan sets it to `--project`)',
+  }),
+  // Firestore's rule for a database id: 4–63 characters, lowercase letters, digits and hyphens, starting with a
+  // letter and not ending with a hyphen (Firestore REST reference, projects.databases.create `databaseId`; UUID-like
+  // ids are refused there too). `(default)` does not match: the system keeps its state out of the project's shared
+  // default database.
+  firestoreDatabase: nameVar({
+    name: 'OFFVIA_FIRESTORE_DATABASE',
+    default: DEFAULT_FIRESTORE_DATABASE,
+    pattern: /^[a-z][a-z0-9-]{2,61}[a-z0-9]$/,
+    patternText:
+      'a named Firestore database id: 4–63 of `a-z 0-9 -`, starting with a letter, not ending with `-`; ' +
+      '`(default)` refused',
+    meaning:
+      "the system's own named Firestore database (window store, dedup ledger, drift retry store); the deploy sets " +
+      'it from `--firestore-database`, the local stack from its own environment (same default)',
+  }),
+  googleCloudProject: textVar({
+    name: 'GOOGLE_CLOUD_PROJECT',
+    defaultText: 'unset',
+    meaning: 'fallback for `OFFVIA_PROJECT_ID` (then `GCLOUD_PROJECT`); set by the local stack',
+  }),
+  gcloudProject: textVar({
+    name: 'GCLOUD_PROJECT',
+    defaultText: 'unset',
+    meaning: 'last fallback for `OFFVIA_PROJECT_ID` before the client libraries detect the project',
+  }),
+  bigQueryEmulatorHost: textVar({
+    name: 'BIGQUERY_EMULATOR_HOST',
+    defaultText: 'unset (Google Cloud)',
+    meaning:
+      'the local BigQuery emulator, `host:port` or a URL; for the Node client v8 it must include the path ' +
+      '(`http://127.0.0.1:9050/bigquery/v2`). Also switches `OFFVIA_SCHEMA_DDL_STYLE` to `per_column`',
+  }),
+  silverTable: tableVar({
+    name: 'OFFVIA_SILVER_TABLE',
+    default: 'offvia_silver.fact_bookings',
+    meaning: 'Silver: validated bookings (insertId = `event_id`)',
+  }),
+  quarantineTable: tableVar({
+    name: 'OFFVIA_QUARANTINE_TABLE',
+    default: 'offvia_quarantine.poisoned_events',
+    meaning: 'quarantine: rejected messages with their `error_stage` (insertId = message id)',
+  }),
+  badDataTable: tableVar({
+    name: 'OFFVIA_BAD_DATA_TABLE',
+    default: 'offvia_quarantine.bad_data',
+    meaning:
+      'bad data: rows BigQuery refused, schema-drift rows past their retry budget, messages past the retry-age guard',
+  }),
+  maxFutureSkewMs: intVar({
+    name: 'OFFVIA_MAX_FUTURE_SKEW_MS',
+    default: 5 * MINUTE_MS,
+    min: 0,
+    max: MAX_FUTURE_SKEW_LIMIT_MS,
+    unit: 'ms',
+    meaning:
+      '`event_time` later than receipt + this is rejected at `EVENT_TIME_VALIDATION`; the maximum is the 1 year ' +
+      'ahead BigQuery streams into a partitioned table',
+  }),
+  maxEventAgeMs: intVar({
+    name: 'OFFVIA_MAX_EVENT_AGE_MS',
+    default: DEFAULT_MAX_EVENT_AGE_MS,
+    min: MINUTE_MS,
+    max: MAX_EVENT_AGE_LIMIT_MS,
+    unit: 'ms',
+    meaning:
+      '`event_time` older than receipt − this is rejected at `EVENT_TIME_VALIDATION`; the maximum stays inside ' +
+      "BigQuery's 5 years for streaming into a partitioned table " +
+      '([validation](validation.md#event-times-bigquery-will-stream))',
+  }),
+  defaultCurrency: textVar({
+    name: 'OFFVIA_DEFAULT_CURRENCY',
+    defaultText: `\`${DEFAULT_CURRENCY}\``,
+    allowedText: `three capitals (ISO 4217 shape), or \`${NO_DEFAULT_CURRENCY}\` (any case)`,
+    meaning:
+      `\`currency\` of a booking that has none; \`${NO_DEFAULT_CURRENCY}\` makes a missing currency a ` +
+      '`SCHEMA_VALIDATION` error ([validation](validation.md#default-currency))',
+  }),
+  // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
+  quarantinePayloadMaxBytes: intVar({
+    name: 'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
+    default: 1024 * 1024,
+    min: 1024,
+    max: 4 * 1024 * 1024,
+    unit: 'bytes',
+    meaning:
+      'longest `raw_payload` kept in a quarantine or retry-age bad-data row (UTF-8 bytes); Bronze keeps the whole message',
+  }),
+  maxRetryAgeMs: intVar({
+    name: 'OFFVIA_MAX_RETRY_AGE_MS',
+    default: 45 * MINUTE_MS,
+    min: MINUTE_MS,
+    max: 7 * DAY_MS,
+    unit: 'ms',
+    meaning:
+      'retry-age guard: a message still failing this long after its publish time goes to bad data and is acked; ' +
+      "keep it below the subscription's dead-letter horizon (about 90 min)",
+  }),
+  attemptDeadlineMs: intVar({
+    name: 'OFFVIA_ATTEMPT_DEADLINE_MS',
+    default: 45_000,
+    min: 1_000,
+    max: 3_600_000,
+    unit: 'ms',
+    meaning:
+      'longest one delivery may take: a dependency that hangs (rather than fails) is then a transient failure, so ' +
+      "the invocation answers 5xx or, past the retry age, routes to bad data; keep it below the function's " +
+      'timeout (60 s deployed)',
+  }),
+} as const;
+
+/** The reference section of the ingest variables. */
+export const INGEST_VAR_GROUP: VarGroup = {
+  title: 'Ingest: tables, validation bounds, retries',
+  intro:
+    'Read by `ingestBooking` (and, for the project and tables, by `schemaSweep` and `fireWindows`); see ' +
+    '[validation](validation.md) and [delivery guarantees](delivery-guarantees.md).',
+  vars: Object.values(INGEST_VARS),
+};
+
 /**
  * Reads and validates the configuration.
  * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), OFFVIA_FIRESTORE_DATABASE,
  * BIGQUERY_EMULATOR_HOST,
  * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
  * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
- * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY.
+ * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY (specs, defaults and ranges: `INGEST_VARS`).
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
+  const v = INGEST_VARS;
   return {
     projectId:
-      readOptionalString(env, 'OFFVIA_PROJECT_ID') ??
-      readOptionalString(env, 'GOOGLE_CLOUD_PROJECT') ??
-      readOptionalString(env, 'GCLOUD_PROJECT'),
+      readOptionalString(env, v.projectId.name) ??
+      readOptionalString(env, v.googleCloudProject.name) ??
+      readOptionalString(env, v.gcloudProject.name),
     firestoreDatabase: readFirestoreDatabase(env),
-    bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, 'BIGQUERY_EMULATOR_HOST')),
-    silverTable: readTable(env, 'OFFVIA_SILVER_TABLE', 'offvia_silver.fact_bookings'),
-    quarantineTable: readTable(env, 'OFFVIA_QUARANTINE_TABLE', 'offvia_quarantine.poisoned_events'),
-    badDataTable: readTable(env, 'OFFVIA_BAD_DATA_TABLE', 'offvia_quarantine.bad_data'),
-    maxFutureSkewMs: readInt(
-      env,
-      'OFFVIA_MAX_FUTURE_SKEW_MS',
-      5 * MINUTE_MS,
-      0,
-      MAX_FUTURE_SKEW_LIMIT_MS,
-    ),
-    maxEventAgeMs: readInt(
-      env,
-      'OFFVIA_MAX_EVENT_AGE_MS',
-      DEFAULT_MAX_EVENT_AGE_MS,
-      MINUTE_MS,
-      MAX_EVENT_AGE_LIMIT_MS,
-    ),
-    // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
-    quarantinePayloadMaxBytes: readInt(
-      env,
-      'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
-      1024 * 1024,
-      1024,
-      4 * 1024 * 1024,
-    ),
-    maxRetryAgeMs: readInt(env, 'OFFVIA_MAX_RETRY_AGE_MS', 45 * MINUTE_MS, MINUTE_MS, 7 * DAY_MS),
-    attemptDeadlineMs: readInt(env, 'OFFVIA_ATTEMPT_DEADLINE_MS', 45_000, 1_000, 3_600_000),
+    bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
+    silverTable: readTableVar(env, v.silverTable),
+    quarantineTable: readTableVar(env, v.quarantineTable),
+    badDataTable: readTableVar(env, v.badDataTable),
+    maxFutureSkewMs: readIntVar(env, v.maxFutureSkewMs),
+    maxEventAgeMs: readIntVar(env, v.maxEventAgeMs),
+    quarantinePayloadMaxBytes: readIntVar(env, v.quarantinePayloadMaxBytes),
+    maxRetryAgeMs: readIntVar(env, v.maxRetryAgeMs),
+    attemptDeadlineMs: readIntVar(env, v.attemptDeadlineMs),
     defaultCurrency: readDefaultCurrency(env),
   };
 }
-
-/** `OFFVIA_DEFAULT_CURRENCY`'s value meaning "no default: currency is required" (any case). */
-export const NO_DEFAULT_CURRENCY = 'none';
 
 /**
  * `OFFVIA_DEFAULT_CURRENCY`: unset or empty → "USD" (lab: `payload.get("currency", "USD")`); `none` → `null` (no
@@ -136,7 +259,7 @@ export const NO_DEFAULT_CURRENCY = 'none';
  * @throws ConfigError for any other value.
  */
 function readDefaultCurrency(env: Env): string | null {
-  const name = 'OFFVIA_DEFAULT_CURRENCY';
+  const name = INGEST_VARS.defaultCurrency.name;
   const value = readOptionalString(env, name);
   if (value === undefined) return DEFAULT_CURRENCY;
   if (value.toLowerCase() === NO_DEFAULT_CURRENCY) return null;
@@ -149,21 +272,17 @@ function readDefaultCurrency(env: Env): string | null {
   return value;
 }
 
-/** The database id the system uses unless OFFVIA_FIRESTORE_DATABASE says otherwise. */
-export const DEFAULT_FIRESTORE_DATABASE = 'offvia';
-
 /**
- * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE. Firestore's rule for a database id: 4–63 characters,
- * lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen
- * (Firestore REST reference, projects.databases.create `databaseId`; UUID-like ids are refused there too). `(default)` is refused: the system keeps its state out of
- * the project's shared default database.
+ * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE; the rule is the spec's pattern (Firestore's database id
+ * rule, see `INGEST_VARS.firestoreDatabase`).
  * @throws ConfigError for any other value.
  */
 export function readFirestoreDatabase(env: Env): string {
-  const id = readString(env, 'OFFVIA_FIRESTORE_DATABASE', DEFAULT_FIRESTORE_DATABASE);
-  if (!/^[a-z][a-z0-9-]{2,61}[a-z0-9]$/.test(id)) {
+  const spec = INGEST_VARS.firestoreDatabase;
+  const id = readNameVar(env, spec);
+  if (!spec.pattern.test(id)) {
     throw new ConfigError(
-      'OFFVIA_FIRESTORE_DATABASE',
+      spec.name,
       `expected a named Firestore database id (4-63 of a-z 0-9 -, starting with a letter), got ${JSON.stringify(id)}`,
     );
   }

@@ -3,13 +3,21 @@ import { ConfigError } from '../errors';
 import {
   type Env,
   type TableRef,
-  readBool,
-  readInt,
   readOptionalString,
   readString,
   readTable,
   tableName,
 } from './env';
+import {
+  type VarGroup,
+  boolVar,
+  choiceVar,
+  intVar,
+  nameVar,
+  readBoolVar,
+  readIntVar,
+  tableListVar,
+} from './spec';
 
 /** Whether the sweep applies planned changes (`apply`) or only records them on the change (`propose`). */
 export type SchemaMode = 'propose' | 'apply';
@@ -66,26 +74,172 @@ export interface SchemaDriftConfig {
   firestoreRoot: string;
 }
 
-/** Defaults, for docs and tests. */
-export const SCHEMA_DRIFT_DEFAULTS = {
-  windowMinutes: 3,
-  retryMinutes: 30,
-  windowGraceMs: 10_000,
-  maxNewColumnsPerWindow: 10,
-  maxColumnsPerTable: 1000,
-  maxNewFieldsPerEvent: 20,
-  maxProposedFieldsPerWindow: 200,
-  schemaCacheTtlMs: 60_000,
-  leaseMs: 120_000,
-  minUpdateIntervalMs: 10_000,
-  sweepMaxRows: 5000,
-  firestoreRoot: 'offviaSchemaDrift',
-} as const;
-
 const WEEK_MINUTES = 7 * 24 * 60;
 const HOUR_MS = 3_600_000;
 /** Firestore collection ids: no `/`, not `.`/`..`, not `__…__`; we keep to a plain alphabet. */
 const COLLECTION_ID = /^[A-Za-z][A-Za-z0-9_-]{0,99}$/;
+
+/** The variables `loadSchemaDriftConfig` reads; docs/configuration.md is generated from these specs. */
+export const SCHEMA_DRIFT_VARS = {
+  enabled: boolVar({
+    name: 'OFFVIA_SCHEMA_DRIFT',
+    default: true,
+    meaning:
+      'the schema-drift gate in `ingestBooking`; `false`: fields outside the contract are ignored, as in the lab',
+  }),
+  mode: choiceVar<SchemaMode>({
+    name: 'OFFVIA_SCHEMA_MODE',
+    choices: ['propose', 'apply'],
+    default: 'apply',
+    meaning:
+      "`apply`: the sweep adds columns; `propose`: it records each window's plan on the change and adds nothing",
+  }),
+  windowMinutes: intVar({
+    name: 'OFFVIA_SCHEMA_WINDOW_MINUTES',
+    default: 3,
+    min: 1,
+    max: 60,
+    unit: 'minutes',
+    meaning: "schema-change window (the bad-data design's default; 1–5 for high volume)",
+  }),
+  // A row waits up to one window for its window to close, then for the sweep that applies the change and retries
+  // it: a budget under two windows sends rows to bad data before their column could exist.
+  retryMinutes: intVar({
+    name: 'OFFVIA_SCHEMA_RETRY_MINUTES',
+    default: 30,
+    min: 0,
+    max: WEEK_MINUTES,
+    unit: 'minutes',
+    rangeText: '0 (no retries) or at least two schema windows',
+    meaning:
+      'retry budget from first receipt for retryable errors (default: 10 windows of 3 min); then bad data. ' +
+      'Permanent errors go to bad data at once',
+  }),
+  windowGraceMs: intVar({
+    name: 'OFFVIA_SCHEMA_WINDOW_GRACE_MS',
+    default: 10_000,
+    min: 0,
+    max: 300_000,
+    unit: 'ms',
+    meaning: 'a window is swept this long after its end, so late proposals still land in it',
+  }),
+  targetTables: tableListVar({
+    name: 'OFFVIA_SCHEMA_TARGET_TABLES',
+    defaultText: 'the Silver table',
+    meaning:
+      'comma-separated tables drift may change (configuration only, never a payload); must include Silver while ' +
+      'drift is on',
+  }),
+  maxNewColumnsPerWindow: intVar({
+    name: 'OFFVIA_SCHEMA_MAX_NEW_COLUMNS_PER_WINDOW',
+    default: 10,
+    min: 0,
+    max: 10_000,
+    unit: 'count',
+    meaning: "columns one window's update may add to a table; the rest wait for a later window",
+  }),
+  maxColumnsPerTable: intVar({
+    name: 'OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE',
+    default: 1000,
+    min: 1,
+    max: 10_000,
+    unit: 'count',
+    meaning: 'columns a target table may reach (BigQuery allows 10,000)',
+  }),
+  maxNewFieldsPerEvent: intVar({
+    name: 'OFFVIA_SCHEMA_MAX_NEW_FIELDS_PER_EVENT',
+    default: 20,
+    min: 0,
+    max: 10_000,
+    unit: 'count',
+    meaning:
+      'an event with more not-yet-column fields is a flood: it proposes none of them (`FIELD_FLOOD`)',
+  }),
+  maxProposedFieldsPerWindow: intVar({
+    name: 'OFFVIA_SCHEMA_MAX_PROPOSED_FIELDS_PER_WINDOW',
+    default: 200,
+    min: 1,
+    max: 2000,
+    unit: 'count',
+    meaning:
+      'distinct fields one pending change holds (bounds the Firestore document); a field past it is `PROPOSAL_CAP`',
+  }),
+  schemaCacheTtlMs: intVar({
+    name: 'OFFVIA_SCHEMA_CACHE_TTL_MS',
+    default: 60_000,
+    min: 0,
+    max: HOUR_MS,
+    unit: 'ms',
+    meaning: 'how long `ingestBooking` trusts a cached table schema',
+  }),
+  ddlStyle: choiceVar<DdlStyle>({
+    name: 'OFFVIA_SCHEMA_DDL_STYLE',
+    choices: ['single', 'per_column'],
+    default: 'single',
+    defaultText: '`single`; `per_column` when `BIGQUERY_EMULATOR_HOST` is set',
+    meaning:
+      'one `ALTER TABLE` with every column (one metadata update, what BigQuery wants), or one per column (the ' +
+      'local emulator takes one ALTER command per statement)',
+  }),
+  leaseMs: intVar({
+    name: 'OFFVIA_SCHEMA_LEASE_MS',
+    default: 120_000,
+    min: 10_000,
+    max: HOUR_MS,
+    unit: 'ms',
+    meaning: "the sweep's lease per table, renewed before every write step",
+  }),
+  minUpdateIntervalMs: intVar({
+    name: 'OFFVIA_SCHEMA_MIN_UPDATE_INTERVAL_MS',
+    default: 10_000,
+    min: 0,
+    max: HOUR_MS,
+    unit: 'ms',
+    meaning:
+      'least time between two updates of one table (BigQuery allows 5 table metadata updates per 10 s per table)',
+  }),
+  sweepMaxRows: intVar({
+    name: 'OFFVIA_SCHEMA_SWEEP_MAX_ROWS',
+    default: 5000,
+    min: 1,
+    max: 100_000,
+    unit: 'count',
+    meaning: 'waiting rows one sweep retries per table, oldest first',
+  }),
+  firestoreRoot: nameVar({
+    name: 'OFFVIA_SCHEMA_FIRESTORE_ROOT',
+    default: 'offviaSchemaDrift',
+    pattern: COLLECTION_ID,
+    patternText: 'a Firestore collection id: a letter, then up to 99 letters, digits, `_` or `-`',
+    meaning:
+      'root collection of the drift state (retry store, pending changes, leases, audit records)',
+  }),
+} as const;
+
+/** The reference section of the schema-drift variables. */
+export const SCHEMA_DRIFT_VAR_GROUP: VarGroup = {
+  title: 'Schema drift and the schema sweep',
+  intro:
+    'Read by `ingestBooking` (the gate) and `schemaSweep`, which must agree on the window; see ' +
+    '[schema drift](schema-drift.md).',
+  vars: Object.values(SCHEMA_DRIFT_VARS),
+};
+
+/** Defaults, for docs and tests: the specs' defaults. */
+export const SCHEMA_DRIFT_DEFAULTS = {
+  windowMinutes: SCHEMA_DRIFT_VARS.windowMinutes.default,
+  retryMinutes: SCHEMA_DRIFT_VARS.retryMinutes.default,
+  windowGraceMs: SCHEMA_DRIFT_VARS.windowGraceMs.default,
+  maxNewColumnsPerWindow: SCHEMA_DRIFT_VARS.maxNewColumnsPerWindow.default,
+  maxColumnsPerTable: SCHEMA_DRIFT_VARS.maxColumnsPerTable.default,
+  maxNewFieldsPerEvent: SCHEMA_DRIFT_VARS.maxNewFieldsPerEvent.default,
+  maxProposedFieldsPerWindow: SCHEMA_DRIFT_VARS.maxProposedFieldsPerWindow.default,
+  schemaCacheTtlMs: SCHEMA_DRIFT_VARS.schemaCacheTtlMs.default,
+  leaseMs: SCHEMA_DRIFT_VARS.leaseMs.default,
+  minUpdateIntervalMs: SCHEMA_DRIFT_VARS.minUpdateIntervalMs.default,
+  sweepMaxRows: SCHEMA_DRIFT_VARS.sweepMaxRows.default,
+  firestoreRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
+} as const;
 
 /**
  * Reads and validates the drift configuration.
@@ -98,7 +252,8 @@ export function loadSchemaDriftConfig(
   silverTable: TableRef,
   projectId?: string,
 ): SchemaDriftConfig {
-  const enabled = readBool(env, 'OFFVIA_SCHEMA_DRIFT', true);
+  const v = SCHEMA_DRIFT_VARS;
+  const enabled = readBoolVar(env, v.enabled);
   const targetTables = readTargetTables(env, silverTable, projectId);
   const silverName = tableName(silverTable, projectId);
   if (enabled && !targetTables.some((t) => tableName(t, projectId) === silverName)) {
@@ -107,19 +262,17 @@ export function loadSchemaDriftConfig(
       `must include the Silver table ${silverName} while OFFVIA_SCHEMA_DRIFT is on (or turn drift off)`,
     );
   }
-  const d = SCHEMA_DRIFT_DEFAULTS;
-  const firestoreRoot = readString(env, 'OFFVIA_SCHEMA_FIRESTORE_ROOT', d.firestoreRoot);
-  if (!COLLECTION_ID.test(firestoreRoot)) {
+  const firestoreRoot = readString(env, v.firestoreRoot.name, v.firestoreRoot.default);
+  if (!v.firestoreRoot.pattern.test(firestoreRoot)) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_FIRESTORE_ROOT',
       `expected a collection id (letter, then letters, digits, _ or -), got ${JSON.stringify(firestoreRoot)}`,
     );
   }
-  const windowMinutes = readInt(env, 'OFFVIA_SCHEMA_WINDOW_MINUTES', d.windowMinutes, 1, 60);
-  const retryMinutes = readInt(env, 'OFFVIA_SCHEMA_RETRY_MINUTES', d.retryMinutes, 0, WEEK_MINUTES);
-  // A row waits up to one window for its window to close, then for the sweep that applies the change and retries
-  // it: a budget under two windows sends rows to bad data before their column could exist. 0 is an explicit
-  // "no retries" (rows go to bad data at the first sweep after their window).
+  const windowMinutes = readIntVar(env, v.windowMinutes);
+  const retryMinutes = readIntVar(env, v.retryMinutes);
+  // 0 is an explicit "no retries" (rows go to bad data at the first sweep after their window); otherwise the
+  // budget must cover two windows (see the spec).
   if (retryMinutes > 0 && retryMinutes < 2 * windowMinutes) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_RETRY_MINUTES',
@@ -130,55 +283,27 @@ export function loadSchemaDriftConfig(
   }
   return {
     enabled,
-    mode: readChoice(env, 'OFFVIA_SCHEMA_MODE', ['propose', 'apply'], 'apply'),
+    mode: readChoice(env, v.mode.name, v.mode.choices, v.mode.default),
     windowMinutes,
     retryMinutes,
-    windowGraceMs: readInt(env, 'OFFVIA_SCHEMA_WINDOW_GRACE_MS', d.windowGraceMs, 0, 300_000),
-    maxNewColumnsPerWindow: readInt(
-      env,
-      'OFFVIA_SCHEMA_MAX_NEW_COLUMNS_PER_WINDOW',
-      d.maxNewColumnsPerWindow,
-      0,
-      10_000,
-    ),
-    maxColumnsPerTable: readInt(
-      env,
-      'OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE',
-      d.maxColumnsPerTable,
-      1,
-      10_000,
-    ),
-    maxNewFieldsPerEvent: readInt(
-      env,
-      'OFFVIA_SCHEMA_MAX_NEW_FIELDS_PER_EVENT',
-      d.maxNewFieldsPerEvent,
-      0,
-      10_000,
-    ),
-    maxProposedFieldsPerWindow: readInt(
-      env,
-      'OFFVIA_SCHEMA_MAX_PROPOSED_FIELDS_PER_WINDOW',
-      d.maxProposedFieldsPerWindow,
-      1,
-      2000,
-    ),
+    windowGraceMs: readIntVar(env, v.windowGraceMs),
+    maxNewColumnsPerWindow: readIntVar(env, v.maxNewColumnsPerWindow),
+    maxColumnsPerTable: readIntVar(env, v.maxColumnsPerTable),
+    maxNewFieldsPerEvent: readIntVar(env, v.maxNewFieldsPerEvent),
+    maxProposedFieldsPerWindow: readIntVar(env, v.maxProposedFieldsPerWindow),
     targetTables,
-    schemaCacheTtlMs: readInt(env, 'OFFVIA_SCHEMA_CACHE_TTL_MS', d.schemaCacheTtlMs, 0, HOUR_MS),
+    schemaCacheTtlMs: readIntVar(env, v.schemaCacheTtlMs),
     ddlStyle: readChoice(
       env,
-      'OFFVIA_SCHEMA_DDL_STYLE',
-      ['single', 'per_column'],
-      readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') === undefined ? 'single' : 'per_column',
+      v.ddlStyle.name,
+      v.ddlStyle.choices,
+      readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') === undefined
+        ? v.ddlStyle.default
+        : 'per_column',
     ),
-    leaseMs: readInt(env, 'OFFVIA_SCHEMA_LEASE_MS', d.leaseMs, 10_000, HOUR_MS),
-    minUpdateIntervalMs: readInt(
-      env,
-      'OFFVIA_SCHEMA_MIN_UPDATE_INTERVAL_MS',
-      d.minUpdateIntervalMs,
-      0,
-      HOUR_MS,
-    ),
-    sweepMaxRows: readInt(env, 'OFFVIA_SCHEMA_SWEEP_MAX_ROWS', d.sweepMaxRows, 1, 100_000),
+    leaseMs: readIntVar(env, v.leaseMs),
+    minUpdateIntervalMs: readIntVar(env, v.minUpdateIntervalMs),
+    sweepMaxRows: readIntVar(env, v.sweepMaxRows),
     firestoreRoot,
   };
 }

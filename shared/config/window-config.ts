@@ -10,7 +10,20 @@ import {
   type WatermarkPolicy,
   type WindowingStrategy,
 } from '../windowing';
-import { type Env, type TableRef, readBool, readInt, readString, readTable } from './env';
+import { type Env, type TableRef, readString } from './env';
+import {
+  type NameVarSpec,
+  type VarGroup,
+  boolVar,
+  choiceVar,
+  intVar,
+  nameVar,
+  readBoolVar,
+  readIntVar,
+  readNameVar,
+  readTableVar,
+  tableVar,
+} from './spec';
 
 /** Everything the windowed pipeline needs. Durations in ms. */
 export interface WindowConfig {
@@ -53,22 +66,261 @@ const MINUTE_MS = 60 * SECOND_MS;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
-/** The lab's windowing: one-minute fixed windows, 5 min allowed lateness, early every 30 s, late per element. */
-export const WINDOW_DEFAULTS = {
-  windowSizeMs: MINUTE_MS,
-  allowedLatenessMs: 5 * MINUTE_MS,
-  earlyFiringDelayMs: 30 * SECOND_MS,
-  lateFiringCount: 1,
-  accumulationMode: 'ACCUMULATING' as AccumulationMode,
-  maxOutOfOrdernessMs: 10 * SECOND_MS,
-  idleTimeoutMs: MINUTE_MS,
-  watermarkMaxFutureSkewMs: 0,
-  shards: 4,
-  ledgerTtlMs: 8 * DAY_MS,
-};
-
 const PIPELINE = /^[a-z][a-z0-9_]{0,39}$/;
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
+
+/** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
+export const MAX_WINDOWS_PER_EVENT = 60;
+
+/**
+ * The variables `loadWindowConfig` reads; docs/configuration.md is generated from these specs. Defaults are the
+ * lab's windowing (one-minute fixed windows, 5 min allowed lateness) with the study guide's early firings every
+ * 30 s, a late firing per late element and accumulating panes.
+ */
+export const WINDOW_VARS = {
+  enabled: boolVar({
+    name: 'OFFVIA_WINDOWS_ENABLED',
+    default: true,
+    meaning: 'the window-state sink in `ingestBooking` (booking aggregates per route and window)',
+  }),
+  pipeline: nameVar({
+    name: 'OFFVIA_WINDOW_PIPELINE',
+    default: 'booking_routes_1m',
+    pattern: PIPELINE,
+    patternText: 'a lowercase letter, then up to 39 lowercase letters, digits or `_`',
+    meaning: 'pipeline name: Firestore namespace, gold `pipeline` column, insertId prefix',
+  }),
+  sizeMs: intVar({
+    name: 'OFFVIA_WINDOW_SIZE_MS',
+    default: MINUTE_MS,
+    min: SECOND_MS,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning: 'window length',
+  }),
+  periodMs: intVar({
+    name: 'OFFVIA_WINDOW_PERIOD_MS',
+    default: MINUTE_MS,
+    defaultText: '`OFFVIA_WINDOW_SIZE_MS` (fixed windows)',
+    min: SECOND_MS,
+    max: DAY_MS,
+    unit: 'ms',
+    rangeText: `at most \`OFFVIA_WINDOW_SIZE_MS\`, and size / period ≤ ${MAX_WINDOWS_PER_EVENT}`,
+    meaning:
+      'below the size: sliding windows. Each event is in size / period windows, each a state write in its transaction',
+  }),
+  offsetMs: intVar({
+    name: 'OFFVIA_WINDOW_OFFSET_MS',
+    default: 0,
+    min: 0,
+    max: DAY_MS - 1,
+    unit: 'ms',
+    rangeText: 'below the period',
+    meaning: 'shifts window starts from the epoch',
+  }),
+  allowedLatenessMs: intVar({
+    name: 'OFFVIA_WINDOW_ALLOWED_LATENESS_MS',
+    default: 5 * MINUTE_MS,
+    min: 0,
+    max: 7 * DAY_MS,
+    unit: 'ms',
+    meaning:
+      "Beam's allowed lateness: data later than window end + this (by the watermark) is dropped and counted",
+  }),
+  earlyFiringDelayMs: intVar({
+    name: 'OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS',
+    default: 30 * SECOND_MS,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning:
+      "early firings: processing time after the pane's first element (0 = off; with a count too: `AfterFirst`)",
+  }),
+  earlyFiringCount: intVar({
+    name: 'OFFVIA_WINDOW_EARLY_FIRING_COUNT',
+    default: 0,
+    min: 0,
+    max: 1_000_000,
+    unit: 'count',
+    meaning: 'early firings: elements in the pane (0 = off)',
+  }),
+  lateFiringDelayMs: intVar({
+    name: 'OFFVIA_WINDOW_LATE_FIRING_DELAY_MS',
+    default: 0,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning: "late firings: processing time after the late pane's first element (0 = off)",
+  }),
+  lateFiringCount: intVar({
+    name: 'OFFVIA_WINDOW_LATE_FIRING_COUNT',
+    default: 1,
+    min: 0,
+    max: 1_000_000,
+    unit: 'count',
+    meaning:
+      'late firings: late elements per LATE pane. With the delay also 0 there are none: the ON_TIME pane is final ' +
+      'and later data is dropped (`CLOSED_WINDOW`)',
+  }),
+  accumulationMode: choiceVar<AccumulationMode>({
+    name: 'OFFVIA_WINDOW_ACCUMULATION_MODE',
+    choices: ['ACCUMULATING', 'DISCARDING'],
+    default: 'ACCUMULATING',
+    meaning:
+      'whether a pane carries everything so far (`ACCUMULATING`) or only what came since the last pane',
+  }),
+  maxOutOfOrdernessMs: intVar({
+    name: 'OFFVIA_WATERMARK_MAX_OUT_OF_ORDERNESS_MS',
+    default: 10 * SECOND_MS,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning: 'watermark = largest event time seen − this',
+  }),
+  idleTimeoutMs: intVar({
+    name: 'OFFVIA_WATERMARK_IDLE_TIMEOUT_MS',
+    default: MINUTE_MS,
+    min: SECOND_MS,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning:
+      'no new largest event time for this long: the watermark glides on with processing time',
+  }),
+  // Not the contract's OFFVIA_MAX_FUTURE_SKEW_MS (5 min): an event the contract accepts a few minutes ahead of
+  // the clock must not drag the watermark ahead of it, or on-time data of the current minute is dropped as late.
+  watermarkMaxFutureSkewMs: intVar({
+    name: 'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS',
+    default: 0,
+    min: 0,
+    max: HOUR_MS,
+    unit: 'ms',
+    meaning:
+      'events stamped later than their receipt + this are counted in their windows but never move the watermark. ' +
+      "Not the contract's `OFFVIA_MAX_FUTURE_SKEW_MS`: one event stamped minutes ahead would drag the watermark " +
+      'ahead of the clock and current data would be dropped as late',
+  }),
+  // Firestore: at most 500 writes per transaction; closing a window deletes every shard in one.
+  shards: intVar({
+    name: 'OFFVIA_WINDOW_SHARDS',
+    default: 4,
+    min: 1,
+    max: 100,
+    unit: 'count',
+    meaning: 'shard documents per new (key, window): spreads a hot window over several documents',
+  }),
+  maxBundle: intVar({
+    name: 'OFFVIA_WINDOW_MAX_BUNDLE',
+    default: 100,
+    min: 1,
+    max: 200,
+    unit: 'count',
+    meaning: 'most events of one (key, window) an instance applies in one Firestore transaction',
+  }),
+  firestoreRoot: nameVar({
+    name: 'OFFVIA_WINDOW_FIRESTORE_ROOT',
+    default: 'offviaWindows',
+    pattern: COLLECTION,
+    patternText: 'a Firestore collection id: a letter, then up to 99 letters, digits or `_`',
+    meaning: 'root collection of the window state',
+  }),
+  goldTable: tableVar({
+    name: 'OFFVIA_GOLD_TABLE',
+    default: 'offvia_gold.route_panes',
+    meaning:
+      'where panes go; refused at cold start when it is the Silver, quarantine or bad-data table',
+  }),
+  ledgerTtlMs: intVar({
+    name: 'OFFVIA_WINDOW_LEDGER_TTL_MS',
+    default: 8 * DAY_MS,
+    min: MINUTE_MS,
+    max: 400 * DAY_MS,
+    unit: 'ms',
+    rangeText:
+      'at least size + allowed lateness + out-of-orderness + idle timeout + watermark future skew (checked at ' +
+      'cold start)',
+    meaning:
+      "dedup ledger lifetime; must also cover the subscription's retention (7 days; the deploy plan checks)",
+  }),
+  droppedTtlMs: intVar({
+    name: 'OFFVIA_WINDOW_DROPPED_TTL_MS',
+    default: 30 * DAY_MS,
+    min: MINUTE_MS,
+    max: 400 * DAY_MS,
+    unit: 'ms',
+    meaning: 'lifetime of the dropped-late counters',
+  }),
+  watermarkCacheMs: intVar({
+    name: 'OFFVIA_WATERMARK_CACHE_MS',
+    default: SECOND_MS,
+    min: 0,
+    max: MINUTE_MS,
+    unit: 'ms',
+    meaning: 'how long an instance reuses a watermark it read (0: read every time)',
+  }),
+  watermarkWriteIntervalMs: intVar({
+    name: 'OFFVIA_WATERMARK_WRITE_INTERVAL_MS',
+    default: SECOND_MS,
+    min: 0,
+    max: MINUTE_MS,
+    unit: 'ms',
+    meaning: 'least processing time between two watermark writes of an instance',
+  }),
+  fireLeaseMs: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_LEASE_MS',
+    default: 2 * MINUTE_MS,
+    min: 10 * SECOND_MS,
+    max: 30 * MINUTE_MS,
+    unit: 'ms',
+    meaning: "`fireWindows`' lease per pipeline (one run at a time)",
+  }),
+  fireConcurrency: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_CONCURRENCY',
+    default: 8,
+    min: 1,
+    max: 64,
+    unit: 'count',
+    meaning: 'windows `fireWindows` fires in parallel',
+  }),
+  fireMaxWindows: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_MAX_WINDOWS',
+    default: 5000,
+    min: 1,
+    max: 100_000,
+    unit: 'count',
+    meaning: 'due windows one `fireWindows` run handles; the rest wait for the next run',
+  }),
+  outboxGraceMs: intVar({
+    name: 'OFFVIA_PANE_OUTBOX_GRACE_MS',
+    default: 30 * SECOND_MS,
+    min: 0,
+    max: 10 * MINUTE_MS,
+    unit: 'ms',
+    meaning: 'outbox panes older than this are re-emitted to gold by `fireWindows`',
+  }),
+} as const;
+
+/** The reference section of the windowing variables. */
+export const WINDOW_VAR_GROUP: VarGroup = {
+  title: 'Windows, watermark and panes',
+  intro:
+    "Read by `ingestBooking` (the window-state sink) and `fireWindows`; defaults are the lab's windowing. See " +
+    '[windows](windows.md).',
+  vars: Object.values(WINDOW_VARS),
+};
+
+/** The lab's windowing: one-minute fixed windows, 5 min allowed lateness, early every 30 s, late per element. */
+export const WINDOW_DEFAULTS = {
+  windowSizeMs: WINDOW_VARS.sizeMs.default,
+  allowedLatenessMs: WINDOW_VARS.allowedLatenessMs.default,
+  earlyFiringDelayMs: WINDOW_VARS.earlyFiringDelayMs.default,
+  lateFiringCount: WINDOW_VARS.lateFiringCount.default,
+  accumulationMode: WINDOW_VARS.accumulationMode.default,
+  maxOutOfOrdernessMs: WINDOW_VARS.maxOutOfOrdernessMs.default,
+  idleTimeoutMs: WINDOW_VARS.idleTimeoutMs.default,
+  watermarkMaxFutureSkewMs: WINDOW_VARS.watermarkMaxFutureSkewMs.default,
+  shards: WINDOW_VARS.shards.default,
+  ledgerTtlMs: WINDOW_VARS.ledgerTtlMs.default,
+};
 
 /** Strategy paths reported by the windowing core → the variable that sets them. */
 const VARIABLE_OF_PATH: Record<string, string> = {
@@ -104,7 +356,8 @@ function firing(delayMs: number, count: number): FiringSpec | undefined {
 }
 
 function readMode(env: Env): AccumulationMode {
-  const mode = readString(env, 'OFFVIA_WINDOW_ACCUMULATION_MODE', WINDOW_DEFAULTS.accumulationMode);
+  const spec = WINDOW_VARS.accumulationMode;
+  const mode = readString(env, spec.name, spec.default);
   if (mode !== 'ACCUMULATING' && mode !== 'DISCARDING') {
     throw new ConfigError(
       'OFFVIA_WINDOW_ACCUMULATION_MODE',
@@ -114,10 +367,13 @@ function readMode(env: Env): AccumulationMode {
   return mode;
 }
 
-function readName(env: Env, name: string, fallback: string, pattern: RegExp): string {
-  const value = readString(env, name, fallback);
-  if (!pattern.test(value)) {
-    throw new ConfigError(name, `expected ${pattern.source}, got ${JSON.stringify(value)}`);
+function readName(env: Env, spec: NameVarSpec): string {
+  const value = readNameVar(env, spec);
+  if (!spec.pattern.test(value)) {
+    throw new ConfigError(
+      spec.name,
+      `expected ${spec.pattern.source}, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -130,14 +386,9 @@ function readName(env: Env, name: string, fallback: string, pattern: RegExp): st
  * @throws ConfigError naming the first bad variable
  */
 export function loadWindowConfig(env: Env): WindowConfig {
-  const sizeMs = readInt(
-    env,
-    'OFFVIA_WINDOW_SIZE_MS',
-    WINDOW_DEFAULTS.windowSizeMs,
-    SECOND_MS,
-    DAY_MS,
-  );
-  const periodMs = readInt(env, 'OFFVIA_WINDOW_PERIOD_MS', sizeMs, SECOND_MS, sizeMs);
+  const v = WINDOW_VARS;
+  const sizeMs = readIntVar(env, v.sizeMs);
+  const periodMs = readIntVar(env, v.periodMs, { fallback: sizeMs, max: sizeMs });
   const windowsPerEvent = Math.ceil(sizeMs / periodMs);
   if (windowsPerEvent > MAX_WINDOWS_PER_EVENT) {
     throw new ConfigError(
@@ -147,20 +398,14 @@ export function loadWindowConfig(env: Env): WindowConfig {
         `transaction): raise the period or shorten the size`,
     );
   }
-  const offsetMs = readInt(env, 'OFFVIA_WINDOW_OFFSET_MS', 0, 0, periodMs - 1);
+  const offsetMs = readIntVar(env, v.offsetMs, { max: periodMs - 1 });
   const earlyFirings = firing(
-    readInt(
-      env,
-      'OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS',
-      WINDOW_DEFAULTS.earlyFiringDelayMs,
-      0,
-      DAY_MS,
-    ),
-    readInt(env, 'OFFVIA_WINDOW_EARLY_FIRING_COUNT', 0, 0, 1_000_000),
+    readIntVar(env, v.earlyFiringDelayMs),
+    readIntVar(env, v.earlyFiringCount),
   );
   const lateFirings = firing(
-    readInt(env, 'OFFVIA_WINDOW_LATE_FIRING_DELAY_MS', 0, 0, DAY_MS),
-    readInt(env, 'OFFVIA_WINDOW_LATE_FIRING_COUNT', WINDOW_DEFAULTS.lateFiringCount, 0, 1_000_000),
+    readIntVar(env, v.lateFiringDelayMs),
+    readIntVar(env, v.lateFiringCount),
   );
   let strategy: WindowingStrategy;
   let watermarkPolicy: WatermarkPolicy;
@@ -170,87 +415,35 @@ export function loadWindowConfig(env: Env): WindowConfig {
         periodMs === sizeMs
           ? { kind: 'fixed', sizeMs, offsetMs }
           : { kind: 'sliding', sizeMs, periodMs, offsetMs },
-      allowedLatenessMs: readInt(
-        env,
-        'OFFVIA_WINDOW_ALLOWED_LATENESS_MS',
-        WINDOW_DEFAULTS.allowedLatenessMs,
-        0,
-        7 * DAY_MS,
-      ),
+      allowedLatenessMs: readIntVar(env, v.allowedLatenessMs),
       trigger: { ...(earlyFirings && { earlyFirings }), lateFirings: lateFirings ?? null },
       accumulationMode: readMode(env),
     });
     watermarkPolicy = validateWatermarkPolicy({
-      maxOutOfOrdernessMs: readInt(
-        env,
-        'OFFVIA_WATERMARK_MAX_OUT_OF_ORDERNESS_MS',
-        WINDOW_DEFAULTS.maxOutOfOrdernessMs,
-        0,
-        DAY_MS,
-      ),
-      idleTimeoutMs: readInt(
-        env,
-        'OFFVIA_WATERMARK_IDLE_TIMEOUT_MS',
-        WINDOW_DEFAULTS.idleTimeoutMs,
-        SECOND_MS,
-        DAY_MS,
-      ),
-      // Not the contract's OFFVIA_MAX_FUTURE_SKEW_MS (5 min): an event the contract accepts a few minutes ahead of
-      // the clock must not drag the watermark ahead of it, or on-time data of the current minute is dropped as
-      // late. Default 0: an event stamped after its receipt is counted in its window but never moves the watermark.
-      maxFutureSkewMs: readInt(
-        env,
-        'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS',
-        WINDOW_DEFAULTS.watermarkMaxFutureSkewMs,
-        0,
-        HOUR_MS,
-      ),
+      maxOutOfOrdernessMs: readIntVar(env, v.maxOutOfOrdernessMs),
+      idleTimeoutMs: readIntVar(env, v.idleTimeoutMs),
+      maxFutureSkewMs: readIntVar(env, v.watermarkMaxFutureSkewMs),
     });
   } catch (err) {
     asConfigError(err);
   }
   const config: WindowConfig = {
-    enabled: readBool(env, 'OFFVIA_WINDOWS_ENABLED', true),
-    pipeline: readName(env, 'OFFVIA_WINDOW_PIPELINE', 'booking_routes_1m', PIPELINE),
+    enabled: readBoolVar(env, v.enabled),
+    pipeline: readName(env, v.pipeline),
     strategy,
     watermarkPolicy,
-    // Firestore: at most 500 writes per transaction; closing a window deletes every shard in one.
-    shards: readInt(env, 'OFFVIA_WINDOW_SHARDS', WINDOW_DEFAULTS.shards, 1, 100),
-    maxBundle: readInt(env, 'OFFVIA_WINDOW_MAX_BUNDLE', 100, 1, 200),
-    firestoreRoot: readName(env, 'OFFVIA_WINDOW_FIRESTORE_ROOT', 'offviaWindows', COLLECTION),
-    goldTable: readTable(env, 'OFFVIA_GOLD_TABLE', 'offvia_gold.route_panes'),
-    ledgerTtlMs: readInt(
-      env,
-      'OFFVIA_WINDOW_LEDGER_TTL_MS',
-      WINDOW_DEFAULTS.ledgerTtlMs,
-      MINUTE_MS,
-      400 * DAY_MS,
-    ),
-    droppedTtlMs: readInt(
-      env,
-      'OFFVIA_WINDOW_DROPPED_TTL_MS',
-      30 * DAY_MS,
-      MINUTE_MS,
-      400 * DAY_MS,
-    ),
-    watermarkCacheMs: readInt(env, 'OFFVIA_WATERMARK_CACHE_MS', SECOND_MS, 0, MINUTE_MS),
-    watermarkWriteIntervalMs: readInt(
-      env,
-      'OFFVIA_WATERMARK_WRITE_INTERVAL_MS',
-      SECOND_MS,
-      0,
-      MINUTE_MS,
-    ),
-    fireLeaseMs: readInt(
-      env,
-      'OFFVIA_FIRE_WINDOWS_LEASE_MS',
-      2 * MINUTE_MS,
-      10 * SECOND_MS,
-      30 * MINUTE_MS,
-    ),
-    fireConcurrency: readInt(env, 'OFFVIA_FIRE_WINDOWS_CONCURRENCY', 8, 1, 64),
-    fireMaxWindows: readInt(env, 'OFFVIA_FIRE_WINDOWS_MAX_WINDOWS', 5000, 1, 100_000),
-    outboxGraceMs: readInt(env, 'OFFVIA_PANE_OUTBOX_GRACE_MS', 30 * SECOND_MS, 0, 10 * MINUTE_MS),
+    shards: readIntVar(env, v.shards),
+    maxBundle: readIntVar(env, v.maxBundle),
+    firestoreRoot: readName(env, v.firestoreRoot),
+    goldTable: readTableVar(env, v.goldTable),
+    ledgerTtlMs: readIntVar(env, v.ledgerTtlMs),
+    droppedTtlMs: readIntVar(env, v.droppedTtlMs),
+    watermarkCacheMs: readIntVar(env, v.watermarkCacheMs),
+    watermarkWriteIntervalMs: readIntVar(env, v.watermarkWriteIntervalMs),
+    fireLeaseMs: readIntVar(env, v.fireLeaseMs),
+    fireConcurrency: readIntVar(env, v.fireConcurrency),
+    fireMaxWindows: readIntVar(env, v.fireMaxWindows),
+    outboxGraceMs: readIntVar(env, v.outboxGraceMs),
   };
   const lifetimeMs = longestWindowLifetimeMs(config);
   if (config.ledgerTtlMs < lifetimeMs) {
@@ -263,9 +456,6 @@ export function loadWindowConfig(env: Env): WindowConfig {
   }
   return config;
 }
-
-/** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
-export const MAX_WINDOWS_PER_EVENT = 60;
 
 /**
  * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: the

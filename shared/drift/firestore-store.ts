@@ -1,6 +1,7 @@
 // DriftStore on Firestore: one document per target table (lease), with `changes`, `rows` and `updates` below it.
 import { FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
 import * as v from 'valibot';
+import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
 import {
   loadProposedFields,
@@ -114,10 +115,28 @@ export class FirestoreDriftStore implements DriftStore {
     return this.tableRef(tableKey).collection('updates').doc(updateId);
   }
 
-  /** Runs a transaction; Firestore failures become TransientError, LeaseLostError passes through. */
+  /**
+   * Runs a transaction; Firestore failures become TransientError, LeaseLostError passes through. A callback run again
+   * (the client retries after an aborted commit) is noted for the delivery's deadline, which then names contention.
+   */
   private async transaction<T>(operation: string, fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    let attempts = 0;
+    let failed: { error: unknown } | undefined;
     try {
-      return await this.db.runTransaction(fn);
+      return await this.db.runTransaction(async (tx) => {
+        attempts++;
+        if (attempts > 1) {
+          const after = failed === undefined ? undefined : errorText(failed.error);
+          noteTransactionRetry(`firestore ${operation}`, after);
+        }
+        failed = undefined;
+        try {
+          return await fn(tx);
+        } catch (err) {
+          failed = { error: err };
+          throw err;
+        }
+      });
     } catch (err) {
       if (err instanceof LeaseLostError || err instanceof TransientError) throw err;
       throw new TransientError(`firestore ${operation}`, errorText(err), { cause: err });

@@ -342,7 +342,7 @@ async function routeMessage(
     };
   };
   const routedToBadData = async (drift: DriftBadData): Promise<IngestOutcome> => {
-    // A valid booking: counted in gold like any other (README, "Windows").
+    // A valid booking: counted in gold like any other (docs/windows.md).
     await countInWindows('the row is in the bad-data table');
     return {
       destination: 'bad_data',
@@ -380,7 +380,7 @@ async function routeMessage(
   progress.step = tableName(silver, deps.config.projectId);
   const outcome = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
   if (outcome !== undefined) {
-    // Gold aggregates contract-valid bookings wherever their row is stored (README, "Windows"): a row BigQuery
+    // Gold aggregates contract-valid bookings wherever their row is stored (docs/windows.md): a row BigQuery
     // refused is a valid booking in bad data, counted like one held or routed by the gate (counted once).
     if (outcome.destination === 'bad_data')
       await countInWindows('the row is in the bad-data table');

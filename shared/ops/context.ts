@@ -98,7 +98,8 @@ export function parseStackEnv(text: string): Record<string, string> {
 /**
  * The environment for the chosen target. With `project`: the process environment without the emulator variables,
  * and the project set. Otherwise the local stack's env file over the process environment; when there is no env
- * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh), those.
+ * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh) and no `--stack-dir`
+ * was given, those.
  * @throws UsageError when there is neither a local stack nor `--project`.
  */
 export function targetEnv(
@@ -121,7 +122,10 @@ export function targetEnv(
       stackDir,
     };
   }
-  if (processEnv.BIGQUERY_EMULATOR_HOST) return { mode: 'local', env: { ...processEnv }, stackDir };
+  // An explicit --stack-dir names one stack: when it has no env file, that is the answer, not whatever emulator
+  // variables the calling shell happens to carry (they may belong to another stack).
+  if (options.stackDir === undefined && processEnv.BIGQUERY_EMULATOR_HOST)
+    return { mode: 'local', env: { ...processEnv }, stackDir };
   throw new UsageError(
     `no local stack (${file} not found) and no --project: start the stack with 'npm run stack:up' or pass --project ID`,
   );
@@ -231,7 +235,8 @@ export async function query<T = Record<string, unknown>>(
   types?: Record<string, string | string[]>,
 ): Promise<T[]> {
   try {
-    const [rows] = await withDeadline(
+    // The client's type names two elements; at run time the third is the API response (queryFailure).
+    const [rows, , response] = (await withDeadline(
       ctx.bigquery.query({
         query: sql,
         params,
@@ -240,11 +245,31 @@ export async function query<T = Record<string, unknown>>(
       }),
       BACKEND_DEADLINE_MS * 3,
       ctx.describe.bigquery,
-    );
+    )) as unknown as [unknown[], unknown, unknown];
+    const failure = queryFailure(response);
+    if (failure !== undefined) throw new Error(failure);
     return rows as T[];
   } catch (err) {
     throw describeBackendError(ctx.describe.bigquery, err, ctx.describe.hint);
   }
+}
+
+/**
+ * The error of a query the backend completed without a result: `errors` and no schema. BigQuery answers an invalid
+ * query with HTTP 400 (the client throws); the local emulator answers HTTP 200 with `errors` and no rows, which
+ * would otherwise read as "0 rows". A response with a schema is a result (its `errors` may be warnings).
+ */
+function queryFailure(response: unknown): string | undefined {
+  if (typeof response !== 'object' || response === null) return undefined;
+  const { errors, schema } = response as { errors?: unknown; schema?: { fields?: unknown } };
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  if (Array.isArray(schema?.fields) && schema.fields.length > 0) return undefined;
+  return errors
+    .map(
+      (e: { reason?: unknown; message?: unknown }) => `${String(e.reason)}: ${String(e.message)}`,
+    )
+    .join('; ')
+    .replace(/\s+/g, ' ');
 }
 
 /** A Firestore call with a deadline: the client retries an unreachable emulator for minutes otherwise. */

@@ -235,19 +235,28 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     this.metrics.transactions++;
     let attempts = 0;
     let own: { error: unknown } | undefined;
+    let failed: { error: unknown } | undefined;
     let attempt: FirestoreTransaction<Acc> | undefined;
     try {
       const value = await this.db.runTransaction(
         async (tx) => {
           this.metrics.attempts++;
           attempts++;
-          // The client runs the callback again only after a failed commit: say so to the delivery's deadline.
-          if (attempts > 1) noteTransactionRetry(`firestore ${operation}`);
+          // The client runs the callback again after a failed commit, or after the callback itself failed with a
+          // retryable error (e.g. UNAVAILABLE): say which to the delivery's deadline.
+          if (attempts > 1) {
+            noteTransactionRetry(
+              `firestore ${operation}`,
+              failed === undefined ? undefined : errorText(failed.error),
+            );
+          }
           own = undefined;
+          failed = undefined;
           attempt = new FirestoreTransaction(tx, this);
           try {
             return await fn(attempt);
           } catch (err) {
+            failed = { error: err };
             if (!(err !== null && typeof err === 'object' && this.sdkErrors.has(err))) {
               own = { error: err };
             }

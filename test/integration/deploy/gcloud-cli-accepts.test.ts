@@ -3,7 +3,7 @@
 // every argument before it looks for credentials, so "You do not currently have an active account selected" means
 // the command, its flags and their values were accepted; a wrong flag fails earlier ("unrecognized arguments",
 // "argument --x: ..."). Nothing reaches Google Cloud. Skipped when gcloud is not installed, and unless
-// OFFVIA_GCLOUD_CLI_CHECK=1: ~35 gcloud start-ups take 1–3 minutes on a small shared machine (README: Deploy).
+// OFFVIA_GCLOUD_CLI_CHECK=1: ~35 gcloud start-ups take 1–3 minutes on a small shared machine (docs/deploy.md).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -44,7 +44,10 @@ describe('integration: BigQueryTableAdmin on the BigQuery emulator', function ()
     assert.deepEqual(schema.fields.slice(0, 1), [
       { name: 'booking_id', type: 'STRING', mode: 'REQUIRED' },
     ]);
-    assert.deepEqual(schema.fields.at(-1), { name: 'event_id', type: 'STRING', mode: 'NULLABLE' });
+    assert.deepEqual(
+      schema.fields.find((f) => f.name === 'event_id'),
+      { name: 'event_id', type: 'STRING', mode: 'NULLABLE' },
+    );
     await assert.rejects(admin.getSchema({ datasetId: 'offvia_silver', tableId: `nope_${tag}` }));
   });
 

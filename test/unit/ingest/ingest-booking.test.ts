@@ -6,6 +6,8 @@ import type { TableRef } from '../../../shared/config/env';
 import type { Firestore } from '@google-cloud/firestore';
 import { TransientError } from '../../../shared/errors';
 import { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
+import { FirestoreDriftStore } from '../../../shared/drift/firestore-store';
+import { schemaWindowOf } from '../../../shared/schema/retry';
 import type { JsonValue } from '../../../shared/windowing';
 import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
@@ -382,6 +384,94 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const retry = logs.filter((l) => l.outcome === 'retry');
     assert.equal(retry.length, 1, 'one retry line for the delivery');
     assert.match(String(retry[0]?.error), /contention/);
+  });
+
+  it('when Firestore is unreachable (reads fail, the client retries the transaction), the deadline does not say contention', async () => {
+    // Measured on the local stack with the Firestore emulator stopped: the reason said "retried 1 time after
+    // aborted commits (contention on the same documents)", but no commit was ever sent.
+    const unavailable = () =>
+      Object.assign(new Error('14 UNAVAILABLE: No connection established'), { code: 14 });
+    const ref: Record<string, unknown> = {};
+    ref.collection = () => ({ doc: () => ref });
+    const downDb = {
+      collection: () => ({ doc: () => ref }),
+      runTransaction: async (callback: (tx: unknown) => Promise<unknown>) => {
+        const tx = { getAll: () => Promise.reject(unavailable()) };
+        const until = Date.now() + 300;
+        let last: unknown;
+        while (Date.now() < until) {
+          last = await callback(tx).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw last;
+      },
+    };
+    const store = new FirestoreWindowStore(downDb as unknown as Firestore, {
+      root: 'r',
+      pipeline: 'p',
+      parseAccumulator: (value) => value as JsonValue,
+    });
+    const { deps } = setup();
+    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
+    deps.windowState = {
+      record: async () => {
+        await store.transact('apply bundle', async (tx) => {
+          await tx.read({ ledger: ['e1'] });
+        });
+      },
+    };
+    const err = await ingestMessage(aged(1_000), deps).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TransientError, String(err));
+    assert.doesNotMatch(err.message, /aborted commits|contention/);
+    assert.match(
+      err.message,
+      /firestore apply bundle retried \d+ times?, the last after .*UNAVAILABLE/,
+    );
+  });
+
+  it('when every commit of the schema-retry store is aborted (contention), the deadline says so too', async () => {
+    // The drift gate's Firestore store on the ingest path: its `merge proposal` transaction on the table's change
+    // document is what a burst of events with new fields contends on.
+    const snapshot = { data: () => undefined };
+    const ref: Record<string, unknown> = { get: () => Promise.resolve(snapshot) };
+    ref.collection = () => ({ doc: () => ref });
+    const abortingDb = {
+      collection: () => ({ doc: () => ref }),
+      runTransaction: async (callback: (tx: unknown) => Promise<unknown>) => {
+        const tx = { get: () => Promise.resolve(snapshot), set: () => tx };
+        const until = Date.now() + 300;
+        while (Date.now() < until) {
+          await callback(tx);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw Object.assign(new Error('10 ABORTED: Transaction lock timeout'), { code: 10 });
+      },
+    };
+    const store = new FirestoreDriftStore(abortingDb as unknown as Firestore, 'r');
+    const { deps } = setup();
+    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
+    deps.schemaDrift = {
+      route: async () => {
+        await store.mergeProposal('t', schemaWindowOf(NOW, 3), 3, new Map(), 10, NOW);
+        return { action: 'write', extraColumns: {} };
+      },
+    };
+    const err = await ingestMessage(aged(1_000), deps).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TransientError, String(err));
+    assert.match(
+      err.message,
+      /firestore merge proposal retried \d+ times after aborted commits \(contention/,
+    );
+    assert.doesNotMatch(err.message, /a dependency hangs/);
   });
 
   it('the attempt deadline defaults to 45 s and out-of-range values are refused', () => {

@@ -1,0 +1,503 @@
+// Generates docs/configuration.md from the variable specs in shared/config, the same specs the loaders read, so
+// the documented names, defaults and ranges are the enforced ones. `npm run docs:config` writes the file;
+// `npm run docs:config -- --check` exits 1 when the committed file differs (the unit test checks the same).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CONFIG_VAR_GROUPS } from '../shared/config/registry';
+import type { IntVarSpec, VarGroup, VarSpec } from '../shared/config/spec';
+
+/** Where the reference is written, relative to the repository root. */
+export const CONFIG_REFERENCE_PATH = 'docs/configuration.md';
+
+/** A variable read only by tooling (local stack, benchmarks, test harnesses), documented by hand below. */
+export interface ToolingVar {
+  readonly name: string;
+  /** The default as text, exactly as the script that reads it has it. */
+  readonly default: string;
+  readonly meaning: string;
+  /** The script builds the name from a function's name (`OFFVIA_<FUNCTION>_PORT`), so it is not in the code as is. */
+  readonly builtName?: true;
+}
+
+/** A titled list of tooling variables. */
+export interface ToolingGroup {
+  readonly title: string;
+  /** Which scripts read them. */
+  readonly readBy: string;
+  readonly vars: readonly ToolingVar[];
+}
+
+/**
+ * Variables read only by the local stack, the benchmarks and the test harnesses, never by a deployed function.
+ * Hand-written (their scripts read them with their own small parsers): keep this list in step when a script gains
+ * or drops one. The unit test fails when a name in the code is in neither this list, the specs, nor
+ * `INTERNAL_NAMES`.
+ */
+export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
+  {
+    title: 'Local stack',
+    readBy:
+      '`deploy/local/` (`stack.sh`, `with-stack.sh`, `install.sh`, the stand-ins, `npm run demo`)',
+    vars: [
+      {
+        name: 'OFFVIA_PROJECT_ID',
+        default: '`offvia-local`',
+        meaning: 'project id of the local stack (the functions read it too, above)',
+      },
+      { name: 'OFFVIA_PUBSUB_PORT', default: '`8085`', meaning: 'Pub/Sub emulator port' },
+      {
+        name: 'OFFVIA_FIRESTORE_PORT',
+        default: '`8086`',
+        meaning: "Firestore emulator port (the gate's, with `OFFVIA_FIRESTORE_GATE=1`)",
+      },
+      {
+        name: 'OFFVIA_FIRESTORE_BACKEND_PORT',
+        default: 'a free port',
+        meaning:
+          "the Firestore emulator's own port behind the gate (`OFFVIA_FIRESTORE_GATE=1` only)",
+      },
+      { name: 'OFFVIA_BQ_REST_PORT', default: '`9050`', meaning: 'BigQuery emulator REST port' },
+      {
+        name: 'OFFVIA_BQ_GRPC_PORT',
+        default: '`9060`',
+        meaning: 'BigQuery emulator gRPC port (Storage Write API)',
+      },
+      {
+        name: 'OFFVIA_INGEST_BOOKING_PORT',
+        default: '`8080`',
+        meaning: 'Functions Framework port of `ingestBooking`',
+      },
+      {
+        name: 'OFFVIA_SCHEMA_SWEEP_PORT',
+        default: '`8082`',
+        meaning: 'Functions Framework port of `schemaSweep`',
+      },
+      {
+        name: 'OFFVIA_FIRE_WINDOWS_PORT',
+        builtName: true,
+        default: '`8081`',
+        meaning: 'Functions Framework port of `fireWindows`',
+      },
+      {
+        name: 'OFFVIA_INGEST_BOOKING_URL',
+        default: 'set by the stack',
+        meaning:
+          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`)',
+      },
+      {
+        name: 'OFFVIA_SCHEMA_SWEEP_URL',
+        default: 'set by the stack',
+        meaning: 'URL of `schemaSweep`, in `.local/stack/env`',
+      },
+      {
+        name: 'OFFVIA_FIRE_WINDOWS_URL',
+        default: 'set by the stack',
+        meaning: 'URL of `fireWindows`, in `.local/stack/env`',
+      },
+      {
+        name: 'OFFVIA_BQ_LOCATION',
+        default: '`US`',
+        meaning: 'location of the local datasets (`deploy/local/apply-sql.ts`)',
+      },
+      {
+        name: 'OFFVIA_BQ_PERSISTENT',
+        default: '`0`',
+        meaning:
+          '`1`: the BigQuery emulator keeps its tables in a file, so they survive a stop (the reliability harness)',
+      },
+      {
+        name: 'OFFVIA_FIRESTORE_GATE',
+        default: '`0`',
+        meaning:
+          '`1`: the Firestore emulator sits behind a TCP gate that can cut every client off (the reliability harness)',
+      },
+      {
+        name: 'OFFVIA_STACK_DIR',
+        default: '`.local/stack`',
+        meaning:
+          'state directory of a stack (pids, logs, `env`); another one lets a second stack run beside it, with other ports',
+      },
+      {
+        name: 'OFFVIA_READY_TIMEOUT_S',
+        default: '`90`',
+        meaning: 'seconds a service may take to become ready',
+      },
+      {
+        name: 'OFFVIA_STOP_TIMEOUT_S',
+        default: '`20`',
+        meaning: 'seconds a service may take to exit after SIGTERM before SIGKILL',
+      },
+      {
+        name: 'OFFVIA_STACK_LOCK_WAIT_S',
+        default: '`120`',
+        meaning: "seconds a `stack.sh` command waits for another one holding the stack's lock",
+      },
+      {
+        name: 'OFFVIA_FUNCTIONS_SOURCE',
+        default: 'the repository',
+        meaning: 'serve the functions from another built checkout (no build)',
+      },
+      {
+        name: 'OFFVIA_PYTHON',
+        default: '`python3`',
+        meaning: "the Python that creates the emulator's venv",
+      },
+      {
+        name: 'OFFVIA_SCHEDULE_SCHEMA_SWEEP_SECONDS',
+        builtName: true,
+        default: '`60`',
+        meaning:
+          "cadence of the local scheduler loop's `schemaSweep` calls (`0` pauses it); `OFFVIA_SCHEDULE_<FUNCTION>_SECONDS` for any job in `deploy/schedules.ts`",
+      },
+      {
+        name: 'OFFVIA_SCHEDULE_FIRE_WINDOWS_SECONDS',
+        builtName: true,
+        default: '`60`',
+        meaning: "cadence of the local scheduler loop's `fireWindows` calls (`0` pauses it)",
+      },
+      {
+        name: 'OFFVIA_BRONZE_MAX_BATCH_ROWS',
+        default: '`500`',
+        meaning: 'rows per `insertAll` of the Bronze stand-in',
+      },
+      {
+        name: 'OFFVIA_BRONZE_MAX_BATCH_DELAY_MS',
+        default: '`50`',
+        meaning: 'how long the Bronze stand-in gathers a batch',
+      },
+      {
+        name: 'OFFVIA_BRONZE_NACK_DELAY_MS',
+        default: '`1000`',
+        meaning: 'wait before the Bronze stand-in nacks a batch it could not write',
+      },
+      {
+        name: 'OFFVIA_TOPIC',
+        default: '`booking-events`',
+        meaning: 'the topic `npm run demo` publishes to',
+      },
+      {
+        name: 'OFFVIA_DEMO_TIMEOUT_MS',
+        default: '60000 + 50 per event',
+        meaning: 'how long `npm run demo` waits for the layers',
+      },
+    ],
+  },
+  {
+    title: 'Reliability harness',
+    readBy:
+      '`npm run reliability` (`deploy/local/reliability.ts`; its flags are in [reliability](reliability.md))',
+    vars: [
+      {
+        name: 'OFFVIA_RELIABILITY_MIN_BACKOFF_MS',
+        default: '`1000`',
+        meaning: 'first retry backoff of a failed delivery',
+      },
+      {
+        name: 'OFFVIA_RELIABILITY_MAX_BACKOFF_MS',
+        default: '`10000`',
+        meaning: 'largest retry backoff of a failed delivery',
+      },
+    ],
+  },
+  {
+    title: 'Benchmarks',
+    readBy:
+      '`npm run bench` (`bench/run.ts`) and `npm run bench:state` (`bench/state-updates.ts`); see [performance](performance.md)',
+    vars: [
+      {
+        name: 'OFFVIA_BENCH_EVENTS',
+        default: '`10000` (bench), `2000` (bench:state)',
+        meaning: 'events in the generated stream',
+      },
+      {
+        name: 'OFFVIA_BENCH_SLOW_EVENTS',
+        default: '`1000`',
+        meaning: 'events of the slow configurations (coalescing off, the whole stack)',
+      },
+      {
+        name: 'OFFVIA_BENCH_CONCURRENCY',
+        default: '`80` (bench), `32` (bench:state)',
+        meaning: 'invocations (bench) or events per writer process (bench:state) in flight',
+      },
+      {
+        name: 'OFFVIA_BENCH_FUNCTION_PORT',
+        default: 'the ingest port + 100',
+        meaning: 'port of the in-process function server',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRESTORE_PORT',
+        default: '`8187`',
+        meaning:
+          'port of the Firestore emulator `bench:state` starts (unless `FIRESTORE_EMULATOR_HOST` is set)',
+      },
+      {
+        name: 'OFFVIA_BENCH_PROCESSES',
+        default: '`4`',
+        meaning: 'writer processes of `bench:state`',
+      },
+      {
+        name: 'OFFVIA_BENCH_SHARDS',
+        default: '`4`',
+        meaning: 'shards per window in `bench:state`',
+      },
+    ],
+  },
+  {
+    title: 'Operator command',
+    readBy:
+      '`npm run offvia` (`shared/ops/cli.ts`; its commands are in [operations](operations.md))',
+    vars: [
+      {
+        name: 'OFFVIA_DEBUG',
+        default: 'unset',
+        meaning: 'set: a failing command prints the stack trace after its one-line message',
+      },
+    ],
+  },
+  {
+    title: 'Tests',
+    readBy:
+      '`npm run test:beam` ([testing](testing.md#the-differential-test-against-apache-beam)) and the deploy tests',
+    vars: [
+      {
+        name: 'OFFVIA_BEAM_SEED',
+        default: '`20261007`',
+        meaning: 'seed of the generated scenarios',
+      },
+      {
+        name: 'OFFVIA_BEAM_RUNS',
+        default: '`300`',
+        meaning: 'how many generated scenarios (0: hand-written only)',
+      },
+      {
+        name: 'OFFVIA_BEAM_SCENARIO',
+        default: 'unset',
+        meaning: 'one scenario alone (`hand/<name>` or `gen/<seed>/<n>`)',
+      },
+      { name: 'OFFVIA_BEAM_JOBS', default: 'min(2, CPUs)', meaning: 'Beam worker processes' },
+      {
+        name: 'OFFVIA_GCLOUD_CLI_CHECK',
+        default: 'unset',
+        meaning:
+          '`1`: check that the installed `gcloud` accepts every command of the deploy plan ([deploy](deploy.md#the-command))',
+      },
+    ],
+  },
+];
+
+/**
+ * Names that appear in the scripts but are not settings: values a script computes for itself or hands to its
+ * children (paths, pins, ready files, temporary files). Listed so the coverage test can tell them from a
+ * variable someone forgot to document.
+ */
+export const INTERNAL_NAMES: readonly string[] = [
+  'OFFVIA_ROOT',
+  'OFFVIA_LOCAL_DIR',
+  'OFFVIA_VENV_BQ',
+  'OFFVIA_VENV_BEAM',
+  'OFFVIA_VENV_BENCH',
+  'OFFVIA_BQ_PINS',
+  'OFFVIA_BEAM_PINS',
+  'OFFVIA_DUCKDB_VERSION',
+  'OFFVIA_FUNCTIONS',
+  'OFFVIA_PLAN',
+  'OFFVIA_TEXT',
+  'OFFVIA_BRONZE_READY_FILE',
+  'OFFVIA_GATE_READY_FILE',
+  'OFFVIA_SCHEDULER_READY_FILE',
+  'OFFVIA_BQEMU_ENV',
+  'OFFVIA_SOAK_CHECK_ONLY',
+  'OFFVIA_STACK_THROWAWAY',
+  'OFFVIA_NODE_MAJOR',
+  'OFFVIA_NODE_DIR',
+  'OFFVIA_NODE_BIN',
+];
+
+const SECOND_MS = 1000;
+const UNITS_MS: readonly (readonly [number, string])[] = [
+  [86_400_000, 'days'],
+  [3_600_000, 'h'],
+  [60_000, 'min'],
+  [SECOND_MS, 's'],
+];
+
+/** `300000` → `5 min`; undefined when no whole unit fits (the raw number says it all). */
+function humanMs(ms: number): string | undefined {
+  if (ms < SECOND_MS) return undefined;
+  const unit = UNITS_MS.find(([size]) => ms % size === 0);
+  if (unit === undefined) return undefined;
+  const [size, name] = unit;
+  const n = ms / size;
+  return `${n} ${n === 1 && name === 'days' ? 'day' : name}`;
+}
+
+/** `1048576` → `1 MiB`. */
+function humanBytes(bytes: number): string | undefined {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return undefined;
+}
+
+/** An integer with its unit and, where it helps, a readable form: `300000` ms (5 min). */
+function intText(value: number, spec: IntVarSpec): string {
+  const human =
+    spec.unit === 'ms' ? humanMs(value) : spec.unit === 'bytes' ? humanBytes(value) : undefined;
+  const unit = spec.unit === 'count' ? '' : ` ${spec.unit}`;
+  return `\`${value}\`${unit}${human !== undefined && human !== `${value} ${spec.unit}` ? ` (${human})` : ''}`;
+}
+
+function defaultCell(spec: VarSpec): string {
+  if (spec.defaultText !== undefined) return spec.defaultText;
+  switch (spec.kind) {
+    case 'int':
+      return intText(spec.default, spec);
+    case 'bool':
+      return `\`${String(spec.default)}\``;
+    case 'choice':
+    case 'table':
+    case 'name':
+      return `\`${spec.default}\``;
+    case 'tables':
+    case 'text':
+      return spec.defaultText;
+  }
+}
+
+function allowedCell(spec: VarSpec): string {
+  switch (spec.kind) {
+    case 'int': {
+      const range = `${intText(spec.min, spec)} to ${intText(spec.max, spec)}`;
+      return spec.rangeText === undefined ? range : `${range}; ${spec.rangeText}`;
+    }
+    case 'bool':
+      return '`true`/`false` (also `1`/`0`, `yes`/`no`)';
+    case 'choice':
+      return spec.choices.map((c) => `\`${c}\``).join(', ');
+    case 'table':
+      return '`dataset.table` or `project.dataset.table`';
+    case 'tables':
+      return 'comma-separated `dataset.table` or `project.dataset.table`';
+    case 'name':
+      return spec.patternText;
+    case 'text':
+      return spec.allowedText ?? 'text';
+  }
+}
+
+/** A Markdown table cell: no line breaks, `|` escaped. */
+function cell(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|');
+}
+
+function specTable(group: VarGroup): string {
+  const rows = group.vars.map(
+    (v) =>
+      `| \`${v.name}\` | ${cell(defaultCell(v))} | ${cell(allowedCell(v))} | ${cell(v.meaning)} |`,
+  );
+  return [
+    `## ${group.title}`,
+    '',
+    group.intro,
+    '',
+    '| variable | default | allowed | meaning |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+function toolingTable(group: ToolingGroup): string {
+  const rows = group.vars.map((v) => `| \`${v.name}\` | ${cell(v.default)} | ${cell(v.meaning)} |`);
+  return [
+    `### ${group.title}`,
+    '',
+    `Read by ${group.readBy}.`,
+    '',
+    '| variable | default | meaning |',
+    '|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+/** The whole of docs/configuration.md, from the specs and the tooling list. Pure: same input, same text. */
+export function renderConfigReference(
+  groups: readonly VarGroup[] = CONFIG_VAR_GROUPS,
+  tooling: readonly ToolingGroup[] = TOOLING_VAR_GROUPS,
+): string {
+  const header = [
+    '# Configuration',
+    '',
+    'Every environment variable the deployed functions read, with its default, allowed values and meaning; then',
+    'the variables only the local stack, the benchmarks and the tests read.',
+    '',
+    '<!-- Generated by `npm run docs:config` from the specs in shared/config; do not edit by hand. -->',
+    '',
+    'The functions validate every variable once at cold start, and a bad value fails the instance with an error',
+    'naming the variable; the deploy plan runs the same loaders, so a bad `--env` value stops the deploy first.',
+    'The tables below are generated from the specs those loaders read (`shared/config/*-config.ts`, the `*_VARS`',
+    'tables), so they cannot drift from the code: a unit test fails when this file differs from what',
+    '`npm run docs:config` generates.',
+    '',
+    '**Adding a variable:** give it a spec in the `*_VARS` table of the config module that reads it (`intVar`,',
+    '`boolVar`, `choiceVar`, ... from `shared/config/spec.ts`: name, default, range or choices, unit, meaning),',
+    'read it in that module through the spec (`readIntVar(env, SPEC)` and friends), and run `npm run docs:config`.',
+    'A new module adds its group to `CONFIG_VAR_GROUPS` in `shared/config/registry.ts`. A variable only a script',
+    'reads goes in the hand-written list at the end (`TOOLING_VAR_GROUPS` in `scripts/config-reference.ts`).',
+    '',
+  ].join('\n');
+  const generated = groups.map(specTable).join('\n');
+  const handWritten = [
+    '## Local stack and tooling variables',
+    '',
+    '**Hand-written section** (`TOOLING_VAR_GROUPS` in `scripts/config-reference.ts`): these are read only by the',
+    'local stack, the benchmarks and the test harnesses, never by a deployed function, each by its own script.',
+    'The platform sets `FUNCTION_TARGET` (the function an instance serves: `functions/index.ts` builds only its',
+    "dependencies) and `PORT` (the Functions Framework's).",
+    '',
+    tooling.map(toolingTable).join('\n'),
+  ].join('\n');
+  return `${header}\n${generated}\n${handWritten}`;
+}
+
+function main(argv: readonly string[]): number {
+  const root = join(__dirname, '..');
+  const path = join(root, CONFIG_REFERENCE_PATH);
+  const text = renderConfigReference();
+  if (argv.includes('--help')) {
+    process.stdout.write(
+      'usage: npm run docs:config [-- --check]\n' +
+        `  writes ${CONFIG_REFERENCE_PATH} from the specs in shared/config; --check exits 1 if it is stale\n`,
+    );
+    return 0;
+  }
+  const unknown = argv.filter((a) => a !== '--check');
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `docs:config: unknown argument ${unknown[0]} (usage: npm run docs:config [-- --check])\n`,
+    );
+    return 2;
+  }
+  if (argv.includes('--check')) {
+    let current = '';
+    try {
+      current = readFileSync(path, 'utf8');
+    } catch (err) {
+      process.stderr.write(`docs:config: cannot read ${CONFIG_REFERENCE_PATH}: ${String(err)}\n`);
+      return 1;
+    }
+    if (current !== text) {
+      process.stderr.write(
+        `docs:config: ${CONFIG_REFERENCE_PATH} is stale; run npm run docs:config\n`,
+      );
+      return 1;
+    }
+    process.stdout.write(`${CONFIG_REFERENCE_PATH} is up to date\n`);
+    return 0;
+  }
+  writeFileSync(path, text);
+  process.stdout.write(`wrote ${CONFIG_REFERENCE_PATH}\n`);
+  return 0;
+}
+
+if (require.main === module) process.exitCode = main(process.argv.slice(2));

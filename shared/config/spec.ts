@@ -1,0 +1,179 @@
+// Declarative specs of the environment variables: name, default, allowed values, unit and meaning. The loaders in
+// this folder read each variable through its spec, and docs/configuration.md is generated from the same specs
+// (`npm run docs:config`), so the documented defaults and ranges are the ones the code enforces.
+import { type Env, type TableRef, readBool, readInt, readString, readTable } from './env';
+
+/** The unit of an integer variable; the reference prints it and converts large values (ms → min, days). */
+export type VarUnit = 'ms' | 'minutes' | 'bytes' | 'count';
+
+/** What every variable spec has. */
+interface BaseVarSpec {
+  /** The environment variable, e.g. `OFFVIA_SCHEMA_WINDOW_MINUTES`. */
+  readonly name: string;
+  /** What it changes, in the field's terms; one or two sentences, Markdown allowed (it lands in a table cell). */
+  readonly meaning: string;
+  /**
+   * Set when the default is not a constant (another variable's value, a detected project): the reference prints
+   * this instead of `default`, which the loader then does not use.
+   */
+  readonly defaultText?: string;
+}
+
+/** A base-10 integer in [min, max] (`readInt`). */
+export interface IntVarSpec extends BaseVarSpec {
+  readonly kind: 'int';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+  readonly unit: VarUnit;
+  /**
+   * Set when a bound depends on another variable (e.g. at most `OFFVIA_WINDOW_SIZE_MS`) or a cross-variable rule
+   * applies; the reference prints it beside the static range, which stays the widest the loader accepts.
+   */
+  readonly rangeText?: string;
+}
+
+/** `true/false/1/0/yes/no` (`readBool`). */
+export interface BoolVarSpec extends BaseVarSpec {
+  readonly kind: 'bool';
+  readonly default: boolean;
+}
+
+/** One of a fixed list of words. */
+export interface ChoiceVarSpec<T extends string = string> extends BaseVarSpec {
+  readonly kind: 'choice';
+  readonly choices: readonly T[];
+  readonly default: T;
+}
+
+/** A BigQuery table, `dataset.table` or `project.dataset.table` (`readTable`). */
+export interface TableVarSpec extends BaseVarSpec {
+  readonly kind: 'table';
+  readonly default: string;
+}
+
+/** A comma-separated list of BigQuery tables. */
+export interface TableListVarSpec extends BaseVarSpec {
+  readonly kind: 'tables';
+  /** Always computed (e.g. the Silver table): see `defaultText`. */
+  readonly defaultText: string;
+}
+
+/** A name matching `pattern` (Firestore collection ids, pipeline names). */
+export interface NameVarSpec extends BaseVarSpec {
+  readonly kind: 'name';
+  readonly default: string;
+  readonly pattern: RegExp;
+  /** The rule in words for the reference, e.g. "a letter, then letters, digits or _". */
+  readonly patternText: string;
+}
+
+/** Free text with no default (a project id, an emulator address); unset means "not used". */
+export interface TextVarSpec extends BaseVarSpec {
+  readonly kind: 'text';
+  /** What unset means, for the reference. */
+  readonly defaultText: string;
+  /** The accepted values in words, when the loader checks more than "any text". */
+  readonly allowedText?: string;
+}
+
+/** Any variable spec. */
+export type VarSpec =
+  | IntVarSpec
+  | BoolVarSpec
+  | ChoiceVarSpec
+  | TableVarSpec
+  | TableListVarSpec
+  | NameVarSpec
+  | TextVarSpec;
+
+/** A titled group of variables: one section of the generated reference, in the order given. */
+export interface VarGroup {
+  readonly title: string;
+  /** One or two sentences under the section title: who reads these and where they are explained. */
+  readonly intro: string;
+  readonly vars: readonly VarSpec[];
+}
+
+/** Builds an integer spec; a function so each table reads as a list of calls with the checked shape. */
+export function intVar(spec: Omit<IntVarSpec, 'kind'>): IntVarSpec {
+  if (
+    spec.min > spec.max ||
+    (spec.defaultText === undefined && (spec.default < spec.min || spec.default > spec.max))
+  ) {
+    throw new Error(`${spec.name}: default ${spec.default} outside [${spec.min}, ${spec.max}]`);
+  }
+  return { kind: 'int', ...spec };
+}
+
+/** Builds a boolean spec. */
+export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
+  return { kind: 'bool', ...spec };
+}
+
+/** Builds a choice spec. */
+export function choiceVar<T extends string>(
+  spec: Omit<ChoiceVarSpec<T>, 'kind'>,
+): ChoiceVarSpec<T> {
+  return { kind: 'choice', ...spec };
+}
+
+/** Builds a table spec. */
+export function tableVar(spec: Omit<TableVarSpec, 'kind'>): TableVarSpec {
+  return { kind: 'table', ...spec };
+}
+
+/** Builds a table-list spec. */
+export function tableListVar(spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec {
+  return { kind: 'tables', ...spec };
+}
+
+/** Builds a name spec. */
+export function nameVar(spec: Omit<NameVarSpec, 'kind'>): NameVarSpec {
+  return { kind: 'name', ...spec };
+}
+
+/** Builds a free-text spec. */
+export function textVar(spec: Omit<TextVarSpec, 'kind'>): TextVarSpec {
+  return { kind: 'text', ...spec };
+}
+
+/**
+ * Reads an integer variable through its spec. `bounds` replaces the default or a bound that depends on another
+ * variable (the spec's `rangeText` says so); without it, the spec's own default and range apply.
+ * @throws ConfigError naming the variable (the message of `readInt`).
+ */
+export function readIntVar(
+  env: Env,
+  spec: IntVarSpec,
+  bounds: { readonly fallback?: number; readonly min?: number; readonly max?: number } = {},
+): number {
+  return readInt(
+    env,
+    spec.name,
+    bounds.fallback ?? spec.default,
+    bounds.min ?? spec.min,
+    bounds.max ?? spec.max,
+  );
+}
+
+/**
+ * Reads a boolean variable through its spec.
+ * @throws ConfigError naming the variable (the message of `readBool`).
+ */
+export function readBoolVar(env: Env, spec: BoolVarSpec): boolean {
+  return readBool(env, spec.name, spec.default);
+}
+
+/**
+ * Reads a table variable through its spec.
+ * @throws ConfigError naming the variable (the message of `readTable`).
+ */
+export function readTableVar(env: Env, spec: TableVarSpec): TableRef {
+  return readTable(env, spec.name, spec.default);
+}
+
+/** Reads a name variable's raw value (default applied); the loader checks `spec.pattern` with its own message. */
+export function readNameVar(env: Env, spec: NameVarSpec): string {
+  return readString(env, spec.name, spec.default);
+}
