@@ -36,6 +36,7 @@ import {
 } from './iam';
 import { assertPlanSecure } from './plan-checks';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
+import { addMonitoringDashboard } from './dashboard';
 import {
   type DeployOptions,
   type GeneratedFile,
@@ -209,6 +210,11 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     }
   }
   monitoring(ctx);
+  const targets = monitoringTargets(
+    ctx.o,
+    ctx.functions.map((f) => f.spec),
+  );
+  addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
   assertNoBroadRoles(ctx.steps);
   assertPlanSecure(ctx.steps, o);
   const deployed = ctx.functions.map(

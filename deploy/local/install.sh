@@ -3,7 +3,8 @@
 # deployed runtime's major, from the npm registry into .local/node22), the bqemulator BigQuery emulator in
 # .local/venv-bq (pinned, see shared/docs/local-stack.md; patched so it does not grow without bound, see
 # patch_bqemulator_snapshots) with DuckDB's spatial extension, and
-# checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java).
+# checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java), and
+# Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -120,6 +121,24 @@ install_spatial_extension() {
   mv -f "$target_file.tmp.$$" "$target_file"
 }
 
+# The dashboard's browser test (test/e2e/dashboard.test.ts) drives Debian's Chromium: no browser can be downloaded
+# at install time here. Installed with apt-get when missing and this runs as root; otherwise a warning, and the test
+# skips itself (with CI=true it fails instead).
+install_chromium() {
+  if [[ -x /usr/bin/chromium ]]; then
+    offvia_log "chromium: /usr/bin/chromium present, skipped"
+    return
+  fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+    offvia_log "WARNING: /usr/bin/chromium is missing (apt-get install chromium as root); the dashboard browser test will skip, or fail with CI=true"
+    return
+  fi
+  offvia_log "chromium: apt-get install chromium"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; then
+    offvia_log "WARNING: apt-get install chromium failed; the dashboard browser test will skip, or fail with CI=true"
+  fi
+}
+
 main() {
   local started_ms
   started_ms="$(offvia_now_ms)"
@@ -129,6 +148,7 @@ main() {
   install_bqemulator
   patch_bqemulator_snapshots
   install_spatial_extension
+  install_chromium
   offvia_log "install: done in $(($(offvia_now_ms) - started_ms)) ms"
 }
 

@@ -18,6 +18,7 @@ import {
 } from './selection';
 import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
+import { addDashboardCommand } from '../dashboard/command';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -322,6 +323,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         }
       }),
     );
+
+  addDashboardCommand(program, action, deps);
 
   return program;
 }

@@ -1,0 +1,106 @@
+// `offvia dashboard`: serves the live dashboard page until Ctrl-C (SIGINT) or SIGTERM.
+import type { Command } from 'commander';
+import type { CliDeps } from '../ops/cli';
+import type { OpsContext } from '../ops/context';
+import { EXIT, OpsError } from '../ops/errors';
+import { parseDuration, parsePositiveInt } from '../ops/selection';
+import { startDashboard } from './server';
+
+/** The port `offvia dashboard` binds when `--port` is absent (clear of the local stack's ports). */
+export const DEFAULT_DASHBOARD_PORT = 8090;
+
+/** Page refresh on the local stack, seconds. */
+export const LOCAL_REFRESH_S = 5;
+/**
+ * Page refresh against a real project, seconds: each refresh runs about twenty BigQuery queries, each billed at
+ * least 10 MB on demand, so a page left open at 5 s would cost real money.
+ */
+export const CLOUD_REFRESH_S = 60;
+
+/** The CLI's wrapper that parses the global flags, opens the context on demand and closes it after the body. */
+export type CliAction = <A extends unknown[]>(
+  body: (open: () => OpsContext, flags: { json?: boolean }, ...args: A) => Promise<number | void>,
+) => (...args: A) => Promise<void>;
+
+/** Flags of `offvia dashboard`. */
+interface DashboardFlags {
+  port: string;
+  host: string;
+  since: string;
+  refresh?: string;
+}
+
+/** Resolves on the first SIGINT or SIGTERM (the listeners are removed then). */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+/** Registers `offvia dashboard` on the program (called from shared/ops/cli.ts). */
+export function addDashboardCommand(program: Command, action: CliAction, deps: CliDeps): void {
+  program
+    .command('dashboard')
+    .description(
+      'serve a live dashboard page (the numbers of `offvia status` as charts, refreshed every few seconds)',
+    )
+    .option('--port <n>', 'TCP port', String(DEFAULT_DASHBOARD_PORT))
+    .option(
+      '--host <address>',
+      'interface to bind (0.0.0.0 to share it on the network)',
+      '127.0.0.1',
+    )
+    .option('--since <duration>', 'look-back window of every number: 30m, 1h, 7d', '1h')
+    .option(
+      '--refresh <seconds>',
+      `how often the page refreshes itself (default: ${LOCAL_REFRESH_S} locally, ${CLOUD_REFRESH_S} with --project)`,
+    )
+    .addHelpText(
+      'after',
+      '\nStops with Ctrl-C.\nExamples:\n  npm run dashboard\n  offvia dashboard --port 9000 --since 6h\n  offvia --project my-project dashboard',
+    )
+    .action(
+      action(async (open, _flags, opts: DashboardFlags) => {
+        const port = parsePositiveInt(opts.port, '--port', 65_535);
+        const lookBackMs = parseDuration(opts.since, '--since');
+        const refreshS =
+          opts.refresh === undefined
+            ? undefined
+            : parsePositiveInt(opts.refresh, '--refresh', 3600);
+        const ctx = open();
+        const refreshMs =
+          (refreshS ?? (ctx.mode === 'cloud' ? CLOUD_REFRESH_S : LOCAL_REFRESH_S)) * 1000;
+        const running = await startDashboard(ctx, {
+          port,
+          host: opts.host,
+          lookBackMs,
+          refreshMs,
+          now: deps.now,
+          onError: (err) =>
+            deps.io.err(
+              `offvia dashboard: collecting the numbers failed: ${err instanceof Error ? err.message : String(err)}`,
+            ),
+        }).catch((err: unknown) => {
+          // The usual failure is a port another program holds: say which and what to do.
+          const code = (err as { code?: unknown }).code;
+          if (code === 'EADDRINUSE') {
+            throw new OpsError(`port ${port} on ${opts.host} is in use: pick another with --port`);
+          }
+          throw err;
+        });
+        deps.io.out(
+          `offvia dashboard: ${running.url} (${ctx.mode} project ${ctx.projectId}); Ctrl-C to stop`,
+        );
+        const signal = await untilSignal();
+        deps.io.err(`offvia dashboard: ${signal}, stopping`);
+        await running.close();
+        return EXIT.ok;
+      }),
+    );
+}

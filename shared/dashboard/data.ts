@@ -1,0 +1,241 @@
+// The dashboard's numbers: `offvia status` (collectStatus, the one source of the counts) plus the time series the
+// charts need and status has no place for (per-minute arrivals, the latest panes per route, dropped-late per window).
+import { firestoreCall, query, type OpsContext } from '../ops/context';
+import { cellText } from '../ops/output';
+import { retryStoreRows, windowStore } from '../ops/state-reader';
+import { collectStatus, type StatusReport } from '../ops/status';
+
+const MINUTE_MS = 60_000;
+
+/** One series of the "messages per minute" chart: arrivals per minute at one destination. */
+export interface DestinationSeries {
+  /** `Silver`, `quarantine: <error_stage>`, `bad data` or `retry store`. */
+  destination: string;
+  /** Rows per minute, aligned with `DashboardData.minuteStartsMs`. */
+  counts: number[];
+}
+
+/** The latest pane of one (route, window), from `offvia_gold.route_panes_latest`. */
+export interface LatestPane {
+  /** Window bounds, epoch ms UTC (start inclusive, end exclusive; event time). */
+  windowStartMs: number;
+  windowEndMs: number;
+  /** Bookings in the pane (all so far with ACCUMULATING panes). */
+  bookingCount: number;
+  /** Exact NUMERIC sum of the fares, as decimal text (the chart plots its Number). */
+  fareTotal: string;
+  /** Beam's pane timing: `EARLY`, `ON_TIME` or `LATE`. */
+  timing: string;
+  paneIndex: number;
+  isFinal: boolean;
+  /** Processing time of the firing, epoch ms. */
+  emittedAtMs: number;
+}
+
+/** The latest panes of one route key (`ORIGIN-DESTINATION-CURRENCY`), oldest window first. */
+export interface RoutePanes {
+  routeKey: string;
+  panes: LatestPane[];
+}
+
+/** One watermark observation: the wall clock and the watermark at that moment (epoch ms). */
+export interface WatermarkSample {
+  atMs: number;
+  watermarkMs: number;
+  /** `gold`: a pane's `watermark_at_emission` at its `emitted_at`; `now`: read from Firestore by this request. */
+  source: 'gold' | 'now';
+}
+
+/** Elements dropped as too late, per event-time window (the TTL-bounded Firestore counters). */
+export interface DroppedWindow {
+  windowStartMs: number;
+  windowEndMs: number;
+  count: number;
+  /** Dropped because end + allowed lateness <= watermark. */
+  expiredWindow: number;
+  /** Dropped because the window's trigger had finished. */
+  closedWindow: number;
+}
+
+/** What `GET /api/dashboard` returns: the status report and the charts' series, all for the same look-back. */
+export interface DashboardData {
+  /** `collectStatus(ctx, sinceMs, nowMs)` exactly: every count the page prints comes from here. */
+  status: StatusReport;
+  /** How often the page asks again, ms. */
+  refreshMs: number;
+  /** Start of each minute from the look-back's start to now, epoch ms UTC (the x axis of `perMinute`). */
+  minuteStartsMs: number[];
+  perMinute: DestinationSeries[];
+  /** Routes with a pane emitted in the look-back, the most recently fired first (at most `maxRoutes`). */
+  routes: RoutePanes[];
+  /** The watermark against the wall clock, oldest first. */
+  watermarkHistory: WatermarkSample[];
+  droppedLate: DroppedWindow[];
+}
+
+/** Tuning of `collectDashboard`. */
+export interface DashboardOptions {
+  /** Page refresh interval, ms. */
+  refreshMs: number;
+  /** Most routes returned with their panes. */
+  maxRoutes?: number;
+  /** Most panes per route (the latest windows). */
+  maxPanesPerRoute?: number;
+}
+
+/** Number of a COUNT(*) or INT64 column (the emulator sometimes returns text). */
+const num = (value: unknown): number => Number(value ?? 0);
+
+/** The minute starts covering [sinceMs, nowMs], epoch ms. */
+export function minuteStarts(sinceMs: number, nowMs: number): number[] {
+  const out: number[] = [];
+  for (let m = Math.floor(sinceMs / MINUTE_MS) * MINUTE_MS; m <= nowMs; m += MINUTE_MS) out.push(m);
+  return out;
+}
+
+/**
+ * Buckets (minute start ms, key, count) rows into one series per key aligned with `minutes`. Rows outside the
+ * range (clock skew between the emulator and this process) are added to the nearest end, so the series' sum
+ * always equals the rows counted.
+ */
+export function bucketPerMinute(
+  minutes: readonly number[],
+  rows: readonly { minuteMs: number; key: string; n: number }[],
+): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  const first = minutes[0] ?? 0;
+  for (const row of rows) {
+    let series = out.get(row.key);
+    if (!series) out.set(row.key, (series = minutes.map(() => 0)));
+    const index = Math.min(
+      minutes.length - 1,
+      Math.max(0, Math.round((row.minuteMs - first) / MINUTE_MS)),
+    );
+    series[index] = (series[index] ?? 0) + row.n;
+  }
+  return out;
+}
+
+/**
+ * Collects the dashboard's numbers for the look-back [sinceMs, nowMs] (epoch ms UTC). The status report comes
+ * from `collectStatus` unchanged; the series are read beside it with the same `sinceMs`.
+ * @throws OpsError (one line) when a backend cannot be reached or refuses a query.
+ */
+export async function collectDashboard(
+  ctx: OpsContext,
+  sinceMs: number,
+  nowMs: number,
+  options: DashboardOptions,
+): Promise<DashboardData> {
+  const t = ctx.tables;
+  const p = { since_ms: sinceMs };
+  const types = { since_ms: 'INT64' };
+  const since = 'TIMESTAMP_MILLIS(@since_ms)';
+  const perMinuteSql = (table: string, column: string, key: string) =>
+    `SELECT UNIX_MILLIS(TIMESTAMP_TRUNC(${column}, MINUTE)) AS minute_ms, ${key} AS k, COUNT(*) AS n
+     FROM \`${table}\` WHERE ${column} >= ${since} GROUP BY 1, 2`;
+  type MinuteRow = { minute_ms: unknown; k: unknown; n: unknown };
+  const maxRoutes = options.maxRoutes ?? 12;
+  const maxPanes = options.maxPanesPerRoute ?? 30;
+  const [status, silver, quarantine, badData, panes, marks, retry, dropped] = await Promise.all([
+    collectStatus(ctx, sinceMs, nowMs),
+    query<MinuteRow>(ctx, perMinuteSql(t.silver, 'ingestion_timestamp', "'Silver'"), p, types),
+    query<MinuteRow>(
+      ctx,
+      perMinuteSql(t.quarantine, 'received_timestamp', "CONCAT('quarantine: ', error_stage)"),
+      p,
+      types,
+    ),
+    query<MinuteRow>(ctx, perMinuteSql(t.badData, 'insert_time', "'bad data'"), p, types),
+    query<Record<string, unknown>>(
+      ctx,
+      `SELECT route_key, UNIX_MILLIS(window_start) AS window_start_ms, UNIX_MILLIS(window_end) AS window_end_ms,
+              booking_count, fare_total, pane_timing, pane_index, is_final, UNIX_MILLIS(emitted_at) AS emitted_ms
+       FROM \`${t.gold}_latest\`
+       WHERE pipeline = @pipeline AND emitted_at >= ${since}
+       ORDER BY route_key, window_start_ms`,
+      { ...p, pipeline: ctx.windows.pipeline },
+      { ...types, pipeline: 'STRING' },
+    ),
+    query<{ at_ms: unknown; wm_ms: unknown }>(
+      ctx,
+      `SELECT UNIX_MILLIS(emitted_at) AS at_ms, MAX(UNIX_MILLIS(watermark_at_emission)) AS wm_ms
+       FROM \`${t.gold}\`
+       WHERE pipeline = @pipeline AND emitted_at >= ${since} AND watermark_at_emission IS NOT NULL
+       GROUP BY 1 ORDER BY 1 DESC LIMIT 500`,
+      { ...p, pipeline: ctx.windows.pipeline },
+      { ...types, pipeline: 'STRING' },
+    ),
+    retryStoreRows(ctx),
+    firestoreCall(ctx, 'dropped-late counters', () => windowStore(ctx).readDropped()),
+  ]);
+
+  const minutes = minuteStarts(sinceMs, nowMs);
+  const minuteRows = [...silver, ...quarantine, ...badData].map((r) => ({
+    minuteMs: num(r.minute_ms),
+    key: String(r.k),
+    n: num(r.n),
+  }));
+  // The retry store keeps each row's first receipt (processed_timestamp): its arrivals per minute.
+  for (const { rows } of retry) {
+    for (const row of rows) {
+      if (row.processedTimestampMs < sinceMs) continue;
+      minuteRows.push({
+        minuteMs: Math.floor(row.processedTimestampMs / MINUTE_MS) * MINUTE_MS,
+        key: 'retry store',
+        n: 1,
+      });
+    }
+  }
+  const buckets = bucketPerMinute(minutes, minuteRows);
+  const order = (k: string): string =>
+    k === 'Silver' ? '0' : k.startsWith('quarantine') ? `1${k}` : k === 'bad data' ? '2' : '3';
+  const perMinute = [...buckets.entries()]
+    .sort(([a], [b]) => order(a).localeCompare(order(b)))
+    .map(([destination, counts]) => ({ destination, counts }));
+
+  const byRoute = new Map<string, LatestPane[]>();
+  for (const r of panes) {
+    const key = String(r.route_key);
+    const list = byRoute.get(key) ?? [];
+    list.push({
+      windowStartMs: num(r.window_start_ms),
+      windowEndMs: num(r.window_end_ms),
+      bookingCount: num(r.booking_count),
+      fareTotal: cellText(r.fare_total),
+      timing: String(r.pane_timing),
+      paneIndex: num(r.pane_index),
+      isFinal: r.is_final === true,
+      emittedAtMs: num(r.emitted_ms),
+    });
+    byRoute.set(key, list);
+  }
+  const lastEmitted = (list: LatestPane[]): number => Math.max(...list.map((x) => x.emittedAtMs));
+  const routes = [...byRoute.entries()]
+    .sort(([ka, a], [kb, b]) => lastEmitted(b) - lastEmitted(a) || ka.localeCompare(kb))
+    .slice(0, maxRoutes)
+    .map(([routeKey, list]) => ({ routeKey, panes: list.slice(-maxPanes) }));
+
+  const watermarkHistory: WatermarkSample[] = marks
+    .map((m) => ({ atMs: num(m.at_ms), watermarkMs: num(m.wm_ms), source: 'gold' as const }))
+    .reverse();
+  const wm = status.watermark.watermark;
+  if (wm !== null)
+    watermarkHistory.push({ atMs: nowMs, watermarkMs: Date.parse(wm), source: 'now' });
+
+  return {
+    status,
+    refreshMs: options.refreshMs,
+    minuteStartsMs: minutes,
+    perMinute,
+    routes,
+    watermarkHistory,
+    droppedLate: dropped.map((d) => ({
+      windowStartMs: d.windowStartMs,
+      windowEndMs: d.windowEndMs,
+      count: d.count,
+      expiredWindow: d.expiredWindow,
+      closedWindow: d.closedWindow,
+    })),
+  };
+}

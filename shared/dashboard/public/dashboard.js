@@ -1,0 +1,473 @@
+// The dashboard page's script: polls /api/dashboard (the numbers of `offvia status` plus the charts' series) and
+// draws each panel with Chart.js. No build step: plain browser JavaScript, served as is.
+/* global Chart, document, window, fetch, setTimeout, console */
+'use strict';
+
+const COLORS = {
+  Silver: '#2e8b57',
+  'bad data': '#7b3fa0',
+  'retry store': '#3b7dd8',
+  EARLY: '#8fb8e8',
+  ON_TIME: '#2e8b57',
+  LATE: '#e07b1f',
+};
+const STAGE_COLORS = ['#e8a33d', '#d9622b', '#c0392b', '#8e2a1e', '#f0c060'];
+
+/** Chart.js instances by canvas id, created on the first refresh and updated in place after. */
+const charts = {};
+let selectedRoute = null;
+
+const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
+const hhmmss = (ms) => new Date(ms).toISOString().slice(11, 19);
+const seconds = (ms) => (ms / 1000).toFixed(1);
+/** A duration for people: 4.2 s, 3.5 min, 2.1 h, 55.2 d. */
+function duration(ms) {
+  const s = ms / 1000;
+  if (Math.abs(s) < 120) return `${s.toFixed(1)} s`;
+  if (Math.abs(s) < 7200) return `${(s / 60).toFixed(1)} min`;
+  if (Math.abs(s) < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} d`;
+}
+const fmt = (n) => Number(n).toLocaleString('en-US');
+
+function text(selector, value) {
+  const el = document.querySelector(selector);
+  if (el) el.textContent = value;
+}
+
+/** Creates the chart on first use, else replaces its data and redraws without animation (hover stays put). */
+function draw(id, config) {
+  const existing = charts[id];
+  if (existing) {
+    existing.data = config.data;
+    if (config.options) existing.options = config.options;
+    existing.update('none');
+    return existing;
+  }
+  const canvas = document.getElementById(id);
+  const options = Object.assign(
+    { responsive: true, maintainAspectRatio: false, animation: false },
+    config.options,
+  );
+  charts[id] = new Chart(canvas, Object.assign({}, config, { options }));
+  return charts[id];
+}
+
+function stageColor(label, index) {
+  return COLORS[label] || STAGE_COLORS[index % STAGE_COLORS.length];
+}
+
+function drawPerMinute(d) {
+  let stage = 0;
+  draw('chart-per-minute', {
+    type: 'bar',
+    data: {
+      labels: d.minuteStartsMs.map(hhmm),
+      datasets: d.perMinute.map((s) => ({
+        label: s.destination,
+        data: s.counts,
+        backgroundColor: s.destination.startsWith('quarantine')
+          ? stageColor(null, stage++)
+          : COLORS[s.destination],
+        stack: 'all',
+      })),
+    },
+    options: {
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { stacked: true, ticks: { maxTicksLimit: 12 } },
+        y: { stacked: true, beginAtZero: true, title: { display: true, text: 'rows / minute' } },
+      },
+    },
+  });
+}
+
+function drawQuarantine(d) {
+  const s = d.status;
+  const stages = s.quarantineByStage;
+  draw('chart-quarantine', {
+    type: 'bar',
+    data: {
+      labels: stages.map((x) => x.stage),
+      datasets: [
+        {
+          label: 'rows',
+          data: stages.map((x) => x.rows),
+          backgroundColor: stages.map((_, i) => stageColor(null, i)),
+        },
+        { label: 'open', data: stages.map((x) => x.open), backgroundColor: '#bbb' },
+      ],
+    },
+    options: {
+      indexAxis: 'y',
+      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
+      plugins: {
+        tooltip: {
+          callbacks: {
+            afterLabel: (item) =>
+              item.datasetIndex === 0 && s.layers.bronze > 0
+                ? `${((100 * item.raw) / s.layers.bronze).toFixed(1)}% of Bronze messages`
+                : '',
+          },
+        },
+      },
+    },
+  });
+  const rate =
+    s.layers.bronze > 0
+      ? ` (${((100 * s.layers.quarantineRows) / s.layers.bronze).toFixed(1)}% of Bronze)`
+      : '';
+  text(
+    '[data-caption="quarantine"]',
+    stages.length === 0
+      ? 'No quarantined rows in the look-back.'
+      : `${fmt(s.layers.quarantineRows)} rows${rate}: ` +
+          stages.map((x) => `${x.stage} ${fmt(x.rows)}`).join(', '),
+  );
+  const list = document.getElementById('top-reasons');
+  list.replaceChildren(
+    ...s.topQuarantineReasons.map((r) => {
+      const li = document.createElement('li');
+      li.textContent = `${fmt(r.rows)} × ${r.stage}: ${r.reason}`;
+      li.title = r.reason;
+      return li;
+    }),
+  );
+}
+
+function drawWatermark(d) {
+  const h = d.watermarkHistory;
+  draw('chart-watermark', {
+    type: 'line',
+    data: {
+      labels: h.map((p) => hhmmss(p.atMs)),
+      datasets: [
+        {
+          label: 'watermark lag (s)',
+          data: h.map((p) => Number(seconds(p.atMs - p.watermarkMs))),
+          borderColor: '#3b7dd8',
+          backgroundColor: '#3b7dd8',
+          pointRadius: h.map((p) => (p.source === 'now' ? 4 : 2)),
+          stepped: true,
+        },
+      ],
+    },
+    options: {
+      scales: {
+        x: { title: { display: true, text: 'wall clock (UTC)' }, ticks: { maxTicksLimit: 8 } },
+        y: { beginAtZero: true, title: { display: true, text: 'lag, seconds' } },
+      },
+      plugins: {
+        tooltip: {
+          callbacks: {
+            afterLabel: (item) =>
+              `watermark ${new Date(h[item.dataIndex].watermarkMs).toISOString()}`,
+          },
+        },
+      },
+    },
+  });
+  const w = d.status.watermark;
+  text(
+    '[data-caption="watermark"]',
+    w.watermark === null
+      ? 'No watermark yet (no event counted in a window).'
+      : `Watermark ${w.watermark}, ${duration(w.lagMs)} behind the clock; max event time ${w.maxEventTime}.`,
+  );
+}
+
+/** Shades the category (window) the watermark falls in, behind the bars. */
+const watermarkWindowShade = {
+  id: 'watermarkWindowShade',
+  beforeDatasetsDraw(chart, _args, opts) {
+    if (opts.index === undefined || opts.index < 0) return;
+    const x = chart.scales.x;
+    const area = chart.chartArea;
+    const half = (x.getPixelForValue(1) - x.getPixelForValue(0)) / 2 || area.width / 2;
+    const center = x.getPixelForValue(opts.index);
+    const ctx = chart.ctx;
+    ctx.save();
+    ctx.fillStyle = 'rgba(59, 125, 216, 0.12)';
+    ctx.fillRect(center - half, area.top, 2 * half, area.bottom - area.top);
+    ctx.restore();
+  },
+};
+
+function drawPanes(d) {
+  const select = document.getElementById('route');
+  const keys = d.routes.map((r) => r.routeKey);
+  if (selectedRoute === null || !keys.includes(selectedRoute)) selectedRoute = keys[0] ?? null;
+  select.replaceChildren(
+    ...keys.map((k) => {
+      const o = document.createElement('option');
+      o.value = k;
+      o.textContent = k;
+      o.selected = k === selectedRoute;
+      return o;
+    }),
+  );
+  const route = d.routes.find((r) => r.routeKey === selectedRoute);
+  const panes = route ? route.panes : [];
+  const wm =
+    d.status.watermark.watermark === null ? null : Date.parse(d.status.watermark.watermark);
+  const shadeIndex =
+    wm === null ? -1 : panes.findIndex((p) => p.windowStartMs <= wm && wm < p.windowEndMs);
+  draw('chart-panes', {
+    type: 'bar',
+    plugins: [watermarkWindowShade],
+    data: {
+      labels: panes.map((p) => hhmm(p.windowStartMs)),
+      datasets: [
+        {
+          type: 'bar',
+          label: 'bookings',
+          data: panes.map((p) => p.bookingCount),
+          backgroundColor: panes.map((p) => COLORS[p.timing] || '#999'),
+          yAxisID: 'y',
+          maxBarThickness: 48,
+          order: 1,
+        },
+        {
+          type: 'line',
+          label: 'fare total',
+          data: panes.map((p) => Number(p.fareTotal)),
+          borderColor: '#1d2733',
+          backgroundColor: '#1d2733',
+          pointRadius: 4,
+          // Drawn over the bars.
+          order: 0,
+          yAxisID: 'fare',
+        },
+      ],
+    },
+    options: {
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { title: { display: true, text: 'window start (event time, UTC)' } },
+        y: {
+          beginAtZero: true,
+          ticks: { precision: 0 },
+          title: { display: true, text: 'bookings' },
+        },
+        fare: { position: 'right', beginAtZero: true, grid: { drawOnChartArea: false } },
+      },
+      plugins: {
+        watermarkWindowShade: { index: shadeIndex },
+        legend: {
+          labels: {
+            // One entry per pane timing (the bars' colours) and the fare line.
+            generateLabels: () => [
+              ...['EARLY', 'ON_TIME', 'LATE'].map((t) => ({
+                text: t,
+                fillStyle: COLORS[t],
+                strokeStyle: COLORS[t],
+                datasetIndex: 0,
+              })),
+              { text: 'fare total', fillStyle: '#1d2733', strokeStyle: '#1d2733', datasetIndex: 1 },
+              ...(shadeIndex >= 0
+                ? [
+                    {
+                      text: 'watermark window',
+                      fillStyle: 'rgba(59, 125, 216, 0.12)',
+                      strokeStyle: '#fff',
+                    },
+                  ]
+                : []),
+            ],
+          },
+          onClick: () => undefined,
+        },
+        tooltip: {
+          callbacks: {
+            afterBody: (items) => {
+              const p = panes[items[0].dataIndex];
+              return p
+                ? `${p.timing} pane #${p.paneIndex}${p.isFinal ? ' (final)' : ''}, fare total ${p.fareTotal}`
+                : '';
+            },
+          },
+        },
+      },
+    },
+  });
+  const last = panes[panes.length - 1];
+  text(
+    '[data-caption="panes"]',
+    last
+      ? `${selectedRoute}: latest window ${hhmm(last.windowStartMs)}–${hhmm(last.windowEndMs)}: ` +
+          `${fmt(last.bookingCount)} bookings, fare total ${last.fareTotal}, ${last.timing} pane #${last.paneIndex}.`
+      : 'No pane emitted in the look-back.',
+  );
+}
+
+function drawDropped(d) {
+  const w = d.droppedLate;
+  draw('chart-dropped', {
+    type: 'bar',
+    data: {
+      labels: w.map((x) => `${hhmm(x.windowStartMs)}–${hhmm(x.windowEndMs)}`),
+      datasets: [
+        {
+          label: 'expired window',
+          data: w.map((x) => x.expiredWindow),
+          backgroundColor: '#d9622b',
+          stack: 'd',
+        },
+        {
+          label: 'closed window',
+          data: w.map((x) => x.closedWindow),
+          backgroundColor: '#8e2a1e',
+          stack: 'd',
+        },
+      ],
+    },
+    options: {
+      scales: {
+        x: { stacked: true },
+        y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } },
+      },
+    },
+  });
+  const s = d.status.windows;
+  text(
+    '[data-caption="dropped"]',
+    `${fmt(s.droppedLate)} dropped (${fmt(s.droppedExpiredWindow)} expired window, ${fmt(s.droppedClosedWindow)} closed window) over ${w.length} window(s).`,
+  );
+}
+
+function drawRetry(d) {
+  const r = d.status.retryStore;
+  const now = Date.parse(d.status.now);
+  draw('chart-retry', {
+    type: 'bar',
+    data: {
+      labels: r.map((x) => x.table.split('.').slice(-2).join('.')),
+      datasets: [
+        {
+          label: 'rows waiting',
+          data: r.map((x) => x.rows),
+          backgroundColor: COLORS['retry store'],
+        },
+      ],
+    },
+    options: {
+      indexAxis: 'y',
+      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
+      plugins: {
+        tooltip: {
+          callbacks: {
+            afterLabel: (item) =>
+              r[item.dataIndex].oldest ? `oldest ${r[item.dataIndex].oldest}` : 'none waiting',
+          },
+        },
+      },
+    },
+  });
+  const oldest = r
+    .map((x) => x.oldest)
+    .filter((x) => x !== null)
+    .map((x) => Date.parse(x))
+    .sort((a, b) => a - b)[0];
+  const total = r.reduce((sum, x) => sum + x.rows, 0);
+  text(
+    '[data-caption="retry"]',
+    r.length === 0
+      ? 'Schema drift is off (no retry store).'
+      : `${fmt(total)} rows waiting` +
+          (oldest === undefined ? '.' : `; the oldest arrived ${duration(now - oldest)} ago.`),
+  );
+}
+
+function drawBadData(d) {
+  const byTarget = new Map();
+  for (const c of d.status.badDataByCause) {
+    const t = byTarget.get(c.target) || { rows: 0, open: 0 };
+    t.rows += c.rows;
+    t.open += c.open;
+    byTarget.set(c.target, t);
+  }
+  const targets = [...byTarget.keys()].sort();
+  draw('chart-bad-data', {
+    type: 'bar',
+    data: {
+      labels: targets.map((t) => t.split('.').slice(-2).join('.')),
+      datasets: [
+        {
+          label: 'rows',
+          data: targets.map((t) => byTarget.get(t).rows),
+          backgroundColor: COLORS['bad data'],
+        },
+        { label: 'open', data: targets.map((t) => byTarget.get(t).open), backgroundColor: '#bbb' },
+      ],
+    },
+    options: { indexAxis: 'y', scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } },
+  });
+  text(
+    '[data-caption="bad-data"]',
+    targets.length === 0
+      ? 'No bad data in the look-back.'
+      : `${fmt(d.status.layers.badDataRows)} rows, ${fmt(d.status.open.badData)} open (all time).`,
+  );
+}
+
+function drawSummary(d) {
+  const s = d.status;
+  const metrics = {
+    bronze: s.layers.bronze,
+    silverRows: s.layers.silverRows,
+    silverEvents: s.layers.silverEvents,
+    quarantineRows: s.layers.quarantineRows,
+    badDataRows: s.layers.badDataRows,
+    retryStoreRows: s.retryStore.reduce((sum, x) => sum + x.rows, 0),
+    goldPanes: s.layers.goldPanes,
+    openWindows: s.windows.open,
+    droppedLate: s.windows.droppedLate,
+  };
+  for (const [name, value] of Object.entries(metrics)) {
+    const el = document.querySelector(`[data-metric="${name}"]`);
+    el.textContent = fmt(value);
+    el.dataset.value = String(value);
+  }
+  const lag = document.querySelector('[data-metric="watermarkLag"]');
+  lag.textContent = s.watermark.lagMs === null ? 'none' : duration(s.watermark.lagMs);
+  lag.dataset.value = s.watermark.lagMs === null ? '' : String(s.watermark.lagMs);
+  text('#target', `${s.target.mode} project ${s.target.project}, since ${s.since}`);
+}
+
+/** Fetches the numbers and redraws every panel; a failure is shown and the polling goes on. */
+async function refresh() {
+  let refreshMs = 5000;
+  const error = document.getElementById('error');
+  try {
+    const res = await fetch('/api/dashboard', { cache: 'no-store' });
+    const body = await res.json();
+    refreshMs = body.refreshMs || refreshMs;
+    if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+    drawSummary(body);
+    drawPerMinute(body);
+    drawQuarantine(body);
+    drawWatermark(body);
+    drawPanes(body);
+    drawDropped(body);
+    drawRetry(body);
+    drawBadData(body);
+    error.hidden = true;
+    text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
+    // For tests and scripts: the moment the shown numbers were collected.
+    document.body.dataset.statusNow = body.status.now;
+    document.body.dataset.statusSince = body.status.since;
+    window.offviaDashboard = body;
+  } catch (err) {
+    console.error('dashboard refresh failed', err);
+    error.textContent = `Refresh failed: ${err && err.message ? err.message : String(err)}`;
+    error.hidden = false;
+  } finally {
+    setTimeout(refresh, refreshMs);
+  }
+}
+
+document.getElementById('route').addEventListener('change', (e) => {
+  selectedRoute = e.target.value;
+  if (window.offviaDashboard) drawPanes(window.offviaDashboard);
+});
+refresh();

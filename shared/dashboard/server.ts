@@ -1,0 +1,119 @@
+// The dashboard's HTTP server (fastify): one static page, its script and style, Chart.js from node_modules, and
+// the JSON endpoint the page polls. Nothing comes from a CDN, so the page works offline.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { repositoryRoot, type OpsContext } from '../ops/context';
+import { collectDashboard, type DashboardData } from './data';
+
+/** The page's own files, in the source tree (the compiled build has no copy of them). */
+const PUBLIC_DIR = path.join(repositoryRoot(), 'shared', 'dashboard', 'public');
+
+/** Chart.js's UMD bundle: its package exports no path to it, so it is found beside the resolved entry. */
+function chartJsBundle(): string {
+  return path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
+}
+
+/** Options of `startDashboard`. */
+export interface DashboardServerOptions {
+  /** TCP port; 0 picks a free one (tests). */
+  port: number;
+  /** Interface to bind; `127.0.0.1` keeps the page on this machine. */
+  host: string;
+  /** The look-back of every number, ms (the `--since` of `offvia status`). */
+  lookBackMs: number;
+  /** How often the page refreshes itself, ms. */
+  refreshMs: number;
+  /** Epoch ms; tests pass a fixed clock. */
+  now?: () => number;
+  /** Called with each failed collection (the page shows the error and keeps polling). */
+  onError?: (err: unknown) => void;
+}
+
+/** A running dashboard: its URL and a way to stop it. */
+export interface RunningDashboard {
+  /** `http://host:port/` of the page. */
+  readonly url: string;
+  readonly server: FastifyInstance;
+  /** Stops listening and waits for the collections in flight, so the context's clients can be closed after. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the fastify app (not listening): `GET /` the page, `GET /api/dashboard` the `DashboardData` as JSON
+ * (503 with `{error}` when a backend fails), `GET /assets/*` the page's script, style and Chart.js.
+ */
+export function buildDashboardApp(
+  ctx: OpsContext,
+  options: DashboardServerOptions,
+): FastifyInstance {
+  const now = options.now ?? Date.now;
+  const app = Fastify({ logger: false });
+  // Read once at start: the files are small and a missing one should fail the start, not the first visitor.
+  const assets: Record<string, { body: Buffer; type: string }> = {
+    'dashboard.js': {
+      body: readFileSync(path.join(PUBLIC_DIR, 'dashboard.js')),
+      type: 'text/javascript; charset=utf-8',
+    },
+    'dashboard.css': {
+      body: readFileSync(path.join(PUBLIC_DIR, 'dashboard.css')),
+      type: 'text/css; charset=utf-8',
+    },
+    'chart.umd.min.js': {
+      body: readFileSync(chartJsBundle()),
+      type: 'text/javascript; charset=utf-8',
+    },
+  };
+  const page = readFileSync(path.join(PUBLIC_DIR, 'index.html'));
+
+  app.get('/', async (_req, reply) => reply.type('text/html; charset=utf-8').send(page));
+  // Browsers ask for it unprompted; an empty answer keeps a 404 out of the page's console.
+  app.get('/favicon.ico', async (_req, reply) => reply.code(204).send());
+  app.get<{ Params: { name: string } }>('/assets/:name', async (req, reply) => {
+    const asset = assets[req.params.name];
+    if (!asset) return reply.code(404).send({ error: `no asset ${req.params.name}` });
+    return reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body);
+  });
+  // Collections still running: close() waits for them, so the caller can then close the clients they use.
+  const inFlight = new Set<Promise<DashboardData>>();
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([...inFlight]);
+  });
+  app.get('/api/dashboard', async (_req, reply) => {
+    const nowMs = now();
+    const collecting = collectDashboard(ctx, nowMs - options.lookBackMs, nowMs, {
+      refreshMs: options.refreshMs,
+    });
+    inFlight.add(collecting);
+    try {
+      const data = await collecting;
+      return reply.header('cache-control', 'no-store').send(data);
+    } catch (err) {
+      options.onError?.(err);
+      const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+      return reply.code(503).send({ error: message, refreshMs: options.refreshMs });
+    } finally {
+      inFlight.delete(collecting);
+    }
+  });
+  return app;
+}
+
+/**
+ * Starts the dashboard on `options.host:options.port`.
+ * @throws Error when the port cannot be bound (in use, no permission).
+ */
+export async function startDashboard(
+  ctx: OpsContext,
+  options: DashboardServerOptions,
+): Promise<RunningDashboard> {
+  const app = buildDashboardApp(ctx, options);
+  await app.listen({ port: options.port, host: options.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  return {
+    url: `http://${options.host}:${port}/`,
+    server: app,
+    close: () => app.close(),
+  };
+}
