@@ -1,5 +1,6 @@
 // WatermarkTracker's shared reads: concurrent callers share one document read, and a fresh caller never gets a read
-// that started before its call (it must see every commit that finished before it asked). The store is a stub.
+// that started before its call (it must see every commit that finished before it asked). Its spaced writes: an event
+// seen inside the write interval stays with the instance until its next observation. The stores are stubs.
 import assert from 'node:assert/strict';
 import { WatermarkTracker } from '../../../shared/state/watermark-tracker';
 import type { StoredWatermark } from '../../../shared/state/window-store';
@@ -69,5 +70,45 @@ describe('WatermarkTracker reads', () => {
     assert.equal(await early, 1_000);
     assert.deepEqual(await Promise.all(late), [2_000, 2_000]);
     assert.equal(s.starts.length, 2);
+  });
+});
+
+/** A store holding the record in memory, with compare-and-set writes. */
+function memoryStore() {
+  let record: StoredWatermark | null = null;
+  let version = 0;
+  return {
+    readWatermark: (): Promise<StoredWatermark | null> => Promise.resolve(record),
+    writeWatermark: (
+      state: StoredWatermark['state'],
+      updatedAtMs: number,
+      expected: StoredWatermark | null,
+    ): Promise<StoredWatermark | null> => {
+      if (expected?.version !== record?.version) return Promise.resolve(null);
+      record = { state, updatedAtMs, version: `v${++version}` };
+      return Promise.resolve(record);
+    },
+  };
+}
+
+describe('WatermarkTracker spaced writes', () => {
+  // What test/e2e/windows.test.ts allows for: there, a booking recorded less than the interval after the previous
+  // write did not move the stored watermark, and fireWindows (another instance) found nothing due.
+  it('keeps an event seen inside the interval pending until the next observation after it', async () => {
+    const store = memoryStore();
+    const tracker = new WatermarkTracker(store, {
+      policy: POLICY,
+      cacheMs: 0,
+      minWriteIntervalMs: 1000,
+    });
+    const t0 = 1_800_000_000_000;
+    assert.equal((await tracker.observe(t0 - 180_000, t0)).written, true);
+    // 900 ms later: a booking of now, not written; the stored watermark still trails the earlier booking.
+    assert.equal((await tracker.observe(t0 + 900, t0 + 900)).written, false);
+    assert.equal((await store.readWatermark())?.state.watermarkMs, t0 - 190_000);
+    // The instance's next observation after the interval writes the maximum it kept, even an older event's.
+    const next = await tracker.observe(t0 - 170_000, t0 + 1_000);
+    assert.equal(next.written, true);
+    assert.equal((await store.readWatermark())?.state.watermarkMs, t0 + 900 - 10_000);
   });
 });
