@@ -2,15 +2,18 @@
 // its original insertId (a row BigQuery refused) or send it through the ingest path again (a message the retry-age
 // guard parked); resolved rows are recorded.
 import { readTable, type TableRef } from '../config/env';
-import { ingestMessage, type IngestOutcome } from '../ingest/ingest-booking';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import { query, type OpsContext } from './context';
-import { NotFoundError } from './errors';
 import { applyFix, parseJson, payloadBytes, stringifyJson } from './fix';
 import { progressBar, type Io } from './output';
 import { changedFields, type ReprocessOptions, type ReprocessReport } from './reprocess';
 import {
   LINEAGE_COLUMN,
+  assertIdsKnown,
+  countOutcome,
+  emptyReport,
+  finishTiming,
+  ingestFixed,
   ingestDepsForRun,
   newRunId,
   pool,
@@ -138,39 +141,18 @@ export async function redrive(
   const started = now();
   const candidates = await selectBadData(ctx, options.selection);
   const ids = options.selection.ids ?? [];
-  if (candidates.length === 0 && ids.length > 0) {
-    // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
-    const [known] = await query<{ n: unknown }>(
-      ctx,
-      `SELECT COUNT(*) AS n FROM \`${ctx.tables.badData}\`
+  // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
+  await assertIdsKnown(
+    ctx,
+    candidates.length,
+    ids,
+    `SELECT COUNT(*) AS n FROM \`${ctx.tables.badData}\`
        WHERE source_message_id IN UNNEST(@ids) OR insert_id IN UNNEST(@ids)`,
-      { ids },
-      { ids: ['STRING'] },
-    );
-    if (Number(known?.n ?? 0) === 0) {
-      throw new NotFoundError(
-        `no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`,
-      );
-    }
-  }
-  const report: ReprocessReport = {
-    runId: null,
-    dryRun: options.dryRun,
-    fix: options.fix.description,
-    selected: candidates.length,
-    outcomes: {},
-    skipped: [],
-    failed: [],
-    resolutionsWritten: 0,
-    sample: [],
-    elapsedMs: 0,
-    rowsPerSecond: null,
-    logFile: null,
-  };
+    `no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`,
+  );
+  const report = emptyReport(options, candidates.length);
   if (candidates.length === 0) return report;
-  const count = (key: string): void => {
-    report.outcomes[key] = (report.outcomes[key] ?? 0) + 1;
-  };
+  const count = (key: string): void => countOutcome(report, key);
   const runId = options.dryRun ? null : newRunId('redrive', started);
   const logFile = runId === null ? null : runLogFile(ctx, runId);
   report.runId = runId;
@@ -238,29 +220,13 @@ export async function redrive(
       }
       if (plan.kind === 'message') {
         ingestDeps ??= ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
-        let outcome: IngestOutcome;
-        try {
-          outcome = await ingestMessage(
-            {
-              ok: true,
-              message: {
-                messageId: c.messageId ?? c.rowKey,
-                publishTime: undefined,
-                publishTimeMs: undefined,
-                attributes: plan.attributes,
-                data: bytes,
-                subscription: undefined,
-              },
-            },
-            ingestDeps,
-          );
-        } catch (err) {
-          report.failed.push({
-            messageId: c.messageId,
-            error: err instanceof Error ? err.message : String(err),
-          });
-          return;
-        }
+        const outcome = await ingestFixed(
+          report,
+          c.messageId,
+          { messageId: c.messageId ?? c.rowKey, attributes: plan.attributes, data: bytes },
+          ingestDeps,
+        );
+        if (outcome === undefined) return;
         count(outcome.destination);
         if (outcome.destination !== 'bad_data') {
           resolve(c, outcome.destination, 'eventId' in outcome ? outcome.eventId : null);
@@ -308,8 +274,6 @@ export async function redrive(
     await writeResolutions(ctx, resolutions);
     report.resolutionsWritten = resolutions.length;
   }
-  report.elapsedMs = now() - started;
-  report.rowsPerSecond =
-    report.elapsedMs > 0 ? Math.round((candidates.length * 1000) / report.elapsedMs) : null;
+  finishTiming(report, candidates.length, started, now);
   return report;
 }

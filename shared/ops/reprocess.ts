@@ -1,13 +1,16 @@
 // `offvia quarantine reprocess`: select open quarantine rows, apply a fix, and send the fixed events through the
 // ingest path in-process (validation, Silver, schema drift, window state), with lineage; resolved rows are recorded.
-import { ingestMessage, type IngestOutcome } from '../ingest/ingest-booking';
 import { validateBooking } from '../contract';
 import { query, type OpsContext } from './context';
-import { NotFoundError } from './errors';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
 import { clip, keyValues, progressBar, section, table, type Io } from './output';
 import {
+  assertIdsKnown,
+  countOutcome,
+  emptyReport,
+  finishTiming,
   ingestDepsForRun,
+  ingestFixed,
   newRunId,
   pool,
   runLogFile,
@@ -198,10 +201,6 @@ export function changedFields(before: string, after: string): string {
   return changes.length === 0 ? 'unchanged' : changes.join(', ');
 }
 
-function countOf(map: Record<string, number>, key: string): void {
-  map[key] = (map[key] ?? 0) + 1;
-}
-
 /**
  * Runs `quarantine reprocess`. A dry run validates each fixed payload (as ingest would, at the current time) and
  * writes nothing. A run sends each through `ingestMessage` with the original message id (so Silver's
@@ -218,35 +217,15 @@ export async function reprocess(
 ): Promise<ReprocessReport> {
   const started = now();
   const candidates = await selectQuarantine(ctx, options.selection);
-  const ids = options.selection.ids ?? [];
-  if (candidates.length === 0 && ids.length > 0) {
-    // Resolved already (a second identical run: nothing to do) or never quarantined (a wrong id: exit 3).
-    const [known] = await query<{ n: unknown }>(
-      ctx,
-      `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE source_message_id IN UNNEST(@ids)`,
-      { ids },
-      { ids: ['STRING'] },
-    );
-    if (Number(known?.n ?? 0) === 0) {
-      throw new NotFoundError(
-        `no quarantine row for ${ids.join(', ')}: not a quarantined message id`,
-      );
-    }
-  }
-  const report: ReprocessReport = {
-    runId: null,
-    dryRun: options.dryRun,
-    fix: options.fix.description,
-    selected: candidates.length,
-    outcomes: {},
-    skipped: [],
-    failed: [],
-    resolutionsWritten: 0,
-    sample: [],
-    elapsedMs: 0,
-    rowsPerSecond: null,
-    logFile: null,
-  };
+  // Resolved already (a second identical run: nothing to do) or never quarantined (a wrong id: exit 3).
+  await assertIdsKnown(
+    ctx,
+    candidates.length,
+    options.selection.ids ?? [],
+    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE source_message_id IN UNNEST(@ids)`,
+    `no quarantine row for ${(options.selection.ids ?? []).join(', ')}: not a quarantined message id`,
+  );
+  const report = emptyReport(options, candidates.length);
   if (options.dryRun) {
     for (const c of candidates) {
       const f = await fixed(c, options.fix);
@@ -262,7 +241,7 @@ export async function reprocess(
           maxEventAgeMs: ctx.ingest.maxEventAgeMs,
         });
         wouldReach = v.ok ? 'silver' : v.stage;
-        countOf(report.outcomes, wouldReach);
+        countOutcome(report, wouldReach);
       }
       if (report.sample.length < options.sampleSize) {
         const before = c.body?.toString('utf8') ?? '';
@@ -297,31 +276,14 @@ export async function reprocess(
         report.skipped.push({ messageId: c.messageId, reason: f.reason });
         return;
       }
-      let outcome: IngestOutcome;
-      try {
-        outcome = await ingestMessage(
-          {
-            ok: true,
-            message: {
-              messageId: c.messageId ?? c.messageKey,
-              publishTime: undefined,
-              publishTimeMs: undefined,
-              attributes: c.attributes,
-              data: f.bytes,
-              subscription: undefined,
-            },
-          },
-          deps,
-        );
-      } catch (err) {
-        // The ingest path logged it (run log); the row stays open and the run reports it.
-        report.failed.push({
-          messageId: c.messageId,
-          error: err instanceof Error ? err.message : String(err),
-        });
-        return;
-      }
-      countOf(report.outcomes, outcome.destination);
+      const outcome = await ingestFixed(
+        report,
+        c.messageId,
+        { messageId: c.messageId ?? c.messageKey, attributes: c.attributes, data: f.bytes },
+        deps,
+      );
+      if (outcome === undefined) return;
+      countOutcome(report, outcome.destination);
       if (outcome.destination === 'quarantine') return;
       resolutions.push({
         layer: 'quarantine',
@@ -341,9 +303,7 @@ export async function reprocess(
   bar.stop();
   await writeResolutions(ctx, resolutions);
   report.resolutionsWritten = resolutions.length;
-  report.elapsedMs = now() - started;
-  report.rowsPerSecond =
-    report.elapsedMs > 0 ? Math.round((candidates.length * 1000) / report.elapsedMs) : null;
+  finishTiming(report, candidates.length, started, now);
   return report;
 }
 

@@ -7,12 +7,13 @@ import path from 'node:path';
 import type { TableRef } from '../config/env';
 import { boundedInsertId } from '../drift/bad-data';
 import { createIngestDeps } from '../ingest/runtime';
-import type { IngestDeps } from '../ingest/ingest-booking';
+import { ingestMessage, type IngestDeps, type IngestOutcome } from '../ingest/ingest-booking';
 import { Logger, type LogEntry } from '../logging/logger';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { InsertRow, RowResult, RowWriter } from '../sinks/row-writer';
-import { repositoryRoot, type OpsContext } from './context';
-import { OpsError } from './errors';
+import { query, repositoryRoot, type OpsContext } from './context';
+import { NotFoundError, OpsError } from './errors';
+import type { ReprocessOptions, ReprocessReport } from './reprocess';
 
 /** The lineage column of Silver and quarantine rows a run writes (sql/045). */
 export const LINEAGE_COLUMN = 'reprocess_run_id';
@@ -158,4 +159,92 @@ export async function writeResolutions(
       );
     }
   }
+}
+
+/**
+ * When `--ids` were given and none was selected: resolved already (a second identical run, nothing to do) is no
+ * error, but ids that `countSql` (a `SELECT COUNT(*) AS n` over the layer's whole table, with `@ids`) does not find
+ * at all are a wrong selection.
+ * @throws NotFoundError with `notFound` when the count is 0.
+ */
+export async function assertIdsKnown(
+  ctx: OpsContext,
+  candidates: number,
+  ids: readonly string[],
+  countSql: string,
+  notFound: string,
+): Promise<void> {
+  if (candidates !== 0 || ids.length === 0) return;
+  const [known] = await query<{ n: unknown }>(ctx, countSql, { ids }, { ids: ['STRING'] });
+  if (Number(known?.n ?? 0) === 0) throw new NotFoundError(notFound);
+}
+
+/** The report of a run before it has done anything: `selected` rows, nothing counted yet. */
+export function emptyReport(options: ReprocessOptions, selected: number): ReprocessReport {
+  return {
+    runId: null,
+    dryRun: options.dryRun,
+    fix: options.fix.description,
+    selected,
+    outcomes: {},
+    skipped: [],
+    failed: [],
+    resolutionsWritten: 0,
+    sample: [],
+    elapsedMs: 0,
+    rowsPerSecond: null,
+    logFile: null,
+  };
+}
+
+/**
+ * Sends a fixed message through the ingest path with its original message id and no publish time (so the
+ * retry-age guard, meant for Pub/Sub redeliveries, does not apply).
+ * @returns the outcome, or undefined when ingest threw: then the error is in `report.failed` (the ingest path
+ *   logged it in the run log) and the row stays open.
+ */
+export async function ingestFixed(
+  report: ReprocessReport,
+  reportedId: string | null,
+  message: { messageId: string; attributes: Record<string, string>; data: Buffer },
+  deps: IngestDeps,
+): Promise<IngestOutcome | undefined> {
+  try {
+    return await ingestMessage(
+      {
+        ok: true,
+        message: {
+          messageId: message.messageId,
+          publishTime: undefined,
+          publishTimeMs: undefined,
+          attributes: message.attributes,
+          data: message.data,
+          subscription: undefined,
+        },
+      },
+      deps,
+    );
+  } catch (err) {
+    report.failed.push({
+      messageId: reportedId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    return undefined;
+  }
+}
+
+/** Counts one row under `key` (a destination or target) in the report's outcomes. */
+export function countOutcome(report: ReprocessReport, key: string): void {
+  report.outcomes[key] = (report.outcomes[key] ?? 0) + 1;
+}
+
+/** Sets the run's elapsed time since `started` and its rate over `rows` (null when no time passed). */
+export function finishTiming(
+  report: ReprocessReport,
+  rows: number,
+  started: number,
+  now: () => number,
+): void {
+  report.elapsedMs = now() - started;
+  report.rowsPerSecond = report.elapsedMs > 0 ? Math.round((rows * 1000) / report.elapsedMs) : null;
 }

@@ -2,14 +2,10 @@
 // evaluated over the log lines the real code emits.
 import assert from 'node:assert/strict';
 import { logMetrics } from '../../../deploy/gcloud/monitoring';
-import { ProposalMerger, RetryStoreDriftGate, TableSchemaCache } from '../../../shared/drift';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import {
-  BAD_DATA,
   FakeTableAdmin,
-  PROJECT,
   RecordingWriter,
-  SILVER,
   SILVER_FIELDS,
   baseRowOf,
   bookingPayload,
@@ -18,6 +14,7 @@ import {
   validEvent,
 } from '../../support/drift-fixtures';
 import { MemoryDriftStore } from '../../support/memory-drift-store';
+import { driftGateOf } from '../../support/drift-rig';
 
 const T0 = Date.UTC(2026, 9, 7, 14, 10, 30);
 
@@ -54,24 +51,11 @@ describe('deploy: the bad-data-rows log metric', () => {
     const config = driftConfig();
     const store = new MemoryDriftStore();
     const now = () => T0;
-    const gate = new RetryStoreDriftGate({
+    const gate = driftGateOf({
       config,
       store,
-      schemas: new TableSchemaCache(
-        new FakeTableAdmin(SILVER_FIELDS),
-        config.schemaCacheTtlMs,
-        now,
-      ),
-      merger: new ProposalMerger(
-        store,
-        config.windowMinutes,
-        config.maxProposedFieldsPerWindow,
-        now,
-      ),
+      admin: new FakeTableAdmin(SILVER_FIELDS),
       writer: new RecordingWriter(),
-      badDataTable: BAD_DATA,
-      target: SILVER,
-      projectId: PROJECT,
       logger: new Logger('test', (e) => lines.push(e), now),
       now,
     });

@@ -29,6 +29,7 @@ import {
   validEvent,
 } from '../../support/drift-fixtures';
 import { MemoryDriftStore } from '../../support/memory-drift-store';
+import { driftGateOf } from '../../support/drift-rig';
 
 const T0 = Date.UTC(2026, 9, 7, 14, 10, 30);
 
@@ -43,23 +44,7 @@ function setup(
   const writer = new RecordingWriter();
   const lines: LogEntry[] = [];
   const logger = new Logger('test', (e) => lines.push(e), clock.now);
-  const gate = new RetryStoreDriftGate({
-    config,
-    store,
-    schemas: new TableSchemaCache(admin, config.schemaCacheTtlMs, clock.now),
-    merger: new ProposalMerger(
-      store,
-      config.windowMinutes,
-      config.maxProposedFieldsPerWindow,
-      clock.now,
-    ),
-    writer,
-    badDataTable: BAD_DATA,
-    target: SILVER,
-    projectId: PROJECT,
-    logger,
-    now: clock.now,
-  });
+  const gate = driftGateOf({ config, store, admin, writer, logger, now: clock.now });
   return { clock, config, store, admin, writer, lines, gate };
 }
 

@@ -7,19 +7,13 @@ import { tableName, type TableRef } from '../../../shared/config/env';
 import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
 import {
   DdlError,
-  ProposalMerger,
-  RetryStoreDriftGate,
-  TableSchemaCache,
   runSchemaSweep,
   type AddColumnsResult,
-  type SweepDeps,
   type TableAdmin,
 } from '../../../shared/drift';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { BqField, TableSchema } from '../../../shared/schema';
 import {
-  BAD_DATA,
-  PROJECT,
   RecordingWriter,
   SILVER,
   SILVER_FIELDS,
@@ -31,6 +25,7 @@ import {
   validEvent,
 } from '../../support/drift-fixtures';
 import { MemoryDriftStore } from '../../support/memory-drift-store';
+import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
 
 const MIN = 60_000;
 const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
@@ -111,41 +106,17 @@ function setup(overrides: Partial<SchemaDriftConfig>) {
   const lines: LogEntry[] = [];
   const logger = new Logger('test', (e) => lines.push(e));
   const slept: number[] = [];
-  let holder = 0;
-  const deps: SweepDeps = {
-    config,
-    store,
-    admin,
-    writer,
-    badDataTable: BAD_DATA,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-    leaseNow: () => leaseMs,
-    newHolderId: () => `sweep-${++holder}`,
-    sleep: (ms) => {
+  const parts = { config, store, admin, writer, logger, now: () => nowMs };
+  const deps = sweepDepsOf(
+    parts,
+    () => leaseMs,
+    (ms) => {
       slept.push(ms);
       leaseMs += ms;
       return Promise.resolve();
     },
-  };
-  const gate = new RetryStoreDriftGate({
-    config,
-    store,
-    schemas: new TableSchemaCache(admin, 0, () => nowMs),
-    merger: new ProposalMerger(
-      store,
-      config.windowMinutes,
-      config.maxProposedFieldsPerWindow,
-      () => nowMs,
-    ),
-    writer,
-    badDataTable: BAD_DATA,
-    target: SILVER,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-  });
+  );
+  const gate = driftGateOf(parts, 0);
   return {
     admin,
     writer,

@@ -5,13 +5,7 @@ import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { BigQuery, Table } from '@google-cloud/bigquery';
 import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
-import {
-  ProposalMerger,
-  RetryStoreDriftGate,
-  TableSchemaCache,
-  runSchemaSweep,
-  type SweepDeps,
-} from '../../../shared/drift';
+import { runSchemaSweep } from '../../../shared/drift';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
 import {
@@ -27,6 +21,7 @@ import {
   validEvent,
 } from '../../support/drift-fixtures';
 import { MemoryDriftStore } from '../../support/memory-drift-store';
+import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
 
 const MIN = 60_000;
 const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
@@ -108,36 +103,9 @@ function setup(overrides: Partial<SchemaDriftConfig> = {}) {
   const logger = new Logger('test', (e) => lines.push(e));
   let nowMs = W0;
   let leaseMs = 1_000_000;
-  let holder = 0;
-  const deps: SweepDeps = {
-    config,
-    store,
-    admin,
-    writer,
-    badDataTable: BAD_DATA,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-    leaseNow: () => leaseMs,
-    newHolderId: () => `sweep-${++holder}`,
-  };
-  const gate = new RetryStoreDriftGate({
-    config,
-    store,
-    schemas: new TableSchemaCache(admin, 0, () => nowMs),
-    merger: new ProposalMerger(
-      store,
-      config.windowMinutes,
-      config.maxProposedFieldsPerWindow,
-      () => nowMs,
-    ),
-    writer,
-    badDataTable: BAD_DATA,
-    target: SILVER,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-  });
+  const parts = { config, store, admin, writer, logger, now: () => nowMs };
+  const deps = sweepDepsOf(parts, () => leaseMs);
+  const gate = driftGateOf(parts, 0);
   return {
     store,
     lines,

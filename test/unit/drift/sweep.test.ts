@@ -3,19 +3,12 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import sinon from 'sinon';
 import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
-import {
-  ProposalMerger,
-  RetryStoreDriftGate,
-  TableSchemaCache,
-  runSchemaSweep,
-  type SweepDeps,
-} from '../../../shared/drift';
+import { runSchemaSweep } from '../../../shared/drift';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { schemaWindowOf, type BqField } from '../../../shared/schema';
 import {
   BAD_DATA,
   FakeTableAdmin,
-  PROJECT,
   RecordingWriter,
   SILVER,
   SILVER_FIELDS,
@@ -27,6 +20,7 @@ import {
   validEvent,
 } from '../../support/drift-fixtures';
 import { MemoryDriftStore } from '../../support/memory-drift-store';
+import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
 
 const MIN = 60_000;
 /** A window start (3-minute windows), so tests know where windows end. */
@@ -44,37 +38,10 @@ function setup(
   let nowMs = W0;
   let leaseMs = 1_000_000;
   const logger = new Logger('test', (e) => lines.push(e));
-  let holder = 0;
-  const deps: SweepDeps = {
-    config,
-    store,
-    admin,
-    writer,
-    badDataTable: BAD_DATA,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-    leaseNow: () => leaseMs,
-    newHolderId: () => `sweep-${++holder}`,
-  };
-  const gate = new RetryStoreDriftGate({
-    config,
-    store,
-    // TTL 0: the gate always sees the table as the sweep left it.
-    schemas: new TableSchemaCache(admin, 0, () => nowMs),
-    merger: new ProposalMerger(
-      store,
-      config.windowMinutes,
-      config.maxProposedFieldsPerWindow,
-      () => nowMs,
-    ),
-    writer,
-    badDataTable: BAD_DATA,
-    target: SILVER,
-    projectId: PROJECT,
-    logger,
-    now: () => nowMs,
-  });
+  const parts = { config, store, admin, writer, logger, now: () => nowMs };
+  const deps = sweepDepsOf(parts, () => leaseMs);
+  // TTL 0: the gate always sees the table as the sweep left it.
+  const gate = driftGateOf(parts, 0);
   /** Ingests one event at `atMs` through the gate; returns its event id. */
   function hold(i: number | string, extra: Record<string, unknown>, atMs = nowMs) {
     return holdPayload(i, bookingPayload(i, extra), atMs);
