@@ -11,7 +11,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OFFVIA="$OFFVIA_ROOT/bin/offvia.cjs"
 
 for arg in "$@"; do
-  if [[ "$arg" == --project || "$arg" == --project=* ]]; then
+  if [[ "$arg" == --project || "$arg" == --project=* || "$arg" == -h || "$arg" == --help ]]; then
     exec node "$OFFVIA" dashboard "$@"
   fi
 done
@@ -21,6 +21,11 @@ bash "$HERE/stack.sh" status >/dev/null 2>&1 || stack_status=$?
 case "$stack_status" in
   0) exec node "$OFFVIA" dashboard "$@" ;;
   3)
+    # Bad flags or a port in use are one line and no stack, not a stack started only to refuse them. Without
+    # node_modules (a fresh clone) the check is left to the dashboard itself, after with-stack.sh installed them.
+    if [[ -d "$OFFVIA_ROOT/node_modules" ]]; then
+      node "$OFFVIA" dashboard --check "$@" || exit $?
+    fi
     offvia_log "no local stack is up: starting one for the dashboard (stopped again on Ctrl-C)"
     exec bash "$HERE/with-stack.sh" node "$OFFVIA" dashboard "$@"
     ;;

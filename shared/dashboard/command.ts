@@ -1,5 +1,6 @@
 // `offvia dashboard`: serves the live dashboard page until Ctrl-C (SIGINT) or SIGTERM.
-import type { Command } from 'commander';
+import { createServer } from 'node:net';
+import { Option, type Command } from 'commander';
 import type { CliDeps } from '../ops/cli';
 import type { OpsContext } from '../ops/context';
 import { EXIT, OpsError } from '../ops/errors';
@@ -28,6 +29,26 @@ interface DashboardFlags {
   host: string;
   since: string;
   refresh?: string;
+  /** Hidden: check the flags and the port, then exit (deploy/local/dashboard.sh, before it starts a stack). */
+  check?: boolean;
+}
+
+/** Binds `host:port` and lets it go again: the error `listen` would give (EADDRINUSE, ENOTFOUND), if any. */
+function probePort(port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(port, host, () => server.close(() => resolve()));
+  });
+}
+
+/** The one line for a failed bind: a port in use names the flag to change. */
+function bindError(err: unknown, port: number, host: string): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') {
+    return new OpsError(`port ${port} on ${host} is in use: pick another with --port`);
+  }
+  return err;
 }
 
 /** Resolves on the first SIGINT or SIGTERM (the listeners are removed then). */
@@ -61,6 +82,7 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
       '--refresh <seconds>',
       `how often the page refreshes itself (default: ${LOCAL_REFRESH_S} locally, ${CLOUD_REFRESH_S} with --project)`,
     )
+    .addOption(new Option('--check').hideHelp())
     .addHelpText(
       'after',
       '\nStops with Ctrl-C.\nExamples:\n  npm run dashboard\n  offvia dashboard --port 9000 --since 6h\n  offvia --project my-project dashboard',
@@ -73,6 +95,12 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
           opts.refresh === undefined
             ? undefined
             : parsePositiveInt(opts.refresh, '--refresh', 3600);
+        if (opts.check) {
+          await probePort(port, opts.host).catch((err: unknown) => {
+            throw bindError(err, port, opts.host);
+          });
+          return EXIT.ok;
+        }
         const ctx = open();
         const refreshMs =
           (refreshS ?? (ctx.mode === 'cloud' ? CLOUD_REFRESH_S : LOCAL_REFRESH_S)) * 1000;
@@ -88,11 +116,7 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
             ),
         }).catch((err: unknown) => {
           // The usual failure is a port another program holds: say which and what to do.
-          const code = (err as { code?: unknown }).code;
-          if (code === 'EADDRINUSE') {
-            throw new OpsError(`port ${port} on ${opts.host} is in use: pick another with --port`);
-          }
-          throw err;
+          throw bindError(err, port, opts.host);
         });
         deps.io.out(
           `offvia dashboard: ${running.url} (${ctx.mode} project ${ctx.projectId}); Ctrl-C to stop`,

@@ -35,20 +35,21 @@ function text(selector, value) {
   if (el) el.textContent = value;
 }
 
+/** Every chart's options under its own: the chart fills its box (fixed height in CSS) and is not animated. */
+const CHART_DEFAULTS = { responsive: true, maintainAspectRatio: false, animation: false };
+
 /** Creates the chart on first use, else replaces its data and redraws without animation (hover stays put). */
 function draw(id, config) {
   const existing = charts[id];
+  const options = Object.assign({}, CHART_DEFAULTS, config.options);
   if (existing) {
     existing.data = config.data;
-    if (config.options) existing.options = config.options;
+    // The defaults again: options replaced without them would turn the aspect ratio and animations back on.
+    existing.options = options;
     existing.update('none');
     return existing;
   }
   const canvas = document.getElementById(id);
-  const options = Object.assign(
-    { responsive: true, maintainAspectRatio: false, animation: false },
-    config.options,
-  );
   charts[id] = new Chart(canvas, Object.assign({}, config, { options }));
   return charts[id];
 }
