@@ -11,6 +11,7 @@ import { startDashboard, type RunningDashboard } from '../../shared/dashboard/se
 import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
 import { collectStatus, type StatusReport } from '../../shared/ops/status';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { fireWindowsOnce } from '../support/fire-windows-http';
 
 /** Debian's Chromium (apt-get install chromium; deploy/local/install.sh installs it). */
 const CHROMIUM = '/usr/bin/chromium';
@@ -298,17 +299,7 @@ describe('e2e: the dashboard in headless Chromium', function () {
       ),
     });
     assert.ok((await waitForLayers(bq, env.projectId, [late], 60_000)).complete);
-    for (let attempt = 0; ; attempt++) {
-      const res = await fetch(String(process.env.OFFVIA_FIRE_WINDOWS_URL), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      });
-      const text = await res.text();
-      assert.equal(res.status, 200, text);
-      if ((JSON.parse(text) as { status?: string }).status !== 'busy' || attempt >= 40) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
     const routeKey = `${origin}-${destination}-EUR`;
     let tableCount: number | undefined;
     for (const deadline = Date.now() + 30_000; ;) {

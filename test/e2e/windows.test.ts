@@ -9,6 +9,7 @@ import { loadWindowConfig } from '../../shared/config/window-config';
 import { type BookingWindows, createBookingWindows } from '../../shared/aggregates/runtime';
 import { Logger } from '../../shared/logging/logger';
 import { emulatorFirestore } from '../support/firestore-windows';
+import { fireWindowsOnce } from '../support/fire-windows-http';
 
 /** A random airport code no other test uses (Z + two letters). */
 function airport(): string {
@@ -89,17 +90,7 @@ describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → go
     }
 
     // The stack's scheduler loop calls fireWindows too; while it holds the lease the answer is `busy`: ask again.
-    for (let attempt = 0; ; attempt++) {
-      const res = await fetch(String(process.env.OFFVIA_FIRE_WINDOWS_URL), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      });
-      const text = await res.text();
-      assert.equal(res.status, 200, text);
-      if ((JSON.parse(text) as { status?: string }).status !== 'busy' || attempt >= 40) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
 
     const routeKey = `${origin}-${destination}-EUR`;
     const deadline = Date.now() + 30_000;
