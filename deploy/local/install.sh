@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the local stack needs, skipping each part that is already done: npm dependencies, Node.js 22 (the
 # deployed runtime's major, from the npm registry into .local/node22), the bqemulator BigQuery emulator in
-# .local/venv-bq (pinned, see shared/docs/local-stack.md; patched so it does not grow without bound, see
+# .local/venv-bq (pinned, see docs/local-stack.md; patched so it does not grow without bound, see
 # patch_bqemulator_snapshots) with DuckDB's spatial extension, and
 # checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java), and
 # Debian's Chromium for the dashboard's browser test.

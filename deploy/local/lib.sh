@@ -27,7 +27,7 @@ OFFVIA_NODE_BIN="$OFFVIA_NODE_DIR/node_modules/node/bin"
 OFFVIA_READY_TIMEOUT_S="${OFFVIA_READY_TIMEOUT_S:-90}"
 OFFVIA_STOP_TIMEOUT_S="${OFFVIA_STOP_TIMEOUT_S:-20}"
 
-# Pins from shared/docs/local-stack.md; the venv marker holds this exact text, so changing a pin reinstalls.
+# Pins as docs/local-stack.md lists them; the venv marker holds this exact text, so changing a pin reinstalls.
 OFFVIA_BQ_PINS="bqemulator==1.4.0 duckdb==1.5.5 duckdb-extension-spatial==1.5.5 numpy"
 OFFVIA_DUCKDB_VERSION="v1.5.5"
 
