@@ -8,7 +8,8 @@ import { runSchemaSweep, type SweepDeps } from '../shared/drift/sweep';
 import { createSchemaSweepDeps } from '../shared/drift/sweep-runtime';
 import { errorText } from '../shared/errors';
 import * as logs from '../shared/logging/logs';
-import { createFireWindowsDeps } from '../shared/aggregates/runtime';
+import { createFireWindowsDeps, fireWindowsLoopOptions } from '../shared/aggregates/runtime';
+import { fireWindowsLoopHttp, type TimerLoopOptions } from '../shared/state/timer-loop';
 import { fireWindowsHttp, type FireWindowsDeps } from '../shared/state/fire-windows';
 import type { BookingAccumulator, BookingAggregate } from '../shared/aggregates/booking-aggregates';
 
@@ -68,16 +69,26 @@ function fireWindowsDependencies(): FireWindowsDeps<bigint, BookingAccumulator, 
 }
 if (process.env.FUNCTION_TARGET === 'fireWindows') fireWindowsDependencies();
 
+let fireLoop: TimerLoopOptions | undefined;
+
 /**
  * HTTP, for Cloud Scheduler (every minute; OIDC-authenticated in the cloud). POST only. Advances the watermark, fires
  * the due windows and writes their panes to the gold table; answers the run's JSON summary: 200 (also when another
- * run holds the lease), 503 when something failed transiently (Cloud Scheduler retries), 500 otherwise.
+ * run holds the lease), 503 when something failed transiently (Cloud Scheduler retries), 500 otherwise. A call from
+ * Cloud Scheduler (header `X-CloudScheduler: true`, which Cloud Scheduler sets on HTTP targets) keeps serving
+ * processing-time timers for `OFFVIA_FIRE_WINDOWS_LOOP_MS` (the timer loop); any other call (an operator, a test)
+ * is one pass.
  */
 functions.http('fireWindows', async (req, res) => {
   if (req.method !== 'POST') {
     res.status(405).set('Allow', 'POST').json({ error: 'fireWindows takes POST' });
     return;
   }
-  const answer = await fireWindowsHttp(fireWindowsDependencies());
+  const deps = fireWindowsDependencies();
+  fireLoop ??= fireWindowsLoopOptions(process.env);
+  const answer =
+    req.get('x-cloudscheduler') === 'true'
+      ? await fireWindowsLoopHttp(deps, fireLoop)
+      : await fireWindowsHttp(deps);
   res.status(answer.status).json(answer.body);
 });

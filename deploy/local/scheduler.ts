@@ -66,8 +66,15 @@ function log(severity: 'INFO' | 'WARNING' | 'ERROR', message: string, context: o
   else console.error(line);
 }
 
-/** One call, as Cloud Scheduler makes it (POST, JSON body, its headers); resolves with the HTTP status. */
-export async function callJob(job: LocalJob, timeoutMs: number): Promise<number> {
+/**
+ * One call, as Cloud Scheduler makes it (POST, JSON body, its headers); resolves with the HTTP status. `stop` (the
+ * scheduler stopping) aborts a call in flight, so a long fireWindows timer loop does not hold up `stack.sh down`.
+ */
+export async function callJob(
+  job: LocalJob,
+  timeoutMs: number,
+  stop?: AbortSignal,
+): Promise<number> {
   const res = await fetch(job.url, {
     method: 'POST',
     headers: {
@@ -77,7 +84,10 @@ export async function callJob(job: LocalJob, timeoutMs: number): Promise<number>
       'x-cloudscheduler-jobname': `offvia-local-${job.functionName}`,
     },
     body: '{}',
-    signal: AbortSignal.timeout(timeoutMs),
+    signal:
+      stop === undefined
+        ? AbortSignal.timeout(timeoutMs)
+        : AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]),
   });
   const text = await res.text();
   const level = res.ok ? 'INFO' : 'ERROR';
@@ -89,8 +99,11 @@ export async function callJob(job: LocalJob, timeoutMs: number): Promise<number>
 }
 
 /**
- * Runs `job` on its cadence until `signal` aborts. A call still running at the next tick makes that tick be
- * skipped (logged), so a slow function is not piled up locally; in the cloud the lease makes overlap harmless.
+ * Runs `job` on its cadence until `signal` aborts. A call still running at the next tick delays that tick until it
+ * ends (logged), as Cloud Scheduler does: it never has two executions of a job outstanding, and "a scheduled start
+ * time will be delayed if the previous execution has not ended when its scheduled time occurs" (Cloud Scheduler API,
+ * `Job.schedule`). fireWindows' timer loop relies on it: a run that ends a little after the minute is followed at
+ * once by the next, not a minute later.
  */
 export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: number): Promise<void> {
   let running: Promise<void> | undefined;
@@ -103,12 +116,17 @@ export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: numb
       throw err;
     }
     if (running !== undefined) {
-      log('WARNING', `${job.functionName}: previous call still running, tick skipped`);
-      continue;
+      log('WARNING', `${job.functionName}: previous call still running, tick delayed until it ends`);
+      await running;
+      if (signal.aborted) break;
     }
-    running = callJob(job, timeoutMs)
+    running = callJob(job, timeoutMs, signal)
       .then(() => undefined)
       .catch((err: unknown) => {
+        if (signal.aborted) {
+          log('INFO', `${job.functionName}: call abandoned, the scheduler is stopping`);
+          return;
+        }
         log('ERROR', `${job.functionName} call failed`, {
           error: err instanceof Error ? err.message : String(err),
         });

@@ -15,11 +15,18 @@ import type { RowWriter } from '../sinks/row-writer';
 import { FirestoreWindowStore, type StoreMetrics } from '../state/firestore-window-store';
 import type { WindowStore } from '../state/window-store';
 import type { FireWindowsDeps } from '../state/fire-windows';
+import type { TimerLoopOptions } from '../state/timer-loop';
 import { KeyedWindows, minProcessingTimeDelayMs } from '../state/keyed-windows';
 import { PaneEmitter } from '../state/pane-emitter';
 import { WatermarkTracker } from '../state/watermark-tracker';
 import { WindowedPipeline } from '../state/windowed-pipeline';
-import { createReduceFnRunner } from '../windowing';
+import { createReduceFnRunner, type WatermarkHold } from '../windowing';
+import {
+  DeliveryHolds,
+  FirestoreWatermarkHoldStore,
+  readWatermarkHold,
+  type WatermarkHoldStore,
+} from '../state/watermark-holds';
 import {
   bookingAggregatesFn,
   parseBookingAccumulator,
@@ -39,6 +46,8 @@ export interface BookingWindows {
   readonly pipeline: WindowedPipeline<bigint, BookingAccumulator, BookingAggregate>;
   readonly logger: Logger;
   readonly now: () => number;
+  /** Watermark holds of failing deliveries; `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
+  readonly holds: WatermarkHoldStore | undefined;
 }
 
 /** What `createBookingWindows` may be given instead of building it. */
@@ -61,6 +70,8 @@ export interface BookingWindowsParts {
   /** Epoch ms. */
   readonly now: () => number;
   readonly pickShard?: (shardCount: number) => number;
+  /** Where failing deliveries record their watermark holds (none: no holds). */
+  readonly holds?: WatermarkHoldStore;
 }
 
 /** Wires the booking pipeline (combiner, core, keyed windows, watermark, emitter) over any WindowStore. */
@@ -106,7 +117,8 @@ export function assembleBookingWindows(
     logger,
     maxBundle: config.maxBundle,
   });
-  return { config, store, keyed, tracker, emitter, pipeline, logger, now };
+  const holds = config.holdLeaseMs > 0 ? parts.holds : undefined;
+  return { config, store, keyed, tracker, emitter, pipeline, logger, now, holds };
 }
 
 /**
@@ -149,6 +161,7 @@ export function createBookingWindows(
     logger,
     now: overrides.now ?? Date.now,
     ...(overrides.pickShard && { pickShard: overrides.pickShard }),
+    holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
   });
 }
 
@@ -161,11 +174,36 @@ export function createWindowStateSink(
   logger: Logger,
   overrides: BookingWindowsOverrides = {},
 ): BookingWindowSink | undefined {
+  return createWindowIngestParts(env, logger, overrides)?.sink;
+}
+
+/** ingestBooking's window parts: the window-state sink and, when holds are on, the delivery holds. */
+export interface WindowIngestParts {
+  readonly sink: BookingWindowSink;
+  readonly holds: DeliveryHolds | undefined;
+}
+
+/**
+ * The window-state sink and the delivery holds for ingestBooking, or `undefined` when `OFFVIA_WINDOWS_ENABLED` is
+ * false (no windows, so nothing to hold).
+ * @throws ConfigError for a bad variable
+ */
+export function createWindowIngestParts(
+  env: Env,
+  logger: Logger,
+  overrides: BookingWindowsOverrides = {},
+): WindowIngestParts | undefined {
   const config = loadWindowConfig(env);
   if (!config.enabled) return undefined;
   const windows = createBookingWindows(env, logger, overrides);
   logs.configLoaded(logger, { windows: summary(windows.config) });
-  return new BookingWindowSink(windows.pipeline, logger);
+  return {
+    sink: new BookingWindowSink(windows.pipeline, logger),
+    holds:
+      windows.holds === undefined
+        ? undefined
+        : new DeliveryHolds(windows.holds, config.holdLeaseMs, logger),
+  };
 }
 
 /** fireWindows' dependencies over a built pipeline (a fresh lease holder id per instance). */
@@ -187,7 +225,26 @@ export function fireWindowsDepsOf(
     maxWindows: config.fireMaxWindows,
     outboxGraceMs: config.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
+    ...(windows.holds !== undefined && {
+      watermarkHold: watermarkHoldReader(windows.holds, config, windows.logger),
+    }),
   };
+}
+
+/** fireWindows' seam for the watermark hold, over the hold store. */
+function watermarkHoldReader(
+  holds: WatermarkHoldStore,
+  config: WindowConfig,
+  logger: Logger,
+): (processingTimeMs: number) => Promise<WatermarkHold> {
+  return (processingTimeMs) =>
+    readWatermarkHold(
+      holds,
+      config.watermarkPolicy,
+      { maxHoldMs: config.holdMaxMs, pipeline: config.pipeline },
+      logger,
+      processingTimeMs,
+    );
 }
 
 /**
@@ -202,6 +259,15 @@ export function createFireWindowsDeps(
   const windows = createBookingWindows(env, logger, overrides);
   logs.configLoaded(logger, { windows: summary(windows.config) });
   return fireWindowsDepsOf(windows);
+}
+
+/**
+ * The timer loop's budget and poll interval from `env` (`OFFVIA_FIRE_WINDOWS_LOOP_MS`, `OFFVIA_FIRE_WINDOWS_POLL_MS`).
+ * @throws ConfigError for a bad variable
+ */
+export function fireWindowsLoopOptions(env: Env): TimerLoopOptions {
+  const config = loadWindowConfig(env);
+  return { loopMs: config.fireLoopMs, pollMs: config.firePollMs };
 }
 
 function summary(config: WindowConfig): Record<string, unknown> {

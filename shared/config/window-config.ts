@@ -59,6 +59,17 @@ export interface WindowConfig {
   fireMaxWindows: number;
   /** Age at which fireWindows re-emits a pane still in the outbox (`OFFVIA_PANE_OUTBOX_GRACE_MS`, default 30000). */
   outboxGraceMs: number;
+  /**
+   * How long a scheduled fireWindows run keeps serving processing-time timers after its first pass
+   * (`OFFVIA_FIRE_WINDOWS_LOOP_MS`, default 58000; 0: one pass per run).
+   */
+  fireLoopMs: number;
+  /** Longest sleep of the timer loop between two timer queries (`OFFVIA_FIRE_WINDOWS_POLL_MS`, default 5000). */
+  firePollMs: number;
+  /** Lease of a failed delivery's watermark hold (`OFFVIA_WATERMARK_HOLD_LEASE_MS`, default 11 min; 0: no holds). */
+  holdLeaseMs: number;
+  /** Age past which a hold no longer holds the watermark and is logged as stuck (`OFFVIA_WATERMARK_HOLD_MAX_MS`). */
+  holdMaxMs: number;
 }
 
 const SECOND_MS = 1000;
@@ -297,6 +308,56 @@ export const WINDOW_VARS = {
     unit: 'ms',
     meaning: 'outbox panes older than this are re-emitted to gold by `fireWindows`',
   }),
+  // Cloud Scheduler runs fireWindows once a minute and never starts a run before the previous one ended (Cloud
+  // Scheduler API, Job.schedule): a loop of just under a minute hands over to the next run with a gap of ~2 s.
+  fireLoopMs: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_LOOP_MS',
+    default: 58 * SECOND_MS,
+    min: 0,
+    max: 30 * MINUTE_MS,
+    unit: 'ms',
+    rangeText:
+      'below the schedule (60 s), so a run ends before the next; the deploy plan sets the function timeout to ' +
+      'this + `OFFVIA_FIRE_WINDOWS_LEASE_MS` + 30 s',
+    meaning:
+      'a scheduled `fireWindows` run (the call carrying Cloud Scheduler\'s `X-CloudScheduler` header) keeps firing ' +
+      'processing-time timers (early/late panes) this long after its first pass, sleeping until the earliest one; ' +
+      '0: one pass per run (timers then wait for the next run)',
+  }),
+  firePollMs: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_POLL_MS',
+    default: 5 * SECOND_MS,
+    min: 500,
+    max: MINUTE_MS,
+    unit: 'ms',
+    meaning:
+      "longest sleep of `fireWindows`' timer loop between two queries for the earliest pending timer (one " +
+      'Firestore read each): bounds how late a timer of a pane that began while the loop slept can fire',
+  }),
+  // The cloud subscription retries a failed push after 10 s to 600 s (deploy/gcloud/deploy-plan.ts DELIVERY): a
+  // hold must outlive the longest backoff, or it lapses while its message still waits for redelivery.
+  holdLeaseMs: intVar({
+    name: 'OFFVIA_WATERMARK_HOLD_LEASE_MS',
+    default: 11 * MINUTE_MS,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    rangeText: "above the push subscription's maximum retry delay (600 s in the cloud)",
+    meaning:
+      'a delivery `ingestBooking` refuses holds the watermark at its publish time − out-of-orderness until the ' +
+      'message is processed, or this long after its last failed delivery (it was acked elsewhere or dead-lettered); ' +
+      '0: no holds',
+  }),
+  holdMaxMs: intVar({
+    name: 'OFFVIA_WATERMARK_HOLD_MAX_MS',
+    default: HOUR_MS,
+    min: MINUTE_MS,
+    max: 7 * DAY_MS,
+    unit: 'ms',
+    meaning:
+      'a message failing for longer than this (since its publish time) stops holding the watermark and is logged as ' +
+      'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing',
+  }),
 } as const;
 
 /** The reference section of the windowing variables. */
@@ -444,6 +505,10 @@ export function loadWindowConfig(env: Env): WindowConfig {
     fireConcurrency: readIntVar(env, v.fireConcurrency),
     fireMaxWindows: readIntVar(env, v.fireMaxWindows),
     outboxGraceMs: readIntVar(env, v.outboxGraceMs),
+    fireLoopMs: readIntVar(env, v.fireLoopMs),
+    firePollMs: readIntVar(env, v.firePollMs),
+    holdLeaseMs: readIntVar(env, v.holdLeaseMs),
+    holdMaxMs: readIntVar(env, v.holdMaxMs),
   };
   const lifetimeMs = longestWindowLifetimeMs(config);
   if (config.ledgerTtlMs < lifetimeMs) {

@@ -86,6 +86,14 @@ export interface IngestDeps {
   schemaDrift?: SchemaDriftGate;
   /** Optional window-state sink; without it no aggregates are kept. */
   windowState?: WindowStateSink;
+  /**
+   * Optional watermark holds (with the window state): a refused delivery records its message's publish time, so
+   * the watermark waits for the backlog; a processed message releases it. Never throws.
+   */
+  watermarkHolds?: {
+    failed(message: { messageId: string; publishTimeMs: number | undefined }, nowMs: number): Promise<void>;
+    processed(message: { messageId: string; publishTimeMs: number | undefined }, nowMs: number): Promise<void>;
+  };
 }
 
 /** A row of `offvia_quarantine.bad_data` (sql/040). */
@@ -149,13 +157,18 @@ export async function ingestPushedEvent(
   deps: IngestDeps,
 ): Promise<IngestOutcome> {
   const decoded = decodePushedEvent(event);
+  let outcome: IngestOutcome;
   try {
-    return await ingestMessage(decoded, deps);
+    outcome = await ingestMessage(decoded, deps);
   } catch (err) {
+    // The message goes back to Pub/Sub: hold the watermark behind it until it is processed.
+    if (decoded.ok) await deps.watermarkHolds?.failed(decoded.message, deps.now());
     throw new DeliveryRefused(decoded.ok ? decoded.message.messageId : decoded.messageId, {
       cause: err,
     });
   }
+  if (decoded.ok) await deps.watermarkHolds?.processed(decoded.message, deps.now());
+  return outcome;
 }
 
 /** Errors already logged with their context by the step that saw them (so the catch-all does not log twice). */

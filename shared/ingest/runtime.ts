@@ -4,7 +4,7 @@ import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env } from '../config/env';
 import { loadSchemaDriftConfig } from '../config/schema-drift-config';
 import { createDriftGate, firestoreClient } from '../drift/runtime';
-import { createWindowStateSink } from '../aggregates/runtime';
+import { createWindowIngestParts } from '../aggregates/runtime';
 import { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
@@ -70,10 +70,12 @@ export function createIngestDeps(
     });
   }
   // Window state (issue 4), unless OFFVIA_WINDOWS_ENABLED is off: booking aggregates on Firestore, panes to gold.
-  const windowState = createWindowStateSink(env, logger, {
+  const windowParts = createWindowIngestParts(env, logger, {
     writer,
     ...(instrumentation.windowMetrics && { metrics: instrumentation.windowMetrics }),
   });
-  if (windowState) deps.windowState = windowState;
+  if (windowParts) deps.windowState = windowParts.sink;
+  // A refused delivery holds the watermark until its message is processed (docs/windows.md, watermark holds).
+  if (windowParts?.holds) deps.watermarkHolds = windowParts.holds;
   return deps;
 }

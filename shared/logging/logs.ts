@@ -625,3 +625,66 @@ export function fireWindowsFailed(log: Logger, pipeline: string, error: string):
     error,
   });
 }
+
+// ---- watermark holds and the fireWindows timer loop ----------------------------------------------------------------
+
+/**
+ * A failed delivery's watermark hold could not be recorded (the hold store is unreachable too). The message is
+ * still redelivered by Pub/Sub (it is not lost); only the watermark may then close its window before it arrives.
+ */
+export function watermarkHoldNotRecorded(log: Logger, ref: MessageRef, error: string): void {
+  log.write('WARNING', 'watermark hold not recorded for a failed delivery', {
+    outcome: 'watermark_hold_not_recorded',
+    message_id: ref.messageId,
+    error,
+  });
+}
+
+/** A hold could not be released after its message was processed; it lapses at its lease instead. */
+export function watermarkHoldNotReleased(log: Logger, ref: MessageRef, error: string): void {
+  log.write('WARNING', 'watermark hold not released; it lapses at its lease', {
+    outcome: 'watermark_hold_not_released',
+    message_id: ref.messageId,
+    error,
+  });
+}
+
+/**
+ * A message has kept its delivery failing for longer than OFFVIA_WATERMARK_HOLD_MAX_MS: it no longer holds the
+ * watermark (so windows keep closing), and once it is delivered it may be dropped as late. One line per stuck
+ * message per fireWindows pass; the alert `stuck watermark hold` counts them.
+ */
+export function watermarkHoldStuck(
+  log: Logger,
+  pipeline: string,
+  details: { messageId: string; publishTimeMs: number; lastFailedAtMs: number; nowMs: number },
+): void {
+  log.write('ERROR', 'watermark hold stuck: a message keeps failing past the hold cap', {
+    outcome: 'watermark_hold_stuck',
+    pipeline,
+    message_id: details.messageId,
+    publish_time: new Date(details.publishTimeMs).toISOString(),
+    last_failed_at: new Date(details.lastFailedAtMs).toISOString(),
+    hold_age_ms: details.nowMs - details.publishTimeMs,
+  });
+}
+
+/** The watermark was held back by failing deliveries in this fireWindows pass (the idle rule would have moved it). */
+export function watermarkHeld(
+  log: Logger,
+  pipeline: string,
+  details: { oldestPublishTimeMs: number; capMs: number; heldMessages: number },
+): void {
+  log.write('INFO', 'watermark held behind failing deliveries', {
+    outcome: 'watermark_held',
+    pipeline,
+    oldest_held_publish_time: new Date(details.oldestPublishTimeMs).toISOString(),
+    hold_cap_ms: details.capMs,
+    held_messages: details.heldMessages,
+  });
+}
+
+/** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */
+export function fireWindowsLoopDone(log: Logger, summary: Record<string, unknown>): void {
+  log.write('INFO', 'fireWindows timer loop done', { outcome: 'fire_windows_loop', ...summary });
+}

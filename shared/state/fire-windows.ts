@@ -4,7 +4,7 @@
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
-import { compareWindows, windowId, type JsonValue } from '../windowing';
+import { compareWindows, windowId, type JsonValue, type WatermarkHold } from '../windowing';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
@@ -38,6 +38,24 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
   readonly outboxGraceMs: number;
   /** Smallest processing-time firing delay of the strategy (`minProcessingTimeDelayMs`), `null` when none. */
   readonly processingTimeDelayMs: number | null;
+  /**
+   * Seam for the input backlog's watermark hold (`watermark-holds.ts` `readWatermarkHold`): called with the pass's
+   * processing time before the idle rule, its `capMs` bounds the advance. Absent: no hold.
+   * @throws TransientError when the holds cannot be read (the pass fails rather than advance past a backlog)
+   */
+  readonly watermarkHold?: (processingTimeMs: number) => Promise<WatermarkHold>;
+}
+
+/** The hold part of a run summary. */
+export interface SummaryHold {
+  /** Publish time of the oldest message still holding the watermark, epoch ms; `null` when none holds. */
+  readonly oldestPublishTimeMs: number | null;
+  /** The highest watermark the hold allowed, epoch ms; `null` when none holds. */
+  readonly capMs: number | null;
+  /** Held messages whose lease runs (stuck ones included). */
+  readonly active: number;
+  /** Holds past `OFFVIA_WATERMARK_HOLD_MAX_MS` (no longer holding; logged as stuck). */
+  readonly stuck: number;
 }
 
 /** What one run did (also the HTTP response body). */
@@ -66,6 +84,8 @@ export interface FireWindowsSummary {
   readonly outboxReemitted: number;
   readonly leaseFence: number | null;
   readonly durationMs: number;
+  /** The watermark hold applied by this run, when holds are on. */
+  readonly watermarkHold?: SummaryHold;
 }
 
 /** Milliseconds of lease kept in reserve: no new window is started closer than this to the lease's end. */
@@ -141,7 +161,8 @@ async function runUnderLease<In, Acc extends JsonValue, Out>(
     'status' | 'watermarkMs' | 'watermarkAdvanced' | 'leaseFence' | 'durationMs'
   >,
 ): Promise<Omit<FireWindowsSummary, 'durationMs'>> {
-  const update = await deps.tracker.advance(pt);
+  const hold = deps.watermarkHold === undefined ? undefined : await deps.watermarkHold(pt);
+  const update = await deps.tracker.advance(pt, hold?.capMs ?? null);
   const watermarkMs = update.state.watermarkMs;
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
@@ -239,6 +260,14 @@ async function runUnderLease<In, Acc extends JsonValue, Out>(
     panesDeferred: deferred,
     outboxReemitted: reemitted,
     leaseFence: lease.fence,
+    ...(hold !== undefined && {
+      watermarkHold: {
+        oldestPublishTimeMs: hold.oldestPublishTimeMs,
+        capMs: hold.capMs,
+        active: hold.active,
+        stuck: hold.stuck.length,
+      },
+    }),
   };
 }
 

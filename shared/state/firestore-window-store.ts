@@ -399,6 +399,21 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     });
   }
 
+  async earliestPendingSinceMs(): Promise<number | null> {
+    return this.call('query earliest pending shard', async () => {
+      // The range filter keeps out shards whose pane is empty (null sorts before every number in Firestore).
+      const snap = await this.collection(COLLECTIONS.shards)
+        .where('first_element_in_pane_at_ms', '>=', Number.MIN_SAFE_INTEGER)
+        .orderBy('first_element_in_pane_at_ms')
+        .limit(1)
+        .get();
+      this.metrics.reads += Math.max(1, snap.size);
+      const first = snap.docs[0];
+      if (first === undefined) return null;
+      return this.parse(`shards/${first.id}`, ShardDoc, first.data()).first_element_in_pane_at_ms;
+    });
+  }
+
   async listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]> {
     return this.call('list pane outbox', async () => {
       const snap = await this.collection(COLLECTIONS.outbox)

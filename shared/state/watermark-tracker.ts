@@ -2,6 +2,7 @@
 // writes, spaced in processing time and coalesced per instance, so a busy pipeline does not contend on one document.
 import {
   advanceWatermarkByProcessingTime,
+  applyWatermarkHold,
   INITIAL_WATERMARK_STATE,
   observeEventTime,
   type JsonValue,
@@ -139,9 +140,12 @@ export class WatermarkTracker {
   /**
    * Lets processing time pass (fireWindows, every minute): fresh read, this instance's pending maximum, the idle
    * rule, and a write if that moved the record (not spaced: one caller a minute).
+   *
+   * `holdCapMs` (epoch ms, `null` for none) is the watermark hold of the input backlog (`watermarkHoldAt`): the
+   * advance goes no further than it, and never back (`applyWatermarkHold`).
    * @throws TransientError when the store fails
    */
-  async advance(processingTimeMs: number): Promise<WatermarkUpdate> {
+  async advance(processingTimeMs: number, holdCapMs: number | null = null): Promise<WatermarkUpdate> {
     const { policy } = this.options;
     let stored = await this.read(processingTimeMs, true);
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
@@ -151,7 +155,11 @@ export class WatermarkTracker {
         pending === null
           ? base
           : observeEventTime(policy, base, pending.eventTimeMs, pending.seenAtMs).state;
-      const next = advanceWatermarkByProcessingTime(policy, observed, processingTimeMs);
+      const next = applyWatermarkHold(
+        base,
+        advanceWatermarkByProcessingTime(policy, observed, processingTimeMs),
+        holdCapMs,
+      );
       if (sameState(next, base)) return { state: base, futureDated: false, written: false };
       const committed = await this.commit(next, processingTimeMs, stored, pending);
       if (committed !== null) return committed;

@@ -227,6 +227,12 @@ export interface WindowStore<Acc extends JsonValue> {
   findWindowsDue(timer: WindowTimer, beforeMs: number, limit: number): Promise<WindowAddress[]>;
   /** Windows with a shard whose first pending element arrived at or before `atOrBeforeMs` (at most `limit` shards). */
   findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]>;
+  /**
+   * Seam for fireWindows' timer loop: the processing time (epoch ms) of the earliest first pending element of any
+   * pane, the base of every processing-time timer, or `null` when no pane has pending elements. Must be cheap (it
+   * is polled every few seconds): on Firestore one indexed query with limit 1, one document read.
+   */
+  earliestPendingSinceMs(): Promise<number | null>;
   /** Outbox panes created at or before `createdAtOrBeforeMs` (oldest first, at most `limit`). */
   listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]>;
   /** Deletes outbox panes once they are in the gold table. */

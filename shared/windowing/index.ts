@@ -50,6 +50,13 @@ export {
   type WatermarkState,
 } from './watermark-policy';
 export {
+  applyWatermarkHold,
+  holdCapMs,
+  watermarkHoldAt,
+  type HeldMessage,
+  type WatermarkHold,
+} from './watermark-hold';
+export {
   compareWindows,
   MAX_WATERMARK_MS,
   maxTimestampMs,

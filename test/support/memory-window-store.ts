@@ -211,6 +211,15 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
     return Promise.resolve([...found.values()]);
   }
 
+  earliestPendingSinceMs(): Promise<number | null> {
+    let earliest: number | null = null;
+    for (const s of this.state.shards.values()) {
+      const first = s.contribution.firstElementInPaneAtMs;
+      if (first !== null && (earliest === null || first < earliest)) earliest = first;
+    }
+    return Promise.resolve(earliest);
+  }
+
   listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]> {
     return Promise.resolve(
       [...this.state.outbox.values()]

@@ -1,0 +1,214 @@
+// Watermark holds from failing deliveries: ingestBooking records the publish time of each message whose delivery
+// failed and releases it once the message is processed; fireWindows reads the oldest holds before the idle rule.
+import { createHash } from 'node:crypto';
+import { Timestamp, type CollectionReference, type Firestore } from '@google-cloud/firestore';
+import * as v from 'valibot';
+import { TransientError, errorText } from '../errors';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import {
+  watermarkHoldAt,
+  type HeldMessage,
+  type WatermarkHold,
+  type WatermarkPolicy,
+} from '../windowing';
+
+/** Collection of the holds under `{root}/{pipeline}`; its documents carry the TTL field `expireAt`. */
+export const HOLDS_COLLECTION = 'watermarkHolds';
+
+/**
+ * The cloud function subscription's smallest retry delay (`--min-retry-delay=10s`, deploy/gcloud/deploy-plan.ts
+ * DELIVERY): every redelivery after a failed push comes at least this long after the message was published, so a
+ * processed message this old may have a hold to release; a younger one was delivered on its first attempt (in the
+ * cloud) and costs no release write.
+ */
+export const RELEASE_CHECK_AGE_MS = 10_000;
+
+/** Message ids of failed deliveries remembered per instance (the local emulator redelivers within ~1 s). */
+const REMEMBERED_FAILURES = 10_000;
+
+/** Where the holds live: Firestore here, an in-memory map in unit tests. Every method throws TransientError. */
+export interface WatermarkHoldStore {
+  /** Creates or renews the hold of a message whose delivery failed at `nowMs` (one write). */
+  recordFailure(messageId: string, publishTimeMs: number, nowMs: number, leaseMs: number): Promise<void>;
+  /** Deletes the hold of a processed message (one write, also when there is none). */
+  release(messageId: string): Promise<void>;
+  /** The `limit` oldest holds by publish time, lapsed ones included (one read per hold, at least 1). */
+  oldest(limit: number): Promise<HeldMessage[]>;
+  /** Deletes lapsed holds (their lease ran out; Firestore's TTL would remove them within about a day). */
+  deleteLapsed(messageIds: readonly string[]): Promise<void>;
+}
+
+const int = v.pipe(v.number(), v.safeInteger());
+const HoldDoc = v.object({
+  message_id: v.string(),
+  publish_time_ms: int,
+  last_failed_at_ms: int,
+  expires_at_ms: int,
+});
+
+/** The hold document id: SHA-256 of the message id (ids spread over Firestore's key range). */
+export function holdDocId(messageId: string): string {
+  return createHash('sha256').update(messageId, 'utf8').digest('hex');
+}
+
+/** WatermarkHoldStore on Firestore, under `{root}/{pipeline}/watermarkHolds`. */
+export class FirestoreWatermarkHoldStore implements WatermarkHoldStore {
+  private readonly holds: CollectionReference;
+
+  constructor(db: Firestore, root: string, pipeline: string) {
+    this.holds = db.collection(root).doc(pipeline).collection(HOLDS_COLLECTION);
+  }
+
+  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw new TransientError(`firestore ${operation}`, errorText(err), { cause: err });
+    }
+  }
+
+  async recordFailure(
+    messageId: string,
+    publishTimeMs: number,
+    nowMs: number,
+    leaseMs: number,
+  ): Promise<void> {
+    await this.call('record watermark hold', () =>
+      this.holds.doc(holdDocId(messageId)).set({
+        message_id: messageId,
+        publish_time_ms: publishTimeMs,
+        last_failed_at_ms: nowMs,
+        expires_at_ms: nowMs + leaseMs,
+        // TTL: Firestore deletes lapsed holds by itself within about a day of this time.
+        expireAt: Timestamp.fromMillis(nowMs + leaseMs),
+      }),
+    );
+  }
+
+  async release(messageId: string): Promise<void> {
+    await this.call('release watermark hold', () => this.holds.doc(holdDocId(messageId)).delete());
+  }
+
+  async oldest(limit: number): Promise<HeldMessage[]> {
+    return this.call('read watermark holds', async () => {
+      const snap = await this.holds.orderBy('publish_time_ms').limit(limit).get();
+      return snap.docs.map((d) => {
+        const parsed = v.safeParse(HoldDoc, d.data());
+        if (!parsed.success) {
+          throw new Error(`malformed hold ${HOLDS_COLLECTION}/${d.id}: ${parsed.issues[0].message}`);
+        }
+        const doc = parsed.output;
+        return {
+          messageId: doc.message_id,
+          publishTimeMs: doc.publish_time_ms,
+          lastFailedAtMs: doc.last_failed_at_ms,
+          expiresAtMs: doc.expires_at_ms,
+        };
+      });
+    });
+  }
+
+  async deleteLapsed(messageIds: readonly string[]): Promise<void> {
+    if (messageIds.length === 0) return;
+    await this.call('delete lapsed watermark holds', async () => {
+      const batch = this.holds.firestore.batch();
+      for (const id of messageIds.slice(0, 500)) batch.delete(this.holds.doc(holdDocId(id)));
+      await batch.commit();
+    });
+  }
+}
+
+/** A delivered message, as the holds need it. */
+export interface DeliveredMessage {
+  readonly messageId: string;
+  /** Pub/Sub publish time, epoch ms; `undefined` when the push did not carry one (then no hold is possible). */
+  readonly publishTimeMs: number | undefined;
+}
+
+/**
+ * ingestBooking's side of the holds. `failed` records a hold for a delivery that is about to be refused (Pub/Sub
+ * redelivers it); `processed` releases it once the message is acked (Silver, quarantine, bad data, or the
+ * retry-age guard's bad-data row, which stands for a dead letter). Neither throws: a hold that cannot be written is
+ * logged (the message itself is safe in the subscription), one that cannot be deleted lapses at its lease.
+ */
+export class DeliveryHolds {
+  /** Message ids this instance refused, oldest first (the local emulator redelivers to the same instance). */
+  private readonly refused = new Set<string>();
+
+  constructor(
+    private readonly store: WatermarkHoldStore,
+    private readonly leaseMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Records the hold of a delivery that failed at `nowMs` (epoch ms). */
+  async failed(message: DeliveredMessage, nowMs: number): Promise<void> {
+    if (message.publishTimeMs === undefined) return;
+    this.refused.delete(message.messageId);
+    this.refused.add(message.messageId);
+    if (this.refused.size > REMEMBERED_FAILURES) {
+      const first = this.refused.values().next();
+      if (first.done !== true) this.refused.delete(first.value);
+    }
+    try {
+      await this.store.recordFailure(message.messageId, message.publishTimeMs, nowMs, this.leaseMs);
+    } catch (err) {
+      logs.watermarkHoldNotRecorded(this.logger, { messageId: message.messageId }, errorText(err));
+    }
+  }
+
+  /**
+   * Releases the hold of a message processed at `nowMs`, when it may have one: this instance refused it before,
+   * or it is at least `RELEASE_CHECK_AGE_MS` old (any redelivery in the cloud is). A first delivery of a fresh
+   * message costs nothing.
+   */
+  async processed(message: DeliveredMessage, nowMs: number): Promise<void> {
+    const refusedHere = this.refused.delete(message.messageId);
+    const aged =
+      message.publishTimeMs !== undefined && nowMs - message.publishTimeMs >= RELEASE_CHECK_AGE_MS;
+    if (!refusedHere && !aged) return;
+    try {
+      await this.store.release(message.messageId);
+    } catch (err) {
+      logs.watermarkHoldNotReleased(this.logger, { messageId: message.messageId }, errorText(err));
+    }
+  }
+}
+
+/**
+ * fireWindows' side: the hold at processing time `nowMs` (epoch ms) over the `limit` oldest holds
+ * (`watermarkHoldAt`). Logs each stuck hold (`watermark_hold_stuck`) and, when the hold caps the watermark, one
+ * `watermark_held` line; deletes lapsed holds it saw (best effort: a failed delete is logged, and TTL removes them).
+ * @throws TransientError when the holds cannot be read (the caller must not advance the watermark blind)
+ */
+export async function readWatermarkHold(
+  store: WatermarkHoldStore,
+  policy: WatermarkPolicy,
+  options: { readonly maxHoldMs: number; readonly limit?: number; readonly pipeline: string },
+  logger: Logger,
+  nowMs: number,
+): Promise<WatermarkHold> {
+  const hold = watermarkHoldAt(policy, await store.oldest(options.limit ?? 100), nowMs, options.maxHoldMs);
+  for (const m of hold.stuck) {
+    logs.watermarkHoldStuck(logger, options.pipeline, {
+      messageId: m.messageId,
+      publishTimeMs: m.publishTimeMs,
+      lastFailedAtMs: m.lastFailedAtMs,
+      nowMs,
+    });
+  }
+  if (hold.oldestPublishTimeMs !== null && hold.capMs !== null) {
+    logs.watermarkHeld(logger, options.pipeline, {
+      oldestPublishTimeMs: hold.oldestPublishTimeMs,
+      capMs: hold.capMs,
+      heldMessages: hold.active - hold.stuck.length,
+    });
+  }
+  if (hold.lapsed.length > 0) {
+    await store.deleteLapsed(hold.lapsed.map((m) => m.messageId)).catch((err: unknown) => {
+      logs.fireWindowsFailed(logger, options.pipeline, `delete lapsed holds: ${errorText(err)}`);
+    });
+  }
+  return hold;
+}

@@ -1,0 +1,100 @@
+// The watermark hold: a backlog of messages published but not yet processed keeps the watermark behind it, as
+// Dataflow's Pub/Sub source holds its watermark behind the oldest unacknowledged message. Pure: times are arguments.
+import type { WatermarkPolicy, WatermarkState } from './watermark-policy';
+
+/**
+ * One message known to be waiting for a successful delivery (its delivery failed), as the store keeps it. All times
+ * epoch ms UTC.
+ */
+export interface HeldMessage {
+  /** The Pub/Sub message id. */
+  readonly messageId: string;
+  /** Its Pub/Sub publish time: the best bound of its event time before it is read. */
+  readonly publishTimeMs: number;
+  /** Processing time of its last failed delivery. */
+  readonly lastFailedAtMs: number;
+  /**
+   * When the hold lapses unless another failed delivery renews it: last failure + the hold lease
+   * (`OFFVIA_WATERMARK_HOLD_LEASE_MS`), which covers the subscription's longest retry backoff. A message that was
+   * acked elsewhere, or dead-lettered, stops failing, so its hold lapses at the latest here.
+   */
+  readonly expiresAtMs: number;
+}
+
+/** The hold the backlog puts on the watermark at one processing time. */
+export interface WatermarkHold {
+  /** Publish time of the oldest held message that still holds, epoch ms; `null` when nothing holds. */
+  readonly oldestPublishTimeMs: number | null;
+  /** The highest watermark the hold allows, epoch ms; `null` when nothing holds (no cap). */
+  readonly capMs: number | null;
+  /** Held messages whose lease is still running (stuck ones included). */
+  readonly active: number;
+  /**
+   * Active holds older (publish time to now) than the cap `maxHoldMs`: they no longer hold the watermark, so one
+   * message that fails for hours cannot stop every window from closing; the caller logs them (an operator's
+   * problem, like a stuck Dataflow step).
+   */
+  readonly stuck: readonly HeldMessage[];
+  /** Held messages whose lease has run out (the caller may delete them). */
+  readonly lapsed: readonly HeldMessage[];
+}
+
+/**
+ * The highest watermark a message published at `publishTimeMs` allows: publish time − `maxOutOfOrdernessMs`. The
+ * same assumption the bounded out-of-orderness rule makes for delivered events (an event is at most that much
+ * older than the newest one around it), applied to the publish time, since the message's event time is unknown
+ * until it is read.
+ */
+export function holdCapMs(policy: WatermarkPolicy, publishTimeMs: number): number {
+  return publishTimeMs - policy.maxOutOfOrdernessMs;
+}
+
+/**
+ * The hold at processing time `nowMs` over the held messages the store returned: a message holds while its lease
+ * runs (`expiresAtMs > nowMs`) and it is younger than `maxHoldMs` (`OFFVIA_WATERMARK_HOLD_MAX_MS`, the documented
+ * cap); the cap is that of the oldest holding message.
+ */
+export function watermarkHoldAt(
+  policy: WatermarkPolicy,
+  held: readonly HeldMessage[],
+  nowMs: number,
+  maxHoldMs: number,
+): WatermarkHold {
+  let oldest: number | null = null;
+  let active = 0;
+  const stuck: HeldMessage[] = [];
+  const lapsed: HeldMessage[] = [];
+  for (const m of held) {
+    if (m.expiresAtMs <= nowMs) {
+      lapsed.push(m);
+      continue;
+    }
+    active++;
+    if (nowMs - m.publishTimeMs > maxHoldMs) {
+      stuck.push(m);
+      continue;
+    }
+    if (oldest === null || m.publishTimeMs < oldest) oldest = m.publishTimeMs;
+  }
+  return {
+    oldestPublishTimeMs: oldest,
+    capMs: oldest === null ? null : holdCapMs(policy, oldest),
+    active,
+    stuck,
+    lapsed,
+  };
+}
+
+/**
+ * Applies a hold to the state a watermark rule proposes (`next`, computed from `previous`): the watermark goes no
+ * further than the cap, and never below `previous.watermarkMs` (a hold found after the watermark already passed it
+ * stops the watermark where it is; it never moves it back). The event-time maximum and its time are kept.
+ */
+export function applyWatermarkHold(
+  previous: WatermarkState,
+  next: WatermarkState,
+  capMs: number | null,
+): WatermarkState {
+  if (capMs === null || next.watermarkMs <= capMs) return next;
+  return { ...next, watermarkMs: Math.max(previous.watermarkMs, capMs) };
+}
