@@ -112,3 +112,22 @@ describe('WatermarkTracker spaced writes', () => {
     assert.equal((await store.readWatermark())?.state.watermarkMs, t0 + 900 - 10_000);
   });
 });
+
+describe('WatermarkTracker advance under a watermark hold', () => {
+  it('stops the idle rule at the hold, never goes back, and moves on once the hold is gone', async () => {
+    const store = memoryStore();
+    const tracker = new WatermarkTracker(store, { policy: POLICY, cacheMs: 0, minWriteIntervalMs: 0 });
+    const t0 = 1_800_000_000_000;
+    await tracker.observe(t0, t0);
+    // Five minutes without events while a message published at t0 + 2 s keeps failing.
+    const held = await tracker.advance(t0 + 300_000, t0 + 2_000 - 10_000);
+    assert.equal(held.state.watermarkMs, t0 - 8_000);
+    // A hold older than the stored watermark leaves it where it is.
+    const older = await tracker.advance(t0 + 310_000, t0 - 60_000);
+    assert.equal(older.state.watermarkMs, t0 - 8_000);
+    assert.equal(older.written, false);
+    // Released: the idle rule applies again.
+    const free = await tracker.advance(t0 + 320_000, null);
+    assert.equal(free.state.watermarkMs, t0 + 320_000 - 60_000 - 10_000);
+  });
+});

@@ -1,0 +1,107 @@
+// The watermark hold rule: a held message caps the watermark at its publish time − the out-of-orderness bound, the
+// watermark never goes backwards, a hold lapses with its lease, and a hold past the cap stops holding (stuck).
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+
+import {
+  advanceWatermarkByProcessingTime,
+  applyWatermarkHold,
+  holdCapMs,
+  INITIAL_WATERMARK_STATE,
+  observeEventTime,
+  watermarkHoldAt,
+  type HeldMessage,
+  type WatermarkPolicy,
+  type WatermarkState,
+} from '../../../shared/windowing';
+
+const POLICY: WatermarkPolicy = { maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000, maxFutureSkewMs: 0 };
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+const HOUR = 3_600_000;
+
+function held(messageId: string, publishTimeMs: number, expiresAtMs: number): HeldMessage {
+  return { messageId, publishTimeMs, lastFailedAtMs: publishTimeMs, expiresAtMs };
+}
+
+describe('watermark hold', () => {
+  it('caps the idle rule at the oldest held publish time − the out-of-orderness bound', () => {
+    // Events until T0, then 5 minutes of failing deliveries: the idle rule alone would close T0's windows.
+    const seen = observeEventTime(POLICY, INITIAL_WATERMARK_STATE, T0, T0).state;
+    const nowMs = T0 + 5 * 60_000;
+    const idle = advanceWatermarkByProcessingTime(POLICY, seen, nowMs);
+    assert.ok(idle.watermarkMs > T0, 'the idle rule would pass the backlog');
+    const hold = watermarkHoldAt(POLICY, [held('m1', T0 + 1_000, nowMs + 60_000)], nowMs, HOUR);
+    assert.equal(hold.oldestPublishTimeMs, T0 + 1_000);
+    assert.equal(hold.capMs, T0 + 1_000 - 10_000);
+    const capped = applyWatermarkHold(seen, idle, hold.capMs);
+    assert.equal(capped.watermarkMs, T0 - 9_000);
+    assert.equal(capped.maxEventTimeMs, idle.maxEventTimeMs);
+  });
+
+  it('never moves the watermark backwards, whatever the hold (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10 * HOUR }),
+        fc.integer({ min: 0, max: 10 * HOUR }),
+        fc.option(fc.integer({ min: 0, max: 10 * HOUR }), { nil: null }),
+        (previousMs, proposedExtraMs, capMs) => {
+          const previous: WatermarkState = {
+            watermarkMs: T0 + previousMs,
+            maxEventTimeMs: T0 + previousMs + 10_000,
+            maxEventTimeSeenAtMs: T0,
+          };
+          const next = { ...previous, watermarkMs: previous.watermarkMs + proposedExtraMs };
+          const out = applyWatermarkHold(previous, next, capMs === null ? null : T0 + capMs);
+          assert.ok(out.watermarkMs >= previous.watermarkMs, 'went backwards');
+          assert.ok(out.watermarkMs <= next.watermarkMs, 'went past the rule');
+          if (capMs !== null) {
+            assert.ok(
+              out.watermarkMs <= Math.max(previous.watermarkMs, T0 + capMs),
+              'went past the hold',
+            );
+          }
+        },
+      ),
+    );
+  });
+
+  it('a hold older than the watermark already written stops it where it is', () => {
+    const previous: WatermarkState = { watermarkMs: T0, maxEventTimeMs: T0 + 10_000, maxEventTimeSeenAtMs: T0 };
+    const next = { ...previous, watermarkMs: T0 + 60_000 };
+    assert.equal(applyWatermarkHold(previous, next, T0 - 30_000).watermarkMs, T0);
+  });
+
+  it('never outlives its message: it lapses with its lease unless a failed delivery renews it', () => {
+    const m = held('m1', T0, T0 + 11 * 60_000);
+    assert.equal(watermarkHoldAt(POLICY, [m], T0 + 11 * 60_000 - 1, HOUR).capMs, T0 - 10_000);
+    const lapsed = watermarkHoldAt(POLICY, [m], T0 + 11 * 60_000, HOUR);
+    assert.equal(lapsed.capMs, null);
+    assert.equal(lapsed.active, 0);
+    assert.deepEqual(
+      lapsed.lapsed.map((x) => x.messageId),
+      ['m1'],
+    );
+  });
+
+  it('stops holding past the cap and reports the hold as stuck; younger holds still hold', () => {
+    const old = held('poison', T0, T0 + 3 * HOUR);
+    const young = held('m2', T0 + 50 * 60_000, T0 + 3 * HOUR);
+    const nowMs = T0 + HOUR + 1;
+    const hold = watermarkHoldAt(POLICY, [old, young], nowMs, HOUR);
+    assert.deepEqual(
+      hold.stuck.map((x) => x.messageId),
+      ['poison'],
+    );
+    assert.equal(hold.active, 2);
+    assert.equal(hold.oldestPublishTimeMs, young.publishTimeMs);
+    assert.equal(hold.capMs, holdCapMs(POLICY, young.publishTimeMs));
+  });
+
+  it('holds nothing without held messages', () => {
+    const hold = watermarkHoldAt(POLICY, [], T0, HOUR);
+    assert.equal(hold.capMs, null);
+    const state = { watermarkMs: T0, maxEventTimeMs: T0, maxEventTimeSeenAtMs: T0 };
+    const next = { ...state, watermarkMs: T0 + 1 };
+    assert.equal(applyWatermarkHold(state, next, hold.capMs), next);
+  });
+});
