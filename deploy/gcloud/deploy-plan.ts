@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
+import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
 import {
   BOOKING_DLQ_SUBSCRIPTION,
   BOOKING_DLQ_TOPIC,
@@ -54,13 +55,19 @@ import {
   validateOptions,
 } from './options';
 import { tablesCreated } from './sql';
+import {
+  assertLoopFitsSchedule,
+  attemptDeadlineSeconds,
+  deployedTimeoutSeconds,
+} from './fire-windows-timeout';
 import { type Command, gcloud, type Step } from './steps';
 
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
 export const TTL_FIELD = 'expireAt';
 /**
- * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the dedup ledger and
- * the dropped-late counters of the window store (shared/state). The schema-drift store (shared/drift) gets none:
+ * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the dedup ledger,
+ * the dropped-late counters and the watermark holds of the window store (shared/state; fireWindows also deletes
+ * lapsed holds itself). The schema-drift store (shared/drift) gets none:
  * the sweep deletes the waiting rows it settles, but its audit records (the `changes` and `updates` documents
  * under each table) are kept without expiry, one per schema window with a change and one per applied update
  * (a few a day at most); `teardown.sh --delete-data` removes them.
@@ -68,6 +75,7 @@ export const TTL_FIELD = 'expireAt';
 export const DEFAULT_TTL_COLLECTION_GROUPS: readonly string[] = [
   COLLECTIONS.ledger,
   COLLECTIONS.dropped,
+  HOLDS_COLLECTION,
 ];
 /**
  * Label carrying the digest of a function's source and deploy flags; equal digest and state LIVE_STATE → the
@@ -712,7 +720,7 @@ function pubSub({ o, p, names, functions, steps }: Context): void {
 }
 
 /** The `gcloud functions deploy` command of one function, without the digest label. */
-function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): string[] {
+function deployCommand({ o, names, envValue, config }: Context, spec: FunctionSpec): string[] {
   const trigger =
     spec.trigger === 'topic'
       ? [
@@ -740,7 +748,7 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     `--concurrency=${spec.concurrency}`,
     `--max-instances=${spec.maxInstances}`,
     `--min-instances=${spec.minInstances}`,
-    `--timeout=${spec.timeoutSeconds}s`,
+    `--timeout=${deployedTimeoutSeconds(spec, config.window)}s`,
     `--set-env-vars=${envValue}`,
   );
 }
@@ -855,6 +863,7 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
     });
   }
   if (spec.trigger === 'http' && schedule !== undefined) {
+    if (spec.entryPoint === 'fireWindows') assertLoopFitsSchedule(ctx.config.window, schedule);
     const url = `\${${names.variable(spec.entryPoint, 'URL')}}`;
     const invoker = names.serviceAccountEmail(SCHEDULER_SA);
     steps.push({
@@ -883,7 +892,7 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
         `--oidc-service-account-email=${invoker}`,
         `--oidc-token-audience=${url}`,
         // Cloud Scheduler stops waiting at the deadline: give the function its whole timeout and a margin.
-        `--attempt-deadline=${spec.timeoutSeconds + 30}s`,
+        `--attempt-deadline=${attemptDeadlineSeconds(deployedTimeoutSeconds(spec, ctx.config.window))}s`,
         // The next tick is the retry: a failed call is not repeated in between.
         '--max-retry-attempts=0',
         `--description=Calls ${spec.entryPoint} (deploy/schedules.ts)`,

@@ -116,7 +116,10 @@ export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: numb
       throw err;
     }
     if (running !== undefined) {
-      log('WARNING', `${job.functionName}: previous call still running, tick delayed until it ends`);
+      log(
+        'WARNING',
+        `${job.functionName}: previous call still running, tick delayed until it ends`,
+      );
       await running;
       if (signal.aborted) break;
     }

@@ -320,7 +320,7 @@ export const WINDOW_VARS = {
       'below the schedule (60 s), so a run ends before the next; the deploy plan sets the function timeout to ' +
       'this + `OFFVIA_FIRE_WINDOWS_LEASE_MS` + 30 s',
     meaning:
-      'a scheduled `fireWindows` run (the call carrying Cloud Scheduler\'s `X-CloudScheduler` header) keeps firing ' +
+      "a scheduled `fireWindows` run (the call carrying Cloud Scheduler's `X-CloudScheduler` header) keeps firing " +
       'processing-time timers (early/late panes) this long after its first pass, sleeping until the earliest one; ' +
       '0: one pass per run (timers then wait for the next run)',
   }),

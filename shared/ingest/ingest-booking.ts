@@ -91,8 +91,14 @@ export interface IngestDeps {
    * the watermark waits for the backlog; a processed message releases it. Never throws.
    */
   watermarkHolds?: {
-    failed(message: { messageId: string; publishTimeMs: number | undefined }, nowMs: number): Promise<void>;
-    processed(message: { messageId: string; publishTimeMs: number | undefined }, nowMs: number): Promise<void>;
+    failed(
+      message: { messageId: string; publishTimeMs: number | undefined },
+      nowMs: number,
+    ): Promise<void>;
+    processed(
+      message: { messageId: string; publishTimeMs: number | undefined },
+      nowMs: number,
+    ): Promise<void>;
   };
 }
 

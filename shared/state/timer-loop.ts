@@ -92,7 +92,8 @@ export function combineSummaries(
   const sums = Object.fromEntries(
     SUMMED.map((k) => [k, passes.reduce((n, p) => n + p[k], 0)]),
   ) as unknown as Sums;
-  const status = worked.length === 0 ? 'busy' : worked.some((p) => p.status === 'partial') ? 'partial' : 'done';
+  const status =
+    worked.length === 0 ? 'busy' : worked.some((p) => p.status === 'partial') ? 'partial' : 'done';
   return {
     ...first,
     ...sums,
@@ -172,7 +173,11 @@ export async function runTimerLoop(
     failures,
     maxTimerLatenessMs,
   };
-  logs.fireWindowsLoopDone(deps.logger, { pipeline: deps.pipeline, ...loop, durationMs: endedMs - startedMs });
+  logs.fireWindowsLoopDone(deps.logger, {
+    pipeline: deps.pipeline,
+    ...loop,
+    durationMs: endedMs - startedMs,
+  });
   return { ...combineSummaries(passes, startedMs, endedMs), loop };
 }
 

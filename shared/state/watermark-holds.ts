@@ -30,7 +30,12 @@ const REMEMBERED_FAILURES = 10_000;
 /** Where the holds live: Firestore here, an in-memory map in unit tests. Every method throws TransientError. */
 export interface WatermarkHoldStore {
   /** Creates or renews the hold of a message whose delivery failed at `nowMs` (one write). */
-  recordFailure(messageId: string, publishTimeMs: number, nowMs: number, leaseMs: number): Promise<void>;
+  recordFailure(
+    messageId: string,
+    publishTimeMs: number,
+    nowMs: number,
+    leaseMs: number,
+  ): Promise<void>;
   /** Deletes the hold of a processed message (one write, also when there is none). */
   release(messageId: string): Promise<void>;
   /** The `limit` oldest holds by publish time, lapsed ones included (one read per hold, at least 1). */
@@ -96,7 +101,9 @@ export class FirestoreWatermarkHoldStore implements WatermarkHoldStore {
       return snap.docs.map((d) => {
         const parsed = v.safeParse(HoldDoc, d.data());
         if (!parsed.success) {
-          throw new Error(`malformed hold ${HOLDS_COLLECTION}/${d.id}: ${parsed.issues[0].message}`);
+          throw new Error(
+            `malformed hold ${HOLDS_COLLECTION}/${d.id}: ${parsed.issues[0].message}`,
+          );
         }
         const doc = parsed.output;
         return {
@@ -189,7 +196,12 @@ export async function readWatermarkHold(
   logger: Logger,
   nowMs: number,
 ): Promise<WatermarkHold> {
-  const hold = watermarkHoldAt(policy, await store.oldest(options.limit ?? 100), nowMs, options.maxHoldMs);
+  const hold = watermarkHoldAt(
+    policy,
+    await store.oldest(options.limit ?? 100),
+    nowMs,
+    options.maxHoldMs,
+  );
   for (const m of hold.stuck) {
     logs.watermarkHoldStuck(logger, options.pipeline, {
       messageId: m.messageId,

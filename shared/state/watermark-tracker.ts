@@ -145,7 +145,10 @@ export class WatermarkTracker {
    * advance goes no further than it, and never back (`applyWatermarkHold`).
    * @throws TransientError when the store fails
    */
-  async advance(processingTimeMs: number, holdCapMs: number | null = null): Promise<WatermarkUpdate> {
+  async advance(
+    processingTimeMs: number,
+    holdCapMs: number | null = null,
+  ): Promise<WatermarkUpdate> {
     const { policy } = this.options;
     let stored = await this.read(processingTimeMs, true);
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {

@@ -363,8 +363,53 @@ describe('gcloud deploy plan', () => {
       assert.equal(SCHEDULES.find((s) => s.functionName === 'schemaSweep')?.cron, '* * * * *');
     });
 
-    it('sets the Firestore TTL policies of the window store (dedup ledger, dropped-late counters) after the database', () => {
-      assert.deepEqual(DEFAULT_TTL_COLLECTION_GROUPS, ['eventLedger', 'droppedLate']);
+    it("sizes fireWindows' timeout and Scheduler deadline for its timer loop and lease, and refuses a loop as long as the schedule", () => {
+      const deploy = only(full, ['gcloud', 'functions', 'deploy', 'offvia-fire-windows']);
+      // 58 s of loop + 120 s of lease + 30 s margin (deploy/gcloud/fire-windows-timeout.ts).
+      assert.equal(flag(deploy, '--timeout'), '208s');
+      const job = only(full, [
+        'gcloud',
+        'scheduler',
+        'jobs',
+        'create',
+        'http',
+        'offvia-fire-windows',
+      ]);
+      assert.equal(flag(job, '--attempt-deadline'), '238s');
+      const ingest = only(full, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
+      assert.equal(flag(ingest, '--timeout'), '60s');
+      assert.throws(
+        () =>
+          buildDeployPlan(
+            { ...OPTIONS, envOverrides: { OFFVIA_FIRE_WINDOWS_LOOP_MS: '60000' } },
+            factsWithWindows(),
+          ),
+        /OFFVIA_FIRE_WINDOWS_LOOP_MS \(60000\) is not below the fireWindows schedule/,
+      );
+      // The longest lease: the timeout follows it; Cloud Scheduler's deadline stops at its 30-minute maximum.
+      const long = buildDeployPlan(
+        { ...OPTIONS, envOverrides: { OFFVIA_FIRE_WINDOWS_LEASE_MS: '1800000' } },
+        factsWithWindows(),
+      );
+      assert.equal(
+        flag(only(long, ['gcloud', 'functions', 'deploy', 'offvia-fire-windows']), '--timeout'),
+        '1888s',
+      );
+      assert.equal(
+        flag(
+          only(long, ['gcloud', 'scheduler', 'jobs', 'create', 'http', 'offvia-fire-windows']),
+          '--attempt-deadline',
+        ),
+        '1800s',
+      );
+    });
+
+    it('sets the Firestore TTL policies of the window store (dedup ledger, dropped-late counters, watermark holds) after the database', () => {
+      assert.deepEqual(DEFAULT_TTL_COLLECTION_GROUPS, [
+        'eventLedger',
+        'droppedLate',
+        'watermarkHolds',
+      ]);
       for (const group of DEFAULT_TTL_COLLECTION_GROUPS) {
         const ttl = only(
           plan,

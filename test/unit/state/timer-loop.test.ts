@@ -129,7 +129,9 @@ describe('fireWindows timer loop', () => {
       const pt = r.deps.now();
       r.passes.push(pt);
       n++;
-      return Promise.resolve(summary(pt, { status: n === 1 ? 'partial' : 'done', windowsDue: 5000 }));
+      return Promise.resolve(
+        summary(pt, { status: n === 1 ? 'partial' : 'done', windowsDue: 5000 }),
+      );
     };
     const out = await runTimerLoop(r.deps, { loopMs: 10_000, pollMs: 5_000 });
     assert.equal(r.passes.length, 2);
@@ -167,7 +169,11 @@ describe('fireWindows timer loop', () => {
   it('reports busy only when every pass was busy, with the last real pass watermark', () => {
     const busy = summary(T0, { status: 'busy', watermarkMs: null, leaseFence: null });
     assert.equal(combineSummaries([busy, busy], T0, T0 + 5).status, 'busy');
-    const mixed = combineSummaries([busy, summary(T0 + 5_000, { watermarkMs: T0 - 1 })], T0, T0 + 6_000);
+    const mixed = combineSummaries(
+      [busy, summary(T0 + 5_000, { watermarkMs: T0 - 1 })],
+      T0,
+      T0 + 6_000,
+    );
     assert.equal(mixed.status, 'done');
     assert.equal(mixed.watermarkMs, T0 - 1);
     assert.equal(mixed.durationMs, 6_000);

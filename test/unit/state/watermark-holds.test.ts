@@ -27,7 +27,12 @@ function memoryHolds() {
     recordFailure: (messageId, publishTimeMs, nowMs, leaseMs) => {
       ops.push(`record ${messageId}`);
       fail();
-      holds.set(messageId, { messageId, publishTimeMs, lastFailedAtMs: nowMs, expiresAtMs: nowMs + leaseMs });
+      holds.set(messageId, {
+        messageId,
+        publishTimeMs,
+        lastFailedAtMs: nowMs,
+        expiresAtMs: nowMs + leaseMs,
+      });
       return Promise.resolve();
     },
     release: (messageId) => {
@@ -37,7 +42,9 @@ function memoryHolds() {
       return Promise.resolve();
     },
     oldest: (limit) =>
-      Promise.resolve([...holds.values()].sort((a, b) => a.publishTimeMs - b.publishTimeMs).slice(0, limit)),
+      Promise.resolve(
+        [...holds.values()].sort((a, b) => a.publishTimeMs - b.publishTimeMs).slice(0, limit),
+      ),
     deleteLapsed: (ids) => {
       ops.push(`delete ${ids.join(',')}`);
       for (const id of ids) holds.delete(id);

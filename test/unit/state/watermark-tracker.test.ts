@@ -116,7 +116,11 @@ describe('WatermarkTracker spaced writes', () => {
 describe('WatermarkTracker advance under a watermark hold', () => {
   it('stops the idle rule at the hold, never goes back, and moves on once the hold is gone', async () => {
     const store = memoryStore();
-    const tracker = new WatermarkTracker(store, { policy: POLICY, cacheMs: 0, minWriteIntervalMs: 0 });
+    const tracker = new WatermarkTracker(store, {
+      policy: POLICY,
+      cacheMs: 0,
+      minWriteIntervalMs: 0,
+    });
     const t0 = 1_800_000_000_000;
     await tracker.observe(t0, t0);
     // Five minutes without events while a message published at t0 + 2 s keeps failing.

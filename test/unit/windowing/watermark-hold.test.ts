@@ -15,7 +15,11 @@ import {
   type WatermarkState,
 } from '../../../shared/windowing';
 
-const POLICY: WatermarkPolicy = { maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000, maxFutureSkewMs: 0 };
+const POLICY: WatermarkPolicy = {
+  maxOutOfOrdernessMs: 10_000,
+  idleTimeoutMs: 60_000,
+  maxFutureSkewMs: 0,
+};
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
 const HOUR = 3_600_000;
 
@@ -66,7 +70,11 @@ describe('watermark hold', () => {
   });
 
   it('a hold older than the watermark already written stops it where it is', () => {
-    const previous: WatermarkState = { watermarkMs: T0, maxEventTimeMs: T0 + 10_000, maxEventTimeSeenAtMs: T0 };
+    const previous: WatermarkState = {
+      watermarkMs: T0,
+      maxEventTimeMs: T0 + 10_000,
+      maxEventTimeSeenAtMs: T0,
+    };
     const next = { ...previous, watermarkMs: T0 + 60_000 };
     assert.equal(applyWatermarkHold(previous, next, T0 - 30_000).watermarkMs, T0);
   });
