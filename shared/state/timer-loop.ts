@@ -19,7 +19,16 @@ export interface TimerLoopOptions {
   readonly loopMs: number;
   /** Longest sleep between two timer queries (`OFFVIA_FIRE_WINDOWS_POLL_MS`). */
   readonly pollMs: number;
+  /**
+   * Least processing time between two timer passes (default `MIN_PASS_GAP_MS`): timers due within it share one
+   * pass, so panes whose deadlines are spread over the minute cost at most one pass (lease, watermark, queries)
+   * per gap instead of one per pane.
+   */
+  readonly minPassGapMs?: number;
 }
+
+/** Default least time between two timer passes, ms: at most 60 passes a minute, each at most 1 s late for it. */
+export const MIN_PASS_GAP_MS = 1_000;
 
 /** What the loop runs; tests pass stubs and a fake clock. */
 export interface TimerLoopDeps {
@@ -158,11 +167,15 @@ export async function runTimerLoop(
       failures++;
       logs.fireWindowsFailed(deps.logger, deps.pipeline, `timer query: ${errorText(err)}`);
     }
-    const due = next !== null && next > lastPassPt ? next : null;
+    const deadline = next !== null && next > lastPassPt ? next : null;
+    const due =
+      deadline === null
+        ? null
+        : Math.max(deadline, lastPassPt + (options.minPassGapMs ?? MIN_PASS_GAP_MS));
     const t = deps.now();
     const wake = Math.min(due ?? Number.POSITIVE_INFINITY, t + options.pollMs, endMs);
     if (wake > t) await deps.sleep(wake - t);
-    if (due !== null && due < endMs && deps.now() >= due) await runPass(due);
+    if (due !== null && due < endMs && deps.now() >= due) await runPass(deadline);
   }
   const endedMs = deps.now();
   const loop: TimerLoopFigures = {

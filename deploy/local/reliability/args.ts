@@ -54,7 +54,8 @@ Starts a local stack, runs the reliability scenarios against it and prints one r
   --concurrency C     deliveries in flight at once (default ${DEFAULTS.concurrency})
   --scenarios a,b     scenarios to run, in this order, each at most once
                       (default all, in this order:
-                      ${SCENARIO_NAMES.join(',')})
+                      ${SCENARIO_NAMES.slice(0, 3).join(',')},
+                      ${SCENARIO_NAMES.slice(3).join(',')})
   --seed S            seed of the event stream (default ${DEFAULTS.seed})
   --kill-every-ms N   function-sigkill: a SIGKILL every N x 0.5 to N x 1.5 ms
                       (default: the scenario's own 5000)

@@ -46,6 +46,11 @@ export interface Scenario {
   republishShare: number;
   fault: Fault;
   /**
+   * The scenario fails when any valid event is dropped from the aggregates as too late (the watermark must wait for
+   * the backlog); elsewhere dropped-late events are the policy at work, reported but not a failure.
+   */
+  noneDroppedLate?: boolean;
+  /**
    * Three uppercase letters used as the events' currency, so the scenario's aggregates live under route keys no
    * other scenario touches (route key = ORIGIN-DESTINATION-CURRENCY).
    */
@@ -58,6 +63,13 @@ export interface Scenario {
  * waits for a redelivery that only the subscription's own retries can bring.
  */
 export const INGEST_OUTAGE_MS = 11 * 60_000;
+
+/**
+ * How long the delivery-stall scenario makes every delivery fail, ms: five and a half minutes, well past the idle
+ * timeout (60 s) after which the idle rule would move the watermark on with processing time, and past the allowed
+ * lateness (5 min): without a watermark hold the first minutes of the backlog would be dropped as late.
+ */
+export const DELIVERY_STALL_MS = 5.5 * 60_000;
 
 /** The scenarios, in the order they run. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -114,6 +126,23 @@ export const SCENARIOS: readonly Scenario[] = [
       downMs: INGEST_OUTAGE_MS,
     },
     currency: 'RLE',
+  },
+  {
+    name: 'delivery-stall',
+    description:
+      'every delivery to ingestBooking fails for 5.5 min (the BigQuery emulator stopped, so Silver writes fail) ' +
+      'while events keep being published; 0 dropped late once the backlog is delivered (watermark holds)',
+    delivery: 'driver',
+    deliveries: 1,
+    republishShare: 0,
+    fault: {
+      kind: 'outage',
+      service: 'bigquery-emulator',
+      atFraction: 0.2,
+      downMs: DELIVERY_STALL_MS,
+    },
+    noneDroppedLate: true,
+    currency: 'RLF',
   },
 ];
 

@@ -43,7 +43,14 @@ describe('reliability harness: command line', () => {
     assert.equal(s.seed, 6);
     assert.deepEqual(
       s.scenarios.map((x) => x.name),
-      ['redelivery', 'function-sigkill', 'bigquery-outage', 'firestore-outage', 'ingest-outage'],
+      [
+        'redelivery',
+        'function-sigkill',
+        'bigquery-outage',
+        'firestore-outage',
+        'ingest-outage',
+        'delivery-stall',
+      ],
     );
     assert.deepEqual(DEFAULTS, { events: 10_000, ratePerS: 20, concurrency: 16, seed: 6 });
   });

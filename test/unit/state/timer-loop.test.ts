@@ -179,3 +179,23 @@ describe('fireWindows timer loop', () => {
     assert.equal(mixed.durationMs, 6_000);
   });
 });
+
+describe('fireWindows timer loop: passes of timers spread over the minute', () => {
+  it('serves timers closer than the least gap in one pass', async () => {
+    // A pane deadline every 100 ms from T0 + 10 s: one pass per second, not one per pane.
+    let served = T0;
+    const r = rig(() => {
+      const next = Math.max(served + 100, T0 + 10_000);
+      return next < T0 + 20_000 ? next : null;
+    }, 50);
+    const inner = r.deps.pass;
+    r.deps.pass = () => {
+      served = r.deps.now();
+      return inner();
+    };
+    const out = await runTimerLoop(r.deps, { loopMs: 30_000, pollMs: 5_000, minPassGapMs: 1_000 });
+    assert.ok(out.loop.timerPasses <= 11, `${out.loop.timerPasses} passes`);
+    assert.ok(out.loop.timerPasses >= 9, `${out.loop.timerPasses} passes`);
+    assert.ok(out.loop.maxTimerLatenessMs <= 1_000, `${out.loop.maxTimerLatenessMs} ms late`);
+  });
+});

@@ -1,0 +1,101 @@
+// End to end on the local stack: a processing-time timer fires without a new element. One booking, nothing after
+// it: its window's EARLY pane (30 s after the pane's first element) reaches gold by its deadline + 5 s, fired by the
+// stack's scheduled fireWindows run while it loops (shared/state/timer-loop.ts), not at the next scheduler minute.
+import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { PubSub } from '@google-cloud/pubsub';
+import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { loadWindowConfig } from '../../shared/config/window-config';
+
+/** A random airport code no other test uses (Y + two letters). */
+function airport(): string {
+  const letter = () => String.fromCharCode(65 + randomInt(26));
+  return `Y${letter()}${letter()}`;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('e2e: an early pane fires on its processing-time timer with no further element', function () {
+  this.timeout(300_000);
+  const env = stackEnv();
+  const pubsub = new PubSub({ projectId: env.projectId });
+  const topic = pubsub.topic('booking-events');
+  const bq = stackBigQuery(env);
+
+  before(function () {
+    if (!process.env.OFFVIA_FIRE_WINDOWS_URL) {
+      throw new Error('the local stack is not running: run through `npm test`');
+    }
+  });
+  after(() => pubsub.close());
+
+  it('writes the EARLY pane to gold by the deadline + 5 s', async () => {
+    const config = loadWindowConfig(process.env);
+    const delayMs = config.strategy.trigger.earlyFirings?.processingTimeDelayMs;
+    assert.ok(delayMs !== undefined, 'the stack runs the lab strategy, with early firings');
+    // The stack's scheduler calls fireWindows on each minute; its run loops until just before the next. Start 3 s
+    // after a minute so that a scheduled run is certainly looping (a fresh stack has had no tick yet).
+    await sleep(60_000 - (Date.now() % 60_000) + 3_000);
+
+    const origin = airport();
+    let destination = airport();
+    while (destination === origin) destination = airport();
+    // Two minutes ahead (the contract accepts 5): the event never moves the watermark (it is beyond its receipt +
+    // OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS), so other tests' traffic cannot close its window before the early pane.
+    const eventTimeMs = Date.now() + 120_000;
+    const bookingId = `${origin}-timer`;
+    const publishedAtMs = Date.now();
+    const id = await topic.publishMessage({
+      data: Buffer.from(
+        JSON.stringify({
+          booking_id: bookingId,
+          passenger_id: 'PAX-1',
+          flight_number: 'OF-7',
+          origin,
+          destination,
+          fare: '42.5',
+          currency: 'EUR',
+          event_time: new Date(eventTimeMs).toISOString(),
+        }),
+      ),
+    });
+    assert.ok((await waitForLayers(bq, env.projectId, [id], 60_000)).complete, 'in Silver');
+    // The pane's first element arrived when ingestBooking received the message: Silver's ingestion_timestamp.
+    const [silver] = await bq.query({
+      query: `SELECT UNIX_MILLIS(ingestion_timestamp) AS received_ms
+              FROM \`${env.projectId}.offvia_silver.fact_bookings\` WHERE booking_id = @bookingId`,
+      params: { bookingId },
+    });
+    const receivedMs = Number((silver as { received_ms: number }[])[0]?.received_ms);
+    assert.ok(receivedMs >= publishedAtMs - 1_000, `received ${receivedMs}`);
+    const deadlineMs = receivedMs + delayMs;
+
+    const routeKey = `${origin}-${destination}-EUR`;
+    let pane: { emitted_ms: number; pane_timing: string; booking_count: number } | undefined;
+    let seenAtMs = Number.POSITIVE_INFINITY;
+    while (Date.now() < deadlineMs + 20_000) {
+      const [rows] = await bq.query({
+        query: `SELECT UNIX_MILLIS(emitted_at) AS emitted_ms, pane_timing, booking_count
+                FROM \`${env.projectId}.offvia_gold.route_panes\`
+                WHERE route_key = @routeKey ORDER BY pane_index LIMIT 1`,
+        params: { routeKey },
+      });
+      pane = (rows as NonNullable<typeof pane>[])[0];
+      if (pane !== undefined) {
+        seenAtMs = Date.now();
+        break;
+      }
+      await sleep(500);
+    }
+    assert.ok(pane !== undefined, `no pane for ${routeKey} within 20 s of its deadline`);
+    assert.equal(pane.pane_timing, 'EARLY');
+    assert.equal(pane.booking_count, 1);
+    // Never before its deadline (Beam: the timer fires at pt >= first element + delay) ...
+    assert.ok(pane.emitted_ms >= deadlineMs, `fired ${deadlineMs - pane.emitted_ms} ms early`);
+    // ... and in gold within 5 s of it (the query polls every 500 ms, plus its own round trip).
+    assert.ok(
+      seenAtMs <= deadlineMs + 5_000,
+      `in gold ${seenAtMs - deadlineMs} ms after the deadline (fired ${pane.emitted_ms - deadlineMs} ms after it)`,
+    );
+  });
+});
