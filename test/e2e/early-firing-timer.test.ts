@@ -88,6 +88,10 @@ describe('e2e: an early pane fires on its processing-time timer with no further 
       await sleep(500);
     }
     assert.ok(pane !== undefined, `no pane for ${routeKey} within 20 s of its deadline`);
+    console.log(
+      `      EARLY pane fired ${pane.emitted_ms - deadlineMs} ms after its deadline, seen in gold after ` +
+        `${seenAtMs - deadlineMs} ms`,
+    );
     assert.equal(pane.pane_timing, 'EARLY');
     assert.equal(pane.booking_count, 1);
     // Never before its deadline (Beam: the timer fires at pt >= first element + delay) ...
