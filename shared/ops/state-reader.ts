@@ -7,6 +7,8 @@ import { FirestoreDriftStore } from '../drift/firestore-store';
 import type { RetryRow } from '../drift/store';
 import { tableName } from '../config/env';
 import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
+import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
+import { watermarkHoldAt } from '../windowing';
 import { firestoreCall, type OpsContext } from './context';
 
 /** The booking pipeline's window store over the context's Firestore. */
@@ -35,6 +37,35 @@ export async function readWatermark(ctx: OpsContext): Promise<WatermarkView> {
     watermarkMs: wm <= -8.64e15 || !Number.isFinite(wm) ? null : wm,
     maxEventTimeMs: stored.state.maxEventTimeMs,
     updatedAtMs: stored.updatedAtMs,
+  };
+}
+
+/** The watermark holds of failing deliveries (docs/windows.md): live, stuck past the cap, and the oldest live one. */
+export interface HoldsView {
+  /** Holds whose lease runs, stuck ones included. */
+  active: number;
+  /** Holds past OFFVIA_WATERMARK_HOLD_MAX_MS: they no longer hold the watermark (an operator's problem). */
+  stuck: number;
+  /** Publish time of the oldest message still holding the watermark, epoch ms; `null` when none holds. */
+  oldestPublishTimeMs: number | null;
+  /** The highest watermark the holds allow, epoch ms; `null` when none holds. */
+  capMs: number | null;
+}
+
+/** Reads the 100 oldest watermark holds and applies the hold rule at `nowMs` (epoch ms), as fireWindows does. */
+export async function watermarkHolds(ctx: OpsContext, nowMs: number): Promise<HoldsView> {
+  const store = new FirestoreWatermarkHoldStore(
+    ctx.firestore(),
+    ctx.windows.firestoreRoot,
+    ctx.windows.pipeline,
+  );
+  const held = await firestoreCall(ctx, 'watermark holds', () => store.oldest(100));
+  const hold = watermarkHoldAt(ctx.windows.watermarkPolicy, held, nowMs, ctx.windows.holdMaxMs);
+  return {
+    active: hold.active,
+    stuck: hold.stuck.length,
+    oldestPublishTimeMs: hold.oldestPublishTimeMs,
+    capMs: hold.capMs,
   };
 }
 

@@ -8,6 +8,7 @@ import {
   fireWindowsLease,
   lastLogEntry,
   readWatermark,
+  watermarkHolds,
   retryStoreRows,
 } from './state-reader';
 
@@ -35,6 +36,8 @@ export interface StatusReport {
   badDataByCause: { target: string; error: string; rows: number; open: number }[];
   retryStore: { table: string; rows: number; oldest: string | null }[];
   watermark: { watermark: string | null; lagMs: number | null; maxEventTime: string | null };
+  /** Failing deliveries holding the watermark back (docs/windows.md, watermark holds). */
+  watermarkHolds: { active: number; stuck: number; oldestHeldPublishTime: string | null };
   windows: {
     open: number;
     droppedLate: number;
@@ -147,12 +150,13 @@ export async function collectStatus(
       types,
     ),
   ]);
-  const [watermark, openWindows, dropped, lease, retry] = await Promise.all([
+  const [watermark, openWindows, dropped, lease, retry, holds] = await Promise.all([
     readWatermark(ctx),
     countOpenWindows(ctx),
     droppedLate(ctx),
     fireWindowsLease(ctx),
     retryStoreRows(ctx),
+    watermarkHolds(ctx, nowMs),
   ]);
   const openByStage = new Map(openStages.map((r) => [r.stage, n(r.open)]));
   const stageNames = [...new Set([...stages.map((s) => s.stage), ...openByStage.keys()])].sort();
@@ -206,6 +210,11 @@ export async function collectStatus(
       watermark: iso(watermark.watermarkMs),
       lagMs: watermark.watermarkMs === null ? null : nowMs - watermark.watermarkMs,
       maxEventTime: iso(watermark.maxEventTimeMs),
+    },
+    watermarkHolds: {
+      active: holds.active,
+      stuck: holds.stuck,
+      oldestHeldPublishTime: iso(holds.oldestPublishTimeMs),
     },
     windows: {
       open: openWindows,
@@ -313,6 +322,13 @@ export function formatStatus(r: StatusReport): string {
         ['watermark', r.watermark.watermark ?? 'none yet'],
         ['watermark lag behind the clock', ms(r.watermark.lagMs)],
         ['max event time', r.watermark.maxEventTime ?? ''],
+        [
+          'watermark holds (failing deliveries)',
+          r.watermarkHolds.active === 0
+            ? 'none'
+            : `${r.watermarkHolds.active} (oldest held publish time ${r.watermarkHolds.oldestHeldPublishTime ?? 'none'}; ` +
+              `${r.watermarkHolds.stuck} stuck past OFFVIA_WATERMARK_HOLD_MAX_MS)`,
+        ],
         ['open windows', r.windows.open],
         [
           'dropped late (TTL-bounded counters)',
