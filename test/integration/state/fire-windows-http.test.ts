@@ -1,5 +1,6 @@
 // fireWindows through the Functions Framework's real HTTP server, on the stack's emulators: POST runs a sweep and
-// answers its JSON summary; other methods are refused.
+// answers its JSON summary (a Cloud Scheduler call loops for the timer budget, any other call is one pass); other
+// methods are refused.
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,16 +11,23 @@ describe('integration: fireWindows on the Functions Framework', function () {
   this.timeout(60_000);
   let server: Server;
   let base: string;
+  const loopBefore = process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
 
   before(async function () {
     if (!process.env.FIRESTORE_EMULATOR_HOST || !process.env.BIGQUERY_EMULATOR_HOST) {
       throw new Error('run through `npm test`: the local stack is not up');
     }
+    // A 3 s timer loop instead of 58 s: read once, at the first call.
+    process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = '3000';
     server = getTestServer('fireWindows');
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => {
+    if (loopBefore === undefined) delete process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
+    else process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = loopBefore;
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
 
   it('answers a Cloud Scheduler POST with the run summary', async () => {
     const res = await fetch(base, {
@@ -32,6 +40,22 @@ describe('integration: fireWindows on the Functions Framework', function () {
     // The stack's own scheduler may hold the lease this minute: then the run is `busy`, which is fine.
     assert.ok(['done', 'busy'].includes(String(body.status)), JSON.stringify(body));
     assert.equal(body.pipeline, 'booking_routes_1m');
+    const loop = body.loop as { loopMs: number; passes: number; polls: number };
+    assert.equal(loop.loopMs, 3000);
+    assert.ok(loop.passes >= 1 && loop.polls >= 1, JSON.stringify(loop));
+    assert.ok(Number(body.durationMs) >= 3000, JSON.stringify(body));
+  });
+
+  it('answers any other POST with one pass', async () => {
+    const res = await fetch(base, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as Record<string, unknown>;
+    assert.ok(['done', 'busy'].includes(String(body.status)), JSON.stringify(body));
+    assert.equal(body.loop, undefined);
   });
 
   it('refuses GET with 405', async () => {
