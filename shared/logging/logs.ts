@@ -652,7 +652,8 @@ export function watermarkHoldNotReleased(log: Logger, ref: MessageRef, error: st
 /**
  * A message has kept its delivery failing for longer than OFFVIA_WATERMARK_HOLD_MAX_MS: it no longer holds the
  * watermark (so windows keep closing), and once it is delivered it may be dropped as late. One line per stuck
- * message per fireWindows pass; the alert `stuck watermark hold` counts them.
+ * message per fireWindows pass, at ERROR, so Cloud Logging's error views and a log-based alert on
+ * `jsonPayload.outcome="watermark_hold_stuck"` can find it; `offvia status` counts them too.
  */
 export function watermarkHoldStuck(
   log: Logger,
