@@ -209,3 +209,56 @@ describe('writers: a row without insertId is routed, never a crash', () => {
     );
   });
 });
+
+describe('ingestPushedEvent: watermark holds', () => {
+  const booking = Buffer.from(
+    JSON.stringify({
+      booking_id: 'BK-1',
+      passenger_id: 'PAX-1',
+      flight_number: 'OF-1',
+      origin: 'JFK',
+      destination: 'LHR',
+      fare: '10',
+      currency: 'USD',
+      event_time: new Date(NOW - 5_000).toISOString(),
+    }),
+  ).toString('base64');
+  const event = (): PushedEvent => ({
+    message: { data: booking, messageId: 'h-1', publishTime: new Date(NOW - 2_000).toISOString() },
+  });
+
+  function holdsSpy() {
+    const calls: string[] = [];
+    return {
+      calls,
+      holds: {
+        failed: (m: { messageId: string; publishTimeMs: number | undefined }, nowMs: number) => {
+          calls.push(`failed ${m.messageId} ${m.publishTimeMs} ${nowMs}`);
+          return Promise.resolve();
+        },
+        processed: (m: { messageId: string; publishTimeMs: number | undefined }, nowMs: number) => {
+          calls.push(`processed ${m.messageId} ${m.publishTimeMs} ${nowMs}`);
+          return Promise.resolve();
+        },
+      },
+    };
+  }
+
+  it('records a hold with the publish time when the delivery is refused', async () => {
+    const { inner, deps } = setup();
+    const spy = holdsSpy();
+    deps.watermarkHolds = spy.holds;
+    inner.failing.add('offvia_silver.fact_bookings');
+    await assert.rejects(ingestPushedEvent(event(), deps), DeliveryRefused);
+    assert.deepEqual(spy.calls, [`failed h-1 ${NOW - 2_000} ${NOW}`]);
+  });
+
+  it('releases it once the message is processed', async () => {
+    const { deps } = setup();
+    const spy = holdsSpy();
+    deps.watermarkHolds = spy.holds;
+    const out = await ingestPushedEvent(event(), deps);
+    assert.equal(out.destination, 'silver');
+    assert.deepEqual(spy.calls, [`processed h-1 ${NOW - 2_000} ${NOW}`]);
+  });
+});
