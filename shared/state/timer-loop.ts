@@ -117,9 +117,10 @@ export function combineSummaries(
 
 /**
  * One scheduled run: a first pass, then until `loopMs` after the start: query the earliest processing-time timer,
- * sleep until it (at most `pollMs`, never past the end), and run a pass once it is due. A timer already due at the
- * last pass and still pending (its firing failed, or a longer delay than the smallest applies) is left to the next
- * due timer's pass or the next run, so the loop never spins. A pass that stopped early (`partial`) is followed by
+ * sleep until it (at most `pollMs`, never past the end), and run a pass once it is due (at least `minPassGapMs`
+ * after the last). A timer already due at the last pass and still pending gets one more pass (its element may have
+ * committed after that pass looked), then is left to the next due timer's pass or the next run, so the loop never
+ * spins. A pass that stopped early (`partial`) is followed by
  * another at once. Errors after the first pass are logged and counted (`loop.failures`), and the loop goes on.
  * @throws TransientError when the first pass fails (as a single run does)
  */
@@ -136,6 +137,7 @@ export async function runTimerLoop(
   let maxTimerLatenessMs = 0;
   let lastPassPt = passes[0]?.processingTimeMs ?? startedMs;
   let again = passes[0]?.status === 'partial';
+  let retried: number | null = null;
   const runPass = async (dueMs: number | null): Promise<void> => {
     try {
       const summary = await deps.pass();
@@ -167,7 +169,14 @@ export async function runTimerLoop(
       failures++;
       logs.fireWindowsFailed(deps.logger, deps.pipeline, `timer query: ${errorText(err)}`);
     }
-    const deadline = next !== null && next > lastPassPt ? next : null;
+    // A deadline at or before the last pass was due then: its element committed after that pass's query (one more
+    // pass serves it), or the pass left it pending (a longer delay applies, or its firing failed): after that one
+    // retry it is left to the next due timer's pass or the next run, so the loop never spins on it.
+    let deadline = next;
+    if (next !== null && next <= lastPassPt) {
+      deadline = next === retried ? null : next;
+      retried = next;
+    }
     const due =
       deadline === null
         ? null
