@@ -48,12 +48,14 @@ import {
   BRONZE_SA,
   BUILD_SA,
   durationSeconds,
+  passengerIdSecret,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
   TRIGGER_SA,
   validateOptions,
 } from './options';
+import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 import { datasetsCreated, tablesCreated } from './sql';
 import { bq, type Command, gcloud, type Step } from './steps';
 
@@ -159,7 +161,12 @@ interface Context {
  */
 export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   validateOptions(o);
-  const { vars, config } = functionEnv(o.project, o.envOverrides, o.firestoreDatabase);
+  const { vars, config } = functionEnv(
+    o.project,
+    o.envOverrides,
+    o.firestoreDatabase,
+    o.passengerIdHmacSecret !== undefined,
+  );
   // A ledger entry must outlive every redelivery of its message, or a late redelivery counts twice.
   if (config.window.ledgerTtlMs < DELIVERY.messageRetentionMs) {
     throw new Error(
@@ -474,6 +481,7 @@ function serviceAccounts(ctx: Context): void {
   }
   if (functions.length > 0) customRoles(ctx);
   for (const { spec } of functions) runtimeGrants(ctx, spec);
+  if (ctx.o.passengerIdHmacSecret !== undefined) passengerIdKeyAccess(ctx);
   if (functions.length > 0) {
     // Not the project's default build account (often the Compute Engine default account, with Editor).
     const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
@@ -792,10 +800,25 @@ function deployCommand({ o, names, envValue, kms }: Context, spec: FunctionSpec)
     `--min-instances=${spec.minInstances}`,
     `--timeout=${spec.timeoutSeconds}s`,
     `--set-env-vars=${envValue}`,
+    // --set-secrets replaces a function's secrets; --clear-secrets removes one an earlier deploy mounted (a key left
+    // in the environment without OFFVIA_PASSENGER_ID_MODE=hmac-sha256 stops ingestBooking at cold start).
+    spec.trigger === 'topic' && o.passengerIdHmacSecret !== undefined
+      ? `--set-secrets=${passengerIdSecretBinding(o)}`
+      : '--clear-secrets',
     ...(kms === undefined
       ? []
       : [`--kms-key=${kms.name}`, `--docker-repository=${imagesRepository(o, names)}`]),
   );
+}
+
+/**
+ * `OFFVIA_PASSENGER_ID_HMAC_KEY=SECRET:VERSION`: Cloud Run functions expose a pinned secret version as an
+ * environment variable, read when an instance starts (`--set-secrets`, "Configure secrets",
+ * cloud.google.com/functions/docs/configuring/secrets).
+ */
+export function passengerIdSecretBinding(o: DeployOptions): string {
+  const { secret, version } = passengerIdSecret(o);
+  return `${PASSENGER_ID_VARS.key.name}=${secret}:${version}`;
 }
 
 /** `projects/P/locations/R/repositories/<prefix>functions`: the function images' repository under `--kms-key`. */
@@ -1233,6 +1256,54 @@ function functionImagesRepository({ o, p, names, steps, functions }: Context, km
       kind: 'run',
       title: `Eventarc Google channel of ${o.region}: key ${kms.key}`,
       command: gcloud('eventarc google-channels update', location, `--crypto-key=${kms.name}`, p),
+      retry: true,
+    });
+  }
+}
+
+/**
+ * The secret version of `--passenger-id-hmac-secret` exists (the plan never creates or reads a key: the operator
+ * makes it, docs/privacy.md), and ingestBooking's account may read that secret only (`secretAccessor` on the
+ * secret, not the project).
+ */
+function passengerIdKeyAccess({ o, p, names, steps, functions }: Context): void {
+  const { secret, version } = passengerIdSecret(o);
+  steps.push({
+    kind: 'ensure',
+    title: `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'secrets versions describe',
+        version,
+        `--secret=${secret}`,
+        p,
+        '--format=value(state)',
+      ),
+      line: 'ENABLED',
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
+        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)" >&2; exit 1',
+      o.project,
+      secret,
+      version,
+    ],
+  });
+  for (const { spec } of functions) {
+    if (spec.trigger !== 'topic') continue;
+    steps.push({
+      kind: 'run',
+      title: `${spec.entryPoint}: roles/secretmanager.secretAccessor on secret ${secret} only`,
+      command: resourceGrant(
+        'secrets',
+        secret,
+        `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
+        'roles/secretmanager.secretAccessor',
+        o.project,
+      ),
       retry: true,
     });
   }

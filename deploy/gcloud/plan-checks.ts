@@ -208,6 +208,55 @@ export function kmsCoverageViolations(
   return out;
 }
 
+/**
+ * The `passenger_id` HMAC key: never in `--set-env-vars` (the console and `functions describe` show those), only as a
+ * pinned secret mounted into the Pub/Sub-triggered function, whose account alone may read that one secret. Without
+ * `--passenger-id-hmac-secret` no command mentions the key or Secret Manager.
+ */
+function passengerIdViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const all = steps.flatMap(commandsOf);
+  for (const c of all) {
+    if ((flagValue(c, '--set-env-vars') ?? '').includes('OFFVIA_PASSENGER_ID_HMAC_KEY')) {
+      out.push(
+        `${c.slice(0, 4).join(' ')} puts the passenger_id key in plain environment variables`,
+      );
+    }
+    if (
+      o.passengerIdHmacSecret === undefined &&
+      c.some((a) => /PASSENGER_ID_HMAC_KEY|secretmanager|^secrets$/.test(a))
+    ) {
+      out.push(`${c.slice(0, 4).join(' ')} mentions a secret without --passenger-id-hmac-secret`);
+    }
+    if (o.passengerIdHmacSecret !== undefined && starts(c, 'gcloud', 'functions', 'deploy')) {
+      const secrets = flagValue(c, '--set-secrets');
+      const topic = c.some((a) => a.startsWith('--trigger-topic='));
+      if (topic && !(secrets ?? '').startsWith('OFFVIA_PASSENGER_ID_HMAC_KEY=')) {
+        out.push(`function ${c[3] ?? ''} deployed without the passenger_id key secret`);
+      }
+      if (
+        topic &&
+        !/(^|[,@^])OFFVIA_PASSENGER_ID_MODE=hmac-sha256([,@]|$)/.test(
+          flagValue(c, '--set-env-vars') ?? '',
+        )
+      ) {
+        out.push(`function ${c[3] ?? ''} deployed without OFFVIA_PASSENGER_ID_MODE=hmac-sha256`);
+      }
+      if (!topic && secrets !== undefined)
+        out.push(`function ${c[3] ?? ''} gets a secret it does not use`);
+    }
+  }
+  for (const g of grantsOf(steps)) {
+    if (
+      g.role === 'roles/secretmanager.secretAccessor' &&
+      (g.projectLevel || !starts(g.command, 'gcloud', 'secrets'))
+    ) {
+      out.push(`${g.role} to ${g.member} on ${g.resource}, not on the one secret`);
+    }
+  }
+  return out;
+}
+
 /** Every violation of the security properties in a deploy or teardown plan's steps; empty when there is none. */
 export function planViolations(steps: readonly Step[], o: DeployOptions): string[] {
   return [
@@ -217,6 +266,7 @@ export function planViolations(steps: readonly Step[], o: DeployOptions): string
     ...firestoreDatabaseViolations(steps, o),
     ...ingressViolations(steps),
     ...kmsViolations(steps, o),
+    ...passengerIdViolations(steps, o),
   ];
 }
 

@@ -30,6 +30,7 @@ function fillVariables(arg: string): string {
       return 'projects/offvia-test/subscriptions/eventarc-europe-west1-x-sub-1';
     if (name.startsWith('POLICY_')) return 'projects/offvia-test/alertPolicies/123';
     if (name.endsWith('_STARTED_AT')) return '2026-12-01T21:00:00Z';
+    if (name === 'MONITORING_DASHBOARD') return 'projects/123456789012/dashboards/abc-123';
     throw new Error(`no test value for \${${name}}`);
   });
 }
@@ -98,12 +99,13 @@ describe('the real gcloud CLI accepts the plan', function () {
     const deploy = buildDeployPlan(options, facts);
     const teardown = buildTeardownPlan({ ...options, deleteData: true }, facts);
     // The optional flags' commands: a customer-managed key (its location must be the region's, so regional
-    // datasets and database here).
+    // datasets and database here) and the passenger_id key secret.
     const regional = { ...options, bqLocation: 'europe-west1', firestoreLocation: 'europe-west1' };
     const keyed = buildDeployPlan(
       {
         ...regional,
         kmsKey: 'projects/offvia-test/locations/europe-west1/keyRings/offvia/cryptoKeys/data',
+        passengerIdHmacSecret: 'offvia-passenger-id-key:1',
       },
       readRepoFacts(REPO_ROOT, regional.project, regional.bqLocation),
     );
