@@ -287,7 +287,9 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
     });
   });
 
-  it('deploy.sh answers a malformed key with one line and exit 2, no stack trace', () => {
+  it('deploy.sh answers a malformed key with one line and exit 2, no stack trace', function () {
+    // A child process through tsx: seconds on a loaded machine.
+    this.timeout(60_000);
     const result = spawnSync(
       'npx',
       [
