@@ -5,6 +5,7 @@ import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
+import { TELEMETRY_VAR_GROUP } from './telemetry-config';
 import { WINDOW_VAR_GROUP } from './window-config';
 
 /** Variables the Google client libraries read themselves; the local stack sets them. */
@@ -35,5 +36,6 @@ export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
+  TELEMETRY_VAR_GROUP,
   CLIENT_VAR_GROUP,
 ];

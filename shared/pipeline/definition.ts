@@ -1,7 +1,9 @@
 // The pipeline definition: one typed object per pipeline naming everything it is made of (topic and subscriptions,
 // versioned contract, tables and their DDL, windowing, combine and gold rows, schema drift, functions, Firestore
 // namespace), so entry points, the local stack and the deploy plan can iterate over pipelines instead of one.
-import type { TableRef } from '../config/env';
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { Env, TableRef } from '../config/env';
+import type { Logger } from '../logging/logger';
 import type { PubSubMessage } from '../pubsub/message';
 import type {
   AccumulationMode,
@@ -76,6 +78,14 @@ export type VersionOutcome<Row, Element> = VersionAccepted<Row, Element> | Versi
 export type ContractOutcome<Row, Element> =
   | (VersionAccepted<Row, Element> & { readonly version: string })
   | (VersionRejected & { readonly version: string | null });
+
+/** What a pipeline's settings may use at cold start: a BigQuery client (side inputs), a logger and the clock. */
+export interface SettingsIo {
+  readonly bigquery: BigQuery;
+  readonly logger: Logger;
+  /** Processing time, epoch ms UTC. */
+  readonly now: () => number;
+}
 
 /** What a decoder gets besides the message: the receive time and the pipeline's own settings. */
 export interface DecodeContext<Settings> {
@@ -288,10 +298,11 @@ export interface PipelineDefinition<Settings, Row, Element> {
   readonly pubsub: PipelineTopics;
   readonly contract: PipelineContract<Settings, Row, Element>;
   /**
-   * Reads the contract's settings from the environment (once per instance).
-   * @throws ConfigError naming the first bad variable
+   * Builds the contract's settings once per instance, at cold start: reads the environment and opens the side
+   * inputs (reference data loaded now and refreshed on an interval).
+   * @throws ConfigError naming the first bad variable; TransientError when a side input cannot be loaded
    */
-  loadSettings(env: Readonly<Record<string, string | undefined>>): Settings;
+  createSettings(env: Env, io: SettingsIo): Promise<Settings>;
   readonly tables: PipelineTables;
   /** The windowed aggregations, each with its gold table. */
   readonly aggregations: readonly AggregationDefinition<Row, Element, never, JsonValue, unknown>[];

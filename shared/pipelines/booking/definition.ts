@@ -104,9 +104,9 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     encoding: { kind: 'json' },
     orderingKeyAttribute: null,
   },
-  loadSettings(env) {
+  createSettings(env) {
     const { maxFutureSkewMs, maxEventAgeMs, defaultCurrency } = loadIngestConfig(env);
-    return { maxFutureSkewMs, maxEventAgeMs, defaultCurrency };
+    return Promise.resolve({ maxFutureSkewMs, maxEventAgeMs, defaultCurrency });
   },
   tables: {
     bronze: { datasetId: 'offvia_bronze', tableId: 'raw_bookings' },
