@@ -315,7 +315,7 @@ export interface PipelineDefinition<Settings, Row, Element> {
  * A definition with its type parameters erased, for registries that list pipelines of different shapes. Only the
  * names and specs are read through it; behaviour is called through the typed definition.
  */
-export type AnyPipelineDefinition = PipelineDefinition<never, never, never>;
+export type AnyPipelineDefinition = PipelineDefinition<unknown, unknown, unknown>;
 
 /**
  * Declares an aggregation with its type parameters checked against each other, then erases them for the

@@ -6,8 +6,8 @@ import { TELEMETRY_PIPELINE } from './telemetry/definition';
 
 /** The registered pipelines, booking first (the default of every command that takes `--pipeline`). */
 export const PIPELINES: readonly AnyPipelineDefinition[] = [
-  BOOKING_PIPELINE as unknown as AnyPipelineDefinition,
-  TELEMETRY_PIPELINE as unknown as AnyPipelineDefinition,
+  BOOKING_PIPELINE,
+  TELEMETRY_PIPELINE,
 ];
 
 /**
