@@ -21,12 +21,7 @@ import { BRONZE_DLQ_SUBSCRIPTION, BRONZE_DLQ_TOPIC } from '../../../deploy/gclou
 import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { registeredFunctions } from '../../../deploy/gcloud/registry';
 import { SCHEDULES } from '../../../deploy/schedules';
-import {
-  LAB_UNCLOSED,
-  LAB_NEGATIVE_FARE,
-  LAB_VALID,
-  RECEIVED_AT_MS,
-} from '../contract/fixtures';
+import { LAB_UNCLOSED, LAB_NEGATIVE_FARE, LAB_VALID, RECEIVED_AT_MS } from '../contract/fixtures';
 import type { Pane } from '../../../shared/windowing';
 import type { BookingAggregate } from '../../../shared/aggregates/booking-aggregates';
 
