@@ -5,10 +5,7 @@ import { BOOKING_PIPELINE } from './booking/definition';
 import { TELEMETRY_PIPELINE } from './telemetry/definition';
 
 /** The registered pipelines, booking first (the default of every command that takes `--pipeline`). */
-export const PIPELINES: readonly AnyPipelineDefinition[] = [
-  BOOKING_PIPELINE,
-  TELEMETRY_PIPELINE,
-];
+export const PIPELINES: readonly AnyPipelineDefinition[] = [BOOKING_PIPELINE, TELEMETRY_PIPELINE];
 
 /**
  * The registered pipeline called `name`.

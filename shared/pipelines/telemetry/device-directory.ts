@@ -97,7 +97,8 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
 
   /**
    * Reads the reference table and replaces the snapshot.
-   * @throws TransientError when BigQuery fails (at cold start the instance cannot serve; Pub/Sub redelivers);
+   * @throws TransientError when BigQuery fails or the table does not exist (at cold start the instance cannot serve
+   *   and Pub/Sub redelivers: a missing reference table holds the readings back rather than dead-lettering them);
    *   DeviceDirectoryTooLargeError when the table holds more than `maxDevices` devices
    */
   async load(): Promise<DeviceSnapshot> {
@@ -106,6 +107,11 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
     const { maxDevices } = this.options;
     let rows: Record<string, unknown>[];
     try {
+      // tables.get first: a missing table must fail the load (BigQuery answers the query with 404 anyway, but the
+      // local emulator answers it with no rows, which would silently make every device unknown).
+      const { datasetId, tableId } = this.options.table;
+      const [exists] = await this.bigquery.dataset(datasetId).table(tableId).exists();
+      if (!exists) throw new Error(`table ${this.tableName} not found`);
       // One extra row tells "exactly the cap" from "over it". ORDER BY makes duplicates resolve the same way on
       // every instance and every reload.
       [rows] = (await this.bigquery.query({
@@ -118,7 +124,7 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
     }
     if (rows.length > maxDevices) {
       throw new DeviceDirectoryTooLargeError(
-        `${this.tableName} holds more than ${maxDevices} devices (OFFVIA_TELEMETRY_REFERENCE_MAX_DEVICES)`,
+        `${this.tableName} holds more than ${maxDevices} rows (OFFVIA_TELEMETRY_REFERENCE_MAX_DEVICES)`,
       );
     }
     const snapshot = toSnapshot(rows, startedMs);
