@@ -145,7 +145,8 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
    */
   lookup(deviceId: string): DeviceReference | undefined {
     if (this.snapshot === undefined) throw new Error('device directory used before load()');
-    this.reloadIfDue();
+    // Never rejects: a failed reload is logged inside and the last snapshot keeps serving.
+    void this.reloadIfDue();
     return this.snapshot.devices.get(deviceId);
   }
 

@@ -125,7 +125,9 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
     assert.deepEqual(aggregation.watermarkPolicy, windows.watermarkPolicy);
     assert.equal(aggregation.shards, windows.shards);
     assert.equal(aggregation.combineFn, bookingAggregatesFn);
-    assert.equal(aggregation.parseAccumulator, parseBookingAccumulator);
+    const stored = { count: 1, total: '749.5', min: '749.5', max: '749.5' };
+    assert.deepEqual(aggregation.parseAccumulator(stored), parseBookingAccumulator(stored));
+    assert.throws(() => aggregation.parseAccumulator({ count: 1 }), /accumulator has keys/);
     assert.equal(booking.firestore.windowsRoot, windows.firestoreRoot);
     assert.equal(
       booking.firestore.schemaDriftRoot,

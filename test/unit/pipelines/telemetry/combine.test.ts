@@ -93,8 +93,8 @@ describe('telemetry combines', () => {
         fc.property(fc.array(milli, { minLength: 1, maxLength: 100 }), (values) => {
           const out = deviceStatsFn.extractOutput(fold(deviceStatsFn, values));
           assert.equal(out.count, values.length);
-          assert.equal(Number(out.minC) * 1000, Math.min(...values));
-          assert.equal(Number(out.maxC) * 1000, Math.max(...values));
+          assert.equal(parseScaledText(out.minC ?? ''), BigInt(Math.min(...values)) * 1_000_000n);
+          assert.equal(parseScaledText(out.maxC ?? ''), BigInt(Math.max(...values)) * 1_000_000n);
           const sum = values.reduce((a, b) => a + b, 0);
           // The average is the exact quotient within half a unit of the 9th decimal: |avg·n − sum| ≤ n/2.
           const n = BigInt(values.length);

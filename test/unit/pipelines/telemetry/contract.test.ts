@@ -252,7 +252,7 @@ describe('telemetry contract', () => {
     assert.equal(row.payload, '{\ufffd}');
     assert.equal(row.contract_version, '2');
     assert.equal(row.source_message_id, 'm-1');
-    assert.equal(JSON.parse(row.attributes).deviceId, 'dev-1');
+    assert.equal((JSON.parse(row.attributes) as Record<string, string>).deviceId, 'dev-1');
     const retired = decode('{}', { contractVersion: '7' });
     assert.ok(!retired.ok);
     const noDevice = deadLetterRow(
