@@ -179,12 +179,14 @@ function numberText(object: Record<string, unknown>, field: string): string | { 
  * enrichment, the Silver row) is common to every version.
  */
 function versionDecoder(
+  version: string,
   readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
 ): ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement>['decode'] {
-  return (message, context) => decodeReading(message, context, readPayload);
+  return (message, context) => decodeReading(version, message, context, readPayload);
 }
 
 function decodeReading(
+  version: string,
   message: ContractMessage,
   { receivedAtMs, settings }: DecodeContext<TelemetrySettings>,
   readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
@@ -238,7 +240,7 @@ function decodeReading(
     region: reference?.region ?? null,
     site: reference?.site ?? null,
     reference_status: reference ? 'KNOWN' : 'UNKNOWN_DEVICE',
-    contract_version: '', // stamped below by the version that decoded it
+    contract_version: version,
     extra_fields:
       Object.keys(payload.extra).length === 0 ? null : (stringify(payload.extra) ?? null),
     publish_time: message.publishTimeMs === undefined ? null : formatEpochMs(message.publishTimeMs),
@@ -318,19 +320,6 @@ function others(
   return Object.fromEntries(Object.entries(object).filter(([k]) => !known.includes(k)));
 }
 
-/** Stamps the version on the Silver row of an accepted outcome. */
-function stamped(
-  version: string,
-  decode: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement>['decode'],
-): ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement>['decode'] {
-  return (message, context) => {
-    const outcome = decode(message, context);
-    return outcome.ok
-      ? { ...outcome, row: { ...outcome.row, contract_version: version } }
-      : outcome;
-  };
-}
-
 /** Version "0": Fahrenheit readings (`tempF`). Retired: changing the unit changed the meaning of the field. */
 const V0: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement> = {
   version: '0',
@@ -350,19 +339,16 @@ const V1: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElemen
   version: '1',
   status: 'accepted',
   summary: '`{"temp": number}` in °C (at most three fraction digits)',
-  decode: stamped(
-    '1',
-    versionDecoder((object) => {
-      const temperature = numberText(object, 'temp');
-      if (typeof temperature !== 'string') return temperature;
-      return {
-        temperature,
-        temperatureField: 'temp',
-        humidity: null,
-        extra: others(object, ['temp']),
-      };
-    }),
-  ),
+  decode: versionDecoder('1', (object) => {
+    const temperature = numberText(object, 'temp');
+    if (typeof temperature !== 'string') return temperature;
+    return {
+      temperature,
+      temperatureField: 'temp',
+      humidity: null,
+      extra: others(object, ['temp']),
+    };
+  }),
 };
 
 /**
@@ -374,25 +360,22 @@ const V2: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElemen
   status: 'current',
   summary:
     '`{"temperatureC": number, "humidityPct"?: number}`: the unit in the name, humidity optional',
-  decode: stamped(
-    '2',
-    versionDecoder((object) => {
-      const temperature = numberText(object, 'temperatureC');
-      if (typeof temperature !== 'string') return temperature;
-      let humidity: string | null = null;
-      if (object.humidityPct !== undefined && object.humidityPct !== null) {
-        const text = numberText(object, 'humidityPct');
-        if (typeof text !== 'string') return text;
-        humidity = text;
-      }
-      return {
-        temperature,
-        temperatureField: 'temperatureC',
-        humidity,
-        extra: others(object, ['temperatureC', 'humidityPct']),
-      };
-    }),
-  ),
+  decode: versionDecoder('2', (object) => {
+    const temperature = numberText(object, 'temperatureC');
+    if (typeof temperature !== 'string') return temperature;
+    let humidity: string | null = null;
+    if (object.humidityPct !== undefined && object.humidityPct !== null) {
+      const text = numberText(object, 'humidityPct');
+      if (typeof text !== 'string') return text;
+      humidity = text;
+    }
+    return {
+      temperature,
+      temperatureField: 'temperatureC',
+      humidity,
+      extra: others(object, ['temperatureC', 'humidityPct']),
+    };
+  }),
 };
 
 /**
