@@ -118,13 +118,16 @@ export interface ContractVersion<Settings, Row, Element> {
 
 /** How a message names its contract version. */
 export interface VersionSelector {
-  /** `attribute`: a Pub/Sub message attribute (cheap: read before the body is parsed). */
-  readonly kind: 'attribute';
-  /** The attribute's name, e.g. `contractVersion`. */
+  /**
+   * `attribute`: a Pub/Sub message attribute (cheap: read before the body is parsed). `field`: a top-level field of
+   * a JSON object payload, a string or an integer (the payload is parsed once more to read it).
+   */
+  readonly kind: 'attribute' | 'field';
+  /** The attribute's or field's name, e.g. `contractVersion`. */
   readonly name: string;
   /**
-   * The version of a message without the attribute (publishers that predate versioning), or `null` when the
-   * attribute is required (then its absence is a SCHEMA_VALIDATION rejection).
+   * The version of a message that names none (publishers that predate versioning), or `null` when naming one is
+   * required (then its absence is a SCHEMA_VALIDATION rejection).
    */
   readonly whenAbsent: string | null;
 }

@@ -6,6 +6,7 @@ import type {
   ContractVersion,
   DecodeContext,
   PipelineContract,
+  VersionSelector,
 } from './definition';
 
 /** The stage an unknown, retired or missing version is rejected at (the lab's schema stage). */
@@ -28,9 +29,10 @@ function decodable<S, R, E>(contract: PipelineContract<S, R, E>): string {
 }
 
 /**
- * Decodes one message with the contract version it names (`contract.versionFrom`): an absent attribute means
- * `whenAbsent`; an unknown version, a retired one, or an absent one where the attribute is required, is rejected
- * at SCHEMA_VALIDATION with a reason naming the version and the versions accepted. The outcome carries the version
+ * Decodes one message with the contract version it names (`contract.versionFrom`, an attribute or a payload
+ * field): none named means `whenAbsent`; an unknown version, a retired one, or none where naming one is required,
+ * is rejected at SCHEMA_VALIDATION with a reason naming the version and the versions accepted; a field-named
+ * version in a payload that is not JSON is rejected at PARSE_JSON. The outcome carries the version
  * it was decoded as (`null` when none applied). Pure; never throws for bad data.
  */
 export function decodeVersioned<S, R, E>(
@@ -38,12 +40,14 @@ export function decodeVersioned<S, R, E>(
   message: ContractMessage,
   context: DecodeContext<S>,
 ): ContractOutcome<R, E> {
-  const named = message.attributes[contract.versionFrom.name];
-  const version = named === undefined || named === '' ? contract.versionFrom.whenAbsent : named;
+  const { kind, name, whenAbsent } = contract.versionFrom;
+  const named = namedVersion(contract.versionFrom, message);
+  if (typeof named === 'object') return rejectVersion(null, named.reason, named.stage);
+  const version = named === undefined ? whenAbsent : named;
   if (version === null) {
     return rejectVersion(
       null,
-      `missing contract version: attribute ${contract.versionFrom.name} is required (accepted: ${decodable(contract)})`,
+      `missing contract version: ${kind} ${name} is required (accepted: ${decodable(contract)})`,
     );
   }
   const spec: ContractVersion<S, R, E> | undefined = contract.versions.find(
@@ -64,8 +68,50 @@ export function decodeVersioned<S, R, E>(
   return { ...spec.decode(message, context), version };
 }
 
-function rejectVersion<R, E>(version: string | null, reason: string): ContractOutcome<R, E> {
-  return { ok: false, stage: VERSION_REJECTION_STAGE, reason, context: {}, version };
+function rejectVersion<R, E>(
+  version: string | null,
+  reason: string,
+  stage = VERSION_REJECTION_STAGE,
+): ContractOutcome<R, E> {
+  return { ok: false, stage, reason, context: {}, version };
+}
+
+/** Payload bytes → text, refusing invalid UTF-8 (as the contracts' PARSE_JSON stage does). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The version a message names: the attribute, or the top-level field of its JSON object payload (a string, or an
+ * integer written as decimal text); `undefined` when it names none; a stage and reason when a field-named version
+ * cannot be read (the payload is not UTF-8 JSON: PARSE_JSON; the field is not a string or integer:
+ * SCHEMA_VALIDATION).
+ */
+function namedVersion(
+  selector: VersionSelector,
+  message: ContractMessage,
+): string | undefined | { stage: string; reason: string } {
+  if (selector.kind === 'attribute') {
+    const value = message.attributes[selector.name];
+    return value === '' ? undefined : value;
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(UTF8.decode(message.data));
+  } catch (err) {
+    // The message's own data is at fault: a rejection naming why, never an exception out of the decoder.
+    return {
+      stage: 'PARSE_JSON',
+      reason: `payload is not UTF-8 JSON, so its contract version field ${selector.name} cannot be read: ${(err as Error).message}`,
+    };
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return undefined;
+  const value = (payload as Record<string, unknown>)[selector.name];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return {
+    stage: VERSION_REJECTION_STAGE,
+    reason: `contract version field ${selector.name} must be a string or an integer, got ${JSON.stringify(value).slice(0, 64)}`,
+  };
 }
 
 /**
@@ -90,6 +136,9 @@ export function contractProblems<S, R, E>(contract: PipelineContract<S, R, E>): 
     if (spec === undefined || spec.status === 'retired') {
       problems.push(`whenAbsent ${JSON.stringify(absent)} is not a decodable version`);
     }
+  }
+  if (contract.versionFrom.kind === 'field' && !contract.stages.includes('PARSE_JSON')) {
+    problems.push('stages must include PARSE_JSON when the version is a payload field');
   }
   if (!contract.stages.includes(VERSION_REJECTION_STAGE)) {
     problems.push(`stages must include ${VERSION_REJECTION_STAGE} (version rejections)`);

@@ -75,6 +75,51 @@ describe('pipeline definitions: versioned contracts', () => {
     );
   });
 
+  it('reads a version named by a payload field: string or integer, absent means whenAbsent', () => {
+    const byField: PipelineContract<null, Row, null> = {
+      ...CONTRACT,
+      versionFrom: { kind: 'field', name: 'schema_version', whenAbsent: '1' },
+    };
+    const decodeData = (data: string) =>
+      decodeVersioned(
+        byField,
+        {
+          data: Buffer.from(data),
+          attributes: { schema_version: '0' },
+          messageId: 'm',
+          publishTimeMs: 0,
+        },
+        { receivedAtMs: 0, settings: null },
+      );
+    assert.equal(decodeData('{"schema_version": "2"}').version, '2');
+    assert.equal(decodeData('{"schema_version": 2}').version, '2');
+    // The attribute of the same name is not read: the contract says where the version lives.
+    assert.equal(decodeData('{"x": 1}').version, '1');
+    assert.equal(decodeData('[1]').version, '1');
+    const retired = decodeData('{"schema_version": 0}');
+    assert.ok(!retired.ok);
+    assert.match(retired.reason, /contract version "0" is retired/);
+    const wrongType = decodeData('{"schema_version": 2.5}');
+    assert.ok(!wrongType.ok);
+    assert.equal(wrongType.stage, 'SCHEMA_VALIDATION');
+    assert.match(wrongType.reason, /field schema_version must be a string or an integer, got 2.5/);
+    const broken = decodeData('{"schema_version": ');
+    assert.ok(!broken.ok);
+    assert.equal(broken.stage, 'PARSE_JSON');
+    assert.match(broken.reason, /cannot be read/);
+    const required = decodeVersioned(
+      { ...byField, versionFrom: { ...byField.versionFrom, whenAbsent: null } },
+      { data: Buffer.from('{}'), attributes: {}, messageId: 'm', publishTimeMs: 0 },
+      { receivedAtMs: 0, settings: null },
+    );
+    assert.ok(!required.ok);
+    assert.match(required.reason, /^missing contract version: field schema_version is required/);
+    assert.match(
+      contractProblems({ ...byField, stages: ['SCHEMA_VALIDATION'] }).join('\n'),
+      /PARSE_JSON when the version is a payload field/,
+    );
+  });
+
   it('finds malformed version lists', () => {
     assert.deepEqual(contractProblems(CONTRACT), []);
     const problems = (patch: Partial<PipelineContract<null, Row, null>>) =>
