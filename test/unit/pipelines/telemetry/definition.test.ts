@@ -101,6 +101,29 @@ describe('telemetry definition: contract and aggregations end to end on the wind
     decodeVersioned(TELEMETRY_PIPELINE.contract, p.message, { receivedAtMs, settings }),
   );
 
+  it("runs the scenario's strategy: fixed 1 min, early every 30 s, late per element, 10 min lateness, accumulating", () => {
+    assert.deepEqual(TELEMETRY_STRATEGY, {
+      windowFn: { kind: 'fixed', sizeMs: 60_000, offsetMs: 0 },
+      allowedLatenessMs: 600_000,
+      trigger: {
+        earlyFirings: { processingTimeDelayMs: 30_000 },
+        lateFirings: { elementCount: 1 },
+      },
+      accumulationMode: 'ACCUMULATING',
+    });
+    assert.deepEqual(
+      TELEMETRY_PIPELINE.aggregations.map((a) => [
+        a.name,
+        a.strategy === TELEMETRY_STRATEGY,
+        a.shards,
+      ]),
+      [
+        ['telemetry_device_1m', true, 2],
+        ['telemetry_region_top_1m', true, 16],
+      ],
+    );
+  });
+
   it('accepts every well-formed reading and rejects every malformed one, exactly once', () => {
     assert.equal(outcomes.length, published.length);
     published.forEach((p, i) => {
