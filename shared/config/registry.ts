@@ -6,6 +6,7 @@ import { INGEST_VAR_GROUP } from './ingest-config';
 import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
+import { TELEMETRY_VAR_GROUP } from './telemetry-config';
 import { WINDOW_VAR_GROUP } from './window-config';
 
 /** Variables the Google client libraries read themselves; the local stack sets them. */
@@ -37,5 +38,6 @@ export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
+  TELEMETRY_VAR_GROUP,
   CLIENT_VAR_GROUP,
 ];
