@@ -40,9 +40,10 @@ describe('integration: fireWindows on the Functions Framework', function () {
     // The stack's own scheduler may hold the lease this minute: then the run is `busy`, which is fine.
     assert.ok(['done', 'busy'].includes(String(body.status)), JSON.stringify(body));
     assert.equal(body.pipeline, 'booking_routes_1m');
-    const loop = body.loop as { loopMs: number; passes: number; polls: number };
+    const loop = body.loop as { loopMs: number; passes: number };
     assert.equal(loop.loopMs, 3000);
-    assert.ok(loop.passes >= 1 && loop.polls >= 1, JSON.stringify(loop));
+    assert.ok(loop.passes >= 1, JSON.stringify(loop));
+    // It lasts its budget (or longer, when a cold first pass alone took more; then it polls no more).
     assert.ok(Number(body.durationMs) >= 3000, JSON.stringify(body));
   });
 
