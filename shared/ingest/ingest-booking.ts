@@ -86,6 +86,12 @@ export interface IngestDeps {
   schemaDrift?: SchemaDriftGate;
   /** Optional window-state sink; without it no aggregates are kept. */
   windowState?: WindowStateSink;
+  /**
+   * Optional: the instant a message's event-time window is checked against (epoch ms UTC), instead of its receipt.
+   * `offvia replay` passes the publish time, so replaying a message next month gives the verdict it got live
+   * (an event stamped ahead of the clock stays quarantined; an old one does not become too old).
+   */
+  rulesAtMs?: (message: PubSubMessage) => number | undefined;
 }
 
 /** A row of `offvia_quarantine.bad_data` (sql/040). */
@@ -312,6 +318,7 @@ async function routeMessage(
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
     defaultCurrency: deps.config.defaultCurrency,
+    ...rulesAt(deps, message),
   });
   if (!result.ok) {
     progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
@@ -391,6 +398,12 @@ async function routeMessage(
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
   await countInWindows(`the event is in ${tableName(silver, deps.config.projectId)}`);
   return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
+}
+
+/** The `rulesAtMs` validation option when the deps set a rules clock and it answers for this message. */
+function rulesAt(deps: IngestDeps, message: PubSubMessage): { rulesAtMs?: number } {
+  const at = deps.rulesAtMs?.(message);
+  return at === undefined ? {} : { rulesAtMs: at };
 }
 
 async function quarantine(
