@@ -4,7 +4,8 @@ import type { CliAction } from '../dashboard/command';
 import type { CliDeps } from './cli';
 import { EXIT } from './errors';
 import { toJson } from './output';
-import { formatReplay, replay, replayDeps } from './replay';
+import { replay, replayDeps } from './replay';
+import { formatReplay } from './replay-format';
 import { DEFAULT_CHUNK_MINUTES, parseReplayFlags, type ReplayFlags } from './replay-plan';
 import { operatorName } from './run';
 
