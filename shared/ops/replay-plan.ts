@@ -242,14 +242,14 @@ export class RateLimiter {
 
 /** The flags of `offvia replay` as commander hands them over (strings; repeatable ones as arrays). */
 export interface ReplayFlags {
-  from?: string;
-  to?: string;
-  filter?: string[];
-  messageIds?: string[];
-  dryRun?: boolean;
-  rate?: string;
+  from?: string | undefined;
+  to?: string | undefined;
+  filter?: string[] | undefined;
+  messageIds?: string[] | undefined;
+  dryRun?: boolean | undefined;
+  rate?: string | undefined;
   chunkMinutes: string;
-  resume?: string;
+  resume?: string | undefined;
   concurrency: string;
 }
 
