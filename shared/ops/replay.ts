@@ -378,6 +378,10 @@ export async function replay(
   }
   report.runId = run.runId;
   report.status = 'running';
+  // Before any work: a run killed at any point (SIGKILL, a lost VM) can be resumed by this id.
+  io.err(
+    `offvia replay: run ${run.runId} ${options.resume === undefined ? 'started' : 'resumed'} (${todo.length} of ${chunks.length} chunks to do); if it stops, continue with: offvia replay --resume ${run.runId}`,
+  );
   const logFile = runLogFile(ctx, run.runId);
   report.logFile = logFile;
   const ingest = replayIngest(ctx, run.runId, logFile);
