@@ -16,13 +16,15 @@ import {
 export interface KnownRows {
   quarantine: Map<string, Set<string>>;
   badData: Set<string>;
+  /** Bad data's `insert_id`s per `source_message_id` (rows to resolve when the message now lands elsewhere). */
+  badDataByMessage: Map<string, string[]>;
   /** Rows not written because they were known, per layer (`quarantine`, `bad_data`); the chunk's summary. */
   skipped: Record<string, number>;
 }
 
 /** An empty registry. */
 export function emptyKnownRows(): KnownRows {
-  return { quarantine: new Map(), badData: new Set(), skipped: {} };
+  return { quarantine: new Map(), badData: new Set(), badDataByMessage: new Map(), skipped: {} };
 }
 
 function sameTable(a: TableRef, b: TableRef): boolean {

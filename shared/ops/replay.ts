@@ -123,9 +123,9 @@ async function loadKnownRows(
         params,
         types,
       ),
-      query<{ insert_id: unknown }>(
+      query<{ insert_id: unknown; id: unknown }>(
         ctx,
-        `SELECT DISTINCT insert_id FROM \`${ctx.tables.badData}\`
+        `SELECT DISTINCT insert_id, source_message_id AS id FROM \`${ctx.tables.badData}\`
          WHERE insert_time >= TIMESTAMP_MILLIS(@fromMs) AND source_message_id IN UNNEST(@ids)`,
         params,
         types,
@@ -137,7 +137,12 @@ async function loadKnownRows(
       stages.add(String(q.stage));
       known.quarantine.set(id, stages);
     }
-    for (const b of bad) if (typeof b.insert_id === 'string') known.badData.add(b.insert_id);
+    for (const b of bad) {
+      if (typeof b.insert_id !== 'string') continue;
+      known.badData.add(b.insert_id);
+      const id = String(b.id);
+      known.badDataByMessage.set(id, [...(known.badDataByMessage.get(id) ?? []), b.insert_id]);
+    }
   }
   return known;
 }
@@ -247,6 +252,24 @@ async function runChunk(
         return;
       }
       result.outcomes[outcome.destination] = (result.outcomes[outcome.destination] ?? 0) + 1;
+      // A message with a bad-data row (the retry-age guard parked it, or BigQuery refused its row) that now lands
+      // elsewhere: resolve that row, as `bad-data redrive` does.
+      if (outcome.destination !== 'bad_data') {
+        for (const insertId of known.badDataByMessage.get(m.messageId) ?? []) {
+          result.resolutions.push({
+            layer: 'bad_data',
+            row_key: insertId,
+            source_message_id: m.messageId,
+            run_id: run.runId,
+            action: 'replay',
+            outcome: outcome.destination,
+            result_event_id: 'eventId' in outcome ? outcome.eventId : null,
+            fix: 'none (replayed from Bronze)',
+            resolved_by: options.operator,
+            resolved_at: iso(deps.now()),
+          });
+        }
+      }
       // A message that has a quarantine row and now lands elsewhere (the contract or a fix changed): resolve it,
       // so the open view no longer lists it, as `quarantine reprocess` does.
       if (outcome.destination !== 'quarantine' && known.quarantine.has(m.messageId)) {
