@@ -52,6 +52,7 @@ export const MESSAGE_ATTEMPTS = 3;
 export const FIRST_BACKOFF_MS = 500;
 /** Message ids per `IN UNNEST(@ids)` parameter (keeps a request far below BigQuery's 10 MB). */
 export const IDS_PER_QUERY = 10_000;
+
 /** The report of a run or a dry run; `--json` prints it. */
 export interface ReplayReport {
   runId: string | null;

@@ -259,7 +259,8 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
   it('--dry-run counts the range and estimates its scan, writing nothing', async () => {
     const r = await replayJson('--from', fromIso, '--to', toIso, '--dry-run');
     assert.equal(r.dryRun, true);
-    assert.equal(r.bronzeRows, 2000);
+    // At least once: the Bronze subscription may write a message twice (the replay reads it once).
+    assert.ok(r.bronzeRows >= 2000, String(r.bronzeRows));
     assert.equal(r.scan?.method, 'estimate');
     assert.ok((r.scan?.bytes ?? 0) > 100_000, JSON.stringify(r.scan));
     assert.ok((r.scan?.partitionedBytes ?? 0) <= (r.scan?.unpartitionedBytes ?? 0));
@@ -300,7 +301,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       child.stderr.on('data', (d: Buffer) => {
         stderr += d.toString();
         // The progress bar (stderr is not a terminal: a line every 2 s) `| 812/2000 |`.
-        const done = [...stderr.matchAll(/\| (\d+)\/2000 \|/g)].map((m) => Number(m[1]));
+        const done = [...stderr.matchAll(/\| (\d+)\/\d+ \|/g)].map((m) => Number(m[1]));
         const last = done.at(-1) ?? 0;
         if (last >= 700 && child.exitCode === null && !child.killed) {
           child.kill('SIGKILL');
