@@ -153,12 +153,18 @@ export async function countPerChunk(
   const { params, types } = rangeParams(fromMs, toMs, messageIds);
   const rows = await query<{ chunk: unknown; n: unknown }>(
     ctx,
-    `SELECT DIV(UNIX_MILLIS(publish_time) - @fromMs, @chunkMs) AS chunk, COUNT(*) AS n
+    `SELECT CAST(FLOOR((UNIX_MILLIS(publish_time) - @fromMs) / @chunkMs) AS INT64) AS chunk, COUNT(*) AS n
      FROM \`${ctx.tables.bronze}\` WHERE ${rangeWhere(messageIds)} GROUP BY chunk`,
     { ...params, chunkMs },
     { ...types, chunkMs: 'INT64' },
   );
-  return new Map(rows.map((r) => [Number(r.chunk), Number(r.n)]));
+  // Summed per index: a backend may hand back the same index twice in different numeric forms.
+  const counts = new Map<number, number>();
+  for (const r of rows) {
+    const index = Math.floor(Number(r.chunk));
+    counts.set(index, (counts.get(index) ?? 0) + Number(r.n));
+  }
+  return counts;
 }
 
 /** Whether Bronze is time-partitioned on publish_time, from the table's metadata. */

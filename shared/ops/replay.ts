@@ -218,7 +218,8 @@ async function runChunk(
   bar: Progress,
   expectedRows: number,
 ): Promise<ChunkResult> {
-  const messages = await readChunk(ctx, chunk, run);
+  // The count query found no row in this chunk: no read query (each is billed at least 10 MB on demand).
+  const messages = expectedRows === 0 ? [] : await readChunk(ctx, chunk, run);
   const known = await loadKnownRows(
     ctx,
     chunk,
