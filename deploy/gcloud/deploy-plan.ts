@@ -334,9 +334,34 @@ function bigQuery({ o, facts, config, steps, kms }: Context): void {
       command: query(file.sql.trimEnd()),
     });
   }
+  // sql/010 creates Bronze partitioned by DAY(publish_time), so `offvia replay` of a range reads only its days; a
+  // Bronze made before that is left unpartitioned by CREATE ... IF NOT EXISTS and keeps working. Say so, with
+  // where the migration is described, rather than recreate a table the BigQuery subscription is writing to.
+  const bronze = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  steps.push({
+    kind: 'ensure',
+    title: `Bronze ${BRONZE_DATASET}.${BRONZE_TABLE} is partitioned on publish_time (replay cost)`,
+    probe: {
+      kind: 'status',
+      command: [
+        'bash',
+        '-c',
+        'bq --project_id="$0" --format=json show "$1" | grep -q \'"field":"publish_time"\'',
+        o.project,
+        bronze,
+      ],
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "warning: $0 is not partitioned on publish_time (made before sql/010 partitioned it): every ' +
+        'offvia replay chunk scans all of it; see docs/backfill.md (Bronze partitioning)" >&2',
+      bronze,
+    ],
+  });
   // Quarantine and bad data keep raw payloads with passenger_id: their partitions expire (BigQuery deletes a
-  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze is not partitioned
-  // (the lab's DDL), so it has no such option. Tables in another project are that project's business.
+  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze's partitions never
+  // expire: it is the copy every replay starts from. Tables in another project are that project's business.
   const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
   const tables = [config.ingest.quarantineTable, config.ingest.badDataTable].filter(
     (t) => t.projectId === undefined || t.projectId === o.project,

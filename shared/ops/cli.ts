@@ -19,6 +19,7 @@ import {
 import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
 import { addDashboardCommand } from '../dashboard/command';
+import { addReplayCommand } from './replay-command';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -335,6 +336,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     );
 
   addDashboardCommand(program, action, deps);
+  addReplayCommand(program, action, deps);
 
   return program;
 }
