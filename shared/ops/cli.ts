@@ -19,6 +19,7 @@ import {
 import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
 import { addDashboardCommand } from '../dashboard/command';
+import { addGoldCommand } from './restate';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -325,6 +326,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     );
 
   addDashboardCommand(program, action, deps);
+  addGoldCommand(program, action, deps);
 
   return program;
 }
