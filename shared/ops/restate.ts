@@ -8,7 +8,7 @@ import type { RowResult } from '../sinks/row-writer';
 import type { IntervalWindow } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
-import { keyValues, section, table, toJson, type Io } from './output';
+import { cellText, keyValues, section, table, toJson, type Io } from './output';
 import {
   canonicalAmount,
   isClosed,
@@ -75,15 +75,9 @@ export interface RestateReport {
   retryStoreRows: number;
 }
 
-type Cell = string | number | null | { value?: unknown; toFixed?: () => string };
-
-function text(v: Cell | undefined): string | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'object') {
-    if (typeof v.toFixed === 'function') return v.toFixed();
-    if ('value' in v) return String(v.value);
-  }
-  return String(v);
+/** A cell as text (NUMERIC and TIMESTAMP wrappers unwrapped); null stays null. */
+function text(v: unknown): string | null {
+  return v === null || v === undefined ? null : cellText(v);
 }
 
 /** The recomputed aggregates of the range (restatementSql), with the retry store's Silver rows as a parameter. */
@@ -102,7 +96,7 @@ async function recompute(
     windowSizeMs: first.endMs - first.startMs,
     keys,
   });
-  const rows = await query<Record<string, Cell>>(
+  const rows = await query<Record<string, unknown>>(
     ctx,
     sql,
     {
@@ -123,7 +117,7 @@ async function recompute(
     },
   );
   return rows.map((r) => ({
-    routeKey: String(r.route_key),
+    routeKey: text(r.route_key) ?? '',
     windowStartMs: Number(text(r.window_start_ms)),
     count: Number(text(r.booking_count)),
     total: canonicalAmount(text(r.fare_total)) ?? '0',
@@ -148,7 +142,7 @@ async function latestPanes(
   );
   // window_start is a partition column of the view's ROW_NUMBER, so BigQuery prunes gold's DATE partitions. The
   // emulator does not compare TIMESTAMP parameters: INT64 epoch ms through TIMESTAMP_MILLIS.
-  const rows = await query<Record<string, Cell>>(
+  const rows = await query<Record<string, unknown>>(
     ctx,
     `SELECT route_key, UNIX_MILLIS(window_start) AS window_start_ms, booking_count,
             CAST(fare_total AS STRING) AS fare_total, CAST(fare_min AS STRING) AS fare_min,
@@ -172,7 +166,7 @@ async function latestPanes(
     },
   );
   return rows.map((r) => ({
-    routeKey: String(r.route_key),
+    routeKey: text(r.route_key) ?? '',
     windowStartMs: Number(text(r.window_start_ms)),
     count: Number(text(r.booking_count)),
     total: canonicalAmount(text(r.fare_total)) ?? '0',
