@@ -20,6 +20,7 @@ import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
 import { addDashboardCommand } from '../dashboard/command';
 import { addGoldCommand } from './restate';
+import { addSnapshotCommands } from './snapshot';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -327,6 +328,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
 
   addDashboardCommand(program, action, deps);
   addGoldCommand(program, action, deps);
+  addSnapshotCommands(program, action, deps);
 
   return program;
 }

@@ -125,7 +125,7 @@ describe('gold restate: which windows change', () => {
   const closed = () => true;
 
   it('keeps only the (route, window)s whose latest pane differs, oldest first', () => {
-    const same = fresh({ windowStartMs: T + MIN, ...pane(), routeKey: 'JFK-LHR-USD' });
+    const same = fresh({ ...pane(), routeKey: 'JFK-LHR-USD' });
     const changes = planChanges(
       windows,
       [
