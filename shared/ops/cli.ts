@@ -1,4 +1,5 @@
 // The `offvia` command line: commands, flags, help and exit codes (commander); each command's work is in its module.
+import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
 import { connect, query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
@@ -131,6 +132,8 @@ export interface CliDeps {
   }) => OpsContext;
   /** Directory relative paths (a fix module) are resolved against. */
   readonly cwd: string;
+  /** The Pub/Sub client of `snapshot` and `seek` (tests pass one whose requests are recorded). */
+  readonly pubsub?: ((ctx: OpsContext) => PubSub) | undefined;
 }
 
 /** Builds the program; `run` is called with the connected context and the command's own flags. */
@@ -328,7 +331,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
 
   addDashboardCommand(program, action, deps);
   addGoldCommand(program, action, deps);
-  addSnapshotCommands(program, action, deps);
+  addSnapshotCommands(program, action, deps, deps.pubsub);
 
   return program;
 }
@@ -344,6 +347,7 @@ export async function main(argv: readonly string[], deps: Partial<CliDeps> = {})
     now: deps.now ?? Date.now,
     connect: deps.connect ?? ((flags) => connect(flags)),
     cwd: deps.cwd ?? process.cwd(),
+    pubsub: deps.pubsub,
   };
   let code: number = EXIT.ok;
   const program = buildProgram(full, (c) => {
