@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { INGEST_SUBSCRIPTION_VAR } from '../config/registry';
 import type { CliAction } from '../dashboard/command';
 import { query, type OpsContext } from './context';
-import { EXIT, NotFoundError, UsageError, describeBackendError } from './errors';
+import { EXIT, NotFoundError, OpsError, UsageError, describeBackendError } from './errors';
 import { keyValues, table, toJson, type Io } from './output';
 import { parseTimeFlag } from './selection';
 
@@ -290,6 +290,13 @@ export async function createSnapshot(
     }
     if (grpcCode(err) === GRPC.notFound)
       throw new NotFoundError(`subscription ${target.name} not found`);
+    // CreateSnapshot: "If the backlog in the subscription is too old -- and the resulting snapshot would expire in
+    // less than 1 hour -- then FAILED_PRECONDITION is returned."
+    if (grpcCode(err) === GRPC.failedPrecondition) {
+      throw new OpsError(
+        `snapshot ${name} refused: the oldest unacked message of ${target.name} is nearly 7 days old, so the snapshot would expire within an hour (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`,
+      );
+    }
     throw describeBackendError(`Pub/Sub (create snapshot ${name})`, err, ctx.describe.hint);
   }
 }
