@@ -3,6 +3,7 @@
 // run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
 import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
+import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
 import { WINDOW_VAR_GROUP } from './window-config';
@@ -56,6 +57,7 @@ export const OPERATOR_VAR_GROUP: VarGroup = {
 /** The groups of docs/configuration.md, in order. */
 export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   INGEST_VAR_GROUP,
+  PASSENGER_ID_VAR_GROUP,
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
