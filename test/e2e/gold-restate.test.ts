@@ -188,8 +188,17 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
     const before = await latest();
     assert.equal(before[0]?.count ?? 0, streamCount, 'gold does not count the fixed booking');
 
-    // An open window is left alone without --force: the clock bookings' current minute.
-    const nowWindow = new Date(Math.floor(Date.now() / 60_000) * 60_000).toISOString();
+    // An open window is left alone without --force: a fresh booking of now on a third route, restated at once
+    // (before the stream could have fired any pane for it, so its window differs from gold).
+    const openAtMs = Date.now();
+    let third = code();
+    while (third === origin || third === destination) third = code();
+    const openRoute = `${origin}-${third}-EUR`;
+    const openId = await topic.publishMessage({
+      data: Buffer.from(booking(30, '5', openAtMs, origin, third)),
+    });
+    assert.ok((await waitForLayers(bq, p, [openId], 60_000)).complete);
+    const nowWindow = new Date(Math.floor(openAtMs / 60_000) * 60_000).toISOString();
     const refused = await offvia(
       'gold',
       'restate',
@@ -198,7 +207,7 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
       '--to',
       nowWindow,
       '--key',
-      `${destination}-${origin}-EUR`,
+      openRoute,
       '--json',
     );
     assert.equal(refused.code, EXIT.failure, refused.err);
