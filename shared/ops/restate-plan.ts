@@ -160,8 +160,8 @@ export interface RestateQueryInput {
   /** `project.dataset.table` of Silver (the table: the query dedups by event as the dedup view does). */
   silverTable: string;
   badDataTable: string;
-  /** Window size, ms. */
-  windowSizeMs: number;
+  /** The window grid: size, step between starts (size for fixed windows, the period for sliding ones), offset; ms. */
+  grid: { sizeMs: number; stepMs: number; offsetMs: number };
   /** Route keys to restrict to; empty for all. */
   keys: readonly string[];
 }
@@ -206,6 +206,11 @@ export function restatementSql(input: RestateQueryInput): string {
   const halfEven = (t: string, n: string): string =>
     `SIGN(${t}) * (DIV(ABS(${t}), ${n}) + IF(MOD(ABS(${t}), ${n}) * 2 > ${n} OR (MOD(ABS(${t}), ${n}) * 2 = ${n} AND MOD(DIV(ABS(${t}), ${n}), 2) = 1), 1, 0))`;
   const keyFilter = input.keys.length > 0 ? 'WHERE route_key IN UNNEST(@keys)' : '';
+  // Each event's windows by arithmetic (Beam's assignWindows: the latest start at or before it, then every step
+  // back while the window still holds it), joined on equality with the range's starts: a range join of every event
+  // with every start would be events × windows comparisons.
+  const { sizeMs, stepMs, offsetMs } = input.grid;
+  const perEvent = Math.ceil(sizeMs / stepMs);
   return `WITH candidates AS (
   SELECT COALESCE(event_id, source_message_id) AS event_key, origin_airport, destination_airport, currency,
       CAST(fare_amount AS NUMERIC(38, 9)) AS fare, UNIX_MILLIS(event_timestamp) AS event_ms, 1 AS source_rank,
@@ -245,8 +250,10 @@ windowed AS (
   SELECT * FROM (
     SELECT window_start_ms, CONCAT(origin_airport, '-', destination_airport, '-', currency) AS route_key, fare
     FROM events
+    CROSS JOIN UNNEST(GENERATE_ARRAY(0, ${perEvent - 1})) AS k
     JOIN UNNEST(@starts) AS window_start_ms
-      ON event_ms >= window_start_ms AND event_ms < window_start_ms + ${input.windowSizeMs}
+      ON window_start_ms = event_ms - MOD(event_ms - ${offsetMs}, ${stepMs}) - k * ${stepMs}
+    WHERE event_ms < window_start_ms + ${sizeMs}
   )
   ${keyFilter}
 ),

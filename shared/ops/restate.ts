@@ -5,7 +5,7 @@ import { tableName } from '../config/env';
 import type { CliAction } from '../dashboard/command';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { RowResult } from '../sinks/row-writer';
-import type { IntervalWindow } from '../windowing';
+import type { IntervalWindow, WindowFnSpec } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
 import { cellText, keyValues, section, table, toJson, type Io } from './output';
@@ -80,6 +80,17 @@ function text(v: unknown): string | null {
   return v === null || v === undefined ? null : cellText(v);
 }
 
+/** The grid of a fixed or sliding window function (windowsOfRange refuses sessions before this is called). */
+function gridOf(windowFn: WindowFnSpec): { sizeMs: number; stepMs: number; offsetMs: number } {
+  if (windowFn.kind === 'sessions')
+    throw new UsageError('gold restate: session windows have no grid');
+  return {
+    sizeMs: windowFn.sizeMs,
+    stepMs: windowFn.kind === 'fixed' ? windowFn.sizeMs : windowFn.periodMs,
+    offsetMs: windowFn.offsetMs,
+  };
+}
+
 /** The recomputed aggregates of the range (restatementSql), with the retry store's Silver rows as a parameter. */
 async function recompute(
   ctx: OpsContext,
@@ -93,7 +104,7 @@ async function recompute(
   const sql = restatementSql({
     silverTable: ctx.tables.silver,
     badDataTable: ctx.tables.badData,
-    windowSizeMs: first.endMs - first.startMs,
+    grid: gridOf(ctx.windows.strategy.windowFn),
     keys,
   });
   const rows = await query<Record<string, unknown>>(

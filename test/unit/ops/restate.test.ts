@@ -253,7 +253,12 @@ describe('gold restate: the restatement pane', () => {
   });
 
   it('the query filters Silver on its partition column and the routes only when asked', () => {
-    const base = { silverTable: 'p.s.f', badDataTable: 'p.q.b', windowSizeMs: MIN, keys: [] };
+    const base = {
+      silverTable: 'p.s.f',
+      badDataTable: 'p.q.b',
+      grid: { sizeMs: MIN, stepMs: MIN, offsetMs: 0 },
+      keys: [],
+    };
     const sql = restatementSql(base);
     assert.match(
       sql,
@@ -266,6 +271,16 @@ describe('gold restate: the restatement pane', () => {
     );
     // The emulator evaluates `2 * MOD(…)` wrongly: the half-even step must be written MOD(…) * 2.
     assert.doesNotMatch(sql, /2 \* MOD/);
+    // Windows by arithmetic and an equality join: one window per event for fixed windows, size / period for sliding.
+    assert.match(sql, /GENERATE_ARRAY\(0, 0\)/);
+    assert.match(sql, /ON window_start_ms = event_ms - MOD\(event_ms - 0, 60000\) - k \* 60000/);
+    const slidingSql = restatementSql({
+      ...base,
+      grid: { sizeMs: 2 * MIN, stepMs: 30_000, offsetMs: 5000 },
+    });
+    assert.match(slidingSql, /GENERATE_ARRAY\(0, 3\)/);
+    assert.match(slidingSql, /MOD\(event_ms - 5000, 30000\) - k \* 30000/);
+    assert.match(slidingSql, /WHERE event_ms < window_start_ms \+ 120000/);
   });
 });
 
