@@ -1,11 +1,12 @@
-// Every variable the deployed functions (and the operator command) read, grouped as docs/configuration.md shows them. To add a variable:
-// give it a spec in its config module's `*_VARS` table, read it there through the spec (`readIntVar`, ...), and
-// run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
+// Every variable the deployed functions (and the operator command) read, grouped as docs/configuration.md shows
+// them. To add a variable: give it a spec in its config module's `*_VARS` table, read it there through the spec
+// (`readIntVar`, ...), and run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
 import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
 import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
+import { TELEMETRY_VAR_GROUP } from './telemetry-config';
 import { WINDOW_VAR_GROUP } from './window-config';
 
 /** Variables the Google client libraries read themselves; the local stack sets them. */
@@ -61,6 +62,7 @@ export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
+  TELEMETRY_VAR_GROUP,
   OPERATOR_VAR_GROUP,
   CLIENT_VAR_GROUP,
 ];
