@@ -214,6 +214,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   pubSub(ctx);
   if (ctx.kms !== undefined && ctx.functions.length > 0) functionImagesRepository(ctx, ctx.kms);
   for (const fn of ctx.functions) deployFunction(ctx, fn);
+  seekReadiness(ctx);
   for (const spec of FUNCTION_SPECS.values()) {
     if (!ctx.functions.some((f) => f.spec === spec)) {
       ctx.steps.push({
@@ -253,8 +254,66 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       : `encryption: customer-managed key ${ctx.kms.name} on the datasets, topics, functions and Firestore database`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
+    seekSummary(o),
   ];
   return { header, steps: ctx.steps, files: ctx.files };
+}
+
+/**
+ * The plan's line on seek: what `offvia seek` needs is set by the deploy. Pub/Sub replays acknowledged messages
+ * only when they are retained: by the topic (`message_retention_duration`: "allows any attached subscription to
+ * seek to a timestamp that is up to message_retention_duration in the past") or by a subscription with
+ * `retain_acked_messages`; a snapshot keeps its own backlog and lives at most 7 days (less the age of the oldest
+ * unacked message). The topic's retention is the one this plan sets (`--topic-retention`), so a subscription
+ * Eventarc re-creates can seek too.
+ */
+function seekSummary(o: DeployOptions): string {
+  return (
+    `seek: ${BOOKING_TOPIC} retains messages ${o.topicRetention} (--topic-retention), so 'offvia seek --time' ` +
+    'reaches that far back; offvia snapshots last at most 7 days'
+  );
+}
+
+/**
+ * After the functions: prints the ingest subscription that `offvia snapshot` and `offvia seek` act on (Eventarc
+ * names it, and a replaced trigger gets a new one), for OFFVIA_INGEST_SUBSCRIPTION.
+ */
+function seekReadiness({ o, p, names, functions, steps }: Context): void {
+  // Read back: a topic made by hand or by an older plan keeps its retention until updated, and seek depends on it.
+  const retained = `${durationSeconds(o.topicRetention)}s`;
+  steps.push({
+    kind: 'ensure',
+    title: `${BOOKING_TOPIC} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'pubsub topics describe',
+        BOOKING_TOPIC,
+        p,
+        '--format=value(messageRetentionDuration)',
+      ),
+      line: retained,
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay" >&2; exit 1',
+      BOOKING_TOPIC,
+      retained,
+    ],
+  });
+  const ingest = functions.find((f) => f.spec.trigger === 'topic');
+  if (ingest === undefined) return;
+  steps.push({
+    kind: 'run',
+    title: `The ${ingest.spec.entryPoint} subscription, for offvia snapshot and offvia seek`,
+    command: [
+      'bash',
+      '-c',
+      'echo "offvia snapshot/seek act on $0 (found there by default; or: export OFFVIA_INGEST_SUBSCRIPTION=$0)"',
+      `\${${names.variable(ingest.spec.entryPoint, 'SUBSCRIPTION')}}`,
+    ],
+  });
 }
 
 /** The deployed functions: registered ones with a spec, in registration order; checks trigger and schedule. */
