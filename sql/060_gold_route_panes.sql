@@ -1,8 +1,10 @@
 -- Gold: one row per pane of the booking pipeline (per route and one-minute event-time window), with Beam's pane info.
 -- insert_id = pipeline~window id~route key~pane index is also the streaming insertId, so a retried firing adds nothing
--- (BigQuery's best-effort dedup) or an identical row (the latest-pane view below keeps one).
+-- (BigQuery's best-effort dedup) or an identical row (the latest-pane view keeps one).
 -- The fare columns are NUMERIC(38, 9), as in Silver: the same domain as NUMERIC in BigQuery, and that domain on the
 -- local emulator too (where a bare NUMERIC is DECIMAL(18, 3)).
+-- The latest-pane view route_panes_latest is in sql/085_gold_restatement.sql, after the ALTER that gives tables
+-- made before the source column that column.
 CREATE TABLE IF NOT EXISTS `{{project}}.offvia_gold.route_panes` (
   pipeline STRING NOT NULL OPTIONS (description = 'Windowed pipeline that fired the pane (OFFVIA_WINDOW_PIPELINE)'),
   window_start TIMESTAMP NOT NULL OPTIONS (description = 'Window start, inclusive (event time)'),
@@ -24,24 +26,11 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_gold.route_panes` (
   accumulation_mode STRING NOT NULL OPTIONS (description = 'ACCUMULATING or DISCARDING'),
   watermark_at_emission TIMESTAMP OPTIONS (description = 'Input watermark at the firing; NULL while at its initial minimum'),
   emitted_at TIMESTAMP NOT NULL OPTIONS (description = 'Processing time of the firing'),
-  insert_id STRING NOT NULL OPTIONS (description = 'Streaming insertId: pipeline~window id~route key~pane index')
+  insert_id STRING NOT NULL OPTIONS (description = 'Streaming insertId: pipeline~window id~route key~pane index'),
+  source STRING OPTIONS (description = 'stream (fireWindows; NULL in rows written before the column existed) or restatement (offvia gold restate)')
 )
 PARTITION BY DATE(window_start)
 CLUSTER BY origin_airport, destination_airport
 OPTIONS (
   description = 'Panes of the windowed booking aggregates (Gold)'
 );
-
--- The latest pane of every (pipeline, route, window): with accumulating panes, the current best answer per window.
-CREATE OR REPLACE VIEW `{{project}}.offvia_gold.route_panes_latest` AS
-SELECT * EXCEPT (pane_rank)
-FROM (
-  SELECT
-    *,
-    ROW_NUMBER() OVER (
-      PARTITION BY pipeline, route_key, window_start
-      ORDER BY pane_index DESC, emitted_at DESC, insert_id
-    ) AS pane_rank
-  FROM `{{project}}.offvia_gold.route_panes`
-)
-WHERE pane_rank = 1;

@@ -222,6 +222,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   pubSub(ctx);
   if (ctx.kms !== undefined && ctx.functions.length > 0) functionImagesRepository(ctx, ctx.kms);
   for (const fn of ctx.functions) deployFunction(ctx, fn);
+  seekReadiness(ctx);
   for (const spec of FUNCTION_SPECS.values()) {
     if (!ctx.functions.some((f) => f.spec === spec)) {
       ctx.steps.push({
@@ -261,8 +262,66 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       : `encryption: customer-managed key ${ctx.kms.name} on the datasets, topics, functions and Firestore database`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
+    seekSummary(o),
   ];
   return { header, steps: ctx.steps, files: ctx.files };
+}
+
+/**
+ * The plan's line on seek: what `offvia seek` needs is set by the deploy. Pub/Sub replays acknowledged messages
+ * only when they are retained: by the topic (`message_retention_duration`: "allows any attached subscription to
+ * seek to a timestamp that is up to message_retention_duration in the past") or by a subscription with
+ * `retain_acked_messages`; a snapshot keeps its own backlog and lives at most 7 days (less the age of the oldest
+ * unacked message). The topic's retention is the one this plan sets (`--topic-retention`), so a subscription
+ * Eventarc re-creates can seek too.
+ */
+function seekSummary(o: DeployOptions): string {
+  return (
+    `seek: ${BOOKING_TOPIC} retains messages ${o.topicRetention} (--topic-retention), so 'offvia seek --time' ` +
+    'reaches that far back; offvia snapshots last at most 7 days'
+  );
+}
+
+/**
+ * After the functions: prints the ingest subscription that `offvia snapshot` and `offvia seek` act on (Eventarc
+ * names it, and a replaced trigger gets a new one), for OFFVIA_INGEST_SUBSCRIPTION.
+ */
+function seekReadiness({ o, p, names, functions, steps }: Context): void {
+  // Read back: a topic made by hand or by an older plan keeps its retention until updated, and seek depends on it.
+  const retained = `${durationSeconds(o.topicRetention)}s`;
+  steps.push({
+    kind: 'ensure',
+    title: `${BOOKING_TOPIC} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'pubsub topics describe',
+        BOOKING_TOPIC,
+        p,
+        '--format=value(messageRetentionDuration)',
+      ),
+      line: retained,
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay" >&2; exit 1',
+      BOOKING_TOPIC,
+      retained,
+    ],
+  });
+  const ingest = functions.find((f) => f.spec.trigger === 'topic');
+  if (ingest === undefined) return;
+  steps.push({
+    kind: 'run',
+    title: `The ${ingest.spec.entryPoint} subscription, for offvia snapshot and offvia seek`,
+    command: [
+      'bash',
+      '-c',
+      'echo "offvia snapshot/seek act on $0 (found there by default; or: export OFFVIA_INGEST_SUBSCRIPTION=$0)"',
+      `\${${names.variable(ingest.spec.entryPoint, 'SUBSCRIPTION')}}`,
+    ],
+  });
 }
 
 /** The deployed functions: registered ones with a spec, in registration order; checks trigger and schedule. */
@@ -342,9 +401,34 @@ function bigQuery({ o, facts, config, steps, kms }: Context): void {
       command: query(file.sql.trimEnd()),
     });
   }
+  // sql/010 creates Bronze partitioned by DAY(publish_time), so `offvia replay` of a range reads only its days; a
+  // Bronze made before that is left unpartitioned by CREATE ... IF NOT EXISTS and keeps working. Say so, with
+  // where the migration is described, rather than recreate a table the BigQuery subscription is writing to.
+  const bronze = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  steps.push({
+    kind: 'ensure',
+    title: `Bronze ${BRONZE_DATASET}.${BRONZE_TABLE} is partitioned on publish_time (replay cost)`,
+    probe: {
+      kind: 'status',
+      command: [
+        'bash',
+        '-c',
+        'bq --project_id="$0" --format=json show "$1" | grep -q \'"field":"publish_time"\'',
+        o.project,
+        bronze,
+      ],
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "warning: $0 is not partitioned on publish_time (made before sql/010 partitioned it): every ' +
+        'offvia replay chunk scans all of it; see docs/backfill.md (Bronze partitioning)" >&2',
+      bronze,
+    ],
+  });
   // Quarantine and bad data keep raw payloads with passenger_id: their partitions expire (BigQuery deletes a
-  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze is not partitioned
-  // (the lab's DDL), so it has no such option. Tables in another project are that project's business.
+  // partition once its date is older than partition_expiration_days; NULL keeps them). Bronze's partitions never
+  // expire: it is the copy every replay starts from. Tables in another project are that project's business.
   const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
   const tables = [config.ingest.quarantineTable, config.ingest.badDataTable].filter(
     (t) => t.projectId === undefined || t.projectId === o.project,

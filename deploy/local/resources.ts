@@ -4,6 +4,8 @@ import type { CreateSubscriptionOptions } from '@google-cloud/pubsub';
 
 /** Topic producers publish booking events to. */
 export const BOOKING_TOPIC = 'booking-events';
+/** Message retention of the local booking topic, seconds: 7 days, the deploy's `--topic-retention` default. */
+export const LOCAL_TOPIC_RETENTION_S = 7 * 24 * 3600;
 /** Topic that receives messages the push subscription gave up on after the maximum delivery attempts. */
 export const BOOKING_DLQ_TOPIC = 'booking-events-dlq';
 /** Pull subscription on the dead-letter topic, so dead letters are kept and can be inspected locally. */

@@ -10,6 +10,7 @@ import {
   BOOKING_TOPIC,
   BRONZE_SUBSCRIPTION,
   INGEST_PUSH_SUBSCRIPTION,
+  LOCAL_TOPIC_RETENTION_S,
   ingestPushSubscriptionOptions,
   positiveIntFromEnv,
   projectIdFromEnv,
@@ -27,9 +28,17 @@ function isAlreadyExists(error: unknown): boolean {
   );
 }
 
-async function ensureTopic(pubsub: PubSub, name: string): Promise<void> {
+async function ensureTopic(
+  pubsub: PubSub,
+  name: string,
+  messageRetentionSeconds?: number,
+): Promise<void> {
   try {
-    await pubsub.createTopic(name);
+    await pubsub.createTopic(
+      messageRetentionSeconds === undefined
+        ? name
+        : { name, messageRetentionDuration: { seconds: messageRetentionSeconds } },
+    );
     console.log(`created topic ${name}`);
   } catch (error) {
     if (!isAlreadyExists(error)) throw error;
@@ -73,7 +82,9 @@ async function main(): Promise<void> {
   const ingestPort = positiveIntFromEnv('OFFVIA_INGEST_BOOKING_PORT', 8080);
   const pubsub = new PubSub({ projectId });
 
-  await ensureTopic(pubsub, BOOKING_TOPIC);
+  // The booking topic retains messages as in the cloud (deploy --topic-retention, default 7 days), so `offvia seek
+  // --time` replays acknowledged messages here too; the emulator implements topic retention and seek.
+  await ensureTopic(pubsub, BOOKING_TOPIC, LOCAL_TOPIC_RETENTION_S);
   await ensureTopic(pubsub, BOOKING_DLQ_TOPIC);
   await ensureSubscription(pubsub, BOOKING_DLQ_TOPIC, BOOKING_DLQ_SUBSCRIPTION, {});
   await ensureSubscription(

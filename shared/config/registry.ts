@@ -1,6 +1,6 @@
-// Every variable the deployed functions read, grouped as docs/configuration.md shows them. To add a variable:
-// give it a spec in its config module's `*_VARS` table, read it there through the spec (`readIntVar`, ...), and
-// run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
+// Every variable the deployed functions (and the operator command) read, grouped as docs/configuration.md shows
+// them. To add a variable: give it a spec in its config module's `*_VARS` table, read it there through the spec
+// (`readIntVar`, ...), and run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
 import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
 import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
@@ -31,6 +31,30 @@ export const CLIENT_VAR_GROUP: VarGroup = {
   ],
 };
 
+/**
+ * `OFFVIA_INGEST_SUBSCRIPTION`: read by `offvia snapshot` and `offvia seek` only (shared/ops/snapshot.ts), not by
+ * the functions. Its accepted values are Pub/Sub's resource-id rule.
+ */
+export const INGEST_SUBSCRIPTION_VAR = textVar({
+  name: 'OFFVIA_INGEST_SUBSCRIPTION',
+  defaultText:
+    '`booking-events-ingest` on the local stack; in Google Cloud the one `eventarc-*` subscription of the booking topic',
+  allowedText:
+    'a Pub/Sub subscription id: 3–255 of `A-Z a-z 0-9 - _ . ~ + %`, starting with a letter, not `goog…`',
+  meaning:
+    'the push subscription that feeds `ingestBooking`, which `offvia snapshot` and `offvia seek` act on ' +
+    '(`--subscription` overrides it). Eventarc names it, and names a new one when the trigger is replaced: the deploy ' +
+    'prints the current name',
+});
+
+/** Variables of the operator command `offvia`, not of the functions. */
+export const OPERATOR_VAR_GROUP: VarGroup = {
+  title: 'Operator command (offvia)',
+  intro:
+    "Read by `offvia` only, from its environment or the local stack's env file; see [operations](operations.md).",
+  vars: [INGEST_SUBSCRIPTION_VAR],
+};
+
 /** The groups of docs/configuration.md, in order. */
 export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   INGEST_VAR_GROUP,
@@ -39,5 +63,6 @@ export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
   TELEMETRY_VAR_GROUP,
+  OPERATOR_VAR_GROUP,
   CLIENT_VAR_GROUP,
 ];

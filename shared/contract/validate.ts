@@ -54,6 +54,12 @@ export interface ValidationOptions {
   /** How far before `receivedAtMs` an event time may lie: whole ms ≥ 0, or `Infinity` for no limit. */
   maxEventAgeMs: number;
   /**
+   * The instant the event-time window (`maxFutureSkewMs`, `maxEventAgeMs`) is checked against, epoch ms UTC;
+   * `receivedAtMs` when absent (live traffic). A replay of Bronze passes the message's publish time, so a verdict
+   * does not change with the date of the replay; `ingestion_timestamp` stays `receivedAtMs`.
+   */
+  rulesAtMs?: number;
+  /**
    * `currency` of a booking that has none (absent or null): three ASCII capitals, "USD" when not given (lab:
    * `payload.get("currency", "USD")`); `null` for no default, so a booking without `currency` is a
    * SCHEMA_VALIDATION error ("Missing required fields: currency"). Configured by `OFFVIA_DEFAULT_CURRENCY`.
@@ -116,7 +122,10 @@ export function validateBooking(
   if (!rules.ok) return rules;
   const eventTime = parseEventTime(booking.event_time);
   if (!eventTime.ok) return eventTime;
-  const outOfWindow = checkEventTimeWindow(eventTime.value, options);
+  const outOfWindow = checkEventTimeWindow(eventTime.value, {
+    ...options,
+    receivedAtMs: options.rulesAtMs ?? options.receivedAtMs,
+  });
   if (outOfWindow !== undefined) return outOfWindow;
 
   const row: SilverRow = {

@@ -103,6 +103,12 @@ export interface IngestDeps {
     ): Promise<void>;
   };
   /**
+   * Optional: the instant a message's event-time window is checked against (epoch ms UTC), instead of its receipt.
+   * `offvia replay` passes the publish time, so replaying a message next month gives the verdict it got live
+   * (an event stamped ahead of the clock stays quarantined; an old one does not become too old).
+   */
+  rulesAtMs?: (message: PubSubMessage) => number | undefined;
+  /**
    * What happens to `passenger_id` before Silver (OFFVIA_PASSENGER_ID_MODE); absent: stored as received. With
    * `hmac-sha256` the Silver row, the retry store and bad data hold the keyed hash, never the raw id.
    */
@@ -338,6 +344,7 @@ async function routeMessage(
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
     defaultCurrency: deps.config.defaultCurrency,
+    ...rulesAt(deps, message),
   });
   if (!validated.ok) {
     progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
@@ -419,6 +426,12 @@ async function routeMessage(
   logs.silverWritten(deps.logger, message, result.eventId, tableName(silver), latency);
   await countInWindows(`the event is in ${tableName(silver, deps.config.projectId)}`);
   return { destination: 'silver', messageId: message.messageId, eventId: result.eventId };
+}
+
+/** The `rulesAtMs` validation option when the deps set a rules clock and it answers for this message. */
+function rulesAt(deps: IngestDeps, message: PubSubMessage): { rulesAtMs?: number } {
+  const at = deps.rulesAtMs?.(message);
+  return at === undefined ? {} : { rulesAtMs: at };
 }
 
 async function quarantine(

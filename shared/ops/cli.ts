@@ -1,4 +1,5 @@
 // The `offvia` command line: commands, flags, help and exit codes (commander); each command's work is in its module.
+import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
 import { connect, query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
@@ -19,6 +20,9 @@ import {
 import { collectStatus, printStatus } from './status';
 import { printTrace, trace } from './trace';
 import { addDashboardCommand } from '../dashboard/command';
+import { addReplayCommand } from './replay-command';
+import { addGoldCommand } from './restate';
+import { addSnapshotCommands } from './snapshot';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -139,6 +143,8 @@ export interface CliDeps {
   }) => OpsContext;
   /** Directory relative paths (a fix module) are resolved against. */
   readonly cwd: string;
+  /** The Pub/Sub client of `snapshot` and `seek` (tests pass one whose requests are recorded). */
+  readonly pubsub?: ((ctx: OpsContext) => PubSub) | undefined;
 }
 
 /** Builds the program; `run` is called with the connected context and the command's own flags. */
@@ -335,6 +341,9 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     );
 
   addDashboardCommand(program, action, deps);
+  addReplayCommand(program, action, deps);
+  addGoldCommand(program, action, deps);
+  addSnapshotCommands(program, action, deps, deps.pubsub);
 
   return program;
 }
@@ -350,6 +359,7 @@ export async function main(argv: readonly string[], deps: Partial<CliDeps> = {})
     now: deps.now ?? Date.now,
     connect: deps.connect ?? ((flags) => connect(flags)),
     cwd: deps.cwd ?? process.cwd(),
+    pubsub: deps.pubsub,
   };
   let code: number = EXIT.ok;
   const program = buildProgram(full, (c) => {

@@ -21,7 +21,7 @@ import type { ReprocessOptions, ReprocessReport } from './reprocess';
 export const LINEAGE_COLUMN = 'reprocess_run_id';
 
 /** A run id: `offvia-<action>-<UTC yyyymmddThhmmss>-<6 hex>`; sorts by start time. */
-export function newRunId(action: 'reprocess' | 'redrive', nowMs: number): string {
+export function newRunId(action: 'reprocess' | 'redrive' | 'replay', nowMs: number): string {
   const stamp = new Date(nowMs)
     .toISOString()
     .replace(/[-:]/g, '')
@@ -143,7 +143,7 @@ export interface Resolution {
   row_key: string;
   source_message_id: string | null;
   run_id: string;
-  action: 'reprocess' | 'redrive';
+  action: 'reprocess' | 'redrive' | 'replay';
   outcome: string;
   result_event_id: string | null;
   fix: string;

@@ -187,6 +187,21 @@ describe('event_time window', () => {
     expectSuccess(validate(booking({ event_time: '0001-01-01T00:00:00Z' }), options));
   });
 
+  it('checks the window at rulesAtMs when given (a replay: the publish time), keeping ingestion_timestamp', () => {
+    // An hour ahead of its receipt is rejected; checked at a publish time an hour later, it is inside the skew.
+    const ahead = at(RECEIVED_AT_MS + 3_600_000);
+    assert.match(rejection(ahead), /too far in the future/);
+    const replayed = expectSuccess(
+      validate(booking({ event_time: ahead }), { rulesAtMs: RECEIVED_AT_MS + 3_600_000 }),
+    );
+    assert.equal(replayed.row.ingestion_timestamp, formatEpochMs(RECEIVED_AT_MS));
+    // The other way round: valid at receipt, too far ahead of an earlier publish time.
+    const now = at(RECEIVED_AT_MS);
+    expectSuccess(validate(booking({ event_time: now })));
+    const early = validate(booking({ event_time: now }), { rulesAtMs: RECEIVED_AT_MS - 3_600_000 });
+    assert.match(expectFailure(early, 'EVENT_TIME_VALIDATION').reason, /too far in the future/);
+  });
+
   it('measures the window on the normalized instant, not the local digits', () => {
     // 14:14:00+00:00 is inside a 5-minute skew; the same digits at -01:00 are an hour later.
     expectSuccess(validate(booking({ event_time: '2026-10-07T14:14:00Z' })));

@@ -491,7 +491,22 @@ describe('gcloud plan security properties', () => {
       assert.ok(lastSqlFile < firstExpiry);
       assert.ok(
         !expirations(deploy.plan).some((s) => s.includes('offvia_bronze')),
-        'Bronze is not partitioned',
+        'Bronze partitions never expire: it is the replay source',
+      );
+      // sql/010 partitions a new Bronze by publish time; an older, unpartitioned one is reported, not recreated.
+      const ddl = deploy.plan.steps.find((s) => s.title.startsWith('BigQuery DDL sql/010'));
+      assert.ok(ddl?.kind === 'run');
+      assert.match(ddl.command.join(' '), /PARTITION BY DATE\(publish_time\)/);
+      const check = deploy.plan.steps.findIndex((s) =>
+        s.title.includes('is partitioned on publish_time'),
+      );
+      assert.ok(check > lastSqlFile, 'the Bronze partitioning check runs after sql/');
+      const step = deploy.plan.steps[check];
+      assert.ok(
+        step?.kind === 'ensure' && step.probe.command.join(' ').includes('"field":"publish_time"'),
+      );
+      assert.ok(
+        step.absent?.join(' ').includes('warning:') && !step.absent.join(' ').includes('exit 1'),
       );
       for (const bad of ['-1', 'soon', '1.5']) {
         assert.throws(

@@ -1,0 +1,101 @@
+// A RowWriter for `offvia replay` that does not write a quarantine or bad-data row the table already holds for the
+// same message: an exact insertId dedup for replayed messages, where BigQuery's own is best effort for about a minute.
+import type { TableRef } from '../config/env';
+import {
+  PartialInsertError,
+  type InsertRow,
+  type RowOutcome,
+  type RowResult,
+  type RowWriter,
+} from '../sinks/row-writer';
+
+/**
+ * What the tables already hold for the messages being replayed (loaded per chunk before it runs):
+ * quarantine `source_message_id` → the `error_stage`s it has rows at; bad data's `insert_id`s.
+ */
+export interface KnownRows {
+  quarantine: Map<string, Set<string>>;
+  badData: Set<string>;
+  /** Bad data's `insert_id`s per `source_message_id` (rows to resolve when the message now lands elsewhere). */
+  badDataByMessage: Map<string, string[]>;
+  /** Rows not written because they were known, per layer (`quarantine`, `bad_data`); the chunk's summary. */
+  skipped: Record<string, number>;
+}
+
+/** An empty registry. */
+export function emptyKnownRows(): KnownRows {
+  return { quarantine: new Map(), badData: new Set(), badDataByMessage: new Map(), skipped: {} };
+}
+
+function sameTable(a: TableRef, b: TableRef): boolean {
+  return (
+    a.datasetId === b.datasetId &&
+    a.tableId === b.tableId &&
+    (a.projectId ?? '') === (b.projectId ?? '')
+  );
+}
+
+/**
+ * Skips (answers `ok` without writing) a quarantine row whose message already has a quarantine row at the same
+ * stage, and a bad-data row whose `insert_id` is already in bad data; everything else goes to `inner` unchanged.
+ * So replaying a message that was quarantined adds no row and leaves the quarantine open view (the latest row per
+ * message) as it was; a message now rejected at another stage is written, and the open view shows the new verdict.
+ * `known` is replaced per chunk by the caller.
+ */
+export class KnownRowsWriter implements RowWriter {
+  known: KnownRows = emptyKnownRows();
+
+  constructor(
+    private readonly inner: RowWriter,
+    private readonly quarantineTable: TableRef,
+    private readonly badDataTable: TableRef,
+  ) {}
+
+  private isKnown(table: TableRef, row: InsertRow): string | undefined {
+    if (sameTable(table, this.quarantineTable)) {
+      const stage = row.json.error_stage;
+      const id = row.json.source_message_id;
+      if (typeof id === 'string' && typeof stage === 'string') {
+        if (this.known.quarantine.get(id)?.has(stage) === true) return 'quarantine';
+      }
+    } else if (sameTable(table, this.badDataTable)) {
+      const insertId = row.json.insert_id;
+      if (typeof insertId === 'string' && this.known.badData.has(insertId)) return 'bad_data';
+    }
+    return undefined;
+  }
+
+  /**
+   * @throws what `inner` throws; a `PartialInsertError` is re-thrown with one outcome per row given here (the
+   *   skipped ones `ok`), as the port promises.
+   */
+  async insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    const layers = rows.map((r) => this.isKnown(table, r));
+    const toWrite = rows.filter((_, i) => layers[i] === undefined);
+    let written: RowResult[] = [];
+    if (toWrite.length > 0) {
+      try {
+        written = await this.inner.insertRows(table, toWrite);
+      } catch (err) {
+        if (err instanceof PartialInsertError) {
+          let next = 0;
+          const outcomes: RowOutcome[] = layers.map((l) =>
+            l === undefined ? (err.outcomes[next++] ?? { ok: true }) : { ok: true },
+          );
+          const prefix = `${err.operation}: `;
+          const text = err.message.startsWith(prefix)
+            ? err.message.slice(prefix.length)
+            : err.message;
+          throw new PartialInsertError(err.operation, text, outcomes, { cause: err });
+        }
+        throw err;
+      }
+    }
+    let next = 0;
+    return layers.map((layer) => {
+      if (layer === undefined) return written[next++] ?? { ok: true };
+      this.known.skipped[layer] = (this.known.skipped[layer] ?? 0) + 1;
+      return { ok: true };
+    });
+  }
+}

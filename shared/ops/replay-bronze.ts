@@ -1,0 +1,301 @@
+// How `offvia replay` reads Bronze: the chunk query on the partitioning column (so BigQuery prunes partitions),
+// the rows per chunk, whether Bronze is partitioned, and the bytes a range's chunk queries scan (dry run or estimate).
+import type { BigQuery } from '@google-cloud/bigquery';
+import { query, type OpsContext } from './context';
+import { OpsError } from './errors';
+import { clip } from './output';
+import { matchesFilters, type ReplayChunk } from './replay-plan';
+import type { ReplayRunRecord } from './replay-store';
+
+/**
+ * BigQuery on-demand bills at least 10 MB per table a query references
+ * (cloud.google.com/bigquery/pricing#on_demand_pricing), whatever the dry run says.
+ */
+export const MIN_BILLED_BYTES_PER_QUERY = 10 * 1024 * 1024;
+
+/** One Bronze row, as the replay uses it. */
+export interface BronzeMessage {
+  messageId: string;
+  /** RFC 3339 UTC, microseconds (BigQuery TIMESTAMP). */
+  publishTime: string;
+  publishTimeMs: number;
+  data: string;
+  attributes: Record<string, string>;
+}
+
+/** How the range's Bronze scan was measured: a BigQuery dry run, or an estimate where the emulator cannot. */
+export interface ScanEstimate {
+  /** `dry-run`: Σ totalBytesProcessed of each chunk's query; `estimate`: from column sizes (the local emulator). */
+  method: 'dry-run' | 'estimate';
+  /** Bytes the chunk queries scan with Bronze as it is (estimate: as sql/010 creates it, DAY-partitioned). */
+  bytes: number;
+  /** Bytes billed on demand: each query at least 10 MB. */
+  billedBytes: number;
+  /** Estimate only: the bytes if Bronze were not partitioned (each chunk query scans the whole table). */
+  unpartitionedBytes: number | null;
+  /** Estimate only: the bytes with DAY partitions on publish_time (each chunk scans the days it touches). */
+  partitionedBytes: number | null;
+  /** Queries counted (one per chunk; dry runs stop at 500 chunks and extrapolate). */
+  queries: number;
+  note: string;
+}
+
+/** What Bronze's table says about its partitioning. */
+export interface BronzePartitioning {
+  /** `yes` (time-partitioned on publish_time), `no`, or `unknown` (the emulator does not report it). */
+  partitioned: 'yes' | 'no' | 'unknown';
+  detail: string;
+}
+
+function timestampText(value: unknown): string {
+  if (typeof value === 'object' && value !== null && 'value' in value) return String(value.value);
+  return String(value);
+}
+
+function attributesOf(value: unknown): Record<string, string> {
+  if (value === null || value === undefined) return {};
+  let parsed: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch (err) {
+      throw new OpsError(
+        `Bronze attributes are not JSON (${err instanceof Error ? err.message : String(err)}): ${clip(value, 80)}`,
+      );
+    }
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    // defineProperty: an attribute named `__proto__` stays data, as the push decoder keeps it.
+    if (typeof v === 'string')
+      Object.defineProperty(out, k, {
+        value: v,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+  }
+  return out;
+}
+
+/** The range filter on the partitioning column itself, so BigQuery prunes partitions (querying-partitioned-tables). */
+function rangeWhere(messageIds: readonly string[] | null): string {
+  return (
+    'publish_time >= TIMESTAMP_MILLIS(@fromMs) AND publish_time < TIMESTAMP_MILLIS(@toMs)' +
+    (messageIds === null ? '' : ' AND message_id IN UNNEST(@ids)')
+  );
+}
+
+function rangeParams(
+  fromMs: number,
+  toMs: number,
+  messageIds: readonly string[] | null,
+): { params: Record<string, unknown>; types: Record<string, string | string[]> } {
+  return {
+    params: { fromMs, toMs, ...(messageIds === null ? {} : { ids: [...messageIds] }) },
+    types: { fromMs: 'INT64', toMs: 'INT64', ...(messageIds === null ? {} : { ids: ['STRING'] }) },
+  };
+}
+
+/** The query a chunk reads Bronze with (also what the dry run measures). */
+export function chunkSql(bronze: string, messageIds: readonly string[] | null): string {
+  return `SELECT message_id, publish_time, data, TO_JSON_STRING(attributes) AS attributes
+FROM \`${bronze}\`
+WHERE ${rangeWhere(messageIds)}
+ORDER BY publish_time, message_id`;
+}
+
+/**
+ * The Bronze messages of one chunk, oldest first, one per message id (the BigQuery subscription writes at least
+ * once), keeping those whose attributes match the filters.
+ */
+export async function readChunk(
+  ctx: OpsContext,
+  chunk: ReplayChunk,
+  run: Pick<ReplayRunRecord, 'filters' | 'messageIds'>,
+): Promise<BronzeMessage[]> {
+  const { params, types } = rangeParams(chunk.fromMs, chunk.toMs, run.messageIds);
+  const rows = await query<Record<string, unknown>>(
+    ctx,
+    chunkSql(ctx.tables.bronze, run.messageIds),
+    params,
+    types,
+  );
+  const seen = new Set<string>();
+  const out: BronzeMessage[] = [];
+  for (const r of rows) {
+    const messageId = String(r.message_id);
+    if (seen.has(messageId)) continue;
+    seen.add(messageId);
+    const publishTime = timestampText(r.publish_time);
+    const attributes = attributesOf(r.attributes);
+    if (!matchesFilters(attributes, run.filters)) continue;
+    out.push({
+      messageId,
+      publishTime,
+      publishTimeMs: Date.parse(publishTime),
+      data: typeof r.data === 'string' ? r.data : '',
+      attributes,
+    });
+  }
+  return out;
+}
+
+/** Bronze rows per chunk index in the range (before attribute filters and de-duplication). */
+export async function countPerChunk(
+  ctx: OpsContext,
+  fromMs: number,
+  toMs: number,
+  chunkMs: number,
+  messageIds: readonly string[] | null,
+): Promise<Map<number, number>> {
+  const { params, types } = rangeParams(fromMs, toMs, messageIds);
+  const rows = await query<{ chunk: unknown; n: unknown }>(
+    ctx,
+    `SELECT CAST(FLOOR((UNIX_MILLIS(publish_time) - @fromMs) / @chunkMs) AS INT64) AS chunk, COUNT(*) AS n
+     FROM \`${ctx.tables.bronze}\` WHERE ${rangeWhere(messageIds)} GROUP BY chunk`,
+    { ...params, chunkMs },
+    { ...types, chunkMs: 'INT64' },
+  );
+  // Summed per index: a backend may hand back the same index twice in different numeric forms.
+  const counts = new Map<number, number>();
+  for (const r of rows) {
+    const index = Math.floor(Number(r.chunk));
+    counts.set(index, (counts.get(index) ?? 0) + Number(r.n));
+  }
+  return counts;
+}
+
+/** Whether Bronze is time-partitioned on publish_time, from the table's metadata. */
+export async function bronzePartitioning(ctx: OpsContext): Promise<BronzePartitioning> {
+  const [projectId, datasetId, tableId] = ctx.tables.bronze.split('.') as [string, string, string];
+  let metadata: { timePartitioning?: { type?: string; field?: string } };
+  try {
+    [metadata] = (await ctx.bigquery
+      .dataset(datasetId, { projectId })
+      .table(tableId)
+      .getMetadata()) as unknown as [typeof metadata];
+  } catch (err) {
+    throw new OpsError(
+      `${ctx.describe.bigquery}: cannot read the Bronze table ${ctx.tables.bronze}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+    );
+  }
+  const tp = metadata.timePartitioning;
+  if (tp?.field === 'publish_time') {
+    return { partitioned: 'yes', detail: `partitioned by ${tp.type ?? 'DAY'} on publish_time` };
+  }
+  if (tp !== undefined) {
+    return {
+      partitioned: 'no',
+      detail: `partitioned on ${tp.field ?? 'ingestion time'}, not publish_time: a range scans every partition`,
+    };
+  }
+  if (ctx.mode === 'local') {
+    return {
+      partitioned: 'unknown',
+      detail:
+        'the BigQuery emulator does not report partitioning of tables made by DDL; sql/010 creates Bronze partitioned by DAY(publish_time)',
+    };
+  }
+  return { partitioned: 'no', detail: 'not partitioned: every chunk query scans all of Bronze' };
+}
+
+/** `dryRun` statistics of one query: totalBytesProcessed. */
+async function dryRunBytes(
+  bigquery: BigQuery,
+  ctx: OpsContext,
+  sql: string,
+  params: Record<string, unknown>,
+  types: Record<string, string | string[]>,
+): Promise<number> {
+  try {
+    const [job] = await bigquery.createQueryJob({
+      query: sql,
+      params,
+      types,
+      dryRun: true,
+      ...(ctx.mode === 'cloud' ? { location: ctx.env.OFFVIA_BQ_LOCATION ?? 'US' } : {}),
+    });
+    const metadata = job.metadata as { statistics?: { totalBytesProcessed?: unknown } } | undefined;
+    const stats = metadata?.statistics;
+    return Number(stats?.totalBytesProcessed ?? 0);
+  } catch (err) {
+    throw new OpsError(
+      `${ctx.describe.bigquery}: dry run failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+    );
+  }
+}
+
+/** Most chunks measured one by one with a dry run; beyond, the mean of those is extrapolated. */
+const MAX_DRY_RUN_QUERIES = 500;
+
+/**
+ * The bytes the run's chunk queries scan. In the cloud: a BigQuery dry run of each chunk's query
+ * (totalBytesProcessed; dry runs are free). On the emulator, whose dry run answers 0 bytes, an estimate from
+ * BigQuery's column sizes (STRING 2 bytes + UTF-8 length, TIMESTAMP 8 bytes, JSON its text's UTF-8 length:
+ * cloud.google.com/bigquery/pricing#data_size_calculation) over the columns the query reads, both for DAY
+ * partitions on publish_time (a chunk scans the days it touches) and for an unpartitioned table (each chunk scans
+ * the whole table).
+ */
+export async function estimateScan(
+  ctx: OpsContext,
+  chunks: readonly ReplayChunk[],
+  messageIds: readonly string[] | null,
+  partitioning: BronzePartitioning,
+): Promise<ScanEstimate> {
+  const sql = chunkSql(ctx.tables.bronze, messageIds);
+  const billed = (perQuery: readonly number[]) =>
+    perQuery.reduce((s, b) => s + Math.max(b, MIN_BILLED_BYTES_PER_QUERY), 0);
+  if (ctx.mode === 'cloud') {
+    const measured = chunks.slice(0, MAX_DRY_RUN_QUERIES);
+    const perQuery: number[] = [];
+    for (const c of measured) {
+      const { params, types } = rangeParams(c.fromMs, c.toMs, messageIds);
+      perQuery.push(await dryRunBytes(ctx.bigquery, ctx, sql, params, types));
+    }
+    const mean = perQuery.reduce((s, b) => s + b, 0) / Math.max(1, perQuery.length);
+    const rest = chunks.length - measured.length;
+    return {
+      method: 'dry-run',
+      bytes: Math.round(perQuery.reduce((s, b) => s + b, 0) + rest * mean),
+      billedBytes: Math.round(billed(perQuery) + rest * Math.max(mean, MIN_BILLED_BYTES_PER_QUERY)),
+      unpartitionedBytes: null,
+      partitionedBytes: null,
+      queries: chunks.length,
+      note:
+        rest > 0
+          ? `dry run of the first ${measured.length} chunk queries, extrapolated to ${chunks.length}`
+          : `dry run of each of the ${chunks.length} chunk queries (totalBytesProcessed)`,
+    };
+  }
+  const days = await query<{ day: unknown; bytes: unknown }>(
+    ctx,
+    `SELECT UNIX_DATE(DATE(publish_time)) AS day,
+            SUM(2 + COALESCE(BYTE_LENGTH(message_id), 0) + 8 + 2 + COALESCE(BYTE_LENGTH(data), 0)
+                + COALESCE(BYTE_LENGTH(TO_JSON_STRING(attributes)), 0)) AS bytes
+     FROM \`${ctx.tables.bronze}\` GROUP BY day`,
+  );
+  const perDay = new Map(days.map((d) => [Number(d.day), Number(d.bytes)]));
+  const whole = [...perDay.values()].reduce((s, b) => s + b, 0);
+  const dayOf = (ms: number) => Math.floor(ms / 86_400_000);
+  const partitionedPerQuery = chunks.map((c) => {
+    let bytes = 0;
+    for (let d = dayOf(c.fromMs); d <= dayOf(c.toMs - 1); d++) bytes += perDay.get(d) ?? 0;
+    return bytes;
+  });
+  const partitionedBytes = partitionedPerQuery.reduce((s, b) => s + b, 0);
+  const unpartitionedBytes = whole * chunks.length;
+  const unpartitioned = partitioning.partitioned === 'no';
+  return {
+    method: 'estimate',
+    bytes: unpartitioned ? unpartitionedBytes : partitionedBytes,
+    billedBytes: unpartitioned ? billed(chunks.map(() => whole)) : billed(partitionedPerQuery),
+    unpartitionedBytes,
+    partitionedBytes,
+    queries: chunks.length,
+    note:
+      'the BigQuery emulator cannot dry-run (it answers 0 bytes): estimated from the column sizes of the rows ' +
+      '(message_id, publish_time, data, attributes) in the days each chunk touches, or in the whole table',
+  };
+}

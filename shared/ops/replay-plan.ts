@@ -1,0 +1,336 @@
+// Pure parts of `offvia replay`: its flags, the publish-time chunks of a range, attribute filters, the rate limit,
+// and what a run's chunk checkpoints say is done and still to do.
+import { UsageError } from './errors';
+
+/** Most chunks one run may have (a checkpoint document each; a typo such as `--chunk-minutes 1` over a year). */
+export const MAX_CHUNKS = 100_000;
+
+/** Default chunk length: one hour of publish time. */
+export const DEFAULT_CHUNK_MINUTES = 60;
+
+/** One publish-time slice of a run: `[fromMs, toMs)`, epoch ms UTC; `index` counts from 0 at the run's start. */
+export interface ReplayChunk {
+  readonly index: number;
+  readonly fromMs: number;
+  readonly toMs: number;
+}
+
+/** `--filter attr.KEY=VALUE`: the message attribute KEY must equal VALUE exactly (all filters must hold). */
+export interface AttributeFilter {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** What a replay is asked to do, once the flags are parsed. */
+export interface ReplayOptions {
+  /** Publish-time range `[fromMs, toMs)`, epoch ms UTC; absent with `resume` (the run's own range is used). */
+  readonly fromMs: number | undefined;
+  readonly toMs: number | undefined;
+  readonly filters: readonly AttributeFilter[];
+  /** Only these Pub/Sub message ids (`--message-ids`); `undefined` for all in the range. */
+  readonly messageIds: readonly string[] | undefined;
+  readonly dryRun: boolean;
+  /** Messages per second at most (`--rate`); `undefined` for no limit. */
+  readonly ratePerSecond: number | undefined;
+  /** Chunk length, ms (`--chunk-minutes` × 60,000). */
+  readonly chunkMs: number;
+  /** A run id to continue (`--resume`). */
+  readonly resume: string | undefined;
+  /** Messages in flight (`--concurrency`). */
+  readonly concurrency: number;
+  /** Who runs it (`--by`, else the OS user). */
+  readonly operator: string;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * An RFC 3339 timestamp with seconds and an offset (`2026-12-01T10:00:00Z`, `…+01:00`), as epoch ms UTC.
+ * Calendar-checked (no 30 February, no hour 24) and within years 0001–9999 (BigQuery TIMESTAMP's range).
+ * @throws UsageError naming `flag` for anything else.
+ */
+export function parseRfc3339(text: string, flag: string): number {
+  const m = RFC3339.exec(text.trim());
+  const bad = () =>
+    new UsageError(
+      `${flag}: expected an RFC 3339 time with seconds and an offset, e.g. 2026-12-01T10:00:00Z, got ${JSON.stringify(text)}`,
+    );
+  if (!m) throw bad();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const calendar = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  if (
+    year < 1 ||
+    calendar.getUTCFullYear() !== year ||
+    calendar.getUTCMonth() !== month - 1 ||
+    calendar.getUTCDate() !== day ||
+    calendar.getUTCHours() !== hour ||
+    calendar.getUTCMinutes() !== minute ||
+    calendar.getUTCSeconds() !== second
+  ) {
+    throw bad();
+  }
+  const ms = Date.parse(text.trim());
+  if (Number.isNaN(ms)) throw bad();
+  return ms;
+}
+
+/**
+ * `attr.KEY=VALUE` (KEY non-empty; VALUE may be empty and may contain `=`).
+ * @throws UsageError for anything else.
+ */
+export function parseAttributeFilter(text: string): AttributeFilter {
+  const m = /^attr\.([^=]+)=(.*)$/s.exec(text);
+  if (!m?.[1]) {
+    throw new UsageError(
+      `--filter: expected attr.KEY=VALUE (a message attribute), got ${JSON.stringify(text)}`,
+    );
+  }
+  return { key: m[1], value: m[2] ?? '' };
+}
+
+/** Whether a message's attributes satisfy every filter (no filter: always). */
+export function matchesFilters(
+  attributes: Readonly<Record<string, string>>,
+  filters: readonly AttributeFilter[],
+): boolean {
+  return filters.every((f) => Object.hasOwn(attributes, f.key) && attributes[f.key] === f.value);
+}
+
+/**
+ * `[fromMs, toMs)` cut into chunks of `chunkMs` starting at `fromMs` (the last one shorter when the range is not a
+ * multiple), epoch ms UTC.
+ * @throws UsageError when `toMs <= fromMs`, `chunkMs < 1`, or there would be more than {@link MAX_CHUNKS} chunks.
+ */
+export function cutChunks(fromMs: number, toMs: number, chunkMs: number): ReplayChunk[] {
+  if (!(toMs > fromMs)) throw new UsageError('--to must be later than --from');
+  if (!(chunkMs >= 1)) throw new UsageError('--chunk-minutes must be at least 1');
+  const count = Math.ceil((toMs - fromMs) / chunkMs);
+  if (count > MAX_CHUNKS) {
+    throw new UsageError(
+      `the range makes ${count} chunks (more than ${MAX_CHUNKS}): pass a larger --chunk-minutes`,
+    );
+  }
+  return Array.from({ length: count }, (_, index) => ({
+    index,
+    fromMs: fromMs + index * chunkMs,
+    toMs: Math.min(toMs, fromMs + (index + 1) * chunkMs),
+  }));
+}
+
+/** Where a replayed message ended, as the summary counts it. */
+export type ReplayDestination = 'silver' | 'quarantine' | 'schema_retry' | 'bad_data';
+
+/** A message of a chunk that still failed after its attempts (it is retried when the run is resumed). */
+export interface ReplayFailure {
+  readonly messageId: string;
+  readonly error: string;
+}
+
+/**
+ * The checkpoint of one chunk, written once the chunk's every message was handled: `done` (all landed) or `failed`
+ * (some kept failing; `--resume` runs the whole chunk again, which is idempotent). A chunk without a checkpoint was
+ * not finished (never started, or the process died in it) and is run again by `--resume` too.
+ */
+export interface ChunkCheckpoint {
+  readonly index: number;
+  /** Publish-time range of the chunk, epoch ms UTC. */
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly status: 'done' | 'failed';
+  /** Bronze rows read (after de-duplication by message id and the attribute filters). */
+  readonly rows: number;
+  /** Messages per destination. */
+  readonly outcomes: Readonly<Partial<Record<ReplayDestination, number>>>;
+  /** Rows not written again because that layer already held them, per layer (`quarantine`, `bad_data`). */
+  readonly alreadyPresent: Readonly<Record<string, number>>;
+  /** Messages that kept failing (all counted in `failedCount`; at most {@link MAX_STORED_FAILURES} kept). */
+  readonly failures: readonly ReplayFailure[];
+  readonly failedCount: number;
+  /** How many times the chunk was run (1 for the first run; resumes add one). */
+  readonly attempt: number;
+  /** When it finished, epoch ms UTC. */
+  readonly finishedAtMs: number;
+  /** Processing time of the chunk, ms. */
+  readonly elapsedMs: number;
+}
+
+/** Failures kept per checkpoint document (Firestore caps a document at 1 MiB). */
+export const MAX_STORED_FAILURES = 100;
+
+/** The chunks a run (or a resumed run) still has to do: those without a `done` checkpoint, in order. */
+export function chunksToRun(
+  chunks: readonly ReplayChunk[],
+  checkpoints: readonly ChunkCheckpoint[],
+): ReplayChunk[] {
+  const done = new Set(checkpoints.filter((c) => c.status === 'done').map((c) => c.index));
+  return chunks.filter((c) => !done.has(c.index));
+}
+
+/** A run's totals over its chunk checkpoints. */
+export interface ReplayTotals {
+  rows: number;
+  outcomes: Record<ReplayDestination, number>;
+  alreadyPresent: Record<string, number>;
+  failed: number;
+  failures: ReplayFailure[];
+  chunksDone: number;
+  chunksFailed: number;
+}
+
+/** Sums the latest checkpoint of each chunk (a resumed chunk's newer checkpoint replaces its older one). */
+export function totalsOf(checkpoints: readonly ChunkCheckpoint[]): ReplayTotals {
+  const latest = new Map<number, ChunkCheckpoint>();
+  for (const c of checkpoints) {
+    const seen = latest.get(c.index);
+    if (seen === undefined || c.attempt >= seen.attempt) latest.set(c.index, c);
+  }
+  const totals: ReplayTotals = {
+    rows: 0,
+    outcomes: { silver: 0, quarantine: 0, schema_retry: 0, bad_data: 0 },
+    alreadyPresent: {},
+    failed: 0,
+    failures: [],
+    chunksDone: 0,
+    chunksFailed: 0,
+  };
+  for (const c of [...latest.values()].sort((a, b) => a.index - b.index)) {
+    totals.rows += c.rows;
+    for (const [k, n] of Object.entries(c.outcomes)) {
+      totals.outcomes[k as ReplayDestination] += n;
+    }
+    for (const [k, n] of Object.entries(c.alreadyPresent)) {
+      totals.alreadyPresent[k] = (totals.alreadyPresent[k] ?? 0) + n;
+    }
+    totals.failed += c.failedCount;
+    totals.failures.push(...c.failures);
+    if (c.status === 'done') totals.chunksDone++;
+    else totals.chunksFailed++;
+  }
+  return totals;
+}
+
+/**
+ * A rate limit of `ratePerSecond` messages per second (none when `undefined`): `take` resolves when the next
+ * message may start, spacing them evenly (1000 / rate ms apart, no burst). Clock and sleep are injected.
+ */
+export class RateLimiter {
+  private nextMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly ratePerSecond: number | undefined,
+    private readonly now: () => number,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {}
+
+  /** Waits for the next slot. */
+  async take(): Promise<void> {
+    if (this.ratePerSecond === undefined) return;
+    const interval = 1000 / this.ratePerSecond;
+    const now = this.now();
+    const slot = Math.max(this.nextMs, now);
+    this.nextMs = slot + interval;
+    if (slot > now) await this.sleep(slot - now);
+  }
+}
+
+/** The flags of `offvia replay` as commander hands them over (strings; repeatable ones as arrays). */
+export interface ReplayFlags {
+  from?: string | undefined;
+  to?: string | undefined;
+  filter?: string[] | undefined;
+  messageIds?: string[] | undefined;
+  dryRun?: boolean | undefined;
+  rate?: string | undefined;
+  chunkMinutes: string;
+  resume?: string | undefined;
+  concurrency: string;
+}
+
+/** Highest `--rate`, messages per second (far above what one process sustains; a typo guard). */
+export const MAX_RATE = 100_000;
+
+/**
+ * A positive decimal such as `50` or `0.5`, at most `max`.
+ * @throws UsageError naming `flag` otherwise.
+ */
+export function parsePositiveNumber(text: string, flag: string, max: number): number {
+  const n = Number(text.trim());
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !(n > 0) || n > max) {
+    throw new UsageError(
+      `${flag}: expected a number above 0 and at most ${max}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/** A whole number in [1, max]. @throws UsageError naming `flag` otherwise. */
+function positiveInt(text: string, flag: string, max: number): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
+    throw new UsageError(
+      `${flag}: expected an integer from 1 to ${max}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return Number(text);
+}
+
+/**
+ * The replay's options from its flags: `--from`/`--to` (RFC 3339, `to` later than `from`) unless `--resume`,
+ * attribute filters, message ids (comma-separated, repeatable), rate, chunk length (1 minute to 7 days), concurrency
+ * (1–256). The range is checked here, so a bad one is a usage error before anything connects.
+ * @throws UsageError for any bad flag value.
+ */
+export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOptions {
+  const fromMs = flags.from === undefined ? undefined : parseRfc3339(flags.from, '--from');
+  const toMs = flags.to === undefined ? undefined : parseRfc3339(flags.to, '--to');
+  if (flags.resume === undefined && (fromMs === undefined || toMs === undefined)) {
+    throw new UsageError('--from and --to are required (or --resume RUN_ID)');
+  }
+  if (flags.resume !== undefined && !/^offvia-replay-[0-9T]+-[0-9a-f]{6}$/.test(flags.resume)) {
+    throw new UsageError(
+      `--resume: expected a replay run id such as offvia-replay-20261201T101500-a1b2c3, got ${JSON.stringify(flags.resume)}`,
+    );
+  }
+  if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) {
+    throw new UsageError(`--to (${flags.to}) must be later than --from (${flags.from})`);
+  }
+  const chunkMinutes = positiveInt(flags.chunkMinutes, '--chunk-minutes', 7 * 24 * 60);
+  let messageIds: string[] | undefined;
+  if (flags.messageIds !== undefined) {
+    messageIds = [
+      ...new Set(
+        flags.messageIds
+          .flatMap((v) => v.split(','))
+          .map((v) => v.trim())
+          .filter((v) => v !== ''),
+      ),
+    ];
+    if (messageIds.length === 0) throw new UsageError('--message-ids: no id given');
+  }
+  const options: ReplayOptions = {
+    fromMs,
+    toMs,
+    filters: (flags.filter ?? []).map(parseAttributeFilter),
+    messageIds,
+    dryRun: flags.dryRun === true,
+    ratePerSecond:
+      flags.rate === undefined ? undefined : parsePositiveNumber(flags.rate, '--rate', MAX_RATE),
+    chunkMs: chunkMinutes * 60_000,
+    resume: flags.resume,
+    concurrency: positiveInt(flags.concurrency, '--concurrency', 256),
+    operator,
+  };
+  if (fromMs !== undefined && toMs !== undefined) cutChunks(fromMs, toMs, options.chunkMs);
+  if (flags.resume !== undefined && (options.filters.length > 0 || messageIds !== undefined)) {
+    throw new UsageError(
+      '--resume continues a run with its own filters: omit --filter and --message-ids',
+    );
+  }
+  return options;
+}

@@ -1,0 +1,261 @@
+// Restating gold on the local stack: a booking quarantined for its fare, its window then closed by the watermark
+// (end + allowed lateness) and fired, then fixed with `offvia quarantine reprocess`, reaches Silver but not gold;
+// `offvia gold restate` of its window makes route_panes_latest equal an independent recomputation from the Silver
+// dedup view (count and exact fare total), and a second restate changes nothing.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { Firestore } from '@google-cloud/firestore';
+import { PubSub } from '@google-cloud/pubsub';
+import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { type BookingWindows, createBookingWindows } from '../../shared/aggregates/runtime';
+import { loadWindowConfig } from '../../shared/config/window-config';
+import { Logger } from '../../shared/logging/logger';
+import { main } from '../../shared/ops/cli';
+import { EXIT } from '../../shared/ops/errors';
+import type { ReprocessReport } from '../../shared/ops/reprocess';
+import type { RestateReport } from '../../shared/ops/restate';
+import type { TraceReport } from '../../shared/ops/trace';
+import { emulatorFirestore } from '../support/firestore-windows';
+import { fireWindowsOnce } from '../support/fire-windows-http';
+
+/** Runs offvia in-process against the stack, returning exit code, stdout and stderr. */
+async function offvia(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { io: { out: (t) => out.push(t), err: (t) => err.push(t) } });
+  return { code, out: out.join(''), err: err.join('') };
+}
+
+async function offviaJson<T>(...argv: string[]): Promise<T> {
+  const r = await offvia(...argv, '--json');
+  assert.equal(r.code, EXIT.ok, `offvia ${argv.join(' ')}: ${r.err}`);
+  return JSON.parse(r.out) as T;
+}
+
+/** Three capitals nobody else's test uses (Q + two letters), so the route's gold panes are this test's own. */
+function code(): string {
+  return `Q${[...randomBytes(2)].map((b) => String.fromCharCode(65 + (b % 26))).join('')}`;
+}
+
+/** NUMERIC as the emulator or BigQuery prints it, without trailing zeros: "107.480" → "107.48". */
+function amount(v: unknown): string {
+  const t =
+    v !== null && typeof v === 'object' && 'toFixed' in v
+      ? (v as { toFixed(): string }).toFixed()
+      : String(v);
+  return t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t;
+}
+
+describe('e2e: offvia gold restate of a window closed before its booking was fixed', function () {
+  this.timeout(600_000);
+  const env = stackEnv();
+  const bq = stackBigQuery(env);
+  const pubsub = new PubSub({ projectId: env.projectId });
+  const topic = pubsub.topic('booking-events');
+  const p = env.projectId;
+  const origin = code();
+  let destination = code();
+  while (destination === origin) destination = code();
+  const routeKey = `${origin}-${destination}-EUR`;
+  const tag = randomBytes(4).toString('hex');
+  // Nine minutes back: closed once the watermark follows current traffic (end + 300 s allowed lateness < now).
+  const windowStartMs = Math.floor((Date.now() - 9 * 60_000) / 60_000) * 60_000;
+  const windowStart = new Date(windowStartMs).toISOString();
+  const booking = (n: number, fare: string, atMs: number, o = origin, d = destination) =>
+    JSON.stringify({
+      booking_id: `BK-${tag}-${n}`,
+      passenger_id: `PAX-${n}`,
+      flight_number: 'OF-7',
+      origin: o,
+      destination: d,
+      fare,
+      currency: 'EUR',
+      event_time: new Date(atMs).toISOString(),
+    });
+  let firestore: Firestore | undefined;
+  let windows: BookingWindows;
+
+  before(function () {
+    if (!process.env.OFFVIA_FIRE_WINDOWS_URL || !process.env.FIRESTORE_EMULATOR_HOST) {
+      throw new Error('the local stack is not running: run through deploy/local/with-stack.sh');
+    }
+    firestore = emulatorFirestore();
+    windows = createBookingWindows(process.env, new Logger('gold-restate.test', () => undefined), {
+      firestore,
+    });
+  });
+  after(() => Promise.all([pubsub.close(), firestore?.terminate()]));
+
+  const latest = async () => {
+    const [rows] = await bq.query({
+      query: `SELECT booking_count, fare_total, source FROM \`${p}.offvia_gold.route_panes_latest\`
+              WHERE route_key = @k AND UNIX_MILLIS(window_start) = @s`,
+      params: { k: routeKey, s: windowStartMs },
+    });
+    return (rows as Record<string, unknown>[]).map((r) => ({
+      count: Number(r.booking_count),
+      total: amount(r.fare_total),
+      source: String(r.source),
+    }));
+  };
+  const goldRows = async () => {
+    const [rows] = await bq.query({
+      query: `SELECT COUNT(*) AS n FROM \`${p}.offvia_gold.route_panes\`
+              WHERE route_key = @k AND UNIX_MILLIS(window_start) = @s`,
+      params: { k: routeKey, s: windowStartMs },
+    });
+    return Number((rows as { n: unknown }[])[0]?.n);
+  };
+  // The independent recomputation: the Silver dedup view, read directly.
+  const fromDedupView = async () => {
+    const [rows] = await bq.query({
+      query: `SELECT COUNT(*) AS n, SUM(fare_amount) AS total FROM \`${p}.offvia_silver.fact_bookings_dedup\`
+              WHERE origin_airport = @o AND destination_airport = @d AND currency = 'EUR'
+                AND UNIX_MILLIS(event_timestamp) >= @s AND UNIX_MILLIS(event_timestamp) < @e`,
+      params: { o: origin, d: destination, s: windowStartMs, e: windowStartMs + 60_000 },
+    });
+    const r = (rows as Record<string, unknown>[])[0];
+    return { count: Number(r?.n), total: amount(r?.total) };
+  };
+
+  it('restates the window to the dedup view, exactly, and a second restate changes nothing', async () => {
+    const ids = [
+      await topic.publishMessage({
+        data: Buffer.from(booking(1, '100.10', windowStartMs + 10_000)),
+      }),
+      await topic.publishMessage({
+        data: Buffer.from(booking(2, '0.255', windowStartMs + 20_000)),
+      }),
+      // Quarantined (BUSINESS_RULE_VALIDATION): a negative fare.
+      await topic.publishMessage({
+        data: Buffer.from(booking(3, '-7.125', windowStartMs + 30_000)),
+      }),
+    ];
+    const routed = await waitForLayers(bq, p, ids, 120_000);
+    assert.ok(routed.complete, JSON.stringify(routed.layers));
+    assert.equal(routed.layers.silver.length, 2);
+    assert.equal(routed.layers.quarantine.length, 1);
+    const quarantinedId = ids[2] ?? '';
+
+    // Close the window: bookings of now (another route) move the watermark past end + allowed lateness, as live
+    // traffic does; an instance writes the watermark at most once per OFFVIA_WATERMARK_WRITE_INTERVAL_MS.
+    const config = loadWindowConfig(process.env);
+    const closedAfterMs = windowStartMs + 60_000 - 1 + config.strategy.allowedLatenessMs;
+    let watermarkMs = Number.NEGATIVE_INFINITY;
+    for (let n = 10; watermarkMs <= closedAfterMs; n++) {
+      assert.ok(n < 25, `the stored watermark (${watermarkMs}) never passed ${closedAfterMs}`);
+      const clock = await topic.publishMessage({
+        data: Buffer.from(booking(n, '1', Date.now(), destination, origin)),
+      });
+      assert.ok((await waitForLayers(bq, p, [clock], 60_000)).complete);
+      const until = Date.now() + config.watermarkWriteIntervalMs + 1_000;
+      for (;;) {
+        watermarkMs = (await windows.store.readWatermark())?.state.watermarkMs ?? watermarkMs;
+        if (watermarkMs > closedAfterMs || Date.now() > until) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    // fireWindows garbage-collects the window with its final pane (the stack's scheduler may hold the lease).
+    await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
+
+    // The two valid bookings were counted when they arrived (the stack's first events set the watermark) or, on
+    // a stack whose watermark already followed current traffic, dropped as too late: either way gold has them
+    // all or none, never the quarantined one.
+    const counted = (await offviaJson<TraceReport>('trace', `BK-${tag}-1`)).ledger[0]?.outcome;
+    const streamCount = counted === 'counted' ? 2 : 0;
+    const deadline = Date.now() + 60_000;
+    while (streamCount > 0 && (await latest())[0]?.count !== 2) {
+      assert.ok(Date.now() < deadline, `no stream pane of 2: ${JSON.stringify(await latest())}`);
+      await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+
+    // The fix, after the window closed: the booking reaches Silver, but the stream drops it as too late.
+    const fixed = await offviaJson<ReprocessReport>(
+      'quarantine',
+      'reprocess',
+      '--ids',
+      quarantinedId,
+      '--set',
+      'fare="7.125"',
+    );
+    assert.deepEqual(fixed.outcomes, { silver: 1 });
+    const trace = await offviaJson<TraceReport>('trace', `BK-${tag}-3`);
+    assert.equal(trace.silverDedup.length, 1);
+    assert.equal(trace.ledger[0]?.outcome, 'dropped');
+    const independent = await fromDedupView();
+    assert.deepEqual(independent, { count: 3, total: '107.48' });
+    const before = await latest();
+    assert.equal(before[0]?.count ?? 0, streamCount, 'gold does not count the fixed booking');
+
+    // An open window is left alone without --force: a fresh booking of now on a third route, restated at once
+    // (before the stream could have fired any pane for it, so its window differs from gold).
+    const openAtMs = Date.now();
+    let third = code();
+    while (third === origin || third === destination) third = code();
+    const openRoute = `${origin}-${third}-EUR`;
+    const openId = await topic.publishMessage({
+      data: Buffer.from(booking(30, '5', openAtMs, origin, third)),
+    });
+    assert.ok((await waitForLayers(bq, p, [openId], 60_000)).complete);
+    const nowWindow = new Date(Math.floor(openAtMs / 60_000) * 60_000).toISOString();
+    const refused = await offvia(
+      'gold',
+      'restate',
+      '--from',
+      nowWindow,
+      '--to',
+      nowWindow,
+      '--key',
+      openRoute,
+      '--json',
+    );
+    assert.equal(refused.code, EXIT.failure, refused.err);
+    const refusedReport = JSON.parse(refused.out) as RestateReport;
+    assert.equal(refusedReport.written, 0);
+    assert.ok(refusedReport.open >= 1, refused.out);
+
+    const range = ['--from', windowStart, '--to', windowStart, '--key', routeKey];
+    const rowsBefore = await goldRows();
+    const dry = await offviaJson<RestateReport>('gold', 'restate', ...range, '--dry-run');
+    assert.equal(dry.written, 0);
+    assert.equal(dry.changes.length, 1);
+    assert.equal(dry.changes[0]?.current?.count ?? 0, streamCount);
+    assert.deepEqual(
+      [dry.changes[0]?.restated.count, dry.changes[0]?.restated.total],
+      [3, '107.48'],
+    );
+    assert.equal(await goldRows(), rowsBefore, 'the dry run wrote nothing');
+
+    const run = await offviaJson<RestateReport>('gold', 'restate', ...range);
+    assert.equal(run.written, 1);
+    assert.deepEqual(await latest(), [{ ...independent, source: 'restatement' }]);
+    assert.equal(await goldRows(), rowsBefore + 1);
+    // Mean and extremes as the stream computes them: 107.48 / 3 = 35.826666666… → 35.826666667 (half-even).
+    const [pane] = (
+      await bq.query({
+        query: `SELECT fare_min, fare_max, fare_mean, pane_timing, is_final FROM \`${p}.offvia_gold.route_panes_latest\`
+                WHERE route_key = @k AND UNIX_MILLIS(window_start) = @s`,
+        params: { k: routeKey, s: windowStartMs },
+      })
+    )[0] as Record<string, unknown>[];
+    assert.deepEqual(
+      [
+        amount(pane?.fare_min),
+        amount(pane?.fare_max),
+        amount(pane?.fare_mean),
+        pane?.pane_timing,
+        pane?.is_final,
+      ],
+      ['0.255', '100.1', '35.826666667', 'LATE', true],
+    );
+
+    // Again: nothing differs, nothing is written.
+    const again = await offviaJson<RestateReport>('gold', 'restate', ...range);
+    assert.equal(again.written, 0);
+    assert.equal(again.changes.length, 0);
+    assert.equal(again.unchanged, 1);
+    assert.equal(await goldRows(), rowsBefore + 1);
+    assert.deepEqual(await latest(), [{ ...independent, source: 'restatement' }]);
+  });
+});
