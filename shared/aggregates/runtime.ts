@@ -92,7 +92,7 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount: config.shards,
+      shardCount: over.dedup === 'in-state' ? config.groupShards : config.shards,
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
@@ -178,6 +178,7 @@ export function createBookingWindows(
       ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
           ...storeOptions,
           keyGroups: config.keyGroups,
+          shards: config.groupShards,
           earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
           lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
           dedupTtlMs: config.ledgerTtlMs,
@@ -245,7 +246,25 @@ export function fireWindowsDepsOf(
     ...(windows.groups !== undefined && {
       groups: { store: windows.groups, partitions: config.firePartitions },
     }),
-    ...(windows.legacy !== undefined && { legacy: windows.legacy }),
+    ...(windows.legacy !== undefined && {
+      legacy: { ...windows.legacy, active: legacyActive(windows) },
+    }),
+  };
+}
+
+/**
+ * Whether windows of the per-window layout may still be open at a watermark: only if it held windows when key
+ * groups took over (a cutover after 0), and until the watermark is past the cutover + window size + allowed
+ * lateness, after which every window that started before the cutover is garbage-collected.
+ */
+function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise<boolean> {
+  const { groups, config } = windows;
+  return async (watermarkMs) => {
+    if (groups === undefined) return true;
+    const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
+    const { windowFn, allowedLatenessMs } = config.strategy;
+    const sizeMs = windowFn.kind === 'sessions' ? windowFn.gapMs : windowFn.sizeMs;
+    return cutoverMs > 0 && watermarkMs <= cutoverMs + sizeMs + allowedLatenessMs + 60_000;
   };
 }
 

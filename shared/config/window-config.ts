@@ -41,6 +41,8 @@ export interface WindowConfig {
   layout: WindowLayout;
   /** Key groups per window in the `key-groups` layout (`OFFVIA_WINDOW_KEY_GROUPS`, default 16). */
   keyGroups: number;
+  /** Shard documents per key group and window in the `key-groups` layout (`OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
+  groupShards: number;
   /** Partitions fireWindows splits the key groups into, one lease each (`OFFVIA_FIRE_WINDOWS_PARTITIONS`, 4). */
   firePartitions: number;
   /** Most events one Firestore transaction takes for one (key, window) (`OFFVIA_WINDOW_MAX_BUNDLE`, default 100). */
@@ -242,6 +244,18 @@ export const WINDOW_VARS = {
       'key groups per window (`key-groups` layout): hash(key) mod this picks the document a key lives in. Fewer ' +
       'groups bundle more events per transaction; more groups spread writes and keep documents under 1 MiB. ' +
       'Change it only while no window is open (a key would move to another group)',
+  }),
+  groupShards: intVar({
+    name: 'OFFVIA_WINDOW_GROUP_SHARDS',
+    default: 1,
+    min: 1,
+    max: 16,
+    unit: 'count',
+    meaning:
+      'shard documents per key group and window (`key-groups` layout; `OFFVIA_WINDOW_SHARDS` is the per-window ' +
+      "layout's): events go to hash(event id) mod this. 1 keeps a group in one document (one read and one write " +
+      'per transaction); raise it when one key takes more writes than one document sustains (a hot key written by ' +
+      'many instances). Change it only while no window is open',
   }),
   maxBundle: intVar({
     name: 'OFFVIA_WINDOW_MAX_BUNDLE',
@@ -489,6 +503,7 @@ export function loadWindowConfig(env: Env): WindowConfig {
     shards: readIntVar(env, v.shards),
     layout: readLayout(env),
     keyGroups: readIntVar(env, v.keyGroups),
+    groupShards: readIntVar(env, v.groupShards),
     firePartitions: readIntVar(env, v.firePartitions),
     maxBundle: readIntVar(env, v.maxBundle),
     firestoreRoot: readName(env, v.firestoreRoot),

@@ -55,6 +55,11 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
   readonly legacy?: {
     readonly store: WindowStore<Acc>;
     readonly keyed: KeyedWindows<In, Acc, Out>;
+    /**
+     * Whether per-window layout windows may still be open at this watermark (epoch ms); absent: always. Once false
+     * the run skips the per-window queries and lease.
+     */
+    readonly active?: (watermarkMs: number) => Promise<boolean>;
   };
 }
 
@@ -307,13 +312,13 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
     partitionsFired: 0,
     groupsDue: 0,
   };
-  if (deps.legacy !== undefined) {
-    const { groups: _g, legacy: _l, ...rest } = deps;
-    const drained = await fireWindows({ ...rest, store: deps.legacy.store, keyed: deps.legacy.keyed });
-    add(counts, drained);
-  }
   const update = await deps.tracker.advance(pt);
   const watermarkMs = update.state.watermarkMs;
+  const { legacy } = deps;
+  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
+    const { groups: _g, legacy: _l, ...rest } = deps;
+    add(counts, await fireWindows({ ...rest, store: legacy.store, keyed: legacy.keyed }));
+  }
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
       pipeline: deps.pipeline,
@@ -388,7 +393,12 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
       });
     }
   };
-  await Promise.all(order.map(fireOne));
+  // One partition at a time per run (each with `concurrency` groups in flight): concurrent runs, starting at random
+  // partitions and skipping leased ones, share the partitions between them.
+  for (const partition of order) {
+    if (stopped) break;
+    await fireOne(partition);
+  }
 
   // Panes a crashed or failed emission left in the outbox (every run looks; re-emission is idempotent by insertId).
   if (counts.panesDeferred === 0 && held > 0) {

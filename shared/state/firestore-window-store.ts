@@ -184,7 +184,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
   }
 
   /** `{root}/{pipeline}/{collection}`. */
-  collection(name: (typeof COLLECTIONS)[keyof typeof COLLECTIONS]): CollectionReference {
+  collection(name: string): CollectionReference {
     return this.base.collection(name);
   }
 

@@ -16,7 +16,7 @@ import {
   FirestoreWindowStore,
   type FirestoreWindowStoreOptions,
 } from './firestore-window-store';
-import { dedupIdOf, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
+import { dedupIdOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
 import type {
   LedgerEntry,
   OutboxPane,
@@ -48,6 +48,12 @@ export interface GroupedWindowStoreOptions<Acc extends JsonValue>
   extends FirestoreWindowStoreOptions<Acc> {
   /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`). */
   readonly keyGroups: number;
+  /**
+   * Shards per key group (`OFFVIA_WINDOW_SHARDS`). With 1, a group's bookkeeping and contributions share one
+   * document (a bundle reads and writes one document); with more, the bookkeeping has its own document (`~h`),
+   * written only when a key's pane state changes, so bundles on different shards do not contend on it.
+   */
+  readonly shards: number;
   /** Processing-time delays of the early and late firings, ms (`null`: none); they place the processing timer. */
   readonly earlyDelayMs: number | null;
   readonly lateDelayMs: number | null;
@@ -97,6 +103,7 @@ const GroupDoc = v.object({
   c: v.record(v.string(), PartEntry),
   seen: v.string(),
   spills: int,
+  watermark_floor_ms: v.optional(v.nullable(int), null),
 });
 const SpillDoc = v.object({ seen: v.string() });
 const BatchDoc = v.object({ panes_json: v.string(), created_at_ms: int });
@@ -127,6 +134,8 @@ interface GroupImage {
   seenText: string;
   seenSet: Set<string> | undefined;
   spills: number;
+  /** Highest watermark applied to the document's keys, garbage collection included (epoch ms). */
+  floorMs: number | null;
   dirty: boolean;
 }
 
@@ -145,6 +154,8 @@ interface GroupImage {
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
   readonly dedup = 'in-state' as const;
   readonly keyGroups: number;
+  /** The shard whose document holds the bookkeeping (`w`) and the timers: 0, or `HEAD_SHARD`. */
+  readonly headShard: number;
   private readonly maxSeen: number;
   private readonly clock: () => number;
   /** Panes of committed batches not yet deleted: insertId → batch document id, and what each batch has left. */
@@ -157,6 +168,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   ) {
     super(db, groupOptions);
     this.keyGroups = groupOptions.keyGroups;
+    this.headShard = groupOptions.shards > 1 ? HEAD_SHARD : 0;
     this.maxSeen = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
     this.clock = groupOptions.now ?? Date.now;
   }
@@ -232,6 +244,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         seenText: '',
         seenSet: undefined,
         spills: 0,
+        floorMs: null,
         dirty: false,
       };
     }
@@ -247,6 +260,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
       seenText: doc.seen,
       seenSet: undefined,
       spills: doc.spills,
+      floorMs: doc.watermark_floor_ms,
       dirty: false,
     };
   }
@@ -527,6 +541,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     shards: (StoredShard<Acc> | null)[];
     ledger: boolean[];
     seen?: boolean[];
+    floors?: (number | null)[];
   }> {
     if ((request.ledger ?? []).length > 0) {
       throw new Error('the key-groups layout keeps dedup in the state: read `seen`, not `ledger`');
@@ -536,7 +551,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     const seen = request.seen ?? [];
     const g = (key: string) => this.grouped.groupOf(key);
     await this.load([
-      ...windows.map((a) => ({ window: a.window, group: g(a.key), shard: 0 })),
+      ...windows.map((a) => ({ window: a.window, group: g(a.key), shard: this.grouped.headShard })),
       ...shards.map((a) => ({ window: a.window, group: g(a.key), shard: a.shard })),
       ...seen.map((a) => ({ window: a.window, group: g(a.key), shard: a.shard })),
     ]);
@@ -560,7 +575,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     }
     return {
       windows: windows.map((a) => {
-        const entry = this.image(a.window, g(a.key), 0).w.get(keyIdPart(a.key));
+        const entry = this.image(a.window, g(a.key), this.grouped.headShard).w.get(keyIdPart(a.key));
         return entry === undefined || entry.k !== a.key ? null : this.windowOfEntry(a, entry);
       }),
       shards: shards.map((a) => {
@@ -569,6 +584,10 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         return this.shardOfPart(a, part);
       }),
       ledger: [],
+      floors: windows.map((a) => {
+        const head = this.image(a.window, g(a.key), this.grouped.headShard);
+        return head.existed ? head.floorMs : null;
+      }),
       seen: seen.map((p) =>
         this.seenSet(this.image(p.window, g(p.key), p.shard)).has(dedupIdOf(p.eventId)),
       ),
@@ -576,8 +595,9 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   async groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]> {
-    await this.load([{ window, group, shard: 0 }]);
-    return [...this.image(window, group, 0).w.values()].map((e) => ({ key: e.k, window }));
+    const head = this.grouped.headShard;
+    await this.load([{ window, group, shard: head }]);
+    return [...this.image(window, group, head).w.values()].map((e) => ({ key: e.k, window }));
   }
 
   private windowOfEntry(a: WindowAddress, e: Bookkeeping): StoredWindow {
@@ -621,7 +641,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override putWindow(record: StoredWindow): void {
-    const image = this.image(record.window, this.grouped.groupOf(record.key), 0);
+    const image = this.image(record.window, this.grouped.groupOf(record.key), this.grouped.headShard);
     image.w.set(keyIdPart(record.key), {
       k: record.key,
       p: record.pane.phase,
@@ -634,12 +654,16 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       wm: record.watermarkMs,
       pt: record.processingTimeMs,
     });
+    image.floorMs = Math.max(image.floorMs ?? record.watermarkMs, record.watermarkMs);
     image.dirty = true;
   }
 
-  override deleteWindow(address: WindowAddress): void {
-    const image = this.image(address.window, this.grouped.groupOf(address.key), 0);
+  override deleteWindow(address: WindowAddress, watermarkMs?: number): void {
+    const image = this.image(address.window, this.grouped.groupOf(address.key), this.grouped.headShard);
     image.w.delete(keyIdPart(address.key));
+    if (watermarkMs !== undefined) {
+      image.floorMs = Math.max(image.floorMs ?? watermarkMs, watermarkMs);
+    }
     image.dirty = true;
   }
 
@@ -697,6 +721,8 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         image.seenText = '';
       }
       const empty = image.w.size === 0 && image.c.size === 0;
+      // A bookkeeping document whose keys are all collected is deleted only when it holds no dedup ids either:
+      // with one shard it stays as the tombstone (ids and watermark floor).
       if (empty && image.seenText === '' && image.spills === 0) {
         if (image.existed) {
           this.tx.delete(image.ref);
@@ -713,6 +739,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         c: Object.fromEntries(image.c),
         seen: image.seenText,
         spills: image.spills,
+        watermark_floor_ms: image.floorMs,
         ...this.timersOf(image),
         expireAt,
       });

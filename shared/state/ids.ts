@@ -80,11 +80,14 @@ export function dedupIdOf(eventId: string): string {
   return createHash('sha256').update(eventId, 'utf8').digest().subarray(0, 12).toString('base64url');
 }
 
+/** The shard number that stands for a key group's separate bookkeeping document (`~h`). */
+export const HEAD_SHARD = -1;
+
 /**
- * Document id of one shard of a key group of a window: `g<group>~<start>_<end>~s<shard>`. It starts with the group,
- * not the time, so consecutive windows do not write one narrow, ever-growing key range (Firestore's advice against
- * monotonically increasing document ids).
+ * Document id of one shard of a key group of a window, `g<group>~<start>_<end>~s<shard>`, or of its bookkeeping
+ * document `g<group>~<start>_<end>~h` (`HEAD_SHARD`). It starts with the group, not the time, so consecutive windows
+ * do not write one narrow, ever-growing key range (Firestore's advice against monotonically increasing ids).
  */
 export function keyGroupDocId(window: IntervalWindow, group: number, shard: number): string {
-  return `g${group}~${windowId(window)}~s${shard}`;
+  return `g${group}~${windowId(window)}~${shard === HEAD_SHARD ? 'h' : `s${shard}`}`;
 }

@@ -548,9 +548,17 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     );
     let watermarkMs = await watermark(processingTimeMs, false);
     if (stored.some((s) => s === null)) {
-      // Read after the bookkeeping read: a window closed by a committed transaction is seen with the watermark that
-      // closed it, so a too-late element cannot recreate a garbage-collected window.
-      watermarkMs = Math.max(watermarkMs, await watermark(processingTimeMs, true));
+      const floors = read.floors ?? [];
+      const known = stored.every((s, i) => s !== null || typeof floors[i] === 'number');
+      if (inState && known) {
+        // Key groups: the group's bookkeeping document carries the highest watermark applied to it, garbage
+        // collection included, read in this transaction: the same guarantee as a fresh read, without it.
+        watermarkMs = Math.max(watermarkMs, ...floors.filter((f): f is number => f !== null));
+      } else {
+        // Read after the bookkeeping read: a window closed by a committed transaction is seen with the watermark
+        // that closed it, so a too-late element cannot recreate a garbage-collected window.
+        watermarkMs = Math.max(watermarkMs, await watermark(processingTimeMs, true));
+      }
     }
     const wm = Math.max(watermarkMs, ...stored.map((s) => s?.watermarkMs ?? watermarkMs));
     const pt = Math.max(
@@ -773,7 +781,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       const address = { key, window };
       if (ws2 === undefined) {
         if (s0 !== null) {
-          tx.deleteWindow(address);
+          tx.deleteWindow(address, context.watermarkMs);
           current.forEach((shard, index) => {
             if (shard !== null) tx.deleteShard({ ...address, shard: index });
           });

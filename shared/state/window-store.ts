@@ -184,6 +184,12 @@ export interface WindowTransaction<Acc extends JsonValue> {
     ledger: boolean[];
     /** One answer per `seen` probe (absent when none were asked). */
     seen?: boolean[];
+    /**
+     * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
+     * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
+     * exist. A lower bound of the pipeline watermark that closed any key of the group.
+     */
+    floors?: (number | null)[];
   }>;
   /**
    * Key-group stores: the (key, window)s kept in one key group of `window` (reads the group's bookkeeping document).
@@ -196,8 +202,11 @@ export interface WindowTransaction<Acc extends JsonValue> {
   checkLease(lease: Lease): Promise<void>;
   /** Writes (creates or replaces) a bookkeeping record. */
   putWindow(record: StoredWindow): void;
-  /** Deletes a bookkeeping record (garbage collection). */
-  deleteWindow(address: WindowAddress): void;
+  /**
+   * Deletes a bookkeeping record (garbage collection) closed at watermark `watermarkMs` (epoch ms; key-groups stores
+   * keep it as their documents' watermark floor).
+   */
+  deleteWindow(address: WindowAddress, watermarkMs?: number): void;
   /** Writes (creates or replaces) one shard's contribution. */
   putShard(shard: StoredShard<Acc>): void;
   /** Deletes one shard (garbage collection). */
