@@ -253,18 +253,16 @@ export function fireWindowsDepsOf(
 }
 
 /**
- * Whether windows of the per-window layout may still be open at a watermark: only if it held windows when key
- * groups took over (a cutover after 0), and until the watermark is past the cutover + window size + allowed
- * lateness, after which every window that started before the cutover is garbage-collected.
+ * Whether windows of the per-window layout may still be open: only if it held windows when key groups took over (a
+ * cutover after 0), and while its `windows` collection is not empty (one document read per run).
  */
 function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise<boolean> {
-  const { groups, config } = windows;
-  return async (watermarkMs) => {
-    if (groups === undefined) return true;
+  const { groups, legacy } = windows;
+  return async () => {
+    if (groups === undefined || legacy === undefined) return true;
     const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
-    const { windowFn, allowedLatenessMs } = config.strategy;
-    const sizeMs = windowFn.kind === 'sessions' ? windowFn.gapMs : windowFn.sizeMs;
-    return cutoverMs > 0 && watermarkMs <= cutoverMs + sizeMs + allowedLatenessMs + 60_000;
+    if (cutoverMs === 0) return false;
+    return !(legacy.store instanceof FirestoreWindowStore) || (await legacy.store.hasWindows());
   };
 }
 

@@ -56,8 +56,8 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
     readonly store: WindowStore<Acc>;
     readonly keyed: KeyedWindows<In, Acc, Out>;
     /**
-     * Whether per-window layout windows may still be open at this watermark (epoch ms); absent: always. Once false
-     * the run skips the per-window queries and lease.
+     * Whether per-window layout windows may still be open (given the run's watermark, epoch ms); absent: always.
+     * When false the run skips the per-window queries and lease.
      */
     readonly active?: (watermarkMs: number) => Promise<boolean>;
   };

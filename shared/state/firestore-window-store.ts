@@ -399,6 +399,15 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     );
   }
 
+  /** Whether any (key, window) record exists (one query, `limit(1)`: 1 document read). */
+  async hasWindows(): Promise<boolean> {
+    return this.call('query any window', async () => {
+      const snap = await this.collection(COLLECTIONS.windows).limit(1).get();
+      this.metrics.reads += 1;
+      return !snap.empty;
+    });
+  }
+
   async findWindowsDue(
     timer: WindowTimer,
     beforeMs: number,
