@@ -40,7 +40,12 @@ const FIRING_KEYS = intEnv('OFFVIA_BENCH_FIRING_KEYS', 50_000);
 const PORT = intEnv('OFFVIA_BENCH_FIRESTORE_PORT', 8187);
 const CARDINALITIES = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
   .split(',')
-  .map((k) => Number(k));
+  .filter((k) => k.trim() !== '')
+  .map((k) => {
+    const n = Number(k);
+    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`OFFVIA_BENCH_KEYS: ${k} is not a key count >= 1`);
+    return n;
+  });
 const LAYOUTS = ['per-window', 'key-groups'] as const;
 /** Event time spanned by the stream (the issue's shape: 2 minutes). */
 const SPAN_MS = 2 * MIN;

@@ -95,8 +95,12 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       (await store.readDropped()).map((d) => [d.windowStartMs, d.count, d.expiredWindow]),
       [[T, 1, 1]],
     );
-    for (const d of (await store.collection(GROUP_COLLECTIONS.groups).get()).docs) {
+    const docs = (await store.collection(GROUP_COLLECTIONS.groups).get()).docs;
+    const closed = docs.filter((d) => d.get('window_start_ms') === T);
+    assert.ok(closed.length > 0, 'the closed window left a tombstone');
+    for (const d of closed) {
       assert.deepEqual([d.get('w'), d.get('c')], [{}, {}], `${d.id} keeps no key state`);
+      assert.ok(String(d.get('seen')).length > 0, `${d.id} keeps its dedup ids`);
     }
     assert.equal((await store.collection(GROUP_COLLECTIONS.paneBatches).get()).size, 0, 'outbox empty');
     assert.equal((await store.collection(COLLECTIONS.ledger).get()).size, 0, 'no ledger documents');
