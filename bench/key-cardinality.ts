@@ -13,7 +13,11 @@ import type { Firestore } from '@google-cloud/firestore';
 import { BookingWindowSink } from '../shared/aggregates/booking-window-sink';
 import { fireWindowsDepsOf, type BookingWindows } from '../shared/aggregates/runtime';
 import { formatScaled } from '../shared/contract';
-import { COLLECTIONS, newStoreMetrics, type StoreMetrics } from '../shared/state/firestore-window-store';
+import {
+  COLLECTIONS,
+  newStoreMetrics,
+  type StoreMetrics,
+} from '../shared/state/firestore-window-store';
 import { fireWindows } from '../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
 import { PRICES } from './lib/cost';
@@ -43,7 +47,8 @@ const CARDINALITIES = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
   .filter((k) => k.trim() !== '')
   .map((k) => {
     const n = Number(k);
-    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`OFFVIA_BENCH_KEYS: ${k} is not a key count >= 1`);
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`OFFVIA_BENCH_KEYS: ${k} is not a key count >= 1`);
     return n;
   });
 const LAYOUTS = ['per-window', 'key-groups'] as const;
@@ -72,7 +77,8 @@ async function startEmulator(): Promise<ChildProcess> {
       if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return child;
     } catch {
       // Not listening yet: keep polling until the deadline.
-      if (Date.now() > deadline) throw new Error(`Firestore emulator not up on port ${PORT} after 60 s`);
+      if (Date.now() > deadline)
+        throw new Error(`Firestore emulator not up on port ${PORT} after 60 s`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -111,7 +117,12 @@ function expectedCounts(specs: readonly BookingSpec[]): Map<string, number> {
 /** Documents still holding a TTL field at the end: Firestore's TTL deletes them later (billed as deletes). */
 async function ttlDocuments(db: Firestore, root: string, pipeline: string): Promise<number> {
   const base = db.collection(root).doc(pipeline);
-  const collections = [COLLECTIONS.ledger, COLLECTIONS.dropped, GROUP_COLLECTIONS.groups, GROUP_COLLECTIONS.spills];
+  const collections = [
+    COLLECTIONS.ledger,
+    COLLECTIONS.dropped,
+    GROUP_COLLECTIONS.groups,
+    GROUP_COLLECTIONS.spills,
+  ];
   let n = 0;
   for (const c of collections) n += (await base.collection(c).count().get()).data().count;
   return n;
@@ -144,7 +155,11 @@ function usdPerMillion(r: Row): number {
 }
 
 /** Records `specs` with `IN_FLIGHT` in flight, each received `DELAY_MS` after its event time. */
-async function ingest(windows: BookingWindows, specs: readonly BookingSpec[], clock: Clock): Promise<number> {
+async function ingest(
+  windows: BookingWindows,
+  specs: readonly BookingSpec[],
+  clock: Clock,
+): Promise<number> {
   const bookingSink = new BookingWindowSink(windows.pipeline, windows.logger);
   let next = 0;
   let counted = 0;
@@ -206,7 +221,8 @@ async function cardinalityRow(
   for (const row of writer.gold()) {
     const id = `${String(row.route_key)}~${Date.parse(String(row.window_start))}`;
     const index = Number(row.pane_index);
-    if ((last.get(id)?.index ?? -1) < index) last.set(id, { index, count: Number(row.booking_count) });
+    if ((last.get(id)?.index ?? -1) < index)
+      last.set(id, { index, count: Number(row.booking_count) });
   }
   const expected = expectedCounts(specs);
   const countedOnce =
@@ -325,7 +341,9 @@ async function main(): Promise<void> {
       for (const layout of LAYOUTS) {
         const row = await cardinalityRow(db, layout, keys);
         rows.push(row);
-        process.stdout.write(`  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)\n`);
+        process.stdout.write(
+          `  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)\n`,
+        );
       }
     }
     const per = (n: number, r: Row) => (n / r.events).toFixed(2);
@@ -354,7 +372,9 @@ async function main(): Promise<void> {
     const failed = rows.filter((r) => !r.countedOnce);
     process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
     if (failed.length > 0) {
-      process.stdout.write(`independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`);
+      process.stdout.write(
+        `independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`,
+      );
       process.exitCode = 1;
     }
   } finally {
@@ -364,6 +384,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exitCode = 1;
 });

@@ -218,7 +218,8 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       {
         name: 'OFFVIA_BENCH_CONCURRENCY',
         default: '`80` (bench, bench:keys), `32` (bench:state)',
-        meaning: 'invocations (bench, bench:keys) or events per writer process (bench:state) in flight',
+        meaning:
+          'invocations (bench, bench:keys) or events per writer process (bench:state) in flight',
       },
       {
         name: 'OFFVIA_BENCH_FUNCTION_PORT',
@@ -244,7 +245,8 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       {
         name: 'OFFVIA_BENCH_KEYS',
         default: '`1,100,1000,5000`',
-        meaning: 'key counts of the `bench:keys` rows (comma-separated; empty: no rows, the firing-rate row only)',
+        meaning:
+          'key counts of the `bench:keys` rows (comma-separated; empty: no rows, the firing-rate row only)',
       },
       {
         name: 'OFFVIA_BENCH_FIRING_KEYS',

@@ -450,10 +450,23 @@ function keyGroupIndexes({ o, p, steps }: Context): void {
     });
   }
   for (const [group, field] of KEY_GROUP_INDEX_EXEMPTIONS) {
+    // An exempted field no longer inherits the database's automatic index settings (usesAncestorConfig false).
     steps.push({
-      kind: 'run',
+      kind: 'ensure',
       title: `Firestore single-field index exemption: ${group}.${field} (no query uses it)`,
-      command: gcloud(
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'firestore indexes fields describe',
+          field,
+          `--collection-group=${group}`,
+          db,
+          p,
+          '--format=value(indexConfig.usesAncestorConfig)',
+        ),
+        line: 'False',
+      },
+      absent: gcloud(
         'firestore indexes fields update',
         field,
         `--collection-group=${group}`,
@@ -473,8 +486,9 @@ function keyGroupIndexes({ o, p, steps }: Context): void {
         command: [
           'bash',
           '-c',
+          // The timer fields appear in no other index of the database.
           'gcloud firestore indexes composite list --database="$0" --project="$1" --format=json | ' +
-            'grep -q "\"fieldPath\": \"$2\""',
+            'grep -q -- "$2"',
           o.firestoreDatabase,
           o.project,
           second,

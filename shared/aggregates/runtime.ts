@@ -101,7 +101,10 @@ export function assembleBookingWindows(
       ...(parts.pickShard && { pickShard: parts.pickShard }),
     });
   const keyed = keyedOver(store);
-  const groups = store instanceof GroupedFirestoreWindowStore ? store : undefined;
+  const groups =
+    store instanceof GroupedFirestoreWindowStore
+      ? (store as GroupedFirestoreWindowStore<BookingAccumulator>)
+      : undefined;
   const legacy =
     parts.legacyStore === undefined
       ? undefined

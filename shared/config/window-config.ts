@@ -430,7 +430,10 @@ function readLayout(env: Env): WindowLayout {
   const spec = WINDOW_VARS.layout;
   const layout = readString(env, spec.name, spec.default);
   if (layout !== 'key-groups' && layout !== 'per-window') {
-    throw new ConfigError(spec.name, `expected key-groups or per-window, got ${JSON.stringify(layout)}`);
+    throw new ConfigError(
+      spec.name,
+      `expected key-groups or per-window, got ${JSON.stringify(layout)}`,
+    );
   }
   return layout;
 }

@@ -281,10 +281,18 @@ async function runUnderLease<In, Acc extends JsonValue, Out>(
 }
 
 type Counts = {
-  -readonly [K in keyof Omit<
-    FireWindowsSummary,
-    'status' | 'watermarkMs' | 'watermarkAdvanced' | 'leaseFence' | 'durationMs' | 'pipeline' | 'processingTimeMs'
-  >]-?: number;
+  -readonly [
+    K in keyof Omit<
+      FireWindowsSummary,
+      | 'status'
+      | 'watermarkMs'
+      | 'watermarkAdvanced'
+      | 'leaseFence'
+      | 'durationMs'
+      | 'pipeline'
+      | 'processingTimeMs'
+    >
+  ]-?: number;
 };
 
 /**
@@ -316,8 +324,7 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
   const watermarkMs = update.state.watermarkMs;
   const { legacy } = deps;
   if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
-    const { groups: _g, legacy: _l, ...rest } = deps;
-    add(counts, await fireWindows({ ...rest, store: legacy.store, keyed: legacy.keyed }));
+    add(counts, await fireWindows(perWindowDeps(deps, legacy.store, legacy.keyed)));
   }
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
@@ -425,6 +432,29 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
   if (held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
   else logs.fireWindowsDone(deps.logger, { ...summary });
   return summary;
+}
+
+/** The same run's dependencies for the per-window layout's store and code path (the migration drain). */
+function perWindowDeps<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  store: WindowStore<Acc>,
+  keyed: KeyedWindows<In, Acc, Out>,
+): FireWindowsDeps<In, Acc, Out> {
+  return {
+    pipeline: deps.pipeline,
+    store,
+    keyed,
+    tracker: deps.tracker,
+    emitter: deps.emitter,
+    logger: deps.logger,
+    now: deps.now,
+    holder: deps.holder,
+    leaseMs: deps.leaseMs,
+    concurrency: deps.concurrency,
+    maxWindows: deps.maxWindows,
+    outboxGraceMs: deps.outboxGraceMs,
+    processingTimeDelayMs: deps.processingTimeDelayMs,
+  };
 }
 
 function add(counts: Counts, other: FireWindowsSummary): void {

@@ -44,8 +44,9 @@ const PANES_PER_BATCH = 200;
 const DEDUP_ID_LENGTH = 16;
 
 /** Options of the key-groups adapter. */
-export interface GroupedWindowStoreOptions<Acc extends JsonValue>
-  extends FirestoreWindowStoreOptions<Acc> {
+export interface GroupedWindowStoreOptions<
+  Acc extends JsonValue,
+> extends FirestoreWindowStoreOptions<Acc> {
   /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`). */
   readonly keyGroups: number;
   /**
@@ -175,9 +176,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
 
   /** The key-group document of a window, group and shard. */
   groupRef(window: IntervalWindow, group: number, shard: number): DocumentReference {
-    return this.base
-      .collection(GROUP_COLLECTIONS.groups)
-      .doc(keyGroupDocId(window, group, shard));
+    return this.base.collection(GROUP_COLLECTIONS.groups).doc(keyGroupDocId(window, group, shard));
   }
 
   /** The n-th dedup spill document of a key-group document. */
@@ -365,18 +364,16 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
           `malformed panes_json: ${errorText(err)}`,
         );
       }
-      const batch = this.parse(where, v.array(BatchPane), list).map(
-        (p): OutboxPane => ({
-          insertId: p.insertId,
-          row: p.row,
-          key: p.key,
-          window: { startMs: p.start, endMs: p.end },
-          timing: p.timing,
-          index: p.index,
-          isLast: p.isLast,
-          createdAtMs: p.createdAtMs,
-        }),
-      );
+      const batch = this.parse(where, v.array(BatchPane), list).map((p): OutboxPane => ({
+        insertId: p.insertId,
+        row: p.row,
+        key: p.key,
+        window: { startMs: p.start, endMs: p.end },
+        timing: p.timing,
+        index: p.index,
+        isLast: p.isLast,
+        createdAtMs: p.createdAtMs,
+      }));
       this.trackBatch(
         d.id,
         batch.map((p) => p.insertId),
@@ -411,7 +408,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     if (emptied.length === 0) return;
     await this.call('delete pane batches', async () => {
       const batch = this.db.batch();
-      for (const id of emptied) batch.delete(this.base.collection(GROUP_COLLECTIONS.paneBatches).doc(id));
+      for (const id of emptied)
+        batch.delete(this.base.collection(GROUP_COLLECTIONS.paneBatches).doc(id));
       await batch.commit();
       this.metrics.deletes += emptied.length;
     });
@@ -451,7 +449,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         // ALREADY_EXISTS: another instance decided first; its value holds.
         if ((err as { code?: unknown } | null)?.code !== 6) throw err;
         const decided = await read();
-        if (decided === null) throw new Error('meta/layout vanished after ALREADY_EXISTS', { cause: err });
+        if (decided === null)
+          throw new Error('meta/layout vanished after ALREADY_EXISTS', { cause: err });
         return decided;
       }
     });
@@ -524,7 +523,8 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       }
       for (let n = 0; n < image.spills; n++) {
         const text = this.spillTexts.get(this.grouped.spillRef(image.ref, n).id) ?? '';
-        for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH) set.add(text.slice(i, i + DEDUP_ID_LENGTH));
+        for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH)
+          set.add(text.slice(i, i + DEDUP_ID_LENGTH));
       }
       image.seenSet = set;
     }
@@ -562,7 +562,8 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       if (image.seenSet !== undefined) continue;
       for (let n = 0; n < image.spills; n++) {
         const ref = this.grouped.spillRef(image.ref, n);
-        if (!this.spillTexts.has(ref.id) && !spillRefs.some((r) => r.id === ref.id)) spillRefs.push(ref);
+        if (!this.spillTexts.has(ref.id) && !spillRefs.some((r) => r.id === ref.id))
+          spillRefs.push(ref);
       }
     }
     if (spillRefs.length > 0) {
@@ -575,7 +576,9 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     }
     return {
       windows: windows.map((a) => {
-        const entry = this.image(a.window, g(a.key), this.grouped.headShard).w.get(keyIdPart(a.key));
+        const entry = this.image(a.window, g(a.key), this.grouped.headShard).w.get(
+          keyIdPart(a.key),
+        );
         return entry === undefined || entry.k !== a.key ? null : this.windowOfEntry(a, entry);
       }),
       shards: shards.map((a) => {
@@ -641,7 +644,11 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override putWindow(record: StoredWindow): void {
-    const image = this.image(record.window, this.grouped.groupOf(record.key), this.grouped.headShard);
+    const image = this.image(
+      record.window,
+      this.grouped.groupOf(record.key),
+      this.grouped.headShard,
+    );
     image.w.set(keyIdPart(record.key), {
       k: record.key,
       p: record.pane.phase,
@@ -659,7 +666,11 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override deleteWindow(address: WindowAddress, watermarkMs?: number): void {
-    const image = this.image(address.window, this.grouped.groupOf(address.key), this.grouped.headShard);
+    const image = this.image(
+      address.window,
+      this.grouped.groupOf(address.key),
+      this.grouped.headShard,
+    );
     image.w.delete(keyIdPart(address.key));
     if (watermarkMs !== undefined) {
       image.floorMs = Math.max(image.floorMs ?? watermarkMs, watermarkMs);
@@ -689,7 +700,9 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     const windows = entry.windows ?? [];
     const shards = entry.shards ?? [];
     if (windows.length !== entry.windowIds.length || shards.length !== windows.length) {
-      throw new Error(`ledger entry of ${entry.eventId} lacks its windows and shards (key-groups layout)`);
+      throw new Error(
+        `ledger entry of ${entry.eventId} lacks its windows and shards (key-groups layout)`,
+      );
     }
     const id = dedupIdOf(entry.eventId);
     windows.forEach((window, i) => {

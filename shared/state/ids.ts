@@ -77,7 +77,11 @@ export function eventShardOf(eventId: string, shards: number): number {
  * base64url. Two of a document's ids collide with probability n² / 2^97 (n ids), under 10^-19 at 100,000.
  */
 export function dedupIdOf(eventId: string): string {
-  return createHash('sha256').update(eventId, 'utf8').digest().subarray(0, 12).toString('base64url');
+  return createHash('sha256')
+    .update(eventId, 'utf8')
+    .digest()
+    .subarray(0, 12)
+    .toString('base64url');
 }
 
 /** The shard number that stands for a key group's separate bookkeeping document (`~h`). */

@@ -81,10 +81,13 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     const { legacy } = this.deps;
     const old = legacy !== undefined && windows.some((w) => w.startMs < this.cutover(legacy));
     const outcome = old
-      ? await this.legacyBundler.submit(legacy.keyed.bundleQueueKey(key, element.eventId, windows), {
-          key,
-          element,
-        })
+      ? await this.legacyBundler.submit(
+          legacy.keyed.bundleQueueKey(key, element.eventId, windows),
+          {
+            key,
+            element,
+          },
+        )
       : await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, element.eventId, windows), {
           key,
           element,
@@ -110,13 +113,7 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     const first = items[0];
     const results =
       keys.length === 1 || first === undefined
-        ? [
-            await keyed.processBundle(
-              keys[0]?.[0] ?? '',
-              keys[0]?.[1].elements ?? [],
-              watermark,
-            ),
-          ]
+        ? [await keyed.processBundle(keys[0]?.[0] ?? '', keys[0]?.[1].elements ?? [], watermark)]
         : await keyed.processGroupBundle(
             keys.map(([key, entry]) => ({ key, elements: entry.elements })),
             keyed.eventShard(first.element.eventId),

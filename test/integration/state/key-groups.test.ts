@@ -102,13 +102,20 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       assert.deepEqual([d.get('w'), d.get('c')], [{}, {}], `${d.id} keeps no key state`);
       assert.ok(String(d.get('seen')).length > 0, `${d.id} keeps its dedup ids`);
     }
-    assert.equal((await store.collection(GROUP_COLLECTIONS.paneBatches).get()).size, 0, 'outbox empty');
+    assert.equal(
+      (await store.collection(GROUP_COLLECTIONS.paneBatches).get()).size,
+      0,
+      'outbox empty',
+    );
     assert.equal((await store.collection(COLLECTIONS.ledger).get()).size, 0, 'no ledger documents');
   });
 
   it('drops a redelivery as a duplicate while the state lives and after garbage collection, and counts a late drop once', async () => {
     const { windows, store, writer, clock, sink } = firestoreBookingWindows(db);
-    assert.equal((await record(sink, { id: 'd1', fare: '5', at: T + S }, T + 2 * S)).kind, 'counted');
+    assert.equal(
+      (await record(sink, { id: 'd1', fare: '5', at: T + S }, T + 2 * S)).kind,
+      'counted',
+    );
     assert.equal(
       (await record(sink, { id: 'd1', fare: '5', at: T + S }, T + 3 * S, 'm-again')).kind,
       'duplicate',
@@ -181,7 +188,12 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
     const spills = await store.collection(GROUP_COLLECTIONS.spills).get();
     assert.equal(spills.size, 2, '11 ids with at most 4 per document: 2 spills of 5, 1 id left');
     for (let i = 0; i < 11; i++) {
-      const again = await record(sink, { id: `sp-${i}`, fare: '1', at: T + i * S }, T + 13 * S, 'x');
+      const again = await record(
+        sink,
+        { id: `sp-${i}`, fare: '1', at: T + i * S },
+        T + 13 * S,
+        'x',
+      );
       assert.equal(again.kind, 'duplicate', `sp-${i} redelivered`);
     }
   });
@@ -205,7 +217,12 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       processingTimeMs: T + 10 * S + 30 * S,
     });
     // One partition leased elsewhere: runs fire the other partitions and leave its groups; once free, they fire.
-    const held = await windows.store.acquireLease('elsewhere', T + 3 * MIN, 60 * S, 'fireWindowsLease~p0');
+    const held = await windows.store.acquireLease(
+      'elsewhere',
+      T + 3 * MIN,
+      60 * S,
+      'fireWindowsLease~p0',
+    );
     assert.ok(held);
     clock.nowMs = T + 3 * MIN;
     const inP0 = ROUTES.filter((r) => keyGroupOf(r.join('-'), 8) % 4 === 0).length;
@@ -215,7 +232,11 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       fireWindows(fireWindowsDepsOf(windows)),
     ]);
     assert.ok(runs.every((r) => r.status === 'done'));
-    assert.equal(onTime(), ROUTES.length - inP0, 'every key outside partition 0 fired on time, once');
+    assert.equal(
+      onTime(),
+      ROUTES.length - inP0,
+      'every key outside partition 0 fired on time, once',
+    );
     await windows.store.releaseLease(held);
     await fireWindows(fireWindowsDepsOf(windows));
     assert.equal(onTime(), ROUTES.length, 'every key fired on time exactly once');
@@ -249,7 +270,11 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       'counted',
     );
     const cutover = await after.windows.groups?.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
-    assert.equal(cutover, T + 3 * S + LAYOUT_ROLLOUT_MARGIN_MS, 'decided by the first new instance');
+    assert.equal(
+      cutover,
+      T + 3 * S + LAYOUT_ROLLOUT_MARGIN_MS,
+      'decided by the first new instance',
+    );
     const legacyStore = new FirestoreWindowStore<BookingAccumulator>(db, {
       root,
       pipeline: after.windows.config.pipeline,

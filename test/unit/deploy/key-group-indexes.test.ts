@@ -47,7 +47,9 @@ describe('deploy plan: key-groups layout indexes', () => {
       assert.ok(
         commands.some(
           (c) =>
-            c.startsWith('gcloud firestore indexes composite create --collection-group=keyGroups') &&
+            c.startsWith(
+              'gcloud firestore indexes composite create --collection-group=keyGroups',
+            ) &&
             c.includes(`field-path=${first},order=ascending --field-config=field-path=${second}`),
         ),
         `composite index (${first}, ${second})`,
