@@ -14,6 +14,7 @@ import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
 import {
   windowId,
+  type IntervalWindow,
   type JsonValue,
   type WatermarkState,
   type WindowContribution,
@@ -397,6 +398,25 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         this.metrics.writes++;
       }),
     );
+  }
+
+  /**
+   * What the dedup state says about an event: `counted`, `dropped` (too late for all its windows) or `null` (no
+   * ledger entry). The per-window layout reads the event's ledger document; `key` and `windows` (the event's) are
+   * what the key-groups layout needs to find it.
+   * @throws TransientError when Firestore fails
+   */
+  async eventOutcome(
+    eventId: string,
+    _key: string,
+    _windows: readonly IntervalWindow[],
+  ): Promise<'counted' | 'dropped' | null> {
+    return this.call('read dedup ledger', async () => {
+      const snap = await this.ledgerRef(eventId).get();
+      this.metrics.reads++;
+      if (!snap.exists) return null;
+      return snap.get('outcome') === 'dropped' ? 'dropped' : 'counted';
+    });
   }
 
   /** Whether any (key, window) record exists (one query, `limit(1)`: 1 document read). */

@@ -16,7 +16,7 @@ import {
   FirestoreWindowStore,
   type FirestoreWindowStoreOptions,
 } from './firestore-window-store';
-import { dedupIdOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
+import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
 import type {
   LedgerEntry,
   OutboxPane,
@@ -103,10 +103,11 @@ const GroupDoc = v.object({
   w: v.record(v.string(), BookkeepingEntry),
   c: v.record(v.string(), PartEntry),
   seen: v.string(),
+  dropped: v.optional(v.string(), ''),
   spills: int,
   watermark_floor_ms: v.optional(v.nullable(int), null),
 });
-const SpillDoc = v.object({ seen: v.string() });
+const SpillDoc = v.object({ seen: v.string(), dropped: v.optional(v.string(), '') });
 const BatchDoc = v.object({ panes_json: v.string(), created_at_ms: int });
 const BatchPane = v.object({
   insertId: v.string(),
@@ -133,6 +134,8 @@ interface GroupImage {
   readonly w: Map<string, Bookkeeping>;
   readonly c: Map<string, Part>;
   seenText: string;
+  /** Dedup ids of the events dropped from every window (also in `seenText`): their outcome, for operators. */
+  droppedText: string;
   seenSet: Set<string> | undefined;
   spills: number;
   /** Highest watermark applied to the document's keys, garbage collection included (epoch ms). */
@@ -155,6 +158,8 @@ interface GroupImage {
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
   readonly dedup = 'in-state' as const;
   readonly keyGroups: number;
+  /** Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). */
+  readonly shards: number;
   /** The shard whose document holds the bookkeeping (`w`) and the timers: 0, or `HEAD_SHARD`. */
   readonly headShard: number;
   private readonly maxSeen: number;
@@ -169,6 +174,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   ) {
     super(db, groupOptions);
     this.keyGroups = groupOptions.keyGroups;
+    this.shards = groupOptions.shards;
     this.headShard = groupOptions.shards > 1 ? HEAD_SHARD : 0;
     this.maxSeen = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
     this.clock = groupOptions.now ?? Date.now;
@@ -241,6 +247,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         w: new Map(),
         c: new Map(),
         seenText: '',
+        droppedText: '',
         seenSet: undefined,
         spills: 0,
         floorMs: null,
@@ -257,6 +264,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
       w: new Map(Object.entries(doc.w)),
       c: new Map(Object.entries(doc.c)),
       seenText: doc.seen,
+      droppedText: doc.dropped,
       seenSet: undefined,
       spills: doc.spills,
       floorMs: doc.watermark_floor_ms,
@@ -268,6 +276,49 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   spillIds(ref: DocumentReference, snap: DocumentSnapshot): string {
     if (!snap.exists) return '';
     return this.parse(`${GROUP_COLLECTIONS.spills}/${ref.id}`, SpillDoc, snap.data()).seen;
+  }
+
+  /**
+   * What the dedup state says about an event (operators, the demo, the reliability harness): `counted`, `dropped`
+   * (too late for all its windows) or `null` (never applied, or its tombstone expired). Reads the event's shard
+   * document in each of its windows and their spills, outside any transaction (`windows`: the event's windows).
+   * @throws TransientError when Firestore fails
+   */
+  override async eventOutcome(
+    eventId: string,
+    key: string,
+    windows: readonly IntervalWindow[],
+  ): Promise<'counted' | 'dropped' | null> {
+    const id = dedupIdOf(eventId);
+    const has = (text: string) => {
+      for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH) {
+        if (text.slice(i, i + DEDUP_ID_LENGTH) === id) return true;
+      }
+      return false;
+    };
+    return this.call('read dedup ids', async () => {
+      let outcome: 'counted' | 'dropped' | null = null;
+      for (const window of windows) {
+        const ref = this.groupRef(window, this.groupOf(key), eventShardOf(eventId, this.shards));
+        const snap = await ref.get();
+        this.metrics.reads++;
+        if (!snap.exists) continue;
+        const doc = this.parse(`${GROUP_COLLECTIONS.groups}/${ref.id}`, GroupDoc, snap.data());
+        const texts = [{ seen: doc.seen, dropped: doc.dropped }];
+        for (let n = 0; n < doc.spills; n++) {
+          const spill = await this.spillRef(ref, n).get();
+          this.metrics.reads++;
+          if (spill.exists)
+            texts.push(
+              this.parse(`${GROUP_COLLECTIONS.spills}/${spill.id}`, SpillDoc, spill.data()),
+            );
+        }
+        if (texts.some((t) => has(t.dropped))) outcome ??= 'dropped';
+        else if (texts.some((t) => has(t.seen))) outcome = 'counted';
+      }
+      // Windows still in the per-window layout (before the migration cutover) have ledger documents.
+      return outcome ?? (await super.eventOutcome(eventId, key, windows));
+    });
   }
 
   /** Most dedup ids a document keeps before spilling. */
@@ -711,6 +762,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       if (set.has(id)) return;
       set.add(id);
       image.seenText += id;
+      if (entry.outcome === 'dropped') image.droppedText += id;
       image.dirty = true;
     });
   }
@@ -727,11 +779,13 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       if (image.seenText.length / DEDUP_ID_LENGTH > this.grouped.maxSeenPerDocument) {
         this.tx.create(this.grouped.spillRef(image.ref, image.spills), {
           seen: image.seenText,
+          dropped: image.droppedText,
           expireAt,
         });
         this.writes++;
         image.spills++;
         image.seenText = '';
+        image.droppedText = '';
       }
       const empty = image.w.size === 0 && image.c.size === 0;
       // A bookkeeping document whose keys are all collected is deleted only when it holds no dedup ids either:
@@ -751,6 +805,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         w: Object.fromEntries(image.w),
         c: Object.fromEntries(image.c),
         seen: image.seenText,
+        dropped: image.droppedText,
         spills: image.spills,
         watermark_floor_ms: image.floorMs,
         ...this.timersOf(image),
