@@ -29,6 +29,10 @@ export const USAGE = `usage: deploy.sh    --project P --region R [options]
   --publisher M             principal allowed to publish booking events, e.g. serviceAccount:EMAIL (repeatable):
                             roles/pubsub.publisher on the topic only
   --runtime RT              Cloud Functions runtime: nodejs22 (default) or nodejs24
+  --kms-key K               projects/P/locations/L/keyRings/R/cryptoKeys/K: customer-managed key of the datasets,
+                            topics, functions and the Firestore database (its location must be the region)
+  --passenger-id-hmac-secret S:N  Secret Manager secret and pinned version of the key that replaces passenger_id
+                            with its HMAC-SHA256 before Silver (docs/privacy.md)
   --out-dir D               where the metric and policy JSON files go (default deploy/gcloud/generated/<project>)
   --yes                     teardown only: do not ask for confirmation
   --delete-data             teardown only: also delete datasets, topics, dead letters and the documents of the
@@ -76,6 +80,8 @@ function parseCliFlags(args: string[]) {
       'topic-retention': { type: 'string', default: '7d' },
       'out-dir': { type: 'string' },
       runtime: { type: 'string', default: DEFAULT_RUNTIME },
+      'kms-key': { type: 'string' },
+      'passenger-id-hmac-secret': { type: 'string' },
       yes: { type: 'boolean', default: false },
       'delete-data': { type: 'boolean', default: false },
     },
@@ -131,6 +137,10 @@ export function parseCli(argv: readonly string[]): CliArgs {
       ttlCollectionGroups: values['ttl-collection-group'] ?? DEFAULT_TTL_COLLECTION_GROUPS,
       outDir: values['out-dir'] ?? `deploy/gcloud/generated/${project}`,
       runtime: values.runtime,
+      ...(values['kms-key'] === undefined ? {} : { kmsKey: values['kms-key'] }),
+      ...(values['passenger-id-hmac-secret'] === undefined
+        ? {}
+        : { passengerIdHmacSecret: values['passenger-id-hmac-secret'] }),
     },
   };
 }

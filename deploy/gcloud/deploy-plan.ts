@@ -35,7 +35,8 @@ import {
   resourceGrant,
   tableGrant,
 } from './iam';
-import { assertPlanSecure } from './plan-checks';
+import { assertPlanSecure, kmsCoverageViolations } from './plan-checks';
+import { FUNCTION_IMAGES_REPOSITORY, KEY_USERS, KMS_ROLE, type KmsKey, parseKmsKey } from './kms';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import { addMonitoringDashboard } from './dashboard';
 import {
@@ -48,14 +49,16 @@ import {
   BRONZE_SA,
   BUILD_SA,
   durationSeconds,
+  passengerIdSecret,
   PUBSUB_AGENT,
   type RepoFacts,
   SCHEDULER_SA,
   TRIGGER_SA,
   validateOptions,
 } from './options';
-import { tablesCreated } from './sql';
-import { type Command, gcloud, type Step } from './steps';
+import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
+import { datasetsCreated, tablesCreated } from './sql';
+import { bq, type Command, gcloud, type Step } from './steps';
 
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
 export const TTL_FIELD = 'expireAt';
@@ -147,6 +150,8 @@ interface Context {
   readonly p: string;
   readonly steps: Step[];
   readonly files: GeneratedFile[];
+  /** `--kms-key`, parsed; undefined: Google-managed encryption. */
+  readonly kms: KmsKey | undefined;
 }
 
 /**
@@ -157,7 +162,12 @@ interface Context {
  */
 export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   validateOptions(o);
-  const { vars, config } = functionEnv(o.project, o.envOverrides, o.firestoreDatabase);
+  const { vars, config } = functionEnv(
+    o.project,
+    o.envOverrides,
+    o.firestoreDatabase,
+    o.passengerIdHmacSecret !== undefined,
+  );
   // A ledger entry must outlive every redelivery of its message, or a late redelivery counts twice.
   if (config.window.ledgerTtlMs < DELIVERY.messageRetentionMs) {
     throw new Error(
@@ -195,13 +205,16 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     p: `--project=${o.project}`,
     steps: [],
     files: [],
+    kms: o.kmsKey === undefined ? undefined : parseKmsKey(o.kmsKey),
   };
   foundation(ctx);
+  if (ctx.kms !== undefined) kmsKeyGrants(ctx, ctx.kms);
   bigQuery(ctx);
   firestore(ctx);
   keyGroupIndexes(ctx);
   serviceAccounts(ctx);
   pubSub(ctx);
+  if (ctx.kms !== undefined && ctx.functions.length > 0) functionImagesRepository(ctx, ctx.kms);
   for (const fn of ctx.functions) deployFunction(ctx, fn);
   for (const spec of FUNCTION_SPECS.values()) {
     if (!ctx.functions.some((f) => f.spec === spec)) {
@@ -219,6 +232,10 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
   assertNoBroadRoles(ctx.steps);
   assertPlanSecure(ctx.steps, o);
+  const uncovered = kmsCoverageViolations(ctx.steps, o, datasetsCreated(facts.sqlFiles));
+  if (uncovered.length > 0) {
+    throw new Error(`--kms-key does not reach everything:\n  ${uncovered.join('\n  ')}`);
+  }
   const deployed = ctx.functions.map(
     ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
   );
@@ -233,6 +250,9 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
       '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
+    ctx.kms === undefined
+      ? 'encryption: Google-managed (no --kms-key)'
+      : `encryption: customer-managed key ${ctx.kms.name} on the datasets, topics, functions and Firestore database`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
   ];
@@ -273,11 +293,15 @@ function deployedFunctions(facts: RepoFacts): Deployed[] {
 }
 
 /** APIs, the Pub/Sub service agent, and the project number its email contains. */
-function foundation({ o, p, steps }: Context): void {
+function foundation({ o, p, steps, kms }: Context): void {
+  const extra = [
+    ...(kms === undefined ? [] : ['cloudkms.googleapis.com']),
+    ...(o.passengerIdHmacSecret === undefined ? [] : ['secretmanager.googleapis.com']),
+  ];
   steps.push({
     kind: 'run',
     title: 'Enable the APIs',
-    command: gcloud('services enable', ...APIS, p),
+    command: gcloud('services enable', ...APIS, ...extra, p),
   });
   steps.push({
     kind: 'run',
@@ -293,7 +317,7 @@ function foundation({ o, p, steps }: Context): void {
 }
 
 /** sql/ in name order: every statement is CREATE … IF NOT EXISTS or CREATE OR REPLACE, safe to run again. */
-function bigQuery({ o, facts, config, steps }: Context): void {
+function bigQuery({ o, facts, config, steps, kms }: Context): void {
   // --location is a global flag of bq: it goes before the command.
   const query = (sql: string): string[] => [
     'bq',
@@ -304,6 +328,7 @@ function bigQuery({ o, facts, config, steps }: Context): void {
     '--use_legacy_sql=false',
     sql,
   ];
+  if (kms !== undefined) datasetKeys(o, facts, kms, steps);
   for (const file of facts.sqlFiles) {
     steps.push({
       kind: 'run',
@@ -334,7 +359,7 @@ function bigQuery({ o, facts, config, steps }: Context): void {
  * collection ids of the window and drift stores (`windows`, `meta`, `rows`, ...) apart from any other
  * application's, so teardown's bulk delete cannot reach them.
  */
-function firestore({ o, p, steps }: Context): void {
+function firestore({ o, p, steps, kms }: Context): void {
   const db = `--database=${o.firestoreDatabase}`;
   steps.push({
     kind: 'ensure',
@@ -345,9 +370,37 @@ function firestore({ o, p, steps }: Context): void {
       db,
       `--location=${o.firestoreLocation}`,
       '--type=firestore-native',
+      ...(kms === undefined ? [] : [`--kms-key-name=${kms.name}`]),
       p,
     ),
   });
+  if (kms !== undefined) {
+    // Firestore takes its key only when the database is created: an existing database without it stays
+    // Google-encrypted, which the run must not pass over quietly.
+    steps.push({
+      kind: 'ensure',
+      title: `Firestore database ${o.firestoreDatabase} is encrypted with ${kms.key}`,
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'firestore databases describe',
+          db,
+          p,
+          '--format=value(cmekConfig.kmsKeyName)',
+        ),
+        line: kms.name,
+      },
+      absent: [
+        'bash',
+        '-c',
+        'echo "the Firestore database $1 of $0 is not encrypted with --kms-key $2 (Firestore sets the key only ' +
+          'when it creates a database): use a new --firestore-database" >&2; exit 1',
+        o.project,
+        o.firestoreDatabase,
+        kms.name,
+      ],
+    });
+  }
   // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
   steps.push({
     kind: 'ensure',
@@ -543,6 +596,7 @@ function serviceAccounts(ctx: Context): void {
   }
   if (functions.length > 0) customRoles(ctx);
   for (const { spec } of functions) runtimeGrants(ctx, spec);
+  if (ctx.o.passengerIdHmacSecret !== undefined) passengerIdKeyAccess(ctx);
   if (functions.length > 0) {
     // Not the project's default build account (often the Compute Engine default account, with Editor).
     const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
@@ -662,16 +716,20 @@ function runtimeGrants({ o, facts, names, config, steps }: Context, spec: Functi
  * which holds `roles/bigquery.dataEditor` on the Bronze table only, the role and scope Pub/Sub documents for the
  * writer ("Create BigQuery subscriptions", cloud.google.com/pubsub/docs/create-bigquery-subscription).
  */
-function pubSub({ o, p, names, functions, steps }: Context): void {
+function pubSub({ o, p, names, functions, steps, kms }: Context): void {
   const agent = `serviceAccount:${PUBSUB_AGENT}`;
   for (const topic of [BOOKING_TOPIC, BOOKING_DLQ_TOPIC, BRONZE_DLQ_TOPIC]) {
     // The booking topic retains messages itself, so any subscription can seek back and replay
     // (`gcloud pubsub subscriptions seek --time`), independently of the subscriptions' own retention.
-    const retention =
-      topic === BOOKING_TOPIC ? [`--message-retention-duration=${o.topicRetention}`] : [];
+    // With --kms-key every topic, dead-letter ones included, stores its messages under the key; Pub/Sub lets an
+    // existing topic change its key (`topics update --topic-encryption-key`).
+    const retention = [
+      ...(topic === BOOKING_TOPIC ? [`--message-retention-duration=${o.topicRetention}`] : []),
+      ...(kms === undefined ? [] : [`--topic-encryption-key=${kms.name}`]),
+    ];
     steps.push({
       kind: 'ensure',
-      title: `Pub/Sub topic ${topic}${retention.length > 0 ? ` (retains messages ${o.topicRetention} for seek)` : ''}`,
+      title: `Pub/Sub topic ${topic}${topic === BOOKING_TOPIC ? ` (retains messages ${o.topicRetention} for seek)` : ''}${kms === undefined ? '' : ', customer-managed key'}`,
       probe: { kind: 'status', command: gcloud('pubsub topics describe', topic, p) },
       absent: gcloud('pubsub topics create', topic, ...retention, p),
       ...(retention.length > 0
@@ -827,7 +885,7 @@ function pubSub({ o, p, names, functions, steps }: Context): void {
 }
 
 /** The `gcloud functions deploy` command of one function, without the digest label. */
-function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): string[] {
+function deployCommand({ o, names, envValue, kms }: Context, spec: FunctionSpec): string[] {
   const trigger =
     spec.trigger === 'topic'
       ? [
@@ -857,7 +915,30 @@ function deployCommand({ o, names, envValue }: Context, spec: FunctionSpec): str
     `--min-instances=${spec.minInstances}`,
     `--timeout=${spec.timeoutSeconds}s`,
     `--set-env-vars=${envValue}`,
+    // --set-secrets replaces a function's secrets; --clear-secrets removes one an earlier deploy mounted (a key left
+    // in the environment without OFFVIA_PASSENGER_ID_MODE=hmac-sha256 stops ingestBooking at cold start).
+    spec.trigger === 'topic' && o.passengerIdHmacSecret !== undefined
+      ? `--set-secrets=${passengerIdSecretBinding(o)}`
+      : '--clear-secrets',
+    ...(kms === undefined
+      ? []
+      : [`--kms-key=${kms.name}`, `--docker-repository=${imagesRepository(o, names)}`]),
   );
+}
+
+/**
+ * `OFFVIA_PASSENGER_ID_HMAC_KEY=SECRET:VERSION`: Cloud Run functions expose a pinned secret version as an
+ * environment variable, read when an instance starts (`--set-secrets`, "Configure secrets",
+ * cloud.google.com/functions/docs/configuring/secrets).
+ */
+export function passengerIdSecretBinding(o: DeployOptions): string {
+  const { secret, version } = passengerIdSecret(o);
+  return `${PASSENGER_ID_VARS.key.name}=${secret}:${version}`;
+}
+
+/** `projects/P/locations/R/repositories/<prefix>functions`: the function images' repository under `--kms-key`. */
+function imagesRepository(o: DeployOptions, names: Names): string {
+  return `projects/${o.project}/locations/${o.region}/repositories/${names.serviceAccountId(FUNCTION_IMAGES_REPOSITORY)}`;
 }
 
 /** A label-safe digest of the source and of everything else that goes into a deploy. */
@@ -876,6 +957,33 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
   const digest = deployDigest(facts.sourceDigest, command);
   const describe = (format: string): Command =>
     gcloud('functions describe', name, `--region=${o.region}`, '--v2', p, `--format=${format}`);
+  if (spec.trigger === 'topic') {
+    // A redeploy can replace the Eventarc trigger and with it the subscription (deleted, then created anew): what
+    // is published in between reaches no subscription. The name before and the time the deploy began let the plan
+    // seek a new subscription back over that gap (the topic retains messages for --topic-retention).
+    steps.push({
+      kind: 'capture',
+      title: `Time the deploy of ${name} begins (UTC)`,
+      variable: names.variable(spec.entryPoint, 'DEPLOY_STARTED_AT'),
+      command: ['date', '-u', '+%Y-%m-%dT%H:%M:%SZ'],
+    });
+    steps.push({
+      kind: 'capture',
+      title: `Pub/Sub subscription of ${name} before the deploy (none on a first deploy)`,
+      variable: names.variable(spec.entryPoint, 'PREVIOUS_SUBSCRIPTION'),
+      command: [
+        'bash',
+        '-c',
+        't="$(gcloud functions describe "$0" --region="$1" --v2 --project="$2" ' +
+          '--format="value(eventTrigger.trigger.basename())" 2>/dev/null || true)"; s=""; ' +
+          'if [[ -n "$t" ]]; then s="$(gcloud eventarc triggers describe "$t" --location="$1" --project="$2" ' +
+          '--format="value(transport.pubsub.subscription)" 2>/dev/null || true)"; fi; echo "${s:-none}"',
+        name,
+        o.region,
+        o.project,
+      ],
+    });
+  }
   steps.push({
     kind: 'ensure',
     title: `Function ${name} (${spec.entryPoint}): deploy unless this source and configuration are live`,
@@ -955,6 +1063,22 @@ function deployFunction(ctx: Context, { spec, schedule }: Deployed): void {
         subscription,
         expected,
       ],
+    });
+    const previous = `\${${names.variable(spec.entryPoint, 'PREVIOUS_SUBSCRIPTION')}}`;
+    steps.push({
+      kind: 'ensure',
+      title: `A new ${name} subscription replays what was published since the deploy began (seek)`,
+      probe: {
+        kind: 'status',
+        command: ['bash', '-c', 'test "$0" = "$1"', previous, subscription],
+      },
+      absent: gcloud(
+        'pubsub subscriptions seek',
+        subscription,
+        `--time=\${${names.variable(spec.entryPoint, 'DEPLOY_STARTED_AT')}}`,
+        p,
+      ),
+      retry: true,
     });
     steps.push({
       kind: 'run',
@@ -1110,4 +1234,192 @@ export function describeSubscription(
   subscription: string,
 ): { kind: 'status'; command: Command } {
   return { kind: 'status', command: gcloud('pubsub subscriptions describe', subscription, p) };
+}
+
+/**
+ * The service agents that use the key exist (some only once asked for), and each gets `KMS_ROLE` on the key alone,
+ * before anything is created with it (KEY_USERS, kms.ts). The grant is on the key, in the key's project; the
+ * deployer needs `cloudkms.cryptoKeys.setIamPolicy` there (Cloud KMS Admin on the key).
+ */
+function kmsKeyGrants({ o, p, steps }: Context, kms: KmsKey): void {
+  for (const user of KEY_USERS) {
+    if (user.provision === 'identity' && user.service !== undefined) {
+      steps.push({
+        kind: 'run',
+        title: `Provision the ${user.what} service agent`,
+        command: gcloud('beta services identity create', `--service=${user.service}`, p),
+      });
+    } else if (user.provision === 'bigquery') {
+      // BigQuery creates its encryption account the first time it is asked for it.
+      steps.push({
+        kind: 'run',
+        title: "Provision BigQuery's encryption service account",
+        command: bq(o.project, 'show', '--encryption_service_account'),
+      });
+    } else if (user.provision === 'storage') {
+      steps.push({
+        kind: 'run',
+        title: 'Provision the Cloud Storage service agent',
+        command: gcloud('storage service-agent', p),
+      });
+    }
+  }
+  for (const user of KEY_USERS) {
+    steps.push({
+      kind: 'run',
+      title: `${user.what}: ${KMS_ROLE} on the key ${kms.key} only`,
+      command: gcloud(
+        'kms keys add-iam-policy-binding',
+        kms.name,
+        `--member=serviceAccount:${user.email}`,
+        `--role=${KMS_ROLE}`,
+        '--format=none',
+      ),
+      retry: true,
+    });
+  }
+}
+
+/**
+ * Every dataset sql/ creates exists with the key as its default (`bq mk --default_kms_key`, or `bq update` for one
+ * that exists), before the DDL runs: BigQuery encrypts every table created later in the dataset with its default
+ * key, including the ones `sql/` creates next and any the schema sweep creates ("Customer-managed Cloud KMS keys",
+ * "Set a dataset default key"). A table created before `--kms-key` was given keeps its encryption: a note says so.
+ */
+function datasetKeys(o: DeployOptions, facts: RepoFacts, kms: KmsKey, steps: Step[]): void {
+  for (const datasetId of datasetsCreated(facts.sqlFiles)) {
+    const dataset = `${o.project}:${datasetId}`;
+    steps.push({
+      kind: 'ensure',
+      title: `Dataset ${datasetId} with default key ${kms.key}`,
+      probe: { kind: 'status', command: bq(o.project, 'show', '--dataset', dataset) },
+      absent: [
+        'bq',
+        `--project_id=${o.project}`,
+        `--location=${o.bqLocation}`,
+        '--headless',
+        'mk',
+        '--dataset',
+        `--default_kms_key=${kms.name}`,
+        dataset,
+      ],
+      present: bq(o.project, 'update', `--default_kms_key=${kms.name}`, dataset),
+      retry: true,
+    });
+  }
+  steps.push({
+    kind: 'note',
+    title:
+      'tables created before --kms-key keep their encryption; re-key each with bq cp -f --destination_kms_key ' +
+      '(docs/deploy.md, customer-managed encryption keys)',
+  });
+}
+
+/**
+ * The Artifact Registry repository of the function images, encrypted with the key (Cloud Run functions with
+ * `--kms-key` require `--docker-repository` in a repository with the same key), and the Eventarc Google channel of
+ * the region set to the key for the Pub/Sub-triggered function ("Protect your data with CMEK",
+ * cloud.google.com/functions/docs/securing/cmek). A repository's key is fixed when it is created: an existing one
+ * with another key stops the run.
+ */
+function functionImagesRepository({ o, p, names, steps, functions }: Context, kms: KmsKey): void {
+  const id = names.serviceAccountId(FUNCTION_IMAGES_REPOSITORY);
+  const location = `--location=${o.region}`;
+  steps.push({
+    kind: 'ensure',
+    title: `Artifact Registry repository ${id} (function images, key ${kms.key})`,
+    probe: {
+      kind: 'status',
+      command: gcloud('artifacts repositories describe', id, location, p),
+    },
+    absent: gcloud(
+      'artifacts repositories create',
+      id,
+      '--repository-format=docker',
+      location,
+      `--kms-key=${kms.name}`,
+      '--description=Offvia function images (customer-managed key)',
+      p,
+    ),
+    retry: true,
+  });
+  steps.push({
+    kind: 'ensure',
+    title: `Artifact Registry repository ${id} is encrypted with ${kms.key}`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'artifacts repositories describe',
+        id,
+        location,
+        p,
+        '--format=value(kmsKeyName)',
+      ),
+      line: kms.name,
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the Artifact Registry repository $0 is not encrypted with --kms-key $1 (its key is set when it is ' +
+        'created): delete it or use another --name-prefix" >&2; exit 1',
+      id,
+      kms.name,
+    ],
+  });
+  if (functions.some(({ spec }) => spec.trigger === 'topic')) {
+    steps.push({
+      kind: 'run',
+      title: `Eventarc Google channel of ${o.region}: key ${kms.key}`,
+      command: gcloud('eventarc google-channels update', location, `--crypto-key=${kms.name}`, p),
+      retry: true,
+    });
+  }
+}
+
+/**
+ * The secret version of `--passenger-id-hmac-secret` exists (the plan never creates or reads a key: the operator
+ * makes it, docs/privacy.md), and ingestBooking's account may read that secret only (`secretAccessor` on the
+ * secret, not the project).
+ */
+function passengerIdKeyAccess({ o, p, names, steps, functions }: Context): void {
+  const { secret, version } = passengerIdSecret(o);
+  steps.push({
+    kind: 'ensure',
+    title: `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'secrets versions describe',
+        version,
+        `--secret=${secret}`,
+        p,
+        '--format=value(state)',
+      ),
+      line: 'ENABLED',
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
+        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)" >&2; exit 1',
+      o.project,
+      secret,
+      version,
+    ],
+  });
+  for (const { spec } of functions) {
+    if (spec.trigger !== 'topic') continue;
+    steps.push({
+      kind: 'run',
+      title: `${spec.entryPoint}: roles/secretmanager.secretAccessor on secret ${secret} only`,
+      command: resourceGrant(
+        'secrets',
+        secret,
+        `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
+        'roles/secretmanager.secretAccessor',
+        o.project,
+      ),
+      retry: true,
+    });
+  }
 }

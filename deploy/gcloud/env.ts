@@ -4,6 +4,7 @@ import { DEFAULT_FIRESTORE_DATABASE, loadIngestConfig } from '../../shared/confi
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { loadCoalescingConfig } from '../../shared/config/coalescing-config';
+import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 import type { FunctionsConfig } from './functions';
 
 /**
@@ -30,15 +31,19 @@ const OVERRIDABLE = /^OFFVIA_[A-Z0-9_]+$/;
 /**
  * The functions' environment: the defaults, `overrides` (`--env KEY=VALUE`), OFFVIA_PROJECT_ID = `project` and
  * OFFVIA_FIRESTORE_DATABASE = `firestoreDatabase` (`--firestore-database`: the plan creates that database and
- * scopes the grants to it, so the functions must not be pointed elsewhere by `--env`).
+ * scopes the grants to it, so the functions must not be pointed elsewhere by `--env`), and
+ * OFFVIA_PASSENGER_ID_MODE=hmac-sha256 when `pseudonymisePassengerId` (`--passenger-id-hmac-secret`; the key itself
+ * reaches ingestBooking as a secret, never through `--set-env-vars`, where the console and `describe` show it).
  * @returns the variables sorted by name, and the configuration they parse to.
- * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`) or
- * OFFVIA_FIRESTORE_DATABASE (it is `--firestore-database`), or a ConfigError naming the first bad value.
+ * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`),
+ * OFFVIA_FIRESTORE_DATABASE (it is `--firestore-database`), OFFVIA_PASSENGER_ID_MODE or
+ * OFFVIA_PASSENGER_ID_HMAC_KEY (they are `--passenger-id-hmac-secret`), or a ConfigError naming the first bad value.
  */
 export function functionEnv(
   project: string,
   overrides: Readonly<Record<string, string>>,
   firestoreDatabase: string = DEFAULT_FIRESTORE_DATABASE,
+  pseudonymisePassengerId = false,
 ): { vars: [string, string][]; config: FunctionsConfig } {
   for (const key of Object.keys(overrides)) {
     if (!OVERRIDABLE.test(key)) throw new Error(`--env ${key}: only OFFVIA_* variables can be set`);
@@ -46,12 +51,18 @@ export function functionEnv(
     if (key === 'OFFVIA_FIRESTORE_DATABASE') {
       throw new Error('--env OFFVIA_FIRESTORE_DATABASE: use --firestore-database');
     }
+    if (key === PASSENGER_ID_VARS.mode.name || key === PASSENGER_ID_VARS.key.name) {
+      throw new Error(
+        `--env ${key}: use --passenger-id-hmac-secret (the key is a Secret Manager secret)`,
+      );
+    }
   }
   const env: Record<string, string> = {
     ...FUNCTION_ENV_DEFAULTS,
     ...overrides,
     OFFVIA_PROJECT_ID: project,
     OFFVIA_FIRESTORE_DATABASE: firestoreDatabase,
+    ...(pseudonymisePassengerId ? { [PASSENGER_ID_VARS.mode.name]: 'hmac-sha256' } : {}),
   };
   const ingest = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);

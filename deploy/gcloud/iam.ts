@@ -122,9 +122,12 @@ export function invokerGrant(project: string, region: string, fn: string, email:
   );
 }
 
-/** A grant on a Pub/Sub topic or subscription, or on a service account (`kind` is the gcloud group). */
+/**
+ * A grant on a Pub/Sub topic or subscription, a service account or a Secret Manager secret (`kind` is the gcloud
+ * group).
+ */
 export function resourceGrant(
-  kind: 'pubsub topics' | 'pubsub subscriptions' | 'iam service-accounts',
+  kind: 'pubsub topics' | 'pubsub subscriptions' | 'iam service-accounts' | 'secrets',
   resource: string,
   member: string,
   role: string,

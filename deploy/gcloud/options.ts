@@ -3,6 +3,7 @@
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import type { Schedule } from '../schedules';
 import { SUPPORTED_RUNTIMES } from './functions';
+import { checkKmsKeyFits, parseKmsKey } from './kms';
 import type { RegisteredFunction } from './registry';
 import type { SqlFile } from './sql';
 import type { Step } from './steps';
@@ -47,6 +48,18 @@ export interface DeployOptions {
   readonly outDir: string;
   /** `gcloud functions deploy --runtime`: one of SUPPORTED_RUNTIMES (default DEFAULT_RUNTIME, functions.ts). */
   readonly runtime: string;
+  /**
+   * Customer-managed encryption key (`--kms-key`, optional), `projects/P/locations/L/keyRings/R/cryptoKeys/K`: the
+   * default key of every dataset, the key of every topic, of the functions (and their image repository) and of the
+   * Firestore database; unset: Google-managed encryption everywhere. Its location must be the region (kms.ts).
+   */
+  readonly kmsKey?: string;
+  /**
+   * Secret Manager version of the key that pseudonymises `passenger_id` before Silver (`--passenger-id-hmac-secret`,
+   * optional), `projects/P/secrets/S/versions/N` or `S:N` in the deployment's project; a pinned version, never
+   * `latest`, so every instance hashes with the same key. Unset: `passenger_id` is stored as received.
+   */
+  readonly passengerIdHmacSecret?: string;
 }
 
 /** What the repository holds, read by the CLI. */
@@ -201,6 +214,8 @@ export function validateOptions(o: DeployOptions): void {
       `--topic-retention: expected 10m to 31d (e.g. 7d), got ${JSON.stringify(o.topicRetention)}`,
     );
   }
+  if (o.kmsKey !== undefined) checkKmsKeyFits(parseKmsKey(o.kmsKey), o);
+  if (o.passengerIdHmacSecret !== undefined) passengerIdSecret(o);
   for (const publisher of o.publishers) {
     // IAM principal identifiers; allUsers and allAuthenticatedUsers would let anyone publish into Bronze.
     if (
@@ -228,4 +243,35 @@ export function validateOptions(o: DeployOptions): void {
       throw new Error(`--name-prefix: service account id ${id} is not 6–30 lowercase characters`);
     }
   }
+}
+
+/** A Secret Manager secret version the functions read, as `--set-secrets` and IAM name it. */
+export interface SecretVersion {
+  /** The secret id, e.g. `offvia-passenger-id-key`. */
+  readonly secret: string;
+  /** The pinned version number, e.g. `3`. */
+  readonly version: string;
+}
+
+/**
+ * The secret version of `--passenger-id-hmac-secret`: `S:N` or `projects/<this project>/secrets/S/versions/N`. Secret
+ * Manager ids are 1–255 of letters, digits, `_` and `-`; the version must be a number: `latest` would let instances
+ * started before and after a new version hash with different keys, and Silver's joins on `passenger_id` would break
+ * silently (docs/privacy.md).
+ * @throws Error, one line naming the flag, for anything else.
+ */
+export function passengerIdSecret(o: DeployOptions): SecretVersion {
+  const value = o.passengerIdHmacSecret ?? '';
+  const match =
+    /^([A-Za-z0-9_-]{1,255}):([1-9][0-9]*)$/.exec(value) ??
+    new RegExp(
+      `^projects/${o.project}/secrets/([A-Za-z0-9_-]{1,255})/versions/([1-9][0-9]*)$`,
+    ).exec(value);
+  if (match === null) {
+    throw new Error(
+      `--passenger-id-hmac-secret: expected SECRET:VERSION or projects/${o.project}/secrets/SECRET/versions/VERSION ` +
+        `with a version number (not latest), got ${JSON.stringify(value)}`,
+    );
+  }
+  return { secret: match[1] ?? '', version: match[2] ?? '' };
 }

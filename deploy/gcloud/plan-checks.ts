@@ -3,6 +3,7 @@
 import { BRONZE_DATASET, BRONZE_SUBSCRIPTION, BRONZE_TABLE } from '../local/resources';
 import { DATASET_METADATA_ROLE, INGRESS_SETTINGS } from './functions';
 import { grantsOf, isDataRole } from './iam';
+import { KEY_USERS, KMS_ROLE } from './kms';
 import { BRONZE_DLQ_TOPIC, BRONZE_SA, type DeployOptions, Names } from './options';
 import { type Command, commandsOf, type Step } from './steps';
 
@@ -126,6 +127,136 @@ function ingressViolations(steps: readonly Step[]): string[] {
     );
 }
 
+/** Any mention of Cloud KMS in a command: a key flag, the KMS API or a key grant. */
+const KMS_MENTION = /kms|encryption-key|crypto-key|cloudkms/i;
+
+/**
+ * Customer-managed encryption. With `--kms-key`: every topic create or update, function deploy and Firestore database
+ * create carries the key (a deploy also gets its image repository), and each dataset create or update sets it as the
+ * default key. Without it: no command mentions KMS at all.
+ */
+function kmsViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const key = o.kmsKey;
+  for (const c of steps.flatMap(commandsOf)) {
+    if (key === undefined) {
+      if (c.some((a) => KMS_MENTION.test(a)))
+        out.push(`${c.slice(0, 4).join(' ')} mentions KMS without --kms-key`);
+      continue;
+    }
+    const what = c.slice(0, 4).join(' ');
+    if (starts(c, 'gcloud', 'pubsub', 'topics') && (c[3] === 'create' || c[3] === 'update')) {
+      if (flagValue(c, '--topic-encryption-key') !== key)
+        out.push(`${what} ${c[4] ?? ''} without the key`);
+    }
+    if (starts(c, 'gcloud', 'functions', 'deploy')) {
+      if (flagValue(c, '--kms-key') !== key)
+        out.push(`function ${c[3] ?? ''} deployed without the key`);
+      if (flagValue(c, '--docker-repository') === undefined) {
+        out.push(
+          `function ${c[3] ?? ''} deployed without a --docker-repository (the key needs one)`,
+        );
+      }
+    }
+    if (
+      starts(c, 'gcloud', 'firestore', 'databases', 'create') &&
+      flagValue(c, '--kms-key-name') !== key
+    ) {
+      out.push(`Firestore database ${flagValue(c, '--database') ?? ''} created without the key`);
+    }
+    // `bq mk --dataset P:D`, or `bq update P:D` (a dataset: no table after a dot).
+    const dataset =
+      (c.includes('mk') && c.includes('--dataset')) ||
+      (c.includes('update') && /^[^.:]+:[^.]+$/.test(c.at(-1) ?? ''));
+    if (c[0] === 'bq' && dataset) {
+      if (flagValue(c, '--default_kms_key') !== key)
+        out.push(`dataset ${c.at(-1) ?? ''} without the default key`);
+    }
+  }
+  return out;
+}
+
+/**
+ * With `--kms-key`, what a deploy plan must also contain: each dataset `datasets` names gets the key as its default,
+ * and each service agent of KEY_USERS holds the encrypter/decrypter role on the key (else the service cannot use it
+ * and creating the resource fails, or, for BigQuery, a write fails later).
+ */
+export function kmsCoverageViolations(
+  steps: readonly Step[],
+  o: DeployOptions,
+  datasets: readonly string[],
+): string[] {
+  const key = o.kmsKey;
+  if (key === undefined) return [];
+  const out: string[] = [];
+  const commands = steps.flatMap(commandsOf);
+  for (const id of datasets) {
+    const keyed = commands.some(
+      (c) =>
+        c[0] === 'bq' &&
+        c.at(-1) === `${o.project}:${id}` &&
+        flagValue(c, '--default_kms_key') === key,
+    );
+    if (!keyed) out.push(`dataset ${id} gets no default key`);
+  }
+  const grants = grantsOf(steps).filter((g) => g.role === KMS_ROLE && g.resource === key);
+  for (const user of KEY_USERS) {
+    if (!grants.some((g) => g.member === `serviceAccount:${user.email}`)) {
+      out.push(`${user.email} (${user.what}) is not granted ${KMS_ROLE} on the key`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The `passenger_id` HMAC key: never in `--set-env-vars` (the console and `functions describe` show those), only as a
+ * pinned secret mounted into the Pub/Sub-triggered function, whose account alone may read that one secret. Without
+ * `--passenger-id-hmac-secret` no command mentions the key or Secret Manager.
+ */
+function passengerIdViolations(steps: readonly Step[], o: DeployOptions): string[] {
+  const out: string[] = [];
+  const all = steps.flatMap(commandsOf);
+  for (const c of all) {
+    if ((flagValue(c, '--set-env-vars') ?? '').includes('OFFVIA_PASSENGER_ID_HMAC_KEY')) {
+      out.push(
+        `${c.slice(0, 4).join(' ')} puts the passenger_id key in plain environment variables`,
+      );
+    }
+    if (
+      o.passengerIdHmacSecret === undefined &&
+      c.some((a) => /PASSENGER_ID_HMAC_KEY|secretmanager|^secrets$/.test(a))
+    ) {
+      out.push(`${c.slice(0, 4).join(' ')} mentions a secret without --passenger-id-hmac-secret`);
+    }
+    if (o.passengerIdHmacSecret !== undefined && starts(c, 'gcloud', 'functions', 'deploy')) {
+      const secrets = flagValue(c, '--set-secrets');
+      const topic = c.some((a) => a.startsWith('--trigger-topic='));
+      if (topic && !(secrets ?? '').startsWith('OFFVIA_PASSENGER_ID_HMAC_KEY=')) {
+        out.push(`function ${c[3] ?? ''} deployed without the passenger_id key secret`);
+      }
+      if (
+        topic &&
+        !/(^|[,@^])OFFVIA_PASSENGER_ID_MODE=hmac-sha256([,@]|$)/.test(
+          flagValue(c, '--set-env-vars') ?? '',
+        )
+      ) {
+        out.push(`function ${c[3] ?? ''} deployed without OFFVIA_PASSENGER_ID_MODE=hmac-sha256`);
+      }
+      if (!topic && secrets !== undefined)
+        out.push(`function ${c[3] ?? ''} gets a secret it does not use`);
+    }
+  }
+  for (const g of grantsOf(steps)) {
+    if (
+      g.role === 'roles/secretmanager.secretAccessor' &&
+      (g.projectLevel || !starts(g.command, 'gcloud', 'secrets'))
+    ) {
+      out.push(`${g.role} to ${g.member} on ${g.resource}, not on the one secret`);
+    }
+  }
+  return out;
+}
+
 /** Every violation of the security properties in a deploy or teardown plan's steps; empty when there is none. */
 export function planViolations(steps: readonly Step[], o: DeployOptions): string[] {
   return [
@@ -134,6 +265,8 @@ export function planViolations(steps: readonly Step[], o: DeployOptions): string
     ...bronzeViolations(steps, o),
     ...firestoreDatabaseViolations(steps, o),
     ...ingressViolations(steps),
+    ...kmsViolations(steps, o),
+    ...passengerIdViolations(steps, o),
   ];
 }
 

@@ -3,8 +3,10 @@
 // run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
 import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
+import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
+import { TELEMETRY_VAR_GROUP } from './telemetry-config';
 import { WINDOW_VAR_GROUP } from './window-config';
 
 /** Variables the Google client libraries read themselves; the local stack sets them. */
@@ -32,8 +34,10 @@ export const CLIENT_VAR_GROUP: VarGroup = {
 /** The groups of docs/configuration.md, in order. */
 export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
   INGEST_VAR_GROUP,
+  PASSENGER_ID_VAR_GROUP,
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
+  TELEMETRY_VAR_GROUP,
   CLIENT_VAR_GROUP,
 ];

@@ -18,6 +18,8 @@ import {
   decodePushedEvent,
 } from '../pubsub/message';
 import { type InsertRow, type RowWriter, insertIdProblem } from '../sinks/row-writer';
+import type { PassengerIdConfig } from '../config/passenger-id-config';
+import { protectPassengerId } from './passenger-id';
 import { keptPayload, quarantineRow } from './quarantine-row';
 
 /** Where one message ended. Every message gets exactly one of these, or the call throws (redelivery). */
@@ -86,6 +88,11 @@ export interface IngestDeps {
   schemaDrift?: SchemaDriftGate;
   /** Optional window-state sink; without it no aggregates are kept. */
   windowState?: WindowStateSink;
+  /**
+   * What happens to `passenger_id` before Silver (OFFVIA_PASSENGER_ID_MODE); absent: stored as received. With
+   * `hmac-sha256` the Silver row, the retry store and bad data hold the keyed hash, never the raw id.
+   */
+  passengerId?: PassengerIdConfig;
 }
 
 /** A row of `offvia_quarantine.bad_data` (sql/040). */
@@ -306,17 +313,19 @@ async function routeMessage(
     return outcome;
   }
   const message = decoded.message;
-  const result = validateBooking(message.data, {
+  const validated = validateBooking(message.data, {
     messageId: message.messageId,
     receivedAtMs,
     maxFutureSkewMs: deps.config.maxFutureSkewMs,
     maxEventAgeMs: deps.config.maxEventAgeMs,
     defaultCurrency: deps.config.defaultCurrency,
   });
-  if (!result.ok) {
+  if (!validated.ok) {
     progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
-    return quarantine(message, result.stage, result.reason, receivedAtMs, deps);
+    return quarantine(message, validated.stage, validated.reason, receivedAtMs, deps);
   }
+  // Once, before anything stores the row: every copy made from it below carries the pseudonym.
+  const result = deps.passengerId ? protectPassengerId(validated, deps.passengerId) : validated;
 
   const silver = deps.config.silverTable;
   const windowStep = 'window state (Firestore): event not counted in the aggregates';

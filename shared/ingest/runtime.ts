@@ -2,6 +2,7 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env } from '../config/env';
+import { loadPassengerIdConfig } from '../config/passenger-id-config';
 import { loadSchemaDriftConfig } from '../config/schema-drift-config';
 import { createDriftGate, firestoreClient } from '../drift/runtime';
 import { createWindowStateSink } from '../aggregates/runtime';
@@ -38,7 +39,8 @@ export interface IngestInstrumentation {
 /**
  * Reads the configuration from `env` and wires the real dependencies: the BigQuery writer (coalescing concurrent
  * rows per table unless OFFVIA_BQ_COALESCE is off) and, unless OFFVIA_SCHEMA_DRIFT is off, the schema-drift gate
- * (Firestore retry store; the Firestore client finds the emulator through FIRESTORE_EMULATOR_HOST).
+ * (Firestore retry store; the Firestore client finds the emulator through FIRESTORE_EMULATOR_HOST); the
+ * `passenger_id` protection of OFFVIA_PASSENGER_ID_MODE.
  * @throws ConfigError for a bad variable (fail fast at cold start).
  */
 export function createIngestDeps(
@@ -49,13 +51,15 @@ export function createIngestDeps(
   const config = loadIngestConfig(env);
   const drift = loadSchemaDriftConfig(env, config.silverTable, config.projectId);
   const coalescing = loadCoalescingConfig(env);
-  logs.configLoaded(logger, { ...config, schemaDrift: drift, coalescing });
+  // The key shows only as its length and fingerprint (PassengerIdKey.toJSON).
+  const passengerId = loadPassengerIdConfig(env);
+  logs.configLoaded(logger, { ...config, schemaDrift: drift, coalescing, passengerId });
   const bigquery = bigQueryClient(config);
   const direct = new BigQueryRowWriter(bigquery);
   const wrapped = instrumentation.wrapWriter ? instrumentation.wrapWriter(direct) : direct;
   // One writer for Silver, quarantine, bad data, the drift gate's writes and element-driven panes: they coalesce.
   const writer = coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped;
-  const deps: IngestDeps = { config, logger, writer, now: Date.now };
+  const deps: IngestDeps = { config, logger, writer, now: Date.now, passengerId };
   if (drift.enabled) {
     deps.schemaDrift = createDriftGate({
       drift,

@@ -625,3 +625,47 @@ export function fireWindowsFailed(log: Logger, pipeline: string, error: string):
     error,
   });
 }
+
+/**
+ * The telemetry device directory (side input) was loaded from its reference table: device count, rows skipped as
+ * malformed or repeated (those devices stay unknown until the table is fixed), and how long the query took (ms).
+ */
+export function deviceDirectoryLoaded(
+  log: Logger,
+  load: {
+    table: string;
+    devices: number;
+    invalidRows: number;
+    duplicateRows: number;
+    loadMs: number;
+  },
+): void {
+  log.write(
+    load.invalidRows + load.duplicateRows > 0 ? 'WARNING' : 'INFO',
+    'device directory loaded',
+    {
+      outcome: 'side_input_loaded',
+      table: load.table,
+      devices: load.devices,
+      invalid_rows: load.invalidRows,
+      duplicate_rows: load.duplicateRows,
+      load_ms: load.loadMs,
+    },
+  );
+}
+
+/**
+ * A background reload of the device directory failed; the last snapshot (`snapshot_age_ms` old) keeps serving and
+ * the next lookup after the refresh interval tries again.
+ */
+export function deviceDirectoryReloadFailed(
+  log: Logger,
+  failure: { table: string; error: string; snapshotAgeMs: number },
+): void {
+  log.write('ERROR', 'device directory reload failed, serving the last snapshot', {
+    outcome: 'side_input_stale',
+    table: failure.table,
+    error: failure.error,
+    snapshot_age_ms: failure.snapshotAgeMs,
+  });
+}

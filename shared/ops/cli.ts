@@ -104,6 +104,16 @@ function selectionOf(
     ...(flags.until !== undefined ? { untilMs: parseTimeFlag(flags.until, '--until', nowMs) } : {}),
     ...(flags.ids ? { ids: parseIdList(flags.ids) } : {}),
   };
+  // An empty or inverted time range selects nothing; say so rather than report zero rows as if none matched.
+  if (
+    selection.sinceMs !== undefined &&
+    selection.untilMs !== undefined &&
+    selection.untilMs <= selection.sinceMs
+  ) {
+    throw new UsageError(
+      `--until (${new Date(selection.untilMs).toISOString()}) must be after --since (${new Date(selection.sinceMs).toISOString()})`,
+    );
+  }
   const selects =
     selection.stages !== undefined ||
     selection.pattern !== undefined ||

@@ -3,6 +3,7 @@
 // documented divergence from Python's DirectRunner (shared/windowing/README.md), with both sides' panes declared.
 import type { FiringSpec, WindowFnSpec, WindowingStrategy } from '../../shared/windowing';
 import type { PaneRecord, Scenario, ScenarioStep } from './differential';
+import { TELEMETRY_SCENARIOS } from './telemetry-scenarios';
 
 const S = 1000;
 
@@ -266,6 +267,8 @@ export const MATCHING_SCENARIOS: readonly Scenario[] = [
     strategy: strategy(sessions(10), 300 * S, PT30, COUNT1, 'ACCUMULATING'),
     steps: [add(['k', 1, 10]), wm(50.5), add(['k', 2, 15]), add(['k', 3, 22])],
   },
+  // The telemetry pipeline's strategy, taken from its definition.
+  ...TELEMETRY_SCENARIOS,
 ];
 
 /** Scenarios where the core deliberately differs from Python's DirectRunner, each with both answers declared. */

@@ -29,6 +29,8 @@ function fillVariables(arg: string): string {
     if (name.endsWith('_SUBSCRIPTION'))
       return 'projects/offvia-test/subscriptions/eventarc-europe-west1-x-sub-1';
     if (name.startsWith('POLICY_')) return 'projects/offvia-test/alertPolicies/123';
+    if (name.endsWith('_STARTED_AT')) return '2026-12-01T21:00:00Z';
+    if (name === 'MONITORING_DASHBOARD') return 'projects/123456789012/dashboards/abc-123';
     throw new Error(`no test value for \${${name}}`);
   });
 }
@@ -96,12 +98,25 @@ describe('the real gcloud CLI accepts the plan', function () {
     const facts = readRepoFacts(REPO_ROOT, options.project, options.bqLocation);
     const deploy = buildDeployPlan(options, facts);
     const teardown = buildTeardownPlan({ ...options, deleteData: true }, facts);
+    // The optional flags' commands: a customer-managed key (its location must be the region's, so regional
+    // datasets and database here) and the passenger_id key secret.
+    const regional = { ...options, bqLocation: 'europe-west1', firestoreLocation: 'europe-west1' };
+    const keyed = buildDeployPlan(
+      {
+        ...regional,
+        kmsKey: 'projects/offvia-test/locations/europe-west1/keyRings/offvia/cryptoKeys/data',
+        passengerIdHmacSecret: 'offvia-passenger-id-key:1',
+      },
+      readRepoFacts(REPO_ROOT, regional.project, regional.bqLocation),
+    );
     for (const file of deploy.files) {
       mkdirSync(path.dirname(file.path), { recursive: true });
       writeFileSync(file.path, file.content);
     }
     const byGroup = new Map<string, Command>();
-    for (const command of [...deploy.steps, ...teardown.steps].flatMap(commandsOf)) {
+    for (const command of [...deploy.steps, ...teardown.steps, ...keyed.steps].flatMap(
+      commandsOf,
+    )) {
       if (command[0] !== 'gcloud') continue;
       const key = group(command);
       const seen = byGroup.get(key);

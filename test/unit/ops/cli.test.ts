@@ -73,6 +73,15 @@ describe('offvia: command line', () => {
     [['quarantine', 'reprocess', '--all', '--limit', '0'], /--limit: expected an integer/],
     [['quarantine', 'reprocess', '--reason', '('], /--reason: not a regular expression/],
     [['bad-data', 'redrive', '--since', 'yesterday'], /--since: expected a duration/],
+    // An inverted range would select nothing and report "0 rows" as if none matched.
+    [
+      ['quarantine', 'reprocess', '--since', '1h', '--until', '2h'],
+      /--until \(.*\) must be after --since/,
+    ],
+    [
+      ['bad-data', 'redrive', '--since', '2h', '--until', '2h'],
+      /--until \(.*\) must be after --since/,
+    ],
     [
       ['bad-data', 'redrive', '--all', '--fix-module', 'does-not-exist.js'],
       /--fix-module: cannot load/,

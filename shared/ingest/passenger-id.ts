@@ -1,0 +1,42 @@
+// Pseudonymisation of `passenger_id` before Silver: a keyed hash, so Silver, the schema-retry store and bad data
+// never hold the raw id while joins on it keep working (docs/privacy.md).
+import { createHmac } from 'node:crypto';
+import type { ValidationSuccess } from '../contract';
+import type { PassengerIdConfig, PassengerIdKey } from '../config/passenger-id-config';
+
+/**
+ * Prefix of a pseudonymised id: names the derivation (HMAC-SHA256, hex), so a later derivation gets another prefix
+ * and a reader can tell a hashed value from a raw one.
+ */
+export const PSEUDONYM_PREFIX = 'hmac1:';
+
+/**
+ * `hmac1:` + the 64 lower-case hex digits of HMAC-SHA256(key, UTF-8 of `passengerId`) (RFC 2104). Deterministic for
+ * one key (the same passenger gets the same value in every row: joins and counts work); without the key it cannot
+ * be reversed by enumerating likely ids, which a plain SHA-256 could. Never throws.
+ */
+export function pseudonymisePassengerId(key: PassengerIdKey, passengerId: string): string {
+  return (
+    PSEUDONYM_PREFIX + createHmac('sha256', key.bytes()).update(passengerId, 'utf8').digest('hex')
+  );
+}
+
+/**
+ * The validated event as ingestBooking routes it: unchanged for `raw`, else with the Silver row's `passenger_id`
+ * pseudonymised. Applied once, right after validation, so everything that stores the row (Silver, the schema-retry
+ * store, a bad-data row holding the Silver row as JSON) gets the pseudonym. `eventId` is unaffected: it never
+ * depends on `passenger_id` (contract/event-id.ts).
+ */
+export function protectPassengerId(
+  event: ValidationSuccess,
+  config: PassengerIdConfig,
+): ValidationSuccess {
+  if (config.mode === 'raw') return event;
+  return {
+    ...event,
+    row: {
+      ...event.row,
+      passenger_id: pseudonymisePassengerId(config.key, event.row.passenger_id),
+    },
+  };
+}

@@ -1,0 +1,331 @@
+// The pipeline definition: one typed object per pipeline naming everything it is made of (topic and subscriptions,
+// versioned contract, tables and their DDL, windowing, combine and gold rows, schema drift, functions, Firestore
+// namespace), so entry points, the local stack and the deploy plan can iterate over pipelines instead of one.
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { Env, TableRef } from '../config/env';
+import type { Logger } from '../logging/logger';
+import type { PubSubMessage } from '../pubsub/message';
+import type {
+  AccumulationMode,
+  CombineFn,
+  JsonValue,
+  Pane,
+  WatermarkPolicy,
+  WindowingStrategy,
+} from '../windowing';
+
+/** What a contract reads of a Pub/Sub message: the body, the attributes, the ids and the publish time. */
+export type ContractMessage = Pick<
+  PubSubMessage,
+  'data' | 'attributes' | 'messageId' | 'publishTimeMs'
+>;
+
+/** Where an accepted event's event time came from; the Silver row records it where a fallback exists. */
+export type EventTimeSource =
+  /** A field of the payload (booking `event_time`). */
+  | 'PAYLOAD'
+  /** A message attribute (telemetry `eventTs`). */
+  | 'ATTRIBUTE'
+  /** Pub/Sub's publish time, the study guide's fallback when the event carries no time of its own. */
+  | 'PUBLISH_TIME';
+
+/** What one contract version made of an accepted message (the version is stamped on by the dispatcher). */
+export interface VersionAccepted<Row, Element> {
+  readonly ok: true;
+  /**
+   * Stable event id: the Silver insertId and the dedup ledger key (design.md "Dedup"); the same event published
+   * twice gets the same id.
+   */
+  readonly eventId: string;
+  /** Event time, epoch ms UTC (an integer within BigQuery TIMESTAMP's range). */
+  readonly eventTimeMs: number;
+  /** Where `eventTimeMs` came from. */
+  readonly eventTimeSource: EventTimeSource;
+  /**
+   * Named grouping keys, e.g. `{ route: 'JFK-LHR-USD' }` or `{ device: 'd-1', region: 'eu-west' }`; an
+   * aggregation picks its key from here.
+   */
+  readonly keys: Readonly<Record<string, string>>;
+  /** The Silver row, as strings/numbers ready for insertAll; it records the contract version. */
+  readonly row: Row;
+  /** What the aggregations fold in (an exact fare, a reading), already validated. */
+  readonly element: Element;
+  /**
+   * Top-level payload fields the contract does not know (schema drift), for the drift gate when the pipeline's
+   * `schemaDrift.mode` is `sweep`; empty otherwise.
+   */
+  readonly extraFields: Readonly<Record<string, unknown>>;
+}
+
+/** A rejection: the stage that failed (the quarantine or dead-letter `error_stage`) and a one-line reason. */
+export interface VersionRejected {
+  readonly ok: false;
+  /** One of the contract's `stages`. */
+  readonly stage: string;
+  /** One line naming the problem (and the field or attribute concerned). */
+  readonly reason: string;
+  /**
+   * Identifying attributes worth a column in the dead-letter row even though the message failed (telemetry:
+   * `deviceId`), when the message had them; empty otherwise.
+   */
+  readonly context: Readonly<Record<string, string>>;
+}
+
+/** The outcome of one version's decoding. */
+export type VersionOutcome<Row, Element> = VersionAccepted<Row, Element> | VersionRejected;
+
+/** The outcome of decoding a message: the version it was decoded as (`null` when none applied) is added. */
+export type ContractOutcome<Row, Element> =
+  | (VersionAccepted<Row, Element> & { readonly version: string })
+  | (VersionRejected & { readonly version: string | null });
+
+/** What a pipeline's settings may use at cold start: a BigQuery client (side inputs), a logger and the clock. */
+export interface SettingsIo {
+  readonly bigquery: BigQuery;
+  readonly logger: Logger;
+  /** Processing time, epoch ms UTC. */
+  readonly now: () => number;
+}
+
+/** What a decoder gets besides the message: the receive time and the pipeline's own settings. */
+export interface DecodeContext<Settings> {
+  /** When the message was received, epoch ms UTC (an integer); the clock is injected so decoding stays pure. */
+  readonly receivedAtMs: number;
+  /** The pipeline's settings, loaded once at cold start (ranges, skews, reference data). */
+  readonly settings: Settings;
+}
+
+/**
+ * A contract version's lifecycle (the lab's "version the event contracts"): `current` is what publishers should
+ * send; `accepted` is still decoded (an older version kept while publishers migrate); `retired` is quarantined at
+ * SCHEMA_VALIDATION with a reason naming it.
+ */
+export type ContractVersionStatus = 'current' | 'accepted' | 'retired';
+
+/** One version of a pipeline's message contract and how it maps to the Silver row. */
+export interface ContractVersion<Settings, Row, Element> {
+  /** The version as messages name it, e.g. `"1"`. */
+  readonly version: string;
+  readonly status: ContractVersionStatus;
+  /** What this version is and how it differs from the previous one, for docs and reasons. */
+  readonly summary: string;
+  /**
+   * Decodes and validates one message of this version into its Silver row, or a stage and reason. Pure; never
+   * throws for bad data (a malformed message must never crash or stall the function: the lab's poison pill).
+   */
+  decode(message: ContractMessage, context: DecodeContext<Settings>): VersionOutcome<Row, Element>;
+}
+
+/** How a message names its contract version. */
+export interface VersionSelector {
+  /**
+   * `attribute`: a Pub/Sub message attribute (cheap: read before the body is parsed). `field`: a top-level field of
+   * a JSON object payload, a string or an integer (the payload is parsed once more to read it).
+   */
+  readonly kind: 'attribute' | 'field';
+  /** The attribute's or field's name, e.g. `contractVersion`. */
+  readonly name: string;
+  /**
+   * The version of a message that names none (publishers that predate versioning), or `null` when naming one is
+   * required (then its absence is a SCHEMA_VALIDATION rejection).
+   */
+  readonly whenAbsent: string | null;
+}
+
+/**
+ * How message data is encoded. `json`: UTF-8 JSON, no Pub/Sub topic schema. `avro` / `protobuf`: a Pub/Sub topic
+ * schema validates at publish (Pub/Sub refuses a non-conforming message: it is not published) and the contract
+ * decodes that encoding. See docs/pipelines.md for the telemetry decision.
+ */
+export type MessageEncoding =
+  | { readonly kind: 'json' }
+  | {
+      readonly kind: 'avro' | 'protobuf';
+      /** The Pub/Sub schema resource id. */
+      readonly schemaId: string;
+      /** Pub/Sub's message encoding for the schema. */
+      readonly encoding: 'JSON' | 'BINARY';
+    };
+
+/** A pipeline's versioned message contract. */
+export interface PipelineContract<Settings, Row, Element> {
+  /** The rejection stages in the order the checks run; the first of them that fails is reported. */
+  readonly stages: readonly string[];
+  /** How a message names its version. */
+  readonly versionFrom: VersionSelector;
+  /** Every version ever published, oldest first; exactly one is `current`. */
+  readonly versions: readonly ContractVersion<Settings, Row, Element>[];
+  readonly encoding: MessageEncoding;
+  /**
+   * The attribute publishers use as Pub/Sub ordering key (telemetry: `deviceId`), or `null`. Ordering reduces
+   * reordering within a key; delivery stays at-least-once, so the pipeline stays idempotent.
+   */
+  readonly orderingKeyAttribute: string | null;
+}
+
+/** The Pub/Sub resources of a pipeline. Names follow Pub/Sub's resource-name rules (checked by the registry). */
+export interface PipelineTopics {
+  /** The topic producers publish to. */
+  readonly topic: string;
+  /** Where the ingest subscription sends a message after its last delivery attempt (infrastructure failures). */
+  readonly deadLetterTopic: string;
+  /** The Bronze BigQuery subscription's own dead-letter topic, or `null` without Bronze. */
+  readonly bronzeDeadLetterTopic: string | null;
+  readonly subscriptions: {
+    /** Eventarc's push subscription to the ingest function. */
+    readonly ingest: string;
+    /** The Bronze BigQuery subscription, or `null` without Bronze. */
+    readonly bronze: string | null;
+    /** Keeps the dead letters for inspection and replay. */
+    readonly deadLetterHold: string;
+    /** Keeps the Bronze subscription's dead letters, or `null`. */
+    readonly bronzeDeadLetterHold: string | null;
+  };
+}
+
+/** A pipeline's BigQuery tables (datasets and tables follow BigQuery's id rules) and the files that create them. */
+export interface PipelineTables {
+  /** Raw copy of every message (Pub/Sub BigQuery subscription, `--write-metadata`), or `null`. */
+  readonly bronze: TableRef | null;
+  /** Validated events, insertId = the event id. */
+  readonly silver: TableRef;
+  /** Rejected messages with their stage (the booking quarantine, the telemetry dead-letter table). */
+  readonly quarantine: TableRef;
+  /** Rows BigQuery refused, rows past the schema-retry budget, messages past the retry-age guard. */
+  readonly badData: TableRef;
+  /** Reference data the pipeline reads (side inputs), never writes. */
+  readonly reference: readonly TableRef[];
+  /** Views readers use (deduplicated Silver, latest pane, settled panes). */
+  readonly views: readonly TableRef[];
+  /** Tables the operator commands write (quarantine resolutions); empty when there are none. */
+  readonly operational: readonly TableRef[];
+  /**
+   * The DDL files creating all of the above, paths relative to the repository root, in the order to apply them;
+   * `{{project}}` and `{{location}}` are filled in by the appliers.
+   */
+  readonly ddlFiles: readonly string[];
+}
+
+/** A stream of keyed elements, one windowed pipeline on the keyed store, one gold table. */
+export interface AggregationDefinition<Row, Element, In, Acc extends JsonValue, Out> {
+  /**
+   * The windowed pipeline's name: its Firestore document under the pipeline's windows root, the gold `pipeline`
+   * column and the insertId prefix (a lowercase letter, then up to 39 lowercase letters, digits or `_`).
+   */
+  readonly name: string;
+  /** One sentence: what is aggregated per what key. */
+  readonly description: string;
+  /** Window function, allowed lateness, trigger and accumulation mode (shared/windowing). */
+  readonly strategy: WindowingStrategy;
+  /** The heuristic watermark of this windowed pipeline (one watermark record per windowed pipeline). */
+  readonly watermarkPolicy: WatermarkPolicy;
+  /**
+   * Shard documents per (key, window) in the keyed store: a hot key's writes are spread over them and the shards'
+   * accumulators merged when the pane fires (the study guide's `key#N` hot-key mitigation).
+   */
+  readonly shards: number;
+  /** The combine (Beam `CombineFn`): associative and commutative, so sharding never changes a pane. */
+  readonly combineFn: CombineFn<In, Acc, Out>;
+  /**
+   * Checks an accumulator read back from Firestore.
+   * @throws an error naming the problem for anything this combine did not write
+   */
+  parseAccumulator(value: unknown): Acc;
+  /** The element an accepted event contributes: its key and value, or `null` when it takes no part. */
+  input(event: VersionAccepted<Row, Element>): { readonly key: string; readonly value: In } | null;
+  /** Where panes go. */
+  readonly goldTable: TableRef;
+  /**
+   * One pane as its gold row (TIMESTAMPs RFC 3339 UTC), with the streaming insertId also kept as a column.
+   * @throws RangeError when the pane's key or a time cannot be represented (a caller bug)
+   */
+  goldRow(
+    pane: Pane<Out>,
+    insertId: string,
+    accumulationMode: AccumulationMode,
+  ): Record<string, unknown>;
+}
+
+/** Schema drift: whether new payload fields become Silver columns through the scheduled sweep. */
+export type SchemaDriftSettings =
+  | {
+      readonly mode: 'sweep';
+      /** Tables drift rows may target (configuration only, never a payload). */
+      readonly targetTables: readonly TableRef[];
+      /** Length of the schema-change window, minutes (bad-data design: default 3). */
+      readonly windowMinutes: number;
+      /** Retry budget from first receipt, minutes; then bad data. */
+      readonly retryMinutes: number;
+    }
+  | {
+      readonly mode: 'off';
+      /** What happens to fields the contract does not know instead, and why. */
+      readonly extraFields: string;
+    };
+
+/** A deployable function: its entry point (functions/index.ts) and its name after the deploy's name prefix. */
+export interface FunctionName {
+  /** The registered name (`--entry-point`), camelCase. */
+  readonly entryPoint: string;
+  /** The function (and Cloud Run service) name after the prefix: lowercase letters, digits and hyphens. */
+  readonly baseName: string;
+}
+
+/** The functions a pipeline deploys. */
+export interface PipelineFunctions {
+  /** The Pub/Sub-triggered ingest function. */
+  readonly ingest: FunctionName;
+  /** The scheduled function that advances the watermark and fires panes. */
+  readonly fireWindows: FunctionName;
+  /** The scheduled schema sweep, or `null` when schema drift is off. */
+  readonly schemaSweep: FunctionName | null;
+}
+
+/** Where a pipeline's state lives in the system's Firestore database: root collections of its own. */
+export interface FirestoreNamespace {
+  /** Root collection of the keyed window store; each aggregation is a document under it. */
+  readonly windowsRoot: string;
+  /** Root collection of the schema-drift retry store, or `null` when schema drift is off. */
+  readonly schemaDriftRoot: string | null;
+}
+
+/**
+ * Everything a pipeline is made of. `Settings` is what its contract reads from the environment at cold start,
+ * `Row` its Silver row, `Element` what its aggregations fold in.
+ */
+export interface PipelineDefinition<Settings, Row, Element> {
+  /** The pipeline's name: a lowercase letter, then up to 39 lowercase letters, digits or `_`. */
+  readonly name: string;
+  /** One sentence for docs and `--help`. */
+  readonly description: string;
+  readonly pubsub: PipelineTopics;
+  readonly contract: PipelineContract<Settings, Row, Element>;
+  /**
+   * Builds the contract's settings once per instance, at cold start: reads the environment and opens the side
+   * inputs (reference data loaded now and refreshed on an interval).
+   * @throws ConfigError naming the first bad variable; TransientError when a side input cannot be loaded
+   */
+  createSettings(env: Env, io: SettingsIo): Promise<Settings>;
+  readonly tables: PipelineTables;
+  /** The windowed aggregations, each with its gold table. */
+  readonly aggregations: readonly AggregationDefinition<Row, Element, never, JsonValue, unknown>[];
+  readonly schemaDrift: SchemaDriftSettings;
+  readonly functions: PipelineFunctions;
+  readonly firestore: FirestoreNamespace;
+}
+
+/**
+ * A definition with its type parameters erased, for registries that list pipelines of different shapes. Only the
+ * names and specs are read through it; behaviour is called through the typed definition.
+ */
+export type AnyPipelineDefinition = PipelineDefinition<unknown, unknown, unknown>;
+
+/**
+ * Declares an aggregation with its type parameters checked against each other, then erases them for the
+ * definition's list (an aggregation is only ever called with the elements of its own pipeline).
+ */
+export function aggregation<Row, Element, In, Acc extends JsonValue, Out>(
+  definition: AggregationDefinition<Row, Element, In, Acc, Out>,
+): AggregationDefinition<Row, Element, never, JsonValue, unknown> {
+  return definition as unknown as AggregationDefinition<Row, Element, never, JsonValue, unknown>;
+}

@@ -1,0 +1,160 @@
+// The telemetry pipeline (the study guide's NovaTrack scenario) as a definition: per-device minute statistics and
+// the regional top-N hottest devices, with its own topic, tables, functions and Firestore namespace.
+import { loadIngestConfig } from '../../config/ingest-config';
+import { loadTelemetryConfig } from '../../config/telemetry-config';
+import { aggregation, type PipelineDefinition } from '../../pipeline/definition';
+import type { WatermarkPolicy, WindowingStrategy } from '../../windowing';
+import {
+  deviceStatsFn,
+  parseDeviceStatsAccumulator,
+  parseTopAccumulator,
+  regionTopNFn,
+} from './combine';
+import {
+  TELEMETRY_CONTRACT,
+  type TelemetryElement,
+  type TelemetrySettings,
+  type TelemetrySilverRow,
+} from './contract';
+import { BigQueryDeviceDirectory } from './device-directory';
+import { devicePaneRow, regionTopPaneRow } from './rows';
+
+/**
+ * The scenario's windowing: 1-minute fixed event-time windows, an early pane 30 s of processing time after a
+ * pane's first element, a late pane per late element, 10 minutes of allowed lateness, accumulating panes.
+ */
+export const TELEMETRY_STRATEGY: WindowingStrategy = {
+  windowFn: { kind: 'fixed', sizeMs: 60_000, offsetMs: 0 },
+  allowedLatenessMs: 10 * 60_000,
+  trigger: { earlyFirings: { processingTimeDelayMs: 30_000 }, lateFirings: { elementCount: 1 } },
+  accumulationMode: 'ACCUMULATING',
+};
+
+/**
+ * The watermark heuristic, as the booking pipeline's defaults: 10 s of out-of-orderness, the clock taken over after
+ * 60 s without a new largest event time, and a device clock running ahead never moving the watermark.
+ */
+export const TELEMETRY_WATERMARK_POLICY: WatermarkPolicy = {
+  maxOutOfOrdernessMs: 10_000,
+  idleTimeoutMs: 60_000,
+  maxFutureSkewMs: 0,
+};
+
+/** Devices per regional ranking. */
+export const TOP_N = 10;
+
+const DEVICE_AGGREGATION = 'telemetry_device_1m';
+const REGION_AGGREGATION = 'telemetry_region_top_1m';
+const topN = regionTopNFn(TOP_N);
+
+/** The telemetry pipeline. */
+export const TELEMETRY_PIPELINE: PipelineDefinition<
+  TelemetrySettings,
+  TelemetrySilverRow,
+  TelemetryElement
+> = {
+  name: 'telemetry',
+  description:
+    'temperature readings from IoT devices: per-device minute statistics and the hottest devices per region',
+  pubsub: {
+    topic: 'telemetry-events',
+    deadLetterTopic: 'telemetry-events-dlq',
+    bronzeDeadLetterTopic: 'telemetry-events-bronze-dlq',
+    subscriptions: {
+      ingest: 'telemetry-events-ingest',
+      bronze: 'telemetry-events-bronze',
+      deadLetterHold: 'telemetry-events-dlq-hold',
+      bronzeDeadLetterHold: 'telemetry-events-bronze-dlq-hold',
+    },
+  },
+  contract: TELEMETRY_CONTRACT,
+  async createSettings(env, io) {
+    const config = loadTelemetryConfig(env);
+    const devices = new BigQueryDeviceDirectory(io.bigquery, {
+      table: config.referenceTable,
+      projectId: loadIngestConfig(env).projectId,
+      refreshIntervalMs: config.referenceRefreshMs,
+      maxDevices: config.referenceMaxDevices,
+      logger: io.logger,
+      now: io.now,
+    });
+    await devices.load();
+    return { limits: config, devices };
+  },
+  tables: {
+    bronze: { datasetId: 'offvia_telemetry_bronze', tableId: 'raw_readings' },
+    silver: { datasetId: 'offvia_telemetry_silver', tableId: 'readings' },
+    quarantine: { datasetId: 'offvia_telemetry_quarantine', tableId: 'dead_letter' },
+    badData: { datasetId: 'offvia_telemetry_quarantine', tableId: 'bad_data' },
+    reference: [{ datasetId: 'offvia_telemetry_ref', tableId: 'devices' }],
+    views: [
+      { datasetId: 'offvia_telemetry_silver', tableId: 'readings_dedup' },
+      { datasetId: 'offvia_telemetry_gold', tableId: 'device_minute_settled' },
+      { datasetId: 'offvia_telemetry_gold', tableId: 'region_top_settled' },
+    ],
+    operational: [],
+    ddlFiles: [
+      'sql/pipelines/telemetry/000_datasets.sql',
+      'sql/pipelines/telemetry/010_bronze_raw_readings.sql',
+      'sql/pipelines/telemetry/020_silver_readings.sql',
+      'sql/pipelines/telemetry/030_quarantine_dead_letter.sql',
+      'sql/pipelines/telemetry/040_quarantine_bad_data.sql',
+      'sql/pipelines/telemetry/050_reference_devices.sql',
+      'sql/pipelines/telemetry/060_gold_device_minute_panes.sql',
+      'sql/pipelines/telemetry/070_gold_region_top_devices.sql',
+    ],
+  },
+  aggregations: [
+    aggregation({
+      name: DEVICE_AGGREGATION,
+      description: 'count, average, minimum and maximum temperature per device and minute',
+      strategy: TELEMETRY_STRATEGY,
+      watermarkPolicy: TELEMETRY_WATERMARK_POLICY,
+      // A device sends a few readings a minute; two shards keep one device under Firestore's sustained rate of
+      // about one write per second per document even when it bursts.
+      shards: 2,
+      combineFn: deviceStatsFn,
+      parseAccumulator: parseDeviceStatsAccumulator,
+      input: (event: { element: TelemetryElement }) => ({
+        key: event.element.deviceId,
+        value: event.element.temperatureMilliC,
+      }),
+      goldTable: { datasetId: 'offvia_telemetry_gold', tableId: 'device_minute_panes' },
+      goldRow: (pane, insertId, mode) => ({
+        ...devicePaneRow(DEVICE_AGGREGATION, mode, pane, insertId),
+      }),
+    }),
+    aggregation({
+      name: REGION_AGGREGATION,
+      description: `the ${TOP_N} hottest devices (highest reading) per region and minute`,
+      strategy: TELEMETRY_STRATEGY,
+      watermarkPolicy: TELEMETRY_WATERMARK_POLICY,
+      // The hot key: a region gathers thousands of devices. Its writes are spread over 16 shard documents
+      // (`region#N`), each holding a bounded top-N, merged when the pane fires.
+      shards: 16,
+      combineFn: topN,
+      parseAccumulator: (value) => parseTopAccumulator(value, TOP_N),
+      // An unknown device has no region: it is counted per device but ranks nowhere.
+      input: (event: { keys: Readonly<Record<string, string>>; element: TelemetryElement }) => {
+        const region = event.keys.region;
+        return region === undefined ? null : { key: region, value: event.element };
+      },
+      goldTable: { datasetId: 'offvia_telemetry_gold', tableId: 'region_top_devices' },
+      goldRow: (pane, insertId, mode) => ({
+        ...regionTopPaneRow(REGION_AGGREGATION, mode, pane, insertId),
+      }),
+    }),
+  ],
+  schemaDrift: {
+    mode: 'off',
+    extraFields:
+      'kept as JSON text in Silver `extra_fields`: firmware rolls fields out device by device, and 50,000 devices ' +
+      'on mixed firmware would churn the table schema; a field worth a column becomes a new contract version',
+  },
+  functions: {
+    ingest: { entryPoint: 'ingestTelemetry', baseName: 'ingest-telemetry' },
+    fireWindows: { entryPoint: 'fireTelemetryWindows', baseName: 'fire-telemetry-windows' },
+    schemaSweep: null,
+  },
+  firestore: { windowsRoot: 'offviaTelemetryWindows', schemaDriftRoot: null },
+};

@@ -1,0 +1,207 @@
+// The telemetry side input: device → region and site, read from a BigQuery reference table at cold start and
+// reloaded in the background on an interval, like a Beam side input refreshed by a slowly-changing source.
+import type { BigQuery } from '@google-cloud/bigquery';
+
+import { type TableRef, tableName } from '../../config/env';
+import { errorText, TransientError } from '../../errors';
+import type { Logger } from '../../logging/logger';
+import * as logs from '../../logging/logs';
+
+/** Where a device is. */
+export interface DeviceReference {
+  /** Region code, 1-32 of `a-z 0-9 -` (a grouping key of the regional top-N). */
+  readonly region: string;
+  /** Site name, free text up to 256 characters. */
+  readonly site: string;
+}
+
+/** What the contract asks of the side input: a synchronous lookup in memory. */
+export interface DeviceDirectory {
+  /** The device's reference, or `undefined` when the directory does not know it. */
+  lookup(deviceId: string): DeviceReference | undefined;
+}
+
+/** A directory held in a map (tests, and the snapshot behind the BigQuery directory). */
+export class StaticDeviceDirectory implements DeviceDirectory {
+  constructor(private readonly devices: ReadonlyMap<string, DeviceReference>) {}
+  lookup(deviceId: string): DeviceReference | undefined {
+    return this.devices.get(deviceId);
+  }
+  /** Devices held. */
+  get size(): number {
+    return this.devices.size;
+  }
+}
+
+/** Region codes: short lowercase slugs, so they stay plain in Firestore ids and insertIds. */
+export const REGION_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/;
+const DEVICE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const MAX_SITE_LENGTH = 256;
+
+/** What one load read: the devices, and the rows it skipped (logged, never silently). */
+export interface DeviceSnapshot {
+  readonly devices: ReadonlyMap<string, DeviceReference>;
+  /** Rows with a malformed device id, region or site. */
+  readonly invalidRows: number;
+  /** Rows repeating a device id already read (the first in `device_id, region, site` order wins). */
+  readonly duplicateRows: number;
+  /** Processing time of the load, epoch ms UTC. */
+  readonly loadedAtMs: number;
+}
+
+/** Options of {@link BigQueryDeviceDirectory}. */
+export interface BigQueryDeviceDirectoryOptions {
+  /** The reference table: `device_id STRING, region STRING, site STRING` (sql/pipelines/telemetry/050). */
+  readonly table: TableRef;
+  /** Project of a table without one, for the query's fully-qualified name. */
+  readonly projectId: string | undefined;
+  /** Age at which a lookup starts a background reload, ms. */
+  readonly refreshIntervalMs: number;
+  /** Most devices held; a table with more fails the load (memory stays bounded). */
+  readonly maxDevices: number;
+  readonly logger: Logger;
+  /** Processing time, epoch ms UTC. */
+  readonly now: () => number;
+}
+
+/** Thrown when the reference table holds more devices than `maxDevices`: a configuration problem, not transient. */
+export class DeviceDirectoryTooLargeError extends Error {
+  override readonly name = 'DeviceDirectoryTooLargeError';
+}
+
+/**
+ * The device directory over a BigQuery reference table. `load()` reads it once (cold start); afterwards `lookup`
+ * answers from memory and, once the snapshot is `refreshIntervalMs` old, starts one background reload (never more
+ * than one at a time). A failed reload is logged and the last snapshot kept, so a BigQuery outage never stops the
+ * readings: the next lookup after another interval tries again.
+ */
+export class BigQueryDeviceDirectory implements DeviceDirectory {
+  private snapshot: DeviceSnapshot | undefined;
+  private reloading: Promise<void> | undefined;
+  private lastAttemptMs = -Infinity;
+
+  constructor(
+    private readonly bigquery: BigQuery,
+    private readonly options: BigQueryDeviceDirectoryOptions,
+  ) {}
+
+  /** The fully-qualified table name the query reads. */
+  get tableName(): string {
+    return tableName(this.options.table, this.options.projectId);
+  }
+
+  /** The current snapshot; `undefined` before the first load. */
+  get current(): DeviceSnapshot | undefined {
+    return this.snapshot;
+  }
+
+  /**
+   * Reads the reference table and replaces the snapshot.
+   * @throws TransientError when BigQuery fails or the table does not exist (at cold start the instance cannot serve
+   *   and Pub/Sub redelivers: a missing reference table holds the readings back rather than dead-lettering them);
+   *   DeviceDirectoryTooLargeError when the table holds more than `maxDevices` devices
+   */
+  async load(): Promise<DeviceSnapshot> {
+    const startedMs = this.options.now();
+    this.lastAttemptMs = startedMs;
+    const { maxDevices } = this.options;
+    let rows: Record<string, unknown>[];
+    try {
+      // tables.get first: a missing table must fail the load (BigQuery answers the query with 404 anyway, but the
+      // local emulator answers it with no rows, which would silently make every device unknown).
+      const { datasetId, tableId } = this.options.table;
+      const [exists] = await this.bigquery.dataset(datasetId).table(tableId).exists();
+      if (!exists) throw new Error(`table ${this.tableName} not found`);
+      // One extra row tells "exactly the cap" from "over it". ORDER BY makes duplicates resolve the same way on
+      // every instance and every reload.
+      [rows] = (await this.bigquery.query({
+        query:
+          `SELECT device_id, region, site FROM \`${this.tableName}\` ` +
+          `ORDER BY device_id, region, site LIMIT ${maxDevices + 1}`,
+      })) as [Record<string, unknown>[], ...unknown[]];
+    } catch (err) {
+      throw new TransientError(`read ${this.tableName}`, errorText(err), { cause: err });
+    }
+    if (rows.length > maxDevices) {
+      throw new DeviceDirectoryTooLargeError(
+        `${this.tableName} holds more than ${maxDevices} rows (OFFVIA_TELEMETRY_REFERENCE_MAX_DEVICES)`,
+      );
+    }
+    const snapshot = toSnapshot(rows, startedMs);
+    this.snapshot = snapshot;
+    logs.deviceDirectoryLoaded(this.options.logger, {
+      table: this.tableName,
+      devices: snapshot.devices.size,
+      invalidRows: snapshot.invalidRows,
+      duplicateRows: snapshot.duplicateRows,
+      loadMs: this.options.now() - startedMs,
+    });
+    return snapshot;
+  }
+
+  /**
+   * The device's reference from the current snapshot; starts a background reload when it is due.
+   * @throws Error when called before `load()` resolved (a wiring bug: the side input must be loaded at cold start)
+   */
+  lookup(deviceId: string): DeviceReference | undefined {
+    if (this.snapshot === undefined) throw new Error('device directory used before load()');
+    // Never rejects: a failed reload is logged inside and the last snapshot keeps serving.
+    void this.reloadIfDue();
+    return this.snapshot.devices.get(deviceId);
+  }
+
+  /**
+   * Starts a background reload when the last attempt is `refreshIntervalMs` old and none is running; returns the
+   * reload in progress (tests and shutdown await it), or `undefined`.
+   */
+  reloadIfDue(): Promise<void> | undefined {
+    if (this.reloading) return this.reloading;
+    if (this.options.now() - this.lastAttemptMs < this.options.refreshIntervalMs) return undefined;
+    this.reloading = this.load()
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          // Keep serving the last snapshot: enrichment a few minutes stale beats no readings at all.
+          logs.deviceDirectoryReloadFailed(this.options.logger, {
+            table: this.tableName,
+            error: errorText(err),
+            snapshotAgeMs: this.options.now() - (this.snapshot?.loadedAtMs ?? 0),
+          });
+        },
+      )
+      .finally(() => {
+        this.reloading = undefined;
+      });
+    return this.reloading;
+  }
+}
+
+/** Rows → snapshot: malformed rows and repeated device ids are counted, not kept. */
+export function toSnapshot(
+  rows: readonly Record<string, unknown>[],
+  loadedAtMs: number,
+): DeviceSnapshot {
+  const devices = new Map<string, DeviceReference>();
+  let invalidRows = 0;
+  let duplicateRows = 0;
+  for (const row of rows) {
+    const { device_id: id, region, site } = row;
+    if (
+      typeof id !== 'string' ||
+      !DEVICE_ID.test(id) ||
+      typeof region !== 'string' ||
+      !REGION_PATTERN.test(region) ||
+      typeof site !== 'string' ||
+      site.length > MAX_SITE_LENGTH
+    ) {
+      invalidRows++;
+      continue;
+    }
+    if (devices.has(id)) {
+      duplicateRows++;
+      continue;
+    }
+    devices.set(id, { region, site });
+  }
+  return { devices, invalidRows, duplicateRows, loadedAtMs };
+}

@@ -1,0 +1,173 @@
+// The telemetry pipeline's non-Silver rows: a dead-letter row per rejected message, a gold row per device pane
+// and per regional top-N pane (sql/pipelines/telemetry/). TIMESTAMPs are RFC 3339 UTC with six fraction digits.
+import { formatEpochMs, isTimestampMs } from '../../contract/event-time';
+import type { ContractMessage, VersionRejected } from '../../pipeline/definition';
+import type { AccumulationMode, Pane, PaneTiming } from '../../windowing';
+import type { DeviceStats, TopDevice } from './combine';
+import { TELEMETRY_ATTRIBUTES } from './contract';
+
+/** Longest payload text kept in a dead-letter row, UTF-8 bytes; Bronze keeps the whole message. */
+export const DEAD_LETTER_PAYLOAD_MAX_BYTES = 64 * 1024;
+
+/** A row of `offvia_telemetry_quarantine.dead_letter` (sql/pipelines/telemetry/030). */
+export interface DeadLetterRow {
+  /** The message data as UTF-8 text (invalid bytes replaced), cut to {@link DEAD_LETTER_PAYLOAD_MAX_BYTES}. */
+  payload: string;
+  /** The exact bytes, base64, when they are not valid UTF-8 (cut likewise); null otherwise. */
+  payload_base64: string | null;
+  payload_truncated: boolean;
+  /** The rejection reason. */
+  error: string;
+  /** The stage that rejected it (`TELEMETRY_STAGES`). */
+  stage: string;
+  /** The `deviceId` attribute as sent (up to 128 characters), null when absent. */
+  device_id: string | null;
+  /** When the message was parsed and rejected (the partitioning column). */
+  parse_time: string;
+  source_message_id: string;
+  publish_time: string | null;
+  /** The message attributes as JSON text. */
+  attributes: string;
+  /** The version the message was decoded as; null when none applied (unknown or missing version). */
+  contract_version: string | null;
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+const LENIENT_UTF8 = new TextDecoder('utf-8');
+
+/**
+ * The dead-letter row of a rejected message (the study guide: payload, error, deviceId and parse time, to a
+ * partitioned table). `parseTimeMs` is epoch ms UTC. Its insertId is the message id, so a redelivery adds nothing.
+ * @throws RangeError when `parseTimeMs` is outside BigQuery TIMESTAMP's range
+ */
+export function deadLetterRow(
+  message: ContractMessage,
+  rejection: Pick<VersionRejected, 'stage' | 'reason'> & { version: string | null },
+  parseTimeMs: number,
+): DeadLetterRow {
+  const truncated = message.data.length > DEAD_LETTER_PAYLOAD_MAX_BYTES;
+  const kept = truncated ? message.data.subarray(0, DEAD_LETTER_PAYLOAD_MAX_BYTES) : message.data;
+  let valid = true;
+  try {
+    STRICT_UTF8.decode(message.data);
+  } catch {
+    // Not an error to report: invalid UTF-8 is exactly what this row preserves, as base64 beside the text.
+    valid = false;
+  }
+  const device = message.attributes[TELEMETRY_ATTRIBUTES.deviceId];
+  return {
+    payload: LENIENT_UTF8.decode(kept),
+    payload_base64: valid ? null : Buffer.from(kept).toString('base64'),
+    payload_truncated: truncated,
+    error: rejection.reason,
+    stage: rejection.stage,
+    device_id: device === undefined ? null : device.slice(0, 128),
+    parse_time: timestamp(parseTimeMs),
+    source_message_id: message.messageId,
+    publish_time: message.publishTimeMs === undefined ? null : timestamp(message.publishTimeMs),
+    attributes: JSON.stringify(message.attributes),
+    contract_version: rejection.version,
+  };
+}
+
+/** The pane columns both gold tables share (Beam's `PaneInfo`), as in `offvia_gold.route_panes`. */
+export interface PaneColumns {
+  /** The aggregation (windowed pipeline) that fired the pane. */
+  pipeline: string;
+  window_start: string;
+  window_end: string;
+  pane_timing: PaneTiming;
+  pane_index: number;
+  pane_on_time_index: number;
+  is_first: boolean;
+  is_final: boolean;
+  accumulation_mode: AccumulationMode;
+  /** Input watermark at the firing; null while at its initial minimum. The settled views read behind it. */
+  watermark_at_emission: string | null;
+  emitted_at: string;
+  insert_id: string;
+}
+
+/** A row of `offvia_telemetry_gold.device_minute_panes`. */
+export interface DevicePaneRow extends PaneColumns {
+  device_id: string;
+  reading_count: number;
+  /** NUMERIC text in °C; null for an empty pane. */
+  temperature_avg_c: string | null;
+  temperature_min_c: string | null;
+  temperature_max_c: string | null;
+}
+
+/** A row of `offvia_telemetry_gold.region_top_devices`: one row per pane, the ranking as a repeated record. */
+export interface RegionTopPaneRow extends PaneColumns {
+  region: string;
+  top_devices: { rank: number; device_id: string; max_temperature_c: string }[];
+}
+
+function paneColumns<T>(
+  pipeline: string,
+  mode: AccumulationMode,
+  pane: Pane<T>,
+  insertId: string,
+): PaneColumns {
+  return {
+    pipeline,
+    window_start: timestamp(pane.window.startMs),
+    window_end: timestamp(pane.window.endMs),
+    pane_timing: pane.timing,
+    pane_index: pane.index,
+    pane_on_time_index: pane.onTimeIndex,
+    is_first: pane.isFirst,
+    is_final: pane.isLast,
+    accumulation_mode: mode,
+    watermark_at_emission: isTimestampMs(pane.watermarkMs) ? formatEpochMs(pane.watermarkMs) : null,
+    emitted_at: timestamp(pane.firedAtProcessingTimeMs),
+    insert_id: insertId,
+  };
+}
+
+/**
+ * One per-device pane as its gold row; the pane's key is the device id.
+ * @throws RangeError when a time is outside BigQuery TIMESTAMP's range
+ */
+export function devicePaneRow(
+  pipeline: string,
+  mode: AccumulationMode,
+  pane: Pane<DeviceStats>,
+  insertId: string,
+): DevicePaneRow {
+  return {
+    ...paneColumns(pipeline, mode, pane, insertId),
+    device_id: pane.key,
+    reading_count: pane.value.count,
+    temperature_avg_c: pane.value.avgC,
+    temperature_min_c: pane.value.minC,
+    temperature_max_c: pane.value.maxC,
+  };
+}
+
+/**
+ * One regional top-N pane as its gold row; the pane's key is the region.
+ * @throws RangeError when a time is outside BigQuery TIMESTAMP's range
+ */
+export function regionTopPaneRow(
+  pipeline: string,
+  mode: AccumulationMode,
+  pane: Pane<TopDevice[]>,
+  insertId: string,
+): RegionTopPaneRow {
+  return {
+    ...paneColumns(pipeline, mode, pane, insertId),
+    region: pane.key,
+    top_devices: pane.value.map((d) => ({
+      rank: d.rank,
+      device_id: d.deviceId,
+      max_temperature_c: d.maxTemperatureC,
+    })),
+  };
+}
+
+function timestamp(ms: number): string {
+  if (!isTimestampMs(ms)) throw new RangeError(`${ms} ms is outside BigQuery TIMESTAMP's range`);
+  return formatEpochMs(ms);
+}
