@@ -2,7 +2,7 @@
 // policy files it refers to. Reads the repository only; never calls Google Cloud.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DEFAULT_FIRESTORE_DATABASE } from '../../shared/config/ingest-config';
 import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
@@ -59,33 +59,44 @@ export interface CliArgs {
   readonly deleteData: boolean;
 }
 
-/** node:util parseArgs with the flags of USAGE. @throws TypeError for an unknown flag or a missing value. */
+/** The flags of USAGE, as node:util parseArgs takes them. */
+const CLI_OPTIONS = {
+  project: { type: 'string' },
+  region: { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
+  'name-prefix': { type: 'string', default: 'offvia-' },
+  'bq-location': { type: 'string' },
+  'firestore-location': { type: 'string' },
+  'firestore-database': { type: 'string', default: DEFAULT_FIRESTORE_DATABASE },
+  env: { type: 'string', multiple: true, default: [] },
+  'ttl-collection-group': { type: 'string', multiple: true },
+  'notification-channel': { type: 'string', multiple: true, default: [] },
+  publisher: { type: 'string', multiple: true, default: [] },
+  'quarantine-retention-days': { type: 'string', default: '90' },
+  'topic-retention': { type: 'string', default: '7d' },
+  'out-dir': { type: 'string' },
+  runtime: { type: 'string', default: DEFAULT_RUNTIME },
+  'kms-key': { type: 'string' },
+  'passenger-id-hmac-secret': { type: 'string' },
+  yes: { type: 'boolean', default: false },
+  'delete-data': { type: 'boolean', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
+/**
+ * node:util parseArgs with the flags of USAGE, refusing a single-valued flag given twice: parseArgs keeps the last
+ * value while deploy.sh and teardown.sh read the first (`flag_value`), so teardown would ask to confirm one project
+ * and delete in the other.
+ * @throws TypeError for an unknown flag or a missing value; Error for a repeated single-valued flag.
+ */
 function parseCliFlags(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      project: { type: 'string' },
-      region: { type: 'string' },
-      'dry-run': { type: 'boolean', default: false },
-      'name-prefix': { type: 'string', default: 'offvia-' },
-      'bq-location': { type: 'string' },
-      'firestore-location': { type: 'string' },
-      'firestore-database': { type: 'string', default: DEFAULT_FIRESTORE_DATABASE },
-      env: { type: 'string', multiple: true, default: [] },
-      'ttl-collection-group': { type: 'string', multiple: true },
-      'notification-channel': { type: 'string', multiple: true, default: [] },
-      publisher: { type: 'string', multiple: true, default: [] },
-      'quarantine-retention-days': { type: 'string', default: '90' },
-      'topic-retention': { type: 'string', default: '7d' },
-      'out-dir': { type: 'string' },
-      runtime: { type: 'string', default: DEFAULT_RUNTIME },
-      'kms-key': { type: 'string' },
-      'passenger-id-hmac-secret': { type: 'string' },
-      yes: { type: 'boolean', default: false },
-      'delete-data': { type: 'boolean', default: false },
-    },
-  });
+  const parsed = parseArgs({ args, allowPositionals: true, tokens: true, options: CLI_OPTIONS });
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option' || 'multiple' in CLI_OPTIONS[token.name]) continue;
+    if (seen.has(token.name)) throw new Error(`--${token.name} is given twice: give it once`);
+    seen.add(token.name);
+  }
+  return parsed;
 }
 
 /**

@@ -1367,6 +1367,24 @@ function functionImagesRepository({ o, p, names, steps, functions }: Context, km
     ],
   });
   if (functions.some(({ spec }) => spec.trigger === 'topic')) {
+    // The Google channel is the project's one for the region, shared with every other Eventarc trigger there: set
+    // our key on a channel without one (or keep it), never replace another application's key.
+    steps.push({
+      kind: 'run',
+      title: `Eventarc Google channel of ${o.region} has no key or ${kms.key} (it is shared with other triggers)`,
+      command: [
+        'bash',
+        '-c',
+        'k="$(gcloud eventarc google-channels describe --location="$0" --project="$1" ' +
+          '--format="value(cryptoKeyName)")" || exit 1; if [[ -n "$k" && "$k" != "$2" ]]; then echo "the Eventarc ' +
+          'Google channel of $0 in $1 is encrypted with $k, not --kms-key $2: the channel is shared with every ' +
+          'Eventarc trigger of the region, so the plan does not replace its key (use that key, or clear it first)" ' +
+          '>&2; exit 1; fi',
+        o.region,
+        o.project,
+        kms.name,
+      ],
+    });
     steps.push({
       kind: 'run',
       title: `Eventarc Google channel of ${o.region}: key ${kms.key}`,

@@ -217,14 +217,16 @@ export function validateOptions(o: DeployOptions): void {
   if (o.kmsKey !== undefined) checkKmsKeyFits(parseKmsKey(o.kmsKey), o);
   if (o.passengerIdHmacSecret !== undefined) passengerIdSecret(o);
   for (const publisher of o.publishers) {
-    // IAM principal identifiers; allUsers and allAuthenticatedUsers would let anyone publish into Bronze.
+    // IAM principal identifiers of one principal (or a group or domain the operator names); allUsers,
+    // allAuthenticatedUsers and principal sets (principalSet://…: every service account of an organization, every
+    // identity of a pool, or the public) would let far more than the booking service publish into Bronze.
     if (
-      !/^(serviceAccount|user|group):[^@\s]+@[^@\s]+$|^domain:[a-z0-9.-]+$|^principal(Set)?:\/\/\S+$/.test(
+      !/^(serviceAccount|user|group):[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+$|^domain:[a-z0-9.-]+$|^principal:\/\/[A-Za-z0-9._~:/@-]+$/.test(
         publisher,
       )
     ) {
       throw new Error(
-        `--publisher: expected serviceAccount:EMAIL, user:EMAIL, group:EMAIL, domain:DOMAIN or principal://…, got ${publisher}`,
+        `--publisher: expected serviceAccount:EMAIL, user:EMAIL, group:EMAIL, domain:DOMAIN or principal://… (one principal, not a principalSet://), got ${publisher}`,
       );
     }
   }

@@ -243,7 +243,11 @@ export async function query<T = Record<string, unknown>>(
         query: sql,
         params,
         ...(types ? { types } : {}),
-        ...(ctx.mode === 'cloud' ? { location: ctx.env.OFFVIA_BQ_LOCATION ?? 'US' } : {}),
+        // Against a project, BigQuery runs the job where the tables it reads are (the deployment's --bq-location);
+        // a fixed US would find no dataset of a deployment in europe-west1. OFFVIA_BQ_LOCATION still pins it.
+        ...(ctx.mode === 'cloud' && ctx.env.OFFVIA_BQ_LOCATION
+          ? { location: ctx.env.OFFVIA_BQ_LOCATION }
+          : {}),
       }),
       BACKEND_DEADLINE_MS * 3,
       ctx.describe.bigquery,

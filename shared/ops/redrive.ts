@@ -14,6 +14,7 @@ import {
   emptyReport,
   finishTiming,
   ingestFixed,
+  assertPassengerIdModeFitsSilver,
   ingestDepsForRun,
   newRunId,
   pool,
@@ -175,6 +176,11 @@ export async function redrive(
       resolved_at: new Date(now()).toISOString(),
     });
   };
+  if (!options.dryRun && candidates.some((c) => planOf(c).kind === 'message')) {
+    // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
+    ingestDeps = ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
+    await assertPassengerIdModeFitsSilver(ctx, ingestDeps.passengerId ?? { mode: 'raw' });
+  }
   const bar = options.dryRun ? undefined : progressBar(io, 'redrive', candidates.length);
   await pool(
     candidates,

@@ -9,6 +9,7 @@ import {
   countOutcome,
   emptyReport,
   finishTiming,
+  assertPassengerIdModeFitsSilver,
   ingestDepsForRun,
   ingestFixed,
   newRunId,
@@ -265,6 +266,7 @@ export async function reprocess(
   report.runId = runId;
   report.logFile = logFile;
   const deps = ingestDepsForRun(ctx, runId, logFile);
+  await assertPassengerIdModeFitsSilver(ctx, deps.passengerId ?? { mode: 'raw' });
   const resolutions: Resolution[] = [];
   const bar = progressBar(io, 'reprocess', candidates.length);
   await pool(

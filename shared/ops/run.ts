@@ -6,13 +6,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TableRef } from '../config/env';
 import { boundedInsertId } from '../drift/bad-data';
+import type { PassengerIdConfig } from '../config/passenger-id-config';
+import { PSEUDONYM_PREFIX } from '../ingest/passenger-id';
 import { createIngestDeps } from '../ingest/runtime';
 import { ingestMessage, type IngestDeps, type IngestOutcome } from '../ingest/ingest-booking';
 import { Logger, type LogEntry } from '../logging/logger';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { InsertRow, RowResult, RowWriter } from '../sinks/row-writer';
 import { query, repositoryRoot, type OpsContext } from './context';
-import { NotFoundError, OpsError } from './errors';
+import { NotFoundError, OpsError, UsageError } from './errors';
 import type { ReprocessOptions, ReprocessReport } from './reprocess';
 
 /** The lineage column of Silver and quarantine rows a run writes (sql/045). */
@@ -85,6 +87,32 @@ export function ingestDepsForRun(ctx: OpsContext, runId: string, logFile: string
     wrapWriter: (writer) =>
       new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
   });
+}
+
+/**
+ * Refuses a run whose ingest path would store `passenger_id` raw in a Silver that already holds pseudonyms
+ * (`hmac1:`): the run hashes the id only when the operator's own environment sets OFFVIA_PASSENGER_ID_MODE and the
+ * key (docs/privacy.md), and a forgotten export would otherwise put raw ids beside the pseudonyms without a word.
+ * One query for one matching row; a Silver without pseudonyms (the `raw` deployment) passes.
+ * @throws UsageError (exit 2) naming the variables to export; OpsError when BigQuery cannot answer.
+ */
+export async function assertPassengerIdModeFitsSilver(
+  ctx: OpsContext,
+  passengerId: PassengerIdConfig,
+): Promise<void> {
+  if (passengerId.mode !== 'raw') return;
+  const hashed = await query(
+    ctx,
+    `SELECT 1 AS hashed FROM \`${ctx.tables.silver}\` WHERE STARTS_WITH(passenger_id, @prefix) LIMIT 1`,
+    { prefix: PSEUDONYM_PREFIX },
+  );
+  if (hashed.length > 0) {
+    throw new UsageError(
+      `${ctx.tables.silver} holds pseudonymised passenger_id (${PSEUDONYM_PREFIX}…) but OFFVIA_PASSENGER_ID_MODE is ` +
+        'raw here: export OFFVIA_PASSENGER_ID_MODE=hmac-sha256 and OFFVIA_PASSENGER_ID_HMAC_KEY (the deployed key) ' +
+        'first, or the re-driven rows reach Silver with the raw id (docs/privacy.md)',
+    );
+  }
 }
 
 /**

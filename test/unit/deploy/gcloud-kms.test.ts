@@ -107,6 +107,41 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
     assert.equal(flagValue(channel ?? [], '--crypto-key'), KEY);
   });
 
+  it("leaves alone an Eventarc Google channel that another key already encrypts (the region's channel is shared)", () => {
+    const at = (words: string[]) =>
+      keyed.plan.steps.findIndex((s) =>
+        commandsOf(s).some((c) => c.join(' ').includes(words.join(' '))),
+      );
+    const guard = at(['eventarc google-channels describe']);
+    const update = at(['gcloud', 'eventarc', 'google-channels', 'update']);
+    assert.ok(guard >= 0 && guard < update, `guard ${guard}, update ${update}`);
+    const step = keyed.plan.steps[guard];
+    assert.ok(step);
+    const script = renderPlan([], [step]);
+    const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+    try {
+      writeFileSync(
+        path.join(bin, 'gcloud'),
+        '#!/usr/bin/env bash\nprintf "%s\\n" "$DESCRIBED"\n',
+        {
+          mode: 0o755,
+        },
+      );
+      const run = (described: string) =>
+        spawnSync('bash', ['-c', script], {
+          encoding: 'utf8',
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
+        });
+      assert.equal(run('').status, 0, 'a channel without a key takes ours');
+      assert.equal(run(KEY).status, 0, 'a channel with our key stays');
+      const other = run(`projects/other/locations/${R}/keyRings/r/cryptoKeys/theirs`);
+      assert.notEqual(other.status, 0);
+      assert.match(other.stderr, /Eventarc Google channel .* is encrypted with .*theirs/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it('creates the Firestore database with the key, and stops when an existing one lacks it', () => {
     const create = all.find((c) => starts(c, 'gcloud', 'firestore', 'databases', 'create'));
     assert.equal(flagValue(create ?? [], '--kms-key-name'), KEY);

@@ -902,6 +902,42 @@ describe('gcloud deploy plan', () => {
       );
     });
 
+    it('refuses a single-valued flag given twice (node parseArgs would keep the last one silently)', () => {
+      for (const [flag, a, b] of [
+        ['--project', 'offvia-aaaa', 'offvia-bbbb'],
+        ['--region', 'europe-west1', 'us-central1'],
+        [
+          '--kms-key',
+          'projects/k/locations/europe-west1/keyRings/r/cryptoKeys/a',
+          'projects/k/locations/europe-west1/keyRings/r/cryptoKeys/b',
+        ],
+        ['--firestore-database', 'offvia', 'other-db'],
+        ['--passenger-id-hmac-secret', 's:1', 's:2'],
+        ['--topic-retention', '7d', '1d'],
+      ] as const) {
+        const base =
+          flag === '--project' || flag === '--region' ? [] : ['--project', P, '--region', R];
+        assert.throws(
+          () => parseCli(['deploy', ...base, flag, a, `${flag}=${b}`]),
+          (err: Error) => err.message.startsWith(`${flag} is given twice`),
+          flag,
+        );
+      }
+      // Repeatable flags stay repeatable.
+      const twice = parseCli([
+        'deploy',
+        '--project',
+        P,
+        '--region',
+        R,
+        '--publisher',
+        'serviceAccount:a@p.iam.gserviceaccount.com',
+        '--publisher',
+        'serviceAccount:b@p.iam.gserviceaccount.com',
+      ]);
+      assert.equal(twice.options.publishers.length, 2);
+    });
+
     it('deploys every function on the runtime --runtime names (nodejs24), nodejs22 by default', () => {
       const deploys = (p: Plan): Command[] =>
         allCommands(p).filter((c) => starts(c, 'gcloud', 'functions', 'deploy'));

@@ -79,6 +79,23 @@ describe('deploy.sh and teardown.sh', function () {
     assert.equal(recorded(), '');
   });
 
+  it('teardown.sh with --project given twice stops before asking, so the project confirmed is the project deleted', () => {
+    // The prompt reads the first --project; the plan would have been rendered for the last one.
+    const result = spawnSync(
+      'script',
+      [
+        '-qec',
+        `bash ${path.join(REPO_ROOT, 'deploy', 'gcloud', 'teardown.sh')} --project offvia-aaaa --region us-central1 --project offvia-bbbb --delete-data`,
+        '/dev/null',
+      ],
+      { cwd: dir, env, input: 'offvia-aaaa\n', encoding: 'utf8' },
+    );
+    assert.equal(result.status, 2, result.stdout);
+    assert.match(result.stdout, /--project is given twice/);
+    assert.doesNotMatch(result.stdout, /Type the project id/);
+    assert.equal(recorded(), '');
+  });
+
   it('rejects bad flags before anything runs', () => {
     const result = script('deploy.sh', [
       '--project',

@@ -372,6 +372,26 @@ describe('gcloud plan security properties', () => {
         assert.throws(() => render('deploy', '--publisher', bad), /--publisher/, bad);
       }
     });
+
+    it('refuses a --publisher that names a set of principals or is not an email, accepts one principal://', () => {
+      for (const bad of [
+        // Every service account of an organization, and every user on the internet (principal sets).
+        'principalSet://cloudresourcemanager.googleapis.com/organizations/123/type/ServiceAccount',
+        'principalSet://goog/public:all',
+        'principalSet://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/*',
+        'serviceAccount:a$(id)@b.iam.gserviceaccount.com',
+        "user:o'brien@example.com",
+      ]) {
+        assert.throws(() => render('deploy', '--publisher', bad), /--publisher/, bad);
+      }
+      const one =
+        'principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/subject/booking';
+      assert.ok(
+        commands(render('deploy', '--publisher', one).plan).some((c) =>
+          c.includes(`--member=${one}`),
+        ),
+      );
+    });
   });
 
   describe('the push subscription of ingestBooking', () => {

@@ -35,6 +35,28 @@ describe('offvia: query', () => {
     );
   });
 
+  it('against a project, names no job location unless OFFVIA_BQ_LOCATION does (BigQuery infers it from the tables)', async () => {
+    // A deployment's datasets are in --bq-location (default: the region, e.g. europe-west1); a job sent to US finds
+    // none of them.
+    const asked: Record<string, unknown>[] = [];
+    const answering = (env: Record<string, string>): OpsContext =>
+      ({
+        mode: 'cloud',
+        bigquery: {
+          query: (q: Record<string, unknown>) => {
+            asked.push(q);
+            return Promise.resolve([[], null, { jobComplete: true }]);
+          },
+        } as unknown as BigQuery,
+        describe: { bigquery: 'BigQuery', firestore: 'f', hint: 'h' },
+        env,
+      }) as unknown as OpsContext;
+    await query(answering({}), 'SELECT 1');
+    await query(answering({ OFFVIA_BQ_LOCATION: 'europe-west1' }), 'SELECT 1');
+    assert.equal('location' in (asked[0] ?? {}), false, JSON.stringify(asked[0]));
+    assert.equal(asked[1]?.location, 'europe-west1');
+  });
+
   it('rows without errors are returned as they are', async () => {
     const ctx = contextAnswering('local', [[{ x: 1 }], null, { jobComplete: true }]);
     assert.deepEqual(await query(ctx, 'SELECT 1 AS x'), [{ x: 1 }]);
