@@ -202,11 +202,12 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
   {
     title: 'Benchmarks',
     readBy:
-      '`npm run bench` (`bench/run.ts`) and `npm run bench:state` (`bench/state-updates.ts`); see [performance](performance.md)',
+      '`npm run bench` (`bench/run.ts`), `npm run bench:state` (`bench/state-updates.ts`) and `npm run bench:keys` ' +
+      '(`bench/key-cardinality.ts`); see [performance](performance.md)',
     vars: [
       {
         name: 'OFFVIA_BENCH_EVENTS',
-        default: '`10000` (bench), `2000` (bench:state)',
+        default: '`10000` (bench), `2000` (bench:state), `5000` per row (bench:keys)',
         meaning: 'events in the generated stream',
       },
       {
@@ -216,8 +217,9 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       },
       {
         name: 'OFFVIA_BENCH_CONCURRENCY',
-        default: '`80` (bench), `32` (bench:state)',
-        meaning: 'invocations (bench) or events per writer process (bench:state) in flight',
+        default: '`80` (bench, bench:keys), `32` (bench:state)',
+        meaning:
+          'invocations (bench, bench:keys) or events per writer process (bench:state) in flight',
       },
       {
         name: 'OFFVIA_BENCH_FUNCTION_PORT',
@@ -228,7 +230,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         name: 'OFFVIA_BENCH_FIRESTORE_PORT',
         default: '`8187`',
         meaning:
-          'port of the Firestore emulator `bench:state` starts (unless `FIRESTORE_EMULATOR_HOST` is set)',
+          'port of the Firestore emulator `bench:state` and `bench:keys` start (unless `FIRESTORE_EMULATOR_HOST` is set)',
       },
       {
         name: 'OFFVIA_BENCH_PROCESSES',
@@ -239,6 +241,22 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         name: 'OFFVIA_BENCH_SHARDS',
         default: '`4`',
         meaning: 'shards per window in `bench:state`',
+      },
+      {
+        name: 'OFFVIA_BENCH_KEYS',
+        default: '`1,100,1000,5000`',
+        meaning:
+          'key counts of the `bench:keys` rows (comma-separated; empty: no rows, the firing-rate row only)',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_KEYS',
+        default: '`50000`',
+        meaning: '(key, window)s due at once in the firing-rate row of `bench:keys`',
+      },
+      {
+        name: 'OFFVIA_BENCH_SKIP_FIRING',
+        default: 'unset',
+        meaning: '`1`: `bench:keys` prints the key-cardinality rows only',
       },
     ],
   },

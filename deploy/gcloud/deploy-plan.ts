@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
 import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
+import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
 import {
   BOOKING_DLQ_SUBSCRIPTION,
   BOOKING_DLQ_TOPIC,
@@ -218,6 +219,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   if (ctx.kms !== undefined) kmsKeyGrants(ctx, ctx.kms);
   bigQuery(ctx);
   firestore(ctx);
+  keyGroupIndexes(ctx);
   serviceAccounts(ctx);
   pubSub(ctx);
   if (ctx.kms !== undefined && ctx.functions.length > 0) functionImagesRepository(ctx, ctx.kms);
@@ -531,6 +533,119 @@ function firestore({ o, p, steps, kms }: Context): void {
         collectionGroup,
         db,
         '--enable-ttl',
+        '--async',
+        p,
+      ),
+    });
+  }
+}
+
+/**
+ * Fields of the key-groups layout no query uses, exempted from Firestore's automatic single-field indexes: large maps
+ * and strings written on every transaction (index fan-out is the main cost of write latency, and a map of thousands
+ * of keys would come near the 40,000 index entries a document may have). Firestore's best-practices and quotas pages.
+ */
+export const KEY_GROUP_INDEX_EXEMPTIONS: readonly (readonly [string, string])[] = [
+  [GROUP_COLLECTIONS.groups, 'w'],
+  [GROUP_COLLECTIONS.groups, 'c'],
+  [GROUP_COLLECTIONS.groups, 'seen'],
+  [GROUP_COLLECTIONS.groups, 'expireAt'],
+  [GROUP_COLLECTIONS.spills, 'seen'],
+  [GROUP_COLLECTIONS.paneBatches, 'panes_json'],
+];
+
+/**
+ * The composite indexes fireWindows' key-group queries need: `group in […]` with a range on a timer (Firestore
+ * requires a composite index for an equality/in filter on one field with a range on another). Leading with the group
+ * also spreads the timer index's entries, whose values only grow, over the groups' ranges.
+ */
+export const KEY_GROUP_COMPOSITE_INDEXES: readonly (readonly [string, string])[] = [
+  ['group', 'event_timer_ms'],
+  ['group', 'processing_timer_ms'],
+];
+
+/** The key-groups layout's TTL policies, single-field index exemptions and composite indexes. */
+function keyGroupIndexes({ o, p, steps }: Context): void {
+  const db = `--database=${o.firestoreDatabase}`;
+  for (const group of [GROUP_COLLECTIONS.groups, GROUP_COLLECTIONS.spills]) {
+    if (o.ttlCollectionGroups.includes(group)) continue;
+    steps.push({
+      kind: 'ensure',
+      title: `Firestore TTL policy on ${group}.${TTL_FIELD} (key-group tombstones and dedup ids)`,
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'firestore fields ttls list',
+          `--collection-group=${group}`,
+          db,
+          p,
+          '--format=value(name)',
+        ),
+        line: `projects/${o.project}/databases/${o.firestoreDatabase}/collectionGroups/${group}/fields/${TTL_FIELD}`,
+      },
+      absent: gcloud(
+        'firestore fields ttls update',
+        TTL_FIELD,
+        `--collection-group=${group}`,
+        db,
+        '--enable-ttl',
+        '--async',
+        p,
+      ),
+    });
+  }
+  for (const [group, field] of KEY_GROUP_INDEX_EXEMPTIONS) {
+    // An exempted field no longer inherits the database's automatic index settings (usesAncestorConfig false).
+    steps.push({
+      kind: 'ensure',
+      title: `Firestore single-field index exemption: ${group}.${field} (no query uses it)`,
+      probe: {
+        kind: 'line',
+        command: gcloud(
+          'firestore indexes fields describe',
+          field,
+          `--collection-group=${group}`,
+          db,
+          p,
+          '--format=value(indexConfig.usesAncestorConfig)',
+        ),
+        line: 'False',
+      },
+      absent: gcloud(
+        'firestore indexes fields update',
+        field,
+        `--collection-group=${group}`,
+        db,
+        '--disable-indexes',
+        '--async',
+        p,
+      ),
+    });
+  }
+  for (const [first, second] of KEY_GROUP_COMPOSITE_INDEXES) {
+    steps.push({
+      kind: 'ensure',
+      title: `Firestore composite index ${GROUP_COLLECTIONS.groups} (${first}, ${second})`,
+      probe: {
+        kind: 'status',
+        command: [
+          'bash',
+          '-c',
+          // The timer fields appear in no other index of the database.
+          'gcloud firestore indexes composite list --database="$0" --project="$1" --format=json | ' +
+            'grep -q -- "$2"',
+          o.firestoreDatabase,
+          o.project,
+          second,
+        ],
+      },
+      absent: gcloud(
+        'firestore indexes composite create',
+        `--collection-group=${GROUP_COLLECTIONS.groups}`,
+        '--query-scope=COLLECTION',
+        `--field-config=field-path=${first},order=ascending`,
+        `--field-config=field-path=${second},order=ascending`,
+        db,
         '--async',
         p,
       ),

@@ -105,11 +105,20 @@ export async function fireAndReadWindows(
     const probe = createFireWindowsDeps(env, logger, { firestore });
     // Silver is written before the window state: wait for the events' ledger entries, then for the watermark.
     const store = probe.store as FirestoreWindowStore<BookingAccumulator>;
-    const eventIds = silver.map((r) => String(r.event_id));
     const maxEventMs = Math.max(...silver.map((r) => Date.parse(String(r.event_timestamp))));
+    const routeOf = (r: Row) =>
+      `${String(r.origin_airport)}-${String(r.destination_airport)}-${String(r.currency)}`;
     await poll(20_000, async () => {
-      const snaps = await Promise.all(eventIds.map((id) => store.ledgerRef(id).get()));
-      return snaps.every((s) => s.exists);
+      const outcomes = await Promise.all(
+        silver.map((r) =>
+          store.eventOutcome(
+            String(r.event_id),
+            routeOf(r),
+            probe.keyed.assign(Date.parse(String(r.event_timestamp))),
+          ),
+        ),
+      );
+      return outcomes.every((o) => o !== null);
     });
     await poll(
       5_000,

@@ -14,6 +14,7 @@ import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
+import { assignWindows } from '../../shared/windowing';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
 import { stackBigQuery, stackEnv, type Row } from './layers';
@@ -139,18 +140,26 @@ async function observe(
   const retryStore = retryDocs.docs
     .filter((d) => d.ref.path.startsWith(`${SCHEMA_ROOT}/`))
     .map((d) => String(d.get('source_message_id')));
+  // The window state's dedup record of each valid event (a ledger document in the per-window layout, the dedup ids
+  // of its key group in the key-groups layout), read through the store so both layouts answer the same way.
   const ledger = new Map<string, string>();
-  const eventIds = [
-    ...new Set(
-      published.flatMap((m) => (m.expectation.kind === 'valid' ? [m.expectation.eventId] : [])),
-    ),
-  ];
-  for (let i = 0; i < eventIds.length; i += 300) {
-    const chunk = eventIds.slice(i, i + 300);
-    if (chunk.length === 0) continue;
-    const snaps = await firestore.getAll(...chunk.map((id) => store.ledgerRef(id)));
-    snaps.forEach((s, j) => {
-      if (s.exists) ledger.set(chunk[j] ?? '', String(s.get('outcome')));
+  const { windowFn } = loadWindowConfig(process.env).strategy;
+  const valid = new Map<string, { routeKey: string; eventTimeMs: number }>();
+  for (const m of published) {
+    if (m.expectation.kind === 'valid') valid.set(m.expectation.eventId, m.expectation);
+  }
+  const entries = [...valid];
+  for (let i = 0; i < entries.length; i += 50) {
+    const outcomes = await Promise.all(
+      entries
+        .slice(i, i + 50)
+        .map(([id, e]) =>
+          store.eventOutcome(id, e.routeKey, assignWindows(windowFn, e.eventTimeMs)),
+        ),
+    );
+    outcomes.forEach((outcome, j) => {
+      const id = entries[i + j]?.[0];
+      if (outcome !== null && id !== undefined) ledger.set(id, outcome);
     });
   }
   return {

@@ -13,6 +13,7 @@ import * as logs from '../logging/logs';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { RowWriter } from '../sinks/row-writer';
 import { FirestoreWindowStore, type StoreMetrics } from '../state/firestore-window-store';
+import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import type { WindowStore } from '../state/window-store';
 import type { FireWindowsDeps } from '../state/fire-windows';
 import type { TimerLoopOptions } from '../state/timer-loop';
@@ -48,7 +49,20 @@ export interface BookingWindows {
   readonly now: () => number;
   /** Watermark holds of failing deliveries; `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
   readonly holds: WatermarkHoldStore | undefined;
+  /** Key-groups layout: the store's group queries, and the per-window layout's code path for windows still open. */
+  readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
+  readonly legacy?: {
+    readonly store: WindowStore<BookingAccumulator>;
+    readonly keyed: KeyedWindows<bigint, BookingAccumulator, BookingAggregate>;
+  };
 }
+
+/**
+ * How far ahead of the first key-groups instance's clock the migration cutover is placed, ms: longer than a rollout
+ * of the functions takes (gen2 rollouts replace instances within minutes), so no instance of the previous version
+ * writes a window that starts after it.
+ */
+export const LAYOUT_ROLLOUT_MARGIN_MS = 15 * 60_000;
 
 /** What `createBookingWindows` may be given instead of building it. */
 export interface BookingWindowsOverrides {
@@ -72,6 +86,8 @@ export interface BookingWindowsParts {
   readonly pickShard?: (shardCount: number) => number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
   readonly holds?: WatermarkHoldStore;
+  /** The per-window layout's store over the same root, when `store` is a key-groups store (migration). */
+  readonly legacyStore?: WindowStore<BookingAccumulator>;
 }
 
 /** Wires the booking pipeline (combiner, core, keyed windows, watermark, emitter) over any WindowStore. */
@@ -81,19 +97,29 @@ export function assembleBookingWindows(
 ): BookingWindows {
   const { store, logger, now } = parts;
   const runner = createReduceFnRunner(config.strategy, bookingAggregatesFn);
-  const keyed = new KeyedWindows({
-    pipeline: config.pipeline,
-    runner,
-    combineFn: bookingAggregatesFn,
-    store,
-    shardCount: config.shards,
-    ledgerTtlMs: config.ledgerTtlMs,
-    droppedTtlMs: config.droppedTtlMs,
-    paneRow: (pane, insertId) => ({
-      ...goldPaneRow(config.pipeline, config.strategy.accumulationMode, pane, insertId),
-    }),
-    ...(parts.pickShard && { pickShard: parts.pickShard }),
-  });
+  const keyedOver = (over: WindowStore<BookingAccumulator>) =>
+    new KeyedWindows({
+      pipeline: config.pipeline,
+      runner,
+      combineFn: bookingAggregatesFn,
+      store: over,
+      shardCount: over.dedup === 'in-state' ? config.groupShards : config.shards,
+      ledgerTtlMs: config.ledgerTtlMs,
+      droppedTtlMs: config.droppedTtlMs,
+      paneRow: (pane, insertId) => ({
+        ...goldPaneRow(config.pipeline, config.strategy.accumulationMode, pane, insertId),
+      }),
+      ...(parts.pickShard && { pickShard: parts.pickShard }),
+    });
+  const keyed = keyedOver(store);
+  const groups =
+    store instanceof GroupedFirestoreWindowStore
+      ? (store as GroupedFirestoreWindowStore<BookingAccumulator>)
+      : undefined;
+  const legacy =
+    parts.legacyStore === undefined
+      ? undefined
+      : { store: parts.legacyStore, keyed: keyedOver(parts.legacyStore) };
   const tracker = new WatermarkTracker(store, {
     policy: config.watermarkPolicy,
     cacheMs: config.watermarkCacheMs,
@@ -116,9 +142,28 @@ export function assembleBookingWindows(
     emitter,
     logger,
     maxBundle: config.maxBundle,
+    ...(legacy !== undefined &&
+      groups !== undefined && {
+        legacy: {
+          keyed: legacy.keyed,
+          cutoverMs: () => groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS),
+        },
+      }),
   });
   const holds = config.holdLeaseMs > 0 ? parts.holds : undefined;
-  return { config, store, keyed, tracker, emitter, pipeline, logger, now, holds };
+  return {
+    config,
+    store,
+    keyed,
+    tracker,
+    emitter,
+    pipeline,
+    logger,
+    now,
+    holds,
+    ...(groups !== undefined && { groups }),
+    ...(legacy !== undefined && { legacy }),
+  };
 }
 
 /**
@@ -136,12 +181,26 @@ export function createBookingWindows(
   assertGoldTableIsOwn(config.goldTable, ingest);
   const firestore =
     overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
-  const store = new FirestoreWindowStore<BookingAccumulator>(firestore, {
+  const storeOptions = {
     root: config.firestoreRoot,
     pipeline: config.pipeline,
     parseAccumulator: parseBookingAccumulator,
     ...(overrides.metrics && { metrics: overrides.metrics }),
-  });
+  };
+  const perWindow = new FirestoreWindowStore<BookingAccumulator>(firestore, storeOptions);
+  const { earlyFirings, lateFirings } = config.strategy.trigger;
+  const store =
+    config.layout === 'key-groups'
+      ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
+          ...storeOptions,
+          keyGroups: config.keyGroups,
+          shards: config.groupShards,
+          earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+          lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+          dedupTtlMs: config.ledgerTtlMs,
+          ...(overrides.now && { now: overrides.now }),
+        })
+      : perWindow;
   const writer =
     overrides.writer ??
     new BigQueryRowWriter(
@@ -162,6 +221,7 @@ export function createBookingWindows(
     now: overrides.now ?? Date.now,
     ...(overrides.pickShard && { pickShard: overrides.pickShard }),
     holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
+    ...(store !== perWindow && { legacyStore: perWindow }),
   });
 }
 
@@ -228,6 +288,26 @@ export function fireWindowsDepsOf(
     ...(windows.holds !== undefined && {
       watermarkHold: watermarkHoldReader(windows.holds, config, windows.logger),
     }),
+    ...(windows.groups !== undefined && {
+      groups: { store: windows.groups, partitions: config.firePartitions },
+    }),
+    ...(windows.legacy !== undefined && {
+      legacy: { ...windows.legacy, active: legacyActive(windows) },
+    }),
+  };
+}
+
+/**
+ * Whether windows of the per-window layout may still be open: only if it held windows when key groups took over (a
+ * cutover after 0), and while its `windows` collection is not empty (one document read per run).
+ */
+function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise<boolean> {
+  const { groups, legacy } = windows;
+  return async () => {
+    if (groups === undefined || legacy === undefined) return true;
+    const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
+    if (cutoverMs === 0) return false;
+    return !(legacy.store instanceof FirestoreWindowStore) || (await legacy.store.hasWindows());
   };
 }
 

@@ -37,6 +37,14 @@ export interface WindowConfig {
   watermarkPolicy: WatermarkPolicy;
   /** Shard documents per new (key, window) (`OFFVIA_WINDOW_SHARDS`, default 4). */
   shards: number;
+  /** Firestore layout of the window state (`OFFVIA_WINDOW_LAYOUT`, default `key-groups`). */
+  layout: WindowLayout;
+  /** Key groups per window in the `key-groups` layout (`OFFVIA_WINDOW_KEY_GROUPS`, default 16). */
+  keyGroups: number;
+  /** Shard documents per key group and window in the `key-groups` layout (`OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
+  groupShards: number;
+  /** Partitions fireWindows splits the key groups into, one lease each (`OFFVIA_FIRE_WINDOWS_PARTITIONS`, 4). */
+  firePartitions: number;
   /** Most events one Firestore transaction takes for one (key, window) (`OFFVIA_WINDOW_MAX_BUNDLE`, default 100). */
   maxBundle: number;
   /** Root collection of the window state (`OFFVIA_WINDOW_FIRESTORE_ROOT`, default `offviaWindows`). */
@@ -79,6 +87,13 @@ const DAY_MS = 24 * HOUR_MS;
 
 const PIPELINE = /^[a-z][a-z0-9_]{0,39}$/;
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
+
+/**
+ * How the keyed store lays out window state in Firestore: `key-groups` (many keys of a window per document, dedup
+ * ids inside the state) or `per-window` (one record per (key, window) plus a ledger document per event, the layout
+ * before key groups; still read by fireWindows until its windows are drained, see docs/windows.md#migration).
+ */
+export type WindowLayout = 'key-groups' | 'per-window';
 
 /** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
 export const MAX_WINDOWS_PER_EVENT = 60;
@@ -219,6 +234,40 @@ export const WINDOW_VARS = {
     unit: 'count',
     meaning: 'shard documents per new (key, window): spreads a hot window over several documents',
   }),
+  layout: choiceVar<WindowLayout>({
+    name: 'OFFVIA_WINDOW_LAYOUT',
+    choices: ['key-groups', 'per-window'],
+    default: 'key-groups',
+    meaning:
+      'Firestore layout of the window state: `key-groups` (the keys of a window hashed into key-group documents, ' +
+      'dedup ids kept in the state) or `per-window` (a record per (key, window), a ledger document per event; the ' +
+      'layout before key groups). fireWindows drains windows of the other layout either way',
+  }),
+  // Sized for Firestore's sustained write rate per document (about 1 write/s, best-practices page) and its 1 MiB
+  // document limit: 16 groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
+  keyGroups: intVar({
+    name: 'OFFVIA_WINDOW_KEY_GROUPS',
+    default: 16,
+    min: 1,
+    max: 1024,
+    unit: 'count',
+    meaning:
+      'key groups per window (`key-groups` layout): hash(key) mod this picks the document a key lives in. Fewer ' +
+      'groups bundle more events per transaction; more groups spread writes and keep documents under 1 MiB. ' +
+      'Change it only while no window is open (a key would move to another group)',
+  }),
+  groupShards: intVar({
+    name: 'OFFVIA_WINDOW_GROUP_SHARDS',
+    default: 1,
+    min: 1,
+    max: 16,
+    unit: 'count',
+    meaning:
+      'shard documents per key group and window (`key-groups` layout; `OFFVIA_WINDOW_SHARDS` is the per-window ' +
+      "layout's): events go to hash(event id) mod this. 1 keeps a group in one document (one read and one write " +
+      'per transaction); raise it when one key takes more writes than one document sustains (a hot key written by ' +
+      'many instances). Change it only while no window is open',
+  }),
   maxBundle: intVar({
     name: 'OFFVIA_WINDOW_MAX_BUNDLE',
     default: 100,
@@ -299,6 +348,16 @@ export const WINDOW_VARS = {
     max: 100_000,
     unit: 'count',
     meaning: 'due windows one `fireWindows` run handles; the rest wait for the next run',
+  }),
+  firePartitions: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_PARTITIONS',
+    default: 4,
+    min: 1,
+    max: 64,
+    unit: 'count',
+    meaning:
+      '`key-groups` layout: partitions of the key groups, each with its own lease, so several `fireWindows` ' +
+      'invocations fire due windows in parallel',
   }),
   outboxGraceMs: intVar({
     name: 'OFFVIA_PANE_OUTBOX_GRACE_MS',
@@ -428,6 +487,18 @@ function readMode(env: Env): AccumulationMode {
   return mode;
 }
 
+function readLayout(env: Env): WindowLayout {
+  const spec = WINDOW_VARS.layout;
+  const layout = readString(env, spec.name, spec.default);
+  if (layout !== 'key-groups' && layout !== 'per-window') {
+    throw new ConfigError(
+      spec.name,
+      `expected key-groups or per-window, got ${JSON.stringify(layout)}`,
+    );
+  }
+  return layout;
+}
+
 function readName(env: Env, spec: NameVarSpec): string {
   const value = readNameVar(env, spec);
   if (!spec.pattern.test(value)) {
@@ -494,6 +565,10 @@ export function loadWindowConfig(env: Env): WindowConfig {
     strategy,
     watermarkPolicy,
     shards: readIntVar(env, v.shards),
+    layout: readLayout(env),
+    keyGroups: readIntVar(env, v.keyGroups),
+    groupShards: readIntVar(env, v.groupShards),
+    firePartitions: readIntVar(env, v.firePartitions),
     maxBundle: readIntVar(env, v.maxBundle),
     firestoreRoot: readName(env, v.firestoreRoot),
     goldTable: readTableVar(env, v.goldTable),

@@ -9,6 +9,7 @@ import { tableName } from '../config/env';
 import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
 import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
 import { watermarkHoldAt } from '../windowing';
+import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
 import { firestoreCall, type OpsContext } from './context';
 
 /** The booking pipeline's window store over the context's Firestore. */
@@ -70,12 +71,27 @@ export async function watermarkHolds(ctx: OpsContext, nowMs: number): Promise<Ho
 }
 
 /** Window bookkeeping documents not yet CLOSED (their panes may still change). */
+/**
+ * (key, window)s not yet CLOSED (their panes may still change): per-window layout records, plus the keys in the
+ * bookkeeping of open key groups (key-groups layout: the documents with an event-time timer, read whole).
+ */
 export async function countOpenWindows(ctx: OpsContext): Promise<number> {
   const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
   const snap = await firestoreCall(ctx, 'open windows', () =>
     base.collection(COLLECTIONS.windows).where('phase', 'in', ['EARLY', 'LATE']).count().get(),
   );
-  return snap.data().count;
+  const groups = await firestoreCall(ctx, 'open key groups', () =>
+    base
+      .collection(GROUP_COLLECTIONS.groups)
+      .where('event_timer_ms', '>=', Number.MIN_SAFE_INTEGER)
+      .get(),
+  );
+  let keys = 0;
+  for (const d of groups.docs) {
+    const w = d.get('w') as Record<string, { p?: unknown }> | undefined;
+    keys += Object.values(w ?? {}).filter((e) => e.p === 'EARLY' || e.p === 'LATE').length;
+  }
+  return snap.data().count + keys;
 }
 
 /** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */

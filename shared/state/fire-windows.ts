@@ -4,7 +4,13 @@
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
-import { compareWindows, windowId, type JsonValue, type WatermarkHold } from '../windowing';
+import {
+  compareWindows,
+  windowId,
+  type IntervalWindow,
+  type JsonValue,
+  type WatermarkHold,
+} from '../windowing';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
@@ -44,6 +50,40 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
    * @throws TransientError when the holds cannot be read (the pass fails rather than advance past a backlog)
    */
   readonly watermarkHold?: (processingTimeMs: number) => Promise<WatermarkHold>;
+  /**
+   * The key-groups layout: the store's key groups are split into `partitions` (group mod partitions), each fired
+   * under its own lease, so concurrent runs share the work. `only` limits a run to some partitions (default all,
+   * starting at a random one). Absent: the per-window layout (one lease, `store` and `keyed` as they are).
+   */
+  readonly groups?: {
+    readonly store: KeyGroupStore;
+    readonly partitions: number;
+    readonly only?: readonly number[];
+  };
+  /**
+   * Windows of the per-window layout still open after an update to key groups: fired with the per-window code path
+   * under the pipeline's lease until none remains (docs/windows.md, migration).
+   */
+  readonly legacy?: {
+    readonly store: WindowStore<Acc>;
+    readonly keyed: KeyedWindows<In, Acc, Out>;
+    /**
+     * Whether per-window layout windows may still be open (given the run's watermark, epoch ms); absent: always.
+     * When false the run skips the per-window queries and lease.
+     */
+    readonly active?: (watermarkMs: number) => Promise<boolean>;
+  };
+}
+
+/** What fireWindows needs of a key-groups store. */
+export interface KeyGroupStore {
+  readonly keyGroups: number;
+  findGroupsDue(
+    groups: readonly number[],
+    watermarkMs: number,
+    processingTimeMs: number,
+    limit: number,
+  ): Promise<{ window: IntervalWindow; group: number }[]>;
 }
 
 /** The hold part of a run summary. */
@@ -86,6 +126,9 @@ export interface FireWindowsSummary {
   readonly durationMs: number;
   /** The watermark hold applied by this run, when holds are on. */
   readonly watermarkHold?: SummaryHold;
+  /** Key-groups layout: partitions this run held and fired, key groups due in them. */
+  readonly partitionsFired?: number;
+  readonly groupsDue?: number;
 }
 
 /** Milliseconds of lease kept in reserve: no new window is started closer than this to the lease's end. */
@@ -107,6 +150,7 @@ function addressId(a: WindowAddress): string {
 export async function fireWindows<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
 ): Promise<FireWindowsSummary> {
+  if (deps.groups !== undefined) return fireKeyGroups(deps, deps.groups);
   const startedMs = deps.now();
   const pt = startedMs;
   const lease = await deps.store.acquireLease(deps.holder, pt, deps.leaseMs);
@@ -269,6 +313,205 @@ async function runUnderLease<In, Acc extends JsonValue, Out>(
       },
     }),
   };
+}
+
+type Counts = {
+  -readonly [
+    K in keyof Omit<
+      FireWindowsSummary,
+      | 'status'
+      | 'watermarkMs'
+      | 'watermarkAdvanced'
+      | 'leaseFence'
+      | 'durationMs'
+      | 'pipeline'
+      | 'processingTimeMs'
+      | 'watermarkHold'
+    >
+  ]-?: number;
+};
+
+/**
+ * One run in the key-groups layout: drains the per-window layout's windows first (migration), advances the watermark
+ * once, then for each partition whose lease it gets, queries its due key groups (timers before the watermark or
+ * processing time) and fires each group in one transaction, `concurrency` groups at a time, and writes the panes.
+ * Partitions held by a concurrent run are skipped, so several runs fire disjoint partitions in parallel.
+ * @throws TransientError when the watermark or a query fails; a group's failure is counted (`windowsFailed`)
+ */
+async function fireKeyGroups<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  groups: NonNullable<FireWindowsDeps<In, Acc, Out>['groups']>,
+): Promise<FireWindowsSummary> {
+  const startedMs = deps.now();
+  const pt = startedMs;
+  const counts: Counts = {
+    windowsDue: 0,
+    windowsFired: 0,
+    windowsClosed: 0,
+    windowsFailed: 0,
+    panesEmitted: 0,
+    panesToBadData: 0,
+    panesDeferred: 0,
+    outboxReemitted: 0,
+    partitionsFired: 0,
+    groupsDue: 0,
+  };
+  const hold = deps.watermarkHold === undefined ? undefined : await deps.watermarkHold(pt);
+  const update = await deps.tracker.advance(pt, hold?.capMs ?? null);
+  const watermarkMs = update.state.watermarkMs;
+  const { legacy } = deps;
+  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
+    add(counts, await fireWindows(perWindowDeps(deps, legacy.store, legacy.keyed)));
+  }
+  if (update.written) {
+    logs.watermarkAdvanced(deps.logger, {
+      pipeline: deps.pipeline,
+      watermarkMs,
+      maxEventTimeMs: update.state.maxEventTimeMs,
+      nowMs: pt,
+    });
+  }
+  const all = Array.from({ length: groups.partitions }, (_, p) => p);
+  const start = Math.floor(Math.random() * groups.partitions);
+  const order = groups.only ?? all.map((_, i) => (start + i) % groups.partitions);
+  let held = 0;
+  let stopped = false;
+  const fireOne = async (partition: number): Promise<void> => {
+    const lease = await deps.store.acquireLease(
+      deps.holder,
+      pt,
+      deps.leaseMs,
+      `fireWindowsLease~p${partition}`,
+    );
+    if (lease === null) return;
+    held++;
+    try {
+      const keyGroups = Array.from({ length: groups.store.keyGroups }, (_, g) => g).filter(
+        (g) => g % groups.partitions === partition,
+      );
+      const due = await groups.store.findGroupsDue(keyGroups, watermarkMs, pt, deps.maxWindows);
+      counts.groupsDue += due.length;
+      const panes: OutboxPane[] = [];
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < due.length) {
+          const group = due[next++];
+          if (group === undefined) return;
+          if (deps.now() > lease.expiresAtMs - LEASE_RESERVE_MS) {
+            stopped = true;
+            return;
+          }
+          try {
+            const fired = await deps.keyed.fireGroup(group.window, group.group, watermarkMs, pt);
+            counts.windowsDue += fired.keysFired;
+            counts.windowsFired += fired.keysFired;
+            counts.windowsClosed += fired.keysClosed;
+            panes.push(...fired.panes);
+          } catch (err) {
+            if (!(err instanceof TransientError)) throw err;
+            counts.windowsFailed++;
+            logs.windowFiringFailed(
+              deps.logger,
+              {
+                pipeline: deps.pipeline,
+                key: `group ${group.group}`,
+                windowStartMs: group.window.startMs,
+                windowEndMs: group.window.endMs,
+              },
+              errorText(err),
+            );
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
+      const result = await deps.emitter.emitOrDefer(panes);
+      if (result === 'deferred') counts.panesDeferred += panes.length;
+      else {
+        counts.panesEmitted += result.written;
+        counts.panesToBadData += result.badData;
+      }
+      counts.partitionsFired += 1;
+    } finally {
+      await deps.store.releaseLease(lease).catch((err: unknown) => {
+        logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
+      });
+    }
+  };
+  // One partition at a time per run (each with `concurrency` groups in flight): concurrent runs, starting at random
+  // partitions and skipping leased ones, share the partitions between them.
+  for (const partition of order) {
+    if (stopped) break;
+    await fireOne(partition);
+  }
+
+  // Panes a crashed or failed emission left in the outbox (every run looks; re-emission is idempotent by insertId).
+  if (counts.panesDeferred === 0 && held > 0) {
+    for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
+      const left = await deps.store.listOutbox(pt - deps.outboxGraceMs, 500);
+      if (left.length === 0) break;
+      const again = await deps.emitter.emit(left);
+      counts.outboxReemitted += again.written + again.badData;
+      counts.panesEmitted += again.written;
+      counts.panesToBadData += again.badData;
+      if (left.length < 500) break;
+    }
+  }
+  const summary: FireWindowsSummary = {
+    ...counts,
+    status: held === 0 ? 'busy' : stopped ? 'partial' : 'done',
+    pipeline: deps.pipeline,
+    processingTimeMs: pt,
+    watermarkMs: update.state.maxEventTimeMs === null ? null : watermarkMs,
+    watermarkAdvanced: update.written,
+    leaseFence: null,
+    durationMs: deps.now() - startedMs,
+    ...(hold !== undefined && {
+      watermarkHold: {
+        oldestPublishTimeMs: hold.oldestPublishTimeMs,
+        capMs: hold.capMs,
+        active: hold.active,
+        stuck: hold.stuck.length,
+      },
+    }),
+  };
+  if (held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
+  else logs.fireWindowsDone(deps.logger, { ...summary });
+  return summary;
+}
+
+/** The same run's dependencies for the per-window layout's store and code path (the migration drain). */
+function perWindowDeps<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  store: WindowStore<Acc>,
+  keyed: KeyedWindows<In, Acc, Out>,
+): FireWindowsDeps<In, Acc, Out> {
+  return {
+    pipeline: deps.pipeline,
+    store,
+    keyed,
+    tracker: deps.tracker,
+    emitter: deps.emitter,
+    logger: deps.logger,
+    now: deps.now,
+    holder: deps.holder,
+    leaseMs: deps.leaseMs,
+    concurrency: deps.concurrency,
+    maxWindows: deps.maxWindows,
+    outboxGraceMs: deps.outboxGraceMs,
+    processingTimeDelayMs: deps.processingTimeDelayMs,
+    ...(deps.watermarkHold !== undefined && { watermarkHold: deps.watermarkHold }),
+  };
+}
+
+function add(counts: Counts, other: FireWindowsSummary): void {
+  counts.windowsDue += other.windowsDue;
+  counts.windowsFired += other.windowsFired;
+  counts.windowsClosed += other.windowsClosed;
+  counts.windowsFailed += other.windowsFailed;
+  counts.panesEmitted += other.panesEmitted;
+  counts.panesToBadData += other.panesToBadData;
+  counts.panesDeferred += other.panesDeferred;
+  counts.outboxReemitted += other.outboxReemitted;
 }
 
 /** An HTTP answer: status and JSON body. */

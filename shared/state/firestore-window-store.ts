@@ -14,6 +14,7 @@ import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
 import {
   windowId,
+  type IntervalWindow,
   type JsonValue,
   type WatermarkState,
   type WindowContribution,
@@ -60,15 +61,17 @@ export interface StoreMetrics {
   attempts: number;
   /** Documents read, in transactions (every attempt) and outside (a query counts its results, at least 1). */
   reads: number;
-  /** Document writes committed (set, create, delete). */
+  /** Document writes committed (set, create, update). */
   writes: number;
+  /** Document deletes committed (Firestore bills them apart; TTL deletes are not counted here). */
+  deletes: number;
   /** Transactions refused because a ledger entry existed. */
   ledgerConflicts: number;
 }
 
 /** A fresh, zeroed metrics record. */
 export function newStoreMetrics(): StoreMetrics {
-  return { transactions: 0, attempts: 0, reads: 0, writes: 0, ledgerConflicts: 0 };
+  return { transactions: 0, attempts: 0, reads: 0, writes: 0, deletes: 0, ledgerConflicts: 0 };
 }
 
 /** Options of the adapter. */
@@ -166,15 +169,15 @@ function codeOf(err: unknown): unknown {
  * Every query is a single-field range on one collection, so Firestore's automatic indexes serve them.
  */
 export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
-  private readonly base: DocumentReference;
+  protected readonly base: DocumentReference;
   private readonly maxAttempts: number;
   readonly metrics: StoreMetrics;
   /** Errors that came from Firestore calls inside a transaction callback (retryable by the client). */
-  private readonly sdkErrors = new WeakSet<object>();
+  protected readonly sdkErrors = new WeakSet<object>();
 
   constructor(
-    private readonly db: Firestore,
-    private readonly options: FirestoreWindowStoreOptions<Acc>,
+    protected readonly db: Firestore,
+    protected readonly options: FirestoreWindowStoreOptions<Acc>,
   ) {
     this.base = db.collection(options.root).doc(options.pipeline);
     this.maxAttempts = options.maxAttempts ?? 10;
@@ -182,7 +185,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
   }
 
   /** `{root}/{pipeline}/{collection}`. */
-  collection(name: (typeof COLLECTIONS)[keyof typeof COLLECTIONS]): CollectionReference {
+  collection(name: string): CollectionReference {
     return this.base.collection(name);
   }
 
@@ -209,6 +212,11 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return this.collection(COLLECTIONS.meta).doc('fireWindowsLease');
   }
 
+  /** A lease document under `meta/` (`fireWindowsLease`, or a partition's `fireWindowsLease~p<n>`). */
+  private leaseRefOf(name: string | undefined): DocumentReference {
+    return name === undefined ? this.leaseRef : this.collection(COLLECTIONS.meta).doc(name);
+  }
+
   /** Tags errors of Firestore calls made inside a transaction callback, so `transact` can tell them from ours. */
   async sdk<T>(call: () => Promise<T>): Promise<T> {
     try {
@@ -219,7 +227,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     }
   }
 
-  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  protected async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
@@ -237,6 +245,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     let own: { error: unknown } | undefined;
     let failed: { error: unknown } | undefined;
     let attempt: FirestoreTransaction<Acc> | undefined;
+    let committed: FirestoreTransaction<Acc> | undefined;
     try {
       const value = await this.db.runTransaction(
         async (tx) => {
@@ -252,9 +261,13 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
           }
           own = undefined;
           failed = undefined;
-          attempt = new FirestoreTransaction(tx, this);
+          attempt = this.newAttempt(tx);
           try {
-            return await fn(attempt);
+            const result = await fn(attempt);
+            // Layouts that buffer their writes queue them now, inside the attempt (reads are all done).
+            attempt.finish();
+            committed = attempt;
+            return result;
           } catch (err) {
             failed = { error: err };
             if (!(err !== null && typeof err === 'object' && this.sdkErrors.has(err))) {
@@ -266,6 +279,8 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         { maxAttempts: this.maxAttempts },
       );
       this.metrics.writes += attempt?.writes ?? 0;
+      this.metrics.deletes += attempt?.deletes ?? 0;
+      if (committed !== undefined) this.afterCommit(committed);
       return { kind: 'committed', value, attempts };
     } catch (err) {
       if (own !== undefined && own.error === err) throw err;
@@ -276,6 +291,14 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
       throw new TransientError(`firestore ${operation}`, errorText(err), { cause: err });
     }
   }
+
+  /** One attempt's transaction object (layouts override it). */
+  protected newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
+    return new FirestoreTransaction(tx, this);
+  }
+
+  /** Called once with the attempt that committed (layouts that keep bookkeeping of what they wrote override it). */
+  protected afterCommit(_attempt: FirestoreTransaction<Acc>): void {}
 
   async readWatermark(): Promise<StoredWatermark | null> {
     return this.call('read watermark', async () => {
@@ -328,15 +351,30 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     });
   }
 
-  async acquireLease(holder: string, nowMs: number, leaseMs: number): Promise<Lease | null> {
+  /**
+   * @param name lease document under `meta/` (default `fireWindowsLease`, the pipeline's; fireWindows' partitions
+   * use `fireWindowsLease~p<n>`)
+   */
+  async acquireLease(
+    holder: string,
+    nowMs: number,
+    leaseMs: number,
+    name?: string,
+  ): Promise<Lease | null> {
+    const ref = this.leaseRefOf(name);
     return this.call('acquire lease', () =>
       this.db.runTransaction(async (tx) => {
         this.metrics.reads++;
-        const snap = await tx.get(this.leaseRef);
-        const doc = snap.exists ? this.parse('meta/fireWindowsLease', LeaseDoc, snap.data()) : null;
+        const snap = await tx.get(ref);
+        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
         if (doc !== null && doc.expires_at_ms > nowMs && doc.holder !== holder) return null;
-        const lease: Lease = { holder, fence: (doc?.fence ?? 0) + 1, expiresAtMs: nowMs + leaseMs };
-        tx.set(this.leaseRef, {
+        const lease: Lease = {
+          holder,
+          fence: (doc?.fence ?? 0) + 1,
+          expiresAtMs: nowMs + leaseMs,
+          ...(name !== undefined && { name }),
+        };
+        tx.set(ref, {
           holder,
           fence: lease.fence,
           expires_at_ms: lease.expiresAtMs,
@@ -349,16 +387,45 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
   }
 
   async releaseLease(lease: Lease): Promise<void> {
+    const ref = this.leaseRefOf(lease.name);
     await this.call('release lease', () =>
       this.db.runTransaction(async (tx) => {
         this.metrics.reads++;
-        const snap = await tx.get(this.leaseRef);
-        const doc = snap.exists ? this.parse('meta/fireWindowsLease', LeaseDoc, snap.data()) : null;
+        const snap = await tx.get(ref);
+        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
         if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) return;
-        tx.update(this.leaseRef, { expires_at_ms: 0 });
+        tx.update(ref, { expires_at_ms: 0 });
         this.metrics.writes++;
       }),
     );
+  }
+
+  /**
+   * What the dedup state says about an event: `counted`, `dropped` (too late for all its windows) or `null` (no
+   * ledger entry). The per-window layout reads the event's ledger document; `key` and `windows` (the event's) are
+   * what the key-groups layout needs to find it.
+   * @throws TransientError when Firestore fails
+   */
+  async eventOutcome(
+    eventId: string,
+    _key: string,
+    _windows: readonly IntervalWindow[],
+  ): Promise<'counted' | 'dropped' | null> {
+    return this.call('read dedup ledger', async () => {
+      const snap = await this.ledgerRef(eventId).get();
+      this.metrics.reads++;
+      if (!snap.exists) return null;
+      return snap.get('outcome') === 'dropped' ? 'dropped' : 'counted';
+    });
+  }
+
+  /** Whether any (key, window) record exists (one query, `limit(1)`: 1 document read). */
+  async hasWindows(): Promise<boolean> {
+    return this.call('query any window', async () => {
+      const snap = await this.collection(COLLECTIONS.windows).limit(1).get();
+      this.metrics.reads += 1;
+      return !snap.empty;
+    });
   }
 
   async findWindowsDue(
@@ -448,7 +515,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         }
         await batch.commit();
       }
-      this.metrics.writes += insertIds.length;
+      this.metrics.deletes += insertIds.length;
     });
   }
 
@@ -553,16 +620,21 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
 }
 
 /** One attempt of a transaction, mapping the port's records to documents. */
-class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<Acc> {
-  /** Writes queued by this attempt (committed only if the attempt commits). */
+export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<Acc> {
+  /** Writes queued by this attempt (committed only if the attempt commits), deletes excluded. */
   writes = 0;
+  /** Deletes queued by this attempt (Firestore bills them apart from writes). */
+  deletes = 0;
   /** The attempt creates ledger entries (an ALREADY_EXISTS at commit is then a duplicate event). */
   createsLedger = false;
 
   constructor(
-    private readonly tx: Transaction,
-    private readonly store: FirestoreWindowStore<Acc>,
+    protected readonly tx: Transaction,
+    protected readonly store: FirestoreWindowStore<Acc>,
   ) {}
+
+  /** Queues buffered writes before the commit (this layout writes at once: nothing to do). */
+  finish(): void {}
 
   async read(request: {
     windows?: readonly WindowAddress[];
@@ -621,7 +693,7 @@ class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<A
   }
 
   deleteWindow(address: WindowAddress): void {
-    this.writes++;
+    this.deletes++;
     this.tx.delete(this.store.windowRef(address));
   }
 
@@ -639,7 +711,7 @@ class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<A
   }
 
   deleteShard(address: ShardAddress): void {
-    this.writes++;
+    this.deletes++;
     this.tx.delete(this.store.shardRef(address));
   }
 

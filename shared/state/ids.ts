@@ -48,3 +48,50 @@ export function paneInsertId(
 ): string {
   return `${pipeline}~${windowId(window)}~${keyIdPart(key)}~${paneIndex}`;
 }
+
+/** FNV-1a 32-bit hash of a string's UTF-16 units: cheap, stable across processes and versions. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** The key group of `key` among `groups` (hash(key) mod groups), in [0, groups). Stable: it places state. */
+export function keyGroupOf(key: string, groups: number): number {
+  return fnv1a(`k:${key}`) % groups;
+}
+
+/**
+ * The shard of a key group an event goes to among `shards`: hash(event id) mod shards, so every delivery of an event
+ * lands on the same shard document, whose dedup ids then decide alone whether it was counted.
+ */
+export function eventShardOf(eventId: string, shards: number): number {
+  return fnv1a(`e:${eventId}`) % shards;
+}
+
+/**
+ * The 16-character dedup id of an event kept in key-group documents: the first 96 bits of SHA-256(event id),
+ * base64url. Two of a document's ids collide with probability n² / 2^97 (n ids), under 10^-19 at 100,000.
+ */
+export function dedupIdOf(eventId: string): string {
+  return createHash('sha256')
+    .update(eventId, 'utf8')
+    .digest()
+    .subarray(0, 12)
+    .toString('base64url');
+}
+
+/** The shard number that stands for a key group's separate bookkeeping document (`~h`). */
+export const HEAD_SHARD = -1;
+
+/**
+ * Document id of one shard of a key group of a window, `g<group>~<start>_<end>~s<shard>`, or of its bookkeeping
+ * document `g<group>~<start>_<end>~h` (`HEAD_SHARD`). It starts with the group, not the time, so consecutive windows
+ * do not write one narrow, ever-growing key range (Firestore's advice against monotonically increasing ids).
+ */
+export function keyGroupDocId(window: IntervalWindow, group: number, shard: number): string {
+  return `g${group}~${windowId(window)}~${shard === HEAD_SHARD ? 'h' : `s${shard}`}`;
+}

@@ -26,7 +26,7 @@ import {
   type WindowingStrategy,
   type WindowState,
 } from '../windowing';
-import { paneInsertId } from './ids';
+import { eventShardOf, keyGroupOf, paneInsertId } from './ids';
 import type {
   DroppedIncrement,
   Lease,
@@ -158,6 +158,25 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     }
   }
 
+  /**
+   * The shard an event's state and dedup id go to in a key-groups store: hash(event id) mod shards, so every
+   * delivery of the event finds its id in the same document.
+   */
+  eventShard(eventId: string): number {
+    return eventShardOf(eventId, this.options.shardCount);
+  }
+
+  /**
+   * The bundler queue of an event: per (key, windows) in the per-window layout; per (key group, windows, event
+   * shard) in the key-groups layout, so one transaction applies the events of many keys of a group.
+   */
+  bundleQueueKey(key: string, eventId: string, windows: readonly IntervalWindow[]): string {
+    const ids = windows.map(windowId).join(',');
+    const { store } = this.options;
+    if (store.dedup !== 'in-state') return `${key}|${ids}`;
+    return `g${keyGroupOf(key, store.keyGroups ?? 1)}|${ids}|s${this.eventShard(eventId)}`;
+  }
+
   /** The windows an element stamped `timestampMs` (epoch ms) belongs to, by (end, start). */
   assign(timestampMs: number): IntervalWindow[] {
     return assignWindows(this.options.runner.strategy.windowFn, timestampMs);
@@ -182,6 +201,36 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       if (this.assign(e.timestampMs).map(windowId).join(',') !== ids) {
         throw new WindowingInputError(`bundle mixes windows: ${e.eventId} is not in ${ids}`);
       }
+    }
+    if (this.options.store.dedup === 'in-state') {
+      // Each event's id lives in its own shard's document: one transaction per event shard present.
+      const byShard = new Map<number, number[]>();
+      elements.forEach((e, i) => {
+        const shard = this.eventShard(e.eventId);
+        byShard.set(shard, [...(byShard.get(shard) ?? []), i]);
+      });
+      const outcomes: ElementOutcome[] = new Array<ElementOutcome>(elements.length);
+      const panes: OutboxPane[] = [];
+      let last: BundleResult | undefined;
+      for (const [shard, positions] of byShard) {
+        const [result] = await this.processGroupBundle(
+          [{ key, elements: positions.map((i) => elements[i] as WindowElement<In>) }],
+          shard,
+          watermark,
+        );
+        if (result === undefined) throw new Error('group bundle returned no result');
+        positions.forEach((p, j) => {
+          outcomes[p] = result.outcomes[j] ?? { kind: 'duplicate', dropped: [] };
+        });
+        panes.push(...result.panes);
+        last = result;
+      }
+      return {
+        outcomes,
+        panes,
+        watermarkMs: last?.watermarkMs ?? 0,
+        processingTimeMs: last?.processingTimeMs ?? 0,
+      };
     }
     const unique = new Map<string, WindowElement<In>>();
     for (const e of elements) if (!unique.has(e.eventId)) unique.set(e.eventId, e);
@@ -217,6 +266,110 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
+   * Applies, in one transaction, bundles of several keys of one key group whose elements share their windows and
+   * their event shard (`eventShardOf(eventId, shardCount)`), for stores that keep dedup in the state: an event whose
+   * dedup id is in its shard document is a `duplicate`; the others are counted (or dropped) and their ids added.
+   * @throws WindowingInputError when a bundle is empty or mixes windows (caller bug); TransientError when the store
+   * fails
+   */
+  async processGroupBundle(
+    bundles: readonly { key: string; elements: readonly WindowElement<In>[] }[],
+    shard: number,
+    watermark: WatermarkReader,
+  ): Promise<BundleResult[]> {
+    const prepared = bundles.map(({ key, elements }) => {
+      const first = elements[0];
+      if (first === undefined) throw new WindowingInputError('empty bundle');
+      const windows = this.assign(first.timestampMs);
+      const ids = windows.map(windowId).join(',');
+      for (const e of elements) {
+        if (this.assign(e.timestampMs).map(windowId).join(',') !== ids) {
+          throw new WindowingInputError(`bundle mixes windows: ${e.eventId} is not in ${ids}`);
+        }
+      }
+      const unique = new Map<string, WindowElement<In>>();
+      for (const e of elements) if (!unique.has(e.eventId)) unique.set(e.eventId, e);
+      return {
+        key,
+        elements,
+        windows,
+        fresh: [...unique.values()],
+        processingTimeMs: Math.max(...elements.map((e) => e.receivedAtMs)),
+      };
+    });
+    const result = await this.options.store.transact('apply group bundle', async (tx) => {
+      const applied = [];
+      for (const b of prepared) {
+        applied.push(
+          await this.applyBundle(
+            tx,
+            b.key,
+            b.windows,
+            b.fresh,
+            b.processingTimeMs,
+            watermark,
+            false,
+            shard,
+          ),
+        );
+      }
+      return applied;
+    });
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError('apply group bundle', 'unexpected ledger conflict (in-state dedup)');
+    }
+    return prepared.map((b, i) => {
+      const applied = result.value[i];
+      if (applied === undefined) throw new Error('group bundle lost a result');
+      const seen = new Set<string>();
+      const outcomes = b.elements.map((e): ElementOutcome => {
+        if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
+        seen.add(e.eventId);
+        return applied.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
+      });
+      return {
+        outcomes,
+        panes: applied.panes,
+        watermarkMs: applied.watermarkMs,
+        processingTimeMs: applied.processingTimeMs,
+      };
+    });
+  }
+
+  /**
+   * Runs the timers of every key of one key group of `window` in one transaction (key-groups stores): the same
+   * firing as `fireWindow` for each key, with one read of the group's documents and one write of each changed one.
+   * @throws TransientError when the store fails
+   */
+  async fireGroup(
+    window: IntervalWindow,
+    group: number,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): Promise<{ panes: OutboxPane[]; keysFired: number; keysClosed: number }> {
+    const result = await this.options.store.transact('fire key group', async (tx) => {
+      if (tx.groupKeys === undefined) {
+        throw new Error('fireGroup needs a key-groups store (WindowTransaction.groupKeys)');
+      }
+      const addresses = await tx.groupKeys(window, group);
+      const panes: OutboxPane[] = [];
+      let keysFired = 0;
+      let keysClosed = 0;
+      for (const address of addresses) {
+        const fired = await this.fireInTransaction(tx, address, watermarkMs, processingTimeMs);
+        if (fired.panes.length > 0 || fired.closed) keysFired++;
+        if (fired.closed) keysClosed++;
+        panes.push(...fired.panes);
+      }
+      return { panes, keysFired, keysClosed };
+    });
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError('fire key group', 'unexpected ledger conflict (no ledger write)');
+    }
+    return result.value;
+  }
+
+  /**
    * Runs the timers of one window at watermark `watermarkMs` and processing time `processingTimeMs` (epoch ms):
    * the on-time pane once the watermark passed the end, processing-time early/late firings that are due, and
    * garbage collection past end + allowed lateness. With a lease, the transaction first checks its fence.
@@ -230,6 +383,22 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   ): Promise<FireResult> {
     const result = await this.options.store.transact('fire window', async (tx) => {
       if (lease) await tx.checkLease(lease);
+      return this.fireInTransaction(tx, address, watermarkMs, processingTimeMs);
+    });
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError('fire window', 'unexpected ledger conflict (no ledger write)');
+    }
+    return result.value;
+  }
+
+  /** `fireWindow`'s work inside a transaction. */
+  private async fireInTransaction(
+    tx: WindowTransaction<Acc>,
+    address: WindowAddress,
+    watermarkMs: number,
+    processingTimeMs: number,
+  ): Promise<FireResult> {
+    {
       const guess = this.shardAddresses(address, this.options.shardCount);
       const read = await tx.read({ windows: [address], shards: guess });
       const stored = read.windows[0] ?? null;
@@ -253,11 +422,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         panes,
         closed: !step.state.windows.some((w) => sameWindow(w.window, address.window)),
       };
-    });
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError('fire window', 'unexpected ledger conflict (no ledger write)');
     }
-    return result.value;
   }
 
   private shardAddresses(address: WindowAddress, count: number): ShardAddress[] {
@@ -342,6 +507,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     processingTimeMs: number,
     watermark: WatermarkReader,
     readLedger: boolean,
+    eventShard?: number,
   ): Promise<{
     outcomes: Map<string, ElementOutcome>;
     panes: OutboxPane[];
@@ -349,17 +515,28 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     processingTimeMs: number;
   }> {
     const { shardCount } = this.options;
-    const guess = this.pickShard(shardCount);
+    const inState = this.options.store.dedup === 'in-state';
+    const guess = eventShard ?? this.pickShard(shardCount);
     const addresses = windows.map((window) => ({ key, window }));
     const read = await tx.read({
       windows: addresses,
       shards: addresses.map((a) => ({ ...a, shard: guess })),
       ledger: readLedger ? candidates.map((e) => e.eventId) : [],
     });
-    const elements = readLedger ? candidates.filter((_, i) => !read.ledger[i]) : [...candidates];
+    let elements = readLedger ? candidates.filter((_, i) => !read.ledger[i]) : [...candidates];
     const stored = read.windows.map((w) => w ?? null);
     // A window's own shard: the guess, reduced to the window's shard count if it was created with another N.
     const ownIndex = stored.map((s) => (s === null ? guess : guess % s.shardCount));
+    if (inState) {
+      // In-state dedup: an event already counted (or dropped) has its id in its shard document of every window.
+      const probes = elements.flatMap((e) =>
+        windows.map((window, i) => ({ eventId: e.eventId, key, window, shard: ownIndex[i] ?? 0 })),
+      );
+      const seen = (await tx.read({ seen: probes })).seen ?? [];
+      elements = elements.filter((_, j) =>
+        windows.every((_w, i) => seen[j * windows.length + i] !== true),
+      );
+    }
     const own = await Promise.all(
       stored.map(async (s, i) => {
         if (ownIndex[i] === guess) return read.shards[i] ?? null;
@@ -371,9 +548,17 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     );
     let watermarkMs = await watermark(processingTimeMs, false);
     if (stored.some((s) => s === null)) {
-      // Read after the bookkeeping read: a window closed by a committed transaction is seen with the watermark that
-      // closed it, so a too-late element cannot recreate a garbage-collected window.
-      watermarkMs = Math.max(watermarkMs, await watermark(processingTimeMs, true));
+      const floors = read.floors ?? [];
+      const known = stored.every((s, i) => s !== null || typeof floors[i] === 'number');
+      if (inState && known) {
+        // Key groups: the group's bookkeeping document carries the highest watermark applied to it, garbage
+        // collection included, read in this transaction: the same guarantee as a fresh read, without it.
+        watermarkMs = Math.max(watermarkMs, ...floors.filter((f): f is number => f !== null));
+      } else {
+        // Read after the bookkeeping read: a window closed by a committed transaction is seen with the watermark
+        // that closed it, so a too-late element cannot recreate a garbage-collected window.
+        watermarkMs = Math.max(watermarkMs, await watermark(processingTimeMs, true));
+      }
     }
     const wm = Math.max(watermarkMs, ...stored.map((s) => s?.watermarkMs ?? watermarkMs));
     const pt = Math.max(
@@ -478,6 +663,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         outcome: kind,
         appliedAtMs: pt,
         expireAtMs,
+        ...(inState && { windows, shards: ownIndex }),
       });
     }
     for (const increment of this.droppedIncrements(key, guess, elements, drops, wm, pt)) {
@@ -595,7 +781,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       const address = { key, window };
       if (ws2 === undefined) {
         if (s0 !== null) {
-          tx.deleteWindow(address);
+          tx.deleteWindow(address, context.watermarkMs);
           current.forEach((shard, index) => {
             if (shard !== null) tx.deleteShard({ ...address, shard: index });
           });

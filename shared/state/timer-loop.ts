@@ -203,15 +203,41 @@ export async function runTimerLoop(
   return { ...combineSummaries(passes, startedMs, endedMs), loop };
 }
 
-/** The earliest processing-time timer over a store: earliest pending first element + the smallest delay. */
+/** A key-groups store that can answer its earliest timers (`GroupedFirestoreWindowStore.nextTimers`). */
+interface TimedGroupStore {
+  nextTimers(): Promise<{ processingTimeMs: number | null }>;
+}
+
+function hasNextTimers(store: unknown): store is TimedGroupStore {
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    typeof (store as Partial<TimedGroupStore>).nextTimers === 'function'
+  );
+}
+
+/**
+ * The earliest processing-time timer (epoch ms) over the deployed layout: key groups answer their earliest
+ * `processing_timer_ms` (a deadline already); the per-window layout (and its windows still open during the
+ * migration to key groups) its earliest pending first element + the smallest delay. The earlier of the two.
+ */
 export function nextTimerQuery<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
 ): () => Promise<number | null> {
   return async () => {
     const delayMs = deps.processingTimeDelayMs;
     if (delayMs === null) return null;
-    const since = await deps.store.earliestPendingSinceMs();
-    return since === null ? null : since + delayMs;
+    const found: number[] = [];
+    const grouped = deps.groups?.store;
+    if (hasNextTimers(grouped)) {
+      const t = (await grouped.nextTimers()).processingTimeMs;
+      if (t !== null) found.push(t);
+    }
+    if (deps.groups === undefined || deps.legacy !== undefined) {
+      const since = await (deps.legacy?.store ?? deps.store).earliestPendingSinceMs();
+      if (since !== null) found.push(since + delayMs);
+    }
+    return found.length === 0 ? null : Math.min(...found);
   };
 }
 

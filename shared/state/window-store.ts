@@ -55,6 +55,14 @@ export interface StoredShard<Acc extends JsonValue> extends ShardAddress {
   readonly contribution: WindowContribution<Acc>;
 }
 
+/**
+ * Where a store that keeps dedup inside the state looks an event up: the shard document of its key's group in one
+ * of its windows (`eventShardOf(eventId, shardCount)`).
+ */
+export interface SeenProbe extends ShardAddress {
+  readonly eventId: string;
+}
+
 /** What the dedup ledger says about an event (one document per `event_id`). */
 export type LedgerOutcome = 'counted' | 'dropped';
 
@@ -74,6 +82,12 @@ export interface LedgerEntry {
   readonly appliedAtMs: number;
   /** When Firestore's TTL policy may delete the entry (field `expireAt`), epoch ms; ≥ Pub/Sub retention. */
   readonly expireAtMs: number;
+  /**
+   * Stores that keep dedup in the state: the windows (same order as `windowIds`) and, per window, the shard whose
+   * document keeps the event's dedup id. Ignored by the ledger store.
+   */
+  readonly windows?: readonly IntervalWindow[];
+  readonly shards?: readonly number[];
 }
 
 /**
@@ -139,6 +153,8 @@ export interface StoredWatermark {
 
 /** A held fireWindows lease. `fence` grows with every acquisition: the fencing token writes are checked against. */
 export interface Lease {
+  /** Lease document under `meta/` when not the pipeline's `fireWindowsLease` (fireWindows' partitions). */
+  readonly name?: string;
   readonly holder: string;
   readonly fence: number;
   readonly expiresAtMs: number;
@@ -159,12 +175,26 @@ export interface WindowTransaction<Acc extends JsonValue> {
     windows?: readonly WindowAddress[];
     shards?: readonly ShardAddress[];
     ledger?: readonly string[];
+    /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
+    seen?: readonly SeenProbe[];
   }): Promise<{
     windows: (StoredWindow | null)[];
     shards: (StoredShard<Acc> | null)[];
     /** Whether each requested event id has a ledger entry. */
     ledger: boolean[];
+    /** One answer per `seen` probe (absent when none were asked). */
+    seen?: boolean[];
+    /**
+     * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
+     * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
+     * exist. A lower bound of the pipeline watermark that closed any key of the group.
+     */
+    floors?: (number | null)[];
   }>;
+  /**
+   * Key-group stores: the (key, window)s kept in one key group of `window` (reads the group's bookkeeping document).
+   */
+  groupKeys?(window: IntervalWindow, group: number): Promise<WindowAddress[]>;
   /**
    * Reads the lease document and throws LeaseLostError unless `lease` (holder and fence) is still current.
    * @throws LeaseLostError
@@ -172,8 +202,11 @@ export interface WindowTransaction<Acc extends JsonValue> {
   checkLease(lease: Lease): Promise<void>;
   /** Writes (creates or replaces) a bookkeeping record. */
   putWindow(record: StoredWindow): void;
-  /** Deletes a bookkeeping record (garbage collection). */
-  deleteWindow(address: WindowAddress): void;
+  /**
+   * Deletes a bookkeeping record (garbage collection) closed at watermark `watermarkMs` (epoch ms; key-groups stores
+   * keep it as their documents' watermark floor).
+   */
+  deleteWindow(address: WindowAddress, watermarkMs?: number): void;
   /** Writes (creates or replaces) one shard's contribution. */
   putShard(shard: StoredShard<Acc>): void;
   /** Deletes one shard (garbage collection). */
@@ -200,6 +233,13 @@ export type WindowTimer = 'endOfWindow' | 'gc';
 /** The keyed window store of one pipeline. Every method throws TransientError when the store is unreachable. */
 export interface WindowStore<Acc extends JsonValue> {
   /**
+   * How duplicates are detected: `ledger` (default when absent: a ledger document per event, created in the
+   * event's transaction) or `in-state` (the event's dedup id kept in the shard document it changed; reads `seen`).
+   */
+  readonly dedup?: 'ledger' | 'in-state';
+  /** Key groups per window (`in-state` stores: `keyGroupOf(key, keyGroups)` places a key's state). */
+  readonly keyGroups?: number;
+  /**
    * Runs `fn` in a serializable transaction, retried on contention (so `fn` must have no side effects besides
    * the transaction's). Errors thrown by `fn` itself propagate unchanged.
    * @throws TransientError when the store fails or contention outlasts the retries; LeaseLostError from checkLease
@@ -220,7 +260,12 @@ export interface WindowStore<Acc extends JsonValue> {
     expected: StoredWatermark | null,
   ): Promise<StoredWatermark | null>;
   /** Takes the fireWindows lease if it is free or expired at `nowMs`; `null` when someone else holds it. */
-  acquireLease(holder: string, nowMs: number, leaseMs: number): Promise<Lease | null>;
+  acquireLease(
+    holder: string,
+    nowMs: number,
+    leaseMs: number,
+    name?: string,
+  ): Promise<Lease | null>;
   /** Gives the lease up if still held with this fence (a lost lease is left alone). */
   releaseLease(lease: Lease): Promise<void>;
   /** Bookkeeping records whose `timer` is before `beforeMs` (ascending, at most `limit`). */

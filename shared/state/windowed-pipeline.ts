@@ -1,10 +1,10 @@
 // The per-event path of a windowed pipeline: bundle concurrent events of a (key, window), apply them in one
 // transaction, emit the panes they fired, log drops and duplicates, and feed the event time to the watermark.
-import { windowId, type JsonValue } from '../windowing';
+import type { JsonValue } from '../windowing';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import { Bundler } from './bundler';
-import type { ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
+import type { BundleResult, ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
 
@@ -17,6 +17,14 @@ export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> {
   readonly logger: Logger;
   /** Most events per transaction for one (key, windows). */
   readonly maxBundle: number;
+  /**
+   * Migration to key groups: windows starting before `cutoverMs()` (epoch ms) are still kept in the per-window
+   * layout by `keyed`; an event with such a window goes there (docs/windows.md, migration).
+   */
+  readonly legacy?: {
+    readonly keyed: KeyedWindows<In, Acc, Out>;
+    readonly cutoverMs: () => Promise<number>;
+  };
 }
 
 interface Item<In> {
@@ -31,8 +39,34 @@ interface Item<In> {
 export class WindowedPipeline<In, Acc extends JsonValue, Out> {
   private readonly bundler: Bundler<Item<In>, ElementOutcome>;
 
+  private readonly legacyBundler: Bundler<Item<In>, ElementOutcome>;
+  /** The migration cutover once read (epoch ms). */
+  private cutoverMs: number | undefined;
+
   constructor(private readonly deps: WindowedPipelineDeps<In, Acc, Out>) {
-    this.bundler = new Bundler((_queueKey, items) => this.applyBundle(items), deps.maxBundle);
+    this.bundler = new Bundler(
+      (_queueKey, items) => this.applyBundle(deps.keyed, items),
+      deps.maxBundle,
+    );
+    const legacyKeyed = deps.legacy?.keyed ?? deps.keyed;
+    this.legacyBundler = new Bundler(
+      (_queueKey, items) => this.applyBundle(legacyKeyed, items),
+      deps.maxBundle,
+    );
+  }
+
+  /**
+   * Reads the cutover before the first event (cached for the instance's life: it never changes once decided).
+   * Until then `cutover` answers +∞, i.e. the per-window layout: `init` must run first (`record` awaits it).
+   */
+  async init(): Promise<void> {
+    if (this.deps.legacy !== undefined && this.cutoverMs === undefined) {
+      this.cutoverMs = await this.deps.legacy.cutoverMs();
+    }
+  }
+
+  private cutover(_legacy: NonNullable<WindowedPipelineDeps<In, Acc, Out>['legacy']>): number {
+    return this.cutoverMs ?? Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -42,19 +76,66 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
    * @throws TransientError when Firestore fails (the caller must not ack; the ledger makes a retry safe)
    */
   async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
+    await this.init();
     const windows = this.deps.keyed.assign(element.timestampMs);
-    const queueKey = `${key}|${windows.map(windowId).join(',')}`;
-    const outcome = await this.bundler.submit(queueKey, { key, element });
+    const { legacy } = this.deps;
+    const old = legacy !== undefined && windows.some((w) => w.startMs < this.cutover(legacy));
+    const outcome = old
+      ? await this.legacyBundler.submit(
+          legacy.keyed.bundleQueueKey(key, element.eventId, windows),
+          {
+            key,
+            element,
+          },
+        )
+      : await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, element.eventId, windows), {
+          key,
+          element,
+        });
     await this.deps.tracker.observe(element.timestampMs, element.receivedAtMs);
     return outcome;
   }
 
-  private async applyBundle(items: readonly Item<In>[]): Promise<ElementOutcome[]> {
-    const key = items[0]?.key ?? '';
-    const elements = items.map((i) => i.element);
-    const result = await this.deps.keyed.processBundle(key, elements, (pt, fresh) =>
-      this.deps.tracker.watermarkMs(pt, fresh),
-    );
+  /** One bundle: in the key-groups layout it may hold several keys of one group, applied in one transaction. */
+  private async applyBundle(
+    keyed: KeyedWindows<In, Acc, Out>,
+    items: readonly Item<In>[],
+  ): Promise<ElementOutcome[]> {
+    const byKey = new Map<string, { positions: number[]; elements: WindowElement<In>[] }>();
+    items.forEach((item, i) => {
+      const entry = byKey.get(item.key) ?? { positions: [], elements: [] };
+      entry.positions.push(i);
+      entry.elements.push(item.element);
+      byKey.set(item.key, entry);
+    });
+    const keys = [...byKey.entries()];
+    const watermark = (pt: number, fresh: boolean) => this.deps.tracker.watermarkMs(pt, fresh);
+    const first = items[0];
+    const results =
+      keys.length === 1 || first === undefined
+        ? [await keyed.processBundle(keys[0]?.[0] ?? '', keys[0]?.[1].elements ?? [], watermark)]
+        : await keyed.processGroupBundle(
+            keys.map(([key, entry]) => ({ key, elements: entry.elements })),
+            keyed.eventShard(first.element.eventId),
+            watermark,
+          );
+    const outcomes: ElementOutcome[] = new Array<ElementOutcome>(items.length);
+    keys.forEach(([key, entry], k) => {
+      const result = results[k];
+      if (result === undefined) throw new Error(`no bundle result for key ${key}`);
+      this.report(key, entry.elements, result);
+      entry.positions.forEach((position, j) => {
+        const outcome = result.outcomes[j];
+        if (outcome === undefined) throw new Error(`no outcome for element ${j} of key ${key}`);
+        outcomes[position] = outcome;
+      });
+    });
+    await this.deps.emitter.emitOrDefer(results.flatMap((r) => r.panes));
+    return outcomes;
+  }
+
+  /** Logs a bundle's duplicates and drops. */
+  private report(key: string, elements: readonly WindowElement<In>[], result: BundleResult): void {
     result.outcomes.forEach((outcome, i) => {
       const element = elements[i];
       if (element === undefined) return;
@@ -81,7 +162,5 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
         );
       }
     });
-    await this.deps.emitter.emitOrDefer(result.panes);
-    return [...result.outcomes];
   }
 }

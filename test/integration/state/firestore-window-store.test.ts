@@ -40,6 +40,9 @@ function numericText(value: unknown): string {
   return parsed.canonical;
 }
 
+/** The layout before key groups, for the tests of its own documents (ledger, per-window lease). */
+const PER_WINDOW = { OFFVIA_WINDOW_LAYOUT: 'per-window' };
+
 describe('integration: keyed window store on the Firestore emulator', function () {
   this.timeout(120_000);
   let db: Firestore;
@@ -49,8 +52,8 @@ describe('integration: keyed window store on the Firestore emulator', function (
   });
   after(() => db.terminate());
 
-  it('commits a ledger entry with its shard update atomically; a second create changes nothing', async () => {
-    const { store } = firestoreBookingWindows(db);
+  it('commits a ledger entry with its shard update atomically; a second create changes nothing (per-window layout)', async () => {
+    const { store } = firestoreBookingWindows(db, PER_WINDOW);
     const address = { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN }, shard: 0 };
     const apply = (count: number) =>
       store.transact('test', async (tx) => {
@@ -86,12 +89,10 @@ describe('integration: keyed window store on the Firestore emulator', function (
     assert.equal(ledger.get('event_id'), 'ev/1');
   });
 
-  it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window deleted; the late event counted once', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(
-      db,
-      {},
-      { pickShard: () => 0 },
-    );
+  it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window deleted; the late event counted once (per-window layout)', async () => {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, PER_WINDOW, {
+      pickShard: () => 0,
+    });
     const run = await runLabWindowScenario(sink, windows, clock);
     assert.deepEqual(paneSummary(writer.gold(), 'JFK-LHR-USD'), LAB_SCENARIO_PANES);
     assert.equal(run.outcomes['e2-redelivered'], 'duplicate');
@@ -122,7 +123,10 @@ describe('integration: keyed window store on the Firestore emulator', function (
       fc.asyncProperty(windowScenarios(12), async (scenario) => {
         const env = {
           OFFVIA_WINDOW_SHARDS: String(scenario.shards),
+          OFFVIA_WINDOW_GROUP_SHARDS: String(scenario.shards),
           OFFVIA_WINDOW_ACCUMULATION_MODE: scenario.mode,
+          // Both layouts, alternately (the seed picks): the property is the same.
+          OFFVIA_WINDOW_LAYOUT: Math.abs(scenario.seed) % 2 === 0 ? 'key-groups' : 'per-window',
         };
         await checkOrderIndependence(
           scenario,
@@ -156,8 +160,8 @@ describe('integration: keyed window store on the Firestore emulator', function (
     assert.ok(seen.every((w) => w <= (final?.state.watermarkMs ?? 0)));
   });
 
-  it('lets one fireWindows run work at a time and fences out a run whose lease was taken over', async () => {
-    const { windows, clock, sink } = firestoreBookingWindows(db);
+  it('lets one fireWindows run work at a time and fences out a run whose lease was taken over (per-window layout)', async () => {
+    const { windows, clock, sink } = firestoreBookingWindows(db, PER_WINDOW);
     await record(sink, { id: 'l1', fare: '10', at: T + S }, T + 2 * S);
     const first = fireWindowsDepsOf(windows);
     const second = fireWindowsDepsOf(windows);

@@ -1,0 +1,391 @@
+// Benchmark (not a test): Firestore reads / writes / deletes per event and USD per million events of the keyed window
+// store at 1, 100, 1,000 and 5,000 keys, the per-window layout and the key-groups layout side by side, with an
+// independent count of every event; then the firing rate of 50,000 (key, window)s due at once. In-process ingest
+// (the booking pipeline with the real Firestore client, 80 events in flight as one instance), fireWindows run until
+// every window is closed, operations counted at the client. Uses FIRESTORE_EMULATOR_HOST when set, else starts a
+// Firestore emulator of its own (port OFFVIA_BENCH_FIRESTORE_PORT).
+//
+//   npm run bench:keys                                   # the table and the firing-rate row
+//   OFFVIA_BENCH_FIRING_KEYS=5000 npm run bench:keys     # a smaller firing-rate row
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as os from 'node:os';
+import type { Firestore } from '@google-cloud/firestore';
+import { BookingWindowSink } from '../shared/aggregates/booking-window-sink';
+import { fireWindowsDepsOf, type BookingWindows } from '../shared/aggregates/runtime';
+import { formatScaled } from '../shared/contract';
+import {
+  COLLECTIONS,
+  newStoreMetrics,
+  type StoreMetrics,
+} from '../shared/state/firestore-window-store';
+import { fireWindows } from '../shared/state/fire-windows';
+import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
+import { PRICES } from './lib/cost';
+import { Clock, MIN, record, S, T, type BookingSpec } from '../test/support/booking-windows';
+import {
+  emulatorFirestore,
+  firestoreBookingWindows,
+  uniqueRoot,
+} from '../test/support/firestore-windows';
+
+function intEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new Error(`${name} must be an integer >= 1, got ${raw}`);
+  }
+  return value;
+}
+
+const EVENTS = intEnv('OFFVIA_BENCH_EVENTS', 5000);
+const IN_FLIGHT = intEnv('OFFVIA_BENCH_CONCURRENCY', 80);
+const FIRING_KEYS = intEnv('OFFVIA_BENCH_FIRING_KEYS', 50_000);
+const PORT = intEnv('OFFVIA_BENCH_FIRESTORE_PORT', 8187);
+const CARDINALITIES = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
+  .split(',')
+  .filter((k) => k.trim() !== '')
+  .map((k) => {
+    const n = Number(k);
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`OFFVIA_BENCH_KEYS: ${k} is not a key count >= 1`);
+    return n;
+  });
+const LAYOUTS = ['per-window', 'key-groups'] as const;
+/** Event time spanned by the stream (the issue's shape: 2 minutes). */
+const SPAN_MS = 2 * MIN;
+/** Processing time after event time at which each event is received. */
+const DELAY_MS = 2 * S;
+
+/** The 1, 5 and 15 minute load averages. */
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+async function startEmulator(): Promise<ChildProcess> {
+  const child = spawn(
+    'gcloud',
+    ['emulators', 'firestore', 'start', `--host-port=127.0.0.1:${PORT}`],
+    { detached: true, stdio: 'ignore' },
+  );
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return child;
+    } catch {
+      // Not listening yet: keep polling until the deadline.
+      if (Date.now() > deadline)
+        throw new Error(`Firestore emulator not up on port ${PORT} after 60 s`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Route `i`: origin from 17,576 three-letter codes, destination `ZZZ`, `ZZY`, … beyond them (never the origin). */
+function routeOf(i: number): [string, string, string] {
+  const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  const code = (n: number) =>
+    `${letters[Math.floor(n / 676) % 26] ?? 'A'}${letters[Math.floor(n / 26) % 26] ?? 'A'}${letters[n % 26] ?? 'A'}`;
+  const origin = code(i % 17_576);
+  const destination = code(17_575 - Math.floor(i / 17_576));
+  return [origin, destination === origin ? 'AAB' : destination, 'USD'];
+}
+
+/** The stream: `events` bookings over 2 minutes of event time, round-robin over `keys` routes. */
+function stream(keys: number, events: number): BookingSpec[] {
+  return Array.from({ length: events }, (_, i) => ({
+    id: `card-${keys}-${i}`,
+    route: routeOf(i % keys),
+    fare: formatScaled(BigInt(1 + (i % 997)) * 1_000_000_007n),
+    at: T + Math.floor((i * SPAN_MS) / events),
+  }));
+}
+
+/** Expected booking count per `route~windowStart`, computed without the code under test. */
+function expectedCounts(specs: readonly BookingSpec[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const s of specs) {
+    const id = `${(s.route ?? []).join('-')}~${Math.floor(s.at / MIN) * MIN}`;
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Documents still holding a TTL field at the end: Firestore's TTL deletes them later (billed as deletes). */
+async function ttlDocuments(db: Firestore, root: string, pipeline: string): Promise<number> {
+  const base = db.collection(root).doc(pipeline);
+  const collections = [
+    COLLECTIONS.ledger,
+    COLLECTIONS.dropped,
+    GROUP_COLLECTIONS.groups,
+    GROUP_COLLECTIONS.spills,
+  ];
+  let n = 0;
+  for (const c of collections) n += (await base.collection(c).count().get()).data().count;
+  return n;
+}
+
+interface Row {
+  layout: string;
+  keys: number;
+  events: number;
+  reads: number;
+  writes: number;
+  deletes: number;
+  ttlDeletes: number;
+  ingestMs: number;
+  fireMs: number;
+  fireRuns: number;
+  countedOnce: boolean;
+  /** Operations of the ingest alone (the rest is fireWindows). */
+  ingestOps: { reads: number; writes: number; deletes: number };
+  note: string;
+}
+
+function usdPerMillion(r: Row): number {
+  const perEvent = (n: number) => n / r.events;
+  return (
+    perEvent(r.reads) * PRICES.firestoreReadsPer100k * 10 +
+    perEvent(r.writes) * PRICES.firestoreWritesPer100k * 10 +
+    perEvent(r.deletes + r.ttlDeletes) * PRICES.firestoreDeletesPer100k * 10
+  );
+}
+
+/** Records `specs` with `IN_FLIGHT` in flight, each received `DELAY_MS` after its event time. */
+async function ingest(
+  windows: BookingWindows,
+  specs: readonly BookingSpec[],
+  clock: Clock,
+): Promise<number> {
+  const bookingSink = new BookingWindowSink(windows.pipeline, windows.logger);
+  let next = 0;
+  let counted = 0;
+  const worker = async (): Promise<void> => {
+    while (next < specs.length) {
+      const spec = specs[next++];
+      if (spec === undefined) return;
+      clock.nowMs = Math.max(clock.nowMs, spec.at + DELAY_MS);
+      const outcome = await record(bookingSink, spec, spec.at + DELAY_MS, `m-${spec.id}`);
+      if (outcome.kind === 'counted') counted++;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return counted;
+}
+
+/**
+ * One scheduled fireWindows run at `atMs` (one call fires every partition it can lease), repeated only while a run
+ * ends `partial` or `busy` or hit its per-run maximum, as the next scheduler minute would.
+ */
+async function scheduledRun(windows: BookingWindows, clock: Clock, atMs: number): Promise<number> {
+  clock.nowMs = atMs;
+  for (let runs = 1; runs <= 50; runs++) {
+    const s = await fireWindows(fireWindowsDepsOf(windows));
+    if (s.status === 'done' && s.windowsDue < windows.config.fireMaxWindows) return runs;
+  }
+  throw new Error('fireWindows still busy or partial after 50 runs');
+}
+
+async function cardinalityRow(
+  db: Firestore,
+  layout: (typeof LAYOUTS)[number],
+  keys: number,
+): Promise<Row> {
+  const metrics: StoreMetrics = newStoreMetrics();
+  const root = uniqueRoot('benchKeys');
+  const clock = new Clock(T);
+  const { windows, writer } = firestoreBookingWindows(
+    db,
+    { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: layout },
+    { clock, metrics },
+  );
+  const specs = stream(keys, EVENTS);
+  const started = Date.now();
+  const counted = await ingest(windows, specs, clock);
+  const ingestMs = Date.now() - started;
+  // As Cloud Scheduler would: a run every minute of processing time while the windows close (early panes, on-time
+  // panes once the idle rule moves the watermark, garbage collection after the allowed lateness).
+  const fireStarted = Date.now();
+  let fireRuns = 0;
+  const ingestOps = { reads: metrics.reads, writes: metrics.writes, deletes: metrics.deletes };
+  const end = T + SPAN_MS + DELAY_MS;
+  for (let at = end + 30 * S; at <= end + 10 * MIN; at += MIN) {
+    fireRuns += await scheduledRun(windows, clock, at);
+  }
+  const fireMs = Date.now() - fireStarted;
+  // The independent count: the last pane of each (route, window) against the stream's own tally.
+  const last = new Map<string, { index: number; count: number }>();
+  for (const row of writer.gold()) {
+    const id = `${String(row.route_key)}~${Date.parse(String(row.window_start))}`;
+    const index = Number(row.pane_index);
+    if ((last.get(id)?.index ?? -1) < index)
+      last.set(id, { index, count: Number(row.booking_count) });
+  }
+  const expected = expectedCounts(specs);
+  const countedOnce =
+    counted === EVENTS &&
+    last.size === expected.size &&
+    [...expected].every(([id, n]) => last.get(id)?.count === n);
+  const left = await windows.store.listOutbox(Number.MAX_SAFE_INTEGER, 10);
+  return {
+    layout,
+    keys,
+    events: EVENTS,
+    reads: metrics.reads,
+    writes: metrics.writes,
+    deletes: metrics.deletes,
+    ttlDeletes: await ttlDocuments(db, root, windows.config.pipeline),
+    ingestMs,
+    fireMs,
+    fireRuns,
+    countedOnce,
+    ingestOps,
+    note: `${last.size} (route, window)s; ${writer.gold().length} panes${left.length > 0 ? '; OUTBOX NOT EMPTY' : ''}`,
+  };
+}
+
+interface FiringRow {
+  keys: number;
+  ingestMs: number;
+  onTimeMs: number;
+  collectedMs: number;
+  runs: number;
+  reads: number;
+  writes: number;
+  deletes: number;
+}
+
+/** 50,000 (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted. */
+async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
+  const metrics: StoreMetrics = newStoreMetrics();
+  const root = uniqueRoot('benchFire');
+  const clock = new Clock(T);
+  const { windows, writer } = firestoreBookingWindows(
+    db,
+    {
+      OFFVIA_WINDOW_FIRESTORE_ROOT: root,
+      OFFVIA_WINDOW_LAYOUT: 'key-groups',
+      OFFVIA_WINDOW_KEY_GROUPS: '64',
+      OFFVIA_FIRE_WINDOWS_PARTITIONS: '8',
+      OFFVIA_FIRE_WINDOWS_CONCURRENCY: '8',
+      OFFVIA_FIRE_WINDOWS_MAX_WINDOWS: '100000',
+    },
+    { clock, metrics },
+  );
+  // One event per key, all in the window [T, T + 1 min).
+  const specs = Array.from({ length: keys }, (_, i) => ({
+    id: `fire-${i}`,
+    route: routeOf(i),
+    fare: '10',
+    at: T + Math.floor((i * 50 * S) / keys),
+  }));
+  const started = Date.now();
+  await ingest(windows, specs, clock);
+  const ingestMs = Date.now() - started;
+  const onTime = () => writer.gold().filter((r) => r.pane_timing === 'ON_TIME').length;
+  const reads0 = metrics.reads;
+  const writes0 = metrics.writes;
+  const deletes0 = metrics.deletes;
+  // The idle rule moves the watermark past the window's end; the early panes are due too (30 s after their first
+  // element): every (key, window) is due at once.
+  const calls = windows.config.firePartitions;
+  let runs = 0;
+  const t0 = Date.now();
+  clock.nowMs = T + 3 * MIN;
+  while (onTime() < keys && runs < 400) {
+    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
+    runs += calls;
+  }
+  const onTimeMs = Date.now() - t0;
+  const t1 = Date.now();
+  clock.nowMs = T + 10 * MIN;
+  const groups = windows.groups;
+  const open = async () => (groups === undefined ? 0 : (await groups.nextTimers()).eventTimeMs);
+  while ((await open()) !== null && runs < 800) {
+    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
+    runs += calls;
+  }
+  const collectedMs = Date.now() - t1;
+  if (onTime() !== keys) throw new Error(`only ${onTime()} of ${keys} on-time panes in gold`);
+  return {
+    keys,
+    ingestMs,
+    onTimeMs,
+    collectedMs,
+    runs,
+    reads: metrics.reads - reads0,
+    writes: metrics.writes - writes0,
+    deletes: metrics.deletes - deletes0,
+  };
+}
+
+async function main(): Promise<void> {
+  let emulator: ChildProcess | undefined;
+  process.env.METADATA_SERVER_DETECTION ??= 'none';
+  if (!process.env.FIRESTORE_EMULATOR_HOST) {
+    emulator = await startEmulator();
+    process.env.FIRESTORE_EMULATOR_HOST = `127.0.0.1:${PORT}`;
+  }
+  const db = emulatorFirestore();
+  try {
+    process.stdout.write(
+      `Firestore emulator ${process.env.FIRESTORE_EMULATOR_HOST}; ${EVENTS} events over 2 minutes of event time per ` +
+        `row, ${IN_FLIGHT} in flight (one instance), fireWindows every minute of processing time until every window ` +
+        `closed.\nmachine: ${os.cpus().length} cores, load average ${loadAverage()} at start.\n`,
+    );
+    const rows: Row[] = [];
+    for (const keys of CARDINALITIES) {
+      for (const layout of LAYOUTS) {
+        const row = await cardinalityRow(db, layout, keys);
+        rows.push(row);
+        process.stdout.write(
+          `  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)\n`,
+        );
+      }
+    }
+    const per = (n: number, r: Row) => (n / r.events).toFixed(2);
+    process.stdout.write(
+      '\n| keys | layout | reads / writes / deletes per event (TTL deletes) | of which ingest | USD per million ' +
+        'events | counted once | ingest ms | fireWindows ms (runs) | note |\n|---:|---|---|---|---:|---|---:|---:|---|\n',
+    );
+    for (const r of rows) {
+      process.stdout.write(
+        `| ${r.keys.toLocaleString('en-US')} | ${r.layout} | ${per(r.reads, r)} / ${per(r.writes, r)} / ` +
+          `${per(r.deletes + r.ttlDeletes, r)} (${per(r.ttlDeletes, r)}) | ${per(r.ingestOps.reads, r)} / ` +
+          `${per(r.ingestOps.writes, r)} / ${per(r.ingestOps.deletes, r)} | ${usdPerMillion(r).toFixed(2)} | ` +
+          `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |\n`,
+      );
+    }
+    if (FIRING_KEYS > 0 && process.env.OFFVIA_BENCH_SKIP_FIRING !== '1') {
+      const f = await firingRow(db, FIRING_KEYS);
+      process.stdout.write(
+        `\nfiring rate (key-groups, 64 groups, 8 partitions, 8 concurrent fireWindows calls): ` +
+          `${f.keys.toLocaleString('en-US')} (key, window)s due at once (ingested in ${f.ingestMs} ms): ` +
+          `all on-time panes in gold after ${(f.onTimeMs / 1000).toFixed(1)} s, all state collected ` +
+          `${(f.collectedMs / 1000).toFixed(1)} s later; ${f.runs} fireWindows calls; Firestore ` +
+          `${f.reads} reads, ${f.writes} writes, ${f.deletes} deletes for the firing.\n`,
+      );
+    }
+    const failed = rows.filter((r) => !r.countedOnce);
+    process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
+    if (failed.length > 0) {
+      process.stdout.write(
+        `independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`,
+      );
+      process.exitCode = 1;
+    }
+  } finally {
+    await db.terminate();
+    if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exitCode = 1;
+});
