@@ -254,7 +254,18 @@ export async function seek(
     bronzeMessagesSince: bronzeSince,
     warnings: seekWarnings(to, nowMs, retention, ctx.ingest.maxRetryAgeMs),
   };
-  if (dryRun) return report;
+  if (dryRun) {
+    // The seek itself answers NOT_FOUND for an unknown snapshot; a dry run must say so too, or a mistyped name
+    // passes the runbook's dry-run step and fails only at the real seek.
+    if ('snapshot' in to) {
+      const full = `projects/${ctx.projectId}/snapshots/${to.snapshot}`;
+      const known = await listSnapshots(ctx, target.pubsub);
+      if (!known.some((s) => s.name === full)) {
+        throw new NotFoundError(`snapshot ${to.snapshot} not found (expired or deleted?)`);
+      }
+    }
+    return report;
+  }
   try {
     await target.subscription.seek('snapshot' in to ? to.snapshot : new Date(to.timeMs));
   } catch (err) {
