@@ -110,7 +110,18 @@ describe('offvia replay: flags', () => {
       [{ filter: ['attr.=x'] }, /^--filter/],
       [{ messageIds: [' , '] }, /^--message-ids: no id/],
       [{ resume: 'nope' }, /^--resume: expected a replay run id/],
-      [{ resume: 'offvia-replay-20261201T101500-a1b2c3', filter: ['attr.a=b'] }, /omit --filter/],
+      [
+        {
+          resume: 'offvia-replay-20261201T101500-a1b2c3',
+          chunkMinutes: undefined,
+          filter: ['attr.a=b'],
+        },
+        /omit --filter/,
+      ],
+      [
+        { from: undefined, to: undefined, resume: 'offvia-replay-20261201T101500-a1b2c3' },
+        /--resume continues a run with its own chunks: omit --chunk-minutes/,
+      ],
       [
         { from: '2000-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z', chunkMinutes: '1' },
         /more than 100000/,
@@ -127,7 +138,12 @@ describe('offvia replay: flags', () => {
 
   it('--resume needs no range, and takes the run id', () => {
     const o = parseReplayFlags(
-      flags({ from: undefined, to: undefined, resume: 'offvia-replay-20261201T101500-a1b2c3' }),
+      flags({
+        from: undefined,
+        to: undefined,
+        chunkMinutes: undefined,
+        resume: 'offvia-replay-20261201T101500-a1b2c3',
+      }),
       'ops',
     );
     assert.equal(o.resume, 'offvia-replay-20261201T101500-a1b2c3');
