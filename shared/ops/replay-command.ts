@@ -27,7 +27,7 @@ export function addReplayCommand(program: Command, action: CliAction, deps: CliD
     )
     .option(
       '--message-ids <ids>',
-      'only these Pub/Sub message ids, comma-separated (repeatable)',
+      'only these Pub/Sub message ids, separated by commas or blanks (repeatable)',
       collect,
     )
     .option(

@@ -315,8 +315,8 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
     messageIds = [
       ...new Set(
         flags.messageIds
-          .flatMap((v) => v.split(','))
-          .map((v) => v.trim())
+          // A Pub/Sub message id has no blank: "1843 1844" is two ids, not one that matches nothing.
+          .flatMap((v) => v.split(/[\s,]+/))
           .filter((v) => v !== ''),
       ),
     ];

@@ -69,6 +69,11 @@ describe('offvia replay: flags', () => {
     }
   });
 
+  it('--message-ids split on blanks as on commas: "1843 1844" is two ids, not one that matches nothing', () => {
+    const o = parseReplayFlags(flags({ messageIds: ['1843 1844', '1845\t1846,1847'] }), 'ops');
+    assert.deepEqual(o.messageIds, ['1843', '1844', '1845', '1846', '1847']);
+  });
+
   it('parses a whole command line into options', () => {
     const o = parseReplayFlags(
       flags({
