@@ -37,6 +37,9 @@ export function parseResourceId(text: string, what: string): string {
 /** What a seek goes back to: a snapshot of the subscription's topic, or a publish time (epoch ms, UTC). */
 export type SeekTarget = { snapshot: string } | { timeMs: number };
 
+/** 0001-01-01T00:00:00Z, the lower bound of a protobuf Timestamp (`Date.UTC` would read year 1 as 1901). */
+const EARLIEST_TIMESTAMP_MS = Date.parse('0001-01-01T00:00:00Z');
+
 /**
  * The seek target from `--snapshot` / `--time` (exactly one). A time is an RFC 3339 time or a duration back from
  * `nowMs` (`30m`), truncated to the whole second (the Node client sends the sub-second part as microseconds where
@@ -57,6 +60,12 @@ export function parseSeekTarget(
   if (ms > nowMs) {
     throw new UsageError(
       '--time: in the future; seeking there would acknowledge every message not yet delivered (a purge)',
+    );
+  }
+  // SeekRequest.time is a protobuf Timestamp, which starts at year 1: Pub/Sub answers INVALID_ARGUMENT before it.
+  if (ms < EARLIEST_TIMESTAMP_MS) {
+    throw new UsageError(
+      '--time: before 0001-01-01T00:00:00Z, the earliest time Pub/Sub accepts; any time before the retention seeks as far back as is retained',
     );
   }
   return { timeMs: Math.floor(ms / 1000) * 1000 };

@@ -252,6 +252,7 @@ describe('offvia snapshot and seek: flags', () => {
     [['seek', '--snapshot', 'a-b', '--time', '1h'], /give exactly one of/],
     [['seek', '--time', '2026-12-02T00:00:00Z'], /--time: in the future/],
     [['seek', '--time', 'yesterday'], /--time: expected a duration/],
+    [['seek', '--time', '99999999d'], /--time: before 0001-01-01T00:00:00Z/],
     [['seek', '--snapshot', 'goog-x'], /--snapshot: expected a Pub\/Sub id/],
     [['snapshot', 'create', 'a b'], /snapshot name: expected a Pub\/Sub id/],
     [
