@@ -27,7 +27,7 @@ export function addReplayCommand(program: Command, action: CliAction, deps: CliD
     )
     .option(
       '--message-ids <ids>',
-      'only these Pub/Sub message ids, comma-separated (repeatable)',
+      'only these Pub/Sub message ids, separated by commas or blanks (repeatable)',
       collect,
     )
     .option(
@@ -37,8 +37,7 @@ export function addReplayCommand(program: Command, action: CliAction, deps: CliD
     .option('--rate <n>', 'at most N messages per second (default: no limit)')
     .option(
       '--chunk-minutes <m>',
-      'publish-time minutes per chunk (one checkpoint each)',
-      String(DEFAULT_CHUNK_MINUTES),
+      `publish-time minutes per chunk (one checkpoint each; default: ${DEFAULT_CHUNK_MINUTES}; a resumed run keeps its own)`,
     )
     .option('--resume <run-id>', 'continue a run: redo its chunks that are not done')
     .option('--concurrency <n>', 'messages in flight', '8')

@@ -248,7 +248,8 @@ export interface ReplayFlags {
   messageIds?: string[] | undefined;
   dryRun?: boolean | undefined;
   rate?: string | undefined;
-  chunkMinutes: string;
+  /** `undefined` when not given: the default for a new run; a resumed run keeps its own. */
+  chunkMinutes?: string | undefined;
   resume?: string | undefined;
   concurrency: string;
 }
@@ -300,14 +301,22 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
   if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) {
     throw new UsageError(`--to (${flags.to}) must be later than --from (${flags.from})`);
   }
-  const chunkMinutes = positiveInt(flags.chunkMinutes, '--chunk-minutes', 7 * 24 * 60);
+  // A resumed run keeps the chunks of its checkpoints; silently ignoring a different length would mislead.
+  if (flags.resume !== undefined && flags.chunkMinutes !== undefined) {
+    throw new UsageError('--resume continues a run with its own chunks: omit --chunk-minutes');
+  }
+  const chunkMinutes = positiveInt(
+    flags.chunkMinutes ?? String(DEFAULT_CHUNK_MINUTES),
+    '--chunk-minutes',
+    7 * 24 * 60,
+  );
   let messageIds: string[] | undefined;
   if (flags.messageIds !== undefined) {
     messageIds = [
       ...new Set(
         flags.messageIds
-          .flatMap((v) => v.split(','))
-          .map((v) => v.trim())
+          // A Pub/Sub message id has no blank: "1843 1844" is two ids, not one that matches nothing.
+          .flatMap((v) => v.split(/[\s,]+/))
           .filter((v) => v !== ''),
       ),
     ];

@@ -37,6 +37,9 @@ export function parseResourceId(text: string, what: string): string {
 /** What a seek goes back to: a snapshot of the subscription's topic, or a publish time (epoch ms, UTC). */
 export type SeekTarget = { snapshot: string } | { timeMs: number };
 
+/** 0001-01-01T00:00:00Z, the lower bound of a protobuf Timestamp (`Date.UTC` would read year 1 as 1901). */
+const EARLIEST_TIMESTAMP_MS = Date.parse('0001-01-01T00:00:00Z');
+
 /**
  * The seek target from `--snapshot` / `--time` (exactly one). A time is an RFC 3339 time or a duration back from
  * `nowMs` (`30m`), truncated to the whole second (the Node client sends the sub-second part as microseconds where
@@ -57,6 +60,12 @@ export function parseSeekTarget(
   if (ms > nowMs) {
     throw new UsageError(
       '--time: in the future; seeking there would acknowledge every message not yet delivered (a purge)',
+    );
+  }
+  // SeekRequest.time is a protobuf Timestamp, which starts at year 1: Pub/Sub answers INVALID_ARGUMENT before it.
+  if (ms < EARLIEST_TIMESTAMP_MS) {
+    throw new UsageError(
+      '--time: before 0001-01-01T00:00:00Z, the earliest time Pub/Sub accepts; any time before the retention seeks as far back as is retained',
     );
   }
   return { timeMs: Math.floor(ms / 1000) * 1000 };
@@ -254,7 +263,18 @@ export async function seek(
     bronzeMessagesSince: bronzeSince,
     warnings: seekWarnings(to, nowMs, retention, ctx.ingest.maxRetryAgeMs),
   };
-  if (dryRun) return report;
+  if (dryRun) {
+    // The seek itself answers NOT_FOUND for an unknown snapshot; a dry run must say so too, or a mistyped name
+    // passes the runbook's dry-run step and fails only at the real seek.
+    if ('snapshot' in to) {
+      const full = `projects/${ctx.projectId}/snapshots/${to.snapshot}`;
+      const known = await listSnapshots(ctx, target.pubsub);
+      if (!known.some((s) => s.name === full)) {
+        throw new NotFoundError(`snapshot ${to.snapshot} not found (expired or deleted?)`);
+      }
+    }
+    return report;
+  }
   try {
     await target.subscription.seek('snapshot' in to ? to.snapshot : new Date(to.timeMs));
   } catch (err) {

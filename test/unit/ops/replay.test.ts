@@ -69,6 +69,11 @@ describe('offvia replay: flags', () => {
     }
   });
 
+  it('--message-ids split on blanks as on commas: "1843 1844" is two ids, not one that matches nothing', () => {
+    const o = parseReplayFlags(flags({ messageIds: ['1843 1844', '1845\t1846,1847'] }), 'ops');
+    assert.deepEqual(o.messageIds, ['1843', '1844', '1845', '1846', '1847']);
+  });
+
   it('parses a whole command line into options', () => {
     const o = parseReplayFlags(
       flags({
@@ -110,7 +115,18 @@ describe('offvia replay: flags', () => {
       [{ filter: ['attr.=x'] }, /^--filter/],
       [{ messageIds: [' , '] }, /^--message-ids: no id/],
       [{ resume: 'nope' }, /^--resume: expected a replay run id/],
-      [{ resume: 'offvia-replay-20261201T101500-a1b2c3', filter: ['attr.a=b'] }, /omit --filter/],
+      [
+        {
+          resume: 'offvia-replay-20261201T101500-a1b2c3',
+          chunkMinutes: undefined,
+          filter: ['attr.a=b'],
+        },
+        /omit --filter/,
+      ],
+      [
+        { from: undefined, to: undefined, resume: 'offvia-replay-20261201T101500-a1b2c3' },
+        /--resume continues a run with its own chunks: omit --chunk-minutes/,
+      ],
       [
         { from: '2000-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z', chunkMinutes: '1' },
         /more than 100000/,
@@ -127,7 +143,12 @@ describe('offvia replay: flags', () => {
 
   it('--resume needs no range, and takes the run id', () => {
     const o = parseReplayFlags(
-      flags({ from: undefined, to: undefined, resume: 'offvia-replay-20261201T101500-a1b2c3' }),
+      flags({
+        from: undefined,
+        to: undefined,
+        chunkMinutes: undefined,
+        resume: 'offvia-replay-20261201T101500-a1b2c3',
+      }),
       'ops',
     );
     assert.equal(o.resume, 'offvia-replay-20261201T101500-a1b2c3');

@@ -177,6 +177,28 @@ describe('offvia snapshot and seek: the Pub/Sub requests', () => {
     assert.match(r.out, /warning: neither the topic retains messages/);
   });
 
+  it('seek --snapshot --dry-run of an unknown snapshot: one line, exit 3, as the seek itself', async () => {
+    const known = {
+      name: `projects/${PROJECT}/snapshots/before-deploy`,
+      topic: `projects/${PROJECT}/topics/booking-events`,
+    };
+    const r = await run(
+      ['seek', '--snapshot', 'before-deplyo', '--dry-run'],
+      { listSnapshots: [known] },
+      env,
+    );
+    assert.equal(r.code, EXIT.notFound, r.out);
+    assert.equal(r.err, 'offvia: snapshot before-deplyo not found (expired or deleted?)');
+    assert.ok(!r.calls.some((c) => c.method === 'seek'));
+    const ok = await run(
+      ['seek', '--snapshot', 'before-deploy', '--dry-run'],
+      { listSnapshots: [known] },
+      env,
+    );
+    assert.equal(ok.code, EXIT.ok, ok.err);
+    assert.match(ok.out, /would seek eventarc-.* to snapshot before-deploy/);
+  });
+
   it('finds the Eventarc subscription on the booking topic without OFFVIA_INGEST_SUBSCRIPTION', async () => {
     const r = await run(['snapshot', 'create', 'x-before', '--json'], {
       listTopicSubscriptions: [sub(EVENTARC), sub('booking-events-bronze')],
@@ -230,6 +252,7 @@ describe('offvia snapshot and seek: flags', () => {
     [['seek', '--snapshot', 'a-b', '--time', '1h'], /give exactly one of/],
     [['seek', '--time', '2026-12-02T00:00:00Z'], /--time: in the future/],
     [['seek', '--time', 'yesterday'], /--time: expected a duration/],
+    [['seek', '--time', '99999999d'], /--time: before 0001-01-01T00:00:00Z/],
     [['seek', '--snapshot', 'goog-x'], /--snapshot: expected a Pub\/Sub id/],
     [['snapshot', 'create', 'a b'], /snapshot name: expected a Pub\/Sub id/],
     [
