@@ -53,10 +53,11 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
   const routeKey = `${origin}-${destination}-USD`;
   const tag = randomBytes(4).toString('hex');
   const snapshotName = `seek-test-${tag}`;
-  // A minute back: within the allowed lateness whatever the stack's watermark, so the bookings are counted.
-  const eventTime = new Date(
-    Math.floor((Date.now() - 60_000) / 60_000) * 60_000 + 15_000,
-  ).toISOString();
+  // A minute back: within the allowed lateness whatever the stack's watermark, so the bookings are counted. Taken
+  // when the publishing test starts, not when mocha loads the file (earlier files on the shared stack take minutes).
+  let eventTime = '';
+  const atEventTime = () =>
+    new Date(Math.floor((Date.now() - 60_000) / 60_000) * 60_000 + 15_000).toISOString();
   const booking = (n: number, fare: string, extra: Record<string, unknown> = {}) =>
     JSON.stringify({
       booking_id: `BK-${tag}-${n}`,
@@ -69,7 +70,8 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
       event_time: eventTime,
       ...extra,
     });
-  const payloads = [
+  let payloads: string[] = [];
+  const makePayloads = () => [
     booking(1, '10.125'),
     booking(2, '20.250'),
     booking(3, '30.5'),
@@ -157,6 +159,8 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
   it('after a seek to the snapshot, and then to a time, readers see each message once', async () => {
     const publishedAfterMs = Date.now() - 2000;
     ids = [];
+    eventTime = atEventTime();
+    payloads = makePayloads();
     for (const data of payloads) ids.push(await topic.publishMessage({ data: Buffer.from(data) }));
     const routed = await waitForLayers(bq, p, ids, 120_000);
     assert.ok(routed.complete, JSON.stringify(routed.layers));
