@@ -131,6 +131,7 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
       'sql/050_silver_fact_bookings_dedup_view.sql',
       'sql/060_gold_route_panes.sql',
       'sql/070_resolutions.sql',
+      'sql/085_gold_restatement.sql',
     ],
   },
   aggregations: [
