@@ -1,8 +1,13 @@
 // `offvia trace <id>`: every place a message or event is, from a Pub/Sub message id, an event_id or a booking_id:
 // Bronze, Silver (table and dedup view), quarantine, bad data, resolutions, the schema-retry store, the dedup
 // ledger, the windows and gold panes that count it, and its log lines.
+import { createFireWindowsDeps } from '../aggregates/runtime';
+import { routeKey } from '../aggregates/route-key';
+import type { BookingAccumulator } from '../aggregates/booking-aggregates';
+import { Logger } from '../logging/logger';
+import type { FirestoreWindowStore } from '../state/firestore-window-store';
 import { keyIdPart } from '../state/ids';
-import { query, type OpsContext } from './context';
+import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
 import { cellText, keyValues, plainRow, section, table, type Io } from './output';
 import {
@@ -175,7 +180,13 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
   const ledger: TraceLedger[] = [];
   for (const eventId of ledgerIds) {
     const entry = await ledgerEntry(ctx, eventId);
-    if (entry === null) continue;
+    if (entry === null) {
+      // The key-groups layout keeps dedup ids inside the window state, not in ledger documents: ask the store
+      // (either layout) with the event's key and windows, from its Silver row.
+      const found = await keyGroupsOutcome(ctx, eventId, silver);
+      if (found !== null) ledger.push(found);
+      continue;
+    }
     const key = String(entry.key);
     const windowIds = Array.isArray(entry.window_ids) ? entry.window_ids.map(String) : [];
     const windows = await Promise.all(
@@ -418,4 +429,58 @@ export function formatTrace(r: TraceReport): string {
 /** Prints the report as sections or JSON. */
 export function printTrace(io: Io, report: TraceReport, json: boolean): void {
   io.out(json ? JSON.stringify(report, null, 2) : formatTrace(report));
+}
+
+/** A BigQuery cell as text: timestamps come back as `{ value }` objects. */
+function cellString(v: unknown): string {
+  if (v !== null && typeof v === 'object' && 'value' in v) return String(v.value);
+  return String(v);
+}
+
+/**
+ * What the window state says about an event that has no per-window ledger document: its outcome (`counted` or
+ * `dropped`) from the dedup ids kept in its key-group shard documents (`GroupedFirestoreWindowStore.eventOutcome`,
+ * which falls back to the ledger for windows still in the per-window layout), with its key and windows computed
+ * from its Silver row as ingest computed them. `null` when the event has no Silver row here or the state never
+ * saw it (or its tombstones expired).
+ * @throws OpsError when Firestore fails (via firestoreCall)
+ */
+async function keyGroupsOutcome(
+  ctx: OpsContext,
+  eventId: string,
+  silver: readonly Row[],
+): Promise<TraceLedger | null> {
+  const row = silver.find((r) => String(r.event_id) === eventId);
+  if (row === undefined) return null;
+  const eventTimeMs = Date.parse(cellString(row.event_timestamp));
+  if (Number.isNaN(eventTimeMs)) return null;
+  const key = routeKey({
+    origin: String(row.origin_airport),
+    destination: String(row.destination_airport),
+    currency: String(row.currency),
+  });
+  const windows = createFireWindowsDeps(ctx.env, new Logger('offvia', () => undefined), {
+    firestore: ctx.firestore(),
+  });
+  const assigned = windows.keyed.assign(eventTimeMs);
+  const outcome = await firestoreCall(ctx, 'window state', () =>
+    (windows.store as FirestoreWindowStore<BookingAccumulator>).eventOutcome(
+      eventId,
+      key,
+      assigned,
+    ),
+  );
+  if (outcome === null) return null;
+  return {
+    eventId,
+    messageId: String(row.source_message_id),
+    key,
+    outcome,
+    appliedAt: null,
+    windows: assigned.map((w) => ({
+      windowId: `${w.startMs}_${w.endMs}`,
+      phase: null,
+      panesEmitted: null,
+    })),
+  };
 }
