@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the local stack needs, skipping each part that is already done: npm dependencies, Node.js 22 (the
 # deployed runtime's major, from the npm registry into .local/node22), the bqemulator BigQuery emulator in
-# .local/venv-bq (pinned, see docs/local-stack.md; patched so it does not grow without bound, see
-# patch_bqemulator_snapshots) with DuckDB's spatial extension, and
+# .local/venv-bq (pinned, see docs/local-stack.md; patched so it does not grow without bound and keeps idle
+# connections longer than Node's clients, see patch_bqemulator_all) with DuckDB's spatial extension, and
 # checks for the tools the machine must already have (gcloud with the Pub/Sub and Firestore emulators, Java), and
 # Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
@@ -71,35 +71,47 @@ install_bqemulator() {
   offvia_install_venv bqemulator "$OFFVIA_VENV_BQ" "$OFFVIA_BQ_PINS"
 }
 
-# bqemulator copies the whole table into a time-travel snapshot after every write (insertAll, DML, load, Storage Write
-# commit), and keeps each copy for its retention (7 days by default): its memory grows with every insert, by the
-# table's size, without bound. deploy/local/bqemulator-no-auto-snapshots.patch makes it take no such snapshot when
-# time travel is off (BQEMU_TIME_TRAVEL_RETENTION_DAYS=0, which stack.sh sets; lib.sh: OFFVIA_BQEMU_ENV). Applied
-# once, to exactly the file it was written for (bqemulator 1.4.0, checked by SHA-256): any other content fails the
-# install, so a changed pin is reviewed rather than silently left unpatched.
-BQEMU_SNAPSHOTS_SHA256_ORIGINAL=a0970701f093d8b555fb1c1ac37d2a80027cda58be8d321d413fd1dd1c475d5a
-BQEMU_SNAPSHOTS_SHA256_PATCHED=84c706ba432b084c146be4ce291d629c1c650a4b5b37a949204ed908e7721ce9
-patch_bqemulator_snapshots() {
-  local site file sum
+# Local patches to bqemulator 1.4.0, each applied once to exactly the file it was written for (checked by SHA-256):
+# any other content fails the install, so a changed pin is reviewed rather than silently left unpatched.
+# - deploy/local/bqemulator-no-auto-snapshots.patch: bqemulator copies the whole table into a time-travel snapshot
+#   after every write (insertAll, DML, load, Storage Write commit) and keeps each copy for its retention (7 days by
+#   default), so its memory grows with every insert, by the table's size, without bound. Patched, it takes no such
+#   snapshot when time travel is off (BQEMU_TIME_TRAVEL_RETENTION_DAYS=0, which stack.sh sets; lib.sh:
+#   OFFVIA_BQEMU_ENV).
+# - deploy/local/bqemulator-keep-alive.patch: its HTTP server closes idle connections after uvicorn's default 5 s,
+#   the same idle time as Node's keep-alive agent, so a client could send a request on a socket the server was
+#   closing ("socket hang up"); patched, the server keeps them 65 s.
+# Usage: patch_bqemulator LABEL FILE (relative to site-packages) PATCH SHA256_ORIGINAL SHA256_PATCHED
+patch_bqemulator() {
+  local label=$1 rel=$2 patch_file=$3 original=$4 patched=$5 site file sum
   site="$(compgen -G "$OFFVIA_VENV_BQ/lib/python3.*/site-packages" | head -n 1)" ||
     offvia_die "no site-packages in ${OFFVIA_VENV_BQ}"
-  file="$site/bqemulator/versioning/snapshots.py"
-  [[ -f "$file" ]] || offvia_die "bqemulator has no ${file#"$site"/}: the snapshot patch does not apply to this version"
+  file="$site/$rel"
+  [[ -f "$file" ]] || offvia_die "bqemulator has no ${rel}: the $label patch does not apply to this version"
   sum="$(sha256sum "$file" | cut -d' ' -f1)"
   case "$sum" in
-    "$BQEMU_SNAPSHOTS_SHA256_PATCHED")
-      offvia_log "bqemulator snapshot patch: applied, skipped"
+    "$patched")
+      offvia_log "bqemulator $label patch: applied, skipped"
       return
       ;;
-    "$BQEMU_SNAPSHOTS_SHA256_ORIGINAL") ;;
-    *) offvia_die "bqemulator snapshot patch: ${file#"$OFFVIA_ROOT"/} is not the file the patch was written for (sha256 $sum); review deploy/local/bqemulator-no-auto-snapshots.patch against it" ;;
+    "$original") ;;
+    *) offvia_die "bqemulator $label patch: ${file#"$OFFVIA_ROOT"/} is not the file the patch was written for (sha256 $sum); review ${patch_file#"$OFFVIA_ROOT"/} against it" ;;
   esac
-  patch --quiet --forward -p1 -d "$site" <"$OFFVIA_ROOT/deploy/local/bqemulator-no-auto-snapshots.patch" ||
-    offvia_die "bqemulator snapshot patch: patch failed"
+  patch --quiet --forward -p1 -d "$site" <"$patch_file" || offvia_die "bqemulator $label patch: patch failed"
   sum="$(sha256sum "$file" | cut -d' ' -f1)"
-  [[ "$sum" == "$BQEMU_SNAPSHOTS_SHA256_PATCHED" ]] ||
-    offvia_die "bqemulator snapshot patch: unexpected result (sha256 $sum)"
-  offvia_log "bqemulator snapshot patch: applied to ${file#"$OFFVIA_ROOT"/}"
+  [[ "$sum" == "$patched" ]] || offvia_die "bqemulator $label patch: unexpected result (sha256 $sum)"
+  offvia_log "bqemulator $label patch: applied to ${file#"$OFFVIA_ROOT"/}"
+}
+
+patch_bqemulator_all() {
+  patch_bqemulator snapshot bqemulator/versioning/snapshots.py \
+    "$OFFVIA_ROOT/deploy/local/bqemulator-no-auto-snapshots.patch" \
+    a0970701f093d8b555fb1c1ac37d2a80027cda58be8d321d413fd1dd1c475d5a \
+    84c706ba432b084c146be4ce291d629c1c650a4b5b37a949204ed908e7721ce9
+  patch_bqemulator keep-alive bqemulator/server.py \
+    "$OFFVIA_ROOT/deploy/local/bqemulator-keep-alive.patch" \
+    f443c875aad963f0b16ebdf9d26261c2e9692f717b339357d2781e1eee569939 \
+    d7d1a29b9c4ff1a2f914c1639cb1c5efee5ad59972817dc9d9d3f4751a0bd792
 }
 
 # bqemulator refuses to start without DuckDB's spatial extension, which DuckDB would download from a site that is
@@ -146,7 +158,7 @@ main() {
   install_npm_dependencies
   install_node_runtime
   install_bqemulator
-  patch_bqemulator_snapshots
+  patch_bqemulator_all
   install_spatial_extension
   install_chromium
   offvia_log "install: done in $(($(offvia_now_ms) - started_ms)) ms"
