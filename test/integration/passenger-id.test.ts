@@ -51,6 +51,18 @@ describe('integration: passenger_id pseudonymised before Silver (emulators)', fu
     );
 
   before(requireStack);
+  // The pseudonymised rows must not stay in the stack's shared Silver: operator commands that later tests run
+  // (quarantine reprocess, replay) refuse to write raw ids into a Silver that holds pseudonyms, as they should.
+  after(async () => {
+    const silver = tableName(loadIngestConfig(env).silverTable, projectId);
+    await bigquery.query({
+      query: `DELETE FROM \`${silver}\` WHERE STARTS_WITH(passenger_id, 'hmac1:')`,
+    });
+    const [left] = await bigquery.query({
+      query: `SELECT COUNT(*) AS n FROM \`${silver}\` WHERE STARTS_WITH(passenger_id, 'hmac1:')`,
+    });
+    assert.equal(Number((left as { n: unknown }[])[0]?.n), 0, 'pseudonymised rows left in Silver');
+  });
 
   it('writes the same pseudonym for one passenger to Silver and the retry store, never the raw id', async () => {
     const lines: LogEntry[] = [];
