@@ -10,27 +10,13 @@ import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layer
 import { type BookingWindows, createBookingWindows } from '../../shared/aggregates/runtime';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
-import { main } from '../../shared/ops/cli';
 import { EXIT } from '../../shared/ops/errors';
 import type { ReprocessReport } from '../../shared/ops/reprocess';
 import type { RestateReport } from '../../shared/ops/restate';
 import type { TraceReport } from '../../shared/ops/trace';
 import { emulatorFirestore } from '../support/firestore-windows';
 import { fireWindowsOnce } from '../support/fire-windows-http';
-
-/** Runs offvia in-process against the stack, returning exit code, stdout and stderr. */
-async function offvia(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { io: { out: (t) => out.push(t), err: (t) => err.push(t) } });
-  return { code, out: out.join(''), err: err.join('') };
-}
-
-async function offviaJson<T>(...argv: string[]): Promise<T> {
-  const r = await offvia(...argv, '--json');
-  assert.equal(r.code, EXIT.ok, `offvia ${argv.join(' ')}: ${r.err}`);
-  return JSON.parse(r.out) as T;
-}
+import { offvia, offviaJson } from '../support/offvia-cli';
 
 /** Three capitals nobody else's test uses (Q + two letters), so the route's gold panes are this test's own. */
 function code(): string {

@@ -5,25 +5,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { PubSub } from '@google-cloud/pubsub';
 import { readLayers, stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
-import { main } from '../../shared/ops/cli';
 import { EXIT } from '../../shared/ops/errors';
 import type { StatusReport } from '../../shared/ops/status';
 import type { TraceReport } from '../../shared/ops/trace';
 import type { ReprocessReport } from '../../shared/ops/reprocess';
-
-/** Runs offvia in-process against the stack (its env file), returning exit code and stdout. */
-async function offvia(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { io: { out: (t) => out.push(t), err: (t) => err.push(t) } });
-  return { code, out: out.join(''), err: err.join('') };
-}
-
-async function offviaJson<T>(...argv: string[]): Promise<T> {
-  const r = await offvia(...argv, '--json');
-  assert.equal(r.code, EXIT.ok, `offvia ${argv.join(' ')}: ${r.err}`);
-  return JSON.parse(r.out) as T;
-}
+import { offvia, offviaJson } from '../support/offvia-cli';
 
 async function poll<T>(
   what: string,

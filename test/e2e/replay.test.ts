@@ -12,7 +12,6 @@ import { stackBigQuery, stackEnv } from '../../deploy/local/layers';
 import { createBookingWindows, type BookingWindows } from '../../shared/aggregates/runtime';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
-import { main } from '../../shared/ops/cli';
 import { EXIT } from '../../shared/ops/errors';
 import { cellText } from '../../shared/ops/output';
 import type { ReplayReport } from '../../shared/ops/replay';
@@ -20,14 +19,7 @@ import { REPLAY_COLLECTION, type ReplayRunRecord } from '../../shared/ops/replay
 import { fireWindowsOnce } from '../support/fire-windows-http';
 import { emulatorFirestore } from '../support/firestore-windows';
 import { mixedEvents, prng } from '../support/events';
-
-/** Runs offvia in-process against the stack, returning exit code and output. */
-async function offvia(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { io: { out: (t) => out.push(t), err: (t) => err.push(t) } });
-  return { code, out: out.join(''), err: err.join('') };
-}
+import { offvia } from '../support/offvia-cli';
 
 /** Three upper-case letters, so this test's routes (and their gold panes) are its own. */
 function code(): string {

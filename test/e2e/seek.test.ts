@@ -6,23 +6,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { PubSub } from '@google-cloud/pubsub';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
-import { main } from '../../shared/ops/cli';
 import { EXIT } from '../../shared/ops/errors';
 import type { SeekReport, SnapshotInfo } from '../../shared/ops/snapshot';
 import { fireWindowsOnce } from '../support/fire-windows-http';
-
-async function offvia(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { io: { out: (t) => out.push(t), err: (t) => err.push(t) } });
-  return { code, out: out.join(''), err: err.join('') };
-}
-
-async function offviaJson<T>(...argv: string[]): Promise<T> {
-  const r = await offvia(...argv, '--json');
-  assert.equal(r.code, EXIT.ok, `offvia ${argv.join(' ')}: ${r.err}`);
-  return JSON.parse(r.out) as T;
-}
+import { offvia, offviaJson } from '../support/offvia-cli';
 
 function code(): string {
   return `S${[...randomBytes(2)].map((b) => String.fromCharCode(65 + (b % 26))).join('')}`;
