@@ -1,6 +1,11 @@
 // ingestBooking's logic: decode → validate → route each message to Silver, quarantine or bad data, exactly once.
 import { createHash } from 'node:crypto';
-import { type ErrorStage, type ValidationSuccess, validateBooking } from '../contract';
+import {
+  BOOKING_CONTRACT_VERSION,
+  type ErrorStage,
+  type ValidationSuccess,
+  validateBooking,
+} from '../contract';
 import type { IngestConfig } from '../config/ingest-config';
 import { tableName, type TableRef } from '../config/env';
 import {
@@ -357,7 +362,8 @@ async function routeMessage(
   const windowStep = 'window state (Firestore): event not counted in the aggregates';
   const row: InsertRow = {
     insertId: result.eventId,
-    json: { ...result.row, event_id: result.eventId },
+    // The version the row was validated as (sql/046): readers tell a row of a later version from today's.
+    json: { ...result.row, event_id: result.eventId, contract_version: BOOKING_CONTRACT_VERSION },
   };
   // Window state counts each valid booking once per delivery, after its row is durably stored somewhere.
   let counted = false;
