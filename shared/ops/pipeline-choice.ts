@@ -39,6 +39,13 @@ export interface PipelineOpsLayout {
     readonly messageId: string;
     /** The view that keeps one row per event id. */
     readonly dedupView: TableRef;
+    /** Event time (TIMESTAMP): places the event in its windows. */
+    readonly eventTime: string;
+    /**
+     * Per aggregation name, the Silver column holding the key the aggregation counts the event under (a row whose
+     * column is NULL takes no part in that aggregation, e.g. an unknown device in the regional ranking).
+     */
+    readonly keyColumns: Readonly<Record<string, string>>;
   };
   /** The quarantine or dead-letter table. */
   readonly quarantine: {
@@ -62,6 +69,9 @@ const LAYOUTS: Readonly<Record<string, PipelineOpsLayout>> = {
       eventId: 'event_id',
       messageId: 'source_message_id',
       dedupView: { datasetId: 'offvia_silver', tableId: 'fact_bookings_dedup' },
+      eventTime: 'event_timestamp',
+      // Booking's route key is three columns (trace.ts builds it); booking's trace never reads this map.
+      keyColumns: {},
     },
     quarantine: {
       stage: 'error_stage',
@@ -78,6 +88,8 @@ const LAYOUTS: Readonly<Record<string, PipelineOpsLayout>> = {
       eventId: 'event_id',
       messageId: 'source_message_id',
       dedupView: { datasetId: 'offvia_telemetry_silver', tableId: 'readings_dedup' },
+      eventTime: 'event_timestamp',
+      keyColumns: { telemetry_device_1m: 'device_id', telemetry_region_top_1m: 'region' },
     },
     quarantine: {
       stage: 'stage',

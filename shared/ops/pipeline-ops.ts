@@ -3,8 +3,10 @@
 // state (watermark, open windows, dedup ledger) under the pipeline's own Firestore root.
 import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { keyIdPart } from '../state/ids';
-import { query, type OpsContext } from './context';
+import { assignWindows, type JsonValue } from '../windowing';
+import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
 import { cellText, keyValues, plainRow, section, table, type Io } from './output';
 import { opsLayout, qualifiedTable } from './pipeline-choice';
@@ -335,7 +337,13 @@ export async function tracePipeline(
     const store = windowStoreAt(ctx, namespace, (v) => aggregation.parseAccumulator(v));
     for (const eventId of ledgerIds) {
       const entry = await ledgerEntry(ctx, eventId, store);
-      if (entry === null) continue;
+      if (entry === null) {
+        // The key-groups layout (what the pipeline runtime writes) keeps dedup ids inside the key-group documents,
+        // not in ledger documents: ask its store with the event's key and windows, from its Silver row.
+        const found = await keyGroupsOutcome(ctx, pipeline, aggregation.name, eventId, silver);
+        if (found !== null) windows.push(found);
+        continue;
+      }
       const key = String(entry.key);
       const windowIds = Array.isArray(entry.window_ids) ? entry.window_ids.map(String) : [];
       windows.push({
@@ -379,6 +387,62 @@ export async function tracePipeline(
     );
   }
   return report;
+}
+
+/**
+ * What an aggregation's key-groups state says about an event that has no ledger document: `counted` or `dropped`
+ * from the dedup ids of its key-group documents (`GroupedFirestoreWindowStore.eventOutcome`), the store built as
+ * the pipeline runtime builds it (its namespace, the aggregation's shards and trigger delays, the key groups of
+ * `OFFVIA_WINDOW_KEY_GROUPS`), the key from the Silver row's key column and the windows from its event time.
+ * `null` when the event has no Silver row here, no key for this aggregation, or the state never saw it.
+ * @throws OpsError when Firestore fails (via firestoreCall)
+ */
+async function keyGroupsOutcome(
+  ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
+  aggregationName: string,
+  eventId: string,
+  silver: readonly Row[],
+): Promise<PipelineTraceWindows | null> {
+  const layout = opsLayout(pipeline).silver;
+  const aggregation = pipeline.aggregations.find((a) => a.name === aggregationName);
+  const keyColumn = layout.keyColumns[aggregationName];
+  const row = silver.find((r) => String(r[layout.eventId]) === eventId);
+  if (aggregation === undefined || keyColumn === undefined || row === undefined) return null;
+  const keyValue = row[keyColumn];
+  if (keyValue === null || keyValue === undefined || keyValue === '') return null;
+  const key = cellText(keyValue);
+  const eventTimeMs = Date.parse(cellText(row[layout.eventTime]));
+  if (Number.isNaN(eventTimeMs)) return null;
+  const namespace = namespaceOf(pipeline, aggregation.name);
+  const { earlyFirings, lateFirings } = aggregation.strategy.trigger;
+  const store = new GroupedFirestoreWindowStore<JsonValue>(ctx.firestore(), {
+    root: namespace.root,
+    pipeline: namespace.pipeline,
+    parseAccumulator: (value) => aggregation.parseAccumulator(value),
+    keyGroups: ctx.windows.keyGroups,
+    shards: aggregation.shards,
+    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+    dedupTtlMs: ctx.windows.ledgerTtlMs,
+  });
+  const assigned = assignWindows(aggregation.strategy.windowFn, eventTimeMs);
+  const outcome = await firestoreCall(ctx, 'window state', () =>
+    store.eventOutcome(eventId, key, assigned),
+  );
+  if (outcome === null) return null;
+  return {
+    aggregation: aggregation.name,
+    eventId,
+    key,
+    outcome,
+    appliedAt: null,
+    windows: assigned.map((w) => ({
+      windowId: `${w.startMs}_${w.endMs}`,
+      phase: null,
+      panesEmitted: null,
+    })),
+  };
 }
 
 /** The trace as sections, one per place; Silver and dead-letter rows show every column. */
