@@ -1,6 +1,6 @@
 // The dashboard page's script: polls /api/dashboard (the numbers of `offvia status` plus the charts' series) and
 // draws each panel with Chart.js. No build step: plain browser JavaScript, served as is.
-/* global Chart, document, window, fetch, setTimeout, clearTimeout, console, URL, URLSearchParams */
+/* global Chart, document, window, fetch, setTimeout, console, URL */
 'use strict';
 
 const COLORS = {
@@ -17,9 +17,18 @@ const STAGE_COLORS = ['#e8a33d', '#d9622b', '#c0392b', '#8e2a1e', '#f0c060'];
 const charts = {};
 let selectedRoute = null;
 /** The pipeline shown: `?pipeline=NAME` in the address, else booking (the page as it was before the registry). */
-/** The scheduled next refresh. */
-let refreshTimer;
-let selectedPipeline = new URLSearchParams(window.location.search).get('pipeline') || 'booking';
+/** `?pipeline=NAME` of the page's address, else booking. */
+function pipelineFromAddress() {
+  const search = (window.location && window.location.search) || '';
+  const match = /[?&]pipeline=([^&]*)/.exec(search);
+  return match ? decodeURIComponent(match[1]) : 'booking';
+}
+let selectedPipeline = pipelineFromAddress();
+/**
+ * The refresh chain in charge: choosing a pipeline starts a new chain at once, and the old one stops at its next
+ * turn, so the page never polls twice.
+ */
+let refreshChain = 0;
 
 const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
 const hhmmss = (ms) => new Date(ms).toISOString().slice(11, 19);
@@ -540,7 +549,8 @@ async function loadPipelines() {
 }
 
 /** Fetches the numbers and redraws every panel; a failure is shown and the polling goes on. */
-async function refresh() {
+async function refresh(chain = refreshChain) {
+  if (chain !== refreshChain) return;
   let refreshMs = 5000;
   const error = document.getElementById('error');
   try {
@@ -583,9 +593,7 @@ async function refresh() {
     error.textContent = `Refresh failed: ${err && err.message ? err.message : String(err)}`;
     error.hidden = false;
   } finally {
-    // One pending refresh: a refresh started by the pipeline selector replaces the scheduled one.
-    clearTimeout(refreshTimer);
-    refreshTimer = setTimeout(refresh, refreshMs);
+    if (chain === refreshChain) setTimeout(() => refresh(chain), refreshMs);
   }
 }
 
@@ -600,7 +608,8 @@ document.getElementById('pipeline').addEventListener('change', (e) => {
   else url.searchParams.set('pipeline', selectedPipeline);
   window.history.replaceState(null, '', url);
   showView();
-  refresh();
+  refreshChain += 1;
+  refresh(refreshChain);
 });
 showView();
-loadPipelines().then(refresh);
+loadPipelines().then(() => refresh());
