@@ -195,11 +195,8 @@ async function countInWindows(
   const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
   for (const [i, s] of settled.entries()) {
     const name = deps.aggregations[i]?.aggregation.name ?? String(i);
-    if (s.status === 'rejected') {
-      const err: unknown = s.reason;
-      if (err instanceof TransientError) throw err;
-      throw new TransientError(`window state of ${name}`, errorText(err), { cause: err });
-    }
+    // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
+    if (s.status === 'rejected') throw s.reason;
     result[name] = s.value;
   }
   return result;
