@@ -11,7 +11,7 @@ import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../../functions';
 
 import { fillPlaceholders } from '../../../deploy/local/apply-sql';
-import { DeliveryRefused } from '../../../shared/errors';
+import { DeliveryRefused, TransientError } from '../../../shared/errors';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
 import {
@@ -375,6 +375,32 @@ describe('telemetry functions from the definition, on the emulators', function (
     // Redelivered once BigQuery is back: in Silver.
     const again = await ingestPipelinePushedEvent(event, deps);
     assert.equal(again.destination, 'silver');
+  });
+
+  it('refuses the delivery when Firestore fails after Silver, and the redelivery counts the reading once', async function () {
+    const unavailable = new TransientError('commit key group', '14 UNAVAILABLE: Firestore down');
+    const broken: PipelineIngestDeps = {
+      ...deps,
+      aggregations: deps.aggregations.map((a) => ({
+        ...a,
+        pipeline: { record: () => Promise.reject(unavailable) } as unknown as typeof a.pipeline,
+      })),
+    };
+    const event = pushed('{"temp": 23}', { deviceId: d2, eventTs: ts(T + 55_000) }, T + 55_000);
+    await assert.rejects(ingestPipelinePushedEvent(event, broken), DeliveryRefused);
+    assert.ok(logs.some((l) => l.outcome === 'retry' && /Firestore down/.test(String(l.error))));
+    const again = await ingestPipelinePushedEvent(event, deps);
+    assert.equal(again.destination, 'silver');
+    assert.deepEqual(again.windows, {
+      telemetry_device_1m: 'counted',
+      telemetry_region_top_1m: 'counted',
+    });
+    const third = await ingestPipelinePushedEvent(event, deps);
+    assert.equal(third.destination, 'silver');
+    assert.deepEqual(third.windows, {
+      telemetry_device_1m: 'duplicate',
+      telemetry_region_top_1m: 'duplicate',
+    });
   });
 });
 
