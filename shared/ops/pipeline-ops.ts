@@ -3,6 +3,7 @@
 // state (watermark, open windows, dedup ledger) under the pipeline's own Firestore root.
 import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { keyIdPart } from '../state/ids';
 import { assignWindows, type JsonValue } from '../windowing';
@@ -68,9 +69,10 @@ export interface PipelineStatusReport {
   aggregations: AggregationStatus[];
 }
 
-/** The Firestore namespace of one of the pipeline's aggregations. */
+/** The Firestore namespace of one of the pipeline's aggregations, as the pipeline runtime lays it out. */
 function namespaceOf(pipeline: AnyPipelineDefinition, aggregation: string): WindowNamespace {
-  return { root: pipeline.firestore.windowsRoot, pipeline: aggregation };
+  const { root, pipeline: name } = aggregationNamespace(pipeline, { name: aggregation });
+  return { root, pipeline: name };
 }
 
 /**
