@@ -10,6 +10,7 @@ import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
 import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
 import type { Schedule } from '../schedules';
 import { addMonitoringDashboard } from './dashboard';
+import { setEnvVarsValue } from './env';
 import {
   attemptDeadlineSeconds,
   assertLoopFitsSchedule,
@@ -64,8 +65,6 @@ export interface PipelinePlanContext {
   readonly p: string;
   readonly names: Names;
   readonly config: FunctionsConfig;
-  /** `--set-env-vars` value every function gets (one configuration: project, database, limits). */
-  readonly envValue: string;
   readonly kms: KmsKey | undefined;
   readonly steps: Step[];
   readonly files: GeneratedFile[];
@@ -78,6 +77,22 @@ export interface PipelinePlanContext {
   readonly deployLabel: string;
   readonly liveState: string;
   readonly digest: (command: readonly string[]) => string;
+}
+
+/**
+ * The environment of a pipeline's functions (`--set-env-vars`): the project and the system's Firestore database,
+ * and the `--env` overrides named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`).
+ * Not booking's table and schema-drift variables: the pipeline's tables come from its definition, and an
+ * `OFFVIA_SILVER_TABLE` meant for booking must not point another pipeline at booking's Silver.
+ */
+export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string, string][] {
+  const own = `OFFVIA_${p.name.toUpperCase()}_`;
+  const env: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(o.envOverrides).filter(([k]) => k.startsWith(own))),
+    OFFVIA_PROJECT_ID: o.project,
+    OFFVIA_FIRESTORE_DATABASE: o.firestoreDatabase,
+  };
+  return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** Delivery settings of the pipeline's ingest subscription (as booking's, deploy-plan.ts DELIVERY). */
@@ -614,7 +629,11 @@ function pipelinePubSub(
 }
 
 /** The `gcloud functions deploy` command of one of the pipeline's functions, without the digest label. */
-function deployCommand(ctx: PipelinePlanContext, fn: PipelineFunction): string[] {
+function deployCommand(
+  ctx: PipelinePlanContext,
+  p: AnyPipelineDefinition,
+  fn: PipelineFunction,
+): string[] {
   const { o, names, kms } = ctx;
   return gcloud(
     'functions deploy',
@@ -636,7 +655,7 @@ function deployCommand(ctx: PipelinePlanContext, fn: PipelineFunction): string[]
     `--max-instances=${fn.spec.maxInstances}`,
     `--min-instances=${fn.spec.minInstances}`,
     `--timeout=${timeoutSeconds(fn, ctx.config)}s`,
-    `--set-env-vars=${ctx.envValue}`,
+    `--set-env-vars=${setEnvVarsValue(pipelineEnv(o, p))}`,
     '--clear-secrets',
     ...(kms === undefined
       ? []
@@ -656,7 +675,7 @@ function pipelineFunction(
 ): void {
   const { o, p: proj, names, steps } = ctx;
   const name = names.functionName(fn.spec.baseName);
-  const command = deployCommand(ctx, fn);
+  const command = deployCommand(ctx, p, fn);
   const digest = ctx.digest(command);
   const describe = (format: string): Command =>
     gcloud('functions describe', name, `--region=${o.region}`, '--v2', proj, `--format=${format}`);
