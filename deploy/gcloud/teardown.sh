@@ -5,7 +5,9 @@
 # (or a run after a partial one) deletes what is left and fails on nothing; docs/deploy.md lists what it never deletes.
 # Asks for the project id before deleting anything (or pass --yes); --dry-run prints the plan and deletes nothing.
 #
-#   deploy/gcloud/teardown.sh --project P --region R [--dry-run] [--yes] [--delete-data] [--name-prefix offvia-]
+#   deploy/gcloud/teardown.sh --project P --region R (--pipeline NAME... | --all) [--dry-run] [--yes] [--delete-data]
+#
+# --pipeline deletes only the named pipelines' resources; --all also the accounts every pipeline shares.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
