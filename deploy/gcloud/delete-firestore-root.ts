@@ -38,6 +38,21 @@ export function parseDeleteRootArgs(args: readonly string[]): {
   return { project, database, root };
 }
 
+/**
+ * Deletes every document under the root collection `root` of `db`, subcollections at any depth included (documents
+ * elsewhere, including collections with the same ids under other roots, are untouched).
+ * @returns the number of documents deleted
+ */
+export async function deleteRoot(db: Firestore, root: string): Promise<number> {
+  const writer = db.bulkWriter();
+  let deleted = 0;
+  writer.onWriteResult(() => {
+    deleted += 1;
+  });
+  await db.recursiveDelete(db.collection(root), writer);
+  return deleted;
+}
+
 async function main(): Promise<void> {
   let args;
   try {
@@ -48,12 +63,7 @@ async function main(): Promise<void> {
     return;
   }
   const db = new Firestore({ projectId: args.project, databaseId: args.database });
-  const writer = db.bulkWriter();
-  let deleted = 0;
-  writer.onWriteResult(() => {
-    deleted += 1;
-  });
-  await db.recursiveDelete(db.collection(args.root), writer);
+  const deleted = await deleteRoot(db, args.root);
   process.stdout.write(`deleted ${deleted} documents under ${args.root} in ${args.database}\n`);
   await db.terminate();
 }

@@ -15,6 +15,7 @@ import {
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
+import { parseDeleteRootArgs } from '../../../deploy/gcloud/delete-firestore-root';
 import { flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
 import { monitoringPrefix, selectPipelines } from '../../../deploy/gcloud/pipelines';
 import { type Command, renderPlan } from '../../../deploy/gcloud/steps';
@@ -483,5 +484,27 @@ describe('deploy.sh / teardown.sh --pipeline and --all', () => {
       });
       assert.equal(result.status, 0, result.stdout);
     }
+  });
+});
+
+describe('delete-firestore-root.ts arguments', () => {
+  it('takes a project, the system database and a root collection, refusing (default) and paths', () => {
+    assert.deepEqual(
+      parseDeleteRootArgs([
+        '--project=offvia-test',
+        '--database=offvia',
+        '--root=offviaTelemetryWindows',
+      ]),
+      { project: 'offvia-test', database: 'offvia', root: 'offviaTelemetryWindows' },
+    );
+    assert.throws(
+      () => parseDeleteRootArgs(['--project=p', '--database=(default)', '--root=r']),
+      /OFFVIA_FIRESTORE_DATABASE|default/,
+    );
+    assert.throws(
+      () => parseDeleteRootArgs(['--project=p', '--database=offvia', '--root=a/b']),
+      /--root: "a\/b"/,
+    );
+    assert.throws(() => parseDeleteRootArgs(['--project=p']), /usage:/);
   });
 });
