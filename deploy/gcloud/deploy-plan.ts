@@ -260,6 +260,20 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     );
     addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
   }
+  // Booking's sections create the shared accounts only for the functions booking deploys; another pipeline's
+  // functions need them whatever booking deploys.
+  if (withBooking && otherFunctions) {
+    const has = (base: string): boolean =>
+      ctx.steps.some((s) => s.title === `Service account ${ctx.names.serviceAccountId(base)}`);
+    if (!has(BUILD_SA)) sharedAccounts(ctx);
+    else {
+      for (const base of [TRIGGER_SA, SCHEDULER_SA].filter((b) => !has(b))) {
+        ctx.steps.push(
+          accountStep(ctx, base, 'Offvia shared identity (push and Cloud Scheduler OIDC)'),
+        );
+      }
+    }
+  }
   for (const [pipeline, sqlFiles] of otherSql) {
     planPipeline(
       {
@@ -773,27 +787,15 @@ function serviceAccounts(ctx: Context): void {
  * booking selected, serviceAccounts plans the same in its historical order.
  */
 function sharedAccounts(ctx: Context): void {
-  const { p, names, steps } = ctx;
+  const { names, steps } = ctx;
   const accounts: [string, string][] = [
     [TRIGGER_SA, 'Offvia push identity (Eventarc trigger and push subscriptions)'],
     [SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)'],
     [BUILD_SA, 'Offvia Cloud Build (builds the functions)'],
   ];
   for (const [base, displayName] of accounts) {
-    steps.push({
-      kind: 'ensure',
-      title: `Service account ${names.serviceAccountId(base)}`,
-      probe: {
-        kind: 'status',
-        command: gcloud('iam service-accounts describe', names.serviceAccountEmail(base), p),
-      },
-      absent: gcloud(
-        'iam service-accounts create',
-        names.serviceAccountId(base),
-        `--display-name=${displayName}`,
-        p,
-      ),
-    });
+    if (steps.some((s) => s.title === `Service account ${names.serviceAccountId(base)}`)) continue;
+    steps.push(accountStep(ctx, base, displayName));
   }
   customRoles(ctx);
   const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
@@ -805,6 +807,24 @@ function sharedAccounts(ctx: Context): void {
       retry: true,
     });
   }
+}
+
+/** Creates a service account unless it exists. */
+function accountStep({ p, names }: Context, base: string, displayName: string): Step {
+  return {
+    kind: 'ensure',
+    title: `Service account ${names.serviceAccountId(base)}`,
+    probe: {
+      kind: 'status',
+      command: gcloud('iam service-accounts describe', names.serviceAccountEmail(base), p),
+    },
+    absent: gcloud(
+      'iam service-accounts create',
+      names.serviceAccountId(base),
+      `--display-name=${displayName}`,
+      p,
+    ),
+  };
 }
 
 /** The custom roles of CUSTOM_ROLES, created or brought up to date (their permissions are the code's). */

@@ -24,7 +24,8 @@ if ! has_flag --yes "$@"; then
   fi
   grep -E '^step ' "$OFFVIA_PLAN" | sed -E "s/^step '(.*)'$/  \1/" >&2
   what="the Offvia deployment"
-  if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
+  if ! has_flag --all "$@"; then what="the Offvia pipelines named by --pipeline (the shared accounts stay)"; fi
+  if has_flag --delete-data "$@"; then what="$what AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
   read -r -p "This deletes $what in project $project. Type the project id to confirm: " answer
   if [[ "$answer" != "$project" ]]; then
     echo "not confirmed; nothing was deleted" >&2

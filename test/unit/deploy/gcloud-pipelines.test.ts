@@ -296,6 +296,31 @@ describe('deploy plan over the pipeline registry', () => {
     assert.deepEqual(planViolations(alone.steps, OPTIONS), []);
   });
 
+  it("creates the trigger account for another pipeline's push subscription even when booking has no ingest", () => {
+    // Booking without its Eventarc-triggered function: its sections make no trigger account.
+    const onlyTelemetryCode = {
+      ...facts,
+      registered: facts.registered.filter(
+        (r) => r.entryPoint !== booking.functions.ingest.entryPoint,
+      ),
+    };
+    const plan = buildDeployPlan({ ...OPTIONS, pipelines: ALL }, onlyTelemetryCode);
+    const all = actions(plan);
+    const at = (pred: (c: Command) => boolean): number => all.findIndex(pred);
+    const firstDeploy = at((c) =>
+      starts(c, 'gcloud', 'functions', 'deploy', `offvia-${telemetry.functions.ingest.baseName}`),
+    );
+    assert.ok(firstDeploy > 0);
+    for (const base of ['trigger', 'scheduler', 'build']) {
+      const created = all.filter((c) =>
+        starts(c, 'gcloud', 'iam', 'service-accounts', 'create', `offvia-${base}`),
+      );
+      assert.equal(created.length, 1, base);
+      assert.ok(at((c) => c === created[0]) < firstDeploy, base);
+    }
+    assert.ok(at((c) => starts(c, 'gcloud', 'iam', 'roles', 'create')) < firstDeploy);
+  });
+
   it('passes the security checks with both pipelines, with and without --kms-key', () => {
     assert.deepEqual(planViolations(both.steps, OPTIONS), []);
     const key = 'projects/kms-project/locations/europe-west1/keyRings/offvia/cryptoKeys/data';
