@@ -119,8 +119,10 @@ function parseCliFlags(args: string[]) {
 
 /**
  * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
- * accepted here without effect).
- * @throws Error for a missing or unknown flag, or a malformed `--env`.
+ * accepted here without effect). Deploy covers every registered pipeline unless `--pipeline` names some; a teardown
+ * without `--pipeline` or `--all` parses (scope `unnamed`) and is refused by teardownScopeProblem.
+ * @throws Error for a missing or unknown flag, a malformed `--env`, an unknown `--pipeline` (one line naming the
+ * registered pipelines), `--all` with `--pipeline`, or `--all` on a deploy.
  */
 export function parseCli(argv: readonly string[]): CliArgs {
   const [command, ...rest] = argv;

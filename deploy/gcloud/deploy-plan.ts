@@ -169,8 +169,9 @@ interface Context {
 }
 
 /**
- * The deploy plan.
- * @throws Error for invalid options, a registered function without a spec or schedule, a bad OFFVIA_* value
+ * The deploy plan for the pipelines `o.pipelines` names (absent: booking alone): the shared foundation, booking's
+ * hand-written sections when booking is selected, then each other pipeline from its definition (pipeline-plan.ts).
+ * @throws Error for invalid options, an unknown pipeline, a pipeline account id too long for the prefix, a registered function without a spec or schedule, a bad OFFVIA_* value
  * (ConfigError), a dedup ledger TTL shorter than the subscription's retention, or a grant on a dataset of this
  * project that sql/ does not create.
  */
