@@ -447,10 +447,11 @@ export const WINDOW_VARS = {
       'a message failing for longer than this (since its publish time) stops holding the watermark and is logged as ' +
       'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing',
   }),
-  holdSource: choiceVar<WatermarkHoldSource>({
+  // A text spec rather than a choice: `monitoring` is valid only together with its subscription.
+  holdSource: textVar({
     name: 'OFFVIA_WATERMARK_HOLD_SOURCE',
-    choices: ['local', 'monitoring'],
-    default: 'local',
+    defaultText: '`local`',
+    allowedText: '`local`, or `monitoring` (with `OFFVIA_WATERMARK_HOLD_SUBSCRIPTION`)',
     meaning:
       "where `fireWindows`' watermark hold comes from: `local`, the holds recorded by failing deliveries; " +
       "`monitoring`, also the ingest subscription's oldest unacknowledged message (Cloud Monitoring's " +
@@ -577,7 +578,7 @@ function readHoldSource(
   env: Env,
 ): Pick<WindowConfig, 'holdSource' | 'holdSubscription' | 'holdMinBacklogAgeMs'> {
   const v = WINDOW_VARS;
-  const source = readString(env, v.holdSource.name, v.holdSource.default);
+  const source = readString(env, v.holdSource.name, 'local');
   if (source !== 'local' && source !== 'monitoring') {
     throw new ConfigError(
       v.holdSource.name,
