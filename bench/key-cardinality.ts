@@ -20,7 +20,10 @@ import {
 } from '../shared/state/firestore-window-store';
 import { fireWindows } from '../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
+import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer';
+import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
+import { seedKeyGroups } from './lib/seed-key-groups';
 import { Clock, MIN, record, S, T, type BookingSpec } from '../test/support/booking-windows';
 import {
   emulatorFirestore,
@@ -249,31 +252,77 @@ async function cardinalityRow(
 
 interface FiringRow {
   keys: number;
-  ingestMs: number;
+  /** How the state was set up: `seeded` (BulkWriter, `seedKeyGroups`) or `ingested` (the booking pipeline). */
+  setup: 'seeded' | 'ingested';
+  setupMs: number;
   onTimeMs: number;
   collectedMs: number;
   runs: number;
+  transactions: number;
   reads: number;
   writes: number;
   deletes: number;
+  /** Every key's on-time pane in gold exactly once (by insertId), with a booking count of 1. */
+  exactlyOnce: boolean;
+  keyGroups: number;
+  partitions: number;
+  calls: number;
+  concurrency: number;
 }
 
-/** 50,000 (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted. */
+/**
+ * A gold writer that tallies on-time panes per key as they arrive (a pane written again under the same insertId,
+ * as a re-emission would, is BigQuery's dedup: counted once), sharing no code with the pipeline.
+ */
+class OnTimeTally implements RowWriter {
+  readonly onTime = new Map<string, { insertId: string; count: number }[]>();
+  private readonly ids = new Set<string>();
+  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    for (const r of rows) {
+      if (table.tableId !== 'route_panes' || this.ids.has(r.insertId)) continue;
+      this.ids.add(r.insertId);
+      if (r.json.pane_timing !== 'ON_TIME') continue;
+      const key = String(r.json.route_key);
+      const list = this.onTime.get(key) ?? [];
+      list.push({ insertId: r.insertId, count: Number(r.json.booking_count) });
+      this.onTime.set(key, list);
+    }
+    return Promise.resolve(rows.map(() => ({ ok: true as const })));
+  }
+}
+
+/** Firing-rate configuration (`OFFVIA_BENCH_FIRING_*`): the product's defaults unless set. */
+const FIRING_ENV: Record<string, string> = {};
+for (const [name, from] of [
+  ['OFFVIA_WINDOW_KEY_GROUPS', 'OFFVIA_BENCH_FIRING_KEY_GROUPS'],
+  ['OFFVIA_FIRE_WINDOWS_PARTITIONS', 'OFFVIA_BENCH_FIRING_PARTITIONS'],
+  ['OFFVIA_FIRE_WINDOWS_CONCURRENCY', 'OFFVIA_BENCH_FIRING_CONCURRENCY'],
+] as const) {
+  const value = process.env[from];
+  if (value !== undefined && value !== '') FIRING_ENV[name] = value;
+}
+/** fireWindows calls at once, as that many invocations would (default: one per partition). */
+const FIRING_CALLS = process.env.OFFVIA_BENCH_FIRING_CALLS;
+
+/**
+ * `keys` (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted.
+ * The state is seeded directly (`seedKeyGroups`) unless `OFFVIA_BENCH_FIRING_SETUP=ingest` (the booking pipeline,
+ * 40 minutes for 50,000 keys on this machine kind).
+ */
 async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
   const metrics: StoreMetrics = newStoreMetrics();
   const root = uniqueRoot('benchFire');
   const clock = new Clock(T);
-  const { windows, writer } = firestoreBookingWindows(
+  const tally = new OnTimeTally();
+  const { windows } = firestoreBookingWindows(
     db,
     {
       OFFVIA_WINDOW_FIRESTORE_ROOT: root,
       OFFVIA_WINDOW_LAYOUT: 'key-groups',
-      OFFVIA_WINDOW_KEY_GROUPS: '64',
-      OFFVIA_FIRE_WINDOWS_PARTITIONS: '8',
-      OFFVIA_FIRE_WINDOWS_CONCURRENCY: '8',
       OFFVIA_FIRE_WINDOWS_MAX_WINDOWS: '100000',
+      ...FIRING_ENV,
     },
-    { clock, metrics },
+    { clock, metrics, writer: tally },
   );
   // One event per key, all in the window [T, T + 1 min).
   const specs = Array.from({ length: keys }, (_, i) => ({
@@ -282,16 +331,26 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
     fare: '10',
     at: T + Math.floor((i * 50 * S) / keys),
   }));
+  const setup = process.env.OFFVIA_BENCH_FIRING_SETUP === 'ingest' ? 'ingested' : 'seeded';
   const started = Date.now();
-  await ingest(windows, specs, clock);
-  const ingestMs = Date.now() - started;
-  const onTime = () => writer.gold().filter((r) => r.pane_timing === 'ON_TIME').length;
-  const reads0 = metrics.reads;
-  const writes0 = metrics.writes;
-  const deletes0 = metrics.deletes;
+  if (setup === 'ingested') await ingest(windows, specs, clock);
+  else {
+    clock.nowMs = T + 50 * S + DELAY_MS;
+    const seeded = await seedKeyGroups(windows, specs, (s) => s.at + DELAY_MS);
+    process.stdout.write(
+      `  seeded ${seeded.keyWindows} (key, window)s in ${seeded.buckets} key-group documents: ` +
+        `${seeded.seedMs} ms, read back and checked in ${seeded.verifyMs} ms\n`,
+    );
+  }
+  const setupMs = Date.now() - started;
+  const onTime = () => tally.onTime.size;
+  const before = { ...metrics };
   // The idle rule moves the watermark past the window's end; the early panes are due too (30 s after their first
   // element): every (key, window) is due at once.
-  const calls = windows.config.firePartitions;
+  const calls =
+    FIRING_CALLS === undefined || FIRING_CALLS === ''
+      ? windows.config.firePartitions
+      : intEnv('OFFVIA_BENCH_FIRING_CALLS', 1);
   let runs = 0;
   const t0 = Date.now();
   clock.nowMs = T + 3 * MIN;
@@ -309,17 +368,43 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
     runs += calls;
   }
   const collectedMs = Date.now() - t1;
-  if (onTime() !== keys) throw new Error(`only ${onTime()} of ${keys} on-time panes in gold`);
+  const expectedKeys = new Set(specs.map((s) => (s.route ?? []).join('-')));
+  const exactlyOnce =
+    tally.onTime.size === expectedKeys.size &&
+    [...expectedKeys].every((k) => {
+      const panes = tally.onTime.get(k);
+      return panes?.length === 1 && panes[0]?.count === 1;
+    });
   return {
     keys,
-    ingestMs,
+    setup,
+    setupMs,
     onTimeMs,
     collectedMs,
     runs,
-    reads: metrics.reads - reads0,
-    writes: metrics.writes - writes0,
-    deletes: metrics.deletes - deletes0,
+    transactions: metrics.transactions - before.transactions,
+    reads: metrics.reads - before.reads,
+    writes: metrics.writes - before.writes,
+    deletes: metrics.deletes - before.deletes,
+    exactlyOnce,
+    keyGroups: windows.config.keyGroups,
+    partitions: windows.config.firePartitions,
+    calls,
+    concurrency: windows.config.fireConcurrency,
   };
+}
+
+/** The firing-rate row as one line. */
+function firingLine(f: FiringRow): string {
+  return (
+    `firing rate (key-groups, ${f.keyGroups} groups, ${f.partitions} partitions, ${f.calls} concurrent fireWindows ` +
+    `calls, ${f.concurrency} groups in flight each): ${f.keys.toLocaleString('en-US')} (key, window)s due at once ` +
+    `(${f.setup} in ${(f.setupMs / 1000).toFixed(1)} s): all on-time panes in gold after ` +
+    `${(f.onTimeMs / 1000).toFixed(1)} s (target 60 s), all state collected ${(f.collectedMs / 1000).toFixed(1)} s ` +
+    `later (target 60 s); ${f.runs} fireWindows calls; Firestore ${f.transactions} transactions, ${f.reads} reads, ` +
+    `${f.writes} writes, ${f.deletes} deletes for the firing; every on-time pane in gold once with its count: ` +
+    `${f.exactlyOnce ? 'yes' : 'NO'}`
+  );
 }
 
 async function main(): Promise<void> {
@@ -359,18 +444,17 @@ async function main(): Promise<void> {
           `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |\n`,
       );
     }
+    let firing: FiringRow | undefined;
     if (FIRING_KEYS > 0 && process.env.OFFVIA_BENCH_SKIP_FIRING !== '1') {
-      const f = await firingRow(db, FIRING_KEYS);
-      process.stdout.write(
-        `\nfiring rate (key-groups, 64 groups, 8 partitions, 8 concurrent fireWindows calls): ` +
-          `${f.keys.toLocaleString('en-US')} (key, window)s due at once (ingested in ${f.ingestMs} ms): ` +
-          `all on-time panes in gold after ${(f.onTimeMs / 1000).toFixed(1)} s, all state collected ` +
-          `${(f.collectedMs / 1000).toFixed(1)} s later; ${f.runs} fireWindows calls; Firestore ` +
-          `${f.reads} reads, ${f.writes} writes, ${f.deletes} deletes for the firing.\n`,
-      );
+      firing = await firingRow(db, FIRING_KEYS);
+      process.stdout.write(`\n${firingLine(firing)}\n`);
     }
     const failed = rows.filter((r) => !r.countedOnce);
     process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
+    if (firing !== undefined && !firing.exactlyOnce) {
+      process.stdout.write('firing rate: an on-time pane is missing, repeated or miscounted\n');
+      process.exitCode = 1;
+    }
     if (failed.length > 0) {
       process.stdout.write(
         `independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`,

@@ -289,7 +289,11 @@ export function fireWindowsDepsOf(
       watermarkHold: watermarkHoldReader(windows.holds, config, windows.logger),
     }),
     ...(windows.groups !== undefined && {
-      groups: { store: windows.groups, partitions: config.firePartitions },
+      groups: {
+        store: windows.groups,
+        partitions: config.firePartitions,
+        partitionsInFlight: config.firePartitionsInFlight,
+      },
     }),
     ...(windows.legacy !== undefined && {
       legacy: { ...windows.legacy, active: legacyActive(windows) },
