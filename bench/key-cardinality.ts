@@ -131,7 +131,8 @@ async function ttlDocuments(db: Firestore, root: string, pipeline: string): Prom
   return n;
 }
 
-interface Row {
+/** One cardinality row. */
+export interface Row {
   layout: string;
   keys: number;
   events: number;
@@ -196,6 +197,7 @@ async function cardinalityRow(
   db: Firestore,
   layout: (typeof LAYOUTS)[number],
   keys: number,
+  events: number,
 ): Promise<Row> {
   const metrics: StoreMetrics = newStoreMetrics();
   const root = uniqueRoot('benchKeys');
@@ -205,7 +207,7 @@ async function cardinalityRow(
     { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: layout },
     { clock, metrics },
   );
-  const specs = stream(keys, EVENTS);
+  const specs = stream(keys, events);
   const started = Date.now();
   const counted = await ingest(windows, specs, clock);
   const ingestMs = Date.now() - started;
@@ -229,14 +231,14 @@ async function cardinalityRow(
   }
   const expected = expectedCounts(specs);
   const countedOnce =
-    counted === EVENTS &&
+    counted === events &&
     last.size === expected.size &&
     [...expected].every(([id, n]) => last.get(id)?.count === n);
   const left = await windows.store.listOutbox(Number.MAX_SAFE_INTEGER, 10);
   return {
     layout,
     keys,
-    events: EVENTS,
+    events,
     reads: metrics.reads,
     writes: metrics.writes,
     deletes: metrics.deletes,
@@ -250,7 +252,8 @@ async function cardinalityRow(
   };
 }
 
-interface FiringRow {
+/** The firing-rate row. */
+export interface FiringRow {
   keys: number;
   /** How the state was set up: `seeded` (BulkWriter, `seedKeyGroups`) or `ingested` (the booking pipeline). */
   setup: 'seeded' | 'ingested';
@@ -407,6 +410,109 @@ function firingLine(f: FiringRow): string {
   );
 }
 
+/**
+ * The issue's measurement of the per-window layout (the baseline the key-groups rows are compared with): 5,000
+ * events over 2 minutes of event time per row, Firestore emulator, 2026-12; reads / writes / deletes per event and USD
+ * per million events at list prices, TTL deletes included.
+ */
+export const PER_WINDOW_BASELINE: ReadonlyMap<number, { ops: string; usd: number }> = new Map([
+  [1, { ops: '0.11 / 1.06 / 1.00', usd: 1.09 }],
+  [100, { ops: '2.74 / 2.23 / 1.18', usd: 2.95 }],
+  [1000, { ops: '9.54 / 4.30 / 2.50', usd: 6.98 }],
+  [5000, { ops: '21.53 / 7.51 / 4.74', usd: 13.69 }],
+]);
+
+/** Target: Firestore USD per million events at every cardinality. */
+export const USD_PER_MILLION_TARGET = 0.6;
+
+/** What to measure (`measureKeyCardinality`). */
+export interface KeyCardinalityOptions {
+  /** Key counts, one row per layout each. */
+  readonly cardinalities: readonly number[];
+  readonly layouts: readonly (typeof LAYOUTS)[number][];
+  /** Events per row (the issue's shape: 5,000). */
+  readonly events: number;
+  /** (key, window)s of the firing-rate row; 0: no firing row. */
+  readonly firingKeys: number;
+  /** Progress lines (stdout by default). */
+  readonly log?: (line: string) => void;
+}
+
+/** The table and the firing-rate line as markdown lines, and whether an independent count failed. */
+export interface KeyCardinalityReport {
+  readonly rows: readonly Row[];
+  readonly firing: FiringRow | undefined;
+  readonly lines: readonly string[];
+  readonly failed: boolean;
+}
+
+/**
+ * Measures the cardinality rows and the firing-rate row on `db` (the Firestore emulator) and formats them, each
+ * key-groups row beside the per-window baseline (this run's per-window row when measured, else the issue's figures).
+ * @throws when Firestore fails or the seeded state does not read back as seeded
+ */
+export async function measureKeyCardinality(
+  db: Firestore,
+  options: KeyCardinalityOptions,
+): Promise<KeyCardinalityReport> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const rows: Row[] = [];
+  for (const keys of options.cardinalities) {
+    for (const layout of options.layouts) {
+      const row = await cardinalityRow(db, layout, keys, options.events);
+      rows.push(row);
+      log(`  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)`);
+    }
+  }
+  const per = (n: number, r: Row) => (n / r.events).toFixed(2);
+  const lines: string[] = [
+    '| keys | layout | reads / writes / deletes per event (TTL deletes) | of which ingest | USD per million ' +
+      `events (target ≤ ${USD_PER_MILLION_TARGET.toFixed(2)}) | counted once | ingest ms | fireWindows ms (runs) | note |`,
+    '|---:|---|---|---|---:|---|---:|---:|---|',
+  ];
+  for (const keys of options.cardinalities) {
+    const measured = rows.filter((r) => r.keys === keys);
+    const baseline = PER_WINDOW_BASELINE.get(keys);
+    if (!measured.some((r) => r.layout === 'per-window') && baseline !== undefined) {
+      lines.push(
+        `| ${keys.toLocaleString('en-US')} | per-window (baseline: the issue's measurement, not this run) | ` +
+          `${baseline.ops} |  | ${baseline.usd.toFixed(2)} |  |  |  |  |`,
+      );
+    }
+    for (const r of measured) {
+      const usd = usdPerMillion(r);
+      const verdict =
+        r.layout === 'key-groups' ? (usd <= USD_PER_MILLION_TARGET ? ' (met)' : ' (MISSED)') : '';
+      lines.push(
+        `| ${r.keys.toLocaleString('en-US')} | ${r.layout} | ${per(r.reads, r)} / ${per(r.writes, r)} / ` +
+          `${per(r.deletes + r.ttlDeletes, r)} (${per(r.ttlDeletes, r)}) | ${per(r.ingestOps.reads, r)} / ` +
+          `${per(r.ingestOps.writes, r)} / ${per(r.ingestOps.deletes, r)} | ${usd.toFixed(2)}${verdict} | ` +
+          `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |`,
+      );
+    }
+  }
+  let firing: FiringRow | undefined;
+  if (options.firingKeys > 0) {
+    firing = await firingRow(db, options.firingKeys);
+    lines.push('', firingLine(firing));
+  }
+  const failedRows = rows.filter((r) => !r.countedOnce);
+  if (firing !== undefined && !firing.exactlyOnce) {
+    lines.push('firing rate: an on-time pane is missing, repeated or miscounted');
+  }
+  if (failedRows.length > 0) {
+    lines.push(
+      `independent count FAILED for ${failedRows.map((r) => `${r.layout}/${r.keys}`).join(', ')}`,
+    );
+  }
+  return {
+    rows,
+    firing,
+    lines,
+    failed: failedRows.length > 0 || (firing !== undefined && !firing.exactlyOnce),
+  };
+}
+
 async function main(): Promise<void> {
   let emulator: ChildProcess | undefined;
   process.env.METADATA_SERVER_DETECTION ??= 'none';
@@ -421,55 +527,26 @@ async function main(): Promise<void> {
         `row, ${IN_FLIGHT} in flight (one instance), fireWindows every minute of processing time until every window ` +
         `closed.\nmachine: ${os.cpus().length} cores, load average ${loadAverage()} at start.\n`,
     );
-    const rows: Row[] = [];
-    for (const keys of CARDINALITIES) {
-      for (const layout of LAYOUTS) {
-        const row = await cardinalityRow(db, layout, keys);
-        rows.push(row);
-        process.stdout.write(
-          `  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)\n`,
-        );
-      }
-    }
-    const per = (n: number, r: Row) => (n / r.events).toFixed(2);
-    process.stdout.write(
-      '\n| keys | layout | reads / writes / deletes per event (TTL deletes) | of which ingest | USD per million ' +
-        'events | counted once | ingest ms | fireWindows ms (runs) | note |\n|---:|---|---|---|---:|---|---:|---:|---|\n',
-    );
-    for (const r of rows) {
-      process.stdout.write(
-        `| ${r.keys.toLocaleString('en-US')} | ${r.layout} | ${per(r.reads, r)} / ${per(r.writes, r)} / ` +
-          `${per(r.deletes + r.ttlDeletes, r)} (${per(r.ttlDeletes, r)}) | ${per(r.ingestOps.reads, r)} / ` +
-          `${per(r.ingestOps.writes, r)} / ${per(r.ingestOps.deletes, r)} | ${usdPerMillion(r).toFixed(2)} | ` +
-          `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |\n`,
-      );
-    }
-    let firing: FiringRow | undefined;
-    if (FIRING_KEYS > 0 && process.env.OFFVIA_BENCH_SKIP_FIRING !== '1') {
-      firing = await firingRow(db, FIRING_KEYS);
-      process.stdout.write(`\n${firingLine(firing)}\n`);
-    }
-    const failed = rows.filter((r) => !r.countedOnce);
-    process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
-    if (firing !== undefined && !firing.exactlyOnce) {
-      process.stdout.write('firing rate: an on-time pane is missing, repeated or miscounted\n');
-      process.exitCode = 1;
-    }
-    if (failed.length > 0) {
-      process.stdout.write(
-        `independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`,
-      );
-      process.exitCode = 1;
-    }
+    const report = await measureKeyCardinality(db, {
+      cardinalities: CARDINALITIES,
+      layouts: LAYOUTS,
+      events: EVENTS,
+      firingKeys: process.env.OFFVIA_BENCH_SKIP_FIRING === '1' ? 0 : FIRING_KEYS,
+    });
+    process.stdout.write(`\n${report.lines.join('\n')}\n\nload average at end: ${loadAverage()}\n`);
+    if (report.failed) process.exitCode = 1;
   } finally {
     await db.terminate();
     if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(
-    `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exitCode = 1;
-});
+// Run as a command (`npm run bench:keys`); imported by `bench/run.ts` for `npm run bench`.
+if (/key-cardinality\.ts$/.test(process.argv[1] ?? '')) {
+  main().catch((err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  });
+}

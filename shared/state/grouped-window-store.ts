@@ -250,7 +250,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     attempt.finish();
     // One BulkWriter batch per callback: key-group documents run to hundreds of KiB, and the writer's default
     // batch of 20 writes would exceed a request's size limit (its retries then stall the seed for minutes).
-    seed.flush();
+    await seed.flush();
     this.metrics.writes += attempt.writes;
     this.metrics.deletes += attempt.deletes;
     this.afterCommit(attempt);
@@ -567,6 +567,9 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   }
 }
 
+/** BulkWriter batches a seed keeps unanswered at once. */
+const SEED_BATCHES_IN_FLIGHT = 4;
+
 /**
  * The write side of a transaction, queued on a BulkWriter (`seedWith`): reads find no document (the seeded root
  * starts empty), and a read of a document this seed already wrote throws rather than return a stale image.
@@ -623,13 +626,24 @@ class SeedWriter {
     return tx as unknown as Transaction;
   }
 
-  /** Sends the writes queued so far as their own batch (their outcomes are awaited by `close`). */
-  flush(): void {
-    this.pending.push(
-      this.writer.flush().catch((err: unknown) => {
+  /** Batches sent by `flush` and not settled yet. */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  /**
+   * Sends the writes queued so far as their own batch (outcomes are awaited by `close`); waits while
+   * `SEED_BATCHES_IN_FLIGHT` batches are unanswered, so a loaded emulator is not sent every batch at once (it then
+   * misses the client's 60 s deadline).
+   */
+  async flush(): Promise<void> {
+    const sent: Promise<void> = this.writer
+      .flush()
+      .catch((err: unknown) => {
         this.failures.push(err);
-      }),
-    );
+      })
+      .finally(() => this.inFlight.delete(sent));
+    this.inFlight.add(sent);
+    this.pending.push(sent);
+    while (this.inFlight.size >= SEED_BATCHES_IN_FLIGHT) await Promise.race(this.inFlight);
   }
 
   /** Flushes and closes the BulkWriter, and waits for every write's outcome. */
