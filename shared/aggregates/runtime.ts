@@ -377,7 +377,11 @@ export function fireWindowsDepsOf(
     processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
     ...watermarkHoldOf(windows),
     ...(windows.groups !== undefined && {
-      groups: { store: windows.groups, partitions: config.firePartitions },
+      groups: {
+        store: windows.groups,
+        partitions: config.firePartitions,
+        partitionsInFlight: config.firePartitionsInFlight,
+      },
     }),
     ...(windows.sessions !== undefined && { sessions: windows.sessions }),
     ...(windows.legacy !== undefined && {

@@ -46,6 +46,8 @@ export interface WindowConfig {
   groupShards: number;
   /** Partitions fireWindows splits the key groups into, one lease each (`OFFVIA_FIRE_WINDOWS_PARTITIONS`, 4). */
   firePartitions: number;
+  /** Partitions one fireWindows run fires at a time (key-groups layout). */
+  firePartitionsInFlight: number;
   /** Most events one Firestore transaction takes for one (key, window) (`OFFVIA_WINDOW_MAX_BUNDLE`, default 100). */
   maxBundle: number;
   /** Root collection of the window state (`OFFVIA_WINDOW_FIRESTORE_ROOT`, default `offviaWindows`). */
@@ -389,6 +391,16 @@ export const WINDOW_VARS = {
       '`key-groups` layout: partitions of the key groups, each with its own lease, so several `fireWindows` ' +
       'invocations fire due windows in parallel',
   }),
+  firePartitionsInFlight: intVar({
+    name: 'OFFVIA_FIRE_WINDOWS_PARTITIONS_IN_FLIGHT',
+    default: 4,
+    min: 1,
+    max: 64,
+    unit: 'count',
+    meaning:
+      '`key-groups` layout: partitions one `fireWindows` run leases and fires at a time (each with ' +
+      '`OFFVIA_FIRE_WINDOWS_CONCURRENCY` key groups in flight), so a lone run keeps several partitions going',
+  }),
   outboxGraceMs: intVar({
     name: 'OFFVIA_PANE_OUTBOX_GRACE_MS',
     default: 30 * SECOND_MS,
@@ -700,6 +712,7 @@ export function loadWindowConfig(env: Env): WindowConfig {
     keyGroups: readIntVar(env, v.keyGroups),
     groupShards: readIntVar(env, v.groupShards),
     firePartitions: readIntVar(env, v.firePartitions),
+    firePartitionsInFlight: readIntVar(env, v.firePartitionsInFlight),
     maxBundle: readIntVar(env, v.maxBundle),
     firestoreRoot: readName(env, v.firestoreRoot),
     goldTable: readTableVar(env, v.goldTable),
