@@ -79,10 +79,20 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         meaning: 'Functions Framework port of `fireWindows`',
       },
       {
+        name: 'OFFVIA_INGEST_TELEMETRY_PORT',
+        default: '`8083`',
+        meaning: 'Functions Framework port of `ingestTelemetry` (the telemetry pipeline)',
+      },
+      {
+        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_PORT',
+        default: '`8084`',
+        meaning: 'Functions Framework port of `fireTelemetryWindows` (the telemetry pipeline)',
+      },
+      {
         name: 'OFFVIA_INGEST_BOOKING_URL',
         default: 'set by the stack',
         meaning:
-          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`)',
+          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`, `OFFVIA_INGEST_TELEMETRY_URL`, `OFFVIA_FIRE_TELEMETRY_WINDOWS_URL`)',
       },
       {
         name: 'OFFVIA_SCHEMA_SWEEP_URL',

@@ -16,12 +16,17 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The functions the framework serves, one per line: name|signature type|default port. The port can be overridden
-# with OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+# The functions the framework serves, one per line: name|signature type|default port, for every registered pipeline
+# (shared/pipelines: its ingest function, schema sweep if any, fireWindows). The port can be overridden with
+# OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+# Kept here rather than read from the registry at `up` (a tsx start costs seconds); localFunctions() in
+# deploy/local/resources.ts is the same list, and test/unit/deploy/local-pipelines.test.ts fails when they differ.
 OFFVIA_FUNCTIONS=(
   "ingestBooking|cloudevent|8080"
   "schemaSweep|http|8082"
   "fireWindows|http|8081"
+  "ingestTelemetry|cloudevent|8083"
+  "fireTelemetryWindows|http|8084"
 )
 
 PIDS_DIR="$OFFVIA_STACK_DIR/pids"
