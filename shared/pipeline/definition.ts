@@ -307,6 +307,17 @@ export interface PipelineDefinition<Settings, Row, Element> {
    */
   createSettings(env: Env, io: SettingsIo): Promise<Settings>;
   readonly tables: PipelineTables;
+  /**
+   * The row of `tables.quarantine` for a rejected message (its stage, one-line reason and the version it was decoded
+   * as, `null` when none applied); `parseTimeMs` is when it was decoded, epoch ms UTC. The runtime streams it with
+   * insertId = the message id, so a redelivery adds no second row.
+   * @throws RangeError when `parseTimeMs` cannot be represented (a caller bug)
+   */
+  quarantineRow(
+    message: ContractMessage,
+    rejection: { readonly stage: string; readonly reason: string; readonly version: string | null },
+    parseTimeMs: number,
+  ): Record<string, unknown>;
   /** The windowed aggregations, each with its gold table. */
   readonly aggregations: readonly AggregationDefinition<Row, Element, never, JsonValue, unknown>[];
   readonly schemaDrift: SchemaDriftSettings;

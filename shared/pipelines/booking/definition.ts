@@ -3,6 +3,7 @@
 import { parseBookingAccumulator, bookingAggregatesFn } from '../../aggregates/booking-aggregates';
 import { goldPaneRow } from '../../aggregates/gold-row';
 import { routeKey } from '../../aggregates/route-key';
+import { quarantineRow } from '../../ingest/quarantine-row';
 import type { TableRef } from '../../config/env';
 import { INGEST_VARS, loadIngestConfig } from '../../config/ingest-config';
 import { SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
@@ -10,6 +11,7 @@ import { readTableVar } from '../../config/spec';
 import { loadWindowConfig, WINDOW_VARS } from '../../config/window-config';
 import {
   ERROR_STAGES,
+  type ErrorStage,
   validateBooking,
   type SilverRow,
   type ValidationOptions,
@@ -134,6 +136,17 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
       'sql/085_gold_restatement.sql',
     ],
   },
+  // ingestBooking builds this row itself today (with OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES); this is the same row at
+  // the variable's default, for runtimes that read the definition.
+  quarantineRow: (message, rejection, parseTimeMs) => ({
+    ...quarantineRow(
+      message,
+      rejection.stage as ErrorStage,
+      rejection.reason,
+      parseTimeMs,
+      INGEST_VARS.quarantinePayloadMaxBytes.default,
+    ),
+  }),
   aggregations: [
     aggregation({
       name: BOOKING_AGGREGATION_NAME,
