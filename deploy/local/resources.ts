@@ -195,3 +195,19 @@ export function localPubSubPlan(
     },
   };
 }
+
+/**
+ * The telemetry device directory's refresh on the local stack, ms: stack.sh exports
+ * OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS with this default (10 s, the variable's minimum; deployed it is 5 min), so
+ * devices provisioned during a run are seen within seconds.
+ */
+export const LOCAL_REFERENCE_REFRESH_MS = 10_000;
+
+/** The directory refresh the local functions run with: OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS, else the local default. */
+export function localReferenceRefreshMs(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveIntFromEnv(
+    'OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS',
+    LOCAL_REFERENCE_REFRESH_MS,
+    env,
+  );
+}

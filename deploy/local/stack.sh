@@ -29,6 +29,9 @@ OFFVIA_FUNCTIONS=(
   "fireTelemetryWindows|http|8084"
 )
 
+# The local stack's device-directory refresh, ms (LOCAL_REFERENCE_REFRESH_MS in deploy/local/resources.ts).
+LOCAL_REFERENCE_REFRESH_MS=10000
+
 PIDS_DIR="$OFFVIA_STACK_DIR/pids"
 LOGS_DIR="$OFFVIA_STACK_DIR/logs"
 ENV_FILE="$OFFVIA_STACK_DIR/env"
@@ -418,6 +421,9 @@ write_env_file() {
     if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
       echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
     fi
+    # The telemetry device directory (a side input) is reloaded once it is this old: 10 s locally (its minimum),
+    # not the deployed 5 min, so devices the simulator or a test provisions are seen within seconds.
+    echo "export OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS=${OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS:-$LOCAL_REFERENCE_REFRESH_MS}"
     # google-auth would otherwise probe the GCE metadata server for a project and credentials.
     echo "export METADATA_SERVER_DETECTION=none"
     for entry in "${OFFVIA_FUNCTIONS[@]}"; do

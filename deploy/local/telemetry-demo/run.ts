@@ -8,6 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pipelineNamed } from '../../../shared/pipelines';
 import { TELEMETRY_STRATEGY, TOP_N } from '../../../shared/pipelines/telemetry/definition';
 import { stackBigQuery, stackEnv } from '../layers';
+import { localReferenceRefreshMs } from '../resources';
+import { primeDirectory, seedDirectory } from './directory';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
 import { expectedOutcome, windowStartOf, type ExpectedOutcome } from './expected';
 import { planTelemetryRun, SIM_DEVICE_PREFIX, SIM_REGIONS, type TelemetryPlan } from './plan';
@@ -26,6 +28,7 @@ export interface TelemetryDemoOptions {
 
 /** Wall-clock durations of the run's phases, ms. */
 export interface TelemetryDemoTimings {
+  /** Seeding the directory and priming the ingest function's snapshot of it (directory.ts). */
   readonly seedMs: number;
   readonly publishMs: number;
   /** From the first publish until every message was in Silver or the dead-letter table. */
@@ -89,33 +92,6 @@ function textOrNull(value: unknown): string | null {
 async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
   const [result] = await bq.query({ query, params });
   return result as Record<string, unknown>[];
-}
-
-/**
- * Seeds the directory with the plan's devices that are not in it yet (the table belongs to provisioning: other rows
- * are left alone), and removes the plan's unknown devices if an earlier run seeded them.
- */
-async function seedDirectory(bq: BigQuery, plan: TelemetryPlan): Promise<number> {
-  const { devices } = names();
-  const table = `\`${devices.datasetId}.${devices.tableId}\``;
-  const existing = new Set(
-    (
-      await rows(bq, `SELECT device_id FROM ${table} WHERE STARTS_WITH(device_id, @prefix)`, {
-        prefix: SIM_DEVICE_PREFIX,
-      })
-    ).map((r) => String(r.device_id)),
-  );
-  const stale = plan.unknownDevices.filter((id) => existing.has(id));
-  if (stale.length > 0) {
-    await rows(bq, `DELETE FROM ${table} WHERE device_id IN UNNEST(@ids)`, { ids: stale });
-  }
-  const missing = plan.directory.filter((d) => !existing.has(d.device_id));
-  const updatedAt = new Date().toISOString();
-  const target = bq.dataset(devices.datasetId).table(devices.tableId);
-  for (let i = 0; i < missing.length; i += 1000) {
-    await target.insert(missing.slice(i, i + 1000).map((d) => ({ ...d, updated_at: updatedAt })));
-  }
-  return missing.length;
 }
 
 /** Publishes the plan in order with message ordering on; resolves with the message ids, index by index. */
@@ -212,7 +188,16 @@ export async function runTelemetryDemo(
   const sinceMs = startedMs - 1_000;
   try {
     const plan = planTelemetryRun({ ...options, nowMs: startedMs });
-    const seeded = await seedDirectory(bq, plan);
+    const seeded = await seedDirectory(bq, n.devices, plan);
+    await primeDirectory(
+      bq,
+      pubsub,
+      n,
+      Date.now(),
+      localReferenceRefreshMs(),
+      120_000,
+      plan.firstWindowStartMs - 60_000,
+    );
     const seedMs = Date.now() - startedMs;
     log(
       `seeded ${seeded} devices into the directory (${plan.directory.length} known, ${plan.unknownDevices.length} left out); ` +
