@@ -6,12 +6,16 @@ import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pipelineNamed } from '../../../shared/pipelines';
-import { TELEMETRY_STRATEGY, TOP_N } from '../../../shared/pipelines/telemetry/definition';
+import {
+  TELEMETRY_STRATEGY,
+  TELEMETRY_WATERMARK_POLICY,
+  TOP_N,
+} from '../../../shared/pipelines/telemetry/definition';
 import { stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
-import { expectedOutcome, windowStartOf, type ExpectedOutcome } from './expected';
+import { expectedOutcome, type ExpectedOutcome } from './expected';
 import { planTelemetryRun, SIM_DEVICE_PREFIX, SIM_REGIONS, type TelemetryPlan } from './plan';
 
 /** What to simulate; see plan.ts. */
@@ -248,11 +252,9 @@ export async function runTelemetryDemo(
       return noTs.every(({ i }) => publishTimes.has(ids[i] as string));
     });
     const publishTimeOf = (i: number) => publishTimes.get(ids[i] as string);
-    const eventWindowStartOf = (i: number) => {
+    const eventTimeOf = (i: number) => {
       const e = plan.messages[i]?.expect;
-      if (e?.kind !== 'reading') return undefined;
-      const ms = e.eventTsMs ?? publishTimeOf(i);
-      return ms === undefined ? undefined : windowStartOf(ms);
+      return e?.kind === 'reading' ? (e.eventTsMs ?? publishTimeOf(i)) : undefined;
     };
     let expected: ExpectedOutcome;
     const missingPublishTimes = noTs.filter(({ i }) => publishTimeOf(i) === undefined);
@@ -335,8 +337,12 @@ export async function runTelemetryDemo(
           })),
           ...panes,
         },
-        TELEMETRY_STRATEGY.allowedLatenessMs,
-        eventWindowStartOf,
+        {
+          allowedLatenessMs: TELEMETRY_STRATEGY.allowedLatenessMs,
+          maxOutOfOrdernessMs: TELEMETRY_WATERMARK_POLICY.maxOutOfOrdernessMs,
+          idleTimeoutMs: TELEMETRY_WATERMARK_POLICY.idleTimeoutMs,
+        },
+        eventTimeOf,
       );
       const extra = [
         ...(allRouted

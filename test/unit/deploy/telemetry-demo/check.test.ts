@@ -10,6 +10,7 @@ import {
   paneKey,
   windowStartOf,
 } from '../../../../deploy/local/telemetry-demo/expected';
+import { watermarkBoundsAtArrival } from '../../../../deploy/local/telemetry-demo/check';
 import {
   planTelemetryRun,
   type PlannedMessage,
@@ -90,12 +91,11 @@ describe('telemetry simulator: checker', () => {
   const publishTime = (i: number) =>
     plan.messages[i]?.expect.kind === 'reading' ? T0 + 200_000 + i : undefined;
   const expected = expectedOutcome(plan.messages, publishTime, 10);
-  const windowOf = (i: number) => {
+  const eventTimeOf = (i: number) => {
     const e = plan.messages[i]?.expect;
-    return e?.kind === 'reading'
-      ? windowStartOf(e.eventTsMs ?? (publishTime(i) as number))
-      : undefined;
+    return e?.kind === 'reading' ? (e.eventTsMs ?? publishTime(i)) : undefined;
   };
+  const rules = { allowedLatenessMs: 600_000, maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000 };
 
   /** What a faithful pipeline writes for the plan. */
   function faithful(): Observed {
@@ -107,7 +107,8 @@ describe('telemetry simulator: checker', () => {
                 source_message_id: ids[i] as string,
                 event_id: `e-${i}`,
                 reference_status: m.expect.region === null ? 'UNKNOWN_DEVICE' : 'KNOWN',
-                ingestion_ms: T0 + 210_000,
+                // In publish order, a few ms apart: the watermark follows the event times.
+                ingestion_ms: T0 + 210_000 + i,
               },
             ]
           : [],
@@ -138,7 +139,7 @@ describe('telemetry simulator: checker', () => {
     };
   }
   const check = (observed: Observed) =>
-    checkTelemetryRun(plan.messages, ids, expected, observed, 600_000, windowOf);
+    checkTelemetryRun(plan.messages, ids, expected, observed, rules, eventTimeOf);
 
   it('passes a faithful outcome and counts it', () => {
     const result = check(faithful());
@@ -187,7 +188,29 @@ describe('telemetry simulator: checker', () => {
     );
     assert.match(text, new RegExp(`device panes: device ${second.device_id} .*no pane`));
     assert.match(text, new RegExp(`region top-N: region ${region.region} `));
-    assert.match(text, /1 readings reached Silver after their window's end \+ 10 min/);
+    assert.match(
+      text,
+      /1 readings arrived when the watermark could already be past their window's end \+ 10 min/,
+    );
     assert.equal(result.summary.devicePanesMatching, expected.devicePanes.size - 2);
+  });
+});
+
+describe('telemetry simulator: watermark bound at arrival', () => {
+  const rules = { allowedLatenessMs: 600_000, maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000 };
+
+  it('follows the largest event time seen, ignores future-dated events, and glides on after the idle timeout', () => {
+    const bounds = watermarkBoundsAtArrival(
+      [
+        { arrivedMs: 1_000_000, eventTimeMs: 500_000 },
+        { arrivedMs: 1_000_100, eventTimeMs: 400_000 },
+        // stamped ahead of its arrival: never moves the watermark
+        { arrivedMs: 1_000_200, eventTimeMs: 2_000_000 },
+        // 100 s later, no larger event time since 1_000_000: idle rule, 500_000 + 100 s - 60 s - 10 s
+        { arrivedMs: 1_100_000, eventTimeMs: 450_000 },
+      ],
+      rules,
+    );
+    assert.deepEqual(bounds, [490_000, 490_000, 490_000, 530_000]);
   });
 });
