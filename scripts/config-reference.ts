@@ -105,6 +105,18 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         meaning: 'URL of `fireWindows`, in `.local/stack/env`',
       },
       {
+        name: 'OFFVIA_INGEST_TELEMETRY_URL',
+        builtName: true,
+        default: 'set by the stack',
+        meaning: 'URL of `ingestTelemetry`, in `.local/stack/env`',
+      },
+      {
+        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_URL',
+        default: 'set by the stack',
+        meaning:
+          'URL of `fireTelemetryWindows`, in `.local/stack/env` (the scheduler calls it every minute)',
+      },
+      {
         name: 'OFFVIA_BQ_LOCATION',
         default: '`US`',
         meaning: 'location of the local datasets (`deploy/local/apply-sql.ts`)',
@@ -189,6 +201,23 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         name: 'OFFVIA_DEMO_TIMEOUT_MS',
         default: '60000 + 50 per event',
         meaning: 'how long `npm run demo` waits for the layers',
+      },
+      {
+        name: 'OFFVIA_DEMO_BASE_DIR',
+        default: 'set by `demo.sh`',
+        meaning:
+          'where `npm run demo` was typed: a relative events file is resolved from there (`deploy/local/demo-args.ts`)',
+      },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_DEVICES',
+        default: '`2000`',
+        meaning:
+          'devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`)',
+      },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_MINUTES',
+        default: '`3`',
+        meaning: 'minutes of readings of the telemetry simulator end-to-end test',
       },
     ],
   },
