@@ -219,6 +219,12 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         default: '`3`',
         meaning: 'minutes of readings of the telemetry simulator end-to-end test',
       },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_PUSH_RELAY',
+        default: '`0`',
+        meaning:
+          "deliveries in flight through the simulator's push relay in the telemetry end-to-end test (`0`: the stack's push subscription)",
+      },
     ],
   },
   {

@@ -23,6 +23,8 @@ export type DemoOptions =
       readonly seed: number;
       /** Longest wait for the messages to land and for the panes, ms. */
       readonly timeoutMs: number | undefined;
+      /** Deliveries in flight through the push relay, or undefined for the emulator's own push. */
+      readonly pushRelayInFlight: number | undefined;
     };
 
 /** A usage error: one line for stderr; the caller exits {@link USAGE_EXIT}. */
@@ -72,6 +74,11 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
       'telemetry: longest wait for the messages and for the panes (default from the run size)',
       intIn('--timeout-seconds', 1, 86_400),
     )
+    .option(
+      '--push-relay <n>',
+      "telemetry: deliver with up to n in flight through a relay instead of the emulator's push (about 2)",
+      intIn('--push-relay', 1, 1000),
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (s) => {
@@ -104,6 +111,7 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
     readingsPerMinute?: number;
     seed?: number;
     timeoutSeconds?: number;
+    pushRelay?: number;
   }>();
   const file = program.args[0];
   const telemetryFlags = [
@@ -112,6 +120,7 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
     'readingsPerMinute',
     'seed',
     'timeoutSeconds',
+    'pushRelay',
   ] as const;
   const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
   if (o.pipeline === 'booking') {
@@ -141,6 +150,7 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
       readingsPerMinute: o.readingsPerMinute ?? 1,
       seed: o.seed ?? 1,
       timeoutMs: o.timeoutSeconds === undefined ? undefined : o.timeoutSeconds * 1000,
+      pushRelayInFlight: o.pushRelay,
     };
   }
   throw new DemoUsageError(

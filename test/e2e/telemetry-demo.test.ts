@@ -10,6 +10,11 @@ import { formatTelemetrySummary, runTelemetryDemo } from '../../deploy/local/tel
 
 const DEVICES = positiveIntFromEnv('OFFVIA_TELEMETRY_E2E_DEVICES', 2000);
 const MINUTES = positiveIntFromEnv('OFFVIA_TELEMETRY_E2E_MINUTES', 3);
+/**
+ * Deliveries in flight through the simulator's push relay (cloud-like push concurrency) instead of the stack's own
+ * push subscription (the emulator keeps about 2 in flight); 0, the default, keeps the stack's push.
+ */
+const RELAY = Number(process.env.OFFVIA_TELEMETRY_E2E_PUSH_RELAY ?? '0');
 
 describe('e2e: telemetry simulator (Pub/Sub → ingestTelemetry → BigQuery, fireTelemetryWindows → gold)', function () {
   // The emulator's push keeps about 2 deliveries in flight (docs/local-stack.md): one message's latency sets the rate.
@@ -28,6 +33,7 @@ describe('e2e: telemetry simulator (Pub/Sub → ingestTelemetry → BigQuery, fi
       readingsPerMinute: 1,
       seed: 2026,
       timeoutMs: 30 * 60_000,
+      pushRelayInFlight: RELAY > 0 ? RELAY : undefined,
       log: (line) => process.stderr.write(`      ${line}\n`),
     });
     process.stderr.write(formatTelemetrySummary(result));

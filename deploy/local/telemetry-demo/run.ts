@@ -14,6 +14,7 @@ import {
 import { stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
+import { startPushRelay, type PushRelay } from './push-relay';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
 import { expectedOutcome, type ExpectedOutcome } from './expected';
 import { planTelemetryRun, SIM_DEVICE_PREFIX, SIM_REGIONS, type TelemetryPlan } from './plan';
@@ -26,6 +27,11 @@ export interface TelemetryDemoOptions {
   readonly seed: number;
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Relay the ingest subscription with up to this many deliveries in flight (push-relay.ts) instead of the emulator's
+   * own push (about 2 in flight); undefined: the emulator's push.
+   */
+  readonly pushRelayInFlight?: number | undefined;
   /** Progress lines (stderr by default). */
   readonly log?: (line: string) => void;
 }
@@ -190,9 +196,21 @@ export async function runTelemetryDemo(
   const startedMs = Date.now();
   // Rows of this run are the ones written after this instant (the emulator compares INT64, not TIMESTAMP, params).
   const sinceMs = startedMs - 1_000;
+  let relay: PushRelay | undefined;
   try {
     const plan = planTelemetryRun({ ...options, nowMs: startedMs });
     const seeded = await seedDirectory(bq, n.devices, plan);
+    if (options.pushRelayInFlight !== undefined) {
+      relay = await startPushRelay(
+        pubsub,
+        env.projectId,
+        pipelineNamed('telemetry').pubsub.subscriptions.ingest,
+        options.pushRelayInFlight,
+      );
+      log(
+        `relaying the ingest subscription with up to ${options.pushRelayInFlight} deliveries in flight`,
+      );
+    }
     await primeDirectory(
       bq,
       pubsub,
@@ -363,6 +381,10 @@ export async function runTelemetryDemo(
       timings: { seedMs, publishMs, routedMs, panesMs, totalMs: Date.now() - startedMs },
     };
   } finally {
+    if (relay !== undefined) {
+      log(`push relay: ${relay.failures()} deliveries refused or failed (each redelivered)`);
+      await relay.stop();
+    }
     await pubsub.close();
   }
 }

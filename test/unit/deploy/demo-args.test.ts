@@ -29,6 +29,7 @@ describe('demo arguments', () => {
         readingsPerMinute: 1,
         seed: 1,
         timeoutMs: undefined,
+        pushRelayInFlight: undefined,
       },
     );
     const o = parseDemoArgs(
