@@ -20,7 +20,10 @@ import {
 } from '../shared/state/firestore-window-store';
 import { fireWindows } from '../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
+import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer';
+import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
+import { seedKeyGroups } from './lib/seed-key-groups';
 import { Clock, MIN, record, S, T, type BookingSpec } from '../test/support/booking-windows';
 import {
   emulatorFirestore,
@@ -128,7 +131,8 @@ async function ttlDocuments(db: Firestore, root: string, pipeline: string): Prom
   return n;
 }
 
-interface Row {
+/** One cardinality row. */
+export interface Row {
   layout: string;
   keys: number;
   events: number;
@@ -193,6 +197,7 @@ async function cardinalityRow(
   db: Firestore,
   layout: (typeof LAYOUTS)[number],
   keys: number,
+  events: number,
 ): Promise<Row> {
   const metrics: StoreMetrics = newStoreMetrics();
   const root = uniqueRoot('benchKeys');
@@ -202,7 +207,7 @@ async function cardinalityRow(
     { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: layout },
     { clock, metrics },
   );
-  const specs = stream(keys, EVENTS);
+  const specs = stream(keys, events);
   const started = Date.now();
   const counted = await ingest(windows, specs, clock);
   const ingestMs = Date.now() - started;
@@ -226,14 +231,14 @@ async function cardinalityRow(
   }
   const expected = expectedCounts(specs);
   const countedOnce =
-    counted === EVENTS &&
+    counted === events &&
     last.size === expected.size &&
     [...expected].every(([id, n]) => last.get(id)?.count === n);
   const left = await windows.store.listOutbox(Number.MAX_SAFE_INTEGER, 10);
   return {
     layout,
     keys,
-    events: EVENTS,
+    events,
     reads: metrics.reads,
     writes: metrics.writes,
     deletes: metrics.deletes,
@@ -247,33 +252,80 @@ async function cardinalityRow(
   };
 }
 
-interface FiringRow {
+/** The firing-rate row. */
+export interface FiringRow {
   keys: number;
-  ingestMs: number;
+  /** How the state was set up: `seeded` (BulkWriter, `seedKeyGroups`) or `ingested` (the booking pipeline). */
+  setup: 'seeded' | 'ingested';
+  setupMs: number;
   onTimeMs: number;
   collectedMs: number;
   runs: number;
+  transactions: number;
   reads: number;
   writes: number;
   deletes: number;
+  /** Every key's on-time pane in gold exactly once (by insertId), with a booking count of 1. */
+  exactlyOnce: boolean;
+  keyGroups: number;
+  partitions: number;
+  calls: number;
+  concurrency: number;
 }
 
-/** 50,000 (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted. */
+/**
+ * A gold writer that tallies on-time panes per key as they arrive (a pane written again under the same insertId,
+ * as a re-emission would, is BigQuery's dedup: counted once), sharing no code with the pipeline.
+ */
+class OnTimeTally implements RowWriter {
+  readonly onTime = new Map<string, { insertId: string; count: number }[]>();
+  private readonly ids = new Set<string>();
+  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
+    for (const r of rows) {
+      if (table.tableId !== 'route_panes' || this.ids.has(r.insertId)) continue;
+      this.ids.add(r.insertId);
+      if (r.json.pane_timing !== 'ON_TIME') continue;
+      const key = String(r.json.route_key);
+      const list = this.onTime.get(key) ?? [];
+      list.push({ insertId: r.insertId, count: Number(r.json.booking_count) });
+      this.onTime.set(key, list);
+    }
+    return Promise.resolve(rows.map(() => ({ ok: true as const })));
+  }
+}
+
+/** Firing-rate configuration (`OFFVIA_BENCH_FIRING_*`): the product's defaults unless set. */
+const FIRING_ENV: Record<string, string> = {};
+for (const [name, from] of [
+  ['OFFVIA_WINDOW_KEY_GROUPS', 'OFFVIA_BENCH_FIRING_KEY_GROUPS'],
+  ['OFFVIA_FIRE_WINDOWS_PARTITIONS', 'OFFVIA_BENCH_FIRING_PARTITIONS'],
+  ['OFFVIA_FIRE_WINDOWS_CONCURRENCY', 'OFFVIA_BENCH_FIRING_CONCURRENCY'],
+] as const) {
+  const value = process.env[from];
+  if (value !== undefined && value !== '') FIRING_ENV[name] = value;
+}
+/** fireWindows calls at once, as that many invocations would (default: one per partition). */
+const FIRING_CALLS = process.env.OFFVIA_BENCH_FIRING_CALLS;
+
+/**
+ * `keys` (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted.
+ * The state is seeded directly (`seedKeyGroups`) unless `OFFVIA_BENCH_FIRING_SETUP=ingest` (the booking pipeline,
+ * 40 minutes for 50,000 keys on this machine kind).
+ */
 async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
   const metrics: StoreMetrics = newStoreMetrics();
   const root = uniqueRoot('benchFire');
   const clock = new Clock(T);
-  const { windows, writer } = firestoreBookingWindows(
+  const tally = new OnTimeTally();
+  const { windows } = firestoreBookingWindows(
     db,
     {
       OFFVIA_WINDOW_FIRESTORE_ROOT: root,
       OFFVIA_WINDOW_LAYOUT: 'key-groups',
-      OFFVIA_WINDOW_KEY_GROUPS: '64',
-      OFFVIA_FIRE_WINDOWS_PARTITIONS: '8',
-      OFFVIA_FIRE_WINDOWS_CONCURRENCY: '8',
       OFFVIA_FIRE_WINDOWS_MAX_WINDOWS: '100000',
+      ...FIRING_ENV,
     },
-    { clock, metrics },
+    { clock, metrics, writer: tally },
   );
   // One event per key, all in the window [T, T + 1 min).
   const specs = Array.from({ length: keys }, (_, i) => ({
@@ -282,16 +334,26 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
     fare: '10',
     at: T + Math.floor((i * 50 * S) / keys),
   }));
+  const setup = process.env.OFFVIA_BENCH_FIRING_SETUP === 'ingest' ? 'ingested' : 'seeded';
   const started = Date.now();
-  await ingest(windows, specs, clock);
-  const ingestMs = Date.now() - started;
-  const onTime = () => writer.gold().filter((r) => r.pane_timing === 'ON_TIME').length;
-  const reads0 = metrics.reads;
-  const writes0 = metrics.writes;
-  const deletes0 = metrics.deletes;
+  if (setup === 'ingested') await ingest(windows, specs, clock);
+  else {
+    clock.nowMs = T + 50 * S + DELAY_MS;
+    const seeded = await seedKeyGroups(windows, specs, (s) => s.at + DELAY_MS);
+    process.stdout.write(
+      `  seeded ${seeded.keyWindows} (key, window)s in ${seeded.buckets} key-group documents: ` +
+        `${seeded.seedMs} ms, read back and checked in ${seeded.verifyMs} ms\n`,
+    );
+  }
+  const setupMs = Date.now() - started;
+  const onTime = () => tally.onTime.size;
+  const before = { ...metrics };
   // The idle rule moves the watermark past the window's end; the early panes are due too (30 s after their first
   // element): every (key, window) is due at once.
-  const calls = windows.config.firePartitions;
+  const calls =
+    FIRING_CALLS === undefined || FIRING_CALLS === ''
+      ? windows.config.firePartitions
+      : intEnv('OFFVIA_BENCH_FIRING_CALLS', 1);
   let runs = 0;
   const t0 = Date.now();
   clock.nowMs = T + 3 * MIN;
@@ -309,16 +371,145 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
     runs += calls;
   }
   const collectedMs = Date.now() - t1;
-  if (onTime() !== keys) throw new Error(`only ${onTime()} of ${keys} on-time panes in gold`);
+  const expectedKeys = new Set(specs.map((s) => (s.route ?? []).join('-')));
+  const exactlyOnce =
+    tally.onTime.size === expectedKeys.size &&
+    [...expectedKeys].every((k) => {
+      const panes = tally.onTime.get(k);
+      return panes?.length === 1 && panes[0]?.count === 1;
+    });
   return {
     keys,
-    ingestMs,
+    setup,
+    setupMs,
     onTimeMs,
     collectedMs,
     runs,
-    reads: metrics.reads - reads0,
-    writes: metrics.writes - writes0,
-    deletes: metrics.deletes - deletes0,
+    transactions: metrics.transactions - before.transactions,
+    reads: metrics.reads - before.reads,
+    writes: metrics.writes - before.writes,
+    deletes: metrics.deletes - before.deletes,
+    exactlyOnce,
+    keyGroups: windows.config.keyGroups,
+    partitions: windows.config.firePartitions,
+    calls,
+    concurrency: windows.config.fireConcurrency,
+  };
+}
+
+/** The firing-rate row as one line. */
+function firingLine(f: FiringRow): string {
+  return (
+    `firing rate (key-groups, ${f.keyGroups} groups, ${f.partitions} partitions, ${f.calls} concurrent fireWindows ` +
+    `calls, ${f.concurrency} groups in flight each): ${f.keys.toLocaleString('en-US')} (key, window)s due at once ` +
+    `(${f.setup} in ${(f.setupMs / 1000).toFixed(1)} s): all on-time panes in gold after ` +
+    `${(f.onTimeMs / 1000).toFixed(1)} s (target 60 s), all state collected ${(f.collectedMs / 1000).toFixed(1)} s ` +
+    `later (target 60 s); ${f.runs} fireWindows calls; Firestore ${f.transactions} transactions, ${f.reads} reads, ` +
+    `${f.writes} writes, ${f.deletes} deletes for the firing; every on-time pane in gold once with its count: ` +
+    `${f.exactlyOnce ? 'yes' : 'NO'}`
+  );
+}
+
+/**
+ * The issue's measurement of the per-window layout (the baseline the key-groups rows are compared with): 5,000
+ * events over 2 minutes of event time per row, Firestore emulator, 2026-12; reads / writes / deletes per event and USD
+ * per million events at list prices, TTL deletes included.
+ */
+export const PER_WINDOW_BASELINE: ReadonlyMap<number, { ops: string; usd: number }> = new Map([
+  [1, { ops: '0.11 / 1.06 / 1.00', usd: 1.09 }],
+  [100, { ops: '2.74 / 2.23 / 1.18', usd: 2.95 }],
+  [1000, { ops: '9.54 / 4.30 / 2.50', usd: 6.98 }],
+  [5000, { ops: '21.53 / 7.51 / 4.74', usd: 13.69 }],
+]);
+
+/** Target: Firestore USD per million events at every cardinality. */
+export const USD_PER_MILLION_TARGET = 0.6;
+
+/** What to measure (`measureKeyCardinality`). */
+export interface KeyCardinalityOptions {
+  /** Key counts, one row per layout each. */
+  readonly cardinalities: readonly number[];
+  readonly layouts: readonly (typeof LAYOUTS)[number][];
+  /** Events per row (the issue's shape: 5,000). */
+  readonly events: number;
+  /** (key, window)s of the firing-rate row; 0: no firing row. */
+  readonly firingKeys: number;
+  /** Progress lines (stdout by default). */
+  readonly log?: (line: string) => void;
+}
+
+/** The table and the firing-rate line as markdown lines, and whether an independent count failed. */
+export interface KeyCardinalityReport {
+  readonly rows: readonly Row[];
+  readonly firing: FiringRow | undefined;
+  readonly lines: readonly string[];
+  readonly failed: boolean;
+}
+
+/**
+ * Measures the cardinality rows and the firing-rate row on `db` (the Firestore emulator) and formats them, each
+ * key-groups row beside the per-window baseline (this run's per-window row when measured, else the issue's figures).
+ * @throws when Firestore fails or the seeded state does not read back as seeded
+ */
+export async function measureKeyCardinality(
+  db: Firestore,
+  options: KeyCardinalityOptions,
+): Promise<KeyCardinalityReport> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const rows: Row[] = [];
+  for (const keys of options.cardinalities) {
+    for (const layout of options.layouts) {
+      const row = await cardinalityRow(db, layout, keys, options.events);
+      rows.push(row);
+      log(`  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)`);
+    }
+  }
+  const per = (n: number, r: Row) => (n / r.events).toFixed(2);
+  const lines: string[] = [
+    '| keys | layout | reads / writes / deletes per event (TTL deletes) | of which ingest | USD per million ' +
+      `events (target ≤ ${USD_PER_MILLION_TARGET.toFixed(2)}) | counted once | ingest ms | fireWindows ms (runs) | note |`,
+    '|---:|---|---|---|---:|---|---:|---:|---|',
+  ];
+  for (const keys of options.cardinalities) {
+    const measured = rows.filter((r) => r.keys === keys);
+    const baseline = PER_WINDOW_BASELINE.get(keys);
+    if (!measured.some((r) => r.layout === 'per-window') && baseline !== undefined) {
+      lines.push(
+        `| ${keys.toLocaleString('en-US')} | per-window (baseline: the issue's measurement, not this run) | ` +
+          `${baseline.ops} |  | ${baseline.usd.toFixed(2)} |  |  |  |  |`,
+      );
+    }
+    for (const r of measured) {
+      const usd = usdPerMillion(r);
+      const verdict =
+        r.layout === 'key-groups' ? (usd <= USD_PER_MILLION_TARGET ? ' (met)' : ' (MISSED)') : '';
+      lines.push(
+        `| ${r.keys.toLocaleString('en-US')} | ${r.layout} | ${per(r.reads, r)} / ${per(r.writes, r)} / ` +
+          `${per(r.deletes + r.ttlDeletes, r)} (${per(r.ttlDeletes, r)}) | ${per(r.ingestOps.reads, r)} / ` +
+          `${per(r.ingestOps.writes, r)} / ${per(r.ingestOps.deletes, r)} | ${usd.toFixed(2)}${verdict} | ` +
+          `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |`,
+      );
+    }
+  }
+  let firing: FiringRow | undefined;
+  if (options.firingKeys > 0) {
+    firing = await firingRow(db, options.firingKeys);
+    lines.push('', firingLine(firing));
+  }
+  const failedRows = rows.filter((r) => !r.countedOnce);
+  if (firing !== undefined && !firing.exactlyOnce) {
+    lines.push('firing rate: an on-time pane is missing, repeated or miscounted');
+  }
+  if (failedRows.length > 0) {
+    lines.push(
+      `independent count FAILED for ${failedRows.map((r) => `${r.layout}/${r.keys}`).join(', ')}`,
+    );
+  }
+  return {
+    rows,
+    firing,
+    lines,
+    failed: failedRows.length > 0 || (firing !== undefined && !firing.exactlyOnce),
   };
 }
 
@@ -336,56 +527,26 @@ async function main(): Promise<void> {
         `row, ${IN_FLIGHT} in flight (one instance), fireWindows every minute of processing time until every window ` +
         `closed.\nmachine: ${os.cpus().length} cores, load average ${loadAverage()} at start.\n`,
     );
-    const rows: Row[] = [];
-    for (const keys of CARDINALITIES) {
-      for (const layout of LAYOUTS) {
-        const row = await cardinalityRow(db, layout, keys);
-        rows.push(row);
-        process.stdout.write(
-          `  done: ${layout} ${keys} keys (${row.ingestMs} ms ingest, ${row.fireMs} ms firing)\n`,
-        );
-      }
-    }
-    const per = (n: number, r: Row) => (n / r.events).toFixed(2);
-    process.stdout.write(
-      '\n| keys | layout | reads / writes / deletes per event (TTL deletes) | of which ingest | USD per million ' +
-        'events | counted once | ingest ms | fireWindows ms (runs) | note |\n|---:|---|---|---|---:|---|---:|---:|---|\n',
-    );
-    for (const r of rows) {
-      process.stdout.write(
-        `| ${r.keys.toLocaleString('en-US')} | ${r.layout} | ${per(r.reads, r)} / ${per(r.writes, r)} / ` +
-          `${per(r.deletes + r.ttlDeletes, r)} (${per(r.ttlDeletes, r)}) | ${per(r.ingestOps.reads, r)} / ` +
-          `${per(r.ingestOps.writes, r)} / ${per(r.ingestOps.deletes, r)} | ${usdPerMillion(r).toFixed(2)} | ` +
-          `${r.countedOnce ? 'yes' : 'NO'} | ${r.ingestMs} | ${r.fireMs} (${r.fireRuns}) | ${r.note} |\n`,
-      );
-    }
-    if (FIRING_KEYS > 0 && process.env.OFFVIA_BENCH_SKIP_FIRING !== '1') {
-      const f = await firingRow(db, FIRING_KEYS);
-      process.stdout.write(
-        `\nfiring rate (key-groups, 64 groups, 8 partitions, 8 concurrent fireWindows calls): ` +
-          `${f.keys.toLocaleString('en-US')} (key, window)s due at once (ingested in ${f.ingestMs} ms): ` +
-          `all on-time panes in gold after ${(f.onTimeMs / 1000).toFixed(1)} s, all state collected ` +
-          `${(f.collectedMs / 1000).toFixed(1)} s later; ${f.runs} fireWindows calls; Firestore ` +
-          `${f.reads} reads, ${f.writes} writes, ${f.deletes} deletes for the firing.\n`,
-      );
-    }
-    const failed = rows.filter((r) => !r.countedOnce);
-    process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
-    if (failed.length > 0) {
-      process.stdout.write(
-        `independent count FAILED for ${failed.map((r) => `${r.layout}/${r.keys}`).join(', ')}\n`,
-      );
-      process.exitCode = 1;
-    }
+    const report = await measureKeyCardinality(db, {
+      cardinalities: CARDINALITIES,
+      layouts: LAYOUTS,
+      events: EVENTS,
+      firingKeys: process.env.OFFVIA_BENCH_SKIP_FIRING === '1' ? 0 : FIRING_KEYS,
+    });
+    process.stdout.write(`\n${report.lines.join('\n')}\n\nload average at end: ${loadAverage()}\n`);
+    if (report.failed) process.exitCode = 1;
   } finally {
     await db.terminate();
     if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(
-    `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exitCode = 1;
-});
+// Run as a command (`npm run bench:keys`); imported by `bench/run.ts` for `npm run bench`.
+if (/key-cardinality\.ts$/.test(process.argv[1] ?? '')) {
+  main().catch((err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  });
+}

@@ -4,7 +4,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The knobs are checked before anything is installed or started (run.ts checks them again).
-for var in OFFVIA_BENCH_EVENTS OFFVIA_BENCH_SLOW_EVENTS OFFVIA_BENCH_CONCURRENCY OFFVIA_BENCH_FUNCTION_PORT; do
+for var in OFFVIA_BENCH_EVENTS OFFVIA_BENCH_SLOW_EVENTS OFFVIA_BENCH_CONCURRENCY OFFVIA_BENCH_FUNCTION_PORT OFFVIA_BENCH_KEYS_EVENTS OFFVIA_BENCH_FIRING_KEYS; do
   value="${!var:-}"
   if [[ -n "$value" && ! "$value" =~ ^[1-9][0-9]{0,6}$ ]]; then
     echo "bench: $var must be a whole number from 1 to 9999999, got \"$value\"" >&2

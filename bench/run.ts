@@ -22,6 +22,8 @@ import { startBenchFunction } from './lib/stack-function';
 import { startPushRelay } from './lib/push-relay';
 import { BOOKING_TOPIC, projectIdFromEnv, pushEndpointFor } from '../deploy/local/resources';
 import { defaultSpec, generateStream, type StreamEvent } from './lib/stream';
+import { emulatorFirestore } from '../test/support/firestore-windows';
+import { measureKeyCardinality, type KeyCardinalityReport } from './key-cardinality';
 
 function intEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -39,6 +41,10 @@ const SLOW_EVENTS = Math.min(EVENTS, intEnv('OFFVIA_BENCH_SLOW_EVENTS', 1_000));
 /** Invocations in flight per instance: ingestBooking's deployed concurrency (deploy/gcloud/functions.ts). */
 const CONCURRENCY = intEnv('OFFVIA_BENCH_CONCURRENCY', 80);
 const OUT = 'bench/out';
+/** Events per cardinality row (`OFFVIA_BENCH_KEYS_EVENTS`; the issue's shape is 5,000). */
+const KEYS_EVENTS = intEnv('OFFVIA_BENCH_KEYS_EVENTS', 5_000);
+/** (key, window)s of the firing-rate row (`OFFVIA_BENCH_FIRING_KEYS`; the target is stated for 50,000). */
+const FIRING_KEYS = intEnv('OFFVIA_BENCH_FIRING_KEYS', 50_000);
 const VENV_PYTHON = `${process.env.OFFVIA_VENV_BENCH ?? '.local/venv-bench'}/bin/python`;
 
 /** One row of the table. Numbers are per event unless named otherwise; absent: not measured for that row. */
@@ -473,6 +479,31 @@ async function main(): Promise<void> {
     );
   }
 
+  // Window state at 1 to 5,000 keys (key-groups layout; the per-window baseline is the issue's measurement) and the
+  // firing rate of many (key, window)s due at once, on the stack's Firestore emulator.
+  const keyCardinalities = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
+    .split(',')
+    .filter((k) => k.trim() !== '')
+    .map(Number);
+  log(
+    `5/5 window state at ${keyCardinalities.join(', ')} keys (${KEYS_EVENTS} events each), then ` +
+      `${FIRING_KEYS} (key, window)s due at once`,
+  );
+  const firestore = emulatorFirestore();
+  let keyReport: KeyCardinalityReport;
+  try {
+    keyReport = await measureKeyCardinality(firestore, {
+      cardinalities: keyCardinalities,
+      layouts: ['key-groups'],
+      events: KEYS_EVENTS,
+      firingKeys: FIRING_KEYS,
+      log,
+    });
+  } finally {
+    await firestore.terminate();
+  }
+  failed ||= keyReport.failed;
+
   // Cost, from the whole-stream coalesced in-process run.
   const messageBytes = events.reduce((n, e) => n + Buffer.byteLength(e.payload), 0) / events.length;
   const usage = {
@@ -506,6 +537,7 @@ async function main(): Promise<void> {
     checks,
     beam: { disagreements: disagree, total: disagreeCount },
     cost: { prices: PRICES, usage, lines: costLines, totalUsdPerMillion: costTotal, dataflow },
+    keyCardinality: { rows: keyReport.rows, firing: keyReport.firing },
   };
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const json = JSON.stringify(report, null, 2);
@@ -562,6 +594,13 @@ async function main(): Promise<void> {
       `| Dataflow, 1 × n1-standard-1 always on, at ${d.eventsPerSecond} event/s | ${d.usdPerMillion.toFixed(2)} |`,
     );
   }
+  out.push('');
+  out.push(
+    `Window state per cardinality (${KEYS_EVENTS.toLocaleString('en-US')} events over 2 minutes of event time per ` +
+      'row; Firestore operations counted at the client, USD per million events at list prices):',
+  );
+  out.push('');
+  out.push(...keyReport.lines);
   out.push('');
   out.push(`JSON: ${OUT}/bench-${stamp}.json (and ${OUT}/latest.json); chart: ${chart}`);
   process.stdout.write(out.join('\n') + '\n');

@@ -11,6 +11,7 @@ import {
   type JsonValue,
   type WatermarkHold,
 } from '../windowing';
+import { fireSessions, type SessionFiring } from './fire-sessions';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
@@ -58,8 +59,15 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
   readonly groups?: {
     readonly store: KeyGroupStore;
     readonly partitions: number;
+    /** Partitions one run leases and fires at a time (default 1). */
+    readonly partitionsInFlight?: number;
     readonly only?: readonly number[];
   };
+  /**
+   * The session layout (`sessions` window function): fireWindows fires session keys (`fire-sessions.ts`) instead of
+   * the `store`'s windows, which stay empty.
+   */
+  readonly sessions?: SessionFiring<In, Acc, Out>;
   /**
    * Windows of the per-window layout still open after an update to key groups: fired with the per-window code path
    * under the pipeline's lease until none remains (docs/windows.md, migration).
@@ -150,6 +158,7 @@ function addressId(a: WindowAddress): string {
 export async function fireWindows<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
 ): Promise<FireWindowsSummary> {
+  if (deps.sessions !== undefined) return fireSessions(deps, deps.sessions);
   if (deps.groups !== undefined) return fireKeyGroups(deps, deps.groups);
   const startedMs = deps.now();
   const pt = startedMs;
@@ -391,7 +400,6 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
       );
       const due = await groups.store.findGroupsDue(keyGroups, watermarkMs, pt, deps.maxWindows);
       counts.groupsDue += due.length;
-      const panes: OutboxPane[] = [];
       let next = 0;
       const worker = async (): Promise<void> => {
         while (next < due.length) {
@@ -406,7 +414,14 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
             counts.windowsDue += fired.keysFired;
             counts.windowsFired += fired.keysFired;
             counts.windowsClosed += fired.keysClosed;
-            panes.push(...fired.panes);
+            // Each group's panes go to gold as soon as its transaction commits, while the other groups of the
+            // partition are still firing: a partition's gold writes overlap its firings instead of following them.
+            const result = await deps.emitter.emitOrDefer(fired.panes);
+            if (result === 'deferred') counts.panesDeferred += fired.panes.length;
+            else {
+              counts.panesEmitted += result.written;
+              counts.panesToBadData += result.badData;
+            }
           } catch (err) {
             if (!(err instanceof TransientError)) throw err;
             counts.windowsFailed++;
@@ -424,12 +439,6 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
-      const result = await deps.emitter.emitOrDefer(panes);
-      if (result === 'deferred') counts.panesDeferred += panes.length;
-      else {
-        counts.panesEmitted += result.written;
-        counts.panesToBadData += result.badData;
-      }
       counts.partitionsFired += 1;
     } finally {
       await deps.store.releaseLease(lease).catch((err: unknown) => {
@@ -437,12 +446,20 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
       });
     }
   };
-  // One partition at a time per run (each with `concurrency` groups in flight): concurrent runs, starting at random
-  // partitions and skipping leased ones, share the partitions between them.
-  for (const partition of order) {
-    if (stopped) break;
-    await fireOne(partition);
-  }
+  // Up to `partitionsInFlight` partitions at a time per run (each with `concurrency` groups in flight): one run
+  // alone keeps several partitions' transactions going, and concurrent runs, starting at random partitions and
+  // skipping leased ones, share the partitions between them.
+  let nextPartition = 0;
+  const partitionWorker = async (): Promise<void> => {
+    while (nextPartition < order.length && !stopped) {
+      const partition = order[nextPartition++];
+      if (partition === undefined) return;
+      await fireOne(partition);
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.max(1, groups.partitionsInFlight ?? 1) }, partitionWorker),
+  );
 
   // Panes a crashed or failed emission left in the outbox (every run looks; re-emission is idempotent by insertId).
   if (counts.panesDeferred === 0 && held > 0) {

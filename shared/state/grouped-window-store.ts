@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   Timestamp,
+  type BulkWriter,
   type DocumentReference,
   type DocumentSnapshot,
   type Firestore,
@@ -24,7 +25,9 @@ import type {
   ShardAddress,
   StoredShard,
   StoredWindow,
+  TransactionResult,
   WindowAddress,
+  WindowTransaction,
 } from './window-store';
 
 /** Collections of the key-groups layout under `{root}/{pipeline}` (beside `droppedLate`, `paneOutbox`, `meta`). */
@@ -167,6 +170,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   /** Panes of committed batches not yet deleted: insertId → batch document id, and what each batch has left. */
   private readonly batchOf = new Map<string, string>();
   private readonly batchLeft = new Map<string, Set<string>>();
+  /** Set while `seedWith` runs: transactions write through this BulkWriter instead of committing. */
+  private seeding: SeedWriter | null = null;
 
   constructor(
     db: Firestore,
@@ -201,6 +206,55 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   /** The group a key's state lives in. */
   groupOf(key: string): number {
     return keyGroupOf(key, this.keyGroups);
+  }
+
+  /**
+   * Seeding mode (benchmarks): while `run` runs, every `transact` of this store runs its callback once against
+   * documents that do not exist yet and queues the resulting writes (the layout's own document builders) on a
+   * BulkWriter instead of committing a transaction, so a large state (e.g. 50,000 keys of one window) is written in
+   * seconds rather than by one transaction per bundle. Only for a root no one else writes: the root must hold no
+   * key-group document when it starts, and each key-group document must be written by one callback (a callback that
+   * reads a document an earlier one wrote throws, since it would not see that write).
+   * @throws Error when the root already holds key-group documents, on a read of a seeded document, or when a
+   * BulkWriter write fails (after all writes settled: the first failure, with their count)
+   */
+  async seedWith<T>(run: () => Promise<T>): Promise<T> {
+    if (this.seeding !== null) throw new Error('seedWith: already seeding this store');
+    const existing = await this.base.collection(GROUP_COLLECTIONS.groups).limit(1).get();
+    if (!existing.empty) {
+      throw new Error(`seedWith: ${this.base.path} already holds key-group documents`);
+    }
+    const seed = new SeedWriter(this.db.bulkWriter());
+    this.seeding = seed;
+    let value: T;
+    try {
+      value = await run();
+    } finally {
+      this.seeding = null;
+      await seed.close();
+    }
+    seed.throwIfFailed();
+    return value;
+  }
+
+  override async transact<T>(
+    operation: string,
+    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
+  ): Promise<TransactionResult<T>> {
+    const seed = this.seeding;
+    if (seed === null) return super.transact(operation, fn);
+    this.metrics.transactions++;
+    this.metrics.attempts++;
+    const attempt = new GroupTransaction(seed.asTransaction(), this);
+    const value = await fn(attempt);
+    attempt.finish();
+    // One BulkWriter batch per callback: key-group documents run to hundreds of KiB, and the writer's default
+    // batch of 20 writes would exceed a request's size limit (its retries then stall the seed for minutes).
+    await seed.flush();
+    this.metrics.writes += attempt.writes;
+    this.metrics.deletes += attempt.deletes;
+    this.afterCommit(attempt);
+    return { kind: 'committed', value, attempts: 1 };
   }
 
   protected override newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
@@ -510,6 +564,101 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   /** A new pane-batch document reference (random id: batches spread over the key range). */
   newBatchRef(): DocumentReference {
     return this.base.collection(GROUP_COLLECTIONS.paneBatches).doc(randomUUID());
+  }
+}
+
+/** BulkWriter batches a seed keeps unanswered at once. */
+const SEED_BATCHES_IN_FLIGHT = 4;
+
+/**
+ * The write side of a transaction, queued on a BulkWriter (`seedWith`): reads find no document (the seeded root
+ * starts empty), and a read of a document this seed already wrote throws rather than return a stale image.
+ */
+class SeedWriter {
+  private readonly written = new Set<string>();
+  private readonly failures: unknown[] = [];
+  private readonly pending: Promise<void>[] = [];
+
+  constructor(private readonly writer: BulkWriter) {}
+
+  private track(ref: DocumentReference, write: Promise<unknown>): void {
+    this.written.add(ref.path);
+    this.pending.push(
+      write.then(
+        () => undefined,
+        (err: unknown) => {
+          this.failures.push(err);
+        },
+      ),
+    );
+  }
+
+  /** A Transaction whose writes go to the BulkWriter (only what the key-groups attempt uses: getAll, set, create, delete). */
+  asTransaction(): Transaction {
+    const refuse = (name: string) => () => {
+      throw new Error(`seedWith: Transaction.${name} is not available while seeding`);
+    };
+    const tx = {
+      getAll: (...refs: DocumentReference[]) => {
+        const again = refs.find((r) => this.written.has(r.path));
+        if (again !== undefined) {
+          throw new Error(
+            `seedWith: ${again.path} was written earlier in this seed; write each key-group document in one call`,
+          );
+        }
+        return Promise.resolve([]);
+      },
+      get: refuse('get'),
+      set: (ref: DocumentReference, data: Record<string, unknown>) => {
+        this.track(ref, this.writer.set(ref, data));
+        return tx;
+      },
+      create: (ref: DocumentReference, data: Record<string, unknown>) => {
+        this.track(ref, this.writer.create(ref, data));
+        return tx;
+      },
+      delete: (ref: DocumentReference) => {
+        this.track(ref, this.writer.delete(ref));
+        return tx;
+      },
+      update: refuse('update'),
+    };
+    return tx as unknown as Transaction;
+  }
+
+  /** Batches sent by `flush` and not settled yet. */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  /**
+   * Sends the writes queued so far as their own batch (outcomes are awaited by `close`); waits while
+   * `SEED_BATCHES_IN_FLIGHT` batches are unanswered, so a loaded emulator is not sent every batch at once (it then
+   * misses the client's 60 s deadline).
+   */
+  async flush(): Promise<void> {
+    const sent: Promise<void> = this.writer
+      .flush()
+      .catch((err: unknown) => {
+        this.failures.push(err);
+      })
+      .finally(() => this.inFlight.delete(sent));
+    this.inFlight.add(sent);
+    this.pending.push(sent);
+    while (this.inFlight.size >= SEED_BATCHES_IN_FLIGHT) await Promise.race(this.inFlight);
+  }
+
+  /** Flushes and closes the BulkWriter, and waits for every write's outcome. */
+  async close(): Promise<void> {
+    await this.writer.close();
+    await Promise.all(this.pending);
+  }
+
+  /** @throws Error with the first failed write, when any failed */
+  throwIfFailed(): void {
+    if (this.failures.length === 0) return;
+    throw new Error(
+      `seedWith: ${this.failures.length} BulkWriter writes failed, first: ${errorText(this.failures[0])}`,
+      { cause: this.failures[0] },
+    );
   }
 }
 

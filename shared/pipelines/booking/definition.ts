@@ -178,6 +178,13 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     fireWindows: { entryPoint: 'fireWindows', baseName: 'fire-windows' },
     schemaSweep: { entryPoint: 'schemaSweep', baseName: 'schema-sweep' },
   },
+  // The accounts the deploy created before pipelines were registered (deploy/gcloud/functions.ts), kept.
+  serviceAccounts: {
+    ingest: 'ingest',
+    fireWindows: 'windows',
+    schemaSweep: 'sweep',
+    bronze: 'bronze',
+  },
   firestore: {
     windowsRoot: WINDOW_VARS.firestoreRoot.default,
     schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,

@@ -159,5 +159,11 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
     fireWindows: { entryPoint: 'fireTelemetryWindows', baseName: 'fire-telemetry-windows' },
     schemaSweep: null,
   },
+  serviceAccounts: {
+    ingest: 'telemetry-ingest',
+    fireWindows: 'telemetry-windows',
+    schemaSweep: null,
+    bronze: 'telemetry-bronze',
+  },
   firestore: { windowsRoot: 'offviaTelemetryWindows', schemaDriftRoot: null },
 };

@@ -3,11 +3,15 @@
 // fireWindows past the window's end (device panes and the regional top-N in gold), with a redelivery counted once.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
+import { getTestServer } from '@google-cloud/functions-framework/testing';
+import '../../../functions';
 
 import { fillPlaceholders } from '../../../deploy/local/apply-sql';
-import { DeliveryRefused } from '../../../shared/errors';
+import { DeliveryRefused, TransientError } from '../../../shared/errors';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
 import {
@@ -32,9 +36,27 @@ const ROOT = path.resolve(__dirname, '../../..');
  * digits, BigQuery without trailing zeros. Exact for the few-digit values of this test.
  */
 function decimal(value: unknown): string | null {
-  return value === null || value === undefined ? null : String(Number(String(value)));
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'string' && typeof value !== 'number') {
+    throw new TypeError(`not a NUMERIC value: ${JSON.stringify(value)}`);
+  }
+  return String(Number(value));
 }
 const MINUTE = 60_000;
+
+/**
+ * The stack applies booking's sql/ only: the telemetry DDL, file by file, as deploy/local/apply-sql fills it
+ * (idempotent: CREATE IF NOT EXISTS, CREATE OR REPLACE VIEW).
+ */
+async function applyTelemetryDdl(bigquery: BigQuery, projectId: string): Promise<void> {
+  for (const file of TELEMETRY_PIPELINE.tables.ddlFiles) {
+    const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
+      project: projectId,
+      location: 'US',
+    });
+    await bigquery.query({ query: sql });
+  }
+}
 
 describe('telemetry functions from the definition, on the emulators', function () {
   let bigquery: BigQuery;
@@ -52,21 +74,14 @@ describe('telemetry functions from the definition, on the emulators', function (
   const definition: AnyPipelineDefinition = {
     ...TELEMETRY_PIPELINE,
     firestore: { windowsRoot: uniqueRoot('itTelemetry'), schemaDriftRoot: null },
-  } as AnyPipelineDefinition;
+  };
   const logs: LogEntry[] = [];
   let deps: PipelineIngestDeps;
 
   before(async function () {
     requireStack();
     ({ bigquery, projectId } = stackClients());
-    // The stack applies booking's sql/ only: the telemetry DDL, file by file, as deploy/local/apply-sql fills it.
-    for (const file of TELEMETRY_PIPELINE.tables.ddlFiles) {
-      const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
-        project: projectId,
-        location: 'US',
-      });
-      await bigquery.query({ query: sql });
-    }
+    await applyTelemetryDdl(bigquery, projectId);
     await bigquery
       .dataset('offvia_telemetry_ref')
       .table('devices')
@@ -360,5 +375,159 @@ describe('telemetry functions from the definition, on the emulators', function (
     // Redelivered once BigQuery is back: in Silver.
     const again = await ingestPipelinePushedEvent(event, deps);
     assert.equal(again.destination, 'silver');
+  });
+
+  it('refuses the delivery when Firestore fails after Silver, and the redelivery counts the reading once', async function () {
+    const unavailable = new TransientError('commit key group', '14 UNAVAILABLE: Firestore down');
+    const broken: PipelineIngestDeps = {
+      ...deps,
+      aggregations: deps.aggregations.map((a) => ({
+        ...a,
+        pipeline: { record: () => Promise.reject(unavailable) } as unknown as typeof a.pipeline,
+      })),
+    };
+    const event = pushed('{"temp": 23}', { deviceId: d2, eventTs: ts(T + 55_000) }, T + 55_000);
+    await assert.rejects(ingestPipelinePushedEvent(event, broken), DeliveryRefused);
+    assert.ok(logs.some((l) => l.outcome === 'retry' && /Firestore down/.test(String(l.error))));
+    const again = await ingestPipelinePushedEvent(event, deps);
+    assert.equal(again.destination, 'silver');
+    assert.deepEqual(again.windows, {
+      telemetry_device_1m: 'counted',
+      telemetry_region_top_1m: 'counted',
+    });
+    const third = await ingestPipelinePushedEvent(event, deps);
+    assert.equal(third.destination, 'silver');
+    assert.deepEqual(third.windows, {
+      telemetry_device_1m: 'duplicate',
+      telemetry_region_top_1m: 'duplicate',
+    });
+  });
+
+  it('routes a message still failing past the retry age to bad data instead of refusing it again', async function () {
+    const silverDown: PipelineIngestDeps = {
+      ...deps,
+      maxRetryAgeMs: 60_000,
+      writer: {
+        insertRows: (table, rows) =>
+          table.tableId === 'readings'
+            ? Promise.reject(new TransientError('insertAll readings', 'HTTP 503'))
+            : deps.writer.insertRows(table, rows),
+      },
+    };
+    // Published 2 minutes before now: past the 60 s guard.
+    const event = pushed(
+      '{"temp": 24}',
+      { deviceId: d1, eventTs: ts(T + 58_000) },
+      now() - 120_000,
+    );
+    const outcome = await ingestPipelinePushedEvent(event, silverDown);
+    assert.equal(outcome.destination, 'bad_data');
+    const [rows] = await bigquery.query({
+      query: `SELECT target_dest, error, insert_id, bad_data FROM \`${projectId}.offvia_telemetry_quarantine.bad_data\`
+              WHERE source_message_id = '${event.id}'`,
+    });
+    assert.equal(rows.length, 1);
+    const row = rows[0] as Record<string, unknown>;
+    assert.equal(row.target_dest, 'insertAll readings');
+    assert.match(String(row.error), /^retry age exceeded: still failing 120000 ms after publish/);
+    assert.equal(row.insert_id, `retry-age:${event.id}`);
+    assert.equal(
+      (JSON.parse(String(row.bad_data)) as { raw_payload: string }).raw_payload,
+      '{"temp": 24}',
+    );
+    assert.ok(logs.some((l) => l.message_id === event.id && l.outcome === 'bad_data'));
+  });
+});
+
+describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', function () {
+  let ingestServer: Server;
+  let fireServer: Server;
+  const tag = runTag();
+  const loopBefore = process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
+
+  async function listen(server: Server): Promise<string> {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  }
+
+  before(async function () {
+    requireStack();
+    const { bigquery, projectId } = stackClients();
+    await applyTelemetryDdl(bigquery, projectId);
+    // A 2 s timer loop instead of 58 s for the Cloud Scheduler call: read once, at the first call.
+    process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = '2000';
+    ingestServer = getTestServer('ingestTelemetry');
+    fireServer = getTestServer('fireTelemetryWindows');
+  });
+  after(async function () {
+    if (loopBefore === undefined) delete process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
+    else process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = loopBefore;
+    for (const server of [ingestServer, fireServer]) {
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('acks a binary-mode CloudEvent (Eventarc) once the reading is in Silver or the dead-letter table', async function () {
+    const base = await listen(ingestServer);
+    const deliver = async (messageId: string, data: string, attributes: Record<string, string>) =>
+      fetch(base, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'ce-id': messageId,
+          'ce-specversion': '1.0',
+          'ce-source': '//pubsub.googleapis.com/projects/offvia-local/topics/telemetry-events',
+          'ce-type': 'google.cloud.pubsub.topic.v1.messagePublished',
+        },
+        body: JSON.stringify({
+          message: {
+            data: Buffer.from(data).toString('base64'),
+            attributes,
+            messageId,
+            publishTime: new Date().toISOString(),
+          },
+          subscription: 'projects/offvia-local/subscriptions/telemetry-events-ingest',
+        }),
+      });
+    const good = await deliver(`ok-${tag}`, '{"temp": 19.5}', {
+      deviceId: `fw-${tag}`,
+      eventTs: new Date().toISOString(),
+    });
+    assert.equal(good.status, 204, await good.text());
+    const bad = await deliver(`bad-${tag}`, 'not json', { deviceId: `fw-${tag}` });
+    assert.equal(bad.status, 204, await bad.text());
+    const { bigquery, projectId } = stackClients();
+    const [silver] = await bigquery.query({
+      query: `SELECT reference_status FROM \`${projectId}.offvia_telemetry_silver.readings\` WHERE source_message_id = 'ok-${tag}'`,
+    });
+    assert.deepEqual(silver, [{ reference_status: 'UNKNOWN_DEVICE' }]);
+    const [dead] = await bigquery.query({
+      query: `SELECT stage FROM \`${projectId}.offvia_telemetry_quarantine.dead_letter\` WHERE source_message_id = 'bad-${tag}'`,
+    });
+    assert.deepEqual(dead, [{ stage: 'PARSE_JSON' }]);
+  });
+
+  it('fireTelemetryWindows takes POST only and answers one summary per aggregation', async function () {
+    const base = await listen(fireServer);
+    const get = await fetch(base);
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    const scheduled = await fetch(base, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-cloudscheduler': 'true' },
+      body: '{}',
+    });
+    const body = (await scheduled.json()) as {
+      pipeline: string;
+      aggregations: Record<string, { status: string; loop?: { loopMs: number } }>;
+    };
+    assert.equal(scheduled.status, 200, JSON.stringify(body));
+    assert.equal(body.pipeline, 'telemetry');
+    for (const name of ['telemetry_device_1m', 'telemetry_region_top_1m']) {
+      const summary = body.aggregations[name];
+      assert.ok(summary, name);
+      assert.ok(['done', 'busy'].includes(summary.status), JSON.stringify(summary));
+      assert.equal(summary.loop?.loopMs, 2000);
+    }
   });
 });
