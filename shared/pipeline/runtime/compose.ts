@@ -140,6 +140,7 @@ export async function createPipelineIngestDeps(
   overrides: PipelineRuntimeOverrides = {},
 ): Promise<PipelineIngestDeps> {
   const parts = createPipelineParts(definition, env, logger, overrides);
+  const ingest = loadIngestConfig(env);
   const settings = await definition.createSettings(env, {
     bigquery: parts.bigquery,
     logger,
@@ -153,6 +154,8 @@ export async function createPipelineIngestDeps(
     aggregations: parts.aggregations,
     logger,
     now: parts.now,
+    maxRetryAgeMs: ingest.maxRetryAgeMs,
+    payloadMaxBytes: ingest.quarantinePayloadMaxBytes,
   };
 }
 

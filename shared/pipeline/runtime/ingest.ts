@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 import { tableName, type TableRef } from '../../config/env';
 import { DeliveryRefused, TransientError, errorText } from '../../errors';
 import type { BadDataRow } from '../../ingest/ingest-booking';
+import { keptPayload } from '../../ingest/quarantine-row';
+import { INGEST_VARS } from '../../config/ingest-config';
 import type { Logger } from '../../logging/logger';
 import * as logs from '../../logging/logs';
 import {
@@ -19,6 +21,9 @@ import type { ElementOutcome } from '../../state/keyed-windows';
 import type { AnyPipelineDefinition, ContractMessage, VersionAccepted } from '../definition';
 import { decodeVersioned } from '../versioning';
 import type { AggregationWindows } from './windows';
+
+/** Payload bytes kept in a retry-age bad-data row when the deps name no limit (the variable's default). */
+const DEFAULT_PAYLOAD_MAX_BYTES = INGEST_VARS.quarantinePayloadMaxBytes.default;
 
 /** Where one message ended; every message gets one of these, or the call throws (redelivery). */
 export type PipelineIngestOutcome =
@@ -58,6 +63,14 @@ export interface PipelineIngestDeps {
   readonly logger: Logger;
   /** Processing time, epoch ms UTC. */
   readonly now: () => number;
+  /**
+   * The retry-age guard (`OFFVIA_MAX_RETRY_AGE_MS`, as booking's): a message still failing when it is older than
+   * this (publish time to now, ms) is written to the bad-data table and acked instead of being refused again.
+   * Absent: no guard (the ingest subscription's dead-letter topic takes what keeps failing).
+   */
+  readonly maxRetryAgeMs?: number;
+  /** Longest payload kept in a retry-age bad-data row, bytes (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`). */
+  readonly payloadMaxBytes?: number;
 }
 
 /**
@@ -156,15 +169,66 @@ export async function ingestPipelineMessage(
       windows,
     };
   } catch (err) {
+    const operation = err instanceof TransientError ? err.operation : step;
+    if (decoded.ok && deps.maxRetryAgeMs !== undefined) {
+      const publishedMs = decoded.message.publishTimeMs;
+      const ageMs = publishedMs === undefined ? undefined : deps.now() - publishedMs;
+      if (ageMs !== undefined && ageMs > deps.maxRetryAgeMs) {
+        return retryAgeExceeded(decoded.message, operation, errorText(err), ageMs, deps, err);
+      }
+    }
     // One line with the context before Pub/Sub redelivers (the writes and window sinks do not log it themselves).
-    logs.transientFailure(
-      deps.logger,
-      { messageId },
-      err instanceof TransientError ? err.operation : step,
-      errorText(err),
-    );
+    logs.transientFailure(deps.logger, { messageId }, operation, errorText(err));
     throw err;
   }
+}
+
+/**
+ * The retry-age guard's route, as booking's: a bad-data row holding the message (text, base64 bytes when not
+ * UTF-8, attributes, publish time), the step that kept failing and its last error; insertId
+ * `retry-age:<message id>`, so a redelivery racing it adds no second row.
+ * @throws the original error when the bad-data table refuses the row or is down too (redelivery, then dead letter)
+ */
+async function retryAgeExceeded(
+  message: PubSubMessage,
+  step: string,
+  error: string,
+  ageMs: number,
+  deps: PipelineIngestDeps,
+  original: unknown,
+): Promise<PipelineIngestOutcome> {
+  const nowMs = deps.now();
+  const reason = `retry age exceeded: still failing ${ageMs} ms after publish (limit OFFVIA_MAX_RETRY_AGE_MS=${String(deps.maxRetryAgeMs)}) at ${step}: ${error}`;
+  const bad: BadDataRow = {
+    bad_data: JSON.stringify({
+      ...keptPayload(message.data, deps.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES),
+      attributes: message.attributes,
+      publish_time: message.publishTime ?? null,
+    }),
+    target_dest: step,
+    error: reason,
+    insert_time: new Date(nowMs).toISOString(),
+    processed_timestamp: new Date(nowMs).toISOString(),
+    retry_count: 0,
+    source_message_id: message.messageId,
+    insert_id: `retry-age:${message.messageId}`,
+  };
+  const badTable = deps.definition.tables.badData;
+  let result;
+  try {
+    [result] = await deps.writer.insertRows(badTable, [
+      { insertId: bad.insert_id, json: { ...bad } },
+    ]);
+  } catch (err) {
+    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, errorText(err));
+    throw original;
+  }
+  if (result !== undefined && !result.ok) {
+    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, result.error);
+    throw original;
+  }
+  logs.retryAgeExceeded(deps.logger, message, step, ageMs, error, tableName(badTable));
+  return { destination: 'bad_data', messageId: message.messageId, targetDest: step, error: reason };
 }
 
 /**
