@@ -10,6 +10,7 @@ import { SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
 import { readTableVar } from '../../config/spec';
 import { loadWindowConfig, WINDOW_VARS } from '../../config/window-config';
 import {
+  BOOKING_CONTRACT_VERSION,
   ERROR_STAGES,
   type ErrorStage,
   validateBooking,
@@ -46,7 +47,7 @@ const WINDOW_DEFAULTS = loadWindowConfig({});
  * only version so far; producers do not send a version attribute, so its absence means "1".
  */
 const BOOKING_V1: ContractVersion<BookingSettings, SilverRow, BookingElement> = {
-  version: '1',
+  version: BOOKING_CONTRACT_VERSION,
   status: 'current',
   summary:
     "the lab's booking event: booking_id, passenger_id, flight_number, origin, destination, fare, event_time; " +
@@ -130,6 +131,7 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
       'sql/030_quarantine_poisoned_events.sql',
       'sql/040_quarantine_bad_data.sql',
       'sql/045_lineage_columns.sql',
+      'sql/046_contract_version.sql',
       'sql/050_silver_fact_bookings_dedup_view.sql',
       'sql/060_gold_route_panes.sql',
       'sql/070_resolutions.sql',
