@@ -394,3 +394,44 @@ function malformed(i: number, deviceId: string, eventTs: string): PlannedMessage
       };
   }
 }
+
+/**
+ * Cuts the publish order into phases the simulator publishes one after the other, each once every message of the
+ * phases before it is routed (in Silver or the dead-letter table). Pub/Sub delivers an ordered subscription's keys
+ * in no particular order among each other, so a whole run published at once lets the first deliveries carry the
+ * last minute's event times: the watermark (largest event time seen − `maxOutOfOrdernessMs`) jumps past every window
+ * and nearly every later reading fires a LATE pane of its own. Within a phase the watermark stays in the one-minute
+ * bucket it would reach in publish order, so only the readings that are late in the planned order (the delayed ones,
+ * the −40 s clock) fire LATE panes.
+ *
+ * A message's bucket is ⌊(largest event time of the readings up to it − `maxOutOfOrdernessMs`) ÷ 1 min⌋; a phase
+ * ends where the bucket grows. Rejected messages (and the far-ahead clock) move no watermark and join the phase
+ * they are in. The readings without `eventTs` (event time = publish time, after every window) form the last phase
+ * of their own, so they close the windows only after every other message is routed.
+ * @returns the end index (exclusive) of each phase in `messages`, ascending; the last is `messages.length` (none
+ *   for no messages)
+ */
+export function publishPhases(
+  messages: readonly PlannedMessage[],
+  maxOutOfOrdernessMs: number,
+): number[] {
+  const ends: number[] = [];
+  let largestMs = Number.NEGATIVE_INFINITY;
+  let phaseBucket: number | undefined;
+  for (const [i, m] of messages.entries()) {
+    const e = m.expect;
+    if (e.kind === 'reading') {
+      largestMs =
+        e.eventTsMs === null ? Number.POSITIVE_INFINITY : Math.max(largestMs, e.eventTsMs);
+    }
+    const bucket =
+      largestMs === Number.NEGATIVE_INFINITY
+        ? undefined
+        : Math.floor((largestMs - maxOutOfOrdernessMs) / MINUTE_MS);
+    if (bucket === undefined) continue;
+    if (phaseBucket !== undefined && bucket > phaseBucket && i > 0) ends.push(i);
+    phaseBucket = bucket;
+  }
+  if (messages.length > 0) ends.push(messages.length);
+  return ends;
+}

@@ -12,6 +12,7 @@ import {
   FAR_AHEAD_SKEW_MS,
   milliText,
   planTelemetryRun,
+  publishPhases,
   rfc3339At,
   windowRange,
   type TelemetryPlan,
@@ -166,6 +167,39 @@ describe('telemetry simulator: plan', () => {
       maxMs = Math.max(maxMs, m.expect.eventTsMs);
     }
     assert.ok(later > 100, `only ${later} readings out of order`);
+  });
+
+  it('cuts the publish order into phases, one per watermark minute, the readings without eventTs last', () => {
+    const ooo = 10_000;
+    const ends = publishPhases(plan.messages, ooo);
+    assert.equal(ends.at(-1), plan.messages.length);
+    assert.deepEqual(
+      [...ends].sort((a, b) => a - b),
+      ends,
+    );
+    assert.equal(new Set(ends).size, ends.length);
+    // 3 minutes: the readings before the first bucket boundary, one phase per minute, the readings without eventTs.
+    assert.ok(ends.length >= 4 && ends.length <= 6, `${ends.length} phases`);
+    // Within a phase the watermark a delivery in any order reaches stays in the bucket of the phase's last message.
+    let start = 0;
+    let largest = -Infinity;
+    for (const end of ends) {
+      const phase = plan.messages.slice(start, end);
+      const buckets = new Set<number>();
+      for (const m of phase) {
+        if (m.expect.kind !== 'reading') continue;
+        largest = m.expect.eventTsMs === null ? Infinity : Math.max(largest, m.expect.eventTsMs);
+        buckets.add(Math.floor((largest - ooo) / 60_000));
+      }
+      assert.ok(
+        buckets.size <= 1,
+        `phase ending at ${end} spans buckets ${[...buckets].join(', ')}`,
+      );
+      start = end;
+    }
+    const last = plan.messages.slice(ends.at(-2) ?? 0);
+    assert.ok(last.every((m) => m.expect.kind === 'reading' && m.expect.eventTsMs === null));
+    assert.deepEqual(publishPhases([], ooo), []);
   });
 
   it('writes numbers and times exactly', () => {
