@@ -1,14 +1,14 @@
 // End to end on the local stack, the telemetry pipeline: the simulator (deploy/local/telemetry-demo/) publishes
-// 2,000 devices × 3 minutes of readings (the acceptance run) with the real Pub/Sub client and checks Silver,
-// the dead-letter table and the latest gold panes against its independent computation.
-// OFFVIA_TELEMETRY_E2E_DEVICES / OFFVIA_TELEMETRY_E2E_MINUTES run it smaller (docs/pipelines.md: the emulator's push
-// limits the rate, and on a loaded machine 6,000 readings take longer than the allowed lateness).
+// 300 devices × 3 minutes of readings with the real Pub/Sub client, phase by phase, and checks Silver, the dead-letter
+// table and the latest gold panes against its independent computation. The default is sized for the CI run of the
+// whole suite (about 2.5 minutes in this test; docs/pipelines.md, the simulator); the acceptance run of
+// 2,000 devices × 3 minutes is opt-in: OFFVIA_TELEMETRY_E2E_DEVICES=2000 OFFVIA_TELEMETRY_E2E_MINUTES=3.
 import assert from 'node:assert/strict';
 import { positiveIntFromEnv } from '../../deploy/local/resources';
 import { SIM_REGIONS } from '../../deploy/local/telemetry-demo/plan';
 import { formatTelemetrySummary, runTelemetryDemo } from '../../deploy/local/telemetry-demo/run';
 
-const DEVICES = positiveIntFromEnv('OFFVIA_TELEMETRY_E2E_DEVICES', 2000);
+const DEVICES = positiveIntFromEnv('OFFVIA_TELEMETRY_E2E_DEVICES', 300);
 const MINUTES = positiveIntFromEnv('OFFVIA_TELEMETRY_E2E_MINUTES', 3);
 /**
  * Deliveries in flight through the simulator's push relay (cloud-like push concurrency) instead of the stack's own
