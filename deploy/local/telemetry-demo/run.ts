@@ -1,6 +1,7 @@
 // The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream with the
-// real Pub/Sub client (ordering key deviceId), waits gently (a few counting queries every 3 s), reads back Silver,
-// the dead-letter table and the latest gold panes, and checks them (check.ts). `npm run demo -- --pipeline telemetry`.
+// real Pub/Sub client (ordering key deviceId) phase by phase, each event-time minute once the ones before it are
+// routed (plan.ts, publishPhases), waits gently (a few counting queries every 3 s), reads back Silver, the
+// dead-letter table and the latest gold panes, and checks them (check.ts). `npm run demo -- --pipeline telemetry`.
 import { BigQuery } from '@google-cloud/bigquery';
 import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
