@@ -211,6 +211,26 @@ describe('deploy plan over the pipeline registry', () => {
     assert.equal(read?.at(-1), `${P}:${reference?.datasetId ?? ''}.${reference?.tableId ?? ''}`);
   });
 
+  it("holds telemetry's watermark behind its ingest subscription's backlog: env and Monitoring read for fireWindows only", () => {
+    const windowsMember = `--member=serviceAccount:${email(telemetry.serviceAccounts.fireWindows)}`;
+    const viewer = actions(both).filter((c) => c.includes('--role=roles/monitoring.viewer'));
+    assert.deepEqual(
+      viewer.map((c) => c.find((a) => a.startsWith('--member='))),
+      [windowsMember],
+    );
+    const deploy = actions(both).find(
+      (c) =>
+        starts(c, 'gcloud', 'functions', 'deploy') &&
+        c.includes(`--entry-point=${telemetry.functions.fireWindows.entryPoint}`),
+    );
+    const env = flagValue(deploy ?? [], '--set-env-vars') ?? '';
+    assert.match(env, /OFFVIA_WATERMARK_HOLD_SOURCE=monitoring/);
+    assert.ok(
+      env.includes(`OFFVIA_WATERMARK_HOLD_SUBSCRIPTION=${telemetry.pubsub.subscriptions.ingest}`),
+      env,
+    );
+  });
+
   it('creates the telemetry ingest subscription itself, ordered, pushing to its function as the trigger account', () => {
     const name = telemetry.pubsub.subscriptions.ingest;
     const create = actions(both).find((c) =>
