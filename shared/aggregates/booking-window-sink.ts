@@ -6,8 +6,7 @@ import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import type { PubSubMessage } from '../pubsub/message';
 import type { ElementOutcome } from '../state/keyed-windows';
-import type { WindowedPipeline } from '../state/windowed-pipeline';
-import type { BookingAccumulator, BookingAggregate } from './booking-aggregates';
+import type { ElementRecorder } from '../state/session-pipeline';
 import { routeKey } from './route-key';
 
 /**
@@ -16,7 +15,7 @@ import { routeKey } from './route-key';
  */
 export class BookingWindowSink implements WindowStateSink {
   constructor(
-    private readonly pipeline: WindowedPipeline<bigint, BookingAccumulator, BookingAggregate>,
+    private readonly pipeline: ElementRecorder<bigint>,
     private readonly logger: Logger,
   ) {}
 

@@ -2,6 +2,7 @@
 // fireWindows dependencies, built once per instance from the environment.
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
+import { GoogleAuth } from 'google-auth-library';
 import type { Firestore } from '@google-cloud/firestore';
 import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env, TableRef } from '../config/env';
@@ -21,6 +22,16 @@ import { KeyedWindows, minProcessingTimeDelayMs } from '../state/keyed-windows';
 import { PaneEmitter } from '../state/pane-emitter';
 import { WatermarkTracker } from '../state/watermark-tracker';
 import { WindowedPipeline } from '../state/windowed-pipeline';
+import { FirestoreSessionStore } from '../state/firestore-session-store';
+import {
+  backlogWatermarkHold,
+  MonitoringBacklogReader,
+  type BacklogSampleReader,
+} from '../state/backlog-hold';
+import type { SessionFiring } from '../state/fire-sessions';
+import { SessionPipeline, type ElementRecorder } from '../state/session-pipeline';
+import type { SessionStore } from '../state/session-store';
+import { SessionWindows } from '../state/session-windows';
 import { createReduceFnRunner, type WatermarkHold } from '../windowing';
 import {
   DeliveryHolds,
@@ -44,11 +55,16 @@ export interface BookingWindows {
   readonly keyed: KeyedWindows<bigint, BookingAccumulator, BookingAggregate>;
   readonly tracker: WatermarkTracker;
   readonly emitter: PaneEmitter;
-  readonly pipeline: WindowedPipeline<bigint, BookingAccumulator, BookingAggregate>;
+  /** The per-event path: the fixed/sliding pipeline, or the session pipeline with session windows. */
+  readonly pipeline: ElementRecorder<bigint>;
+  /** Session windows: the session layout's store and code path (fireWindows fires it instead of `store`). */
+  readonly sessions?: SessionFiring<bigint, BookingAccumulator, BookingAggregate>;
   readonly logger: Logger;
   readonly now: () => number;
   /** Watermark holds of failing deliveries; `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
   readonly holds: WatermarkHoldStore | undefined;
+  /** The subscription backlog's reader (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent with the `local` source. */
+  readonly backlog?: BacklogSampleReader;
   /** Key-groups layout: the store's group queries, and the per-window layout's code path for windows still open. */
   readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
   readonly legacy?: {
@@ -71,6 +87,32 @@ export interface BookingWindowsOverrides {
   readonly now?: () => number;
   readonly metrics?: StoreMetrics;
   readonly pickShard?: (shardCount: number) => number;
+  /** The subscription backlog's reader (tests stub Cloud Monitoring with it). */
+  readonly backlog?: BacklogSampleReader;
+}
+
+/**
+ * Cloud Monitoring's reader of the subscription backlog, authorised with the function's service account
+ * (Application Default Credentials); the project is `OFFVIA_PROJECT_ID`'s or, when unset, the credentials' own.
+ */
+function monitoringBacklogReader(
+  projectId: string | undefined,
+  subscriptionId: string,
+): BacklogSampleReader {
+  const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/monitoring.read'] });
+  let reader: MonitoringBacklogReader | undefined;
+  return async () => {
+    if (reader === undefined) {
+      const client = await auth.getClient();
+      const project = projectId ?? (await auth.getProjectId());
+      reader = new MonitoringBacklogReader(
+        client,
+        { projectId: project, subscriptionId },
+        Date.now,
+      );
+    }
+    return reader.read();
+  };
 }
 
 /** The parts `assembleBookingWindows` wires together. */
@@ -88,6 +130,10 @@ export interface BookingWindowsParts {
   readonly holds?: WatermarkHoldStore;
   /** The per-window layout's store over the same root, when `store` is a key-groups store (migration). */
   readonly legacyStore?: WindowStore<BookingAccumulator>;
+  /** The subscription backlog's reader, for the `monitoring` hold source. */
+  readonly backlog?: BacklogSampleReader;
+  /** Session windows: the session layout's store (usually `store` itself, a FirestoreSessionStore). */
+  readonly sessionStore?: SessionStore<BookingAccumulator>;
 }
 
 /** Wires the booking pipeline (combiner, core, keyed windows, watermark, emitter) over any WindowStore. */
@@ -135,7 +181,24 @@ export function assembleBookingWindows(
     logger,
     now,
   });
-  const pipeline = new WindowedPipeline({
+  const paneRow = (pane: Parameters<typeof goldPaneRow>[2], insertId: string) => ({
+    ...goldPaneRow(config.pipeline, config.strategy.accumulationMode, pane, insertId),
+  });
+  const sessions =
+    parts.sessionStore === undefined
+      ? undefined
+      : {
+          store: parts.sessionStore,
+          sessions: new SessionWindows({
+            pipeline: config.pipeline,
+            runner,
+            combineFn: bookingAggregatesFn,
+            store: parts.sessionStore,
+            droppedTtlMs: config.droppedTtlMs,
+            paneRow,
+          }),
+        };
+  const windowed = new WindowedPipeline({
     pipeline: config.pipeline,
     keyed,
     tracker,
@@ -150,6 +213,17 @@ export function assembleBookingWindows(
         },
       }),
   });
+  const pipeline: ElementRecorder<bigint> =
+    sessions === undefined
+      ? windowed
+      : new SessionPipeline({
+          pipeline: config.pipeline,
+          sessions: sessions.sessions,
+          tracker,
+          emitter,
+          logger,
+          maxBundle: config.maxBundle,
+        });
   const holds = config.holdLeaseMs > 0 ? parts.holds : undefined;
   return {
     config,
@@ -158,6 +232,7 @@ export function assembleBookingWindows(
     tracker,
     emitter,
     pipeline,
+    ...(sessions !== undefined && { sessions }),
     logger,
     now,
     holds,
@@ -189,18 +264,27 @@ export function createBookingWindows(
   };
   const perWindow = new FirestoreWindowStore<BookingAccumulator>(firestore, storeOptions);
   const { earlyFirings, lateFirings } = config.strategy.trigger;
-  const store =
-    config.layout === 'key-groups'
-      ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
+  const sessionStore =
+    config.strategy.windowFn.kind === 'sessions'
+      ? new FirestoreSessionStore<BookingAccumulator>(firestore, {
           ...storeOptions,
           keyGroups: config.keyGroups,
-          shards: config.groupShards,
-          earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
-          lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
-          dedupTtlMs: config.ledgerTtlMs,
-          ...(overrides.now && { now: overrides.now }),
         })
-      : perWindow;
+      : undefined;
+  const store =
+    sessionStore !== undefined
+      ? sessionStore
+      : config.layout === 'key-groups'
+        ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
+            ...storeOptions,
+            keyGroups: config.keyGroups,
+            shards: config.groupShards,
+            earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+            lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+            dedupTtlMs: config.ledgerTtlMs,
+            ...(overrides.now && { now: overrides.now }),
+          })
+        : perWindow;
   const writer =
     overrides.writer ??
     new BigQueryRowWriter(
@@ -221,7 +305,13 @@ export function createBookingWindows(
     now: overrides.now ?? Date.now,
     ...(overrides.pickShard && { pickShard: overrides.pickShard }),
     holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
-    ...(store !== perWindow && { legacyStore: perWindow }),
+    ...(store !== perWindow && sessionStore === undefined && { legacyStore: perWindow }),
+    ...(sessionStore !== undefined && { sessionStore }),
+    ...(config.holdSource === 'monitoring' &&
+      config.holdSubscription !== undefined && {
+        backlog:
+          overrides.backlog ?? monitoringBacklogReader(ingest.projectId, config.holdSubscription),
+      }),
   });
 }
 
@@ -285,9 +375,7 @@ export function fireWindowsDepsOf(
     maxWindows: config.fireMaxWindows,
     outboxGraceMs: config.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
-    ...(windows.holds !== undefined && {
-      watermarkHold: watermarkHoldReader(windows.holds, config, windows.logger),
-    }),
+    ...watermarkHoldOf(windows),
     ...(windows.groups !== undefined && {
       groups: {
         store: windows.groups,
@@ -295,6 +383,7 @@ export function fireWindowsDepsOf(
         partitionsInFlight: config.firePartitionsInFlight,
       },
     }),
+    ...(windows.sessions !== undefined && { sessions: windows.sessions }),
     ...(windows.legacy !== undefined && {
       legacy: { ...windows.legacy, active: legacyActive(windows) },
     }),
@@ -314,6 +403,41 @@ function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise
     return !(legacy.store instanceof FirestoreWindowStore) || (await legacy.store.hasWindows());
   };
 }
+
+/**
+ * fireWindows' hold seam for the configured source: `local`, the delivery holds (none when holds are off);
+ * `monitoring`, the subscription backlog together with the delivery holds (`backlogWatermarkHold`).
+ */
+function watermarkHoldOf(
+  windows: BookingWindows,
+): Pick<FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate>, 'watermarkHold'> {
+  const { config, holds, backlog, logger } = windows;
+  const local = holds === undefined ? undefined : watermarkHoldReader(holds, config, logger);
+  if (backlog === undefined) return local === undefined ? {} : { watermarkHold: local };
+  return {
+    watermarkHold: backlogWatermarkHold({
+      read: backlog,
+      local: local ?? (() => Promise.resolve(NO_HOLD)),
+      policy: config.watermarkPolicy,
+      maxHoldMs: config.holdMaxMs,
+      minAgeMs: config.holdMinBacklogAgeMs,
+      cacheMs: BACKLOG_CACHE_MS,
+      logger,
+      pipeline: config.pipeline,
+    }),
+  };
+}
+
+/** How long fireWindows reuses a backlog sample, ms: the metric is sampled once a minute. */
+export const BACKLOG_CACHE_MS = 30_000;
+
+const NO_HOLD: WatermarkHold = {
+  oldestPublishTimeMs: null,
+  capMs: null,
+  active: 0,
+  stuck: [],
+  lapsed: [],
+};
 
 /** fireWindows' seam for the watermark hold, over the hold store. */
 function watermarkHoldReader(

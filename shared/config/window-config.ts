@@ -10,7 +10,7 @@ import {
   type WatermarkPolicy,
   type WindowingStrategy,
 } from '../windowing';
-import { type Env, type TableRef, readString } from './env';
+import { type Env, type TableRef, readOptionalString, readString } from './env';
 import {
   type NameVarSpec,
   type VarGroup,
@@ -23,6 +23,7 @@ import {
   readNameVar,
   readTableVar,
   tableVar,
+  textVar,
 } from './spec';
 
 /** Everything the windowed pipeline needs. Durations in ms. */
@@ -80,7 +81,22 @@ export interface WindowConfig {
   holdLeaseMs: number;
   /** Age past which a hold no longer holds the watermark and is logged as stuck (`OFFVIA_WATERMARK_HOLD_MAX_MS`). */
   holdMaxMs: number;
+  /**
+   * Where fireWindows' watermark hold comes from (`OFFVIA_WATERMARK_HOLD_SOURCE`): `local`, the holds of failing
+   * deliveries only; `monitoring`, also the ingest subscription's oldest unacknowledged message (Cloud Monitoring).
+   */
+  holdSource: WatermarkHoldSource;
+  /** The subscription whose backlog holds the watermark (`OFFVIA_WATERMARK_HOLD_SUBSCRIPTION`; `monitoring` only). */
+  holdSubscription: string | undefined;
+  /** A backlog younger than this does not hold (`OFFVIA_WATERMARK_HOLD_MIN_BACKLOG_AGE_MS`, default 60000). */
+  holdMinBacklogAgeMs: number;
 }
+
+/** Where the watermark hold comes from: failing deliveries (`local`) or also the subscription backlog (`monitoring`). */
+export type WatermarkHoldSource = 'local' | 'monitoring';
+
+/** Pub/Sub's resource-id rule for a subscription id. */
+const SUBSCRIPTION_ID = /^(?!goog)[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$/;
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -136,6 +152,20 @@ export const WINDOW_VARS = {
     rangeText: `at most \`OFFVIA_WINDOW_SIZE_MS\`, and size / period ≤ ${MAX_WINDOWS_PER_EVENT}`,
     meaning:
       'below the size: sliding windows. Each event is in size / period windows, each a state write in its transaction',
+  }),
+  sessionGapMs: intVar({
+    name: 'OFFVIA_WINDOW_SESSION_GAP_MS',
+    default: 0,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    rangeText:
+      'with it, `OFFVIA_WINDOW_SIZE_MS`, `OFFVIA_WINDOW_PERIOD_MS`, `OFFVIA_WINDOW_OFFSET_MS` must be unset, ' +
+      '`OFFVIA_WINDOW_LAYOUT` not `per-window` and `OFFVIA_WINDOW_GROUP_SHARDS` 1',
+    meaning:
+      "above 0: session windows with this gap (Beam's `Sessions.withGapDuration`) instead of fixed or sliding " +
+      "windows, kept in the session layout (one Firestore document per key holding the key's open sessions, see " +
+      '[windows](windows.md#session-windows)); 0: fixed or sliding windows',
   }),
   offsetMs: intVar({
     name: 'OFFVIA_WINDOW_OFFSET_MS',
@@ -429,6 +459,35 @@ export const WINDOW_VARS = {
       'a message failing for longer than this (since its publish time) stops holding the watermark and is logged as ' +
       'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing',
   }),
+  // A text spec rather than a choice: `monitoring` is valid only together with its subscription.
+  holdSource: textVar({
+    name: 'OFFVIA_WATERMARK_HOLD_SOURCE',
+    defaultText: '`local`',
+    allowedText: '`local`, or `monitoring` (with `OFFVIA_WATERMARK_HOLD_SUBSCRIPTION`)',
+    meaning:
+      "where `fireWindows`' watermark hold comes from: `local`, the holds recorded by failing deliveries; " +
+      "`monitoring`, also the ingest subscription's oldest unacknowledged message (Cloud Monitoring's " +
+      '`pubsub.googleapis.com/subscription/oldest_unacked_message_age`, read at most every 30 s; needs ' +
+      "`roles/monitoring.viewer` for `fireWindows`' service account; a failed read is logged and the pass uses the " +
+      'local holds). See [windows](windows.md#the-cloud-source-the-subscription-backlog)',
+  }),
+  holdSubscription: textVar({
+    name: 'OFFVIA_WATERMARK_HOLD_SUBSCRIPTION',
+    defaultText: 'none (required with `OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`)',
+    allowedText: 'a Pub/Sub subscription id (the `eventarc-*` subscription the deploy prints)',
+    meaning: 'the push subscription feeding `ingestBooking` whose backlog holds the watermark',
+  }),
+  holdMinBacklogAgeMs: intVar({
+    name: 'OFFVIA_WATERMARK_HOLD_MIN_BACKLOG_AGE_MS',
+    default: MINUTE_MS,
+    min: 0,
+    max: DAY_MS,
+    unit: 'ms',
+    meaning:
+      '`monitoring` source: a backlog whose oldest message is younger than this does not hold (deliveries in flight, ' +
+      'covered by the out-of-orderness bound; holding behind them would keep the watermark a metric delay behind ' +
+      'the clock)',
+  }),
 } as const;
 
 /** The reference section of the windowing variables. */
@@ -459,6 +518,7 @@ const VARIABLE_OF_PATH: Record<string, string> = {
   'windowFn.sizeMs': 'OFFVIA_WINDOW_SIZE_MS',
   'windowFn.periodMs': 'OFFVIA_WINDOW_PERIOD_MS',
   'windowFn.offsetMs': 'OFFVIA_WINDOW_OFFSET_MS',
+  'windowFn.gapMs': 'OFFVIA_WINDOW_SESSION_GAP_MS',
   allowedLatenessMs: 'OFFVIA_WINDOW_ALLOWED_LATENESS_MS',
   'trigger.earlyFirings': 'OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS',
   'trigger.lateFirings': 'OFFVIA_WINDOW_LATE_FIRING_COUNT',
@@ -523,14 +583,83 @@ function readName(env: Env, spec: NameVarSpec): string {
 }
 
 /**
+ * The watermark hold's source and, for `monitoring`, its subscription.
+ * @throws ConfigError for an unknown source, or `monitoring` without a valid subscription id
+ */
+function readHoldSource(
+  env: Env,
+): Pick<WindowConfig, 'holdSource' | 'holdSubscription' | 'holdMinBacklogAgeMs'> {
+  const v = WINDOW_VARS;
+  const source = readString(env, v.holdSource.name, 'local');
+  if (source !== 'local' && source !== 'monitoring') {
+    throw new ConfigError(
+      v.holdSource.name,
+      `expected local or monitoring, got ${JSON.stringify(source)}`,
+    );
+  }
+  const subscription = readOptionalString(env, v.holdSubscription.name);
+  if (source === 'monitoring' && subscription === undefined) {
+    throw new ConfigError(
+      v.holdSubscription.name,
+      'required with OFFVIA_WATERMARK_HOLD_SOURCE=monitoring: the subscription whose backlog holds the watermark',
+    );
+  }
+  if (subscription !== undefined && !SUBSCRIPTION_ID.test(subscription)) {
+    throw new ConfigError(
+      v.holdSubscription.name,
+      `not a Pub/Sub subscription id: ${JSON.stringify(subscription)}`,
+    );
+  }
+  return {
+    holdSource: source,
+    holdSubscription: subscription,
+    holdMinBacklogAgeMs: readIntVar(env, v.holdMinBacklogAgeMs),
+  };
+}
+
+/**
+ * Session windows (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), refusing the variables that do not apply to them: the
+ * window size, period and offset (sessions have none), the per-window layout and group shards (a key's sessions are
+ * one document, merged in one transaction). `null` when sessions are off.
+ * @throws ConfigError naming the variable that conflicts
+ */
+function readSessionGap(env: Env): number | null {
+  const v = WINDOW_VARS;
+  const gapMs = readIntVar(env, v.sessionGapMs);
+  if (gapMs === 0) return null;
+  for (const spec of [v.sizeMs, v.periodMs, v.offsetMs]) {
+    if (readOptionalString(env, spec.name) !== undefined) {
+      throw new ConfigError(
+        spec.name,
+        `must be unset with session windows (OFFVIA_WINDOW_SESSION_GAP_MS=${gapMs}): sessions have no size, period or offset`,
+      );
+    }
+  }
+  if (readLayout(env) === 'per-window') {
+    throw new ConfigError(
+      v.layout.name,
+      'per-window is not offered with session windows (OFFVIA_WINDOW_SESSION_GAP_MS): sessions use their own layout, one document per key',
+    );
+  }
+  if (readIntVar(env, v.groupShards) !== 1) {
+    throw new ConfigError(
+      v.groupShards.name,
+      "must be 1 with session windows (OFFVIA_WINDOW_SESSION_GAP_MS): a key's sessions are one document",
+    );
+  }
+  return gapMs;
+}
+
+/**
  * Reads and validates the windowing configuration. Fixed windows by default; `OFFVIA_WINDOW_PERIOD_MS` below the
- * size gives sliding windows. Session windows are not offered: merging needs all of a key's windows in one
- * transaction, which the sharded Firestore layout does not give. A firing is off when both its delay and count
- * are 0; without late firings the ON_TIME pane is final and later data is dropped (Beam).
+ * size gives sliding windows; `OFFVIA_WINDOW_SESSION_GAP_MS` above 0 gives session windows (the session layout).
+ * A firing is off when both its delay and count are 0; without late firings the ON_TIME pane is final and later
+ * data is dropped (Beam).
  * @throws ConfigError naming the first bad variable
  */
 export function loadWindowConfig(env: Env): WindowConfig {
   const v = WINDOW_VARS;
+  const sessionGapMs = readSessionGap(env);
   const sizeMs = readIntVar(env, v.sizeMs);
   const periodMs = readIntVar(env, v.periodMs, { fallback: sizeMs, max: sizeMs });
   const windowsPerEvent = Math.ceil(sizeMs / periodMs);
@@ -556,9 +685,11 @@ export function loadWindowConfig(env: Env): WindowConfig {
   try {
     strategy = validateWindowingStrategy({
       windowFn:
-        periodMs === sizeMs
-          ? { kind: 'fixed', sizeMs, offsetMs }
-          : { kind: 'sliding', sizeMs, periodMs, offsetMs },
+        sessionGapMs !== null
+          ? { kind: 'sessions', gapMs: sessionGapMs }
+          : periodMs === sizeMs
+            ? { kind: 'fixed', sizeMs, offsetMs }
+            : { kind: 'sliding', sizeMs, periodMs, offsetMs },
       allowedLatenessMs: readIntVar(env, v.allowedLatenessMs),
       trigger: { ...(earlyFirings && { earlyFirings }), lateFirings: lateFirings ?? null },
       accumulationMode: readMode(env),
@@ -597,6 +728,7 @@ export function loadWindowConfig(env: Env): WindowConfig {
     firePollMs: readIntVar(env, v.firePollMs),
     holdLeaseMs: readIntVar(env, v.holdLeaseMs),
     holdMaxMs: readIntVar(env, v.holdMaxMs),
+    ...readHoldSource(env),
   };
   const lifetimeMs = longestWindowLifetimeMs(config);
   if (config.ledgerTtlMs < lifetimeMs) {
@@ -620,7 +752,8 @@ export function longestWindowLifetimeMs(
   config: Pick<WindowConfig, 'strategy' | 'watermarkPolicy'>,
 ): number {
   const { strategy, watermarkPolicy: wm } = config;
-  // Sessions (not offered by this configuration) would grow with every event; the gap is a lower bound there.
+  // A session grows with every event; the gap is a lower bound there (the session layout keeps its dedup ids in the
+  // session itself, so no ledger has to outlive it).
   const sizeMs =
     strategy.windowFn.kind === 'sessions' ? strategy.windowFn.gapMs : strategy.windowFn.sizeMs;
   return (

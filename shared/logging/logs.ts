@@ -685,6 +685,56 @@ export function watermarkHeld(
   });
 }
 
+/**
+ * The ingest subscription's backlog (Cloud Monitoring's oldest unacknowledged message age) could not be read in this
+ * fireWindows pass: the pass falls back to the holds of failing deliveries, at WARNING so it is never silent.
+ */
+export function watermarkBacklogReadFailed(log: Logger, pipeline: string, error: string): void {
+  log.write(
+    'WARNING',
+    'watermark backlog hold unavailable: falling back to the holds of failing deliveries',
+    {
+      outcome: 'watermark_backlog_unavailable',
+      pipeline,
+      error,
+    },
+  );
+}
+
+/** The watermark was held back by the ingest subscription's unacknowledged backlog in this fireWindows pass. */
+export function watermarkHeldBehindBacklog(
+  log: Logger,
+  pipeline: string,
+  details: { oldestPublishTimeMs: number; capMs: number; sampledAtMs: number; ageMs: number },
+): void {
+  log.write('INFO', 'watermark held behind the subscription backlog', {
+    outcome: 'watermark_held_backlog',
+    pipeline,
+    oldest_unacked_publish_time: new Date(details.oldestPublishTimeMs).toISOString(),
+    hold_cap_ms: details.capMs,
+    sampled_at: new Date(details.sampledAtMs).toISOString(),
+    oldest_unacked_age_ms: details.ageMs,
+  });
+}
+
+/**
+ * The subscription's oldest unacknowledged message is older than the hold cap (`OFFVIA_WATERMARK_HOLD_MAX_MS`): it no
+ * longer holds the watermark. At ERROR, like a stuck delivery hold (`outcome: watermark_hold_stuck`).
+ */
+export function watermarkBacklogStuck(
+  log: Logger,
+  pipeline: string,
+  details: { oldestPublishTimeMs: number; nowMs: number },
+): void {
+  log.write('ERROR', 'watermark hold stuck: the subscription backlog is older than the hold cap', {
+    outcome: 'watermark_hold_stuck',
+    pipeline,
+    source: 'monitoring',
+    publish_time: new Date(details.oldestPublishTimeMs).toISOString(),
+    hold_age_ms: details.nowMs - details.oldestPublishTimeMs,
+  });
+}
+
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */
 export function fireWindowsLoopDone(log: Logger, summary: Record<string, unknown>): void {
   log.write('INFO', 'fireWindows timer loop done', { outcome: 'fire_windows_loop', ...summary });

@@ -11,6 +11,7 @@ import {
   type JsonValue,
   type WatermarkHold,
 } from '../windowing';
+import { fireSessions, type SessionFiring } from './fire-sessions';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
@@ -62,6 +63,11 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
     readonly partitionsInFlight?: number;
     readonly only?: readonly number[];
   };
+  /**
+   * The session layout (`sessions` window function): fireWindows fires session keys (`fire-sessions.ts`) instead of
+   * the `store`'s windows, which stay empty.
+   */
+  readonly sessions?: SessionFiring<In, Acc, Out>;
   /**
    * Windows of the per-window layout still open after an update to key groups: fired with the per-window code path
    * under the pipeline's lease until none remains (docs/windows.md, migration).
@@ -152,6 +158,7 @@ function addressId(a: WindowAddress): string {
 export async function fireWindows<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
 ): Promise<FireWindowsSummary> {
+  if (deps.sessions !== undefined) return fireSessions(deps, deps.sessions);
   if (deps.groups !== undefined) return fireKeyGroups(deps, deps.groups);
   const startedMs = deps.now();
   const pt = startedMs;

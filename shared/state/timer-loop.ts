@@ -228,6 +228,8 @@ export function nextTimerQuery<In, Acc extends JsonValue, Out>(
     const delayMs = deps.processingTimeDelayMs;
     if (delayMs === null) return null;
     const found: number[] = [];
+    // Session records carry the deadline itself, not the pane's first arrival.
+    if (deps.sessions !== undefined) return deps.sessions.store.earliestSessionTimerMs();
     const grouped = deps.groups?.store;
     if (hasNextTimers(grouped)) {
       const t = (await grouped.nextTimers()).processingTimeMs;

@@ -120,4 +120,76 @@ describe('config: windows', () => {
         err instanceof ConfigError && err.variable === 'OFFVIA_WINDOW_LEDGER_TTL_MS',
     );
   });
+  it('builds session windows from OFFVIA_WINDOW_SESSION_GAP_MS, and refuses what sessions do not support in one line', () => {
+    const c = loadWindowConfig({ OFFVIA_WINDOW_SESSION_GAP_MS: '30000' });
+    assert.deepEqual(c.strategy.windowFn, { kind: 'sessions', gapMs: 30_000 });
+    assert.equal(
+      loadWindowConfig({}).strategy.windowFn.kind,
+      'fixed',
+      'gap 0 (default): fixed windows',
+    );
+    const refused: [Record<string, string>, string, RegExp][] = [
+      [
+        { OFFVIA_WINDOW_SIZE_MS: '60000' },
+        'OFFVIA_WINDOW_SIZE_MS',
+        /must be unset with session windows/,
+      ],
+      [{ OFFVIA_WINDOW_PERIOD_MS: '30000' }, 'OFFVIA_WINDOW_PERIOD_MS', /sessions have no size/],
+      [{ OFFVIA_WINDOW_OFFSET_MS: '1' }, 'OFFVIA_WINDOW_OFFSET_MS', /must be unset/],
+      [{ OFFVIA_WINDOW_LAYOUT: 'per-window' }, 'OFFVIA_WINDOW_LAYOUT', /one document per key/],
+      [{ OFFVIA_WINDOW_GROUP_SHARDS: '2' }, 'OFFVIA_WINDOW_GROUP_SHARDS', /must be 1/],
+      [{ OFFVIA_WINDOW_SESSION_GAP_MS: '-1' }, 'OFFVIA_WINDOW_SESSION_GAP_MS', /./],
+    ];
+    for (const [env, variable, message] of refused) {
+      assert.throws(
+        () => loadWindowConfig({ OFFVIA_WINDOW_SESSION_GAP_MS: '30000', ...env }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.variable === variable &&
+          message.test(err.message) &&
+          !err.message.includes('\n'),
+        JSON.stringify(env),
+      );
+    }
+  });
+
+  it('reads the watermark hold source: local by default, monitoring with its subscription', () => {
+    const local = loadWindowConfig({});
+    assert.equal(local.holdSource, 'local');
+    assert.equal(local.holdSubscription, undefined);
+    assert.equal(local.holdMinBacklogAgeMs, 60_000);
+    const cloud = loadWindowConfig({
+      OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring',
+      OFFVIA_WATERMARK_HOLD_SUBSCRIPTION: 'eventarc-europe-west1-ingest-booking-123',
+      OFFVIA_WATERMARK_HOLD_MIN_BACKLOG_AGE_MS: '120000',
+    });
+    assert.equal(cloud.holdSource, 'monitoring');
+    assert.equal(cloud.holdSubscription, 'eventarc-europe-west1-ingest-booking-123');
+    assert.equal(cloud.holdMinBacklogAgeMs, 120_000);
+    const refused: [Record<string, string>, string, RegExp][] = [
+      [
+        { OFFVIA_WATERMARK_HOLD_SOURCE: 'pubsub' },
+        'OFFVIA_WATERMARK_HOLD_SOURCE',
+        /expected local or monitoring/,
+      ],
+      [
+        { OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring' },
+        'OFFVIA_WATERMARK_HOLD_SUBSCRIPTION',
+        /required/,
+      ],
+      [
+        { OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring', OFFVIA_WATERMARK_HOLD_SUBSCRIPTION: 'a/b' },
+        'OFFVIA_WATERMARK_HOLD_SUBSCRIPTION',
+        /not a Pub\/Sub subscription id/,
+      ],
+    ];
+    for (const [env, variable, message] of refused) {
+      assert.throws(
+        () => loadWindowConfig(env),
+        (err: unknown) =>
+          err instanceof ConfigError && err.variable === variable && message.test(err.message),
+        JSON.stringify(env),
+      );
+    }
+  });
 });

@@ -1,0 +1,257 @@
+// The session layout on Firestore: one document per key (`sessionKeys/g<group>~<key>`) holding the key's open
+// sessions and their dedup ids; the watermark, leases, dropped-late counters and pane outbox are the shared ones.
+import type { DocumentReference, Transaction } from '@google-cloud/firestore';
+import * as v from 'valibot';
+import { TransientError, errorText } from '../errors';
+import type { JsonValue, KeyState, WindowState } from '../windowing';
+import {
+  FirestoreTransaction,
+  FirestoreWindowStore,
+  type FirestoreWindowStoreOptions,
+} from './firestore-window-store';
+import { keyGroupOf, keyIdPart } from './ids';
+import type {
+  SessionStore,
+  SessionTimers,
+  SessionTransaction,
+  StoredSessionKey,
+} from './session-store';
+import { LeaseLostError, type Lease } from './window-store';
+
+/** The session layout's collection under `{root}/{pipeline}`. */
+export const SESSION_COLLECTION = 'sessionKeys';
+
+/** Options of the session store. */
+export interface FirestoreSessionStoreOptions<
+  Acc extends JsonValue,
+> extends FirestoreWindowStoreOptions<Acc> {
+  /** Key groups (`OFFVIA_WINDOW_KEY_GROUPS`): the document id starts with the key's group, spreading the ids. */
+  readonly keyGroups: number;
+}
+
+const int = v.pipe(v.number(), v.safeInteger());
+const SessionKeyDoc = v.object({
+  key: v.string(),
+  group: int,
+  state_json: v.string(),
+  seen: v.record(v.string(), v.string()),
+  event_timer_ms: v.nullable(int),
+  processing_timer_ms: v.nullable(int),
+});
+const StateJson = v.object({
+  inputWatermarkMs: int,
+  processingTimeMs: int,
+  windows: v.array(
+    v.object({
+      window: v.object({ startMs: int, endMs: int }),
+      pane: v.object({
+        phase: v.picklist(['EARLY', 'LATE', 'CLOSED']),
+        panesEmitted: int,
+        nonEarlyPanesEmitted: int,
+      }),
+      contribution: v.object({
+        accumulator: v.unknown(),
+        elementsInPane: int,
+        firstElementInPaneAtMs: v.nullable(int),
+      }),
+    }),
+  ),
+});
+
+/**
+ * Firestore layout of the session layout (`{root}/{pipeline}/…`):
+ * - `sessionKeys/g<group>~<key>`: `key`, `group`, `state_json` (the core's KeyState: every open session's window,
+ *   pane bookkeeping and contribution, the key's watermark and processing-time clamps), `seen` (session id → its
+ *   events' concatenated 16-character dedup ids), timers `event_timer_ms` / `processing_timer_ms` (fireWindows'
+ *   single-field range queries). Deleted when the key's last session is garbage-collected.
+ * Everything else (watermark, leases, `droppedLate`, `paneOutbox`) is the per-window layout's (inherited), so the
+ * pane emitter and the outbox re-emission work unchanged.
+ */
+export class FirestoreSessionStore<Acc extends JsonValue>
+  extends FirestoreWindowStore<Acc>
+  implements SessionStore<Acc>
+{
+  constructor(
+    db: ConstructorParameters<typeof FirestoreWindowStore<Acc>>[0],
+    private readonly sessionOptions: FirestoreSessionStoreOptions<Acc>,
+  ) {
+    super(db, sessionOptions);
+  }
+
+  /** Key groups the document ids are spread over. */
+  get sessionKeyGroups(): number {
+    return this.sessionOptions.keyGroups;
+  }
+
+  /** The document of a key's sessions. */
+  sessionRef(key: string): DocumentReference {
+    const group = keyGroupOf(key, this.sessionOptions.keyGroups);
+    return this.collection(SESSION_COLLECTION).doc(`g${group}~${keyIdPart(key)}`);
+  }
+
+  /** A lease document under `meta/`. */
+  leaseDoc(name: string): DocumentReference {
+    return this.collection('meta').doc(name);
+  }
+
+  /** Parses a session document. @throws TransientError naming the document when it is malformed */
+  sessionOf(where: string, data: unknown): StoredSessionKey<Acc> {
+    const doc = this.parse(where, SessionKeyDoc, data);
+    let json: unknown;
+    try {
+      json = JSON.parse(doc.state_json);
+    } catch (err) {
+      throw new TransientError(
+        `firestore read ${where}`,
+        `malformed state_json: ${errorText(err)}`,
+      );
+    }
+    const state = this.parse(where, StateJson, json);
+    const windows = state.windows.map((w): WindowState<Acc> => ({
+      window: w.window,
+      pane: w.pane,
+      contribution: {
+        accumulator: this.sessionOptions.parseAccumulator(w.contribution.accumulator),
+        elementsInPane: w.contribution.elementsInPane,
+        firstElementInPaneAtMs: w.contribution.firstElementInPaneAtMs,
+      },
+    }));
+    const keyState: KeyState<Acc> = {
+      key: doc.key,
+      inputWatermarkMs: state.inputWatermarkMs,
+      processingTimeMs: state.processingTimeMs,
+      windows,
+    };
+    return { state: keyState, seen: doc.seen };
+  }
+
+  protected override newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
+    return new SessionAttempt(tx, this);
+  }
+
+  async transactSessions<T>(
+    operation: string,
+    fn: (tx: SessionTransaction<Acc>) => Promise<T>,
+  ): Promise<T> {
+    const result = await this.transact(operation, (tx) => {
+      if (!(tx instanceof SessionAttempt)) throw new Error('not a session transaction');
+      return fn(tx as SessionAttempt<Acc>);
+    });
+    if (result.kind !== 'committed') {
+      throw new TransientError(
+        operation,
+        'unexpected ledger conflict (the session layout has no ledger)',
+      );
+    }
+    return result.value;
+  }
+
+  async findSessionKeysDue(
+    watermarkMs: number,
+    processingTimeMs: number,
+    limit: number,
+  ): Promise<string[]> {
+    const collection = this.collection(SESSION_COLLECTION);
+    const [byEvent, byClock] = await this.call('query due session keys', () =>
+      Promise.all([
+        collection
+          .where('event_timer_ms', '<', watermarkMs)
+          .orderBy('event_timer_ms')
+          .select('key')
+          .limit(limit)
+          .get(),
+        collection
+          .where('processing_timer_ms', '<=', processingTimeMs)
+          .orderBy('processing_timer_ms')
+          .select('key')
+          .limit(limit)
+          .get(),
+      ]),
+    );
+    this.metrics.reads += Math.max(1, byEvent.size) + Math.max(1, byClock.size);
+    const keys = [...byEvent.docs, ...byClock.docs].map((d) => {
+      const key: unknown = d.get('key');
+      if (typeof key !== 'string') {
+        throw new TransientError(
+          `firestore read ${SESSION_COLLECTION}/${d.id}`,
+          'malformed document: key is not a string',
+        );
+      }
+      return key;
+    });
+    return [...new Set(keys)];
+  }
+
+  async earliestSessionTimerMs(): Promise<number | null> {
+    const snap = await this.call('query earliest session timer', () =>
+      this.collection(SESSION_COLLECTION)
+        .where('processing_timer_ms', '!=', null)
+        .orderBy('processing_timer_ms')
+        .select('processing_timer_ms')
+        .limit(1)
+        .get(),
+    );
+    this.metrics.reads += 1;
+    const value: unknown = snap.docs[0]?.get('processing_timer_ms');
+    return typeof value === 'number' ? value : null;
+  }
+}
+
+/** One attempt of a session transaction: the shared records (outbox, dropped counters) plus session documents. */
+class SessionAttempt<Acc extends JsonValue>
+  extends FirestoreTransaction<Acc>
+  implements SessionTransaction<Acc>
+{
+  constructor(
+    tx: Transaction,
+    private readonly sessions: FirestoreSessionStore<Acc>,
+  ) {
+    super(tx, sessions);
+  }
+
+  async readSessionKey(key: string): Promise<StoredSessionKey<Acc> | null> {
+    const ref = this.sessions.sessionRef(key);
+    const snap = await this.sessions.sdk(() => this.tx.get(ref));
+    this.sessions.metrics.reads++;
+    return snap.exists
+      ? this.sessions.sessionOf(`${SESSION_COLLECTION}/${ref.id}`, snap.data())
+      : null;
+  }
+
+  /** Checks the named lease (`lease.name`, default the pipeline's) in this transaction. */
+  override async checkLease(lease: Lease): Promise<void> {
+    const name = lease.name ?? 'fireWindowsLease';
+    const snap = await this.sessions.sdk(() => this.tx.get(this.sessions.leaseDoc(name)));
+    this.sessions.metrics.reads++;
+    const fence: unknown = snap.get('fence');
+    const holder: unknown = snap.get('holder');
+    if (!snap.exists || fence !== lease.fence || holder !== lease.holder) {
+      throw new LeaseLostError(
+        `fireWindows lease ${name} (fence ${lease.fence}) is lost: it is at fence ${String(fence)} held by ` +
+          String(holder),
+      );
+    }
+  }
+
+  putSessionKey(record: StoredSessionKey<Acc>, timers: SessionTimers): void {
+    this.writes++;
+    const { state } = record;
+    this.tx.set(this.sessions.sessionRef(state.key), {
+      key: state.key,
+      group: keyGroupOf(state.key, this.sessions.sessionKeyGroups),
+      state_json: JSON.stringify({
+        inputWatermarkMs: state.inputWatermarkMs,
+        processingTimeMs: state.processingTimeMs,
+        windows: state.windows,
+      }),
+      seen: { ...record.seen },
+      event_timer_ms: timers.eventTimerMs,
+      processing_timer_ms: timers.processingTimerMs,
+    });
+  }
+
+  deleteSessionKey(key: string): void {
+    this.deletes++;
+    this.tx.delete(this.sessions.sessionRef(key));
+  }
+}

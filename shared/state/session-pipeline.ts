@@ -1,0 +1,90 @@
+// The per-event path of a session pipeline: bundle concurrent events of a key, apply them in one transaction over the
+// key's sessions, emit the panes they fired, log drops and duplicates, and feed the event time to the watermark.
+import type { JsonValue } from '../windowing';
+import type { Logger } from '../logging/logger';
+import * as logs from '../logging/logs';
+import { Bundler } from './bundler';
+import type { ElementOutcome, WindowElement } from './keyed-windows';
+import type { PaneEmitter } from './pane-emitter';
+import type { SessionWindows } from './session-windows';
+import type { WatermarkTracker } from './watermark-tracker';
+
+/** What the window-state sink records an event into: the fixed/sliding pipeline or the session one. */
+export interface ElementRecorder<In> {
+  /**
+   * Counts the event once, fires what it makes due, and feeds its event time to the watermark.
+   * @throws TransientError when the store fails (the caller must not ack)
+   */
+  record(key: string, element: WindowElement<In>): Promise<ElementOutcome>;
+}
+
+/** Wiring of a SessionPipeline. */
+export interface SessionPipelineDeps<In, Acc extends JsonValue, Out> {
+  readonly pipeline: string;
+  readonly sessions: SessionWindows<In, Acc, Out>;
+  readonly tracker: WatermarkTracker;
+  readonly emitter: PaneEmitter;
+  readonly logger: Logger;
+  /** Most events per transaction for one key. */
+  readonly maxBundle: number;
+}
+
+/**
+ * `record` counts an event exactly once in its key's sessions; events of a key arriving while a transaction for it
+ * runs are applied together in the next one (the queue is the key: all its sessions are one record).
+ */
+export class SessionPipeline<In, Acc extends JsonValue, Out> implements ElementRecorder<In> {
+  private readonly bundler: Bundler<WindowElement<In> & { key: string }, ElementOutcome>;
+
+  constructor(private readonly deps: SessionPipelineDeps<In, Acc, Out>) {
+    this.bundler = new Bundler((key, items) => this.apply(key, items), deps.maxBundle);
+  }
+
+  /**
+   * Applies one event: resolves once it is committed (or found a duplicate, or dropped as late and counted), after
+   * the panes it fired were written or deferred, and after the watermark saw its event time.
+   * @throws TransientError when the store fails
+   */
+  async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
+    const outcome = await this.bundler.submit(key, { ...element, key });
+    await this.deps.tracker.observe(element.timestampMs, element.receivedAtMs);
+    return outcome;
+  }
+
+  private async apply(
+    key: string,
+    items: readonly (WindowElement<In> & { key: string })[],
+  ): Promise<ElementOutcome[]> {
+    const result = await this.deps.sessions.processBundle(key, items, (pt, fresh) =>
+      this.deps.tracker.watermarkMs(pt, fresh),
+    );
+    result.outcomes.forEach((outcome, i) => {
+      const element = items[i];
+      if (element === undefined) return;
+      const ref = { messageId: element.messageId };
+      if (outcome.kind === 'duplicate') {
+        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
+      }
+      for (const drop of outcome.dropped) {
+        logs.windowElementDropped(
+          this.deps.logger,
+          ref,
+          {
+            pipeline: this.deps.pipeline,
+            key,
+            windowStartMs: drop.window.startMs,
+            windowEndMs: drop.window.endMs,
+          },
+          {
+            eventId: element.eventId,
+            eventTimeMs: element.timestampMs,
+            reason: drop.reason,
+            watermarkMs: result.watermarkMs,
+          },
+        );
+      }
+    });
+    await this.deps.emitter.emitOrDefer(result.panes);
+    return [...result.outcomes];
+  }
+}

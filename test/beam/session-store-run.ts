@@ -1,0 +1,160 @@
+// Runs a differential-test scenario through the session layout of the keyed store (SessionWindows over the in-memory
+// SessionStore) instead of the pure core alone: the same TestStream steps, delivered as bundles per key and fired by
+// due timers, so the store's panes can be compared with the core's (and, through it, Beam's).
+import {
+  createReduceFnRunner,
+  MAX_WATERMARK_MS,
+  type IntervalWindow,
+  type PaneTiming,
+} from '../../shared/windowing';
+import type { WindowElement } from '../../shared/state/keyed-windows';
+import { MemorySessionStore } from '../../shared/state/session-store';
+import { SessionWindows } from '../../shared/state/session-windows';
+import {
+  collectFn,
+  comparePaneRecords,
+  FINAL_PROCESSING_TIME_ADVANCE_MS,
+  SCENARIO_EPOCH_MS,
+  type PaneRecord,
+  type Scenario,
+} from './differential';
+
+/** How elements are delivered to the store. */
+export interface StoreDelivery {
+  /**
+   * Redeliveries: `(step, position)` → true to deliver that element again (same event id) in a later bundle of its
+   * key, and again inside its own bundle. Default: none.
+   */
+  readonly redeliver?: (step: number, position: number) => boolean;
+}
+
+interface Row {
+  readonly key: string;
+  readonly window: IntervalWindow;
+  readonly values: number[];
+  readonly timing: PaneTiming;
+  readonly index: number;
+  readonly onTimeIndex: number;
+  readonly isFirst: boolean;
+  readonly isLast: boolean;
+}
+
+/**
+ * The scenario's panes from the session layout, sorted like `runCore`'s, ended the same way (watermark to the end of
+ * time, then `FINAL_PROCESSING_TIME_ADVANCE_MS`).
+ * @throws Error when the scenario's window function is not sessions
+ */
+export async function runSessionStore(
+  scenario: Scenario,
+  delivery: StoreDelivery = {},
+): Promise<{ panes: PaneRecord[]; store: MemorySessionStore<number[]> }> {
+  if (scenario.strategy.windowFn.kind !== 'sessions') {
+    throw new Error(`${scenario.id} does not use session windows`);
+  }
+  const store = new MemorySessionStore<number[]>();
+  const sessions = new SessionWindows({
+    pipeline: 'differential',
+    runner: createReduceFnRunner(scenario.strategy, collectFn),
+    combineFn: collectFn,
+    store,
+    droppedTtlMs: 60_000,
+    paneRow: (pane): Record<string, unknown> => ({
+      key: pane.key,
+      window: pane.window,
+      values: pane.value,
+      timing: pane.timing,
+      index: pane.index,
+      onTimeIndex: pane.onTimeIndex,
+      isFirst: pane.isFirst,
+      isLast: pane.isLast,
+    }),
+  });
+  let watermarkMs = Number.MIN_SAFE_INTEGER;
+  let processingTimeMs = 0;
+  const rows: Row[] = [];
+  const pendingRedeliveries = new Map<string, WindowElement<number>[]>();
+  const reader = (): Promise<number> => Promise.resolve(watermarkMs);
+  const fireDue = async (): Promise<void> => {
+    const keys = await store.findSessionKeysDue(watermarkMs, processingTimeMs, 1_000_000);
+    for (const key of keys.sort()) {
+      const fired = await sessions.fireKey(key, watermarkMs, processingTimeMs);
+      rows.push(...fired.panes.map((p) => p.row as unknown as Row));
+    }
+  };
+  const steps = [
+    ...scenario.steps,
+    { kind: 'watermark' as const, watermarkMs: MAX_WATERMARK_MS - SCENARIO_EPOCH_MS },
+    { kind: 'processingTime' as const, advanceByMs: FINAL_PROCESSING_TIME_ADVANCE_MS },
+  ];
+  for (const [s, step] of steps.entries()) {
+    switch (step.kind) {
+      case 'elements': {
+        const byKey = new Map<string, WindowElement<number>[]>();
+        step.elements.forEach((e, i) => {
+          const element: WindowElement<number> = {
+            eventId: `${s}/${i}`,
+            messageId: `m${s}/${i}`,
+            value: e.value,
+            timestampMs: e.timestampMs + SCENARIO_EPOCH_MS,
+            receivedAtMs: processingTimeMs,
+          };
+          const list = byKey.get(e.key) ?? [];
+          list.push(element);
+          if (delivery.redeliver?.(s, i) === true) {
+            list.push(element);
+            pendingRedeliveries.set(e.key, [
+              ...(pendingRedeliveries.get(e.key) ?? []),
+              { ...element, messageId: `${element.messageId}-again` },
+            ]);
+          }
+          byKey.set(e.key, list);
+        });
+        for (const key of [...byKey.keys()].sort()) {
+          // Redeliveries of earlier steps ride along with the key's next bundle, first.
+          const again = s > 0 ? (pendingRedeliveries.get(`${key}@old`) ?? []) : [];
+          pendingRedeliveries.delete(`${key}@old`);
+          const result = await sessions.processBundle(
+            key,
+            [
+              ...again.map((e) => ({ ...e, receivedAtMs: processingTimeMs })),
+              ...(byKey.get(key) ?? []),
+            ],
+            reader,
+          );
+          rows.push(...result.panes.map((p) => p.row as unknown as Row));
+        }
+        for (const [key, list] of [...pendingRedeliveries.entries()]) {
+          if (key.endsWith('@old')) continue;
+          pendingRedeliveries.delete(key);
+          pendingRedeliveries.set(`${key}@old`, list);
+        }
+        break;
+      }
+      case 'watermark':
+        watermarkMs =
+          step.watermarkMs === MAX_WATERMARK_MS - SCENARIO_EPOCH_MS
+            ? MAX_WATERMARK_MS
+            : step.watermarkMs + SCENARIO_EPOCH_MS;
+        await fireDue();
+        break;
+      case 'processingTime':
+        processingTimeMs += step.advanceByMs;
+        await fireDue();
+        break;
+    }
+  }
+  const panes = rows
+    .map((r): PaneRecord => ({
+      key: r.key,
+      startMs: r.window.startMs - SCENARIO_EPOCH_MS,
+      endMs: r.window.endMs - SCENARIO_EPOCH_MS,
+      values: r.values,
+      timing: r.timing,
+      index: r.index,
+      onTimeIndex: r.onTimeIndex,
+      isFirst: r.isFirst,
+      isLast: r.isLast,
+    }))
+    .sort(comparePaneRecords);
+  return { panes, store };
+}
