@@ -12,6 +12,8 @@ import { createFireWindowsDeps, fireWindowsLoopOptions } from '../shared/aggrega
 import { fireWindowsLoopHttp, type TimerLoopOptions } from '../shared/state/timer-loop';
 import { fireWindowsHttp, type FireWindowsDeps } from '../shared/state/fire-windows';
 import type { BookingAccumulator, BookingAggregate } from '../shared/aggregates/booking-aggregates';
+import { PIPELINES } from '../shared/pipelines';
+import { registerPipelineFunctions } from '../shared/pipeline/runtime/entry-points';
 
 let ingestDeps: IngestDeps | undefined;
 /** Configuration is validated once per instance; when this instance serves ingestBooking, at cold start. */
@@ -92,3 +94,11 @@ functions.http('fireWindows', async (req, res) => {
       : await fireWindowsHttp(deps);
   res.status(answer.status).json(answer.body);
 });
+
+/**
+ * Every registered pipeline but booking (which runs through ingestBooking and fireWindows above) gets its two
+ * functions from its definition (shared/pipeline/runtime/entry-points.ts): telemetry's `ingestTelemetry` and
+ * `fireTelemetryWindows`. Dependencies are built once per instance, at cold start when `FUNCTION_TARGET` names one.
+ * The deploy plan reads literal registrations only (deploy/gcloud/registry.ts), so it does not deploy these yet.
+ */
+registerPipelineFunctions(functions, PIPELINES, process.env);

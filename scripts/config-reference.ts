@@ -79,10 +79,20 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         meaning: 'Functions Framework port of `fireWindows`',
       },
       {
+        name: 'OFFVIA_INGEST_TELEMETRY_PORT',
+        default: '`8083`',
+        meaning: 'Functions Framework port of `ingestTelemetry` (the telemetry pipeline)',
+      },
+      {
+        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_PORT',
+        default: '`8084`',
+        meaning: 'Functions Framework port of `fireTelemetryWindows` (the telemetry pipeline)',
+      },
+      {
         name: 'OFFVIA_INGEST_BOOKING_URL',
         default: 'set by the stack',
         meaning:
-          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`)',
+          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`, `OFFVIA_INGEST_TELEMETRY_URL`, `OFFVIA_FIRE_TELEMETRY_WINDOWS_URL`)',
       },
       {
         name: 'OFFVIA_SCHEMA_SWEEP_URL',
@@ -93,6 +103,18 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         name: 'OFFVIA_FIRE_WINDOWS_URL',
         default: 'set by the stack',
         meaning: 'URL of `fireWindows`, in `.local/stack/env`',
+      },
+      {
+        name: 'OFFVIA_INGEST_TELEMETRY_URL',
+        builtName: true,
+        default: 'set by the stack',
+        meaning: 'URL of `ingestTelemetry`, in `.local/stack/env`',
+      },
+      {
+        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_URL',
+        default: 'set by the stack',
+        meaning:
+          'URL of `fireTelemetryWindows`, in `.local/stack/env` (the scheduler calls it every minute)',
       },
       {
         name: 'OFFVIA_BQ_LOCATION',
@@ -179,6 +201,29 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         name: 'OFFVIA_DEMO_TIMEOUT_MS',
         default: '60000 + 50 per event',
         meaning: 'how long `npm run demo` waits for the layers',
+      },
+      {
+        name: 'OFFVIA_DEMO_BASE_DIR',
+        default: 'set by `demo.sh`',
+        meaning:
+          'where `npm run demo` was typed: a relative events file is resolved from there (`deploy/local/demo-args.ts`)',
+      },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_DEVICES',
+        default: '`2000`',
+        meaning:
+          'devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`)',
+      },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_MINUTES',
+        default: '`3`',
+        meaning: 'minutes of readings of the telemetry simulator end-to-end test',
+      },
+      {
+        name: 'OFFVIA_TELEMETRY_E2E_PUSH_RELAY',
+        default: '`0`',
+        meaning:
+          "deliveries in flight through the simulator's push relay in the telemetry end-to-end test (`0`: the stack's push subscription)",
       },
     ],
   },

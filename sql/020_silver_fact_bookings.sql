@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_silver.fact_bookings` (
   ingestion_timestamp TIMESTAMP NOT NULL,
   source_message_id STRING NOT NULL,
   event_id STRING OPTIONS (description = 'Stable event id: producer id or bk1-<sha256(booking_id, status, event time)>; also the insertId'),
-  reprocess_run_id STRING OPTIONS (description = 'The offvia run that re-drove the row (sql/045); NULL for live traffic')
+  reprocess_run_id STRING OPTIONS (description = 'The offvia run that re-drove the row (sql/045); NULL for live traffic'),
+  contract_version STRING OPTIONS (description = 'The booking contract version the row was validated as (sql/046); NULL in rows written before it existed, meaning "1"')
 )
 PARTITION BY DATE(event_timestamp)
 CLUSTER BY origin_airport, destination_airport

@@ -9,14 +9,19 @@ import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
 import { type DeployOptions, normaliseBqLocation, type Plan, type RepoFacts } from './options';
 import { registeredFunctions } from './registry';
-import { readSqlFiles } from './sql';
+import { readSqlFiles, type SqlFile } from './sql';
+import { PIPELINES } from '../../shared/pipelines';
+import { BOOKING, readPipelineSqlFiles, selectPipelines } from './pipelines';
 import { renderPlan } from './steps';
 import { buildTeardownPlan } from './teardown-plan';
 import { filesForUpload, sourceDigest } from './upload';
 
-export const USAGE = `usage: deploy.sh    --project P --region R [options]
-       teardown.sh  --project P --region R [options] [--yes] [--delete-data]
+export const USAGE = `usage: deploy.sh    --project P --region R [--pipeline NAME]... [options]
+       teardown.sh  --project P --region R (--pipeline NAME... | --all) [options] [--yes] [--delete-data]
   --dry-run                 print the plan (a bash script) and exit; nothing is called
+  --pipeline NAME           a registered pipeline (repeatable, or a comma list): deploy defaults to every one;
+                            teardown deletes only the named pipelines' resources, never the shared ones
+  --all                     teardown only: every pipeline and the shared resources (accounts, custom roles)
   --name-prefix S           prefix of function, service account, job, metric and policy names (default offvia-)
   --bq-location L           BigQuery location of the datasets (default: the region, as the lab does)
   --firestore-location L    location if the Firestore database must be created (default: the region)
@@ -44,10 +49,16 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 /** Reads what the plan depends on from the repository at `root`. */
 export function readRepoFacts(root: string, project: string, bqLocation: string): RepoFacts {
   const indexFile = path.join(root, 'functions', 'index.ts');
+  const pipelineSqlFiles: Record<string, readonly SqlFile[]> = {};
+  for (const p of PIPELINES) {
+    if (p.name !== BOOKING)
+      pipelineSqlFiles[p.name] = readPipelineSqlFiles(root, p, project, bqLocation);
+  }
   return {
     registered: registeredFunctions(readFileSync(indexFile, 'utf8'), 'functions/index.ts'),
     schedules: SCHEDULES,
     sqlFiles: readSqlFiles(path.join(root, 'sql'), project, bqLocation),
+    pipelineSqlFiles,
     sourceDigest: sourceDigest(root, filesForUpload(root)),
   };
 }
@@ -57,6 +68,11 @@ export interface CliArgs {
   readonly command: 'deploy' | 'teardown';
   readonly options: DeployOptions;
   readonly deleteData: boolean;
+  /**
+   * Teardown: `--all` (every pipeline and the shared resources), `named` (`--pipeline`: those pipelines' own
+   * resources), or `unnamed` (neither: teardown.sh refuses, see teardownScopeProblem). Deploy: `all` or `named`.
+   */
+  readonly scope: 'all' | 'named' | 'unnamed';
 }
 
 /** The flags of USAGE, as node:util parseArgs takes them. */
@@ -80,6 +96,8 @@ const CLI_OPTIONS = {
   'passenger-id-hmac-secret': { type: 'string' },
   yes: { type: 'boolean', default: false },
   'delete-data': { type: 'boolean', default: false },
+  pipeline: { type: 'string', multiple: true },
+  all: { type: 'boolean', default: false },
 } as const satisfies ParseArgsConfig['options'];
 
 /**
@@ -101,8 +119,10 @@ function parseCliFlags(args: string[]) {
 
 /**
  * Parses `deploy|teardown` and the flags of USAGE (`--dry-run` and `--yes` are the shell scripts' business and
- * accepted here without effect).
- * @throws Error for a missing or unknown flag, or a malformed `--env`.
+ * accepted here without effect). Deploy covers every registered pipeline unless `--pipeline` names some; a teardown
+ * without `--pipeline` or `--all` parses (scope `unnamed`) and is refused by teardownScopeProblem.
+ * @throws Error for a missing or unknown flag, a malformed `--env`, an unknown `--pipeline` (one line naming the
+ * registered pipelines), `--all` with `--pipeline`, or `--all` on a deploy.
  */
 export function parseCli(argv: readonly string[]): CliArgs {
   const [command, ...rest] = argv;
@@ -122,6 +142,24 @@ export function parseCli(argv: readonly string[]): CliArgs {
   const { project, region } = values;
   if (project === undefined || region === undefined)
     throw new Error(`--project and --region are required\n${USAGE}`);
+  if (values.all && values.pipeline !== undefined) {
+    throw new Error(
+      '--all and --pipeline: give one (--all tears down every pipeline and the shared resources)',
+    );
+  }
+  if (values.all && command === 'deploy') {
+    throw new Error(
+      '--all is a teardown flag: deploy covers every pipeline unless --pipeline names some',
+    );
+  }
+  // Checked here so an unknown name is one line naming the registered ones.
+  const pipelines = selectPipelines(values.pipeline).map((p) => p.name);
+  const scope =
+    values.all || (command === 'deploy' && values.pipeline === undefined)
+      ? 'all'
+      : values.pipeline === undefined
+        ? 'unnamed'
+        : 'named';
   const envOverrides: Record<string, string> = {};
   for (const pair of values.env) {
     const eq = pair.indexOf('=');
@@ -131,7 +169,10 @@ export function parseCli(argv: readonly string[]): CliArgs {
   return {
     command,
     deleteData: values['delete-data'],
+    scope,
     options: {
+      // Teardown without a scope keeps the API's default (booking and the shared resources); main() refuses it.
+      ...(scope === 'unnamed' ? {} : { pipelines }),
       project,
       region,
       bqLocation: normaliseBqLocation(values['bq-location'] ?? region),
@@ -161,7 +202,23 @@ export function planFor(args: CliArgs, root: string = REPO_ROOT): Plan {
   const facts = readRepoFacts(root, args.options.project, args.options.bqLocation);
   return args.command === 'deploy'
     ? buildDeployPlan(args.options, facts)
-    : buildTeardownPlan({ ...args.options, deleteData: args.deleteData }, facts);
+    : buildTeardownPlan(
+        {
+          ...args.options,
+          deleteData: args.deleteData,
+          ...(args.scope === 'unnamed' ? {} : { deleteShared: args.scope === 'all' }),
+        },
+        facts,
+      );
+}
+
+/**
+ * Why teardown.sh must not go on: it names no pipeline and no `--all` (which pipelines to delete is never
+ * guessed); undefined for a deploy or a named teardown.
+ */
+export function teardownScopeProblem(args: CliArgs): string | undefined {
+  if (args.command !== 'teardown' || args.scope !== 'unnamed') return undefined;
+  return `teardown: name the pipelines to delete with --pipeline NAME (registered: ${PIPELINES.map((p) => p.name).join(', ')}) or pass --all`;
 }
 
 function main(): void {
@@ -171,6 +228,8 @@ function main(): void {
   }
   try {
     const args = parseCli(process.argv.slice(2));
+    const problem = teardownScopeProblem(args);
+    if (problem !== undefined) throw new Error(problem);
     const plan = planFor(args);
     for (const file of plan.files) {
       const target = path.resolve(REPO_ROOT, file.path);

@@ -1,7 +1,7 @@
 // The Cloud Monitoring dashboard of a deployment: the log-based metrics of monitoring.ts and Pub/Sub's and Cloud
 // Run's own metrics as charts, the JSON `gcloud monitoring dashboards create --config-from-file` reads.
 import path from 'node:path';
-import { metricNames, type MonitoringTargets } from './monitoring';
+import { ingestSubscriptionFilter, metricNames, type MonitoringTargets } from './monitoring';
 import type { DeployOptions, GeneratedFile } from './options';
 import { gcloud, type Step } from './steps';
 
@@ -77,8 +77,9 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
   const subscriptionMetric = (metric: string, subscription: string): string =>
     `metric.type="pubsub.googleapis.com/subscription/${metric}" AND resource.type="pubsub_subscription" AND ` +
     `resource.label.subscription_id=${subscription}`;
-  // Eventarc names the function's push subscription eventarc-REGION-SERVICE-NNN (as the alert policy matches it).
-  const functionSubscription = `monitoring.regex.full_match(${q(`eventarc-${t.region}-${t.ingestService}-.*`)})`;
+  // Eventarc names the function's push subscription eventarc-REGION-SERVICE-NNN (as the alert policy matches it),
+  // unless the plan creates the subscription itself.
+  const functionSubscription = ingestSubscriptionFilter(t);
   const charts: Chart[] = [
     {
       title: 'Quarantined messages per minute, by error_stage',
@@ -241,24 +242,28 @@ export const DASHBOARD_VARIABLE = 'MONITORING_DASHBOARD';
 /**
  * Adds the dashboard to a deploy plan: its JSON file in the out dir and one step that looks it up by display name
  * (`gcloud monitoring dashboards list`), then creates it or replaces its definition. Called after the log-based
- * metrics, which its charts read.
+ * metrics, which its charts read. `variable` is the plan variable of the lookup: one per dashboard (per pipeline).
  */
 export function addMonitoringDashboard(
   o: DeployOptions,
   targets: MonitoringTargets,
   steps: Step[],
   files: GeneratedFile[],
+  variable: string = DASHBOARD_VARIABLE,
 ): void {
   const p = `--project=${o.project}`;
   const dashboard = monitoringDashboard(targets);
-  const file = path.posix.join(o.outDir, 'dashboards', 'pipeline.json');
+  // The booking dashboard keeps its file name; another pipeline's is named like its display name.
+  const base =
+    variable === DASHBOARD_VARIABLE ? 'pipeline' : dashboard.displayName.slice(o.namePrefix.length);
+  const file = path.posix.join(o.outDir, 'dashboards', `${base}.json`);
   files.push({ path: file, content: `${JSON.stringify(dashboard, null, 2)}\n` });
   steps.push({
     kind: 'ensure',
     title: `Cloud Monitoring dashboard ${dashboard.displayName}`,
     probe: {
       kind: 'lookup',
-      variable: DASHBOARD_VARIABLE,
+      variable,
       command: gcloud(
         'monitoring dashboards list',
         p,
@@ -270,7 +275,7 @@ export function addMonitoringDashboard(
     absent: gcloud('monitoring dashboards create', `--config-from-file=${file}`, p),
     present: gcloud(
       'monitoring dashboards update',
-      `\${${DASHBOARD_VARIABLE}}`,
+      `\${${variable}}`,
       `--config-from-file=${file}`,
       p,
     ),

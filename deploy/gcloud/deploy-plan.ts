@@ -65,6 +65,12 @@ import {
   deployedTimeoutSeconds,
 } from './fire-windows-timeout';
 import { bq, type Command, gcloud, type Step } from './steps';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { pipelineFunctions } from '../../shared/pipeline/registry-checks';
+import { PIPELINES } from '../../shared/pipelines';
+import { planPipeline } from './pipeline-plan';
+import { BOOKING, checkPipelineAccounts, selectPipelines } from './pipelines';
+import type { SqlFile } from './sql';
 
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
 export const TTL_FIELD = 'expireAt';
@@ -163,13 +169,19 @@ interface Context {
 }
 
 /**
- * The deploy plan.
- * @throws Error for invalid options, a registered function without a spec or schedule, a bad OFFVIA_* value
+ * The deploy plan for the pipelines `o.pipelines` names (absent: booking alone): the shared foundation, booking's
+ * hand-written sections when booking is selected, then each other pipeline from its definition (pipeline-plan.ts).
+ * @throws Error for invalid options, an unknown pipeline, a pipeline account id too long for the prefix, a registered function without a spec or schedule, a bad OFFVIA_* value
  * (ConfigError), a dedup ledger TTL shorter than the subscription's retention, or a grant on a dataset of this
  * project that sql/ does not create.
  */
 export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   validateOptions(o);
+  const selected = selectPipelines(o.pipelines ?? [BOOKING]);
+  const withBooking = selected.some((p) => p.name === BOOKING);
+  const others = selected.filter((p) => p.name !== BOOKING);
+  checkPipelineAccounts(o, others);
+  const otherSql = others.map((p) => [p, pipelineSqlFiles(facts, p)] as const);
   const { vars, config } = functionEnv(
     o.project,
     o.envOverrides,
@@ -209,39 +221,84 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     names: new Names(o),
     config,
     envValue: setEnvVarsValue(vars),
-    functions: deployedFunctions(facts),
+    functions: withBooking ? deployedFunctions(facts) : [],
     p: `--project=${o.project}`,
     steps: [],
     files: [],
     kms: o.kmsKey === undefined ? undefined : parseKmsKey(o.kmsKey),
   };
+  // Shared sections (APIs, Firestore database and its collection-group TTL policies and index exemptions, the
+  // shared accounts) run whatever the selection; booking's own sections only when booking is selected.
   foundation(ctx);
   if (ctx.kms !== undefined) kmsKeyGrants(ctx, ctx.kms);
-  bigQuery(ctx);
+  if (withBooking) bigQuery(ctx);
   firestore(ctx);
   keyGroupIndexes(ctx);
-  serviceAccounts(ctx);
-  pubSub(ctx);
-  if (ctx.kms !== undefined && ctx.functions.length > 0) functionImagesRepository(ctx, ctx.kms);
+  if (withBooking) serviceAccounts(ctx);
+  else sharedAccounts(ctx);
+  if (withBooking) pubSub(ctx);
+  const otherFunctions = others.some((p) =>
+    pipelineFunctions(p).some((f) => facts.registered.some((r) => r.entryPoint === f.entryPoint)),
+  );
+  if (ctx.kms !== undefined && (ctx.functions.length > 0 || otherFunctions)) {
+    functionImagesRepository(ctx, ctx.kms);
+  }
   for (const fn of ctx.functions) deployFunction(ctx, fn);
-  seekReadiness(ctx);
-  for (const spec of FUNCTION_SPECS.values()) {
-    if (!ctx.functions.some((f) => f.spec === spec)) {
-      ctx.steps.push({
-        kind: 'note',
-        title: `${spec.entryPoint} is not registered in functions/index.ts: not deployed, no schedule`,
-      });
+  if (withBooking) {
+    seekReadiness(ctx);
+    for (const spec of FUNCTION_SPECS.values()) {
+      if (!ctx.functions.some((f) => f.spec === spec)) {
+        ctx.steps.push({
+          kind: 'note',
+          title: `${spec.entryPoint} is not registered in functions/index.ts: not deployed, no schedule`,
+        });
+      }
+    }
+    monitoring(ctx);
+    const targets = monitoringTargets(
+      ctx.o,
+      ctx.functions.map((f) => f.spec),
+    );
+    addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
+  }
+  // Booking's sections create the shared accounts only for the functions booking deploys; another pipeline's
+  // functions need them whatever booking deploys.
+  if (withBooking && otherFunctions) {
+    const has = (base: string): boolean =>
+      ctx.steps.some((s) => s.title === `Service account ${ctx.names.serviceAccountId(base)}`);
+    if (!has(BUILD_SA)) sharedAccounts(ctx);
+    else {
+      for (const base of [TRIGGER_SA, SCHEDULER_SA].filter((b) => !has(b))) {
+        ctx.steps.push(
+          accountStep(ctx, base, 'Offvia shared identity (push and Cloud Scheduler OIDC)'),
+        );
+      }
     }
   }
-  monitoring(ctx);
-  const targets = monitoringTargets(
-    ctx.o,
-    ctx.functions.map((f) => f.spec),
-  );
-  addMonitoringDashboard(ctx.o, targets, ctx.steps, ctx.files);
+  for (const [pipeline, sqlFiles] of otherSql) {
+    planPipeline(
+      {
+        ...ctx,
+        sourceDigest: facts.sourceDigest,
+        registered: facts.registered,
+        schedules: facts.schedules,
+        deployLabel: DEPLOY_LABEL,
+        liveState: LIVE_STATE,
+        digest: (command) => deployDigest(facts.sourceDigest, command),
+      },
+      pipeline,
+      sqlFiles,
+      DELIVERY,
+      // Booking's section lets the agent sign as the trigger account when it deploys its Eventarc function.
+      !ctx.functions.some(({ spec }) => spec.trigger === 'topic'),
+    );
+  }
   assertNoBroadRoles(ctx.steps);
   assertPlanSecure(ctx.steps, o);
-  const uncovered = kmsCoverageViolations(ctx.steps, o, datasetsCreated(facts.sqlFiles));
+  const uncovered = kmsCoverageViolations(ctx.steps, o, [
+    ...(withBooking ? datasetsCreated(facts.sqlFiles) : []),
+    ...otherSql.flatMap(([, files]) => datasetsCreated(files)),
+  ]);
   if (uncovered.length > 0) {
     throw new Error(`--kms-key does not reach everything:\n  ${uncovered.join('\n  ')}`);
   }
@@ -265,9 +322,30 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
     seekSummary(o),
+    `pipelines: ${selected.map((p) => p.name).join(', ')} (--pipeline; shared: APIs, Firestore database, ` +
+      'trigger, scheduler and build accounts, custom roles)',
   ];
   return { header, steps: ctx.steps, files: ctx.files };
 }
+
+/**
+ * A pipeline's DDL files from the repository facts.
+ * @throws Error when the facts hold none for it (the CLI reads every registered pipeline's).
+ */
+function pipelineSqlFiles(facts: RepoFacts, p: AnyPipelineDefinition): readonly SqlFile[] {
+  const files = facts.pipelineSqlFiles?.[p.name];
+  if (files === undefined || files.length === 0) {
+    throw new Error(`no DDL files read for pipeline ${p.name} (its definition's tables.ddlFiles)`);
+  }
+  return files;
+}
+
+/** Entry points that belong to a registered pipeline other than booking: planned by pipeline-plan.ts. */
+const OTHER_PIPELINE_ENTRY_POINTS: ReadonlySet<string> = new Set(
+  PIPELINES.filter((p) => p.name !== BOOKING).flatMap((p) =>
+    pipelineFunctions(p).map((f) => f.entryPoint),
+  ),
+);
 
 /**
  * The plan's line on seek: what `offvia seek` needs is set by the deploy. Pub/Sub replays acknowledged messages
@@ -330,6 +408,7 @@ function seekReadiness({ o, p, names, functions, steps }: Context): void {
 function deployedFunctions(facts: RepoFacts): Deployed[] {
   const out: Deployed[] = [];
   for (const fn of facts.registered) {
+    if (OTHER_PIPELINE_ENTRY_POINTS.has(fn.entryPoint)) continue;
     const spec = FUNCTION_SPECS.get(fn.entryPoint);
     if (spec === undefined) {
       throw new Error(
@@ -701,6 +780,52 @@ function serviceAccounts(ctx: Context): void {
       });
     }
   }
+}
+
+/**
+ * The shared accounts and roles when booking is not selected: the trigger (push) identity, the Cloud Scheduler
+ * invoker, the build account with its project roles, and the custom roles every pipeline's table grants use. With
+ * booking selected, serviceAccounts plans the same in its historical order.
+ */
+function sharedAccounts(ctx: Context): void {
+  const { names, steps } = ctx;
+  const accounts: [string, string][] = [
+    [TRIGGER_SA, 'Offvia push identity (Eventarc trigger and push subscriptions)'],
+    [SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)'],
+    [BUILD_SA, 'Offvia Cloud Build (builds the functions)'],
+  ];
+  for (const [base, displayName] of accounts) {
+    if (steps.some((s) => s.title === `Service account ${names.serviceAccountId(base)}`)) continue;
+    steps.push(accountStep(ctx, base, displayName));
+  }
+  customRoles(ctx);
+  const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
+  for (const { role, condition } of BUILD_ROLES) {
+    steps.push({
+      kind: 'run',
+      title: `${names.serviceAccountId(BUILD_SA)}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+      command: projectGrant(ctx.o.project, member, role, condition),
+      retry: true,
+    });
+  }
+}
+
+/** Creates a service account unless it exists. */
+function accountStep({ p, names }: Context, base: string, displayName: string): Step {
+  return {
+    kind: 'ensure',
+    title: `Service account ${names.serviceAccountId(base)}`,
+    probe: {
+      kind: 'status',
+      command: gcloud('iam service-accounts describe', names.serviceAccountEmail(base), p),
+    },
+    absent: gcloud(
+      'iam service-accounts create',
+      names.serviceAccountId(base),
+      `--display-name=${displayName}`,
+      p,
+    ),
+  };
 }
 
 /** The custom roles of CUSTOM_ROLES, created or brought up to date (their permissions are the code's). */

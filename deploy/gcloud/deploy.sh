@@ -3,7 +3,9 @@
 # from sql/, Firestore TTL, Pub/Sub, service accounts and least-privilege grants, the functions, Cloud Scheduler
 # jobs, log-based metrics and alert policies. Idempotent: a second run changes nothing.
 #
-#   deploy/gcloud/deploy.sh --project P --region R [--dry-run] [--name-prefix offvia-] [--bq-location L] ...
+#   deploy/gcloud/deploy.sh --project P --region R [--pipeline NAME]... [--dry-run] [--name-prefix offvia-] ...
+#
+# Every registered pipeline (shared/pipelines/index.ts) unless --pipeline names some (docs/deploy.md, "Pipelines").
 #
 # --dry-run prints the full ordered plan (a bash script) without calling Google Cloud; see docs/deploy.md.
 set -euo pipefail

@@ -81,6 +81,11 @@ export interface MonitoringTargets {
   readonly fireWindowsService?: string;
   /** Cloud Scheduler job ids (`resource.labels.job_id`) whose failed attempts are counted. */
   readonly schedulerJobs: readonly string[];
+  /**
+   * The ingest function's subscription when the plan creates it itself (a pipeline with ordered delivery); absent:
+   * the one Eventarc creates, `eventarc-REGION-SERVICE-NNN`, matched by pattern.
+   */
+  readonly ingestSubscription?: string;
   readonly bronzeSubscription: string;
   readonly deadLetterHoldSubscription: string;
   /** The subscription that keeps the Bronze BigQuery subscription's dead letters (rows BigQuery refused). */
@@ -160,6 +165,13 @@ export function metricNames(prefix: string): {
 /** `resource.labels.job_id="a" OR …` of the scheduler jobs. */
 function schedulerJobsLogFilter(jobs: readonly string[]): string {
   return `resource.type="cloud_scheduler_job" AND (${jobs.map((j) => `resource.labels.job_id=${q(j)}`).join(' OR ')})`;
+}
+
+/** The monitoring filter value matching the ingest function's subscription id (MonitoringTargets.ingestSubscription). */
+export function ingestSubscriptionFilter(t: MonitoringTargets): string {
+  return t.ingestSubscription === undefined
+    ? `monitoring.regex.full_match(${q(`eventarc-${t.region}-${t.ingestService}-.*`)})`
+    : q(t.ingestSubscription);
 }
 
 /** The log-based metrics. */
@@ -344,9 +356,7 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
         {
           displayName: 'Oldest unacked message age, function subscription',
           conditionThreshold: {
-            filter: subscription(
-              `monitoring.regex.full_match(${q(`eventarc-${t.region}-${t.ingestService}-.*`)})`,
-            ),
+            filter: subscription(ingestSubscriptionFilter(t)),
             aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
             comparison: 'COMPARISON_GT',
             thresholdValue: THRESHOLDS.oldestUnackedSeconds,

@@ -60,13 +60,25 @@ export interface DeployOptions {
    * `latest`, so every instance hashes with the same key. Unset: `passenger_id` is stored as received.
    */
   readonly passengerIdHmacSecret?: string;
+  /**
+   * The registered pipelines the plan covers (`--pipeline`, names or comma lists). Absent: the booking pipeline
+   * alone, the deployment as it was before pipelines were registered; deploy.sh passes every registered pipeline
+   * unless `--pipeline` names some (docs/deploy.md, "Pipelines").
+   */
+  readonly pipelines?: readonly string[];
 }
 
 /** What the repository holds, read by the CLI. */
 export interface RepoFacts {
   readonly registered: readonly RegisteredFunction[];
   readonly schedules: readonly Schedule[];
+  /** The booking pipeline's DDL: the `.sql` files at the top of sql/. */
   readonly sqlFiles: readonly SqlFile[];
+  /**
+   * Every other registered pipeline's DDL files (its definition's `tables.ddlFiles`, filled), by pipeline name;
+   * absent or missing a selected pipeline: the plan refuses to plan it.
+   */
+  readonly pipelineSqlFiles?: Readonly<Record<string, readonly SqlFile[]>>;
   /** Digest of the files `.gcloudignore` lets through (upload.ts). */
   readonly sourceDigest: string;
 }

@@ -1,10 +1,12 @@
 // Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
 // them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
-import { BRONZE_DATASET, BRONZE_SUBSCRIPTION, BRONZE_TABLE } from '../local/resources';
+import { PIPELINES } from '../../shared/pipelines';
 import { DATASET_METADATA_ROLE, INGRESS_SETTINGS } from './functions';
 import { grantsOf, isDataRole } from './iam';
 import { KEY_USERS, KMS_ROLE } from './kms';
-import { BRONZE_DLQ_TOPIC, BRONZE_SA, type DeployOptions, Names } from './options';
+import type { DeployOptions } from './options';
+import { Names } from './options';
+import { REFERENCE_READER_ROLE } from './pipeline-plan';
 import { type Command, commandsOf, type Step } from './steps';
 
 /** The value of `--flag=value` in a command, or undefined. */
@@ -39,18 +41,62 @@ function dataRoleViolations(steps: readonly Step[], o: DeployOptions): string[] 
   return out;
 }
 
+/** A registered pipeline's Bronze: its subscription, writer account, table and dead-letter topic. */
+interface BronzeOf {
+  readonly subscription: string;
+  /** `serviceAccount:EMAIL`. */
+  readonly writer: string;
+  /** `P:dataset.table`. */
+  readonly table: string;
+  /** `projects/P/topics/T`. */
+  readonly deadLetter: string | undefined;
+}
+
+/** Every registered pipeline's Bronze (one per pipeline with Bronze, from its definition). */
+function bronzes(o: DeployOptions): BronzeOf[] {
+  const names = new Names(o);
+  return PIPELINES.flatMap((p) => {
+    const { bronze } = p.tables;
+    const subscription = p.pubsub.subscriptions.bronze;
+    const writer = p.serviceAccounts.bronze;
+    if (bronze === null || subscription === null || writer === null) return [];
+    const dlq = p.pubsub.bronzeDeadLetterTopic;
+    return [
+      {
+        subscription,
+        writer: `serviceAccount:${names.serviceAccountEmail(writer)}`,
+        table: `${o.project}:${bronze.datasetId}.${bronze.tableId}`,
+        deadLetter: dlq === null ? undefined : `projects/${o.project}/topics/${dlq}`,
+      },
+    ];
+  });
+}
+
+/** `serviceAccount:EMAIL|P:dataset.table` pairs: each pipeline's ingest account on each of its reference tables. */
+function referenceReaders(o: DeployOptions): Set<string> {
+  const names = new Names(o);
+  return new Set(
+    PIPELINES.flatMap((p) =>
+      p.tables.reference.map(
+        (t) =>
+          `serviceAccount:${names.serviceAccountEmail(p.serviceAccounts.ingest)}|${o.project}:${t.datasetId}.${t.tableId}`,
+      ),
+    ),
+  );
+}
+
 /**
  * BigQuery grants wider than one table: any role but `roles/bigquery.metadataViewer` (metadata, no rows) on a whole
  * dataset, a custom role of this project on the whole project, and a predefined BigQuery data role on a table,
- * except `roles/bigquery.dataEditor` for the Bronze writer on the Bronze table (the role Pub/Sub documents for a
- * BigQuery subscription's account). The functions get custom roles without `bigquery.tables.getData` or
- * `bigquery.tables.delete` (CUSTOM_ROLES).
+ * except `roles/bigquery.dataEditor` for a pipeline's Bronze writer on that pipeline's Bronze table (the role Pub/Sub
+ * documents for a BigQuery subscription's account) and `roles/bigquery.dataViewer` for a pipeline's ingest account
+ * on that pipeline's reference tables (a side input it loads). The functions get custom roles without
+ * `bigquery.tables.getData` or `bigquery.tables.delete` (CUSTOM_ROLES).
  */
 function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
-  const names = new Names(o);
-  const bronzeWriter = `serviceAccount:${names.serviceAccountEmail(BRONZE_SA)}`;
-  const bronzeTable = `${o.project}:${BRONZE_DATASET}.${BRONZE_TABLE}`;
+  const writers = bronzes(o);
+  const readers = referenceReaders(o);
   for (const g of grantsOf(steps)) {
     if (g.projectLevel && g.role.startsWith(`projects/${o.project}/roles/`)) {
       out.push(`${g.role} to ${g.member} on the whole project`);
@@ -61,10 +107,11 @@ function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] 
     }
     if (g.command.includes('--table') && isDataRole(g.role)) {
       const bronze =
-        g.member === bronzeWriter &&
-        g.resource === bronzeTable &&
-        g.role === 'roles/bigquery.dataEditor';
-      if (!bronze)
+        g.role === 'roles/bigquery.dataEditor' &&
+        writers.some((b) => g.member === b.writer && g.resource === b.table);
+      const reference =
+        g.role === REFERENCE_READER_ROLE && readers.has(`${g.member}|${g.resource}`);
+      if (!bronze && !reference)
         out.push(`${g.role} to ${g.member} on table ${g.resource} (reads and deletes it)`);
     }
   }
@@ -72,28 +119,29 @@ function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] 
 }
 
 /**
- * Bronze subscription commands that would write as someone else than the Bronze writer account (without
- * `--bigquery-service-account-email`, Pub/Sub writes as its service agent), or dead-letter elsewhere than to the
- * Bronze subscription's own topic.
+ * Bronze subscription commands (each pipeline's) that would write as someone else than that pipeline's Bronze
+ * writer account (without `--bigquery-service-account-email`, Pub/Sub writes as its service agent), or dead-letter
+ * elsewhere than to that Bronze subscription's own topic.
  */
 function bronzeViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
-  const writer = new Names(o).serviceAccountEmail(BRONZE_SA);
-  const deadLetter = `projects/${o.project}/topics/${BRONZE_DLQ_TOPIC}`;
   for (const c of steps.flatMap(commandsOf)) {
     const verb = c[3];
-    if (!starts(c, 'gcloud', 'pubsub', 'subscriptions') || c[4] !== BRONZE_SUBSCRIPTION) continue;
+    if (!starts(c, 'gcloud', 'pubsub', 'subscriptions')) continue;
     if (verb !== 'create' && verb !== 'update') continue;
+    const b = bronzes(o).find((x) => x.subscription === c[4]);
+    if (b === undefined) continue;
+    const writer = b.writer.slice('serviceAccount:'.length);
     const account = flagValue(c, '--bigquery-service-account-email');
     if (account !== writer) {
       out.push(
-        `${BRONZE_SUBSCRIPTION} ${verb} writes as ${account ?? 'the Pub/Sub service agent'}, not ${writer}`,
+        `${b.subscription} ${verb} writes as ${account ?? 'the Pub/Sub service agent'}, not ${writer}`,
       );
     }
     const topic = flagValue(c, '--dead-letter-topic');
-    if (topic !== deadLetter) {
+    if (topic !== b.deadLetter) {
       out.push(
-        `${BRONZE_SUBSCRIPTION} ${verb} dead-letters to ${topic ?? 'nowhere'}, not ${deadLetter}`,
+        `${b.subscription} ${verb} dead-letters to ${topic ?? 'nowhere'}, not ${b.deadLetter ?? 'none'}`,
       );
     }
   }

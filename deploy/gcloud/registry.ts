@@ -1,8 +1,15 @@
 // Which functions functions/index.ts registers with the Functions Framework, read from its syntax tree (no build,
 // no import of the code): the deploy plan deploys exactly these.
 import ts from 'typescript';
+import { PIPELINES } from '../../shared/pipelines';
+import { HAND_WIRED_PIPELINE } from '../../shared/pipeline/runtime/entry-points';
 
 const FRAMEWORK = '@google-cloud/functions-framework';
+/**
+ * The call that registers every pipeline but booking from the registry (shared/pipeline/runtime/entry-points.ts):
+ * it stands for each such pipeline's ingest (cloudEvent) and fireWindows (http) entry points.
+ */
+const PIPELINE_REGISTRATION = 'registerPipelineFunctions';
 
 /** The Functions Framework's declarative signatures we deploy. */
 export type SignatureType = 'http' | 'cloudevent';
@@ -20,7 +27,8 @@ const SIGNATURES: Readonly<Record<string, SignatureType>> = {
 };
 
 /**
- * The registrations in `source` (a TypeScript module), in source order. Understands a namespace import
+ * The registrations in `source` (a TypeScript module), in source order; a `registerPipelineFunctions(…)` call
+ * stands for the ingest and fireWindows entry points of every registered pipeline but booking, from the registry. Understands a namespace import
  * (`import * as functions from '@google-cloud/functions-framework'`) and named imports (`import { http } …`).
  * @throws Error when a registration's name is not a string literal (the plan must know it without running code),
  * or when a name is registered twice.
@@ -51,7 +59,25 @@ export function registeredFunctions(
   }
 
   const found: RegisteredFunction[] = [];
+  const add = (fn: RegisteredFunction, line: number): void => {
+    if (found.some((f) => f.entryPoint === fn.entryPoint)) {
+      throw new Error(`${fileName}:${line}: ${fn.entryPoint} is registered twice`);
+    }
+    found.push(fn);
+  };
   const visit = (node: ts.Node): void => {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isIdentifier(node.expression) &&
+      node.expression.text === PIPELINE_REGISTRATION
+    ) {
+      const line = file.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+      for (const p of PIPELINES) {
+        if (p.name === HAND_WIRED_PIPELINE) continue;
+        add({ entryPoint: p.functions.ingest.entryPoint, signatureType: 'cloudevent' }, line);
+        add({ entryPoint: p.functions.fireWindows.entryPoint, signatureType: 'http' }, line);
+      }
+    }
     if (ts.isCallExpression(node)) {
       const signature = signatureOf(node.expression, namespaces, named);
       if (signature !== undefined) {
@@ -60,10 +86,7 @@ export function registeredFunctions(
         if (first === undefined || !ts.isStringLiteralLike(first)) {
           throw new Error(`${fileName}:${line}: the function name must be a string literal`);
         }
-        if (found.some((f) => f.entryPoint === first.text)) {
-          throw new Error(`${fileName}:${line}: ${first.text} is registered twice`);
-        }
-        found.push({ entryPoint: first.text, signatureType: signature });
+        add({ entryPoint: first.text, signatureType: signature }, line);
       }
     }
     ts.forEachChild(node, visit);

@@ -28,11 +28,21 @@ import {
 } from './options';
 import { datasetsCreated } from './sql';
 import { bq, gcloud, type Step } from './steps';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { deleteFirestoreRootCommand, pipelineTeardownSteps } from './pipeline-plan';
+import { BOOKING, SHARED_ACCOUNT_BASES, selectPipelines } from './pipelines';
+import type { SqlFile } from './sql';
 
 /** Options of teardown.sh beyond the deploy options. */
 export interface TeardownOptions extends DeployOptions {
   /** Also delete the datasets, topics and the dead-letter subscription (data). */
   readonly deleteData: boolean;
+  /**
+   * Also delete what every pipeline shares (`teardown.sh --all`): the trigger, scheduler and build accounts and the
+   * build account's project roles, and (with `deleteData`) Firestore documents by collection group. Absent: true
+   * when `pipelines` is absent too (the booking-only deployment of before the registry, torn down whole).
+   */
+  readonly deleteShared?: boolean;
 }
 
 /** Drift store subcollections under each table document (shared/drift/firestore-store.ts). */
@@ -67,9 +77,71 @@ export function firestoreCollectionIds(
  */
 export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
   validateOptions(o);
+  const selected = selectPipelines(o.pipelines ?? [BOOKING]);
+  const deleteShared = o.deleteShared ?? o.pipelines === undefined;
+  const steps: Step[] = [];
+  // Every other pipeline first, each wholly, then booking's (and the shared accounts, last, with --all).
+  for (const pipeline of selected.filter((x) => x.name !== BOOKING)) {
+    steps.push(
+      ...pipelineTeardownSteps(
+        o,
+        pipeline,
+        pipelineSql(facts, pipeline),
+        facts.schedules,
+        o.deleteData,
+      ),
+    );
+  }
+  if (selected.some((x) => x.name === BOOKING)) bookingTeardown(o, facts, deleteShared, steps);
+  steps.push({
+    kind: 'note',
+    title:
+      `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other Firestore database, the APIs, the Pub/Sub service agent ` +
+      `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
+      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (docs/deploy.md, "Teardown")',
+  });
+  if (!deleteShared) {
+    steps.push({
+      kind: 'note',
+      title:
+        `kept (shared by every pipeline; teardown.sh --all removes them): service accounts ` +
+        `${SHARED_ACCOUNT_BASES.map((b) => new Names(o).serviceAccountId(b)).join(', ')}, custom roles`,
+    });
+  }
+  assertPlanSecure(steps, o);
+  const header = [
+    `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,
+    o.deleteData
+      ? `deletes DATA: datasets, topics, dead letters, the documents of Firestore database ${o.firestoreDatabase}`
+      : 'keeps data: datasets, topics, dead letters',
+    `pipelines: ${selected.map((x) => x.name).join(', ')}${deleteShared ? ' and the shared resources (--all)' : ' (shared resources kept)'}`,
+  ];
+  return { header, steps, files: [] };
+}
+
+/**
+ * A pipeline's DDL files from the repository facts.
+ * @throws Error when the facts hold none for it.
+ */
+function pipelineSql(facts: RepoFacts, p: AnyPipelineDefinition): readonly SqlFile[] {
+  const files = facts.pipelineSqlFiles?.[p.name];
+  if (files === undefined) throw new Error(`no DDL files read for pipeline ${p.name}`);
+  return files;
+}
+
+/**
+ * The booking pipeline's teardown (its hand-written resources), with the shared accounts when `deleteShared`. Covers
+ * every function of FUNCTION_SPECS (registered or not), so a function removed from the code is removed from the
+ * cloud too.
+ */
+function bookingTeardown(
+  o: TeardownOptions,
+  facts: RepoFacts,
+  deleteShared: boolean,
+  steps: Step[],
+): void {
   const names = new Names(o);
   const p = `--project=${o.project}`;
-  const steps: Step[] = [];
   const specs = [...FUNCTION_SPECS.values()];
   const targets = monitoringTargets({ ...o, notificationChannels: [] }, specs);
   const deleteIfPresent = (title: string, probe: string[], remove: string[]): void => {
@@ -134,7 +206,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
       base: spec.serviceAccount,
       roles: functionProjectRoles(spec, o.project, o.firestoreDatabase),
     })),
-    { base: BUILD_SA, roles: [...BUILD_ROLES] },
+    ...(deleteShared ? [{ base: BUILD_SA, roles: [...BUILD_ROLES] }] : []),
   ];
   for (const { base, roles } of projectBindings) {
     const email = names.serviceAccountEmail(base);
@@ -175,6 +247,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     }
   }
   for (const base of ACCOUNT_BASES) {
+    if (!deleteShared && SHARED_ACCOUNT_BASES.includes(base)) continue;
     const email = names.serviceAccountEmail(base);
     deleteIfPresent(
       `Delete service account ${names.serviceAccountId(base)}`,
@@ -205,19 +278,31 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     // one of these ids anywhere in the database it names, so it names only the system's own database, which
     // nothing else writes (validateOptions refuses `(default)`).
     const ids = firestoreCollectionIds(o.project, o.envOverrides, o.firestoreDatabase);
-    steps.push({
-      kind: 'run',
-      title:
-        `Delete the Firestore documents of the window and drift stores in database ${o.firestoreDatabase} ` +
-        `(collection groups ${ids.join(', ')})`,
-      command: gcloud(
-        'firestore bulk-delete',
-        `--collection-ids=${ids.join(',')}`,
-        `--database=${o.firestoreDatabase}`,
-        p,
-        '--quiet',
-      ),
-    });
+    if (!deleteShared) {
+      // Booking alone: its roots, recursively; the collection groups are shared with the other pipelines' stores.
+      const { config } = functionEnv(o.project, o.envOverrides, o.firestoreDatabase);
+      for (const root of [config.window.firestoreRoot, config.drift.firestoreRoot]) {
+        steps.push({
+          kind: 'run',
+          title: `Delete every Firestore document under ${root} (pipeline booking) in database ${o.firestoreDatabase}`,
+          command: deleteFirestoreRootCommand(o, root),
+        });
+      }
+    } else {
+      steps.push({
+        kind: 'run',
+        title:
+          `Delete the Firestore documents of the window and drift stores in database ${o.firestoreDatabase} ` +
+          `(collection groups ${ids.join(', ')})`,
+        command: gcloud(
+          'firestore bulk-delete',
+          `--collection-ids=${ids.join(',')}`,
+          `--database=${o.firestoreDatabase}`,
+          p,
+          '--quiet',
+        ),
+      });
+    }
   } else {
     steps.push({
       kind: 'note',
@@ -226,19 +311,4 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
         `${BOOKING_TOPIC}, ${BOOKING_DLQ_TOPIC}, ${BRONZE_DLQ_TOPIC}; subscriptions ${BOOKING_DLQ_SUBSCRIPTION}, ${BRONZE_DLQ_SUBSCRIPTION}`,
     });
   }
-  steps.push({
-    kind: 'note',
-    title:
-      `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other Firestore database, the APIs, the Pub/Sub service agent ` +
-      `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
-      '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (docs/deploy.md, "Teardown")',
-  });
-  assertPlanSecure(steps, o);
-  const header = [
-    `Offvia TEARDOWN plan for project ${o.project}, region ${o.region}, name prefix ${JSON.stringify(o.namePrefix)}`,
-    o.deleteData
-      ? `deletes DATA: datasets, topics, dead letters, the documents of Firestore database ${o.firestoreDatabase}`
-      : 'keeps data: datasets, topics, dead letters',
-  ];
-  return { header, steps, files: [] };
 }

@@ -5,7 +5,9 @@
 # (or a run after a partial one) deletes what is left and fails on nothing; docs/deploy.md lists what it never deletes.
 # Asks for the project id before deleting anything (or pass --yes); --dry-run prints the plan and deletes nothing.
 #
-#   deploy/gcloud/teardown.sh --project P --region R [--dry-run] [--yes] [--delete-data] [--name-prefix offvia-]
+#   deploy/gcloud/teardown.sh --project P --region R (--pipeline NAME... | --all) [--dry-run] [--yes] [--delete-data]
+#
+# --pipeline deletes only the named pipelines' resources; --all also the accounts every pipeline shares.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -22,7 +24,8 @@ if ! has_flag --yes "$@"; then
   fi
   grep -E '^step ' "$OFFVIA_PLAN" | sed -E "s/^step '(.*)'$/  \1/" >&2
   what="the Offvia deployment"
-  if has_flag --delete-data "$@"; then what="the Offvia deployment AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
+  if ! has_flag --all "$@"; then what="the Offvia pipelines named by --pipeline (the shared accounts stay)"; fi
+  if has_flag --delete-data "$@"; then what="$what AND ITS DATA (datasets, topics, dead letters, Firestore documents)"; fi
   read -r -p "This deletes $what in project $project. Type the project id to confirm: " answer
   if [[ "$answer" != "$project" ]]; then
     echo "not confirmed; nothing was deleted" >&2

@@ -1,17 +1,43 @@
-// Applies sql/*.sql in name order to BigQuery: the local emulator when BIGQUERY_EMULATOR_HOST is set, otherwise the
+// Applies every registered pipeline's DDL files (definition.tables.ddlFiles, registry order; or one directory's
+// *.sql with --sql-dir) to BigQuery: the local emulator when BIGQUERY_EMULATOR_HOST is set, otherwise the
 // real project through Application Default Credentials. Fills in {{project}} and {{location}}, then checks that every
 // dataset, table and view the files create exists (the emulator answers some invalid SQL with an empty result).
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BigQuery } from '@google-cloud/bigquery';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { PIPELINES } from '../../shared/pipelines';
 import { projectIdFromEnv } from './resources';
 
-const USAGE = `usage: apply-sql.ts [--project ID] [--location LOC] [--sql-dir DIR] [--dry-run]
+const USAGE = `usage: apply-sql.ts [--project ID] [--location LOC] [--sql-dir DIR | --pipeline NAME] [--dry-run]
   --project   default: OFFVIA_PROJECT_ID, GOOGLE_CLOUD_PROJECT, offvia-local
   --location  BigQuery location of the datasets; default: OFFVIA_BQ_LOCATION or US
-  --sql-dir   default: sql/ at the repository root
+  --sql-dir   apply DIR/*.sql in name order instead of the pipelines' DDL files
+  --pipeline  apply only this registered pipeline's DDL files
   --dry-run   print the statements instead of running them`;
+
+/** The repository root, which the definitions' ddlFiles paths are relative to. */
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+/**
+ * The DDL files to apply, absolute paths in order: every registered pipeline's `tables.ddlFiles` in registry order
+ * (booking first, so its datasets exist before anything else runs), or only the named pipeline's.
+ * @throws RangeError naming the registered pipelines when `only` names none
+ */
+export function pipelineDdlFiles(
+  pipelines: readonly AnyPipelineDefinition[],
+  only?: string,
+  root: string = REPO_ROOT,
+): string[] {
+  const chosen = only === undefined ? pipelines : pipelines.filter((p) => p.name === only);
+  if (chosen.length === 0) {
+    throw new RangeError(
+      `no pipeline ${JSON.stringify(only)} (registered: ${pipelines.map((p) => p.name).join(', ')})`,
+    );
+  }
+  return chosen.flatMap((p) => p.tables.ddlFiles.map((file) => path.join(root, file)));
+}
 
 /** A dataset, table or view a CREATE statement makes, to check for afterwards. */
 interface CreatedObject {
@@ -57,6 +83,7 @@ async function main(): Promise<void> {
       project: { type: 'string' },
       location: { type: 'string' },
       'sql-dir': { type: 'string' },
+      pipeline: { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -67,21 +94,33 @@ async function main(): Promise<void> {
   }
   const projectId = values.project ?? projectIdFromEnv();
   const location = values.location ?? (process.env.OFFVIA_BQ_LOCATION || 'US');
-  const sqlDir = values['sql-dir'] ?? path.resolve(__dirname, '..', '..', 'sql');
-  const files = (await readdir(sqlDir)).filter((name) => name.endsWith('.sql')).sort();
-  if (files.length === 0) throw new Error(`no .sql files in ${sqlDir}`);
+  const sqlDir = values['sql-dir'];
+  if (sqlDir !== undefined && values.pipeline !== undefined) {
+    throw new Error('--sql-dir and --pipeline exclude each other');
+  }
+  const files =
+    sqlDir === undefined
+      ? pipelineDdlFiles(PIPELINES, values.pipeline)
+      : (await readdir(sqlDir))
+          .filter((name) => name.endsWith('.sql'))
+          .sort()
+          .map((name) => path.join(sqlDir, name));
+  if (files.length === 0) throw new Error(`no .sql files in ${sqlDir ?? 'the pipelines'}`);
+  const source =
+    sqlDir ?? `the DDL of ${values.pipeline ?? PIPELINES.map((p) => p.name).join(', ')}`;
 
   const target = process.env.BIGQUERY_EMULATOR_HOST
     ? `emulator ${process.env.BIGQUERY_EMULATOR_HOST}`
     : 'BigQuery (Application Default Credentials)';
   console.log(
-    `applying ${files.length} files from ${sqlDir} to project ${projectId} (${location}) on ${target}`,
+    `applying ${files.length} files from ${source} to project ${projectId} (${location}) on ${target}`,
   );
   // autoRetry off: the emulator answers unsupported SQL with HTTP 500, which would otherwise be retried for minutes.
   const bigquery = new BigQuery({ projectId, location, autoRetry: false });
 
-  for (const file of files) {
-    const sql = fillPlaceholders(await readFile(path.join(sqlDir, file), 'utf8'), {
+  for (const filePath of files) {
+    const file = path.relative(REPO_ROOT, filePath);
+    const sql = fillPlaceholders(await readFile(filePath, 'utf8'), {
       project: projectId,
       location,
     });

@@ -1,17 +1,34 @@
-// Local stand-in for the Bronze BigQuery subscription (--write-metadata): pulls booking-events-bronze and streams
-// each message into offvia_bronze.raw_bookings with the subscription's metadata columns, insertId = message id.
+// Local stand-in for the Bronze BigQuery subscriptions (--write-metadata): for every registered pipeline with Bronze,
+// pulls its Bronze subscription (booking-events-bronze, telemetry-events-bronze) and streams each message into its
+// Bronze table (offvia_bronze.raw_bookings, offvia_telemetry_bronze.raw_readings) with the subscription's metadata
+// columns, insertId = message id. One process serves them all (each pipeline its own subscription and batches).
 // A message is acked only after its row was written; a failed write nacks it, so Pub/Sub redelivers it.
 import { writeFile } from 'node:fs/promises';
 import { BigQuery, type Table } from '@google-cloud/bigquery';
-import { PubSub, type Message } from '@google-cloud/pubsub';
-import {
-  BRONZE_DATASET,
-  BRONZE_SUBSCRIPTION,
-  BRONZE_TABLE,
-  positiveIntFromEnv,
-  projectIdFromEnv,
-  subscriptionPath,
-} from './resources';
+import { PubSub, type Message, type Subscription } from '@google-cloud/pubsub';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { PIPELINES } from '../../shared/pipelines';
+import { positiveIntFromEnv, projectIdFromEnv, subscriptionPath } from './resources';
+
+/** One Bronze subscription and the table it writes to. */
+export interface BronzeRoute {
+  readonly pipeline: string;
+  readonly subscription: string;
+  readonly datasetId: string;
+  readonly tableId: string;
+}
+
+/** The Bronze routes of the pipelines that have Bronze (a Bronze table and subscription), in registry order. */
+export function bronzeRoutes(pipelines: readonly AnyPipelineDefinition[]): BronzeRoute[] {
+  const routes: BronzeRoute[] = [];
+  for (const p of pipelines) {
+    const subscription = p.pubsub.subscriptions.bronze;
+    const table = p.tables.bronze;
+    if (subscription === null || table === null) continue;
+    routes.push({ pipeline: p.name, subscription, ...table });
+  }
+  return routes;
+}
 
 /** A raw_bookings row exactly as a BigQuery subscription with --write-metadata writes it. */
 export interface BronzeRow {
@@ -118,46 +135,67 @@ class BronzeWriter {
   }
 }
 
+/** A route's running parts: the subscription and the writer that batches its rows. */
+interface RunningRoute {
+  readonly route: BronzeRoute;
+  readonly subscription: Subscription;
+  readonly writer: BronzeWriter;
+}
+
 async function main(): Promise<void> {
   const projectId = projectIdFromEnv();
-  const subscriptionName = subscriptionPath(projectId, BRONZE_SUBSCRIPTION);
   const bigquery = new BigQuery({ projectId, autoRetry: false });
-  const table = bigquery.dataset(BRONZE_DATASET).table(BRONZE_TABLE);
   const pubsub = new PubSub({ projectId });
-  const subscription = pubsub.subscription(BRONZE_SUBSCRIPTION, {
-    flowControl: { maxMessages: 1000, allowExcessMessages: false },
-  });
+  const running: RunningRoute[] = [];
 
-  // Fail at start, with a clear message, rather than nack every message later.
-  const [tableExists] = await table.exists();
-  if (!tableExists)
-    throw new Error(`table ${BRONZE_DATASET}.${BRONZE_TABLE} does not exist (apply sql/ first)`);
-  const [subscriptionExists] = await subscription.exists();
-  if (!subscriptionExists)
-    throw new Error(`subscription ${subscriptionName} does not exist (run setup-pubsub first)`);
+  for (const route of bronzeRoutes(PIPELINES)) {
+    const subscriptionName = subscriptionPath(projectId, route.subscription);
+    const table = bigquery.dataset(route.datasetId).table(route.tableId);
+    const subscription = pubsub.subscription(route.subscription, {
+      flowControl: { maxMessages: 1000, allowExcessMessages: false },
+    });
+    // Fail at start, with a clear message, rather than nack every message later.
+    const [tableExists] = await table.exists();
+    if (!tableExists)
+      throw new Error(
+        `table ${route.datasetId}.${route.tableId} does not exist (apply the ${route.pipeline} DDL first)`,
+      );
+    const [subscriptionExists] = await subscription.exists();
+    if (!subscriptionExists)
+      throw new Error(`subscription ${subscriptionName} does not exist (run setup-pubsub first)`);
+    running.push({
+      route,
+      subscription,
+      writer: new BronzeWriter(
+        table,
+        subscriptionName,
+        positiveIntFromEnv('OFFVIA_BRONZE_MAX_BATCH_ROWS', 500),
+        positiveIntFromEnv('OFFVIA_BRONZE_MAX_BATCH_DELAY_MS', 50),
+        positiveIntFromEnv('OFFVIA_BRONZE_NACK_DELAY_MS', 1000),
+      ),
+    });
+  }
 
-  const writer = new BronzeWriter(
-    table,
-    subscriptionName,
-    positiveIntFromEnv('OFFVIA_BRONZE_MAX_BATCH_ROWS', 500),
-    positiveIntFromEnv('OFFVIA_BRONZE_MAX_BATCH_DELAY_MS', 50),
-    positiveIntFromEnv('OFFVIA_BRONZE_NACK_DELAY_MS', 1000),
-  );
-  subscription.on('message', (message: Message) => writer.add(message));
-  subscription.on('error', (error: unknown) => {
-    log('ERROR', 'Bronze subscription stream failed; stopping', { error: errorText(error) });
-    process.exit(1);
-  });
+  for (const { route, subscription, writer } of running) {
+    subscription.on('message', (message: Message) => writer.add(message));
+    subscription.on('error', (error: unknown) => {
+      log('ERROR', 'Bronze subscription stream failed; stopping', {
+        subscription: route.subscription,
+        error: errorText(error),
+      });
+      process.exit(1);
+    });
+  }
 
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     log('INFO', `received ${signal}; writing pending rows and closing`);
-    subscription.removeAllListeners('message');
-    writer
-      .drain()
-      .then(() => subscription.close())
+    for (const { subscription } of running) subscription.removeAllListeners('message');
+    Promise.all(
+      running.map(({ writer, subscription }) => writer.drain().then(() => subscription.close())),
+    )
       .then(() => pubsub.close())
       .then(
         () => process.exit(0),
@@ -170,10 +208,12 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  log('INFO', 'Bronze stand-in listening', {
-    subscription: subscriptionName,
-    table: `${BRONZE_DATASET}.${BRONZE_TABLE}`,
-  });
+  for (const { route } of running) {
+    log('INFO', 'Bronze stand-in listening', {
+      subscription: subscriptionPath(projectId, route.subscription),
+      table: `${route.datasetId}.${route.tableId}`,
+    });
+  }
   const readyFile = process.env.OFFVIA_BRONZE_READY_FILE;
   if (readyFile) await writeFile(readyFile, `${process.pid}\n`);
 }

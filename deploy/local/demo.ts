@@ -1,8 +1,11 @@
-// The main command's body: publish the lab's three events (or a JSON-lines file), wait, print every layer, check.
+// The main command's body: publish the lab's three events (or a JSON-lines file), wait, print every layer, check;
+// or, with `--pipeline telemetry`, the telemetry simulator (deploy/local/telemetry-demo/).
 import { readFileSync } from 'node:fs';
 import { PubSub } from '@google-cloud/pubsub';
 import { formatTable, stackBigQuery, stackEnv, waitForLayers, type Layers } from './layers';
+import { DemoUsageError, parseDemoArgs, usageLine, USAGE_EXIT } from './demo-args';
 import { checkLabWindows, fireAndReadWindows, formatWindowsReport } from './demo-windows';
+import { runTelemetryDemoMain } from './telemetry-demo/run';
 
 /** The lab's acceptance-test messages, verbatim (offvia-streaming-lab, "Test con Eventi Validi e Non Validi"). */
 export const LAB_EVENTS: readonly string[] = [
@@ -80,7 +83,23 @@ export function readEventsFile(file: string): string[] {
 }
 
 async function main(): Promise<number> {
-  const file = process.argv[2];
+  let options: ReturnType<typeof parseDemoArgs>;
+  try {
+    options = parseDemoArgs(
+      process.argv.slice(2),
+      process.env.OFFVIA_DEMO_BASE_DIR ?? process.cwd(),
+    );
+  } catch (error) {
+    if (!(error instanceof DemoUsageError)) throw error;
+    process.stderr.write(usageLine(error));
+    return USAGE_EXIT;
+  }
+  if (options === 'help') return 0;
+  if (options.pipeline === 'telemetry') return runTelemetryDemoMain(options);
+  return bookingDemo(options.file);
+}
+
+async function bookingDemo(file: string | undefined): Promise<number> {
   const events = file ? readEventsFile(file) : [...LAB_EVENTS];
   if (events.length === 0) {
     process.stderr.write(`demo: ${file} has no events (one JSON message per non-blank line)\n`);

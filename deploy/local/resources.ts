@@ -1,6 +1,7 @@
 // Names of the Pub/Sub and BigQuery resources the local stack creates, shared by its scripts and tests.
 // The same names are used in the cloud; only the push endpoint and the Bronze stand-in are local inventions.
 import type { CreateSubscriptionOptions } from '@google-cloud/pubsub';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 
 /** Topic producers publish booking events to. */
 export const BOOKING_TOPIC = 'booking-events';
@@ -76,4 +77,137 @@ export function positiveIntFromEnv(name: string, defaultValue: number, env = pro
     throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+/**
+ * Default local ports of every function the registered pipelines deploy, by entry point. Each can be moved with
+ * OFFVIA_<NAME>_PORT (ingestTelemetry → OFFVIA_INGEST_TELEMETRY_PORT); the defaults avoid the emulators' 8085-8089.
+ * stack.sh keeps the same list (a shell script cannot import it); test/unit/deploy/local-pipelines.test.ts checks
+ * that the two agree and that every registered function has a port.
+ */
+export const LOCAL_FUNCTION_PORTS: Readonly<Record<string, number>> = {
+  ingestBooking: 8080,
+  fireWindows: 8081,
+  schemaSweep: 8082,
+  ingestTelemetry: 8083,
+  fireTelemetryWindows: 8084,
+};
+
+/** ingestTelemetry → INGEST_TELEMETRY: the stack's environment naming (OFFVIA_<NAME>_PORT, OFFVIA_<NAME>_URL). */
+export function functionEnvName(entryPoint: string): string {
+  return entryPoint.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
+/** A function the local stack serves: its entry point, the Functions Framework signature and its default port. */
+export interface LocalFunction {
+  readonly entryPoint: string;
+  /** `cloudevent` for a Pub/Sub-triggered ingest function (Eventarc), `http` for the scheduled ones. */
+  readonly signature: 'cloudevent' | 'http';
+  readonly defaultPort: number;
+}
+
+/**
+ * The functions of the given pipelines in stack start order: per pipeline its ingest function, then its schema
+ * sweep (when schema drift is on), then its fireWindows.
+ * @throws Error naming a function without a default port in {@link LOCAL_FUNCTION_PORTS}
+ */
+export function localFunctions(pipelines: readonly AnyPipelineDefinition[]): LocalFunction[] {
+  const out: LocalFunction[] = [];
+  for (const p of pipelines) {
+    const entries: [string, LocalFunction['signature']][] = [
+      [p.functions.ingest.entryPoint, 'cloudevent'],
+    ];
+    if (p.functions.schemaSweep !== null)
+      entries.push([p.functions.schemaSweep.entryPoint, 'http']);
+    entries.push([p.functions.fireWindows.entryPoint, 'http']);
+    for (const [entryPoint, signature] of entries) {
+      const defaultPort = LOCAL_FUNCTION_PORTS[entryPoint];
+      if (defaultPort === undefined) {
+        throw new Error(
+          `no local port for ${entryPoint}: add it to LOCAL_FUNCTION_PORTS and stack.sh`,
+        );
+      }
+      out.push({ entryPoint, signature, defaultPort });
+    }
+  }
+  return out;
+}
+
+/** The local port of a function: OFFVIA_<NAME>_PORT, else its default. */
+export function localFunctionPort(
+  entryPoint: string,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const defaultPort = LOCAL_FUNCTION_PORTS[entryPoint];
+  if (defaultPort === undefined) throw new Error(`no local port for ${entryPoint}`);
+  return positiveIntFromEnv(`OFFVIA_${functionEnvName(entryPoint)}_PORT`, defaultPort, env);
+}
+
+/** What the local stack creates in Pub/Sub for one pipeline. */
+export interface LocalPubSubPlan {
+  readonly pipeline: string;
+  /** The topic, with its message retention in seconds (so `offvia seek --time` works locally as in the cloud). */
+  readonly topic: { readonly name: string; readonly retentionSeconds: number };
+  readonly deadLetterTopic: string;
+  /** Pull subscriptions: the dead-letter hold and the Bronze stand-in's (a BigQuery subscription in the cloud). */
+  readonly pullSubscriptions: readonly {
+    readonly topic: string;
+    readonly name: string;
+    readonly options: CreateSubscriptionOptions;
+  }[];
+  /** The push subscription delivering to the pipeline's ingest function. */
+  readonly ingest: { readonly name: string; readonly options: CreateSubscriptionOptions };
+}
+
+/**
+ * The Pub/Sub resources of one pipeline on the local stack. The ingest push subscription gets message ordering
+ * when the contract names an ordering-key attribute (telemetry: publishers use `deviceId` as ordering key, and
+ * only a subscription with ordering enabled delivers one key's messages in publish order); the Bronze pull
+ * subscription does not need it (Bronze is keyed by message id). Retry and dead-letter policies stay off locally
+ * for every pipeline (see {@link ingestPushSubscriptionOptions}).
+ */
+export function localPubSubPlan(
+  pipeline: AnyPipelineDefinition,
+  projectId: string,
+  ingestPort: number,
+): LocalPubSubPlan {
+  const { topic, deadLetterTopic, subscriptions } = pipeline.pubsub;
+  const pull: LocalPubSubPlan['pullSubscriptions'][number][] = [
+    { topic: deadLetterTopic, name: subscriptions.deadLetterHold, options: {} },
+  ];
+  if (subscriptions.bronze !== null) {
+    pull.push({ topic, name: subscriptions.bronze, options: { ackDeadlineSeconds: 60 } });
+  }
+  const ingestOptions = ingestPushSubscriptionOptions(
+    pushEndpointFor(projectId, topic, ingestPort),
+  );
+  return {
+    pipeline: pipeline.name,
+    topic: { name: topic, retentionSeconds: LOCAL_TOPIC_RETENTION_S },
+    deadLetterTopic,
+    pullSubscriptions: pull,
+    ingest: {
+      name: subscriptions.ingest,
+      options:
+        pipeline.contract.orderingKeyAttribute === null
+          ? ingestOptions
+          : { ...ingestOptions, enableMessageOrdering: true },
+    },
+  };
+}
+
+/**
+ * The telemetry device directory's refresh on the local stack, ms: stack.sh exports
+ * OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS with this default (10 s, the variable's minimum; deployed it is 5 min), so
+ * devices provisioned during a run are seen within seconds.
+ */
+export const LOCAL_REFERENCE_REFRESH_MS = 10_000;
+
+/** The directory refresh the local functions run with: OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS, else the local default. */
+export function localReferenceRefreshMs(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveIntFromEnv(
+    'OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS',
+    LOCAL_REFERENCE_REFRESH_MS,
+    env,
+  );
 }

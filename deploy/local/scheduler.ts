@@ -1,8 +1,31 @@
 // Local stand-in for Cloud Scheduler: POSTs to each scheduled HTTP function of the local stack on its cadence
-// (deploy/schedules.ts), aligned to the clock like cron, with the headers Cloud Scheduler sends.
+// (deploy/schedules.ts, plus every registered pipeline's fireWindows), aligned to the clock like cron, with the
+// headers Cloud Scheduler sends.
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { PIPELINES } from '../../shared/pipelines';
 import { SCHEDULES, type Schedule } from '../schedules';
+
+/**
+ * The schedules the local loop runs: `schedules` (the product's Cloud Scheduler jobs), then each registered
+ * pipeline's fireWindows and schema sweep that `schedules` does not list yet, every minute on the minute (the
+ * cadence deploy/schedules.ts gives the booking pipeline's, which the telemetry strategy's 30 s early firings rely
+ * on through fireWindows' timer loop).
+ */
+export function localSchedules(
+  schedules: readonly Schedule[],
+  pipelines: readonly AnyPipelineDefinition[],
+): Schedule[] {
+  const out = [...schedules];
+  for (const p of pipelines) {
+    for (const fn of [p.functions.schemaSweep, p.functions.fireWindows]) {
+      if (fn === null || out.some((s) => s.functionName === fn.entryPoint)) continue;
+      out.push({ functionName: fn.entryPoint, cron: '* * * * *', everySeconds: 60 });
+    }
+  }
+  return out;
+}
 
 /** A schedule bound to the local stack: where to call and how often. */
 export interface LocalJob {
@@ -142,7 +165,7 @@ export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: numb
 }
 
 async function main(): Promise<void> {
-  const jobs = localJobs(SCHEDULES);
+  const jobs = localJobs(localSchedules(SCHEDULES, PIPELINES));
   const controller = new AbortController();
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => controller.abort());

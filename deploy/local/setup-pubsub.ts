@@ -1,21 +1,11 @@
-// Creates the local stack's Pub/Sub resources on the emulator: the booking topic, its dead-letter topic (with its hold
-// subscription, as in the cloud), the push subscription that delivers to ingestBooking on the Functions Framework
-// (without retry or dead-letter policy: see ingestPushSubscriptionOptions), and the Bronze stand-in's pull
-// subscription.
+// Creates the local stack's Pub/Sub resources on the emulator for every registered pipeline: its topic, its
+// dead-letter topic (with its hold subscription, as in the cloud), the push subscription that delivers to its ingest
+// function on the Functions Framework (without retry or dead-letter policy: see ingestPushSubscriptionOptions; with
+// message ordering where publishers use an ordering key), and the Bronze stand-in's pull subscription.
 // Idempotent: existing resources are kept (a push endpoint that points elsewhere is updated).
 import { PubSub, type CreateSubscriptionOptions } from '@google-cloud/pubsub';
-import {
-  BOOKING_DLQ_SUBSCRIPTION,
-  BOOKING_DLQ_TOPIC,
-  BOOKING_TOPIC,
-  BRONZE_SUBSCRIPTION,
-  INGEST_PUSH_SUBSCRIPTION,
-  LOCAL_TOPIC_RETENTION_S,
-  ingestPushSubscriptionOptions,
-  positiveIntFromEnv,
-  projectIdFromEnv,
-  pushEndpointFor,
-} from './resources';
+import { PIPELINES } from '../../shared/pipelines';
+import { localFunctionPort, localPubSubPlan, projectIdFromEnv } from './resources';
 
 /** gRPC status code the Pub/Sub API returns when a resource already exists. */
 const ALREADY_EXISTS = 6;
@@ -79,21 +69,19 @@ async function main(): Promise<void> {
     );
   }
   const projectId = projectIdFromEnv();
-  const ingestPort = positiveIntFromEnv('OFFVIA_INGEST_BOOKING_PORT', 8080);
   const pubsub = new PubSub({ projectId });
-
-  // The booking topic retains messages as in the cloud (deploy --topic-retention, default 7 days), so `offvia seek
-  // --time` replays acknowledged messages here too; the emulator implements topic retention and seek.
-  await ensureTopic(pubsub, BOOKING_TOPIC, LOCAL_TOPIC_RETENTION_S);
-  await ensureTopic(pubsub, BOOKING_DLQ_TOPIC);
-  await ensureSubscription(pubsub, BOOKING_DLQ_TOPIC, BOOKING_DLQ_SUBSCRIPTION, {});
-  await ensureSubscription(
-    pubsub,
-    BOOKING_TOPIC,
-    INGEST_PUSH_SUBSCRIPTION,
-    ingestPushSubscriptionOptions(pushEndpointFor(projectId, BOOKING_TOPIC, ingestPort)),
-  );
-  await ensureSubscription(pubsub, BOOKING_TOPIC, BRONZE_SUBSCRIPTION, { ackDeadlineSeconds: 60 });
+  // Topics retain messages as in the cloud (deploy --topic-retention, default 7 days), so `offvia seek --time`
+  // replays acknowledged messages here too; the emulator implements topic retention and seek.
+  for (const pipeline of PIPELINES) {
+    const ingestPort = localFunctionPort(pipeline.functions.ingest.entryPoint);
+    const plan = localPubSubPlan(pipeline, projectId, ingestPort);
+    await ensureTopic(pubsub, plan.topic.name, plan.topic.retentionSeconds);
+    await ensureTopic(pubsub, plan.deadLetterTopic);
+    const [hold, ...others] = plan.pullSubscriptions;
+    if (hold !== undefined) await ensureSubscription(pubsub, hold.topic, hold.name, hold.options);
+    await ensureSubscription(pubsub, plan.topic.name, plan.ingest.name, plan.ingest.options);
+    for (const sub of others) await ensureSubscription(pubsub, sub.topic, sub.name, sub.options);
+  }
   await pubsub.close();
 }
 

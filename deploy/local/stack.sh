@@ -16,13 +16,21 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The functions the framework serves, one per line: name|signature type|default port. The port can be overridden
-# with OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+# The functions the framework serves, one per line: name|signature type|default port, for every registered pipeline
+# (shared/pipelines: its ingest function, schema sweep if any, fireWindows). The port can be overridden with
+# OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+# Kept here rather than read from the registry at `up` (a tsx start costs seconds); localFunctions() in
+# deploy/local/resources.ts is the same list, and test/unit/deploy/local-pipelines.test.ts fails when they differ.
 OFFVIA_FUNCTIONS=(
   "ingestBooking|cloudevent|8080"
   "schemaSweep|http|8082"
   "fireWindows|http|8081"
+  "ingestTelemetry|cloudevent|8083"
+  "fireTelemetryWindows|http|8084"
 )
+
+# The local stack's device-directory refresh, ms (LOCAL_REFERENCE_REFRESH_MS in deploy/local/resources.ts).
+LOCAL_REFERENCE_REFRESH_MS=10000
 
 PIDS_DIR="$OFFVIA_STACK_DIR/pids"
 LOGS_DIR="$OFFVIA_STACK_DIR/logs"
@@ -413,6 +421,9 @@ write_env_file() {
     if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
       echo "export OFFVIA_FIRESTORE_BACKEND_PORT=$OFFVIA_FIRESTORE_BACKEND_PORT"
     fi
+    # The telemetry device directory (a side input) is reloaded once it is this old: 10 s locally (its minimum),
+    # not the deployed 5 min, so devices the simulator or a test provisions are seen within seconds.
+    echo "export OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS=${OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS:-$LOCAL_REFERENCE_REFRESH_MS}"
     # google-auth would otherwise probe the GCE metadata server for a project and credentials.
     echo "export METADATA_SERVER_DETECTION=none"
     for entry in "${OFFVIA_FUNCTIONS[@]}"; do

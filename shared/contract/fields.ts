@@ -35,6 +35,13 @@ export const CONTRACT_FIELD_NAMES: readonly ContractField[] = Object.freeze([
  */
 export const CONTRACT_FIELDS: readonly string[] = CONTRACT_FIELD_NAMES;
 
+/**
+ * The booking contract version today's validation (`validateBooking`) implements, written to Silver's
+ * `contract_version` for every row the ingest path accepts (sql/046; NULL in older rows means this version). The
+ * booking pipeline definition registers it as its only, current version.
+ */
+export const BOOKING_CONTRACT_VERSION = '1';
+
 /** `currency` when absent or null (lab: `payload.get("currency", "USD")`). */
 export const DEFAULT_CURRENCY = 'USD';
 

@@ -22,6 +22,7 @@ export {
 } from './numeric';
 export { deriveEventId, DERIVED_EVENT_ID_PREFIX, type EventIdSource } from './event-id';
 export {
+  BOOKING_CONTRACT_VERSION,
   CONTRACT_FIELDS,
   DEFAULT_CURRENCY,
   DEFAULT_STATUS,

@@ -5,6 +5,13 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { repositoryRoot, type OpsContext } from '../ops/context';
 import { collectDashboard, type DashboardData } from './data';
+import { PIPELINES } from '../pipelines';
+import { DEFAULT_PIPELINE } from '../ops/pipeline-choice';
+import {
+  collectPipelineDashboard,
+  pipelineList,
+  type PipelineDashboardData,
+} from './pipeline-data';
 
 /** The page's own files, in the source tree (the compiled build has no copy of them). */
 const PUBLIC_DIR = path.join(repositoryRoot(), 'shared', 'dashboard', 'public');
@@ -40,8 +47,10 @@ export interface RunningDashboard {
 }
 
 /**
- * Builds the fastify app (not listening): `GET /` the page, `GET /api/dashboard` the `DashboardData` as JSON
- * (503 with `{error}` when a backend fails), `GET /assets/*` the page's script, style and Chart.js.
+ * Builds the fastify app (not listening): `GET /` the page, `GET /api/dashboard` booking's `DashboardData` as JSON
+ * (503 with `{error}` when a backend fails), `GET /api/pipelines` the registered pipelines (the page's selector),
+ * `GET /api/pipeline/:name` another pipeline's `PipelineDashboardData` (404 for a name not registered, 503 when a
+ * backend fails), `GET /assets/*` the page's script, style and Chart.js.
  */
 export function buildDashboardApp(
   ctx: OpsContext,
@@ -75,7 +84,7 @@ export function buildDashboardApp(
     return reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body);
   });
   // Collections still running: close() waits for them, so the caller can then close the clients they use.
-  const inFlight = new Set<Promise<DashboardData>>();
+  const inFlight = new Set<Promise<DashboardData | PipelineDashboardData>>();
   app.addHook('onClose', async () => {
     await Promise.allSettled([...inFlight]);
   });
@@ -88,6 +97,33 @@ export function buildDashboardApp(
     try {
       const data = await collecting;
       return reply.header('cache-control', 'no-store').send(data);
+    } catch (err) {
+      options.onError?.(err);
+      const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+      return reply.code(503).send({ error: message, refreshMs: options.refreshMs });
+    } finally {
+      inFlight.delete(collecting);
+    }
+  });
+  app.get('/api/pipelines', async (_req, reply) =>
+    reply.header('cache-control', 'no-store').send(pipelineList()),
+  );
+  app.get<{ Params: { name: string } }>('/api/pipeline/:name', async (req, reply) => {
+    const pipeline = PIPELINES.find((p) => p.name === req.params.name);
+    if (pipeline === undefined || pipeline.name === DEFAULT_PIPELINE) {
+      // Booking's numbers are /api/dashboard; anything else is not a registered pipeline.
+      return reply.code(404).send({
+        error: `no pipeline ${JSON.stringify(req.params.name)} here (registered: ${PIPELINES.map((p) => p.name).join(', ')}; booking is /api/dashboard)`,
+        refreshMs: options.refreshMs,
+      });
+    }
+    const nowMs = now();
+    const collecting = collectPipelineDashboard(ctx, pipeline, nowMs - options.lookBackMs, nowMs, {
+      refreshMs: options.refreshMs,
+    });
+    inFlight.add(collecting);
+    try {
+      return reply.header('cache-control', 'no-store').send(await collecting);
     } catch (err) {
       options.onError?.(err);
       const message = err instanceof Error ? err.message.split('\n')[0] : String(err);

@@ -1,6 +1,11 @@
 // ingestBooking's logic: decode → validate → route each message to Silver, quarantine or bad data, exactly once.
 import { createHash } from 'node:crypto';
-import { type ErrorStage, type ValidationSuccess, validateBooking } from '../contract';
+import {
+  ERROR_STAGES,
+  type ErrorStage,
+  type ValidationSuccess,
+  validateBooking,
+} from '../contract';
 import type { IngestConfig } from '../config/ingest-config';
 import { tableName, type TableRef } from '../config/env';
 import {
@@ -21,6 +26,8 @@ import { type InsertRow, type RowWriter, insertIdProblem } from '../sinks/row-wr
 import type { PassengerIdConfig } from '../config/passenger-id-config';
 import { protectPassengerId } from './passenger-id';
 import { keptPayload, quarantineRow } from './quarantine-row';
+import { resolveVersion } from '../pipeline/versioning';
+import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
 
 /** Where one message ended. Every message gets exactly one of these, or the call throws (redelivery). */
 export type IngestOutcome =
@@ -338,6 +345,16 @@ async function routeMessage(
     return outcome;
   }
   const message = decoded.message;
+  // The contract version first (attribute `contractVersion`, absent meaning "1"): a producer ahead of this
+  // consumer, or one still on a retired version, is quarantined at SCHEMA_VALIDATION naming the version, never
+  // validated as another version.
+  const version = resolveVersion(BOOKING_PIPELINE.contract, message);
+  if (!version.ok) {
+    progress.step = tableName(deps.config.quarantineTable, deps.config.projectId);
+    // Booking names its version in an attribute, so the refusal is always at the schema stage.
+    const stage = ERROR_STAGES.find((s) => s === version.stage) ?? 'SCHEMA_VALIDATION';
+    return quarantine(message, stage, version.reason, receivedAtMs, deps);
+  }
   const validated = validateBooking(message.data, {
     messageId: message.messageId,
     receivedAtMs,
@@ -357,7 +374,8 @@ async function routeMessage(
   const windowStep = 'window state (Firestore): event not counted in the aggregates';
   const row: InsertRow = {
     insertId: result.eventId,
-    json: { ...result.row, event_id: result.eventId },
+    // The version the row was validated as (sql/046): readers tell a row of a later version from today's.
+    json: { ...result.row, event_id: result.eventId, contract_version: version.version },
   };
   // Window state counts each valid booking once per delivery, after its row is durably stored somewhere.
   let counted = false;

@@ -23,12 +23,36 @@ import { addDashboardCommand } from '../dashboard/command';
 import { addReplayCommand } from './replay-command';
 import { addGoldCommand } from './restate';
 import { addSnapshotCommands } from './snapshot';
+import { PIPELINES } from '../pipelines';
+import {
+  assertCommandAvailable,
+  choosePipeline,
+  DEFAULT_PIPELINE,
+  pipelineStages,
+} from './pipeline-choice';
+import {
+  collectPipelineStatus,
+  listQuarantine,
+  printPipelineStatus,
+  printPipelineTrace,
+  printQuarantineList,
+  tracePipeline,
+} from './pipeline-ops';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
   project?: string;
   stackDir?: string;
   json?: boolean;
+  /** The registered pipeline the command works on (default booking). */
+  pipeline?: string;
+}
+
+/** A command's full name below the program, e.g. `gold restate`: what `unavailableReason` is asked about. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
 }
 
 /** Flags of the selection and the fix, shared by `quarantine reprocess` and `bad-data redrive`. */
@@ -160,6 +184,11 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       'local stack state directory (default .local/stack or OFFVIA_STACK_DIR)',
     )
     .option('--json', 'machine-readable output (one JSON document on stdout)')
+    .option(
+      '--pipeline <name>',
+      `the registered pipeline to work on (${PIPELINES.map((p) => p.name).join(', ')})`,
+      DEFAULT_PIPELINE,
+    )
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()
     .configureOutput({
@@ -190,6 +219,9 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       const open = (): OpsContext =>
         (ctx ??= deps.connect({ project: flags.project, stackDir: flags.stackDir }));
       try {
+        // Before the body: an unknown pipeline or a command that does not apply to it is a usage error even when
+        // no stack is up.
+        assertCommandAvailable(choosePipeline(flags.pipeline), commandPath(command));
         onExit((await body(open, flags, ...args)) ?? EXIT.ok);
       } finally {
         await ctx?.close();
@@ -206,6 +238,12 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, opts: { since: string }) => {
         const sinceMs = deps.now() - parseDuration(opts.since, '--since');
+        const pipeline = choosePipeline(flags.pipeline);
+        if (pipeline.name !== DEFAULT_PIPELINE) {
+          const report = await collectPipelineStatus(open(), pipeline, sinceMs, deps.now());
+          printPipelineStatus(deps.io, report, flags.json === true);
+          return;
+        }
         printStatus(deps.io, await collectStatus(open(), sinceMs, deps.now()), flags.json === true);
       }),
     );
@@ -223,13 +261,54 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, id: string) => {
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
+        const pipeline = choosePipeline(flags.pipeline);
+        if (pipeline.name !== DEFAULT_PIPELINE) {
+          const report = await tracePipeline(open(), pipeline, id.trim());
+          printPipelineTrace(deps.io, report, flags.json === true);
+          return;
+        }
         printTrace(deps.io, await trace(open(), id.trim()), flags.json === true);
       }),
     );
 
   const quarantine = program
     .command('quarantine')
-    .description('work on the quarantine table (offvia_quarantine.poisoned_events)');
+    .description(
+      "work on the quarantine table (offvia_quarantine.poisoned_events; with --pipeline, that pipeline's dead-letter table)",
+    );
+  quarantine
+    .command('list')
+    .description('the newest rows of the quarantine or dead-letter table: stage, reason, payload')
+    .option(
+      '--stage <stage>',
+      'error stage (repeatable): PARSE_JSON, SCHEMA_VALIDATION, ...',
+      collect,
+    )
+    .option('--since <time>', 'rejected at or after: a duration (2h) or an RFC 3339 time')
+    .option('--limit <n>', 'most rows, newest first', '20')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  offvia quarantine list --since 1h\n  offvia --pipeline telemetry quarantine list --stage RANGE_VALIDATION --json',
+    )
+    .action(
+      action(async (open, flags, opts: { stage?: string[]; since?: string; limit: string }) => {
+        const pipeline = choosePipeline(flags.pipeline);
+        const options = {
+          limit: parsePositiveInt(opts.limit, '--limit', 10_000),
+          stages: opts.stage === undefined ? undefined : pipelineStages(pipeline, opts.stage),
+          sinceMs:
+            opts.since === undefined ? undefined : parseTimeFlag(opts.since, '--since', deps.now()),
+        };
+        const ctx = open();
+        const report = await listQuarantine(
+          ctx,
+          pipeline,
+          options,
+          pipeline.name === DEFAULT_PIPELINE ? ctx.ingest.quarantineTable : undefined,
+        );
+        printQuarantineList(deps.io, report, flags.json === true);
+      }),
+    );
   redriveOptions(
     quarantine
       .command('reprocess')

@@ -8,7 +8,7 @@ import type { RetryRow } from '../drift/store';
 import { tableName } from '../config/env';
 import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
 import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
-import { watermarkHoldAt } from '../windowing';
+import { watermarkHoldAt, type JsonValue } from '../windowing';
 import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
 import { firestoreCall, type OpsContext } from './context';
 
@@ -21,6 +21,36 @@ export function windowStore(ctx: OpsContext): FirestoreWindowStore<BookingAccumu
   });
 }
 
+/**
+ * Where one windowed pipeline's state lives: the root collection (a pipeline definition's `firestore.windowsRoot`,
+ * booking's `OFFVIA_WINDOW_FIRESTORE_ROOT`) and the document under it (the aggregation's name).
+ */
+export interface WindowNamespace {
+  readonly root: string;
+  readonly pipeline: string;
+}
+
+/** The booking pipeline's namespace, from the context's configuration. */
+function bookingNamespace(ctx: OpsContext): WindowNamespace {
+  return { root: ctx.windows.firestoreRoot, pipeline: ctx.windows.pipeline };
+}
+
+/**
+ * A window store over `namespace`, for the reads that do not look inside accumulators (watermark, ledger,
+ * dropped-late counters); `parseAccumulator` is the aggregation's own check.
+ */
+export function windowStoreAt(
+  ctx: OpsContext,
+  namespace: WindowNamespace,
+  parseAccumulator: (value: unknown) => JsonValue,
+): FirestoreWindowStore<JsonValue> {
+  return new FirestoreWindowStore<JsonValue>(ctx.firestore(), {
+    root: namespace.root,
+    pipeline: namespace.pipeline,
+    parseAccumulator,
+  });
+}
+
 /** The watermark document: watermark and max event time (epoch ms; `null` before any event), update time. */
 export interface WatermarkView {
   watermarkMs: number | null;
@@ -29,8 +59,13 @@ export interface WatermarkView {
 }
 
 /** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
-export async function readWatermark(ctx: OpsContext): Promise<WatermarkView> {
-  const stored = await firestoreCall(ctx, 'watermark', () => windowStore(ctx).readWatermark());
+export async function readWatermark(
+  ctx: OpsContext,
+  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
+    ctx,
+  ),
+): Promise<WatermarkView> {
+  const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
   if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
   // Before the first event the watermark is the windowing core's minimum: report it as "none".
   const wm = stored.state.watermarkMs;
@@ -75,8 +110,11 @@ export async function watermarkHolds(ctx: OpsContext, nowMs: number): Promise<Ho
  * (key, window)s not yet CLOSED (their panes may still change): per-window layout records, plus the keys in the
  * bookkeeping of open key groups (key-groups layout: the documents with an event-time timer, read whole).
  */
-export async function countOpenWindows(ctx: OpsContext): Promise<number> {
-  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+export async function countOpenWindows(
+  ctx: OpsContext,
+  namespace: WindowNamespace = bookingNamespace(ctx),
+): Promise<number> {
+  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const snap = await firestoreCall(ctx, 'open windows', () =>
     base.collection(COLLECTIONS.windows).where('phase', 'in', ['EARLY', 'LATE']).count().get(),
   );
@@ -97,10 +135,11 @@ export async function countOpenWindows(ctx: OpsContext): Promise<number> {
 /** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
 export async function droppedLate(
   ctx: OpsContext,
+  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
+    ctx,
+  ),
 ): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
-  const counters = await firestoreCall(ctx, 'dropped-late counters', () =>
-    windowStore(ctx).readDropped(),
-  );
+  const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
   return {
     total: counters.reduce((s, c) => s + c.count, 0),
     expiredWindow: counters.reduce((s, c) => s + c.expiredWindow, 0),
@@ -150,10 +189,11 @@ export async function retryStoreRows(
 export async function ledgerEntry(
   ctx: OpsContext,
   eventId: string,
+  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
+    ctx,
+  ),
 ): Promise<Record<string, unknown> | null> {
-  const snap = await firestoreCall(ctx, 'dedup ledger', () =>
-    windowStore(ctx).ledgerRef(eventId).get(),
-  );
+  const snap = await firestoreCall(ctx, 'dedup ledger', () => store.ledgerRef(eventId).get());
   return snap.exists ? (snap.data() ?? null) : null;
 }
 
@@ -161,8 +201,9 @@ export async function ledgerEntry(
 export async function windowDoc(
   ctx: OpsContext,
   docId: string,
+  namespace: WindowNamespace = bookingNamespace(ctx),
 ): Promise<Record<string, unknown> | null> {
-  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const snap = await firestoreCall(ctx, 'window state', () =>
     base.collection(COLLECTIONS.windows).doc(docId).get(),
   );

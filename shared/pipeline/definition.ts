@@ -281,6 +281,22 @@ export interface PipelineFunctions {
   readonly schemaSweep: FunctionName | null;
 }
 
+/**
+ * The runtime service accounts of a pipeline, as ids after the deploy's name prefix (IAM service account ids are
+ * 6–30 lowercase letters, digits and hyphens, so with the default prefix `offvia-` a base has at most 23). Each
+ * pipeline has its own, so a grant on one pipeline's tables, topics or subscriptions never reaches another's.
+ */
+export interface PipelineServiceAccounts {
+  /** Runs the ingest function. */
+  readonly ingest: string;
+  /** Runs the fireWindows function. */
+  readonly fireWindows: string;
+  /** Runs the schema sweep, or `null` when schema drift is off (then there is no sweep). */
+  readonly schemaSweep: string | null;
+  /** Writes the Bronze BigQuery subscription's rows, or `null` without Bronze. */
+  readonly bronze: string | null;
+}
+
 /** Where a pipeline's state lives in the system's Firestore database: root collections of its own. */
 export interface FirestoreNamespace {
   /** Root collection of the keyed window store; each aggregation is a document under it. */
@@ -307,10 +323,23 @@ export interface PipelineDefinition<Settings, Row, Element> {
    */
   createSettings(env: Env, io: SettingsIo): Promise<Settings>;
   readonly tables: PipelineTables;
+  /**
+   * The row of `tables.quarantine` for a rejected message (its stage, one-line reason and the version it was decoded
+   * as, `null` when none applied); `parseTimeMs` is when it was decoded, epoch ms UTC. The runtime streams it with
+   * insertId = the message id, so a redelivery adds no second row.
+   * @throws RangeError when `parseTimeMs` cannot be represented (a caller bug)
+   */
+  quarantineRow(
+    message: ContractMessage,
+    rejection: { readonly stage: string; readonly reason: string; readonly version: string | null },
+    parseTimeMs: number,
+  ): Record<string, unknown>;
   /** The windowed aggregations, each with its gold table. */
   readonly aggregations: readonly AggregationDefinition<Row, Element, never, JsonValue, unknown>[];
   readonly schemaDrift: SchemaDriftSettings;
   readonly functions: PipelineFunctions;
+  /** The runtime service accounts the deploy creates for this pipeline alone. */
+  readonly serviceAccounts: PipelineServiceAccounts;
   readonly firestore: FirestoreNamespace;
 }
 

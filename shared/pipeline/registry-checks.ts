@@ -28,6 +28,12 @@ const ENTRY_POINT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  */
 const FUNCTION_BASE_NAME = /^[a-z][a-z0-9-]{0,38}[a-z0-9]$/;
 
+/**
+ * Service account bases: IAM ids are 6–30 lowercase letters, digits and hyphens starting with a letter; a base of at
+ * most 23 leaves room for the deploy's default name prefix `offvia-` (the deploy checks the actual prefix).
+ */
+const SERVICE_ACCOUNT_BASE = /^[a-z][a-z0-9-]{0,21}[a-z0-9]$/;
+
 function check(problems: string[], pattern: RegExp, what: string, value: string): void {
   if (!pattern.test(value))
     problems.push(`${what} ${JSON.stringify(value)} breaks ${pattern.source}`);
@@ -83,6 +89,20 @@ export function pipelineFunctions(
   ];
 }
 
+/** Every runtime service account base a pipeline names, with its role. */
+export function pipelineServiceAccounts(
+  p: AnyPipelineDefinition,
+): { role: string; base: string }[] {
+  const a = p.serviceAccounts;
+  const entries: [string, string | null][] = [
+    ['ingest account', a.ingest],
+    ['fireWindows account', a.fireWindows],
+    ['schemaSweep account', a.schemaSweep],
+    ['Bronze writer account', a.bronze],
+  ];
+  return entries.flatMap(([role, base]) => (base === null ? [] : [{ role, base }]));
+}
+
 /** Every Firestore root collection a pipeline keeps state under. */
 export function pipelineFirestoreRoots(p: AnyPipelineDefinition): string[] {
   return [
@@ -108,6 +128,16 @@ export function definitionProblems(p: AnyPipelineDefinition): string[] {
   }
   for (const root of pipelineFirestoreRoots(p))
     check(problems, COLLECTION_ID, 'Firestore root', root);
+  for (const { role, base } of pipelineServiceAccounts(p))
+    check(problems, SERVICE_ACCOUNT_BASE, role, base);
+  if ((p.serviceAccounts.schemaSweep !== null) !== (p.functions.schemaSweep !== null)) {
+    problems.push(
+      'serviceAccounts.schemaSweep is needed with functions.schemaSweep, and only then',
+    );
+  }
+  if ((p.serviceAccounts.bronze !== null) !== (p.tables.bronze !== null)) {
+    problems.push('serviceAccounts.bronze is needed with tables.bronze, and only then');
+  }
   if (p.aggregations.length === 0) problems.push('no aggregation');
   for (const a of p.aggregations) {
     check(problems, PIPELINE_NAME, 'aggregation name', a.name);
@@ -147,8 +177,8 @@ function collisions(kind: string, claims: readonly { owner: string; value: strin
 
 /**
  * The problems of a registry: every definition's own (`definitionProblems`), plus any pipeline name, aggregation
- * name (gold `pipeline` column, insertId prefix), topic or subscription, table, entry point, function base name or
- * Firestore root claimed twice, within one pipeline or across two (case-insensitive: BigQuery table names and
+ * name (gold `pipeline` column, insertId prefix), topic or subscription, table, entry point, function base name,
+ * service account or Firestore root claimed twice, within one pipeline or across two (case-insensitive: BigQuery table names and
  * Cloud Run service names are compared as written, but two spellings of one name only confuse an operator).
  * @returns empty when the registry is sound
  */
@@ -202,6 +232,14 @@ export function registryProblems(pipelines: readonly AnyPipelineDefinition[]): s
       claim(
         pipelineFunctions,
         (x) => x.baseName,
+        (x) => x.role,
+      ),
+    ),
+    ...collisions(
+      'service account',
+      claim(
+        pipelineServiceAccounts,
+        (x) => x.base,
         (x) => x.role,
       ),
     ),

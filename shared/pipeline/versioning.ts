@@ -28,24 +28,35 @@ function decodable<S, R, E>(contract: PipelineContract<S, R, E>): string {
     .join(', ');
 }
 
+/** The version a message is to be decoded as, or why it cannot be ({@link resolveVersion}). */
+export type ResolvedVersion<S, R, E> =
+  | { readonly ok: true; readonly version: string; readonly spec: ContractVersion<S, R, E> }
+  | {
+      readonly ok: false;
+      /** The version named, when one was read (`null`: none, or unreadable). */
+      readonly version: string | null;
+      /** SCHEMA_VALIDATION, or PARSE_JSON for a field-named version in a payload that is not JSON. */
+      readonly stage: string;
+      /** One line naming the version and the versions accepted. */
+      readonly reason: string;
+    };
+
 /**
- * Decodes one message with the contract version it names (`contract.versionFrom`, an attribute or a payload
- * field): none named means `whenAbsent`; an unknown version, a retired one, or none where naming one is required,
- * is rejected at SCHEMA_VALIDATION with a reason naming the version and the versions accepted; a field-named
- * version in a payload that is not JSON is rejected at PARSE_JSON. The outcome carries the version
- * it was decoded as (`null` when none applied). Pure; never throws for bad data.
+ * The contract version one message is decoded as (`contract.versionFrom`, an attribute or a payload field): none
+ * named means `whenAbsent`; an unknown version, a retired one, or none where naming one is required, is refused
+ * at SCHEMA_VALIDATION with a reason naming the version and the versions accepted (the lab: adding a version is
+ * the safe change, so a producer ahead of the consumer is quarantined, never decoded as another version). Pure.
  */
-export function decodeVersioned<S, R, E>(
+export function resolveVersion<S, R, E>(
   contract: PipelineContract<S, R, E>,
   message: ContractMessage,
-  context: DecodeContext<S>,
-): ContractOutcome<R, E> {
+): ResolvedVersion<S, R, E> {
   const { kind, name, whenAbsent } = contract.versionFrom;
   const named = namedVersion(contract.versionFrom, message);
-  if (typeof named === 'object') return rejectVersion(null, named.reason, named.stage);
+  if (typeof named === 'object') return { ok: false, version: null, ...named };
   const version = named === undefined ? whenAbsent : named;
   if (version === null) {
-    return rejectVersion(
+    return refused(
       null,
       `missing contract version: ${kind} ${name} is required (accepted: ${decodable(contract)})`,
     );
@@ -54,18 +65,40 @@ export function decodeVersioned<S, R, E>(
     (v) => v.version === version,
   );
   if (spec === undefined) {
-    return rejectVersion(
+    return refused(
       null,
       `unknown contract version ${quote(version)} (accepted: ${decodable(contract)})`,
     );
   }
   if (spec.status === 'retired') {
-    return rejectVersion(
+    return refused(
       version,
       `contract version ${quote(version)} is retired (accepted: ${decodable(contract)})`,
     );
   }
-  return { ...spec.decode(message, context), version };
+  return { ok: true, version, spec };
+}
+
+function refused(
+  version: string | null,
+  reason: string,
+): { ok: false; version: string | null; stage: string; reason: string } {
+  return { ok: false, version, stage: VERSION_REJECTION_STAGE, reason };
+}
+
+/**
+ * Decodes one message with the contract version it names ({@link resolveVersion}) and that version's own
+ * mapping. The outcome carries the version it was decoded as (`null` when none applied). Pure; never throws for
+ * bad data.
+ */
+export function decodeVersioned<S, R, E>(
+  contract: PipelineContract<S, R, E>,
+  message: ContractMessage,
+  context: DecodeContext<S>,
+): ContractOutcome<R, E> {
+  const resolved = resolveVersion(contract, message);
+  if (!resolved.ok) return rejectVersion(resolved.version, resolved.reason, resolved.stage);
+  return { ...resolved.spec.decode(message, context), version: resolved.version };
 }
 
 function rejectVersion<R, E>(

@@ -72,6 +72,13 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
       layers.silver.map((r) => [r.booking_id, r.source_message_id]),
       [['BK-90210', ids[0]]],
     );
+    // Silver records the contract version the booking was validated as (sql/046).
+    const [versions] = await bq.query({
+      query: `SELECT contract_version FROM \`${env.projectId}.offvia_silver.fact_bookings\`
+              WHERE source_message_id = @id`,
+      params: { id: ids[0] },
+    });
+    assert.deepEqual(versions, [{ contract_version: '1' }]);
     assert.deepEqual(
       layers.quarantine.map((r) => [r.source_message_id, r.error_stage]).sort(),
       [

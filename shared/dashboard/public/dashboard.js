@@ -1,6 +1,6 @@
 // The dashboard page's script: polls /api/dashboard (the numbers of `offvia status` plus the charts' series) and
 // draws each panel with Chart.js. No build step: plain browser JavaScript, served as is.
-/* global Chart, document, window, fetch, setTimeout, console */
+/* global Chart, document, window, fetch, setTimeout, console, URL */
 'use strict';
 
 const COLORS = {
@@ -16,6 +16,19 @@ const STAGE_COLORS = ['#e8a33d', '#d9622b', '#c0392b', '#8e2a1e', '#f0c060'];
 /** Chart.js instances by canvas id, created on the first refresh and updated in place after. */
 const charts = {};
 let selectedRoute = null;
+/** The pipeline shown: `?pipeline=NAME` in the address, else booking (the page as it was before the registry). */
+/** `?pipeline=NAME` of the page's address, else booking. */
+function pipelineFromAddress() {
+  const search = (window.location && window.location.search) || '';
+  const match = /[?&]pipeline=([^&]*)/.exec(search);
+  return match ? decodeURIComponent(match[1]) : 'booking';
+}
+let selectedPipeline = pipelineFromAddress();
+/**
+ * The refresh chain in charge: choosing a pipeline starts a new chain at once, and the old one stops at its next
+ * turn, so the page never polls twice.
+ */
+let refreshChain = 0;
 
 const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
 const hhmmss = (ms) => new Date(ms).toISOString().slice(11, 19);
@@ -435,15 +448,131 @@ function drawSummary(d) {
   text('#target', `${s.target.mode} project ${s.target.project}, since ${s.since}`);
 }
 
+/** Text of a table cell. */
+function cell(row, value) {
+  const td = document.createElement('td');
+  td.textContent = value;
+  row.appendChild(td);
+  return td;
+}
+
+/** Another registered pipeline's page: its counts, dead letter by stage, windows per aggregation, regions. */
+function drawPipeline(d) {
+  const s = d.status;
+  for (const [name, value] of Object.entries(s.layers)) {
+    const el = document.querySelector(`[data-pmetric="${name}"]`);
+    if (!el) continue;
+    el.textContent = value === null ? 'none' : fmt(value);
+    el.dataset.value = value === null ? '' : String(value);
+  }
+  draw('chart-dead-letter', {
+    type: 'bar',
+    data: {
+      labels: s.quarantineByStage.map((q) => q.stage),
+      datasets: [
+        {
+          label: 'rows',
+          data: s.quarantineByStage.map((q) => q.rows),
+          backgroundColor: s.quarantineByStage.map((q, i) => stageColor(q.stage, i)),
+        },
+      ],
+    },
+    options: {
+      indexAxis: 'y',
+      plugins: { legend: { display: false } },
+      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
+    },
+  });
+  text(
+    '[data-caption="dead-letter"]',
+    s.topQuarantineReasons.length === 0
+      ? 'Nothing rejected in the look-back.'
+      : `Top reason: ${s.topQuarantineReasons[0].reason} (${fmt(s.topQuarantineReasons[0].rows)}).`,
+  );
+  const aggregations = document.querySelector('#aggregations tbody');
+  aggregations.replaceChildren();
+  for (const a of s.aggregations) {
+    const row = document.createElement('tr');
+    row.dataset.aggregation = a.name;
+    cell(row, a.name);
+    cell(row, a.lagMs === null ? 'none' : duration(a.lagMs)).dataset.value =
+      a.lagMs === null ? '' : String(a.lagMs);
+    cell(row, fmt(a.openWindows)).dataset.value = String(a.openWindows);
+    cell(row, fmt(a.droppedLate)).dataset.value = String(a.droppedLate);
+    cell(row, fmt(a.goldPanes)).dataset.value = String(a.goldPanes);
+    aggregations.appendChild(row);
+  }
+  const regions = document.querySelector('#regions tbody');
+  regions.replaceChildren();
+  for (const r of d.regions) {
+    const row = document.createElement('tr');
+    row.dataset.region = r.region;
+    cell(row, r.region);
+    cell(row, `${hhmm(r.windowStartMs)}–${hhmm(r.windowEndMs)}`);
+    cell(row, r.timing);
+    cell(row, r.devices.map((x) => `${x.rank}. ${x.deviceId} ${x.maxTemperatureC}`).join(', '));
+    regions.appendChild(row);
+  }
+  text(
+    '[data-caption="regions"]',
+    d.regions.length === 0 ? 'No settled ranking in the look-back yet.' : '',
+  );
+  text('#target', `${s.target.mode} project ${s.target.project}, since ${s.since}`);
+}
+
+/** Shows the selected pipeline's view and hides the other. */
+function showView() {
+  const booking = selectedPipeline === 'booking';
+  document.getElementById('booking-view').hidden = !booking;
+  document.getElementById('pipeline-view').hidden = booking;
+  text('h1', `Offvia ${selectedPipeline} pipeline`);
+}
+
+/** Fills the pipeline selector from the registry (`/api/pipelines`); the page works on without it. */
+async function loadPipelines() {
+  const select = document.getElementById('pipeline');
+  try {
+    const res = await fetch('/api/pipelines', { cache: 'no-store' });
+    const body = await res.json();
+    select.replaceChildren();
+    for (const p of body.pipelines) {
+      const option = document.createElement('option');
+      option.value = p.name;
+      option.textContent = p.name;
+      option.title = p.description;
+      select.appendChild(option);
+    }
+  } catch (err) {
+    console.error('loading the pipeline list failed', err);
+  }
+  select.value = selectedPipeline;
+}
+
 /** Fetches the numbers and redraws every panel; a failure is shown and the polling goes on. */
-async function refresh() {
+async function refresh(chain = refreshChain) {
+  if (chain !== refreshChain) return;
   let refreshMs = 5000;
   const error = document.getElementById('error');
   try {
-    const res = await fetch('/api/dashboard', { cache: 'no-store' });
+    const shown = selectedPipeline;
+    const url =
+      shown === 'booking' ? '/api/dashboard' : `/api/pipeline/${encodeURIComponent(shown)}`;
+    const res = await fetch(url, { cache: 'no-store' });
     const body = await res.json();
     refreshMs = body.refreshMs || refreshMs;
     if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+    // The selection changed while this request ran: its numbers belong to the other view.
+    if (shown !== selectedPipeline) return;
+    if (shown !== 'booking') {
+      drawPipeline(body);
+      error.hidden = true;
+      text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
+      document.body.dataset.pipeline = shown;
+      document.body.dataset.statusNow = body.status.now;
+      document.body.dataset.statusSince = body.status.since;
+      window.offviaDashboard = body;
+      return;
+    }
     drawSummary(body);
     drawPerMinute(body);
     drawQuarantine(body);
@@ -454,6 +583,7 @@ async function refresh() {
     drawBadData(body);
     error.hidden = true;
     text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
+    document.body.dataset.pipeline = shown;
     // For tests and scripts: the moment the shown numbers were collected.
     document.body.dataset.statusNow = body.status.now;
     document.body.dataset.statusSince = body.status.since;
@@ -463,7 +593,7 @@ async function refresh() {
     error.textContent = `Refresh failed: ${err && err.message ? err.message : String(err)}`;
     error.hidden = false;
   } finally {
-    setTimeout(refresh, refreshMs);
+    if (chain === refreshChain) setTimeout(() => refresh(chain), refreshMs);
   }
 }
 
@@ -471,4 +601,15 @@ document.getElementById('route').addEventListener('change', (e) => {
   selectedRoute = e.target.value;
   if (window.offviaDashboard) drawPanes(window.offviaDashboard);
 });
-refresh();
+document.getElementById('pipeline').addEventListener('change', (e) => {
+  selectedPipeline = e.target.value;
+  const url = new URL(window.location.href);
+  if (selectedPipeline === 'booking') url.searchParams.delete('pipeline');
+  else url.searchParams.set('pipeline', selectedPipeline);
+  window.history.replaceState(null, '', url);
+  showView();
+  refreshChain += 1;
+  refresh(refreshChain);
+});
+showView();
+loadPipelines().then(() => refresh());

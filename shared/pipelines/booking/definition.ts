@@ -3,13 +3,16 @@
 import { parseBookingAccumulator, bookingAggregatesFn } from '../../aggregates/booking-aggregates';
 import { goldPaneRow } from '../../aggregates/gold-row';
 import { routeKey } from '../../aggregates/route-key';
+import { quarantineRow } from '../../ingest/quarantine-row';
 import type { TableRef } from '../../config/env';
 import { INGEST_VARS, loadIngestConfig } from '../../config/ingest-config';
 import { SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
 import { readTableVar } from '../../config/spec';
 import { loadWindowConfig, WINDOW_VARS } from '../../config/window-config';
 import {
+  BOOKING_CONTRACT_VERSION,
   ERROR_STAGES,
+  type ErrorStage,
   validateBooking,
   type SilverRow,
   type ValidationOptions,
@@ -44,7 +47,7 @@ const WINDOW_DEFAULTS = loadWindowConfig({});
  * only version so far; producers do not send a version attribute, so its absence means "1".
  */
 const BOOKING_V1: ContractVersion<BookingSettings, SilverRow, BookingElement> = {
-  version: '1',
+  version: BOOKING_CONTRACT_VERSION,
   status: 'current',
   summary:
     "the lab's booking event: booking_id, passenger_id, flight_number, origin, destination, fare, event_time; " +
@@ -128,12 +131,24 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
       'sql/030_quarantine_poisoned_events.sql',
       'sql/040_quarantine_bad_data.sql',
       'sql/045_lineage_columns.sql',
+      'sql/046_contract_version.sql',
       'sql/050_silver_fact_bookings_dedup_view.sql',
       'sql/060_gold_route_panes.sql',
       'sql/070_resolutions.sql',
       'sql/085_gold_restatement.sql',
     ],
   },
+  // ingestBooking builds this row itself today (with OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES); this is the same row at
+  // the variable's default, for runtimes that read the definition.
+  quarantineRow: (message, rejection, parseTimeMs) => ({
+    ...quarantineRow(
+      message,
+      rejection.stage as ErrorStage,
+      rejection.reason,
+      parseTimeMs,
+      INGEST_VARS.quarantinePayloadMaxBytes.default,
+    ),
+  }),
   aggregations: [
     aggregation({
       name: BOOKING_AGGREGATION_NAME,
@@ -164,6 +179,13 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     ingest: { entryPoint: 'ingestBooking', baseName: 'ingest-booking' },
     fireWindows: { entryPoint: 'fireWindows', baseName: 'fire-windows' },
     schemaSweep: { entryPoint: 'schemaSweep', baseName: 'schema-sweep' },
+  },
+  // The accounts the deploy created before pipelines were registered (deploy/gcloud/functions.ts), kept.
+  serviceAccounts: {
+    ingest: 'ingest',
+    fireWindows: 'windows',
+    schemaSweep: 'sweep',
+    bronze: 'bronze',
   },
   firestore: {
     windowsRoot: WINDOW_VARS.firestoreRoot.default,

@@ -17,7 +17,7 @@ import {
   type TelemetrySilverRow,
 } from './contract';
 import { BigQueryDeviceDirectory } from './device-directory';
-import { devicePaneRow, regionTopPaneRow } from './rows';
+import { deadLetterRow, devicePaneRow, regionTopPaneRow } from './rows';
 
 /**
  * The scenario's windowing: 1-minute fixed event-time windows, an early pane 30 s of processing time after a
@@ -104,6 +104,9 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       'sql/pipelines/telemetry/070_gold_region_top_devices.sql',
     ],
   },
+  quarantineRow: (message, rejection, parseTimeMs) => ({
+    ...deadLetterRow(message, rejection, parseTimeMs),
+  }),
   aggregations: [
     aggregation({
       name: DEVICE_AGGREGATION,
@@ -155,6 +158,12 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
     ingest: { entryPoint: 'ingestTelemetry', baseName: 'ingest-telemetry' },
     fireWindows: { entryPoint: 'fireTelemetryWindows', baseName: 'fire-telemetry-windows' },
     schemaSweep: null,
+  },
+  serviceAccounts: {
+    ingest: 'telemetry-ingest',
+    fireWindows: 'telemetry-windows',
+    schemaSweep: null,
+    bronze: 'telemetry-bronze',
   },
   firestore: { windowsRoot: 'offviaTelemetryWindows', schemaDriftRoot: null },
 };

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { TableRef } from '../../../shared/config/env';
 import {
+  BOOKING_CONTRACT_VERSION,
   CONTRACT_FIELDS,
   ERROR_STAGES,
   parseNumeric,
@@ -126,7 +127,11 @@ async function checkPayload(payload: Uint8Array): Promise<void> {
   reached.set(place, (reached.get(place) ?? 0) + 1);
   if (result.ok) {
     assert.equal(outcome.destination, 'silver');
-    assert.deepEqual(row.json, { ...result.row, event_id: result.eventId });
+    assert.deepEqual(row.json, {
+      ...result.row,
+      event_id: result.eventId,
+      contract_version: BOOKING_CONTRACT_VERSION,
+    });
   } else {
     assert.ok(outcome.destination === 'quarantine', `${outcome.destination} for ${result.stage}`);
     assert.equal(outcome.stage, result.stage);

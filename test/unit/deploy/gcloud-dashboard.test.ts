@@ -18,7 +18,18 @@ describe('deploy plan: the Cloud Monitoring dashboard', () => {
   before(() => {
     // The plan deploy.sh --dry-run prints for these flags.
     plan = planFor(
-      parseCli(['deploy', '--project', P, '--region', 'europe-west1', '--out-dir', OUT_DIR]),
+      // Booking's dashboard and metrics; every pipeline's are checked in gcloud-pipelines.test.ts.
+      parseCli([
+        'deploy',
+        '--project',
+        P,
+        '--region',
+        'europe-west1',
+        '--pipeline',
+        'booking',
+        '--out-dir',
+        OUT_DIR,
+      ]),
     );
     const file = plan.files.find((f) => f.path === FILE);
     assert.ok(file, `${FILE} is generated`);

@@ -22,9 +22,12 @@ const P = 'offvia-test';
 const R = 'europe-west1';
 const KEY = `projects/kms-project/locations/${R}/keyRings/offvia/cryptoKeys/data`;
 const BASE = ['--project', P, '--region', R];
+// These tests assert the booking deploy plan's exact resources (topics, accounts, grants); the plan with every
+// registered pipeline is checked in gcloud-pipelines.test.ts.
+const BOOKING = ['--pipeline', 'booking'];
 
 const render = (command: 'deploy' | 'teardown', ...flags: string[]) => {
-  const args = parseCli([command, ...BASE, ...flags]);
+  const args = parseCli([command, ...BASE, ...(command === 'deploy' ? BOOKING : []), ...flags]);
   return { plan: planFor(args), options: args.options };
 };
 const commands = (plan: Plan): Command[] => plan.steps.flatMap(commandsOf);

@@ -64,6 +64,7 @@ describe('deploy.sh and teardown.sh', function () {
     const result = script('teardown.sh', [
       '--project=offvia-test',
       '--region=us-central1',
+      '--all',
       '--dry-run',
     ]);
     assert.equal(result.status, 0, result.stderr);
@@ -73,7 +74,13 @@ describe('deploy.sh and teardown.sh', function () {
   });
 
   it('teardown.sh refuses without --yes when it cannot ask', () => {
-    const result = script('teardown.sh', ['--project', 'offvia-test', '--region', 'us-central1']);
+    const result = script('teardown.sh', [
+      '--project',
+      'offvia-test',
+      '--region',
+      'us-central1',
+      '--all',
+    ]);
     assert.equal(result.status, 1);
     assert.match(result.stderr, /pass --yes to confirm/);
     assert.equal(recorded(), '');

@@ -80,8 +80,9 @@ describe('sql/ on a project where the lab already ran', () => {
         checked += 1;
       }
     }
-    // Silver's event_id, the five replay columns of quarantine, and reprocess_run_id on both (offvia lineage).
-    assert.equal(checked, 8);
+    // Silver's event_id and contract_version, the five replay columns of quarantine, and reprocess_run_id on both
+    // (offvia lineage).
+    assert.equal(checked, 9);
   });
 
   it('adds no column the CREATE lacks, to a table sql/ creates', () => {

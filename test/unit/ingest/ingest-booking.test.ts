@@ -105,6 +105,29 @@ describe('ingestMessage', () => {
     assert.ok(logs.some((l) => l.outcome === 'quarantine' && l.error_stage === 'PARSE_JSON'));
   });
 
+  it('records the contract version in Silver: "1" when the message names none or names "1"', async () => {
+    for (const attributes of [{}, { contractVersion: '1' }]) {
+      const { writer, deps } = setup();
+      const m = msg(VALID);
+      if (m.ok) Object.assign(m.message.attributes, attributes);
+      assert.equal((await ingestMessage(m, deps)).destination, 'silver');
+      const [row] = writer.written.get('offvia_silver.fact_bookings') ?? [];
+      assert.equal(row?.json.contract_version, '1', JSON.stringify(attributes));
+    }
+  });
+
+  it('quarantines a message naming an unknown contract version at SCHEMA_VALIDATION, naming it', async () => {
+    const { writer, deps } = setup();
+    const m = msg(VALID, 'm-v2');
+    if (m.ok) m.message.attributes.contractVersion = '2';
+    const out = await ingestMessage(m, deps);
+    assert.equal(out.destination, 'quarantine');
+    assert.equal(writer.written.has('offvia_silver.fact_bookings'), false);
+    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    assert.equal(row?.json.error_stage, 'SCHEMA_VALIDATION');
+    assert.equal(row?.json.error_reason, 'unknown contract version "2" (accepted: 1)');
+  });
+
   it('quarantines a CloudEvent that carries no Pub/Sub message at PARSE_JSON, keeping its text', async () => {
     const { writer, deps } = setup();
     const out = await ingestMessage(

@@ -118,6 +118,38 @@ describe('pipeline registry', () => {
     }
   });
 
+  it('refuses service account bases that break IAM ids, are out of step, or are claimed twice', () => {
+    const bad: AnyPipelineDefinition = {
+      ...telemetry,
+      serviceAccounts: {
+        ingest: 'Telemetry_ingest',
+        fireWindows: 'telemetry-fire-windows-runtime',
+        schemaSweep: 'telemetry-sweep',
+        bronze: null,
+      },
+    };
+    const problems = definitionProblems(bad).join('\n');
+    for (const expected of [
+      /ingest account "Telemetry_ingest"/,
+      /fireWindows account "telemetry-fire-windows-runtime"/,
+      /serviceAccounts.schemaSweep is needed with functions.schemaSweep/,
+      /serviceAccounts.bronze is needed with tables.bronze/,
+    ]) {
+      assert.match(problems, expected);
+    }
+    const clash: AnyPipelineDefinition = {
+      ...telemetry,
+      serviceAccounts: {
+        ...telemetry.serviceAccounts,
+        fireWindows: booking.serviceAccounts.ingest,
+      },
+    };
+    assert.match(
+      registryProblems([booking, clash]).join('\n'),
+      /service account ingest is used by booking ingest account and telemetry fireWindows account/,
+    );
+  });
+
   it("telemetry's DDL files create every table and view its definition names, and only those", () => {
     const named = pipelineTables(telemetry).map((t) => t.table);
     const created = telemetry.tables.ddlFiles.flatMap((f) =>

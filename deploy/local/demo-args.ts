@@ -1,0 +1,178 @@
+// The demo's command line (`npm run demo -- [FILE] [--pipeline NAME --devices N --minutes M …]`), parsed with
+// commander before any stack starts: demo.sh runs this file alone first, so a bad flag is one line and exit 2.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { PIPELINES } from '../../shared/pipelines';
+
+/** Exit code of a usage error (bad flag or value), as every command of the project. */
+export const USAGE_EXIT = 2;
+
+/** What the demo runs. */
+export type DemoOptions =
+  | {
+      readonly pipeline: 'booking';
+      /** An events file (absolute path), or undefined for the lab's three messages. */
+      readonly file: string | undefined;
+    }
+  | {
+      readonly pipeline: 'telemetry';
+      readonly devices: number;
+      readonly minutes: number;
+      readonly readingsPerMinute: number;
+      readonly seed: number;
+      /** Longest wait for the messages to land and for the panes, ms. */
+      readonly timeoutMs: number | undefined;
+      /** Deliveries in flight through the push relay, or undefined for the emulator's own push. */
+      readonly pushRelayInFlight: number | undefined;
+    };
+
+/** A usage error: one line for stderr; the caller exits {@link USAGE_EXIT}. */
+export class DemoUsageError extends Error {}
+
+function intIn(name: string, min: number, max: number) {
+  return (raw: string): number => {
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+    }
+    return value;
+  };
+}
+
+/**
+ * Parses the demo's arguments (without `node` and the script). `baseDir` is where relative events files are
+ * resolved (where the user typed the command).
+ * @throws DemoUsageError with one line for a bad flag, a bad value, a flag of the other pipeline or a missing file
+ */
+export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOptions | 'help' {
+  let usage: string | undefined;
+  let help = '';
+  const program = new Command('npm run demo --')
+    .description(
+      'Start a throw-away local stack, publish events, wait, check the outcome, stop the stack.\n' +
+        "booking (default): the lab's three messages, or FILE (one message per non-blank line).\n" +
+        'telemetry: seed the device directory, publish simulated readings of N devices over the M minutes ' +
+        'before now, check Silver, the dead-letter table and the gold panes against an independent computation.',
+    )
+    .argument('[file]', 'booking only: events file, one message per non-blank line')
+    .option(
+      '--pipeline <name>',
+      `the pipeline (${PIPELINES.map((p) => p.name).join(', ')})`,
+      'booking',
+    )
+    .option('--devices <n>', 'telemetry: devices (1-50000)', intIn('--devices', 1, 50_000))
+    .option('--minutes <m>', 'telemetry: minutes of readings (1-8)', intIn('--minutes', 1, 8))
+    .option(
+      '--readings-per-minute <r>',
+      'telemetry: readings per device and minute (1-6)',
+      intIn('--readings-per-minute', 1, 6),
+    )
+    .option('--seed <s>', 'telemetry: seed of the simulation', intIn('--seed', 0, 2 ** 32 - 1))
+    .option(
+      '--timeout-seconds <s>',
+      'telemetry: longest wait for the messages and for the panes (default from the run size)',
+      intIn('--timeout-seconds', 1, 86_400),
+    )
+    .option(
+      '--push-relay <n>',
+      "telemetry: deliver with up to n in flight through a relay instead of the emulator's push (about 2)",
+      intIn('--push-relay', 1, 1000),
+    )
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => {
+        help += s;
+      },
+      writeErr: (s) => {
+        help += s;
+      },
+      outputError: (s) => {
+        usage = s
+          .trim()
+          .replace(/^error: /, '')
+          .replace(/\s*\n\s*/g, ' ');
+      },
+    });
+  try {
+    program.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.helpDisplayed') {
+      process.stdout.write(help);
+      return 'help';
+    }
+    if (error instanceof CommanderError) throw new DemoUsageError(usage ?? error.message);
+    throw error;
+  }
+  const o = program.opts<{
+    pipeline: string;
+    devices?: number;
+    minutes?: number;
+    readingsPerMinute?: number;
+    seed?: number;
+    timeoutSeconds?: number;
+    pushRelay?: number;
+  }>();
+  const file = program.args[0];
+  const telemetryFlags = [
+    'devices',
+    'minutes',
+    'readingsPerMinute',
+    'seed',
+    'timeoutSeconds',
+    'pushRelay',
+  ] as const;
+  const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  if (o.pipeline === 'booking') {
+    const given = telemetryFlags.filter((k) => o[k] !== undefined);
+    if (given.length > 0) {
+      throw new DemoUsageError(
+        `${given.map(flagName).join(', ')} apply to --pipeline telemetry only`,
+      );
+    }
+    if (file === undefined) return { pipeline: 'booking', file: undefined };
+    const resolved = path.resolve(baseDir, file);
+    if (!existsSync(resolved)) {
+      throw new DemoUsageError(`no such events file: ${file} (looked for ${resolved})`);
+    }
+    return { pipeline: 'booking', file: resolved };
+  }
+  if (o.pipeline === 'telemetry') {
+    if (file !== undefined) {
+      throw new DemoUsageError(
+        'an events file applies to the booking pipeline only (telemetry simulates its readings)',
+      );
+    }
+    return {
+      pipeline: 'telemetry',
+      devices: o.devices ?? 200,
+      minutes: o.minutes ?? 3,
+      readingsPerMinute: o.readingsPerMinute ?? 1,
+      seed: o.seed ?? 1,
+      timeoutMs: o.timeoutSeconds === undefined ? undefined : o.timeoutSeconds * 1000,
+      pushRelayInFlight: o.pushRelay,
+    };
+  }
+  throw new DemoUsageError(
+    `no pipeline ${JSON.stringify(o.pipeline)} (registered: ${PIPELINES.map((p) => p.name).join(', ')})`,
+  );
+}
+
+/** The one line a usage error prints, with the way to the help. */
+export function usageLine(error: DemoUsageError): string {
+  return `demo: ${error.message} (see npm run demo -- --help)\n`;
+}
+
+// Run alone (demo.sh does, before starting a stack): checks the arguments and exits 0, or 2 with one line.
+if (require.main === module) {
+  const [baseDir = process.cwd(), ...argv] = process.argv.slice(2);
+  try {
+    const parsed = parseDemoArgs(argv, baseDir);
+    // `help` was printed: nothing to run, and demo.sh must not start a stack for it.
+    process.exit(parsed === 'help' ? 3 : 0);
+  } catch (error) {
+    if (!(error instanceof DemoUsageError)) throw error;
+    process.stderr.write(usageLine(error));
+    process.exit(USAGE_EXIT);
+  }
+}

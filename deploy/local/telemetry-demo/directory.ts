@@ -1,0 +1,99 @@
+// The simulator's device directory: seeds `offvia_telemetry_ref.devices` with the planned devices and makes sure the
+// ingest function's in-memory snapshot (a side input refreshed on an interval) holds them before the run publishes.
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { PubSub } from '@google-cloud/pubsub';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TableRef } from '../../../shared/config/env';
+import { SIM_DEVICE_PREFIX, type TelemetryPlan } from './plan';
+
+/**
+ * The device the directory probe reads as: outside the simulated prefix (the checker never reads it back) and never
+ * in the directory (an unknown device: a Silver row and its own panes, no ranking).
+ */
+export const PROBE_DEVICE_ID = 'probe-directory';
+
+async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
+  const [result] = await bq.query({ query, params });
+  return result as Record<string, unknown>[];
+}
+
+/**
+ * Seeds the directory with the plan's devices that are not in it yet (the table belongs to provisioning: other rows
+ * are left alone), and removes the plan's unknown devices if an earlier run seeded them. Resolves with the number of
+ * rows inserted.
+ */
+export async function seedDirectory(
+  bq: BigQuery,
+  table: TableRef,
+  plan: TelemetryPlan,
+): Promise<number> {
+  const name = `\`${table.datasetId}.${table.tableId}\``;
+  const existing = new Set(
+    (
+      await rows(bq, `SELECT device_id FROM ${name} WHERE STARTS_WITH(device_id, @prefix)`, {
+        prefix: SIM_DEVICE_PREFIX,
+      })
+    ).map((r) => String(r.device_id)),
+  );
+  const stale = plan.unknownDevices.filter((id) => existing.has(id));
+  if (stale.length > 0) {
+    await rows(bq, `DELETE FROM ${name} WHERE device_id IN UNNEST(@ids)`, { ids: stale });
+  }
+  const missing = plan.directory.filter((d) => !existing.has(d.device_id));
+  const updatedAt = new Date().toISOString();
+  const target = bq.dataset(table.datasetId).table(table.tableId);
+  for (let i = 0; i < missing.length; i += 1000) {
+    await target.insert(missing.slice(i, i + 1000).map((d) => ({ ...d, updated_at: updatedAt })));
+  }
+  return missing.length;
+}
+
+/**
+ * Makes sure the ingest function's directory snapshot was loaded after `seededAtMs`. The function loads the directory
+ * on its first delivery and reloads it in the background on the first lookup once it is `refreshMs` old, answering
+ * that lookup from the old snapshot; so a function warmed before the seed (an earlier run or test) would enrich the
+ * first readings from a snapshot without the new devices. One probe reading published at least `refreshMs` after
+ * the seed either finds the snapshot loaded after the seed or starts a reload that reads it; once the probe is in
+ * Silver and the reload had time to finish, every later lookup sees the seeded devices. The probe's event time
+ * `probeEventTimeMs` must lie before the simulated windows: a later one would move the watermark past them, and every
+ * reading would then fire a LATE pane of its own.
+ * @throws Error when the probe does not reach Silver within `timeoutMs`
+ */
+export async function primeDirectory(
+  bq: BigQuery,
+  pubsub: PubSub,
+  names: { readonly topic: string; readonly silver: string },
+  seededAtMs: number,
+  refreshMs: number,
+  timeoutMs: number,
+  probeEventTimeMs: number,
+): Promise<void> {
+  const wait = seededAtMs + refreshMs + 500 - Date.now();
+  if (wait > 0) await sleep(wait);
+  const id = await pubsub.topic(names.topic, { messageOrdering: true }).publishMessage({
+    data: Buffer.from('{"temperatureC":20.0}'),
+    attributes: {
+      deviceId: PROBE_DEVICE_ID,
+      eventTs: new Date(probeEventTimeMs).toISOString(),
+      contractVersion: '2',
+    },
+    orderingKey: PROBE_DEVICE_ID,
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [found] = await rows(
+      bq,
+      `SELECT COUNT(*) AS n FROM ${names.silver} WHERE source_message_id = @id`,
+      { id },
+    );
+    if (Number(found?.n) > 0) break;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the directory probe (message ${id}) did not reach Silver within ${timeoutMs} ms`,
+      );
+    }
+    await sleep(1_000);
+  }
+  // The reload the probe may have started reads a few thousand rows: a couple of seconds on the emulator.
+  await sleep(3_000);
+}

@@ -1,0 +1,453 @@
+// The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream with the
+// real Pub/Sub client (ordering key deviceId), waits gently (a few counting queries every 3 s), reads back Silver,
+// the dead-letter table and the latest gold panes, and checks them (check.ts). `npm run demo -- --pipeline telemetry`.
+import { BigQuery } from '@google-cloud/bigquery';
+import { PubSub } from '@google-cloud/pubsub';
+import Table from 'cli-table3';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pipelineNamed } from '../../../shared/pipelines';
+import {
+  TELEMETRY_STRATEGY,
+  TELEMETRY_WATERMARK_POLICY,
+  TOP_N,
+} from '../../../shared/pipelines/telemetry/definition';
+import { stackBigQuery, stackEnv } from '../layers';
+import { localReferenceRefreshMs } from '../resources';
+import { primeDirectory, seedDirectory } from './directory';
+import { startPushRelay, type PushRelay } from './push-relay';
+import { checkTelemetryRun, type CheckResult, type Observed } from './check';
+import { expectedOutcome, type ExpectedOutcome } from './expected';
+import { planTelemetryRun, SIM_DEVICE_PREFIX, SIM_REGIONS, type TelemetryPlan } from './plan';
+
+/** What to simulate; see plan.ts. */
+export interface TelemetryDemoOptions {
+  readonly devices: number;
+  readonly minutes: number;
+  readonly readingsPerMinute: number;
+  readonly seed: number;
+  /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
+  readonly timeoutMs?: number | undefined;
+  /**
+   * Relay the ingest subscription with up to this many deliveries in flight (push-relay.ts) instead of the emulator's
+   * own push (about 2 in flight); undefined: the emulator's push.
+   */
+  readonly pushRelayInFlight?: number | undefined;
+  /** Progress lines (stderr by default). */
+  readonly log?: (line: string) => void;
+}
+
+/** Wall-clock durations of the run's phases, ms. */
+export interface TelemetryDemoTimings {
+  /** Seeding the directory and priming the ingest function's snapshot of it (directory.ts). */
+  readonly seedMs: number;
+  readonly publishMs: number;
+  /** From the first publish until every message was in Silver or the dead-letter table. */
+  readonly routedMs: number;
+  /** From then until the latest panes matched (or the wait ended). */
+  readonly panesMs: number;
+  readonly totalMs: number;
+}
+
+/** The outcome of a run: the checker's verdict and how long each phase took. */
+export interface TelemetryDemoResult extends CheckResult {
+  readonly plan: TelemetryPlan;
+  readonly timings: TelemetryDemoTimings;
+}
+
+/** Seconds between polls: the BigQuery emulator is shared with the functions, so poll gently. */
+const POLL_MS = 3_000;
+
+/** The pipeline's names, from its definition. */
+function names() {
+  const p = pipelineNamed('telemetry');
+  const [device, region] = p.aggregations;
+  const ref = p.tables.reference[0];
+  if (
+    device === undefined ||
+    region === undefined ||
+    ref === undefined ||
+    p.tables.bronze === null
+  ) {
+    throw new Error('the telemetry definition lacks its aggregations, reference table or Bronze');
+  }
+  const t = (r: { datasetId: string; tableId: string }) => `\`${r.datasetId}.${r.tableId}\``;
+  return {
+    topic: p.pubsub.topic,
+    silver: t(p.tables.silver),
+    deadLetter: t(p.tables.quarantine),
+    bronze: t(p.tables.bronze),
+    devices: ref,
+    devicePanes: t(device.goldTable),
+    regionPanes: t(region.goldTable),
+  };
+}
+
+/** A BigQuery value as plain text: NUMERIC (Big.js) in plain notation, TIMESTAMP wrappers unwrapped. */
+function text(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') {
+    return String(value);
+  }
+  if (typeof value === 'object' && 'value' in value) return text(value.value);
+  if (typeof value === 'object' && 'toFixed' in value && typeof value.toFixed === 'function') {
+    return String((value as { toFixed(): string }).toFixed());
+  }
+  throw new TypeError(`unexpected BigQuery value ${JSON.stringify(value)}`);
+}
+
+function textOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : text(value);
+}
+
+async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
+  const [result] = await bq.query({ query, params });
+  return result as Record<string, unknown>[];
+}
+
+/** Publishes the plan in order with message ordering on; resolves with the message ids, index by index. */
+async function publish(pubsub: PubSub, plan: TelemetryPlan): Promise<string[]> {
+  const topic = pubsub.topic(names().topic, {
+    messageOrdering: true,
+    batching: { maxMessages: 500, maxMilliseconds: 20 },
+  });
+  return Promise.all(
+    plan.messages.map((m) =>
+      topic.publishMessage({
+        data: Buffer.from(m.data, 'utf8'),
+        attributes: { ...m.attributes },
+        orderingKey: m.orderingKey,
+      }),
+    ),
+  );
+}
+
+/** Waits until `done()` (polled every {@link POLL_MS}) or the deadline; resolves with whether it happened. */
+async function waitFor(deadlineMs: number, done: () => Promise<boolean>): Promise<boolean> {
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() >= deadlineMs) return false;
+    await sleep(Math.min(POLL_MS, Math.max(0, deadlineMs - Date.now())));
+  }
+}
+
+/** The latest pane per (device, window) and per (region, window) of the simulated devices and regions. */
+async function latestPanes(
+  bq: BigQuery,
+  fromMs: number,
+): Promise<Pick<Observed, 'devicePanes' | 'regionPanes'>> {
+  const n = names();
+  const device = await rows(
+    bq,
+    `SELECT device_id, UNIX_MILLIS(window_start) AS window_start_ms, reading_count, temperature_avg_c,
+            temperature_min_c, temperature_max_c, pane_timing
+     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
+                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
+           FROM ${n.devicePanes}
+           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
+     WHERE pane_rank = 1`,
+    { prefix: SIM_DEVICE_PREFIX, fromMs },
+  );
+  const region = await rows(
+    bq,
+    `SELECT region, UNIX_MILLIS(window_start) AS window_start_ms, top_devices
+     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY region, window_start
+                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
+           FROM ${n.regionPanes}
+           WHERE region IN UNNEST(@regions) AND UNIX_MILLIS(window_start) >= @fromMs)
+     WHERE pane_rank = 1`,
+    { regions: [...SIM_REGIONS], fromMs },
+  );
+  return {
+    devicePanes: device.map((r) => ({
+      device_id: String(r.device_id),
+      window_start_ms: Number(r.window_start_ms),
+      reading_count: Number(r.reading_count),
+      temperature_avg_c: textOrNull(r.temperature_avg_c),
+      temperature_min_c: textOrNull(r.temperature_min_c),
+      temperature_max_c: textOrNull(r.temperature_max_c),
+      pane_timing: String(r.pane_timing),
+    })),
+    regionPanes: region.map((r) => ({
+      region: String(r.region),
+      window_start_ms: Number(r.window_start_ms),
+      top_devices: ((r.top_devices as Record<string, unknown>[] | null) ?? []).map((t) => ({
+        rank: Number(t.rank),
+        device_id: String(t.device_id),
+        max_temperature_c: text(t.max_temperature_c),
+      })),
+    })),
+  };
+}
+
+/**
+ * Runs the simulator against the stack of the environment (`.local/stack/env`, or with-stack.sh's): plan, seed,
+ * publish, wait for every message to be routed, compute the expected panes, wait until the latest panes match (or
+ * the deadline), and check. Never throws for a mismatch: the result lists the failures.
+ * @throws on an infrastructure failure (the stack is down, a query fails)
+ */
+export async function runTelemetryDemo(
+  options: TelemetryDemoOptions,
+): Promise<TelemetryDemoResult> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const env = stackEnv();
+  const bq = stackBigQuery(env);
+  const pubsub = new PubSub({ projectId: env.projectId });
+  const n = names();
+  const startedMs = Date.now();
+  // Rows of this run are the ones written after this instant (the emulator compares INT64, not TIMESTAMP, params).
+  const sinceMs = startedMs - 1_000;
+  let relay: PushRelay | undefined;
+  try {
+    const plan = planTelemetryRun({ ...options, nowMs: startedMs });
+    const seeded = await seedDirectory(bq, n.devices, plan);
+    if (options.pushRelayInFlight !== undefined) {
+      relay = await startPushRelay(
+        pubsub,
+        env.projectId,
+        pipelineNamed('telemetry').pubsub.subscriptions.ingest,
+        options.pushRelayInFlight,
+      );
+      log(
+        `relaying the ingest subscription with up to ${options.pushRelayInFlight} deliveries in flight`,
+      );
+    }
+    await primeDirectory(
+      bq,
+      pubsub,
+      n,
+      Date.now(),
+      localReferenceRefreshMs(),
+      120_000,
+      plan.firstWindowStartMs - 60_000,
+    );
+    const seedMs = Date.now() - startedMs;
+    log(
+      `seeded ${seeded} devices into the directory (${plan.directory.length} known, ${plan.unknownDevices.length} left out); ` +
+        `windows ${new Date(plan.firstWindowStartMs).toISOString()} to ${new Date(plan.lastWindowEndMs).toISOString()}`,
+    );
+
+    const publishStartMs = Date.now();
+    const ids = await publish(pubsub, plan);
+    const publishMs = Date.now() - publishStartMs;
+    log(`published ${ids.length} messages to ${n.topic} in ${publishMs} ms`);
+
+    const timeoutMs = options.timeoutMs ?? 120_000 + plan.messages.length * 60;
+    let routed = 0;
+    const allRouted = await waitFor(publishStartMs + timeoutMs, async () => {
+      const [r] = await rows(
+        bq,
+        `SELECT
+           (SELECT COUNT(DISTINCT source_message_id) FROM ${n.silver}
+            WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS silver,
+           (SELECT COUNT(DISTINCT source_message_id) FROM ${n.deadLetter}
+            WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS dead`,
+        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+      );
+      const now = Number(r?.silver ?? 0) + Number(r?.dead ?? 0);
+      if (now !== routed) {
+        const s = (Date.now() - publishStartMs) / 1000;
+        log(
+          `routed ${now}/${ids.length} (Silver ${Number(r?.silver)}, dead letter ${Number(r?.dead)}) after ${s.toFixed(0)} s, ${(now / s).toFixed(1)} msg/s`,
+        );
+      }
+      routed = now;
+      return now >= ids.length;
+    });
+    const routedMs = Date.now() - publishStartMs;
+
+    // Readings without eventTs count at their publish time: Pub/Sub's, read from Bronze (independent of the pipeline).
+    const noTs = plan.messages
+      .map((m, i) => ({ m, i }))
+      .filter(({ m }) => m.expect.kind === 'reading' && m.expect.eventTsMs === null);
+    const publishTimes = new Map<string, number>();
+    await waitFor(Date.now() + 60_000, async () => {
+      const found = await rows(
+        bq,
+        `SELECT message_id, UNIX_MILLIS(publish_time) AS ms FROM ${n.bronze} WHERE message_id IN UNNEST(@ids)`,
+        { ids: noTs.map(({ i }) => ids[i] as string) },
+      );
+      for (const r of found) publishTimes.set(String(r.message_id), Number(r.ms));
+      return noTs.every(({ i }) => publishTimes.has(ids[i] as string));
+    });
+    const publishTimeOf = (i: number) => publishTimes.get(ids[i] as string);
+    const eventTimeOf = (i: number) => {
+      const e = plan.messages[i]?.expect;
+      return e?.kind === 'reading' ? (e.eventTsMs ?? publishTimeOf(i)) : undefined;
+    };
+    let expected: ExpectedOutcome;
+    const missingPublishTimes = noTs.filter(({ i }) => publishTimeOf(i) === undefined);
+    if (missingPublishTimes.length > 0) {
+      // Without their publish time these readings cannot be placed; they are left out of the expectation, and the
+      // failure says so.
+      expected = expectedOutcome(
+        plan.messages.filter((_, i) => !missingPublishTimes.some((x) => x.i === i)),
+        () => undefined,
+        TOP_N,
+      );
+    } else {
+      expected = expectedOutcome(plan.messages, publishTimeOf, TOP_N);
+    }
+    const fromMs = Math.min(
+      plan.firstWindowStartMs - 60_000,
+      ...[...expected.devicePanes.values()].map((p) => p.windowStartMs),
+    );
+
+    // Panes: accumulating, so the latest pane of a (device, window) is complete once it counts every reading. Count
+    // in SQL until the totals match, then read and compare; early panes fire 30 s after new elements.
+    const panesStartMs = Date.now();
+    let result: CheckResult | undefined;
+    let lastCount = '';
+    await waitFor(panesStartMs + timeoutMs, async () => {
+      const [c] = await rows(
+        bq,
+        `SELECT COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings FROM (
+           SELECT reading_count, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
+                                                    ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
+           FROM ${n.devicePanes}
+           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
+         WHERE pane_rank = 1`,
+        { prefix: SIM_DEVICE_PREFIX, fromMs },
+      );
+      const count = `${Number(c?.panes)} device panes counting ${Number(c?.readings)} readings`;
+      if (count !== lastCount) {
+        log(
+          `${count} (expected ${expected.devicePanes.size} panes, ${expected.readings} readings)`,
+        );
+        lastCount = count;
+      }
+      if (Number(c?.panes) < expected.devicePanes.size || Number(c?.readings) < expected.readings) {
+        return false;
+      }
+      result = await readAndCheck();
+      return result.failures.length === 0;
+    });
+    result ??= await readAndCheck();
+    const panesMs = Date.now() - panesStartMs;
+
+    async function readAndCheck(): Promise<CheckResult> {
+      const silver = await rows(
+        bq,
+        `SELECT source_message_id, event_id, reference_status, UNIX_MILLIS(ingestion_timestamp) AS ingestion_ms
+         FROM ${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
+        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+      );
+      const dead = await rows(
+        bq,
+        `SELECT source_message_id, stage FROM ${n.deadLetter}
+         WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
+        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+      );
+      const panes = await latestPanes(bq, fromMs);
+      const checked = checkTelemetryRun(
+        plan.messages,
+        ids,
+        expected,
+        {
+          silver: silver.map((r) => ({
+            source_message_id: String(r.source_message_id),
+            event_id: String(r.event_id),
+            reference_status: String(r.reference_status),
+            ingestion_ms: Number(r.ingestion_ms),
+          })),
+          deadLetter: dead.map((r) => ({
+            source_message_id: String(r.source_message_id),
+            stage: String(r.stage),
+          })),
+          ...panes,
+        },
+        {
+          allowedLatenessMs: TELEMETRY_STRATEGY.allowedLatenessMs,
+          maxOutOfOrdernessMs: TELEMETRY_WATERMARK_POLICY.maxOutOfOrdernessMs,
+          idleTimeoutMs: TELEMETRY_WATERMARK_POLICY.idleTimeoutMs,
+        },
+        eventTimeOf,
+      );
+      const extra = [
+        ...(allRouted
+          ? []
+          : [`not every message reached Silver or the dead-letter table within ${timeoutMs} ms`]),
+        ...(missingPublishTimes.length > 0
+          ? [
+              `${missingPublishTimes.length} readings without eventTs have no publish time in Bronze; left out of the expectation`,
+            ]
+          : []),
+      ];
+      return { failures: [...extra, ...checked.failures], summary: checked.summary };
+    }
+
+    return {
+      ...result,
+      plan,
+      timings: { seedMs, publishMs, routedMs, panesMs, totalMs: Date.now() - startedMs },
+    };
+  } finally {
+    if (relay !== undefined) {
+      log(`push relay: ${relay.failures()} deliveries refused or failed (each redelivered)`);
+      await relay.stop();
+    }
+    await pubsub.close();
+  }
+}
+
+/** The summary table the demo prints. */
+export function formatTelemetrySummary(result: TelemetryDemoResult): string {
+  const s = result.summary;
+  const t = result.timings;
+  const table = new Table({
+    head: ['check', 'expected', 'observed'],
+    style: { head: [], border: [] },
+  });
+  const stages = Object.entries(s.deadLetterByStage)
+    .sort()
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  table.push(
+    ['messages published', String(s.published), ''],
+    ['in Silver (readings)', String(s.expectedSilver), String(s.inSilver)],
+    [
+      'in the dead-letter table',
+      String(s.expectedDeadLetter),
+      `${s.inDeadLetter}${stages ? ` (${stages})` : ''}`,
+    ],
+    ['readings of unknown devices (Silver, UNKNOWN_DEVICE)', '', String(s.unknownDeviceReadings)],
+    ['Silver duplicate rows (insertId repeats)', '', String(s.silverDuplicateRows)],
+    [
+      'device panes (latest = expected)',
+      String(s.devicePanesExpected),
+      String(s.devicePanesMatching),
+    ],
+    ['  of them closed (ON_TIME or LATE)', '', String(s.devicePanesClosed)],
+    [
+      'regional top-10 (latest = expected)',
+      String(s.regionPanesExpected),
+      String(s.regionPanesMatching),
+    ],
+    ['readings past the allowed lateness', '0', String(s.readingsPastLateness)],
+    [
+      'time (s): seed, publish, routed, panes, total',
+      '',
+      [t.seedMs, t.publishMs, t.routedMs, t.panesMs, t.totalMs]
+        .map((ms) => (ms / 1000).toFixed(1))
+        .join(', '),
+    ],
+  );
+  return `${table.toString()}\n`;
+}
+
+/** The demo's telemetry branch: run, print the table and the failures; 0 when the check passed, 1 otherwise. */
+export async function runTelemetryDemoMain(options: TelemetryDemoOptions): Promise<number> {
+  const result = await runTelemetryDemo(options);
+  process.stdout.write(
+    `telemetry demo: ${options.devices} devices × ${options.minutes} min × ${options.readingsPerMinute}/min, seed ${options.seed}\n`,
+  );
+  process.stdout.write(formatTelemetrySummary(result));
+  if (result.failures.length > 0) {
+    process.stdout.write(`FAILED:\n${result.failures.map((f) => `  - ${f}`).join('\n')}\n`);
+    return 1;
+  }
+  process.stdout.write(
+    'OK: every message in exactly one of Silver or the dead-letter table, as planned; every device pane and ' +
+      'regional top-10 equal to the independent computation\n',
+  );
+  return 0;
+}

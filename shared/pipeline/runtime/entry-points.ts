@@ -1,0 +1,197 @@
+// The two functions of a pipeline definition as handlers the Functions Framework registers (functions/index.ts):
+// the Pub/Sub-triggered ingest and the HTTP fireWindows, each building its dependencies once per instance.
+import { DeliveryRefused, errorText } from '../../errors';
+import type { Env } from '../../config/env';
+import { Logger, type LogSink } from '../../logging/logger';
+import type { CloudEvent } from '@google-cloud/functions-framework';
+import {
+  decodePushedEvent,
+  type PushedEvent,
+  type RawMessagePublishedData,
+} from '../../pubsub/message';
+import type { HttpAnswer } from '../../state/fire-windows';
+import type { TimerLoopOptions } from '../../state/timer-loop';
+import type { AnyPipelineDefinition } from '../definition';
+import { createPipelineFireDeps, createPipelineIngestDeps, pipelineLoopOptions } from './compose';
+import { firePipelineWindowsHttp, type PipelineFireDeps } from './fire';
+import {
+  ingestPipelinePushedEvent,
+  type PipelineIngestDeps,
+  type PipelineIngestOutcome,
+} from './ingest';
+
+/** The request fields fireWindows reads (an Express request satisfies it). */
+export interface FireRequest {
+  readonly method: string;
+  get(header: string): string | undefined;
+}
+
+/** How the handlers build their dependencies; tests pass stubs. */
+export interface EntryPointFactories {
+  readonly ingestDeps: (definition: AnyPipelineDefinition, env: Env) => Promise<PipelineIngestDeps>;
+  readonly fireDeps: (definition: AnyPipelineDefinition, env: Env) => PipelineFireDeps;
+  readonly loopOptions: (env: Env) => TimerLoopOptions;
+  readonly fire: (deps: PipelineFireDeps, loop?: TimerLoopOptions) => Promise<HttpAnswer>;
+  readonly ingest: (event: PushedEvent, deps: PipelineIngestDeps) => Promise<PipelineIngestOutcome>;
+}
+
+/** The real factories: clients from the environment. */
+export const REAL_FACTORIES: EntryPointFactories = {
+  ingestDeps: (definition, env) => createPipelineIngestDeps(definition, env),
+  fireDeps: (definition, env) => createPipelineFireDeps(definition, env),
+  loopOptions: pipelineLoopOptions,
+  fire: firePipelineWindowsHttp,
+  ingest: ingestPipelinePushedEvent,
+};
+
+/** A pipeline's two handlers and their cold-start hooks. */
+export interface PipelineEntryPoints {
+  /**
+   * The ingest function (`functions.ingest.entryPoint`). Resolves (ack) once the message is in Silver and its
+   * aggregations, or in the quarantine or bad-data table.
+   * @throws DeliveryRefused (Pub/Sub redelivers) on any failure, including dependencies that could not be built
+   *   (e.g. the device directory's first load failed): the next delivery tries to build them again
+   */
+  ingest(event: PushedEvent): Promise<PipelineIngestOutcome>;
+  /**
+   * The fireWindows function (`functions.fireWindows.entryPoint`), POST only: 405 otherwise. A call from Cloud
+   * Scheduler (header `X-CloudScheduler: true`) runs the timer loop; any other call one pass per aggregation.
+   * Answers 200 / 503 (transient, Cloud Scheduler retries) / 500 as booking's fireWindows; 500 with the error when
+   * the dependencies cannot be built (a bad variable).
+   */
+  fireWindows(request: FireRequest): Promise<HttpAnswer & { allow?: string }>;
+  /** Starts building the ingest dependencies now (cold start); a failure is logged and retried by the next call. */
+  warmIngest(): void;
+  /** Builds the fireWindows dependencies now (cold start). @throws ConfigError for a bad variable */
+  warmFireWindows(): void;
+}
+
+/**
+ * The handlers of `definition`, building their dependencies from `env` on first use (or at cold start through the
+ * `warm*` hooks) and keeping them for the instance's life. A failed ingest build is not kept: the next delivery
+ * retries it.
+ */
+export function pipelineEntryPoints(
+  definition: AnyPipelineDefinition,
+  env: Env,
+  factories: EntryPointFactories = REAL_FACTORIES,
+  sink?: LogSink,
+): PipelineEntryPoints {
+  const logger = new Logger(definition.functions.ingest.entryPoint, sink);
+  const fireLogger = new Logger(definition.functions.fireWindows.entryPoint, sink);
+  let ingestDeps: Promise<PipelineIngestDeps> | undefined;
+  let fireDeps: PipelineFireDeps | undefined;
+  let loop: TimerLoopOptions | undefined;
+  const buildIngest = (): Promise<PipelineIngestDeps> => {
+    if (ingestDeps === undefined) {
+      const building = factories.ingestDeps(definition, env);
+      ingestDeps = building;
+      building.catch((err: unknown) => {
+        if (ingestDeps === building) ingestDeps = undefined;
+        logger.write('ERROR', 'ingest dependencies not built; the next delivery retries', {
+          outcome: 'retry',
+          pipeline: definition.name,
+          error: errorText(err),
+        });
+      });
+    }
+    return ingestDeps;
+  };
+  const buildFire = (): PipelineFireDeps => {
+    fireDeps ??= factories.fireDeps(definition, env);
+    return fireDeps;
+  };
+  return {
+    async ingest(event) {
+      let deps: PipelineIngestDeps;
+      try {
+        deps = await buildIngest();
+      } catch (err) {
+        const decoded = decodePushedEvent(event);
+        throw new DeliveryRefused(decoded.ok ? decoded.message.messageId : decoded.messageId, {
+          cause: err,
+        });
+      }
+      return factories.ingest(event, deps);
+    },
+    async fireWindows(request) {
+      const name = definition.functions.fireWindows.entryPoint;
+      if (request.method !== 'POST') {
+        return { status: 405, allow: 'POST', body: { error: `${name} takes POST` } };
+      }
+      let deps: PipelineFireDeps;
+      try {
+        deps = buildFire();
+        loop ??= factories.loopOptions(env);
+      } catch (err) {
+        fireLogger.write('ERROR', 'fireWindows run failed', {
+          outcome: 'fire_windows_failed',
+          pipeline: definition.name,
+          error: errorText(err),
+        });
+        return {
+          status: 500,
+          body: { status: 'failed', pipeline: definition.name, error: errorText(err) },
+        };
+      }
+      const scheduled = request.get('x-cloudscheduler') === 'true';
+      return scheduled ? factories.fire(deps, loop) : factories.fire(deps);
+    },
+    warmIngest() {
+      // A failure is logged by buildIngest's own handler (so it is never an unhandled rejection).
+      void buildIngest();
+    },
+    warmFireWindows() {
+      buildFire();
+    },
+  };
+}
+
+/** The Functions Framework's registration calls (the module satisfies it; tests pass a recorder). */
+export interface FunctionsFramework {
+  cloudEvent<T>(name: string, handler: (event: CloudEvent<T>) => Promise<void>): unknown;
+  http(name: string, handler: (req: FireRequest, res: FireResponse) => Promise<void>): unknown;
+}
+
+/** The response calls fireWindows makes (an Express response satisfies it). */
+export interface FireResponse {
+  status(code: number): FireResponse;
+  set(field: string, value: string): FireResponse;
+  json(body: unknown): unknown;
+}
+
+/** The pipeline whose functions are the hand-written ones of functions/index.ts (its own path, unchanged). */
+export const HAND_WIRED_PIPELINE = 'booking';
+
+/**
+ * Registers, for every pipeline of `pipelines` but {@link HAND_WIRED_PIPELINE}, its `functions.ingest.entryPoint`
+ * (cloudEvent) and `functions.fireWindows.entryPoint` (http), and builds the dependencies of the one
+ * `env.FUNCTION_TARGET` names at once (cold start): a bad variable fails the instance's start, as booking's do.
+ * @returns the entry point names registered, in order
+ */
+export function registerPipelineFunctions(
+  framework: FunctionsFramework,
+  pipelines: readonly AnyPipelineDefinition[],
+  env: Env,
+  factories: EntryPointFactories = REAL_FACTORIES,
+): string[] {
+  const names: string[] = [];
+  for (const definition of pipelines) {
+    if (definition.name === HAND_WIRED_PIPELINE) continue;
+    const entry = pipelineEntryPoints(definition, env, factories);
+    const ingestName = definition.functions.ingest.entryPoint;
+    const fireName = definition.functions.fireWindows.entryPoint;
+    if (env.FUNCTION_TARGET === ingestName) entry.warmIngest();
+    if (env.FUNCTION_TARGET === fireName) entry.warmFireWindows();
+    framework.cloudEvent<RawMessagePublishedData>(ingestName, async (event) => {
+      await entry.ingest(event);
+    });
+    framework.http(fireName, async (req, res) => {
+      const answer = await entry.fireWindows(req);
+      if (answer.allow !== undefined) res.set('Allow', answer.allow);
+      res.status(answer.status).json(answer.body);
+    });
+    names.push(ingestName, fireName);
+  }
+  return names;
+}

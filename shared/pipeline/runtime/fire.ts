@@ -1,0 +1,61 @@
+// The generic fireWindows of a pipeline definition: one HTTP call advances the watermark and fires the due windows of
+// every aggregation (each under its own leases, in its own namespace) and answers one JSON summary per aggregation.
+import { setTimeout as sleepMs } from 'node:timers/promises';
+import { fireWindowsHttp, type FireWindowsDeps, type HttpAnswer } from '../../state/fire-windows';
+import { fireWindowsLoopHttp, type TimerLoopOptions } from '../../state/timer-loop';
+import type { JsonValue } from '../../windowing';
+
+/** What one pipeline's fireWindows run needs: each aggregation's fireWindows wiring, by aggregation name. */
+export interface PipelineFireDeps {
+  /** The pipeline's name (the summary's `pipeline`). */
+  readonly pipeline: string;
+  readonly aggregations: readonly {
+    readonly name: string;
+    readonly fire: FireWindowsDeps<never, JsonValue, unknown>;
+  }[];
+}
+
+/**
+ * The HTTP status of a run over several aggregations, from theirs: 500 when any failed for a non-transient reason,
+ * else 503 when any failed transiently (Cloud Scheduler retries), else 200. The same status semantics as booking's
+ * fireWindows, applied to the worst aggregation.
+ */
+export function combinedStatus(statuses: readonly number[]): number {
+  if (statuses.some((s) => s >= 500 && s !== 503)) return 500;
+  if (statuses.includes(503)) return 503;
+  return statuses.find((s) => s !== 200) ?? 200;
+}
+
+/**
+ * Fires every aggregation of the pipeline, concurrently (each holds its own lease and watermark, so one busy or
+ * failing aggregation never delays another). `loop` present (a Cloud Scheduler call): each aggregation runs the
+ * timer loop (`fireWindowsLoopHttp`), serving processing-time timers for `loop.loopMs`; absent: one pass each
+ * (`fireWindowsHttp`). Never throws: failures are in the answer (logged by the fireWindows machinery).
+ * @returns status per {@link combinedStatus}; body `{ pipeline, status, aggregations: { <name>: summary } }`
+ */
+export async function firePipelineWindowsHttp(
+  deps: PipelineFireDeps,
+  loop?: TimerLoopOptions,
+  sleep: (ms: number) => Promise<void> = (ms) => sleepMs(ms),
+): Promise<HttpAnswer> {
+  const answers = await Promise.all(
+    deps.aggregations.map(async (a) => ({
+      name: a.name,
+      answer:
+        loop === undefined
+          ? await fireWindowsHttp(a.fire)
+          : await fireWindowsLoopHttp(a.fire, loop, sleep),
+    })),
+  );
+  const status = combinedStatus(answers.map((a) => a.answer.status));
+  const aggregations: Record<string, Record<string, unknown>> = {};
+  for (const a of answers) aggregations[a.name] = a.answer.body;
+  return {
+    status,
+    body: {
+      pipeline: deps.pipeline,
+      status: status === 200 ? 'ok' : 'failed',
+      aggregations,
+    },
+  };
+}

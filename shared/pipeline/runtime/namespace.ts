@@ -1,0 +1,89 @@
+// Where a pipeline's window state lives in Firestore: one sub-namespace per aggregation under the pipeline's
+// windows root, so two aggregations never share a watermark, a fireWindows lease, dedup ids or window state.
+// Operator commands (`offvia status --pipeline`) read the layout from here rather than spelling paths themselves.
+import type { AggregationDefinition, AnyPipelineDefinition } from '../definition';
+import { COLLECTIONS } from '../../state/firestore-window-store';
+import { GROUP_COLLECTIONS } from '../../state/grouped-window-store';
+import { HOLDS_COLLECTION } from '../../state/watermark-holds';
+
+/**
+ * The keyed store's namespace of one aggregation: `root` is the pipeline's `firestore.windowsRoot`, `pipeline` the
+ * aggregation's name (the document under `root` that holds everything of that aggregation). These are the
+ * `root`/`pipeline` options of `GroupedFirestoreWindowStore` and `FirestoreWatermarkHoldStore`.
+ */
+export interface AggregationNamespace {
+  /** Root collection, e.g. `offviaTelemetryWindows`. */
+  readonly root: string;
+  /** Document id under the root: the aggregation's name, e.g. `telemetry_device_1m`. */
+  readonly pipeline: string;
+  /** `root/pipeline`, the document path. */
+  readonly path: string;
+}
+
+/**
+ * The Firestore namespace of `aggregation` in `definition`: `{windowsRoot}/{aggregation name}`. Each aggregation has
+ * its own, because the keyed store keeps the watermark, the fireWindows leases, the dedup ids (exactly-once counting
+ * under redelivery) and the window state per namespace.
+ */
+export function aggregationNamespace(
+  definition: Pick<AnyPipelineDefinition, 'firestore'>,
+  aggregation: Pick<AggregationDefinition<unknown, unknown, never, never, unknown>, 'name'>,
+): AggregationNamespace {
+  const root = definition.firestore.windowsRoot;
+  return { root, pipeline: aggregation.name, path: `${root}/${aggregation.name}` };
+}
+
+/**
+ * Collection and document paths of one aggregation's key-groups layout, all relative to the Firestore database
+ * (documents are `collection/id`):
+ * - `watermark`: the document holding the aggregation's watermark (event time, epoch ms UTC) and its bookkeeping;
+ * - `lease`: the fireWindows lease document of the whole aggregation (per-partition leases are `meta/<name>` beside
+ *   it);
+ * - `meta`: the collection of both, and of the key-groups layout's cutover and partition leases;
+ * - `keyGroups`: key-group documents `g<group>~<start>_<end>~s<shard>` (or `~h`, the head shard) with the keys'
+ *   pane bookkeeping, the shard's accumulators and the dedup ids of the events counted;
+ * - `dedupSpills`: dedup ids spilled from full key-group documents;
+ * - `paneBatches`: panes one transaction fired, until they are in gold;
+ * - `paneOutbox`: panes waiting to be (re)written to gold;
+ * - `droppedLate`: counters of elements dropped as too late;
+ * - `watermarkHolds`: failed deliveries holding the watermark back until they are processed.
+ */
+export interface AggregationPaths {
+  readonly namespace: string;
+  readonly meta: string;
+  readonly watermark: string;
+  readonly lease: string;
+  readonly keyGroups: string;
+  readonly dedupSpills: string;
+  readonly paneBatches: string;
+  readonly paneOutbox: string;
+  readonly droppedLate: string;
+  readonly watermarkHolds: string;
+}
+
+/** The paths of {@link AggregationPaths} for one aggregation's namespace. */
+export function aggregationPaths(namespace: AggregationNamespace): AggregationPaths {
+  const under = (name: string) => `${namespace.path}/${name}`;
+  return {
+    namespace: namespace.path,
+    meta: under(COLLECTIONS.meta),
+    watermark: `${under(COLLECTIONS.meta)}/watermark`,
+    lease: `${under(COLLECTIONS.meta)}/fireWindowsLease`,
+    keyGroups: under(GROUP_COLLECTIONS.groups),
+    dedupSpills: under(GROUP_COLLECTIONS.spills),
+    paneBatches: under(GROUP_COLLECTIONS.paneBatches),
+    paneOutbox: under(COLLECTIONS.outbox),
+    droppedLate: under(COLLECTIONS.dropped),
+    watermarkHolds: under(HOLDS_COLLECTION),
+  };
+}
+
+/** Every aggregation of `definition` with its namespace and paths, in the definition's order. */
+export function pipelineNamespaces(
+  definition: Pick<AnyPipelineDefinition, 'firestore' | 'aggregations'>,
+): { readonly aggregation: string; readonly paths: AggregationPaths }[] {
+  return definition.aggregations.map((a) => ({
+    aggregation: a.name,
+    paths: aggregationPaths(aggregationNamespace(definition, a)),
+  }));
+}

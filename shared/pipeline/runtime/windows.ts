@@ -1,0 +1,183 @@
+// One aggregation of a pipeline definition on the keyed window store: the key-groups layout in the aggregation's own
+// Firestore namespace, the windowing core for its strategy and combine, its watermark, its pane emitter to its gold
+// table, the per-event path (ingest) and the fireWindows wiring. The same machinery the booking pipeline runs.
+import { randomUUID } from 'node:crypto';
+import type { Firestore } from '@google-cloud/firestore';
+import type { TableRef } from '../../config/env';
+import type { WindowConfig } from '../../config/window-config';
+import type { Logger } from '../../logging/logger';
+import type { RowWriter } from '../../sinks/row-writer';
+import type { FireWindowsDeps } from '../../state/fire-windows';
+import type { StoreMetrics } from '../../state/firestore-window-store';
+import { GroupedFirestoreWindowStore } from '../../state/grouped-window-store';
+import { KeyedWindows, minProcessingTimeDelayMs } from '../../state/keyed-windows';
+import { PaneEmitter } from '../../state/pane-emitter';
+import {
+  DeliveryHolds,
+  FirestoreWatermarkHoldStore,
+  readWatermarkHold,
+} from '../../state/watermark-holds';
+import { WatermarkTracker } from '../../state/watermark-tracker';
+import { WindowedPipeline } from '../../state/windowed-pipeline';
+import { createReduceFnRunner, type JsonValue } from '../../windowing';
+import type { AggregationDefinition } from '../definition';
+import { aggregationNamespace, type AggregationNamespace } from './namespace';
+
+/** An aggregation with its types erased, as a definition lists it. */
+export type AnyAggregation = AggregationDefinition<unknown, unknown, never, JsonValue, unknown>;
+
+/**
+ * The operational knobs of the keyed store and fireWindows shared by every aggregation of a function instance, read
+ * from the same `OFFVIA_WINDOW_*` / `OFFVIA_FIRE_WINDOWS_*` / `OFFVIA_WATERMARK_*` variables as booking's
+ * (`loadWindowConfig`). The strategy, watermark policy, shards, gold table, namespace and layout come from the
+ * aggregation's definition instead, never from those variables.
+ */
+export type SharedWindowKnobs = Pick<
+  WindowConfig,
+  | 'keyGroups'
+  | 'firePartitions'
+  | 'maxBundle'
+  | 'ledgerTtlMs'
+  | 'droppedTtlMs'
+  | 'watermarkCacheMs'
+  | 'watermarkWriteIntervalMs'
+  | 'fireLeaseMs'
+  | 'fireConcurrency'
+  | 'fireMaxWindows'
+  | 'outboxGraceMs'
+  | 'holdLeaseMs'
+  | 'holdMaxMs'
+>;
+
+/** What {@link createAggregationWindows} wires together. */
+export interface AggregationWindowsParts {
+  readonly firestore: Firestore;
+  /** Writer for gold rows and for the bad-data rows of panes BigQuery refused. */
+  readonly writer: RowWriter;
+  /** The pipeline's bad-data table (refused pane rows). */
+  readonly badDataTable: TableRef;
+  /** Project for `target_dest` of bad-data rows when a table reference names none. */
+  readonly projectId: string | undefined;
+  readonly knobs: SharedWindowKnobs;
+  readonly logger: Logger;
+  /** Processing time, epoch ms UTC. */
+  readonly now: () => number;
+  /** Firestore counters (benchmarks, tests). */
+  readonly metrics?: StoreMetrics;
+}
+
+/** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
+export interface AggregationWindows {
+  readonly aggregation: AnyAggregation;
+  readonly namespace: AggregationNamespace;
+  readonly store: GroupedFirestoreWindowStore<JsonValue>;
+  /** The per-event path: counts an element once (dedup by event id) and emits the element-driven panes. */
+  readonly pipeline: WindowedPipeline<never, JsonValue, unknown>;
+  /** Watermark holds of failed deliveries, `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
+  readonly holds: DeliveryHolds | undefined;
+  /** fireWindows' dependencies (a fresh lease holder id per instance). */
+  readonly fire: FireWindowsDeps<never, JsonValue, unknown>;
+}
+
+/**
+ * Builds one aggregation on Firestore in the key-groups layout under `{windowsRoot}/{aggregation name}`, with the
+ * aggregation's `shards` shard documents per key group and window (the hot-key mitigation: a region's writes spread
+ * over 16 documents) and its strategy, watermark policy, combine and gold row.
+ */
+export function createAggregationWindows(
+  definition: {
+    readonly firestore: { readonly windowsRoot: string; readonly schemaDriftRoot: string | null };
+  },
+  aggregation: AnyAggregation,
+  parts: AggregationWindowsParts,
+): AggregationWindows {
+  const { knobs, logger, now } = parts;
+  const namespace = aggregationNamespace(definition, aggregation);
+  const { earlyFirings, lateFirings } = aggregation.strategy.trigger;
+  const store = new GroupedFirestoreWindowStore<JsonValue>(parts.firestore, {
+    root: namespace.root,
+    pipeline: namespace.pipeline,
+    parseAccumulator: (value) => aggregation.parseAccumulator(value),
+    keyGroups: knobs.keyGroups,
+    shards: aggregation.shards,
+    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+    dedupTtlMs: knobs.ledgerTtlMs,
+    now,
+    ...(parts.metrics && { metrics: parts.metrics }),
+  });
+  const runner = createReduceFnRunner(aggregation.strategy, aggregation.combineFn);
+  const keyed = new KeyedWindows<never, JsonValue, unknown>({
+    pipeline: aggregation.name,
+    runner,
+    combineFn: aggregation.combineFn,
+    store,
+    shardCount: aggregation.shards,
+    ledgerTtlMs: knobs.ledgerTtlMs,
+    droppedTtlMs: knobs.droppedTtlMs,
+    paneRow: (pane, insertId) =>
+      aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode),
+  });
+  const tracker = new WatermarkTracker(store, {
+    policy: aggregation.watermarkPolicy,
+    cacheMs: knobs.watermarkCacheMs,
+    minWriteIntervalMs: knobs.watermarkWriteIntervalMs,
+  });
+  const emitter = new PaneEmitter({
+    pipeline: aggregation.name,
+    writer: parts.writer,
+    goldTable: aggregation.goldTable,
+    badDataTable: parts.badDataTable,
+    projectId: parts.projectId,
+    store,
+    logger,
+    now,
+  });
+  const pipeline = new WindowedPipeline<never, JsonValue, unknown>({
+    pipeline: aggregation.name,
+    keyed,
+    tracker,
+    emitter,
+    logger,
+    maxBundle: knobs.maxBundle,
+  });
+  const holdStore =
+    knobs.holdLeaseMs > 0
+      ? new FirestoreWatermarkHoldStore(parts.firestore, namespace.root, namespace.pipeline)
+      : undefined;
+  const fire: FireWindowsDeps<never, JsonValue, unknown> = {
+    pipeline: aggregation.name,
+    store,
+    keyed,
+    tracker,
+    emitter,
+    logger,
+    now,
+    holder: `fireWindows-${aggregation.name}-${randomUUID()}`,
+    leaseMs: knobs.fireLeaseMs,
+    concurrency: knobs.fireConcurrency,
+    maxWindows: knobs.fireMaxWindows,
+    outboxGraceMs: knobs.outboxGraceMs,
+    processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
+    groups: { store, partitions: knobs.firePartitions },
+    ...(holdStore !== undefined && {
+      watermarkHold: (processingTimeMs: number) =>
+        readWatermarkHold(
+          holdStore,
+          aggregation.watermarkPolicy,
+          { maxHoldMs: knobs.holdMaxMs, pipeline: aggregation.name },
+          logger,
+          processingTimeMs,
+        ),
+    }),
+  };
+  return {
+    aggregation,
+    namespace,
+    store,
+    pipeline,
+    holds:
+      holdStore === undefined ? undefined : new DeliveryHolds(holdStore, knobs.holdLeaseMs, logger),
+    fire,
+  };
+}

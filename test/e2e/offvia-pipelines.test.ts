@@ -1,0 +1,314 @@
+// `offvia --pipeline telemetry` on the local stack: status, trace and quarantine list read the telemetry tables
+// (its DDL applied here), and the window state of each aggregation under the pipeline's own Firestore root, and
+// their numbers equal what is read independently from BigQuery and Firestore. The readings are decoded by the
+// telemetry contract and written with the functions' writer and the keyed window store, as its ingest path will.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { Firestore } from '@google-cloud/firestore';
+
+import { fillPlaceholders } from '../../deploy/local/apply-sql';
+import { decodeVersioned } from '../../shared/pipeline/versioning';
+import type { VersionAccepted } from '../../shared/pipeline/definition';
+import { TELEMETRY_PIPELINE } from '../../shared/pipelines/telemetry/definition';
+import { StaticDeviceDirectory } from '../../shared/pipelines/telemetry/device-directory';
+import { deadLetterRow } from '../../shared/pipelines/telemetry/rows';
+import type {
+  TelemetryElement,
+  TelemetrySettings,
+  TelemetrySilverRow,
+} from '../../shared/pipelines/telemetry/contract';
+import { BigQueryRowWriter } from '../../shared/sinks/bigquery-writer';
+import { COLLECTIONS, FirestoreWindowStore } from '../../shared/state/firestore-window-store';
+import {
+  GroupedFirestoreWindowStore,
+  GROUP_COLLECTIONS,
+} from '../../shared/state/grouped-window-store';
+import { KeyedWindows } from '../../shared/state/keyed-windows';
+import { loadWindowConfig } from '../../shared/config/window-config';
+import { WatermarkTracker } from '../../shared/state/watermark-tracker';
+import { createReduceFnRunner, type JsonValue } from '../../shared/windowing';
+import { EXIT } from '../../shared/ops/errors';
+import type { PipelineStatusReport, PipelineTraceReport } from '../../shared/ops/pipeline-ops';
+import { offvia, offviaJson } from '../support/offvia-cli';
+import { requireStack, runTag, stackClients } from '../support/drift-stack';
+
+const ROOT = path.resolve(__dirname, '../..');
+const pipeline = TELEMETRY_PIPELINE;
+
+describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, quarantine list)', function () {
+  let bigquery: BigQuery;
+  let firestore: Firestore;
+  let projectId: string;
+  const tag = runTag();
+  const now = Date.now();
+  const goodId = `tm-ok-${tag}`;
+  const lateId = `tm-ok2-${tag}`;
+  const badId = `tm-bad-${tag}`;
+  let accepted: VersionAccepted<TelemetrySilverRow, TelemetryElement>[] = [];
+
+  const settings: TelemetrySettings = {
+    limits: {
+      minTemperatureC: -55,
+      maxTemperatureC: 125,
+      maxFutureSkewMs: 300_000,
+      maxEventAgeMs: 86_400_000,
+    },
+    devices: new StaticDeviceDirectory(
+      new Map([[`dev-${tag}`, { region: `r-${tag.slice(0, 8)}`, site: 'Milano' }]]),
+    ),
+  };
+
+  before(async function () {
+    requireStack();
+    ({ bigquery, firestore, projectId } = stackClients());
+    // The pipeline's own DDL, as the appliers will run it once they read sql/pipelines/ (idempotent).
+    for (const file of pipeline.tables.ddlFiles) {
+      const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
+        project: projectId,
+        location: 'US',
+      });
+      await bigquery.query({ query: sql });
+    }
+    const message = (id: string, data: string, eventTs: string) => ({
+      messageId: id,
+      data: Buffer.from(data),
+      attributes: { deviceId: `dev-${tag}`, eventTs, contractVersion: '2' },
+      publishTimeMs: now - 1000,
+    });
+    const eventTs = (ms: number) => new Date(ms).toISOString();
+    const minute = Math.floor(now / 60_000) * 60_000;
+    const messages = [
+      message(goodId, '{"temperatureC": 21.5, "humidityPct": 40}', eventTs(minute - 50_000)),
+      message(lateId, '{"temperatureC": 23.25}', eventTs(minute - 40_000)),
+      message(badId, '{"temperatureC": 400}', eventTs(minute - 30_000)),
+    ];
+    const writer = new BigQueryRowWriter(bigquery);
+    accepted = [];
+    for (const m of messages) {
+      const outcome = decodeVersioned(pipeline.contract, m, { receivedAtMs: now, settings });
+      if (outcome.ok) {
+        accepted.push(outcome);
+        const [written] = await writer.insertRows(pipeline.tables.silver, [
+          { insertId: outcome.eventId, json: { ...outcome.row } },
+        ]);
+        assert.deepEqual(written, { ok: true });
+      } else {
+        const row = deadLetterRow(m, outcome, now);
+        const [written] = await writer.insertRows(pipeline.tables.quarantine, [
+          { insertId: m.messageId, json: { ...row } },
+        ]);
+        assert.deepEqual(written, { ok: true });
+      }
+    }
+    assert.equal(accepted.length, 2, 'two readings accepted, one rejected');
+    // Each aggregation counts the readings in its windows under the pipeline's Firestore root, and the watermark
+    // observes their event times, through the keyed store the functions use.
+    // The device aggregation in the key-groups layout, as the pipeline runtime builds its store (dedup ids inside
+    // the key-group documents); the regional one in the per-window layout (ledger documents), so trace reads both.
+    for (const aggregation of pipeline.aggregations) {
+      const options = {
+        root: pipeline.firestore.windowsRoot,
+        pipeline: aggregation.name,
+        parseAccumulator: (v: unknown) => aggregation.parseAccumulator(v),
+      };
+      const { earlyFirings, lateFirings } = aggregation.strategy.trigger;
+      const store =
+        aggregation.name === 'telemetry_device_1m'
+          ? new GroupedFirestoreWindowStore<JsonValue>(firestore, {
+              ...options,
+              keyGroups: loadWindowConfig({}).keyGroups,
+              shards: aggregation.shards,
+              earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+              lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+              dedupTtlMs: 86_400_000,
+            })
+          : new FirestoreWindowStore<JsonValue>(firestore, options);
+      const tracker = new WatermarkTracker(store, {
+        policy: aggregation.watermarkPolicy,
+        cacheMs: 0,
+        minWriteIntervalMs: 0,
+      });
+      const keyed = new KeyedWindows({
+        pipeline: aggregation.name,
+        runner: createReduceFnRunner(aggregation.strategy, aggregation.combineFn),
+        combineFn: aggregation.combineFn,
+        store,
+        shardCount: aggregation.shards,
+        ledgerTtlMs: 86_400_000,
+        droppedTtlMs: 86_400_000,
+        paneRow: (pane, insertId) =>
+          aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode),
+      });
+      for (const event of accepted) {
+        const input = aggregation.input(event);
+        assert.ok(input, `${aggregation.name} takes the reading`);
+        await keyed.processBundle(
+          input.key,
+          [
+            {
+              eventId: event.eventId,
+              messageId: event.row.source_message_id,
+              value: input.value,
+              timestampMs: event.eventTimeMs,
+              receivedAtMs: now,
+            },
+          ],
+          (t, fresh) => tracker.watermarkMs(t, fresh),
+        );
+        await tracker.observe(event.eventTimeMs, now);
+      }
+    }
+  });
+
+  it('status --json: counts by layer and stage equal the tables; watermark and open windows per aggregation equal Firestore', async function () {
+    const report = await offviaJson<PipelineStatusReport>(
+      '--pipeline',
+      'telemetry',
+      'status',
+      '--since',
+      '1h',
+    );
+    assert.equal(report.pipeline, 'telemetry');
+    const since = `TIMESTAMP_MILLIS(${Date.parse(report.since)})`;
+    const count = async (sql: string): Promise<number> => {
+      const [rows] = await bigquery.query({ query: sql });
+      return Number((rows as { n: unknown }[])[0]?.n);
+    };
+    const t = (ref: { datasetId: string; tableId: string }) =>
+      `\`${projectId}.${ref.datasetId}.${ref.tableId}\``;
+    assert.equal(
+      report.layers.silverRows,
+      await count(
+        `SELECT COUNT(*) AS n FROM ${t(pipeline.tables.silver)} WHERE ingestion_timestamp >= ${since}`,
+      ),
+    );
+    assert.ok(report.layers.silverRows >= 2);
+    assert.equal(
+      report.layers.quarantineRows,
+      await count(
+        `SELECT COUNT(*) AS n FROM ${t(pipeline.tables.quarantine)} WHERE parse_time >= ${since}`,
+      ),
+    );
+    const [byStage] = await bigquery.query({
+      query: `SELECT stage, COUNT(*) AS n FROM ${t(pipeline.tables.quarantine)} WHERE parse_time >= ${since}
+              GROUP BY stage ORDER BY stage`,
+    });
+    assert.deepEqual(
+      report.quarantineByStage,
+      (byStage as { stage: string; n: unknown }[]).map((r) => ({
+        stage: r.stage,
+        rows: Number(r.n),
+      })),
+    );
+    assert.ok(report.quarantineByStage.some((s) => s.stage === 'RANGE_VALIDATION'));
+    assert.deepEqual(
+      report.aggregations.map((a) => a.name),
+      pipeline.aggregations.map((a) => a.name),
+    );
+    for (const aggregation of report.aggregations) {
+      const base = firestore.collection(pipeline.firestore.windowsRoot).doc(aggregation.name);
+      const watermark = await base.collection(COLLECTIONS.meta).doc('watermark').get();
+      const stored = watermark.get('watermark_ms') as unknown;
+      assert.equal(typeof stored, 'number', `${aggregation.name}: watermark stored`);
+      assert.equal(aggregation.watermark, new Date(stored as number).toISOString());
+      // Open (key, window)s of either layout: per-window records not closed, and the keys of key-group documents
+      // whose bookkeeping is early or late.
+      const perWindow = await base
+        .collection(COLLECTIONS.windows)
+        .where('phase', 'in', ['EARLY', 'LATE'])
+        .count()
+        .get();
+      const groups = await base.collection(GROUP_COLLECTIONS.groups).get();
+      let keys = 0;
+      for (const d of groups.docs) {
+        const w = (d.get('w') ?? {}) as Record<string, { p?: unknown }>;
+        keys += Object.values(w).filter((e) => e.p === 'EARLY' || e.p === 'LATE').length;
+      }
+      assert.equal(aggregation.openWindows, perWindow.data().count + keys, aggregation.name);
+      assert.ok(aggregation.openWindows >= 1, `${aggregation.name}: the readings' window is open`);
+    }
+  });
+
+  it('trace of a message id: its Bronze-less Silver row, its dedup-view row and its windows in both aggregations', async function () {
+    const report = await offviaJson<PipelineTraceReport>(
+      '--pipeline',
+      'telemetry',
+      'trace',
+      goodId,
+    );
+    const event = accepted[0];
+    assert.ok(event);
+    assert.deepEqual(report.messageIds, [goodId]);
+    assert.deepEqual(report.eventIds, [event.eventId]);
+    assert.equal(report.silver.length, 1);
+    assert.equal(report.silver[0]?.device_id, `dev-${tag}`);
+    assert.equal(report.silver[0]?.contract_version, '2');
+    assert.equal(report.silverDedup.length, 1);
+    assert.deepEqual(report.quarantine, []);
+    assert.deepEqual(report.windows.map((w) => [w.aggregation, w.key, w.outcome]).sort(), [
+      ['telemetry_device_1m', `dev-${tag}`, 'counted'],
+      ['telemetry_region_top_1m', `r-${tag.slice(0, 8)}`, 'counted'],
+    ]);
+    const windowStart = Math.floor(event.eventTimeMs / 60_000) * 60_000;
+    for (const w of report.windows) {
+      assert.deepEqual(
+        w.windows.map((x) => x.windowId),
+        [`${windowStart}_${windowStart + 60_000}`],
+      );
+      // The ledger document (per-window layout) links the window record; key groups keep no per-window phase.
+      if (w.aggregation === 'telemetry_region_top_1m') {
+        assert.equal(w.windows[0]?.phase, 'EARLY', `${w.aggregation}: the window is open`);
+      }
+    }
+    // The same event by its event id.
+    const byEvent = await offviaJson<PipelineTraceReport>(
+      '--pipeline',
+      'telemetry',
+      'trace',
+      event.eventId,
+    );
+    assert.deepEqual(byEvent.messageIds, [goodId]);
+    assert.equal(byEvent.windows.length, 2);
+  });
+
+  it('trace of a rejected message: its dead-letter row with stage and reason, no windows', async function () {
+    const report = await offviaJson<PipelineTraceReport>('--pipeline', 'telemetry', 'trace', badId);
+    assert.equal(report.quarantine.length, 1);
+    assert.equal(report.quarantine[0]?.stage, 'RANGE_VALIDATION');
+    assert.equal(report.quarantine[0]?.device_id, `dev-${tag}`);
+    assert.deepEqual(report.silver, []);
+    assert.deepEqual(report.windows, []);
+  });
+
+  it('trace of an id no layer knows: exit 3, one line', async function () {
+    const r = await offvia('--pipeline', 'telemetry', 'trace', `nobody-${tag}`);
+    assert.equal(r.code, EXIT.notFound);
+    assert.match(
+      r.err,
+      /^offvia: "nobody-\w+" is not a message id or event id in any layer of pipeline telemetry/,
+    );
+  });
+
+  it('quarantine list --stage RANGE_VALIDATION: the rejected reading, with its device and reason', async function () {
+    const report = await offviaJson<{ table: string; rows: Record<string, unknown>[] }>(
+      '--pipeline',
+      'telemetry',
+      'quarantine',
+      'list',
+      '--stage',
+      'RANGE_VALIDATION',
+      '--since',
+      '1h',
+      '--limit',
+      '1000',
+    );
+    assert.equal(report.table, `${projectId}.offvia_telemetry_quarantine.dead_letter`);
+    const row = report.rows.find((r) => r.source_message_id === badId);
+    assert.ok(row, 'the rejected reading is listed');
+    assert.equal(row.device_id, `dev-${tag}`);
+    assert.match(String(row.reason), /400/);
+    assert.ok(report.rows.every((r) => r.stage === 'RANGE_VALIDATION'));
+  });
+});
