@@ -302,9 +302,15 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   if (uncovered.length > 0) {
     throw new Error(`--kms-key does not reach everything:\n  ${uncovered.join('\n  ')}`);
   }
-  const deployed = ctx.functions.map(
-    ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
-  );
+  // Every function the plan deploys: booking's, then each other selected pipeline's registered entry points.
+  const deployed = [
+    ...ctx.functions.map(({ spec }) => spec),
+    ...others.flatMap((p) =>
+      pipelineFunctions(p).filter((f) =>
+        facts.registered.some((r) => r.entryPoint === f.entryPoint),
+      ),
+    ),
+  ].map((f) => `${f.entryPoint} → ${ctx.names.functionName(f.baseName)}`);
   const header = [
     `Offvia deploy plan for project ${o.project}, region ${o.region}`,
     ...(o.notificationChannels.length === 0
@@ -321,7 +327,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       : `encryption: customer-managed key ${ctx.kms.name} on the datasets, topics, functions and Firestore database`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
-    seekSummary(o),
+    seekSummary(o, selected),
     `pipelines: ${selected.map((p) => p.name).join(', ')} (--pipeline; shared: APIs, Firestore database, ` +
       'trigger, scheduler and build accounts, custom roles)',
   ];
@@ -355,10 +361,12 @@ const OTHER_PIPELINE_ENTRY_POINTS: ReadonlySet<string> = new Set(
  * unacked message). The topic's retention is the one this plan sets (`--topic-retention`), so a subscription
  * Eventarc re-creates can seek too.
  */
-function seekSummary(o: DeployOptions): string {
+function seekSummary(o: DeployOptions, selected: readonly AnyPipelineDefinition[]): string {
+  // Each selected pipeline's topic gets the same retention (booking's section and pipeline-plan.ts set it).
+  const topics = selected.map((p) => (p.name === BOOKING ? BOOKING_TOPIC : p.pubsub.topic));
   return (
-    `seek: ${BOOKING_TOPIC} retains messages ${o.topicRetention} (--topic-retention), so 'offvia seek --time' ` +
-    'reaches that far back; offvia snapshots last at most 7 days'
+    `seek: ${topics.join(', ')} ${topics.length === 1 ? 'retains' : 'retain'} messages ${o.topicRetention} ` +
+    "(--topic-retention), so 'offvia seek --time' reaches that far back; offvia snapshots last at most 7 days"
   );
 }
 
