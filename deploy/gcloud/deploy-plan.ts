@@ -319,6 +319,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
             'only), and each rerun rewrites every policy from its file, removing channels added in the console',
         ]
       : []),
+    ...monitoringHoldWarning(ctx),
     `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
       '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
@@ -332,6 +333,23 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       'trigger, scheduler and build accounts, custom roles)',
   ];
   return { header, steps: ctx.steps, files: ctx.files };
+}
+
+/**
+ * The header's warning when booking's fireWindows reads its watermark hold from Cloud Monitoring
+ * (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`): its account needs `roles/monitoring.viewer` on the project
+ * (`monitoring.timeSeries.list`), which this plan does not grant (docs/windows.md, "The cloud source"); without it
+ * every pass logs the fallback to the delivery holds. Empty otherwise.
+ */
+function monitoringHoldWarning(ctx: Context): string[] {
+  const fire = ctx.functions.find(({ spec }) => spec.entryPoint === 'fireWindows');
+  if (ctx.config.window.holdSource !== 'monitoring' || fire === undefined) return [];
+  const member = `serviceAccount:${ctx.names.serviceAccountEmail(fire.spec.serviceAccount)}`;
+  return [
+    'WARNING: OFFVIA_WATERMARK_HOLD_SOURCE=monitoring: this plan does not grant roles/monitoring.viewer, which ' +
+      "fireWindows needs to read the subscription's backlog (every pass falls back to the delivery holds); grant " +
+      `it: gcloud projects add-iam-policy-binding ${ctx.o.project} --member=${member} --role=roles/monitoring.viewer`,
+  ];
 }
 
 /**
