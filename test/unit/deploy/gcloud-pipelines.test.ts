@@ -376,6 +376,16 @@ describe('teardown plan over the pipeline registry', () => {
   const teardown = (pipelines: string[], deleteShared: boolean): Plan =>
     buildTeardownPlan({ ...OPTIONS, pipelines, deleteShared, deleteData: true }, facts);
 
+  it("--pipeline telemetry's notes name no booking dataset", () => {
+    const notes = teardown(['telemetry'], false)
+      .steps.filter((s) => s.kind === 'note')
+      .map((s) => s.title);
+    assert.ok(notes.some((n) => n.startsWith('never deleted here')));
+    for (const n of notes) assert.doesNotMatch(n, /offvia_bronze\b/);
+    const bookingNotes = teardown(['booking'], false).steps.filter((s) => s.kind === 'note');
+    assert.ok(bookingNotes.some((s) => /grant on offvia_bronze/.test(s.title)));
+  });
+
   for (const [gone, kept] of [
     [telemetry, booking],
     [booking, telemetry],
