@@ -296,7 +296,39 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       {
         name: 'OFFVIA_BENCH_FIRING_KEYS',
         default: '`50000`',
-        meaning: '(key, window)s due at once in the firing-rate row of `bench:keys`',
+        meaning: '(key, window)s due at once in the firing-rate row of `bench:keys` and `bench`',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_KEY_GROUPS',
+        default: "the product's `OFFVIA_WINDOW_KEY_GROUPS`",
+        meaning: 'key groups per window in the firing-rate row',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_PARTITIONS',
+        default: "the product's `OFFVIA_FIRE_WINDOWS_PARTITIONS`",
+        meaning: 'fireWindows partitions in the firing-rate row',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_CONCURRENCY',
+        default: "the product's `OFFVIA_FIRE_WINDOWS_CONCURRENCY`",
+        meaning: 'key groups each fireWindows call fires at once in the firing-rate row',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_CALLS',
+        default: 'one per partition',
+        meaning: 'fireWindows calls at once in the firing-rate row, as that many invocations would',
+      },
+      {
+        name: 'OFFVIA_BENCH_FIRING_SETUP',
+        default: '`seed`',
+        meaning:
+          '`ingest`: the firing-rate row ingests its events through the pipeline instead of seeding the ' +
+          'key-group documents with a BulkWriter',
+      },
+      {
+        name: 'OFFVIA_BENCH_KEYS_EVENTS',
+        default: '`5000`',
+        meaning: 'events per key-cardinality row of `npm run bench`',
       },
       {
         name: 'OFFVIA_BENCH_SKIP_FIRING',

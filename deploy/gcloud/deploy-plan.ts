@@ -302,9 +302,15 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   if (uncovered.length > 0) {
     throw new Error(`--kms-key does not reach everything:\n  ${uncovered.join('\n  ')}`);
   }
-  const deployed = ctx.functions.map(
-    ({ spec }) => `${spec.entryPoint} → ${ctx.names.functionName(spec.baseName)}`,
-  );
+  // Every function the plan deploys: booking's, then each other selected pipeline's registered entry points.
+  const deployed = [
+    ...ctx.functions.map(({ spec }) => spec),
+    ...others.flatMap((p) =>
+      pipelineFunctions(p).filter((f) =>
+        facts.registered.some((r) => r.entryPoint === f.entryPoint),
+      ),
+    ),
+  ].map((f) => `${f.entryPoint} → ${ctx.names.functionName(f.baseName)}`);
   const header = [
     `Offvia deploy plan for project ${o.project}, region ${o.region}`,
     ...(o.notificationChannels.length === 0
@@ -313,6 +319,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
             'only), and each rerun rewrites every policy from its file, removing channels added in the console',
         ]
       : []),
+    ...monitoringHoldWarning(ctx),
     `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
       '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,
@@ -321,11 +328,28 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
       : `encryption: customer-managed key ${ctx.kms.name} on the datasets, topics, functions and Firestore database`,
     `source digest ${facts.sourceDigest.slice(0, 16)} (the files .gcloudignore lets through); ` +
       `metric and policy files in ${o.outDir}`,
-    seekSummary(o),
+    seekSummary(o, selected),
     `pipelines: ${selected.map((p) => p.name).join(', ')} (--pipeline; shared: APIs, Firestore database, ` +
       'trigger, scheduler and build accounts, custom roles)',
   ];
   return { header, steps: ctx.steps, files: ctx.files };
+}
+
+/**
+ * The header's warning when booking's fireWindows reads its watermark hold from Cloud Monitoring
+ * (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`): its account needs `roles/monitoring.viewer` on the project
+ * (`monitoring.timeSeries.list`), which this plan does not grant (docs/windows.md, "The cloud source"); without it
+ * every pass logs the fallback to the delivery holds. Empty otherwise.
+ */
+function monitoringHoldWarning(ctx: Context): string[] {
+  const fire = ctx.functions.find(({ spec }) => spec.entryPoint === 'fireWindows');
+  if (ctx.config.window.holdSource !== 'monitoring' || fire === undefined) return [];
+  const member = `serviceAccount:${ctx.names.serviceAccountEmail(fire.spec.serviceAccount)}`;
+  return [
+    'WARNING: OFFVIA_WATERMARK_HOLD_SOURCE=monitoring: this plan does not grant roles/monitoring.viewer, which ' +
+      "fireWindows needs to read the subscription's backlog (every pass falls back to the delivery holds); grant " +
+      `it: gcloud projects add-iam-policy-binding ${ctx.o.project} --member=${member} --role=roles/monitoring.viewer`,
+  ];
 }
 
 /**
@@ -355,10 +379,12 @@ const OTHER_PIPELINE_ENTRY_POINTS: ReadonlySet<string> = new Set(
  * unacked message). The topic's retention is the one this plan sets (`--topic-retention`), so a subscription
  * Eventarc re-creates can seek too.
  */
-function seekSummary(o: DeployOptions): string {
+function seekSummary(o: DeployOptions, selected: readonly AnyPipelineDefinition[]): string {
+  // Each selected pipeline's topic gets the same retention (booking's section and pipeline-plan.ts set it).
+  const topics = selected.map((p) => (p.name === BOOKING ? BOOKING_TOPIC : p.pubsub.topic));
   return (
-    `seek: ${BOOKING_TOPIC} retains messages ${o.topicRetention} (--topic-retention), so 'offvia seek --time' ` +
-    'reaches that far back; offvia snapshots last at most 7 days'
+    `seek: ${topics.join(', ')} ${topics.length === 1 ? 'retains' : 'retain'} messages ${o.topicRetention} ` +
+    "(--topic-retention), so 'offvia seek --time' reaches that far back; offvia snapshots last at most 7 days"
   );
 }
 

@@ -89,6 +89,7 @@ export function functionProjectRoles(
         ]
       : []),
     ...(spec.runsQueryJobs ? [{ role: 'roles/bigquery.jobUser' }] : []),
+    ...(spec.readsBacklogMetric === true ? [{ role: 'roles/monitoring.viewer' }] : []),
   ];
 }
 
@@ -184,6 +185,11 @@ export interface FunctionSpec {
   readonly runsQueryJobs: boolean;
   /** Reads and writes Firestore documents: roles/datastore.user, conditioned on the system's database. */
   readonly usesFirestore: boolean;
+  /**
+   * Reads the ingest subscription's backlog metric (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`, fireWindows' hold
+   * behind the oldest unacknowledged message): roles/monitoring.viewer, which exists only at project level.
+   */
+  readonly readsBacklogMetric?: boolean;
 }
 
 const SPECS: readonly FunctionSpec[] = [

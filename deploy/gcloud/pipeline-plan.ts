@@ -81,7 +81,7 @@ export interface PipelinePlanContext {
 
 /**
  * The environment of a pipeline's functions (`--set-env-vars`): the project and the system's Firestore database,
- * and the `--env` overrides named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`).
+ * the backlog watermark hold on the pipeline's ingest subscription, and the `--env` overrides named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`).
  * Not booking's table and schema-drift variables: the pipeline's tables come from its definition, and an
  * `OFFVIA_SILVER_TABLE` meant for booking must not point another pipeline at booking's Silver.
  */
@@ -91,6 +91,10 @@ export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string
     ...Object.fromEntries(Object.entries(o.envOverrides).filter(([k]) => k.startsWith(own))),
     OFFVIA_PROJECT_ID: o.project,
     OFFVIA_FIRESTORE_DATABASE: o.firestoreDatabase,
+    // fireWindows holds the watermark behind the ingest subscription's oldest unacknowledged message, as Dataflow's
+    // Pub/Sub source does (docs/windows.md, the cloud hold source); the plan names that subscription itself.
+    OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring',
+    OFFVIA_WATERMARK_HOLD_SUBSCRIPTION: p.pubsub.subscriptions.ingest,
   };
   return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -176,6 +180,9 @@ export function pipelineFunctionSpecs(
       writes: () => writes[r](),
       // Reference data (a side input) is loaded with a query job.
       runsQueryJobs: template.runsQueryJobs || (r === 'ingest' && tables.reference.length > 0),
+      // The plan creates the ingest subscription under a fixed name, so fireWindows can hold the watermark behind
+      // its backlog (pipelineEnv): Cloud Monitoring's read permission.
+      ...(r === 'fireWindows' && { readsBacklogMetric: true }),
     };
     const schedule = schedules.find((s) => s.functionName === ROLE_TEMPLATE[r]);
     return r === 'ingest' || schedule === undefined

@@ -92,12 +92,17 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
       ),
     );
   }
-  if (selected.some((x) => x.name === BOOKING)) bookingTeardown(o, facts, deleteShared, steps);
+  const withBooking = selected.some((x) => x.name === BOOKING);
+  if (withBooking) bookingTeardown(o, facts, deleteShared, steps);
+  // The service agent's dataset grant is booking's Bronze (other pipelines' Bronze writers are their own accounts).
+  const agentGrant = withBooking
+    ? `, the Pub/Sub service agent grant on ${BRONZE_DATASET} (it goes with the dataset)`
+    : '';
   steps.push({
     kind: 'note',
     title:
-      `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other Firestore database, the APIs, the Pub/Sub service agent ` +
-      `grant on ${BRONZE_DATASET} (it goes with the dataset), the build images in Artifact Registry ` +
+      `never deleted here: the Firestore database ${o.firestoreDatabase} itself and its TTL policies, any other ` +
+      `Firestore database, the APIs${agentGrant}, the build images in Artifact Registry ` +
       '(gcf-artifacts) and the gcf-v2-sources-*/gcf-v2-uploads-* buckets (docs/deploy.md, "Teardown")',
   });
   if (!deleteShared) {

@@ -95,7 +95,7 @@ export interface BookingWindowsOverrides {
  * Cloud Monitoring's reader of the subscription backlog, authorised with the function's service account
  * (Application Default Credentials); the project is `OFFVIA_PROJECT_ID`'s or, when unset, the credentials' own.
  */
-function monitoringBacklogReader(
+export function monitoringBacklogReader(
   projectId: string | undefined,
   subscriptionId: string,
 ): BacklogSampleReader {
@@ -431,7 +431,8 @@ function watermarkHoldOf(
 /** How long fireWindows reuses a backlog sample, ms: the metric is sampled once a minute. */
 export const BACKLOG_CACHE_MS = 30_000;
 
-const NO_HOLD: WatermarkHold = {
+/** No hold: what a hold source without holds answers. */
+export const NO_HOLD: WatermarkHold = {
   oldestPublishTimeMs: null,
   capMs: null,
   active: 0,

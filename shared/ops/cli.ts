@@ -173,6 +173,9 @@ export interface CliDeps {
 
 /** Builds the program; `run` is called with the connected context and the command's own flags. */
 export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Command {
+  // Every --pipeline value given, in order: two different ones are refused before any command runs, since taking
+  // the last silently would run one pipeline's command for an operator who also named another.
+  const pipelinesGiven: string[] = [];
   const program = new Command('offvia')
     .description(
       'Operate the Offvia booking pipeline: trace a message, see the status of every layer, re-drive quarantine and bad data.\n' +
@@ -187,8 +190,20 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .option(
       '--pipeline <name>',
       `the registered pipeline to work on (${PIPELINES.map((p) => p.name).join(', ')})`,
+      (value: string): string => {
+        pipelinesGiven.push(value);
+        return value;
+      },
       DEFAULT_PIPELINE,
     )
+    .hook('preAction', () => {
+      const other = pipelinesGiven.find((name) => name !== pipelinesGiven[0]);
+      if (other !== undefined) {
+        throw new UsageError(
+          `--pipeline given twice (${JSON.stringify(pipelinesGiven[0])} and ${JSON.stringify(other)}): give one`,
+        );
+      }
+    })
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()
     .configureOutput({

@@ -161,12 +161,13 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     const t0 = Date.now();
     fromIso = new Date(Math.floor(t0 / 1000) * 1000 - 1000).toISOString();
 
-    // 1,800 generated events (about 30 % invalid, over the four stages), retimed into the last two minutes and
+    // 1,800 generated events (about 30 % invalid, over the four stages), the valid ones retimed (below) and
     // onto this test's routes; 100 copies of valid ones re-published (new message id, same event_id); 100 valid
     // events 20 minutes old, whose windows are past the allowed lateness: dropped and counted as late.
     const rnd = prng(17);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
     const payloads: string[] = [];
+    let lastEventTimeMs = Number.NEGATIVE_INFINITY;
     const valid: string[] = [];
     const route = (event: Record<string, unknown>) => {
       event.origin = pick(origins);
@@ -183,7 +184,12 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       }
       const event = JSON.parse(g.payload) as Record<string, unknown>;
       route(event);
-      event.event_time = new Date(t0 - 20_000 - Math.floor(rnd() * 100_000)).toISOString();
+      // 170 to 270 s old: inside the allowed lateness (300 s) of a watermark at about now, so they are counted
+      // (or, on a loaded machine that delivers some after their window closed, dropped as late: either way the
+      // replays below must leave it as the stream did), and their windows close about 3 minutes after t0, not 6.
+      const eventTimeMs = t0 - 170_000 - Math.floor(rnd() * 100_000);
+      lastEventTimeMs = Math.max(lastEventTimeMs, eventTimeMs);
+      event.event_time = new Date(eventTimeMs).toISOString();
       const text = JSON.stringify(event);
       payloads.push(text);
       valid.push(text);
@@ -223,7 +229,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
 
     // Let every window of these routes close (watermark past end + allowed lateness), so the scheduler's own
     // fireWindows runs cannot change gold between two captures: only a replay could.
-    const lastWindowEndMs = Math.ceil(t0 / 60_000) * 60_000;
+    const lastWindowEndMs = (Math.floor(lastEventTimeMs / 60_000) + 1) * 60_000;
     const closedAtMs = lastWindowEndMs + config.strategy.allowedLatenessMs + 1;
     for (;;) {
       await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));

@@ -14,6 +14,8 @@ import { BigQueryRowWriter } from '../../sinks/bigquery-writer';
 import { CoalescingRowWriter } from '../../sinks/coalescing-writer';
 import type { RowWriter } from '../../sinks/row-writer';
 import type { StoreMetrics } from '../../state/firestore-window-store';
+import type { BacklogSampleReader } from '../../state/backlog-hold';
+import { monitoringBacklogReader } from '../../aggregates/runtime';
 import type { TimerLoopOptions } from '../../state/timer-loop';
 import type { AnyPipelineDefinition } from '../definition';
 import type { PipelineFireDeps } from './fire';
@@ -34,6 +36,8 @@ export interface PipelineRuntimeOverrides {
   /** Processing time, epoch ms UTC; default `Date.now`. */
   readonly now?: () => number;
   readonly metrics?: StoreMetrics;
+  /** The ingest subscription's backlog reader (tests stub Cloud Monitoring with it). */
+  readonly backlog?: BacklogSampleReader;
 }
 
 /** The clients, writer and aggregations both functions of a pipeline build from the environment. */
@@ -68,6 +72,7 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
     outboxGraceMs: c.outboxGraceMs,
     holdLeaseMs: c.holdLeaseMs,
     holdMaxMs: c.holdMaxMs,
+    holdMinBacklogAgeMs: c.holdMinBacklogAgeMs,
   };
 }
 
@@ -95,6 +100,13 @@ export function createPipelineParts(
       : new BigQueryRowWriter(bigquery));
   const firestore =
     overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
+  // One backlog reader per instance, shared by the aggregations: they read the same ingest subscription.
+  const window = loadWindowConfig(env);
+  const backlog =
+    overrides.backlog ??
+    (window.holdSource === 'monitoring' && window.holdSubscription !== undefined
+      ? monitoringBacklogReader(ingest.projectId, window.holdSubscription)
+      : undefined);
   const aggregations = definition.aggregations.map((aggregation) =>
     createAggregationWindows(definition, aggregation, {
       firestore,
@@ -105,6 +117,7 @@ export function createPipelineParts(
       logger,
       now,
       ...(overrides.metrics && { metrics: overrides.metrics }),
+      ...(backlog !== undefined && { backlog }),
     }),
   );
   logs.configLoaded(logger, {

@@ -17,6 +17,8 @@ import {
   FirestoreWatermarkHoldStore,
   readWatermarkHold,
 } from '../../state/watermark-holds';
+import { backlogWatermarkHold, type BacklogSampleReader } from '../../state/backlog-hold';
+import { BACKLOG_CACHE_MS, NO_HOLD } from '../../aggregates/runtime';
 import { WatermarkTracker } from '../../state/watermark-tracker';
 import { WindowedPipeline } from '../../state/windowed-pipeline';
 import { createReduceFnRunner, type JsonValue } from '../../windowing';
@@ -47,6 +49,7 @@ export type SharedWindowKnobs = Pick<
   | 'outboxGraceMs'
   | 'holdLeaseMs'
   | 'holdMaxMs'
+  | 'holdMinBacklogAgeMs'
 >;
 
 /** What {@link createAggregationWindows} wires together. */
@@ -64,6 +67,11 @@ export interface AggregationWindowsParts {
   readonly now: () => number;
   /** Firestore counters (benchmarks, tests). */
   readonly metrics?: StoreMetrics;
+  /**
+   * The ingest subscription's backlog (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`): fireWindows holds the watermark
+   * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
+   */
+  readonly backlog?: BacklogSampleReader;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -160,16 +168,7 @@ export function createAggregationWindows(
     outboxGraceMs: knobs.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
     groups: { store, partitions: knobs.firePartitions },
-    ...(holdStore !== undefined && {
-      watermarkHold: (processingTimeMs: number) =>
-        readWatermarkHold(
-          holdStore,
-          aggregation.watermarkPolicy,
-          { maxHoldMs: knobs.holdMaxMs, pipeline: aggregation.name },
-          logger,
-          processingTimeMs,
-        ),
-    }),
+    ...holdOf(holdStore, aggregation, parts),
   };
   return {
     aggregation,
@@ -179,5 +178,42 @@ export function createAggregationWindows(
     holds:
       holdStore === undefined ? undefined : new DeliveryHolds(holdStore, knobs.holdLeaseMs, logger),
     fire,
+  };
+}
+
+/**
+ * fireWindows' watermark hold for one aggregation: the delivery holds (none when `OFFVIA_WATERMARK_HOLD_LEASE_MS`
+ * is 0) and, with a backlog reader, the subscription's oldest unacknowledged message too (`backlogWatermarkHold`,
+ * sampled at most every {@link BACKLOG_CACHE_MS}, a failed read logged and answered by the delivery holds).
+ */
+function holdOf(
+  holdStore: FirestoreWatermarkHoldStore | undefined,
+  aggregation: AnyAggregation,
+  parts: AggregationWindowsParts,
+): Pick<FireWindowsDeps<never, JsonValue, unknown>, 'watermarkHold'> {
+  const { knobs, logger } = parts;
+  const local =
+    holdStore === undefined
+      ? undefined
+      : (processingTimeMs: number) =>
+          readWatermarkHold(
+            holdStore,
+            aggregation.watermarkPolicy,
+            { maxHoldMs: knobs.holdMaxMs, pipeline: aggregation.name },
+            logger,
+            processingTimeMs,
+          );
+  if (parts.backlog === undefined) return local === undefined ? {} : { watermarkHold: local };
+  return {
+    watermarkHold: backlogWatermarkHold({
+      read: parts.backlog,
+      local: local ?? (() => Promise.resolve(NO_HOLD)),
+      policy: aggregation.watermarkPolicy,
+      maxHoldMs: knobs.holdMaxMs,
+      minAgeMs: knobs.holdMinBacklogAgeMs,
+      cacheMs: BACKLOG_CACHE_MS,
+      logger,
+      pipeline: aggregation.name,
+    }),
   };
 }

@@ -119,9 +119,31 @@ describe('deploy plan over the pipeline registry', () => {
     assert.deepEqual(bookingOnly.steps, legacy.steps);
     assert.deepEqual(both.steps.slice(0, legacy.steps.length), legacy.steps);
     assert.ok(both.steps.length > legacy.steps.length);
-    // The header only gains its last line, naming the pipelines.
-    assert.deepEqual(legacy.header.slice(0, -1), both.header.slice(0, -1));
+    // The header gains the other pipelines' functions and topics, and its last line naming the pipelines.
+    const sameLines = (h: readonly string[]): string[] =>
+      h.filter((l) => !/^(name prefix |seek: |pipelines: )/.test(l));
+    assert.deepEqual(sameLines(legacy.header), sameLines(both.header));
     assert.match(both.header.at(-1) ?? '', /^pipelines: booking, telemetry /);
+  });
+
+  it("names the selected pipelines' functions and topics in the header, and only theirs", () => {
+    const line = (h: readonly string[], start: string): string =>
+      h.find((l) => l.startsWith(start)) ?? '';
+    const alone = buildDeployPlan({ ...OPTIONS, pipelines: ['telemetry'] }, facts);
+    const fn = line(alone.header, 'name prefix ');
+    assert.match(fn, /ingestTelemetry → offvia-ingest-telemetry/);
+    assert.match(fn, /fireTelemetryWindows → offvia-fire-telemetry-windows/);
+    assert.doesNotMatch(fn, /ingestBooking/);
+    const seek = line(alone.header, 'seek: ');
+    assert.match(seek, /telemetry-events/);
+    assert.doesNotMatch(seek, /booking-events/);
+    const all = line(both.header, 'name prefix ');
+    assert.match(
+      all,
+      /ingestBooking → offvia-ingest-booking.*ingestTelemetry → offvia-ingest-telemetry/,
+    );
+    assert.match(line(both.header, 'seek: '), /booking-events, telemetry-events/);
+    assert.doesNotMatch(line(bookingOnly.header, 'name prefix '), /Telemetry/);
   });
 
   it('gives each pipeline its own topics, subscriptions, tables, functions and accounts', () => {
@@ -209,6 +231,26 @@ describe('deploy plan over the pipeline registry', () => {
         c.includes('--role=roles/bigquery.dataViewer'),
     );
     assert.equal(read?.at(-1), `${P}:${reference?.datasetId ?? ''}.${reference?.tableId ?? ''}`);
+  });
+
+  it("holds telemetry's watermark behind its ingest subscription's backlog: env and Monitoring read for fireWindows only", () => {
+    const windowsMember = `--member=serviceAccount:${email(telemetry.serviceAccounts.fireWindows)}`;
+    const viewer = actions(both).filter((c) => c.includes('--role=roles/monitoring.viewer'));
+    assert.deepEqual(
+      viewer.map((c) => c.find((a) => a.startsWith('--member='))),
+      [windowsMember],
+    );
+    const deploy = actions(both).find(
+      (c) =>
+        starts(c, 'gcloud', 'functions', 'deploy') &&
+        c.includes(`--entry-point=${telemetry.functions.fireWindows.entryPoint}`),
+    );
+    const env = flagValue(deploy ?? [], '--set-env-vars') ?? '';
+    assert.match(env, /OFFVIA_WATERMARK_HOLD_SOURCE=monitoring/);
+    assert.ok(
+      env.includes(`OFFVIA_WATERMARK_HOLD_SUBSCRIPTION=${telemetry.pubsub.subscriptions.ingest}`),
+      env,
+    );
   });
 
   it('creates the telemetry ingest subscription itself, ordered, pushing to its function as the trigger account', () => {
@@ -353,6 +395,16 @@ describe('teardown plan over the pipeline registry', () => {
   const facts = factsWithEveryFunction();
   const teardown = (pipelines: string[], deleteShared: boolean): Plan =>
     buildTeardownPlan({ ...OPTIONS, pipelines, deleteShared, deleteData: true }, facts);
+
+  it("--pipeline telemetry's notes name no booking dataset", () => {
+    const notes = teardown(['telemetry'], false)
+      .steps.filter((s) => s.kind === 'note')
+      .map((s) => s.title);
+    assert.ok(notes.some((n) => n.startsWith('never deleted here')));
+    for (const n of notes) assert.doesNotMatch(n, /offvia_bronze\b/);
+    const bookingNotes = teardown(['booking'], false).steps.filter((s) => s.kind === 'note');
+    assert.ok(bookingNotes.some((s) => /grant on offvia_bronze/.test(s.title)));
+  });
 
   for (const [gone, kept] of [
     [telemetry, booking],

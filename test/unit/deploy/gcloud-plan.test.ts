@@ -1016,6 +1016,27 @@ describe('gcloud deploy plan', () => {
   });
 });
 
+describe('gcloud deploy plan with the watermark hold from Cloud Monitoring', () => {
+  it('warns in the header that fireWindows needs roles/monitoring.viewer, which the plan does not grant', () => {
+    const hold = (env: Record<string, string>): string[] =>
+      buildDeployPlan({ ...OPTIONS, envOverrides: env }, factsWithWindows()).header.filter((l) =>
+        /monitoring\.viewer/.test(l),
+      );
+    const warned = hold({
+      OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring',
+      OFFVIA_WATERMARK_HOLD_SUBSCRIPTION: 'eventarc-europe-west1-offvia-ingest-booking-1',
+    });
+    assert.equal(warned.length, 1, 'one warning line');
+    assert.match(warned[0] ?? '', /^WARNING: OFFVIA_WATERMARK_HOLD_SOURCE=monitoring/);
+    assert.match(
+      warned[0] ?? '',
+      /serviceAccount:offvia-windows@offvia-test\.iam\.gserviceaccount\.com/,
+    );
+    assert.deepEqual(hold({}), []);
+    assert.deepEqual(hold({ OFFVIA_WATERMARK_HOLD_SOURCE: 'local' }), []);
+  });
+});
+
 describe('gcloud teardown plan', () => {
   const facts = repoFacts();
   const keep = buildTeardownPlan({ ...OPTIONS, deleteData: false }, facts);

@@ -94,6 +94,26 @@ describe('offvia --pipeline: choosing a registered pipeline', () => {
     }
   });
 
+  it('refuses two different --pipeline values in one line, exit 2, before connecting', async () => {
+    // Taking the last silently would run e.g. booking's quarantine reprocess for an operator who named telemetry.
+    for (const argv of [
+      ['--pipeline', 'telemetry', 'status', '--pipeline', 'booking'],
+      ['--pipeline', 'booking', '--pipeline', 'telemetry', 'status'],
+    ]) {
+      const r = await run(argv);
+      assert.equal(r.code, EXIT.usage, argv.join(' '));
+      assert.ok(oneLine(r.err), r.err);
+      assert.match(
+        r.err,
+        /^offvia: --pipeline given twice \("(telemetry|booking)" and "(booking|telemetry)"\)/,
+      );
+      assert.equal(r.connected, false);
+    }
+    // The same name twice is the same choice.
+    const same = await run(['--pipeline', 'nope', 'status', '--pipeline', 'nope']);
+    assert.match(same.err, /no such pipeline/);
+  });
+
   it('every pipeline has a table layout whose tables are its own', () => {
     for (const p of PIPELINES) {
       const layout = opsLayout(p);
