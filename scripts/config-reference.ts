@@ -210,9 +210,9 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       },
       {
         name: 'OFFVIA_TELEMETRY_E2E_DEVICES',
-        default: '`2000`',
+        default: '`300`',
         meaning:
-          'devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`)',
+          'devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`; 2000 with `OFFVIA_TELEMETRY_E2E_MINUTES=3` is the acceptance run)',
       },
       {
         name: 'OFFVIA_TELEMETRY_E2E_MINUTES',
