@@ -3,6 +3,7 @@
 // otherwise. The Pub/Sub emulator's own push keeps only ~2 requests in flight (measured: 2 connections to the
 // function during a run), so on the emulator the stack's throughput is 2 / (one message's latency); Pub/Sub in the
 // cloud raises the push window with successful deliveries, up to far more than a function instance's concurrency.
+import { startRelayLoop } from '../../deploy/local/push-relay-loop';
 import { PubSub, type Message, type Subscription } from '@google-cloud/pubsub';
 import {
   BOOKING_TOPIC,
@@ -34,54 +35,15 @@ export async function startPushRelay(endpoint: string, maxInFlight: number): Pro
     .topic(BOOKING_TOPIC)
     .createSubscription(`${RELAY_SUBSCRIPTION}-${Date.now()}`, { ackDeadlineSeconds: 60 });
   await pubsub.subscription(INGEST_PUSH_SUBSCRIPTION).modifyPushConfig({});
-  let failures = 0;
   const name = subscriptionPath(
     projectId,
     subscription.name.split('/').at(-1) ?? RELAY_SUBSCRIPTION,
   );
-  const onMessage = (message: Message): void => {
-    const body = {
-      message: {
-        data: message.data.toString('base64'),
-        attributes: message.attributes,
-        messageId: message.id,
-        message_id: message.id,
-        publishTime: message.publishTime.toISOString(),
-        publish_time: message.publishTime.toISOString(),
-      },
-      subscription: name,
-    };
-    fetch(endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }).then(
-      (res) => {
-        if (res.ok) message.ack();
-        else {
-          failures++;
-          message.nack();
-        }
-      },
-      () => {
-        failures++;
-        message.nack();
-      },
-    );
-  };
-  subscription.setOptions({
-    flowControl: { maxMessages: maxInFlight, allowExcessMessages: false },
-  });
-  subscription.on('message', onMessage);
-  subscription.on('error', (err: unknown) => {
-    failures++;
-    process.stderr.write(`push relay: subscription error: ${String(err)}\n`);
-  });
+  const loop = startRelayLoop(subscription, endpoint, name, maxInFlight);
   return {
-    failures: () => failures,
+    failures: loop.failures,
     stop: async () => {
-      subscription.removeListener('message', onMessage);
-      await subscription.close();
+      await loop.close();
       await subscription.delete();
       // While detached, the push subscription kept every message of the run; acked here, so that restoring the
       // push does not hand them to the stack's own function during the next run.

@@ -2,8 +2,10 @@
 // 2 deliveries in flight (docs/local-stack.md), so its rate is 2 ÷ one message's latency. This detaches the push of
 // the telemetry ingest subscription (it becomes a pull subscription: the messages wait there, in order per key),
 // pulls it with up to N messages in flight and POSTs each as the push request Pub/Sub sends to the same endpoint,
-// acking on 2xx and nacking otherwise; `stop` restores the push. The pattern of bench/lib/push-relay.ts.
-import { PubSub, type Message } from '@google-cloud/pubsub';
+// acking on 2xx and nacking otherwise (deploy/local/push-relay-loop.ts, shared with the benchmark's relay); `stop`
+// restores the push.
+import { startRelayLoop } from '../push-relay-loop';
+import type { PubSub } from '@google-cloud/pubsub';
 import { subscriptionPath } from '../resources';
 
 /** A running relay. */
@@ -31,53 +33,12 @@ export async function startPushRelay(
   if (endpoint === '')
     throw new Error(`subscription ${subscriptionName} has no push endpoint to relay to`);
   await subscription.modifyPushConfig({});
-  let failures = 0;
   const name = subscriptionPath(projectId, subscriptionName);
-  const onMessage = (message: Message): void => {
-    const publishTime = message.publishTime.toISOString();
-    const body = {
-      message: {
-        data: message.data.toString('base64'),
-        attributes: message.attributes,
-        messageId: message.id,
-        message_id: message.id,
-        publishTime,
-        publish_time: publishTime,
-        ...(message.orderingKey ? { orderingKey: message.orderingKey } : {}),
-      },
-      subscription: name,
-    };
-    fetch(endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }).then(
-      (res) => {
-        if (res.ok) message.ack();
-        else {
-          failures++;
-          message.nack();
-        }
-      },
-      () => {
-        failures++;
-        message.nack();
-      },
-    );
-  };
-  subscription.setOptions({
-    flowControl: { maxMessages: maxInFlight, allowExcessMessages: false },
-  });
-  subscription.on('message', onMessage);
-  subscription.on('error', (err: unknown) => {
-    failures++;
-    process.stderr.write(`push relay: subscription error: ${String(err)}\n`);
-  });
+  const loop = startRelayLoop(subscription, endpoint, name, maxInFlight);
   return {
-    failures: () => failures,
+    failures: loop.failures,
     stop: async () => {
-      subscription.removeListener('message', onMessage);
-      await subscription.close();
+      await loop.close();
       await pubsub.subscription(subscriptionName).modifyPushConfig({ pushEndpoint: endpoint });
     },
   };

@@ -1,0 +1,69 @@
+// The relay loop both push stand-ins share (the benchmark's for booking, the telemetry simulator's): pull a
+// subscription with at most N messages in flight and POST each to a push endpoint as the push request Pub/Sub sends,
+// acking on 2xx and nacking otherwise (the message is then delivered again). The emulator's own push keeps only about
+// 2 deliveries in flight (docs/local-stack.md); Pub/Sub in the cloud raises its push window far above that.
+import type { Message, Subscription } from '@google-cloud/pubsub';
+
+/** A running relay loop. */
+export interface RelayLoop {
+  /** Deliveries answered with a non-2xx status or failed, and subscription errors. */
+  readonly failures: () => number;
+  /** Stops taking messages and closes the subscription (messages in flight are still acked or nacked). */
+  readonly close: () => Promise<void>;
+}
+
+/**
+ * Relays what `subscription` (pull) receives to `endpoint`, naming `pushSubscription` (its full path) in the push
+ * body, with at most `maxInFlight` messages outstanding (flow control). The body carries both the camelCase and the
+ * snake_case field names Pub/Sub push sends, and the ordering key when the message has one.
+ */
+export function startRelayLoop(
+  subscription: Subscription,
+  endpoint: string,
+  pushSubscription: string,
+  maxInFlight: number,
+): RelayLoop {
+  let failures = 0;
+  const failed = (message: Message): void => {
+    failures++;
+    message.nack();
+  };
+  const onMessage = (message: Message): void => {
+    const publishTime = message.publishTime.toISOString();
+    const body = {
+      message: {
+        data: message.data.toString('base64'),
+        attributes: message.attributes,
+        messageId: message.id,
+        message_id: message.id,
+        publishTime,
+        publish_time: publishTime,
+        ...(message.orderingKey ? { orderingKey: message.orderingKey } : {}),
+      },
+      subscription: pushSubscription,
+    };
+    fetch(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(
+      (res) => (res.ok ? message.ack() : failed(message)),
+      () => failed(message),
+    );
+  };
+  subscription.setOptions({
+    flowControl: { maxMessages: maxInFlight, allowExcessMessages: false },
+  });
+  subscription.on('message', onMessage);
+  subscription.on('error', (err: unknown) => {
+    failures++;
+    process.stderr.write(`push relay: subscription error: ${String(err)}\n`);
+  });
+  return {
+    failures: () => failures,
+    close: async () => {
+      subscription.removeListener('message', onMessage);
+      await subscription.close();
+    },
+  };
+}
