@@ -2,7 +2,6 @@
 // fireWindows dependencies, built once per instance from the environment.
 import { randomUUID } from 'node:crypto';
 import { BigQuery } from '@google-cloud/bigquery';
-import { GoogleAuth } from 'google-auth-library';
 import type { Firestore } from '@google-cloud/firestore';
 import { type IngestConfig, loadIngestConfig } from '../config/ingest-config';
 import type { Env, TableRef } from '../config/env';
@@ -24,8 +23,10 @@ import { WatermarkTracker } from '../state/watermark-tracker';
 import { WindowedPipeline } from '../state/windowed-pipeline';
 import { FirestoreSessionStore } from '../state/firestore-session-store';
 import {
+  BACKLOG_CACHE_MS,
   backlogWatermarkHold,
-  MonitoringBacklogReader,
+  monitoringBacklogReader,
+  NO_HOLD,
   type BacklogSampleReader,
 } from '../state/backlog-hold';
 import type { SessionFiring } from '../state/fire-sessions';
@@ -89,30 +90,6 @@ export interface BookingWindowsOverrides {
   readonly pickShard?: (shardCount: number) => number;
   /** The subscription backlog's reader (tests stub Cloud Monitoring with it). */
   readonly backlog?: BacklogSampleReader;
-}
-
-/**
- * Cloud Monitoring's reader of the subscription backlog, authorised with the function's service account
- * (Application Default Credentials); the project is `OFFVIA_PROJECT_ID`'s or, when unset, the credentials' own.
- */
-export function monitoringBacklogReader(
-  projectId: string | undefined,
-  subscriptionId: string,
-): BacklogSampleReader {
-  const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/monitoring.read'] });
-  let reader: MonitoringBacklogReader | undefined;
-  return async () => {
-    if (reader === undefined) {
-      const client = await auth.getClient();
-      const project = projectId ?? (await auth.getProjectId());
-      reader = new MonitoringBacklogReader(
-        client,
-        { projectId: project, subscriptionId },
-        Date.now,
-      );
-    }
-    return reader.read();
-  };
 }
 
 /** The parts `assembleBookingWindows` wires together. */
@@ -427,18 +404,6 @@ function watermarkHoldOf(
     }),
   };
 }
-
-/** How long fireWindows reuses a backlog sample, ms: the metric is sampled once a minute. */
-export const BACKLOG_CACHE_MS = 30_000;
-
-/** No hold: what a hold source without holds answers. */
-export const NO_HOLD: WatermarkHold = {
-  oldestPublishTimeMs: null,
-  capMs: null,
-  active: 0,
-  stuck: [],
-  lapsed: [],
-};
 
 /** fireWindows' seam for the watermark hold, over the hold store. */
 function watermarkHoldReader(

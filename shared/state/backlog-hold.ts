@@ -1,5 +1,6 @@
 // The cloud watermark-hold source: the ingest subscription's oldest unacknowledged message (Cloud Monitoring), read
 // by fireWindows (cached), combined with the holds of failing deliveries, which it falls back to when unreadable.
+import { GoogleAuth } from 'google-auth-library';
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
@@ -181,5 +182,41 @@ export function backlogWatermarkHold(
       // The backlog counts as one holding source beside the held deliveries.
       active: local.active + 1,
     };
+  };
+}
+
+/** How long fireWindows reuses a backlog sample, ms: the metric is sampled once a minute. */
+export const BACKLOG_CACHE_MS = 30_000;
+
+/** No hold: what a hold source without holds answers. */
+export const NO_HOLD: WatermarkHold = {
+  oldestPublishTimeMs: null,
+  capMs: null,
+  active: 0,
+  stuck: [],
+  lapsed: [],
+};
+
+/**
+ * Cloud Monitoring's reader of the subscription backlog, authorised with the function's service account
+ * (Application Default Credentials); the project is `OFFVIA_PROJECT_ID`'s or, when unset, the credentials' own.
+ */
+export function monitoringBacklogReader(
+  projectId: string | undefined,
+  subscriptionId: string,
+): BacklogSampleReader {
+  const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/monitoring.read'] });
+  let reader: MonitoringBacklogReader | undefined;
+  return async () => {
+    if (reader === undefined) {
+      const client = await auth.getClient();
+      const project = projectId ?? (await auth.getProjectId());
+      reader = new MonitoringBacklogReader(
+        client,
+        { projectId: project, subscriptionId },
+        Date.now,
+      );
+    }
+    return reader.read();
   };
 }

@@ -17,8 +17,13 @@ import {
   FirestoreWatermarkHoldStore,
   readWatermarkHold,
 } from '../../state/watermark-holds';
-import { backlogWatermarkHold, type BacklogSampleReader } from '../../state/backlog-hold';
-import { BACKLOG_CACHE_MS, NO_HOLD } from '../../aggregates/runtime';
+import {
+  BACKLOG_CACHE_MS,
+  backlogWatermarkHold,
+  NO_HOLD,
+  type BacklogSampleReader,
+} from '../../state/backlog-hold';
+
 import { WatermarkTracker } from '../../state/watermark-tracker';
 import { WindowedPipeline } from '../../state/windowed-pipeline';
 import { createReduceFnRunner, type JsonValue } from '../../windowing';
