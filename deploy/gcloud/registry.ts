@@ -2,12 +2,11 @@
 // no import of the code): the deploy plan deploys exactly these.
 import ts from 'typescript';
 import { PIPELINES } from '../../shared/pipelines';
-import { HAND_WIRED_PIPELINE } from '../../shared/pipeline/runtime/entry-points';
 
 const FRAMEWORK = '@google-cloud/functions-framework';
 /**
- * The call that registers every pipeline but booking from the registry (shared/pipeline/runtime/entry-points.ts):
- * it stands for each such pipeline's ingest (cloudEvent) and fireWindows (http) entry points.
+ * The call that registers every pipeline from the registry (shared/pipeline/runtime/entry-points.ts): it stands for
+ * each pipeline's ingest (cloudEvent), schemaSweep (http, when drift is on) and fireWindows (http) entry points.
  */
 const PIPELINE_REGISTRATION = 'registerPipelineFunctions';
 
@@ -28,7 +27,8 @@ const SIGNATURES: Readonly<Record<string, SignatureType>> = {
 
 /**
  * The registrations in `source` (a TypeScript module), in source order; a `registerPipelineFunctions(…)` call
- * stands for the ingest and fireWindows entry points of every registered pipeline but booking, from the registry. Understands a namespace import
+ * stands for the ingest, schemaSweep and fireWindows entry points of every registered pipeline, from the registry.
+ * Understands a namespace import
  * (`import * as functions from '@google-cloud/functions-framework'`) and named imports (`import { http } …`).
  * @throws Error when a registration's name is not a string literal (the plan must know it without running code),
  * or when a name is registered twice.
@@ -73,8 +73,9 @@ export function registeredFunctions(
     ) {
       const line = file.getLineAndCharacterOfPosition(node.getStart()).line + 1;
       for (const p of PIPELINES) {
-        if (p.name === HAND_WIRED_PIPELINE) continue;
         add({ entryPoint: p.functions.ingest.entryPoint, signatureType: 'cloudevent' }, line);
+        const sweep = p.functions.schemaSweep;
+        if (sweep !== null) add({ entryPoint: sweep.entryPoint, signatureType: 'http' }, line);
         add({ entryPoint: p.functions.fireWindows.entryPoint, signatureType: 'http' }, line);
       }
     }

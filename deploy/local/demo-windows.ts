@@ -4,7 +4,8 @@ import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import { firestoreClient } from '../../shared/drift/runtime';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
-import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
+import { createAggregationFireDeps } from '../../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
 import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-config';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
@@ -102,7 +103,7 @@ export async function fireAndReadWindows(
   const firestore = firestoreClient(projectId, readFirestoreDatabase(env));
   try {
     const logger = new Logger('demo', () => undefined);
-    const probe = createFireWindowsDeps(env, logger, { firestore });
+    const probe = createAggregationFireDeps(BOOKING_PIPELINE, env, logger, { firestore });
     // Silver is written before the window state: wait for the events' ledger entries, then for the watermark.
     const store = probe.store as FirestoreWindowStore<BookingAccumulator>;
     const maxEventMs = Math.max(...silver.map((r) => Date.parse(String(r.event_timestamp))));
@@ -133,7 +134,7 @@ export async function fireAndReadWindows(
       maxEventTimeSeenAtMs: stored?.maxEventTimeSeenAtMs ?? null,
       config,
     });
-    const deps = createFireWindowsDeps(env, logger, { firestore, now: () => processingTimeMs });
+    const deps = createAggregationFireDeps(BOOKING_PIPELINE, env, logger, { firestore, now: () => processingTimeMs });
     const summary = await fireWindows(deps);
     const windows = windowsOf(silver, env);
     const routes = [...new Set(windows.map((w) => w.routeKey))];

@@ -10,7 +10,8 @@ import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import { firestoreClient } from '../../shared/drift/runtime';
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import type { BigQuery } from '@google-cloud/bigquery';
-import { createFireWindowsDeps } from '../../shared/aggregates/runtime';
+import { createAggregationFireDeps } from '../../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
@@ -196,7 +197,7 @@ async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
   for (let attempt = 1; ; attempt++) {
     const processingTimeMs =
       Date.now() + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + sizeMs + 60_000;
-    const deps = createFireWindowsDeps(process.env, logger, {
+    const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, logger, {
       firestore,
       now: () => processingTimeMs,
     });
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
   const bq = stackBigQuery(env);
   const pubsub = new PubSub({ projectId });
   const firestore = firestoreClient(projectId, readFirestoreDatabase(process.env));
-  const windows = createFireWindowsDeps(process.env, new Logger('reliability', () => undefined), {
+  const windows = createAggregationFireDeps(BOOKING_PIPELINE, process.env, new Logger('reliability', () => undefined), {
     firestore,
   });
   const store = windows.store as FirestoreWindowStore<BookingAccumulator>;

@@ -1,6 +1,6 @@
 // Builds bad-data rows (offvia_quarantine.bad_data, sql/040) for rows that leave the retry store as failures.
 import { createHash } from 'node:crypto';
-import type { BadDataRow } from '../ingest/ingest-booking';
+import type { BadDataRow } from '../pipeline/runtime/ingest';
 import type { InsertRow } from '../sinks/row-writer';
 
 /** BigQuery's insertId limit, in characters (insertAll reference). */

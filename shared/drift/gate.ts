@@ -2,9 +2,8 @@
 import { stringify as losslessStringify } from 'lossless-json';
 import type { SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
-import type { ValidationSuccess } from '../contract';
 import { TransientError, errorText } from '../errors';
-import type { SchemaDriftGate } from '../ingest/ingest-booking';
+import type { DriftEvent, SchemaDriftGate } from '../pipeline/runtime/ingest';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import type { PubSubMessage } from '../pubsub/message';
@@ -89,7 +88,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
   }
 
   async route(
-    event: ValidationSuccess,
+    event: DriftEvent,
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
@@ -133,7 +132,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
    * @param row the row without its extra columns, as passed to `route`.
    */
   async holdRejected(
-    event: ValidationSuccess,
+    event: DriftEvent,
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
@@ -174,7 +173,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
   }
 
   private async hold(
-    event: ValidationSuccess,
+    event: DriftEvent,
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
@@ -235,7 +234,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
 
   /** A row whose extra fields carry a permanent error goes to the bad-data table now, with every reason. */
   private async rejectNow(
-    event: ValidationSuccess,
+    event: DriftEvent,
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
@@ -308,7 +307,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
  * lossless-json, so a big integer keeps every digit (JSON.stringify would turn a `LosslessNumber` into an object).
  */
 function storedForms(
-  event: ValidationSuccess,
+  event: DriftEvent,
   row: InsertRow,
 ): { rowJson: string; extraFieldsJson: string } {
   return {

@@ -1,8 +1,10 @@
-// Composition of the drift gate for ingestBooking: the Firestore retry store and the BigQuery schema cache.
+// Composition of the schema-drift gate of a pipeline whose definition turns drift on: its configuration from the
+// definition and the environment, the Firestore retry store and the BigQuery schema cache.
 import { Firestore } from '@google-cloud/firestore';
 import type { BigQuery } from '@google-cloud/bigquery';
-import type { TableRef } from '../config/env';
-import type { SchemaDriftConfig } from '../config/schema-drift-config';
+import type { Env, TableRef } from '../config/env';
+import { loadSchemaDriftConfig, type SchemaDriftConfig } from '../config/schema-drift-config';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
 import type { Logger } from '../logging/logger';
 import type { RowWriter } from '../sinks/row-writer';
 import { FirestoreDriftStore } from './firestore-store';
@@ -20,6 +22,42 @@ export function firestoreClient(projectId: string | undefined, databaseId: strin
   return new Firestore({ ...(projectId ? { projectId } : {}), databaseId });
 }
 
+/** The variables whose values the (configured) definition decides; the environment gives every other drift knob. */
+const DEFINITION_DRIFT_VARS = [
+  'OFFVIA_SCHEMA_DRIFT',
+  'OFFVIA_SCHEMA_TARGET_TABLES',
+  'OFFVIA_SCHEMA_WINDOW_MINUTES',
+  'OFFVIA_SCHEMA_RETRY_MINUTES',
+  'OFFVIA_SCHEMA_FIRESTORE_ROOT',
+];
+
+/**
+ * The drift configuration of a pipeline, or `undefined` when its definition turns drift off (`schemaDrift.mode`
+ * `off`, or no `firestore.schemaDriftRoot`): target tables, schema window, retry budget and Firestore root from the
+ * definition (booking's `configure` reads them from `OFFVIA_SCHEMA_*`); the gate's and the sweep's operational knobs
+ * (cache TTL, caps, lease, DDL style, ...) from `env` (`loadSchemaDriftConfig`).
+ * @throws ConfigError for a bad variable
+ */
+export function pipelineDriftConfig(
+  definition: Pick<AnyPipelineDefinition, 'schemaDrift' | 'firestore' | 'tables'>,
+  env: Env,
+  projectId: string | undefined,
+): SchemaDriftConfig | undefined {
+  const drift = definition.schemaDrift;
+  const root = definition.firestore.schemaDriftRoot;
+  if (drift.mode !== 'sweep' || root === null) return undefined;
+  const knobs: Record<string, string | undefined> = { ...env };
+  for (const name of DEFINITION_DRIFT_VARS) delete knobs[name];
+  return {
+    ...loadSchemaDriftConfig(knobs, definition.tables.silver, projectId),
+    enabled: true,
+    targetTables: [...drift.targetTables],
+    windowMinutes: drift.windowMinutes,
+    retryMinutes: drift.retryMinutes,
+    firestoreRoot: root,
+  };
+}
+
 /** What the gate is built from. */
 export interface DriftGateParts {
   readonly drift: SchemaDriftConfig;
@@ -34,7 +72,7 @@ export interface DriftGateParts {
   readonly now: () => number;
 }
 
-/** The drift gate for ingestBooking (Silver as target), with its per-instance schema cache and merger. */
+/** The drift gate of a pipeline's ingest (Silver as target), with its per-instance schema cache and merger. */
 export function createDriftGate(parts: DriftGateParts): RetryStoreDriftGate {
   const store = new FirestoreDriftStore(parts.firestore, parts.drift.firestoreRoot);
   return new RetryStoreDriftGate({

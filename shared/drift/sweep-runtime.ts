@@ -1,24 +1,35 @@
-// Composition root for schemaSweep: builds the real Firestore and BigQuery clients from configuration, once.
+// Composition root of a pipeline's schemaSweep: its drift configuration from the (configured) definition and the
+// environment, the real Firestore and BigQuery clients, built once per instance.
 import type { Env } from '../config/env';
 import { loadIngestConfig } from '../config/ingest-config';
 import { loadSchemaDriftConfig } from '../config/schema-drift-config';
-import { bigQueryClient } from '../ingest/runtime';
 import { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
-import { BigQueryRowWriter } from '../sinks/bigquery-writer';
+import { configuredDefinition, type AnyPipelineDefinition } from '../pipeline/definition';
+import { BigQueryRowWriter, bigQueryClient } from '../sinks/bigquery-writer';
 import { FirestoreDriftStore } from './firestore-store';
-import { firestoreClient } from './runtime';
+import { firestoreClient, pipelineDriftConfig } from './runtime';
 import type { SweepDeps } from './sweep';
 import { BigQueryTableAdmin } from './table-admin';
 
 /**
- * Reads the configuration from `env` and wires the schema sweep's real dependencies.
+ * Configures `definition` for `env` and wires its schema sweep: target tables, schema window, retry budget and
+ * Firestore root from the definition (`pipelineDriftConfig`), the rest from `env`. A deployment that turned drift off
+ * (booking's `OFFVIA_SCHEMA_DRIFT=false`) still sweeps what its retry store holds, with the environment's settings.
  * @throws ConfigError for a bad variable (fail fast at cold start).
  */
-export function createSchemaSweepDeps(env: Env, logger = new Logger('schemaSweep')): SweepDeps {
+export function createSchemaSweepDeps(
+  definition: AnyPipelineDefinition,
+  env: Env,
+  logger = new Logger(definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep'),
+): SweepDeps {
+  const configured = configuredDefinition(definition, env);
   const ingest = loadIngestConfig(env);
-  const config = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
-  logs.configLoaded(logger, { ...config, badDataTable: ingest.badDataTable });
+  const { silver, badData } = configured.tables;
+  const config =
+    pipelineDriftConfig(configured, env, ingest.projectId) ??
+    loadSchemaDriftConfig(env, silver, ingest.projectId);
+  logs.configLoaded(logger, { ...config, pipeline: configured.name, badDataTable: badData });
   const bigquery = bigQueryClient(ingest);
   return {
     config,
@@ -28,7 +39,7 @@ export function createSchemaSweepDeps(env: Env, logger = new Logger('schemaSweep
     ),
     admin: new BigQueryTableAdmin(bigquery),
     writer: new BigQueryRowWriter(bigquery),
-    badDataTable: ingest.badDataTable,
+    badDataTable: badData,
     projectId: ingest.projectId,
     logger,
     now: Date.now,

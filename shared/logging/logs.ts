@@ -1,5 +1,4 @@
 // The catalogue of log lines: one named function per event an operator may grep or turn into a log-based metric.
-import type { ErrorStage } from '../contract';
 import type { Logger } from './logger';
 
 /** Identifies the Pub/Sub message a line is about. */
@@ -26,19 +25,25 @@ export function silverWritten(
   });
 }
 
-/** A message was quarantined with its failing stage; metric `quarantine rate by error_stage` counts these. */
+/**
+ * A message was quarantined with its failing stage; metric `quarantine rate by error_stage` counts these. `context`
+ * adds the pipeline and the contract version the message was decoded as (`null`: none applied).
+ */
 export function messageQuarantined(
   log: Logger,
   ref: MessageRef,
-  stage: ErrorStage,
+  stage: string,
   reason: string,
   table: string,
+  context?: { readonly pipeline: string; readonly contractVersion: string | null },
 ): void {
   log.write('WARNING', 'message quarantined', {
     outcome: 'quarantine',
+    ...(context && { pipeline: context.pipeline }),
     message_id: ref.messageId,
     error_stage: stage,
     error_reason: reason,
+    ...(context && { contract_version: context.contractVersion }),
     table,
   });
 }

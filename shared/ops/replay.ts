@@ -3,8 +3,13 @@
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadPassengerIdConfig } from '../config/passenger-id-config';
-import { ingestMessage, type IngestDeps, type IngestOutcome } from '../ingest/ingest-booking';
-import { createIngestDeps } from '../ingest/runtime';
+import { createPipelineIngestDeps } from '../pipeline/runtime/compose';
+import {
+  ingestPipelineMessage,
+  type PipelineIngestDeps,
+  type PipelineIngestOutcome,
+} from '../pipeline/runtime/ingest';
+import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
 import { Logger, type LogEntry } from '../logging/logger';
 import type { PubSubMessage } from '../pubsub/message';
 import { firestoreCall, query, type OpsContext } from './context';
@@ -151,16 +156,16 @@ async function loadKnownRows(
 }
 
 /** The ingest path for a replay: as the function builds it, with the known-rows and lineage writers under it. */
-function replayIngest(
+async function replayIngest(
   ctx: OpsContext,
   runId: string,
   logFile: string,
-): { deps: IngestDeps; writer: () => KnownRowsWriter } {
+): Promise<{ deps: PipelineIngestDeps; writer: () => KnownRowsWriter }> {
   const sink = (entry: LogEntry): void => {
     appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
   };
   let known: KnownRowsWriter | undefined;
-  const deps = createIngestDeps(ctx.env, new Logger('offvia', sink), {
+  const built = await createPipelineIngestDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', sink), {
     wrapWriter: (writer) => {
       known = new KnownRowsWriter(
         new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
@@ -170,11 +175,14 @@ function replayIngest(
       return known;
     },
   });
-  // The retry-age guard is for Pub/Sub redeliveries: a replayed message is old by nature, and its failures are the
-  // replay's to retry and record (chunk checkpoints), not a reason to park it in bad data.
-  deps.config = { ...deps.config, maxRetryAgeMs: Number.POSITIVE_INFINITY };
-  // The event-time window is checked at the publish time, so the verdict does not change with the replay's date.
-  deps.rulesAtMs = (message) => message.publishTimeMs;
+  const deps: PipelineIngestDeps = {
+    ...built,
+    // The retry-age guard is for Pub/Sub redeliveries: a replayed message is old by nature, and its failures are
+    // the replay's to retry and record (chunk checkpoints), not a reason to park it in bad data.
+    maxRetryAgeMs: Number.POSITIVE_INFINITY,
+    // The event-time window is checked at the publish time, so the verdict does not change with the replay's date.
+    rulesAtMs: (message) => message.publishTimeMs,
+  };
   return {
     deps,
     writer: () => {
@@ -213,7 +221,7 @@ async function runChunk(
   ctx: OpsContext,
   chunk: ReplayChunk,
   run: ReplayRunRecord,
-  ingest: { deps: IngestDeps; writer: () => KnownRowsWriter },
+  ingest: { deps: PipelineIngestDeps; writer: () => KnownRowsWriter },
   options: ReplayOptions,
   limiter: RateLimiter,
   deps: ReplayDeps,
@@ -240,11 +248,14 @@ async function runChunk(
     options.concurrency,
     async (m) => {
       await limiter.take();
-      let outcome: IngestOutcome | undefined;
+      let outcome: PipelineIngestOutcome | undefined;
       let lastError = '';
       for (let attempt = 1; attempt <= MESSAGE_ATTEMPTS && outcome === undefined; attempt++) {
         try {
-          outcome = await ingestMessage({ ok: true, message: pubSubMessage(m) }, ingest.deps);
+          outcome = await ingestPipelineMessage(
+            { ok: true, message: pubSubMessage(m) },
+            ingest.deps,
+          );
         } catch (err) {
           // The ingest path logged the failure with its context (run log); retry, then record it.
           lastError = err instanceof Error ? err.message : String(err);
@@ -414,7 +425,7 @@ export async function replay(
   );
   const logFile = runLogFile(ctx, run.runId);
   report.logFile = logFile;
-  const ingest = replayIngest(ctx, run.runId, logFile);
+  const ingest = await replayIngest(ctx, run.runId, logFile);
   const limiter = new RateLimiter(options.ratePerSecond, deps.now, deps.sleep);
   const expected = todo.reduce((s, c) => s + (counts.get(c.index) ?? 0), 0);
   const bar = progressBar(io, 'replay', expected);

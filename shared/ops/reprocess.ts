@@ -265,8 +265,8 @@ export async function reprocess(
   const logFile = runLogFile(ctx, runId);
   report.runId = runId;
   report.logFile = logFile;
-  const deps = ingestDepsForRun(ctx, runId, logFile);
-  await assertPassengerIdModeFitsSilver(ctx, deps.passengerId ?? { mode: 'raw' });
+  const deps = await ingestDepsForRun(ctx, runId, logFile);
+  await assertPassengerIdModeFitsSilver(ctx, deps.passengerId);
   const resolutions: Resolution[] = [];
   const bar = progressBar(io, 'reprocess', candidates.length);
   await pool(

@@ -8,8 +8,13 @@ import type { TableRef } from '../config/env';
 import { boundedInsertId } from '../drift/bad-data';
 import type { PassengerIdConfig } from '../config/passenger-id-config';
 import { PSEUDONYM_PREFIX } from '../ingest/passenger-id';
-import { createIngestDeps } from '../ingest/runtime';
-import { ingestMessage, type IngestDeps, type IngestOutcome } from '../ingest/ingest-booking';
+import { createPipelineIngestDeps } from '../pipeline/runtime/compose';
+import {
+  ingestPipelineMessage,
+  type PipelineIngestDeps,
+  type PipelineIngestOutcome,
+} from '../pipeline/runtime/ingest';
+import { BOOKING_PIPELINE, type BookingSettings } from '../pipelines/booking/definition';
 import { Logger, type LogEntry } from '../logging/logger';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { InsertRow, RowResult, RowWriter } from '../sinks/row-writer';
@@ -74,19 +79,29 @@ export function runLogFile(ctx: OpsContext, runId: string): string {
   return ctx.logsDir ? path.join(dir, 'offvia.log') : path.join(dir, `${runId}.log`);
 }
 
+/** Booking's ingest path for a run, with the passenger-id protection its settings apply. */
+export type RunIngestDeps = PipelineIngestDeps & { readonly passengerId: PassengerIdConfig };
+
 /**
  * The ingest path as the functions run it (validation, Silver, quarantine, schema drift, window state), built from
  * the target's environment, with the lineage writer under it and its log lines appended to `logFile` (stdout is the
  * command's output).
+ * @throws ConfigError for a bad variable of the target's environment
  */
-export function ingestDepsForRun(ctx: OpsContext, runId: string, logFile: string): IngestDeps {
+export async function ingestDepsForRun(
+  ctx: OpsContext,
+  runId: string,
+  logFile: string,
+): Promise<RunIngestDeps> {
   const sink = (entry: LogEntry): void => {
     appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
   };
-  return createIngestDeps(ctx.env, new Logger('offvia', sink), {
+  const deps = await createPipelineIngestDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', sink), {
     wrapWriter: (writer) =>
       new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
   });
+  const settings = deps.settings as BookingSettings;
+  return { ...deps, passengerId: settings.passengerId ?? { mode: 'raw' } };
 }
 
 /**
@@ -235,10 +250,10 @@ export async function ingestFixed(
   report: ReprocessReport,
   reportedId: string | null,
   message: { messageId: string; attributes: Record<string, string>; data: Buffer },
-  deps: IngestDeps,
-): Promise<IngestOutcome | undefined> {
+  deps: PipelineIngestDeps,
+): Promise<PipelineIngestOutcome | undefined> {
   try {
-    return await ingestMessage(
+    return await ingestPipelineMessage(
       {
         ok: true,
         message: {

@@ -1,7 +1,8 @@
 // `offvia trace <id>`: every place a message or event is, from a Pub/Sub message id, an event_id or a booking_id:
 // Bronze, Silver (table and dedup view), quarantine, bad data, resolutions, the schema-retry store, the dedup
 // ledger, the windows and gold panes that count it, and its log lines.
-import { createFireWindowsDeps } from '../aggregates/runtime';
+import { createAggregationFireDeps } from '../pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
 import { routeKey } from '../aggregates/route-key';
 import type { BookingAccumulator } from '../aggregates/booking-aggregates';
 import { Logger } from '../logging/logger';
@@ -459,7 +460,7 @@ async function keyGroupsOutcome(
     destination: String(row.destination_airport),
     currency: String(row.currency),
   });
-  const windows = createFireWindowsDeps(ctx.env, new Logger('offvia', () => undefined), {
+  const windows = createAggregationFireDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', () => undefined), {
     firestore: ctx.firestore(),
   });
   const assigned = windows.keyed.assign(eventTimeMs);

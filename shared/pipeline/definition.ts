@@ -93,6 +93,12 @@ export interface DecodeContext<Settings> {
   readonly receivedAtMs: number;
   /** The pipeline's settings, loaded once at cold start (ranges, skews, reference data). */
   readonly settings: Settings;
+  /**
+   * The instant event-time rules (how far ahead or behind an event may be stamped) are checked against, epoch ms
+   * UTC, when it is not `receivedAtMs`: `offvia replay` passes the message's publish time, so a replayed message gets
+   * the verdict it got live. Absent: `receivedAtMs`.
+   */
+  readonly rulesAtMs?: number;
 }
 
 /**
@@ -325,7 +331,8 @@ export interface PipelineDefinition<Settings, Row, Element> {
   readonly tables: PipelineTables;
   /**
    * The row of `tables.quarantine` for a rejected message (its stage, one-line reason and the version it was decoded
-   * as, `null` when none applied); `parseTimeMs` is when it was decoded, epoch ms UTC. The runtime streams it with
+   * as, `null` when none applied); `parseTimeMs` is when it was decoded, epoch ms UTC; `maxPayloadBytes` the longest
+   * payload a row may keep (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`; a row may keep less). The runtime streams it with
    * insertId = the message id, so a redelivery adds no second row.
    * @throws RangeError when `parseTimeMs` cannot be represented (a caller bug)
    */
@@ -333,6 +340,7 @@ export interface PipelineDefinition<Settings, Row, Element> {
     message: ContractMessage,
     rejection: { readonly stage: string; readonly reason: string; readonly version: string | null },
     parseTimeMs: number,
+    maxPayloadBytes: number,
   ): Record<string, unknown>;
   /** The windowed aggregations, each with its gold table. */
   readonly aggregations: readonly AggregationDefinition<Row, Element, never, JsonValue, unknown>[];
@@ -341,6 +349,26 @@ export interface PipelineDefinition<Settings, Row, Element> {
   /** The runtime service accounts the deploy creates for this pipeline alone. */
   readonly serviceAccounts: PipelineServiceAccounts;
   readonly firestore: FirestoreNamespace;
+  /**
+   * Optional: the definition as this deployment runs it, from the environment (tables, windowing, schema drift,
+   * Firestore roots overridden by variables). The runtime applies it once per instance, at cold start, before it
+   * builds anything; without it the definition runs as written. It must return a definition with the same name,
+   * topics and functions (those are deployed, not configured) and be idempotent (applying it to its own result with
+   * the same environment changes nothing).
+   * @throws ConfigError naming the first bad variable
+   */
+  configure?(env: Env): PipelineDefinition<Settings, Row, Element>;
+}
+
+/**
+ * The definition as this deployment runs it: `configure(env)` when the definition has the hook, else itself.
+ * @throws ConfigError naming the first bad variable
+ */
+export function configuredDefinition<S, R, E>(
+  definition: PipelineDefinition<S, R, E>,
+  env: Env,
+): PipelineDefinition<S, R, E> {
+  return definition.configure?.(env) ?? definition;
 }
 
 /**

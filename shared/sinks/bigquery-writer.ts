@@ -1,6 +1,7 @@
 // RowWriter over @google-cloud/bigquery's insertAll: raw rows, our insertIds, per-row error classification.
-import type { BigQuery } from '@google-cloud/bigquery';
+import { BigQuery } from '@google-cloud/bigquery';
 import type { TableRef } from '../config/env';
+import type { IngestConfig } from '../config/ingest-config';
 import { TransientError, errorText } from '../errors';
 import {
   PartialInsertError,
@@ -10,6 +11,19 @@ import {
   type RowWriter,
   withInsertIds,
 } from './row-writer';
+
+/**
+ * A BigQuery client for the configured project; pointed at the local emulator when BIGQUERY_EMULATOR_HOST is set
+ * (then `autoRetry` is off: the emulator's 500s are not transient and would be retried for minutes).
+ */
+export function bigQueryClient(
+  config: Pick<IngestConfig, 'projectId' | 'bigQueryEndpoint'>,
+): BigQuery {
+  return new BigQuery({
+    ...(config.projectId ? { projectId: config.projectId } : {}),
+    ...(config.bigQueryEndpoint ? { apiEndpoint: config.bigQueryEndpoint, autoRetry: false } : {}),
+  });
+}
 
 /** One entry of insertAll's `insertErrors` (BigQuery REST reference, TableDataInsertAllResponse). */
 interface InsertErrorEntry {

@@ -1,22 +1,23 @@
-// Composition root of a pipeline definition's functions (every registered pipeline but booking, which keeps its own
-// path): the real BigQuery and Firestore clients from the environment, the definition's settings, its aggregations.
+// Composition root of every pipeline definition's functions: the definition as configured for this deployment, the
+// real BigQuery and Firestore clients from the environment, the definition's settings, its aggregations, its gate.
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 import { loadCoalescingConfig } from '../../config/coalescing-config';
 import type { Env } from '../../config/env';
 import { loadIngestConfig } from '../../config/ingest-config';
 import { loadWindowConfig } from '../../config/window-config';
-import { firestoreClient } from '../../drift/runtime';
-import { bigQueryClient } from '../../ingest/runtime';
+import { createDriftGate, firestoreClient, pipelineDriftConfig } from '../../drift/runtime';
 import { Logger } from '../../logging/logger';
 import * as logs from '../../logging/logs';
-import { BigQueryRowWriter } from '../../sinks/bigquery-writer';
+import { BigQueryRowWriter, bigQueryClient } from '../../sinks/bigquery-writer';
 import { CoalescingRowWriter } from '../../sinks/coalescing-writer';
 import type { RowWriter } from '../../sinks/row-writer';
 import type { StoreMetrics } from '../../state/firestore-window-store';
 import { monitoringBacklogReader, type BacklogSampleReader } from '../../state/backlog-hold';
+import type { FireWindowsDeps } from '../../state/fire-windows';
 import type { TimerLoopOptions } from '../../state/timer-loop';
-import type { AnyPipelineDefinition } from '../definition';
+import type { JsonValue } from '../../windowing';
+import { configuredDefinition, type AnyPipelineDefinition } from '../definition';
 import type { PipelineFireDeps } from './fire';
 import type { PipelineIngestDeps } from './ingest';
 import { pipelineNamespaces } from './namespace';
@@ -32,6 +33,11 @@ export interface PipelineRuntimeOverrides {
   readonly firestore?: Firestore;
   /** Writer for every row (Silver, quarantine, bad data, gold); default: BigQuery, coalesced per table. */
   readonly writer?: RowWriter;
+  /**
+   * Wraps the default writer's BigQuery writer, below the coalescing layer (the benchmark counts the insertAll calls
+   * BigQuery receives); ignored when `writer` is given.
+   */
+  readonly wrapWriter?: (writer: RowWriter) => RowWriter;
   /** Processing time, epoch ms UTC; default `Date.now`. */
   readonly now?: () => number;
   readonly metrics?: StoreMetrics;
@@ -41,9 +47,11 @@ export interface PipelineRuntimeOverrides {
 
 /** The clients, writer and aggregations both functions of a pipeline build from the environment. */
 export interface PipelineParts {
+  /** The definition as configured for this deployment (`configure(env)`). */
   readonly definition: AnyPipelineDefinition;
   readonly projectId: string | undefined;
   readonly bigquery: BigQuery;
+  readonly firestore: Firestore;
   readonly writer: RowWriter;
   readonly aggregations: readonly AggregationWindows[];
   readonly logger: Logger;
@@ -52,7 +60,7 @@ export interface PipelineParts {
 
 /**
  * The knobs of `loadWindowConfig` every aggregation shares (key groups, fireWindows partitions and leases, TTLs,
- * watermark cache, holds); the rest of the window configuration is booking's and is not read here.
+ * watermark cache, holds); strategy, shards, gold table and roots come from the (configured) definition instead.
  * @throws ConfigError for a bad variable
  */
 export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
@@ -65,6 +73,7 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
     droppedTtlMs: c.droppedTtlMs,
     watermarkCacheMs: c.watermarkCacheMs,
     watermarkWriteIntervalMs: c.watermarkWriteIntervalMs,
+    firePartitionsInFlight: c.firePartitionsInFlight,
     fireLeaseMs: c.fireLeaseMs,
     fireConcurrency: c.fireConcurrency,
     fireMaxWindows: c.fireMaxWindows,
@@ -76,27 +85,29 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
 }
 
 /**
- * Builds the clients (BigQuery follows `BIGQUERY_EMULATOR_HOST`, with `autoRetry` off there, as booking's does;
- * Firestore follows `FIRESTORE_EMULATOR_HOST`; the project is `OFFVIA_PROJECT_ID` / `GOOGLE_CLOUD_PROJECT` as
- * `loadIngestConfig` reads it) and every aggregation of `definition` in its own Firestore namespace.
+ * Configures `definition` for `env` (its `configure` hook, once), then builds the clients (BigQuery follows
+ * `BIGQUERY_EMULATOR_HOST`, with `autoRetry` off there; Firestore follows `FIRESTORE_EMULATOR_HOST`; the project is
+ * `OFFVIA_PROJECT_ID` / `GOOGLE_CLOUD_PROJECT` as `loadIngestConfig` reads it), the writer (coalescing concurrent
+ * rows per table unless `OFFVIA_BQ_COALESCE` is off) and every aggregation in its own Firestore namespace.
  * @throws ConfigError for a bad variable (fail fast at cold start)
  */
 export function createPipelineParts(
-  definition: AnyPipelineDefinition,
+  unconfigured: AnyPipelineDefinition,
   env: Env,
   logger: Logger,
   overrides: PipelineRuntimeOverrides = {},
 ): PipelineParts {
+  const definition = configuredDefinition(unconfigured, env);
   const ingest = loadIngestConfig(env);
   const knobs = sharedWindowKnobs(env);
   const coalescing = loadCoalescingConfig(env);
   const now = overrides.now ?? Date.now;
   const bigquery = overrides.bigquery ?? bigQueryClient(ingest);
+  const direct = new BigQueryRowWriter(bigquery);
+  const wrapped = overrides.wrapWriter ? overrides.wrapWriter(direct) : direct;
+  // One writer for Silver, quarantine, bad data, the drift gate's writes and panes: concurrent rows coalesce.
   const writer =
-    overrides.writer ??
-    (coalescing.enabled
-      ? new CoalescingRowWriter(new BigQueryRowWriter(bigquery), coalescing)
-      : new BigQueryRowWriter(bigquery));
+    overrides.writer ?? (coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped);
   const firestore =
     overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
   // One backlog reader per instance, shared by the aggregations: they read the same ingest subscription.
@@ -125,6 +136,14 @@ export function createPipelineParts(
     firestoreDatabase: ingest.firestoreDatabase,
     bigQueryEndpoint: ingest.bigQueryEndpoint,
     windows: knobs,
+    tables: definition.tables,
+    aggregations: definition.aggregations.map((a) => ({
+      name: a.name,
+      strategy: a.strategy,
+      watermarkPolicy: a.watermarkPolicy,
+      shards: a.shards,
+      goldTable: a.goldTable,
+    })),
     namespaces: pipelineNamespaces(definition).map((n) => n.paths.namespace),
     coalescing,
   });
@@ -132,6 +151,7 @@ export function createPipelineParts(
     definition,
     projectId: ingest.projectId,
     bigquery,
+    firestore,
     writer,
     aggregations,
     logger,
@@ -140,8 +160,10 @@ export function createPipelineParts(
 }
 
 /**
- * The ingest function's dependencies: the parts, then the definition's settings (`createSettings`: telemetry loads
- * its device directory here).
+ * The ingest function's dependencies: the parts, the ingest limits of `loadIngestConfig` (retry age, attempt
+ * deadline, quarantine payload cap), the schema-drift gate when the configured definition's `schemaDrift.mode` is
+ * `sweep` (its retry store under `firestore.schemaDriftRoot`), then the definition's settings (`createSettings`:
+ * telemetry loads its device directory here, booking its passenger-id protection).
  * @throws ConfigError for a bad variable; TransientError when a side input cannot be loaded (the cold start fails,
  *   so Pub/Sub holds the messages back instead of dead-lettering them)
  */
@@ -153,13 +175,15 @@ export async function createPipelineIngestDeps(
 ): Promise<PipelineIngestDeps> {
   const parts = createPipelineParts(definition, env, logger, overrides);
   const ingest = loadIngestConfig(env);
-  const settings = await definition.createSettings(env, {
+  const drift = pipelineDriftConfig(parts.definition, env, parts.projectId);
+  if (drift !== undefined) logs.configLoaded(logger, { schemaDrift: drift });
+  const settings = await parts.definition.createSettings(env, {
     bigquery: parts.bigquery,
     logger,
     now: parts.now,
   });
   return {
-    definition,
+    definition: parts.definition,
     settings,
     writer: parts.writer,
     projectId: parts.projectId,
@@ -167,7 +191,21 @@ export async function createPipelineIngestDeps(
     logger,
     now: parts.now,
     maxRetryAgeMs: ingest.maxRetryAgeMs,
+    attemptDeadlineMs: ingest.attemptDeadlineMs,
     payloadMaxBytes: ingest.quarantinePayloadMaxBytes,
+    ...(drift !== undefined && {
+      schemaDrift: createDriftGate({
+        drift,
+        silverTable: parts.definition.tables.silver,
+        badDataTable: parts.definition.tables.badData,
+        projectId: parts.projectId,
+        bigquery: parts.bigquery,
+        firestore: parts.firestore,
+        writer: parts.writer,
+        logger,
+        now: parts.now,
+      }),
+    }),
   };
 }
 
@@ -183,14 +221,36 @@ export function createPipelineFireDeps(
 ): PipelineFireDeps {
   const parts = createPipelineParts(definition, env, logger, overrides);
   return {
-    pipeline: definition.name,
+    pipeline: parts.definition.name,
     aggregations: parts.aggregations.map((a) => ({ name: a.aggregation.name, fire: a.fire })),
   };
 }
 
 /**
- * The timer loop's budget and poll interval (`OFFVIA_FIRE_WINDOWS_LOOP_MS`, `OFFVIA_FIRE_WINDOWS_POLL_MS`, as
- * booking's fireWindows).
+ * fireWindows' wiring of one aggregation of the configured `definition` (the one called `name`, default the first),
+ * for tools that read or fire one aggregation's windows directly (`offvia trace`, the demo, the reliability harness).
+ * @throws ConfigError for a bad variable; RangeError when the configured definition has no such aggregation (e.g.
+ *   booking with `OFFVIA_WINDOWS_ENABLED=false`)
+ */
+export function createAggregationFireDeps(
+  definition: AnyPipelineDefinition,
+  env: Env,
+  logger: Logger,
+  overrides: PipelineRuntimeOverrides = {},
+  name?: string,
+): FireWindowsDeps<never, JsonValue, unknown> {
+  const parts = createPipelineParts(definition, env, logger, overrides);
+  const found = parts.aggregations.find((a) => name === undefined || a.aggregation.name === name);
+  if (found === undefined) {
+    throw new RangeError(
+      `pipeline ${definition.name} runs no aggregation${name === undefined ? '' : ` called ${name}`}`,
+    );
+  }
+  return found.fire;
+}
+
+/**
+ * The timer loop's budget and poll interval (`OFFVIA_FIRE_WINDOWS_LOOP_MS`, `OFFVIA_FIRE_WINDOWS_POLL_MS`).
  * @throws ConfigError for a bad variable
  */
 export function pipelineLoopOptions(env: Env): TimerLoopOptions {

@@ -1,6 +1,9 @@
-// The two functions of a pipeline definition as handlers the Functions Framework registers (functions/index.ts):
-// the Pub/Sub-triggered ingest and the HTTP fireWindows, each building its dependencies once per instance.
+// The functions of a pipeline definition as handlers the Functions Framework registers (functions/index.ts): the
+// Pub/Sub-triggered ingest, the HTTP fireWindows and schemaSweep, each building its dependencies once per instance.
+import { runSchemaSweep, type SweepDeps } from '../../drift/sweep';
+import { createSchemaSweepDeps } from '../../drift/sweep-runtime';
 import { DeliveryRefused, errorText } from '../../errors';
+import * as logs from '../../logging/logs';
 import type { Env } from '../../config/env';
 import { Logger, type LogSink } from '../../logging/logger';
 import type { CloudEvent } from '@google-cloud/functions-framework';
@@ -33,6 +36,8 @@ export interface EntryPointFactories {
   readonly loopOptions: (env: Env) => TimerLoopOptions;
   readonly fire: (deps: PipelineFireDeps, loop?: TimerLoopOptions) => Promise<HttpAnswer>;
   readonly ingest: (event: PushedEvent, deps: PipelineIngestDeps) => Promise<PipelineIngestOutcome>;
+  readonly sweepDeps: (definition: AnyPipelineDefinition, env: Env) => SweepDeps;
+  readonly sweep: (deps: SweepDeps) => Promise<{ readonly ok: boolean }>;
 }
 
 /** The real factories: clients from the environment. */
@@ -42,9 +47,11 @@ export const REAL_FACTORIES: EntryPointFactories = {
   loopOptions: pipelineLoopOptions,
   fire: firePipelineWindowsHttp,
   ingest: ingestPipelinePushedEvent,
+  sweepDeps: (definition, env) => createSchemaSweepDeps(definition, env),
+  sweep: runSchemaSweep,
 };
 
-/** A pipeline's two handlers and their cold-start hooks. */
+/** A pipeline's handlers and their cold-start hooks. */
 export interface PipelineEntryPoints {
   /**
    * The ingest function (`functions.ingest.entryPoint`). Resolves (ack) once the message is in Silver and its
@@ -60,6 +67,15 @@ export interface PipelineEntryPoints {
    * the dependencies cannot be built (a bad variable).
    */
   fireWindows(request: FireRequest): Promise<HttpAnswer & { allow?: string }>;
+  /**
+   * The schema sweep (`functions.schemaSweep.entryPoint`), POST only: 405 otherwise. Runs one sweep over the target
+   * tables and answers its JSON summary: 200 when every table was swept (or left to a concurrent sweep), 500 when
+   * any failed (Cloud Scheduler retries; the failure is logged and nothing is lost) or the dependencies cannot be
+   * built.
+   */
+  schemaSweep(request: FireRequest): Promise<HttpAnswer & { allow?: string }>;
+  /** Builds the schemaSweep dependencies now (cold start). @throws ConfigError for a bad variable */
+  warmSchemaSweep(): void;
   /** Starts building the ingest dependencies now (cold start); a failure is logged and retried by the next call. */
   warmIngest(): void;
   /** Builds the fireWindows dependencies now (cold start). @throws ConfigError for a bad variable */
@@ -79,8 +95,10 @@ export function pipelineEntryPoints(
 ): PipelineEntryPoints {
   const logger = new Logger(definition.functions.ingest.entryPoint, sink);
   const fireLogger = new Logger(definition.functions.fireWindows.entryPoint, sink);
+  const sweepLogger = new Logger(definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep', sink);
   let ingestDeps: Promise<PipelineIngestDeps> | undefined;
   let fireDeps: PipelineFireDeps | undefined;
+  let sweepDeps: SweepDeps | undefined;
   let loop: TimerLoopOptions | undefined;
   const buildIngest = (): Promise<PipelineIngestDeps> => {
     if (ingestDeps === undefined) {
@@ -100,6 +118,10 @@ export function pipelineEntryPoints(
   const buildFire = (): PipelineFireDeps => {
     fireDeps ??= factories.fireDeps(definition, env);
     return fireDeps;
+  };
+  const buildSweep = (): SweepDeps => {
+    sweepDeps ??= factories.sweepDeps(definition, env);
+    return sweepDeps;
   };
   return {
     async ingest(event) {
@@ -137,6 +159,24 @@ export function pipelineEntryPoints(
       const scheduled = request.get('x-cloudscheduler') === 'true';
       return scheduled ? factories.fire(deps, loop) : factories.fire(deps);
     },
+    async schemaSweep(request) {
+      const name = definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep';
+      if (request.method !== 'POST') {
+        return { status: 405, allow: 'POST', body: { error: `${name} takes POST` } };
+      }
+      let deps: SweepDeps | undefined;
+      try {
+        deps = buildSweep();
+        const result = await factories.sweep(deps);
+        return { status: result.ok ? 200 : 500, body: { ...result } };
+      } catch (err) {
+        logs.sweepTableFailed(deps?.logger ?? sweepLogger, '*', errorText(err));
+        return { status: 500, body: { ok: false, error: errorText(err) } };
+      }
+    },
+    warmSchemaSweep() {
+      buildSweep();
+    },
     warmIngest() {
       // A failure is logged by buildIngest's own handler (so it is never an unhandled rejection).
       void buildIngest();
@@ -160,13 +200,11 @@ export interface FireResponse {
   json(body: unknown): unknown;
 }
 
-/** The pipeline whose functions are the hand-written ones of functions/index.ts (its own path, unchanged). */
-export const HAND_WIRED_PIPELINE = 'booking';
-
 /**
- * Registers, for every pipeline of `pipelines` but {@link HAND_WIRED_PIPELINE}, its `functions.ingest.entryPoint`
- * (cloudEvent) and `functions.fireWindows.entryPoint` (http), and builds the dependencies of the one
- * `env.FUNCTION_TARGET` names at once (cold start): a bad variable fails the instance's start, as booking's do.
+ * Registers, for every pipeline of `pipelines`, its `functions.ingest.entryPoint` (cloudEvent), its
+ * `functions.schemaSweep.entryPoint` (http) when the definition has one, and its `functions.fireWindows.entryPoint`
+ * (http), and builds the dependencies of the one `env.FUNCTION_TARGET` names at once (cold start): a bad variable
+ * fails the instance's start.
  * @returns the entry point names registered, in order
  */
 export function registerPipelineFunctions(
@@ -176,22 +214,28 @@ export function registerPipelineFunctions(
   factories: EntryPointFactories = REAL_FACTORIES,
 ): string[] {
   const names: string[] = [];
-  for (const definition of pipelines) {
-    if (definition.name === HAND_WIRED_PIPELINE) continue;
-    const entry = pipelineEntryPoints(definition, env, factories);
-    const ingestName = definition.functions.ingest.entryPoint;
-    const fireName = definition.functions.fireWindows.entryPoint;
-    if (env.FUNCTION_TARGET === ingestName) entry.warmIngest();
-    if (env.FUNCTION_TARGET === fireName) entry.warmFireWindows();
-    framework.cloudEvent<RawMessagePublishedData>(ingestName, async (event) => {
-      await entry.ingest(event);
-    });
-    framework.http(fireName, async (req, res) => {
-      const answer = await entry.fireWindows(req);
+  const http = (name: string, handle: (req: FireRequest) => Promise<HttpAnswer & { allow?: string }>) => {
+    framework.http(name, async (req, res) => {
+      const answer = await handle(req);
       if (answer.allow !== undefined) res.set('Allow', answer.allow);
       res.status(answer.status).json(answer.body);
     });
-    names.push(ingestName, fireName);
+    names.push(name);
+  };
+  for (const definition of pipelines) {
+    const entry = pipelineEntryPoints(definition, env, factories);
+    const ingestName = definition.functions.ingest.entryPoint;
+    const sweepName = definition.functions.schemaSweep?.entryPoint;
+    const fireName = definition.functions.fireWindows.entryPoint;
+    if (env.FUNCTION_TARGET === ingestName) entry.warmIngest();
+    if (env.FUNCTION_TARGET === fireName) entry.warmFireWindows();
+    if (sweepName !== undefined && env.FUNCTION_TARGET === sweepName) entry.warmSchemaSweep();
+    framework.cloudEvent<RawMessagePublishedData>(ingestName, async (event) => {
+      await entry.ingest(event);
+    });
+    names.push(ingestName);
+    if (sweepName !== undefined) http(sweepName, (req) => entry.schemaSweep(req));
+    http(fireName, (req) => entry.fireWindows(req));
   }
   return names;
 }

@@ -1,11 +1,14 @@
-// The generic ingest of a pipeline definition: one pushed Pub/Sub message → versioned decode → Silver (insertId =
-// event id) and each aggregation's windows, or the quarantine / dead-letter table; transient failures refuse the
-// delivery so Pub/Sub redelivers. Every message ends in Silver, the quarantine table or bad data, and the logs say
-// which.
+// The ingest of every pipeline definition: one pushed Pub/Sub message → versioned decode → Silver (insertId = event
+// id), the schema-retry store or bad data, and each aggregation's windows; or the quarantine table. Transient
+// failures refuse the delivery so Pub/Sub redelivers; the logs say where every message ended.
 import { createHash } from 'node:crypto';
 import { tableName, type TableRef } from '../../config/env';
+import {
+  type AttemptObservations,
+  describeObservations,
+  observeAttempt,
+} from '../../attempt-observations';
 import { DeliveryRefused, TransientError, errorText } from '../../errors';
-import type { BadDataRow } from '../../ingest/ingest-booking';
 import { keptPayload } from '../../ingest/quarantine-row';
 import { INGEST_VARS } from '../../config/ingest-config';
 import type { Logger } from '../../logging/logger';
@@ -16,14 +19,18 @@ import {
   type PubSubMessage,
   type PushedEvent,
 } from '../../pubsub/message';
-import type { InsertRow, RowWriter } from '../../sinks/row-writer';
+import { type InsertRow, type RowWriter, insertIdProblem } from '../../sinks/row-writer';
 import type { ElementOutcome } from '../../state/keyed-windows';
+import type { ElementRecorder } from '../../state/session-pipeline';
 import type { AnyPipelineDefinition, ContractMessage, VersionAccepted } from '../definition';
 import { decodeVersioned } from '../versioning';
-import type { AggregationWindows } from './windows';
+import type { AnyAggregation } from './windows';
 
-/** Payload bytes kept in a retry-age bad-data row when the deps name no limit (the variable's default). */
+/** Payload bytes kept in quarantine and retry-age rows when the deps name no limit (the variable's default). */
 const DEFAULT_PAYLOAD_MAX_BYTES = INGEST_VARS.quarantinePayloadMaxBytes.default;
+
+/** What each aggregation did with an accepted event (`skipped`: it takes no part). */
+export type WindowOutcomes = Readonly<Record<string, ElementOutcome['kind'] | 'skipped'>>;
 
 /** Where one message ended; every message gets one of these, or the call throws (redelivery). */
 export type PipelineIngestOutcome =
@@ -32,8 +39,8 @@ export type PipelineIngestOutcome =
       readonly messageId: string;
       readonly eventId: string;
       readonly version: string;
-      /** Per aggregation: what its windows did with the element (`skipped`: the aggregation takes no part). */
-      readonly windows: Readonly<Record<string, ElementOutcome['kind'] | 'skipped'>>;
+      /** Per aggregation: what its windows did with the element. */
+      readonly windows: WindowOutcomes;
     }
   | {
       readonly destination: 'quarantine';
@@ -45,13 +52,92 @@ export type PipelineIngestOutcome =
   | {
       readonly destination: 'bad_data';
       readonly messageId: string;
-      /** The table BigQuery refused the row for. */
+      /** The table BigQuery refused the row for, or the step that kept failing (retry-age guard). */
       readonly targetDest: string;
       readonly error: string;
+    }
+  | {
+      /** A valid event whose extra fields are not all columns yet: its row waits in the schema-retry store. */
+      readonly destination: 'schema_retry';
+      readonly messageId: string;
+      readonly eventId: string;
+      readonly reason: string;
     };
 
-/** What the generic ingest needs; the composition root builds it from the environment, tests from emulators. */
+/** A row of a pipeline's bad-data table (booking: `offvia_quarantine.bad_data`, sql/040), as streamed. */
+export interface BadDataRow {
+  bad_data: string;
+  target_dest: string;
+  error: string;
+  insert_time: string;
+  processed_timestamp: string;
+  retry_count: number;
+  source_message_id: string;
+  insert_id: string;
+}
+
+/** What the schema-drift gate reads of an accepted event: its id and the payload fields the contract does not know. */
+export type DriftEvent = Pick<VersionAccepted<unknown, unknown>, 'eventId' | 'extraFields'>;
+
+/**
+ * The gate wrote the row to the bad-data table itself (a permanent schema error, or a row too large to wait);
+ * `targetDest` and `error` are that row's columns.
+ */
+export type DriftBadData = { action: 'bad_data'; targetDest: string; error: string };
+
+/**
+ * Schema drift (`schemaDrift.mode` `sweep`): for an accepted event, either the values of its extra top-level fields
+ * that are already columns of the Silver table (to add to the row), or `held` once the row is durably stored in the
+ * schema-retry store, waiting for the sweep's table update.
+ */
+export interface SchemaDriftGate {
+  /** @throws TransientError when the schema or the retry store cannot be reached (redelivery). */
+  route(
+    event: DriftEvent,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+  ): Promise<
+    | { action: 'write'; extraColumns: Record<string, unknown> }
+    | { action: 'held'; reason: string }
+    | DriftBadData
+  >;
+  /**
+   * Optional: BigQuery refused the row written after `route` said `write` (per-row `invalid`). The gate may hold
+   * it (e.g. "no such field": its cached schema was stale, or a new column is not yet accepted by streaming) and
+   * answer `held` once it is durably in the retry store; `undefined` sends it to the bad-data table as before.
+   * `row` is the row without its extra columns, as passed to `route`.
+   * @throws TransientError when the retry store cannot be reached (redelivery).
+   */
+  holdRejected?(
+    event: DriftEvent,
+    message: PubSubMessage,
+    receivedAtMs: number,
+    row: InsertRow,
+    rejection: { error: string; missingFields: readonly string[] },
+  ): Promise<{ action: 'held'; reason: string } | DriftBadData | undefined>;
+}
+
+/** One aggregation as the ingest uses it: its definition, its per-event path and its delivery holds. */
+export interface IngestAggregation {
+  readonly aggregation: AnyAggregation;
+  /** Counts an element once (dedup by event id) and emits the element-driven panes. */
+  readonly pipeline: ElementRecorder<never>;
+  /** Watermark holds of refused deliveries; `undefined` when holds are off. */
+  readonly holds:
+    | {
+        failed(message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>, nowMs: number): Promise<void>;
+        processed(
+          message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
+          nowMs: number,
+        ): Promise<void>;
+      }
+    | undefined;
+}
+
+/** What the ingest needs; the composition root builds it from the environment, tests from emulators or stubs. */
 export interface PipelineIngestDeps {
+  /** The definition, configured for this deployment (`configure`, applied by the composition root). */
   readonly definition: AnyPipelineDefinition;
   /** The definition's settings, built once at cold start (`definition.createSettings`). */
   readonly settings: unknown;
@@ -59,25 +145,39 @@ export interface PipelineIngestDeps {
   /** The project tables without one belong to (for `target_dest` and log lines); `undefined`: the client's. */
   readonly projectId: string | undefined;
   /** The definition's aggregations, built, in the definition's order. */
-  readonly aggregations: readonly Pick<AggregationWindows, 'aggregation' | 'pipeline' | 'holds'>[];
+  readonly aggregations: readonly IngestAggregation[];
   readonly logger: Logger;
   /** Processing time, epoch ms UTC. */
   readonly now: () => number;
   /**
-   * The retry-age guard (`OFFVIA_MAX_RETRY_AGE_MS`, as booking's): a message still failing when it is older than
-   * this (publish time to now, ms) is written to the bad-data table and acked instead of being refused again.
-   * Absent: no guard (the ingest subscription's dead-letter topic takes what keeps failing).
+   * The retry-age guard (`OFFVIA_MAX_RETRY_AGE_MS`): a message still failing when it is older than this (publish
+   * time to now, ms) is written to the bad-data table and acked instead of being refused again. Absent: no guard
+   * (the ingest subscription's dead-letter topic takes what keeps failing).
    */
   readonly maxRetryAgeMs?: number;
-  /** Longest payload kept in a retry-age bad-data row, bytes (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`). */
+  /**
+   * Longest one delivery may take, ms (`OFFVIA_ATTEMPT_DEADLINE_MS`): a dependency that hangs instead of failing is
+   * then a transient failure like any other (redelivery, or past the retry age the guard's bad-data row). Absent: no
+   * deadline.
+   */
+  readonly attemptDeadlineMs?: number;
+  /** Longest payload kept in quarantine and retry-age rows, bytes (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`). */
   readonly payloadMaxBytes?: number;
+  /** The schema-drift gate, when the definition's `schemaDrift.mode` is `sweep`; absent: extra fields ignored. */
+  readonly schemaDrift?: SchemaDriftGate;
+  /**
+   * The instant a message's event-time rules are checked against (epoch ms UTC), instead of its receipt; passed to
+   * the contract as `DecodeContext.rulesAtMs`. `offvia replay` passes the publish time, so replaying a message next
+   * month gives the verdict it got live.
+   */
+  readonly rulesAtMs?: (message: PubSubMessage) => number | undefined;
 }
 
 /**
  * The whole job for one push: decode what the Functions Framework passed (a CloudEvent, or a Pub/Sub push body it
- * did not convert), then {@link ingestPipelineMessage}. Resolves (ack) once the message is in Silver and counted in
- * every aggregation, or in the quarantine or bad-data table. A refused delivery holds each aggregation's watermark
- * behind its publish time until it is processed (when holds are on).
+ * did not convert), then {@link ingestPipelineMessage}. Resolves (ack) once the message is in Silver, the
+ * schema-retry store, quarantine or bad data. A refused delivery holds each aggregation's watermark behind its
+ * publish time until it is processed (when holds are on).
  * @throws DeliveryRefused (Pub/Sub redelivers) whatever failed; its message names only the message id (the framework
  *   writes it into the 5xx body); the failure was logged with its context and is the `cause`.
  */
@@ -104,89 +204,229 @@ export async function ingestPipelinePushedEvent(
 }
 
 /**
- * Routes one decoded message. Accepted (`decodeVersioned`): the Silver row with insertId = the event id, then the
- * element of each aggregation (`input(event)`) into its windows, where the store's dedup ids count it once however
- * often it is redelivered. Rejected: the definition's quarantine row with insertId = the message id. A row BigQuery
- * refuses as data goes to the bad-data table (an accepted event is still counted: it is valid). An envelope that is
+ * Routes one decoded message. Accepted (`decodeVersioned`): through the drift gate when there is one, then the
+ * Silver row with insertId = the event id, then the element of each aggregation (`input(event)`) into its windows,
+ * where the store's dedup ids count it once however often it is redelivered. A valid event held in the retry store
+ * or routed to bad data (by the gate, or because BigQuery refused its row) is counted too, exactly once
+ * (docs/windows.md). Rejected: the definition's quarantine row with insertId = the message id. An envelope that is
  * not a Pub/Sub message is rejected at the contract's first stage.
- * @throws TransientError (or whatever a dependency threw) when BigQuery or Firestore failed: Pub/Sub must redeliver
+ *
+ * Retry-age guard: a message still failing when it is older (publish time to now) than `maxRetryAgeMs` is written to
+ * the bad-data table with the failing step as `target_dest`, its bytes and attributes (replayable), and acked. The
+ * attempt deadline (`attemptDeadlineMs`) turns a hang into such a failure. Every failure is logged once, with its
+ * step.
+ * @throws TransientError (or whatever a dependency threw) when BigQuery or Firestore failed and the message is
+ *   younger than the guard, or the guard's bad-data write failed too: Pub/Sub must redeliver
  */
 export async function ingestPipelineMessage(
   decoded: DecodeResult,
   deps: PipelineIngestDeps,
 ): Promise<PipelineIngestOutcome> {
-  const receivedAtMs = deps.now();
+  const progress: Progress = { step: 'decode' };
   const messageId = decoded.ok ? decoded.message.messageId : decoded.messageId;
-  let step = 'decode';
+  const attempt = observeAttempt(() => routeMessage(decoded, deps, progress));
   try {
-    if (!decoded.ok) {
-      const message: ContractMessage = {
-        messageId: decoded.messageId,
-        publishTimeMs: undefined,
-        attributes: decoded.attributes,
-        data: Buffer.from(decoded.raw),
-      };
-      const stage = deps.definition.contract.stages[0] ?? 'PARSE_JSON';
-      step = tableName(deps.definition.tables.quarantine, deps.projectId);
-      const outcome = await quarantine(
-        message,
-        { stage, reason: `Invalid Pub/Sub CloudEvent: ${decoded.reason}`, version: null },
-        receivedAtMs,
-        deps,
-      );
-      if (outcome.destination === 'quarantine')
-        logs.malformedTrigger(deps.logger, message, decoded.reason);
-      return outcome;
-    }
-    const message = decoded.message;
-    const outcome = decodeVersioned(deps.definition.contract, message, {
-      receivedAtMs,
-      settings: deps.settings,
-    });
-    if (!outcome.ok) {
-      step = tableName(deps.definition.tables.quarantine, deps.projectId);
-      return await quarantine(message, outcome, receivedAtMs, deps);
-    }
-    const silver = deps.definition.tables.silver;
-    step = tableName(silver, deps.projectId);
-    const row: InsertRow = { insertId: outcome.eventId, json: { ...(outcome.row as object) } };
-    const refused = await writeOrBadData(message, silver, row, receivedAtMs, deps);
-    step = `window state (Firestore): event not counted in the aggregates; the row is in ${
-      refused === undefined
-        ? tableName(silver, deps.projectId)
-        : tableName(deps.definition.tables.badData, deps.projectId)
-    }`;
-    const windows = await countInWindows(outcome, message, receivedAtMs, deps);
-    if (refused !== undefined) return refused;
-    const latency =
-      message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
-    logs.silverWritten(deps.logger, message, outcome.eventId, tableName(silver), latency);
-    return {
-      destination: 'silver',
-      messageId,
-      eventId: outcome.eventId,
-      version: outcome.version,
-      windows,
-    };
+    return await withDeadline(attempt.result, attempt.observations, messageId, deps, progress);
   } catch (err) {
-    const operation = err instanceof TransientError ? err.operation : step;
     if (decoded.ok && deps.maxRetryAgeMs !== undefined) {
       const publishedMs = decoded.message.publishTimeMs;
       const ageMs = publishedMs === undefined ? undefined : deps.now() - publishedMs;
       if (ageMs !== undefined && ageMs > deps.maxRetryAgeMs) {
-        return retryAgeExceeded(decoded.message, operation, errorText(err), ageMs, deps, err);
+        return retryAgeExceeded(decoded.message, progress.step, errorText(err), ageMs, deps, err);
       }
     }
-    // One line with the context before Pub/Sub redelivers (the writes and window sinks do not log it themselves).
-    logs.transientFailure(deps.logger, { messageId }, operation, errorText(err));
+    // Every failure leaves a line with its context, once (the writes log their own), before Pub/Sub redelivers.
+    if (!isReported(err))
+      logs.transientFailure(deps.logger, { messageId }, progress.step, errorText(err));
     throw err;
   }
 }
 
+/** The step a message was at when it failed: the table (or window store, or retry store) it was being written to. */
+interface Progress {
+  step: string;
+}
+
+/** Errors already logged with their context by the step that saw them (so the catch-all does not log twice). */
+const reportedErrors = new WeakSet<object>();
+
+function markReported(err: unknown): void {
+  if (typeof err === 'object' && err !== null) reportedErrors.add(err);
+}
+
+function isReported(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && reportedErrors.has(err);
+}
+
 /**
- * The retry-age guard's route, as booking's: a bad-data row holding the message (text, base64 bytes when not
- * UTF-8, attributes, publish time), the step that kept failing and its last error; insertId
- * `retry-age:<message id>`, so a redelivery racing it adds no second row.
+ * Resolves or rejects as `attempt` does, or rejects with a TransientError once `deps.attemptDeadlineMs` has passed.
+ * Its reason names what the attempt ran into, from `observations` (shared/attempt-observations.ts): transactions
+ * still being retried after aborted commits (contention), or else a dependency that hangs rather than fails. The
+ * attempt goes on in the background; whatever it still writes is idempotent (insertIds, the dedup ids, the retry
+ * store's one document per insertId), and a late failure is logged, not thrown.
+ */
+async function withDeadline(
+  attempt: Promise<PipelineIngestOutcome>,
+  observations: AttemptObservations,
+  messageId: string,
+  deps: PipelineIngestDeps,
+  progress: Progress,
+): Promise<PipelineIngestOutcome> {
+  const ms = deps.attemptDeadlineMs;
+  if (ms === undefined) return attempt;
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      const seen = describeObservations(observations) ?? 'a dependency hangs';
+      reject(
+        new TransientError(
+          progress.step,
+          `no answer within ${ms} ms (OFFVIA_ATTEMPT_DEADLINE_MS): ${seen}`,
+        ),
+      );
+    }, ms);
+  });
+  attempt.catch((err: unknown) => {
+    if (timedOut) {
+      logs.transientFailure(
+        deps.logger,
+        { messageId },
+        `${progress.step} (after the attempt deadline)`,
+        errorText(err),
+      );
+    }
+  });
+  try {
+    return await Promise.race([attempt, deadline]);
+  } catch (err) {
+    if (timedOut) {
+      logs.transientFailure(deps.logger, { messageId }, progress.step, errorText(err));
+      markReported(err);
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function routeMessage(
+  decoded: DecodeResult,
+  deps: PipelineIngestDeps,
+  progress: Progress,
+): Promise<PipelineIngestOutcome> {
+  const receivedAtMs = deps.now();
+  const { definition, projectId } = deps;
+  const quarantineStep = tableName(definition.tables.quarantine, projectId);
+  if (!decoded.ok) {
+    // An envelope-level failure: the row keeps the envelope's text and whatever attributes it carried.
+    const message: ContractMessage = {
+      messageId: decoded.messageId,
+      publishTimeMs: undefined,
+      attributes: decoded.attributes,
+      data: Buffer.from(decoded.raw),
+    };
+    const stage = definition.contract.stages[0] ?? 'PARSE_JSON';
+    progress.step = quarantineStep;
+    const outcome = await quarantine(
+      message,
+      { stage, reason: `Invalid Pub/Sub CloudEvent: ${decoded.reason}`, version: null },
+      receivedAtMs,
+      deps,
+    );
+    // Logged once the row is durable, so a failed write is never first reported as quarantined, then as a retry.
+    if (outcome.destination === 'quarantine')
+      logs.malformedTrigger(deps.logger, message, decoded.reason);
+    return outcome;
+  }
+  const message = decoded.message;
+  const rulesAtMs = deps.rulesAtMs?.(message);
+  const event = decodeVersioned(definition.contract, message, {
+    receivedAtMs,
+    settings: deps.settings,
+    ...(rulesAtMs !== undefined && { rulesAtMs }),
+  });
+  if (!event.ok) {
+    progress.step = quarantineStep;
+    return quarantine(message, event, receivedAtMs, deps);
+  }
+  const silver = definition.tables.silver;
+  const silverName = tableName(silver, projectId);
+  const row: InsertRow = { insertId: event.eventId, json: { ...(event.row as object) } };
+  // The aggregations count each valid event once per delivery, after its row is durably stored somewhere.
+  let counted = false;
+  const count = async (where: string): Promise<WindowOutcomes> => {
+    if (counted) return {};
+    counted = true;
+    progress.step = `window state (Firestore): event not counted in the aggregates; ${where}`;
+    return countInWindows(event, message, receivedAtMs, deps);
+  };
+  const inBadData = 'the row is in the bad-data table';
+  const held = async (reason: string): Promise<PipelineIngestOutcome> => {
+    await count('the row waits in the schema-retry store');
+    return { destination: 'schema_retry', messageId: message.messageId, eventId: event.eventId, reason };
+  };
+  const routedToBadData = async (drift: DriftBadData): Promise<PipelineIngestOutcome> => {
+    await count(inBadData);
+    return {
+      destination: 'bad_data',
+      messageId: message.messageId,
+      targetDest: drift.targetDest,
+      error: drift.error,
+    };
+  };
+  let onRejected: OnRejected | undefined;
+  const gate = deps.schemaDrift;
+  if (gate) {
+    progress.step = `schema-retry store for ${silverName}`;
+    const drift = await gate.route(event, message, receivedAtMs, row);
+    if (drift.action === 'held') return held(drift.reason);
+    if (drift.action === 'bad_data') return routedToBadData(drift);
+    const base: InsertRow = { insertId: row.insertId, json: { ...row.json } };
+    // defineProperty, not assignment: a column named `__proto__` must stay a property of the row.
+    for (const [column, value] of Object.entries(drift.extraColumns)) {
+      Object.defineProperty(row.json, column, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    if (gate.holdRejected) {
+      const holdRejected = gate.holdRejected.bind(gate);
+      onRejected = async (rejection) => {
+        const again = await holdRejected(event, message, receivedAtMs, base, rejection);
+        if (again === undefined) return undefined;
+        return again.action === 'held' ? held(again.reason) : routedToBadData(again);
+      };
+    }
+  }
+  progress.step = silverName;
+  const refused = await writeOrBadData(message, silver, row, receivedAtMs, deps, onRejected);
+  if (refused !== undefined) {
+    // A row BigQuery refused is a valid event in bad data, counted like one held or routed by the gate (once).
+    if (refused.destination === 'bad_data') await count(inBadData);
+    return refused;
+  }
+  const latency =
+    message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
+  logs.silverWritten(deps.logger, message, event.eventId, tableName(silver), latency);
+  const windows = await count(`the event is in ${silverName}`);
+  return {
+    destination: 'silver',
+    messageId: message.messageId,
+    eventId: event.eventId,
+    version: event.version,
+    windows,
+  };
+}
+
+/**
+ * The retry-age guard's route: a bad-data row holding the message (text, base64 bytes when not UTF-8, both capped as
+ * in quarantine; attributes, publish time), the step that kept failing and its last error; insertId
+ * `retry-age:<message id>`, so a redelivery racing it adds no second row. If the event already reached Silver (only
+ * the window state failed), the step says so.
  * @throws the original error when the bad-data table refuses the row or is down too (redelivery, then dead letter)
  */
 async function retryAgeExceeded(
@@ -241,7 +481,7 @@ async function countInWindows(
   message: Pick<PubSubMessage, 'messageId'>,
   receivedAtMs: number,
   deps: PipelineIngestDeps,
-): Promise<Record<string, ElementOutcome['kind'] | 'skipped'>> {
+): Promise<WindowOutcomes> {
   const settled = await Promise.allSettled(
     deps.aggregations.map(async (a) => {
       const input = a.aggregation.input(event);
@@ -273,7 +513,12 @@ async function quarantine(
   deps: PipelineIngestDeps,
 ): Promise<PipelineIngestOutcome> {
   const table = deps.definition.tables.quarantine;
-  const json = deps.definition.quarantineRow(message, rejection, receivedAtMs);
+  const json = deps.definition.quarantineRow(
+    message,
+    rejection,
+    receivedAtMs,
+    deps.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
+  );
   const refused = await writeOrBadData(
     message,
     table,
@@ -282,7 +527,10 @@ async function quarantine(
     deps,
   );
   if (refused !== undefined) return refused;
-  deadLettered(deps.logger, message, deps.definition.name, rejection, tableName(table));
+  logs.messageQuarantined(deps.logger, message, rejection.stage, rejection.reason, tableName(table), {
+    pipeline: deps.definition.name,
+    contractVersion: rejection.version,
+  });
   return {
     destination: 'quarantine',
     messageId: message.messageId,
@@ -292,32 +540,17 @@ async function quarantine(
   };
 }
 
-/**
- * A rejected message is in the pipeline's quarantine (dead-letter) table: one WARNING line, `outcome: quarantine`,
- * as booking's `message quarantined`, with the pipeline and the contract version.
- */
-function deadLettered(
-  logger: Logger,
-  message: Pick<PubSubMessage, 'messageId'>,
-  pipeline: string,
-  rejection: { readonly stage: string; readonly reason: string; readonly version: string | null },
-  table: string,
-): void {
-  logger.write('WARNING', 'message quarantined', {
-    outcome: 'quarantine',
-    pipeline,
-    message_id: message.messageId,
-    error_stage: rejection.stage,
-    error_reason: rejection.reason,
-    contract_version: rejection.version,
-    table,
-  });
-}
+/** A chance to route a row BigQuery refused elsewhere than bad data (the drift gate); `undefined` declines. */
+type OnRejected = (rejection: {
+  error: string;
+  missingFields: readonly string[];
+}) => Promise<PipelineIngestOutcome | undefined>;
 
 /**
- * Writes one row; when BigQuery refuses it as data, writes it to the pipeline's bad-data table instead and returns
- * that outcome. `undefined` when the row landed where it was meant to.
- * @throws TransientError when a write failed for an infrastructure reason, or the bad-data row was refused too
+ * Writes one row; when BigQuery refuses it as data, offers it to `onRejected`, else writes it to the pipeline's
+ * bad-data table and returns that outcome. `undefined` when the row landed where it was meant to.
+ * @throws TransientError when a write failed for an infrastructure reason (logged here, with its operation), or the
+ *   bad-data row was refused too
  */
 async function writeOrBadData(
   message: Pick<PubSubMessage, 'messageId'>,
@@ -325,16 +558,20 @@ async function writeOrBadData(
   row: InsertRow,
   receivedAtMs: number,
   deps: PipelineIngestDeps,
+  onRejected?: OnRejected,
 ): Promise<PipelineIngestOutcome | undefined> {
-  const [result] = await deps.writer.insertRows(table, [row]);
+  const [result] = await write(deps, table, row, message.messageId);
   if (result === undefined || result.ok) return undefined;
+  const heldInstead = await onRejected?.(result);
+  if (heldInstead !== undefined) return heldInstead;
   const targetDest = tableName(table, deps.projectId);
   logs.rowRejectedBySink(deps.logger, message, targetDest, row.insertId, result.error);
   const badData = JSON.stringify(row.json);
+  // A row refused for lacking an insertId still gets a stable one here: the hash of its content.
   const insertId =
-    row.insertId === '' // a row refused for lacking an insertId gets a stable one: its content's hash
-      ? `sha256:${createHash('sha256').update(badData, 'utf8').digest('hex')}`
-      : row.insertId;
+    insertIdProblem(row) === undefined
+      ? row.insertId
+      : `sha256:${createHash('sha256').update(badData, 'utf8').digest('hex')}`;
   const bad: BadDataRow = {
     bad_data: badData,
     target_dest: targetDest,
@@ -346,9 +583,12 @@ async function writeOrBadData(
     insert_id: insertId,
   };
   const badTable = deps.definition.tables.badData;
-  const [badResult] = await deps.writer.insertRows(badTable, [
+  const [badResult] = await write(
+    deps,
+    badTable,
     { insertId: `bad:${insertId}`, json: { ...bad } },
-  ]);
+    message.messageId,
+  );
   if (badResult !== undefined && !badResult.ok) {
     // Nowhere durable left to put it: refuse the message so Pub/Sub redelivers and, in the end, dead-letters it.
     throw new TransientError(
@@ -358,4 +598,17 @@ async function writeOrBadData(
   }
   logs.badDataWritten(deps.logger, message, targetDest, tableName(badTable));
   return { destination: 'bad_data', messageId: message.messageId, targetDest, error: result.error };
+}
+
+/** One insertAll; a failure is logged here with its operation (and not again by the catch-all), then thrown. */
+async function write(deps: PipelineIngestDeps, table: TableRef, row: InsertRow, messageId: string) {
+  try {
+    return await deps.writer.insertRows(table, [row]);
+  } catch (err) {
+    const operation =
+      err instanceof TransientError ? err.operation : `insertAll ${tableName(table)}`;
+    logs.transientFailure(deps.logger, { messageId }, operation, errorText(err));
+    markReported(err);
+    throw err;
+  }
 }

@@ -43,6 +43,7 @@ export type SharedWindowKnobs = Pick<
   WindowConfig,
   | 'keyGroups'
   | 'firePartitions'
+  | 'firePartitionsInFlight'
   | 'maxBundle'
   | 'ledgerTtlMs'
   | 'droppedTtlMs'
@@ -172,7 +173,11 @@ export function createAggregationWindows(
     maxWindows: knobs.fireMaxWindows,
     outboxGraceMs: knobs.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
-    groups: { store, partitions: knobs.firePartitions },
+    groups: {
+      store,
+      partitions: knobs.firePartitions,
+      partitionsInFlight: knobs.firePartitionsInFlight,
+    },
     ...holdOf(holdStore, aggregation, parts),
   };
   return {

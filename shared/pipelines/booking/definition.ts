@@ -1,14 +1,17 @@
-// The booking pipeline as a definition, built from the modules that run it today (shared/contract,
-// shared/aggregates, shared/config) with every name it has today; not yet what the entry points read.
+// The booking pipeline as a definition run by the one pipeline runtime: the lab's contract (with passenger-id
+// protection), tables, route windows and schema drift, and `configure`, which applies booking's OFFVIA_* overrides.
 import { parseBookingAccumulator, bookingAggregatesFn } from '../../aggregates/booking-aggregates';
 import { goldPaneRow } from '../../aggregates/gold-row';
 import { routeKey } from '../../aggregates/route-key';
+import { protectPassengerId } from '../../ingest/passenger-id';
 import { quarantineRow } from '../../ingest/quarantine-row';
-import type { TableRef } from '../../config/env';
-import { INGEST_VARS, loadIngestConfig } from '../../config/ingest-config';
-import { SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
+import type { Env, TableRef } from '../../config/env';
+import { INGEST_VARS, type IngestConfig, loadIngestConfig } from '../../config/ingest-config';
+import { loadPassengerIdConfig, type PassengerIdConfig } from '../../config/passenger-id-config';
+import { loadSchemaDriftConfig, SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
 import { readTableVar } from '../../config/spec';
-import { loadWindowConfig, WINDOW_VARS } from '../../config/window-config';
+import { loadWindowConfig, WINDOW_VARS, type WindowConfig } from '../../config/window-config';
+import { ConfigError } from '../../errors';
 import {
   BOOKING_CONTRACT_VERSION,
   ERROR_STAGES,
@@ -19,15 +22,28 @@ import {
 } from '../../contract';
 import {
   aggregation,
+  type AggregationDefinition,
   type ContractVersion,
   type PipelineDefinition,
 } from '../../pipeline/definition';
+import type { JsonValue } from '../../windowing';
 
-/** What the booking contract reads from the environment (`OFFVIA_MAX_FUTURE_SKEW_MS`, ...; `loadIngestConfig`). */
+/**
+ * What the booking contract reads from the environment at cold start: the event-time window and default currency
+ * (`OFFVIA_MAX_FUTURE_SKEW_MS`, ...; `loadIngestConfig`) and what happens to `passenger_id` before Silver
+ * (`OFFVIA_PASSENGER_ID_MODE`; absent: stored as received).
+ */
 export type BookingSettings = Pick<
   ValidationOptions,
   'maxFutureSkewMs' | 'maxEventAgeMs' | 'defaultCurrency'
->;
+> & { readonly passengerId?: PassengerIdConfig };
+
+/** Booking's Silver row (`offvia_silver.fact_bookings`): the validated columns, the event id and the version. */
+export type BookingSilverRow = SilverRow & {
+  readonly event_id: string;
+  /** The version the row was validated as (sql/046): readers tell a row of a later version from today's. */
+  readonly contract_version: string;
+};
 
 /** What the booking aggregation folds in: the fare × 10^9 (BigQuery NUMERIC's scale), exact. */
 export interface BookingElement {
@@ -44,21 +60,29 @@ const WINDOW_DEFAULTS = loadWindowConfig({});
 
 /**
  * Version "1": the lab's booking event (JSON, validated by `validateBooking` through the lab's four stages). The
- * only version so far; producers do not send a version attribute, so its absence means "1".
+ * only version so far; producers do not send a version attribute, so its absence means "1". With
+ * `settings.passengerId` in `hmac-sha256` mode the row carries the pseudonym (protectPassengerId), so Silver, the
+ * schema-retry store and bad data never hold the raw id.
  */
-const BOOKING_V1: ContractVersion<BookingSettings, SilverRow, BookingElement> = {
+const BOOKING_V1: ContractVersion<BookingSettings, BookingSilverRow, BookingElement> = {
   version: BOOKING_CONTRACT_VERSION,
   status: 'current',
   summary:
     "the lab's booking event: booking_id, passenger_id, flight_number, origin, destination, fare, event_time; " +
     'optional currency (USD), status (CONFIRMED), event_id',
-  decode(message, { receivedAtMs, settings }) {
-    const result = validateBooking(message.data, {
+  decode(message, { receivedAtMs, settings, rulesAtMs }) {
+    const { passengerId, ...rules } = settings;
+    const validated = validateBooking(message.data, {
       messageId: message.messageId,
       receivedAtMs,
-      ...settings,
+      ...rules,
+      ...(rulesAtMs !== undefined && { rulesAtMs }),
     });
-    if (!result.ok) return { ok: false, stage: result.stage, reason: result.reason, context: {} };
+    if (!validated.ok) {
+      return { ok: false, stage: validated.stage, reason: validated.reason, context: {} };
+    }
+    // Once, before anything stores the row: every copy made from it carries the pseudonym.
+    const result = passengerId ? protectPassengerId(validated, passengerId) : validated;
     return {
       ok: true,
       eventId: result.eventId,
@@ -71,21 +95,111 @@ const BOOKING_V1: ContractVersion<BookingSettings, SilverRow, BookingElement> = 
           currency: result.row.currency,
         }),
       },
-      row: result.row,
+      row: { ...result.row, event_id: result.eventId, contract_version: BOOKING_CONTRACT_VERSION },
       element: { fareScaled: result.fareScaled },
       extraFields: result.extraFields,
     };
   },
 };
 
-const BOOKING_AGGREGATION_NAME = WINDOW_VARS.pipeline.default;
+/**
+ * Booking's route aggregation for a window configuration: count, exact fare total, min, max and mean per route and
+ * window, in the key-groups layout with `groupShards` shard documents per key group and window
+ * (`OFFVIA_WINDOW_GROUP_SHARDS`), panes to `goldTable` under the windowed pipeline's name.
+ */
+function routeAggregation(
+  window: WindowConfig,
+): AggregationDefinition<BookingSilverRow, BookingElement, never, JsonValue, unknown> {
+  const name = window.pipeline;
+  return aggregation({
+    name,
+    description:
+      'count, exact fare total, min, max and mean per route (origin, destination, currency) and window',
+    strategy: window.strategy,
+    watermarkPolicy: window.watermarkPolicy,
+    shards: window.groupShards,
+    combineFn: bookingAggregatesFn,
+    parseAccumulator: parseBookingAccumulator,
+    input: (event: { keys: Readonly<Record<string, string>>; element: BookingElement }) => {
+      const key = event.keys.route;
+      return key === undefined ? null : { key, value: event.element.fareScaled };
+    },
+    goldTable: window.goldTable,
+    goldRow: (pane, insertId, mode) => ({ ...goldPaneRow(name, mode, pane, insertId) }),
+  });
+}
+
+/**
+ * Refuses a gold table that is also Silver, quarantine or bad data: panes written there would corrupt that layer.
+ * @throws ConfigError naming `OFFVIA_GOLD_TABLE`
+ */
+export function assertGoldTableIsOwn(
+  gold: TableRef,
+  ingest: Pick<IngestConfig, 'silverTable' | 'quarantineTable' | 'badDataTable' | 'projectId'>,
+): void {
+  const name = (t: TableRef) =>
+    `${t.projectId ?? ingest.projectId ?? ''}.${t.datasetId}.${t.tableId}`.toLowerCase();
+  const layers: [string, TableRef][] = [
+    ['Silver (OFFVIA_SILVER_TABLE)', ingest.silverTable],
+    ['quarantine (OFFVIA_QUARANTINE_TABLE)', ingest.quarantineTable],
+    ['bad data (OFFVIA_BAD_DATA_TABLE)', ingest.badDataTable],
+  ];
+  for (const [layer, table] of layers) {
+    if (name(table) === name(gold)) {
+      throw new ConfigError(
+        'OFFVIA_GOLD_TABLE',
+        `${gold.datasetId}.${gold.tableId} is also the ${layer} table; panes need a table of their own`,
+      );
+    }
+  }
+}
+
+/**
+ * Booking as this deployment runs it (the definition's `configure`): the tables of `OFFVIA_SILVER_TABLE`,
+ * `_QUARANTINE_TABLE`, `_BAD_DATA_TABLE`; the route aggregation from the `OFFVIA_WINDOW_*` / `OFFVIA_WATERMARK_*`
+ * strategy variables, `OFFVIA_GOLD_TABLE`, `OFFVIA_WINDOW_PIPELINE` and `OFFVIA_WINDOW_FIRESTORE_ROOT` (none with
+ * `OFFVIA_WINDOWS_ENABLED=false`); schema drift from `OFFVIA_SCHEMA_*` (`off` with `OFFVIA_SCHEMA_DRIFT=false`).
+ * Every default is the definition as written, so an existing deployment reads the same tables and Firestore state.
+ * @throws ConfigError naming the first bad variable (a gold table that is another layer's, too)
+ */
+export function configureBooking(
+  env: Env,
+): PipelineDefinition<BookingSettings, BookingSilverRow, BookingElement> {
+  const ingest = loadIngestConfig(env);
+  const window = loadWindowConfig(env);
+  const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
+  if (window.enabled) assertGoldTableIsOwn(window.goldTable, ingest);
+  return {
+    ...BOOKING_PIPELINE,
+    tables: {
+      ...BOOKING_PIPELINE.tables,
+      silver: ingest.silverTable,
+      quarantine: ingest.quarantineTable,
+      badData: ingest.badDataTable,
+    },
+    aggregations: window.enabled ? [routeAggregation(window)] : [],
+    schemaDrift: drift.enabled
+      ? {
+          mode: 'sweep',
+          targetTables: drift.targetTables,
+          windowMinutes: drift.windowMinutes,
+          retryMinutes: drift.retryMinutes,
+        }
+      : {
+          mode: 'off',
+          extraFields: 'ignored, as in the lab (OFFVIA_SCHEMA_DRIFT=false); Bronze keeps the message',
+        },
+    firestore: { windowsRoot: window.firestoreRoot, schemaDriftRoot: drift.firestoreRoot },
+  };
+}
 
 /**
  * The booking pipeline: the lab's Bronze / Silver / quarantine with bad data and the schema sweep, counted per route
- * in one-minute event-time windows to `offvia_gold.route_panes`. The names are today's defaults; at run time the
- * `OFFVIA_*` variables still override tables and windowing (docs/configuration.md).
+ * in one-minute event-time windows to `offvia_gold.route_panes`. The names are the deployed defaults; at cold start
+ * `configure` ({@link configureBooking}) applies the `OFFVIA_*` overrides of tables, windowing and schema drift
+ * (docs/configuration.md).
  */
-export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, BookingElement> = {
+export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, BookingSilverRow, BookingElement> = {
   name: 'booking',
   description:
     'booking changes from the booking service: validated to Silver, counted per route and one-minute window',
@@ -109,7 +223,9 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
   },
   createSettings(env) {
     const { maxFutureSkewMs, maxEventAgeMs, defaultCurrency } = loadIngestConfig(env);
-    return Promise.resolve({ maxFutureSkewMs, maxEventAgeMs, defaultCurrency });
+    // The key shows in logs only as its length and fingerprint (PassengerIdKey.toJSON).
+    const passengerId = loadPassengerIdConfig(env);
+    return Promise.resolve({ maxFutureSkewMs, maxEventAgeMs, defaultCurrency, passengerId });
   },
   tables: {
     bronze: { datasetId: 'offvia_bronze', tableId: 'raw_bookings' },
@@ -138,37 +254,16 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
       'sql/085_gold_restatement.sql',
     ],
   },
-  // ingestBooking builds this row itself today (with OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES); this is the same row at
-  // the variable's default, for runtimes that read the definition.
-  quarantineRow: (message, rejection, parseTimeMs) => ({
+  quarantineRow: (message, rejection, parseTimeMs, maxPayloadBytes) => ({
     ...quarantineRow(
       message,
       rejection.stage as ErrorStage,
       rejection.reason,
       parseTimeMs,
-      INGEST_VARS.quarantinePayloadMaxBytes.default,
+      maxPayloadBytes,
     ),
   }),
-  aggregations: [
-    aggregation({
-      name: BOOKING_AGGREGATION_NAME,
-      description:
-        'count, exact fare total, min, max and mean per route (origin, destination, currency) and window',
-      strategy: WINDOW_DEFAULTS.strategy,
-      watermarkPolicy: WINDOW_DEFAULTS.watermarkPolicy,
-      shards: WINDOW_DEFAULTS.shards,
-      combineFn: bookingAggregatesFn,
-      parseAccumulator: parseBookingAccumulator,
-      input: (event: { keys: Readonly<Record<string, string>>; element: BookingElement }) => {
-        const key = event.keys.route;
-        return key === undefined ? null : { key, value: event.element.fareScaled };
-      },
-      goldTable: WINDOW_DEFAULTS.goldTable,
-      goldRow: (pane, insertId, mode) => ({
-        ...goldPaneRow(BOOKING_AGGREGATION_NAME, mode, pane, insertId),
-      }),
-    }),
-  ],
+  aggregations: [routeAggregation(WINDOW_DEFAULTS)],
   schemaDrift: {
     mode: 'sweep',
     targetTables: [defaultTable(INGEST_VARS.silverTable)],
@@ -191,4 +286,5 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     windowsRoot: WINDOW_VARS.firestoreRoot.default,
     schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
   },
+  configure: configureBooking,
 };
