@@ -10,8 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import type { Firestore } from '@google-cloud/firestore';
-import { BookingWindowSink } from '../shared/aggregates/booking-window-sink';
-import { fireWindowsDepsOf, type BookingWindows } from '../shared/aggregates/runtime';
+import { BookingWindowSink } from '../test/support/booking-window-assembly';
+import { fireWindowsDepsOf, type BookingWindows } from '../test/support/booking-window-assembly';
 import { formatScaled } from '../shared/contract';
 import {
   COLLECTIONS,

@@ -11,8 +11,9 @@ import { BigQuery } from '@google-cloud/bigquery';
 import { validateBooking } from '../shared/contract';
 import { loadCoalescingConfig } from '../shared/config/coalescing-config';
 import { loadIngestConfig } from '../shared/config/ingest-config';
-import { bigQueryClient } from '../shared/ingest/runtime';
-import { createFireWindowsDeps } from '../shared/aggregates/runtime';
+import { bigQueryClient } from '../shared/sinks/bigquery-writer';
+import { createAggregationFireDeps } from '../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../shared/pipelines/booking/definition';
 import { fireWindows } from '../shared/state/fire-windows';
 import { Logger } from '../shared/logging/logger';
 import { dataflowCostPerMillion, functionsCostPerMillion, PRICES } from './lib/cost';
@@ -219,9 +220,14 @@ async function stackRun(
   const logger = new Logger('fireWindows', (entry) =>
     appendFileSync(`${OUT}/fire-windows.log`, JSON.stringify(entry) + '\n'),
   );
-  const deps = createFireWindowsDeps({ ...process.env, OFFVIA_WINDOW_PIPELINE: pipeline }, logger, {
-    now: () => Date.now() + 10 * 60_000,
-  });
+  const deps = createAggregationFireDeps(
+    BOOKING_PIPELINE,
+    { ...process.env, OFFVIA_WINDOW_PIPELINE: pipeline },
+    logger,
+    {
+      now: () => Date.now() + 10 * 60_000,
+    },
+  );
   const summary = await fireWindows(deps);
   return {
     result,

@@ -1,9 +1,14 @@
 // ingestBooking in-process with the real clients against the emulators: the function's own composition root
-// (createIngestDeps), many invocations in flight as on a gen2 instance, and the calls the clients were asked to make.
+// (createPipelineIngestDeps), many invocations in flight as on a gen2 instance, and the calls the clients were asked to make.
 import { createWriteStream } from 'node:fs';
 import { BigQuery } from '@google-cloud/bigquery';
-import { ingestMessage, type IngestOutcome } from '../../shared/ingest/ingest-booking';
-import { bigQueryClient, createIngestDeps } from '../../shared/ingest/runtime';
+import {
+  ingestPipelineMessage,
+  type PipelineIngestOutcome as IngestOutcome,
+} from '../../shared/pipeline/runtime/ingest';
+import { createPipelineIngestDeps } from '../../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
+import { bigQueryClient } from '../../shared/sinks/bigquery-writer';
 import { loadIngestConfig } from '../../shared/config/ingest-config';
 import { Logger, type LogEntry } from '../../shared/logging/logger';
 import { newStoreMetrics, type StoreMetrics } from '../../shared/state/firestore-window-store';
@@ -87,10 +92,12 @@ export async function runInProcess(
   });
   const counts: WriteCounts = { calls: 0, rows: 0, bytes: 0, billableBytes: 0 };
   const firestore = newStoreMetrics();
-  const deps = createIngestDeps({ ...env, OFFVIA_WINDOW_PIPELINE: `bench_${label}` }, logger, {
-    wrapWriter: (w) => countingWriter(w, counts),
-    windowMetrics: firestore,
-  });
+  const deps = await createPipelineIngestDeps(
+    BOOKING_PIPELINE,
+    { ...env, OFFVIA_WINDOW_PIPELINE: `bench_${label}` },
+    logger,
+    { wrapWriter: (w) => countingWriter(w, counts), metrics: firestore },
+  );
   const outcomes: string[] = new Array<string>(events.length);
   const latencies: number[] = [];
   let next = 0;
@@ -119,7 +126,7 @@ export async function runInProcess(
       if (event === undefined) return;
       const t0 = Date.now();
       const outcome = await deliver(i, () =>
-        ingestMessage(
+        ingestPipelineMessage(
           {
             ok: true,
             message: {

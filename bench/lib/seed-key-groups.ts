@@ -2,7 +2,10 @@
 // builders compute the state of "these bookings were received", and a BulkWriter writes the resulting key-group
 // documents, instead of one ingest transaction per bundle (50,000 keys: about a minute instead of 40).
 import { routeKey } from '../../shared/aggregates/route-key';
-import { LAYOUT_ROLLOUT_MARGIN_MS, type BookingWindows } from '../../shared/aggregates/runtime';
+import {
+  LAYOUT_ROLLOUT_MARGIN_MS,
+  type BookingWindows,
+} from '../../test/support/booking-window-assembly';
 import type { WindowElement } from '../../shared/state/keyed-windows';
 import { windowId, type IntervalWindow } from '../../shared/windowing';
 import { bookingEvent, type BookingSpec } from '../../test/support/booking-windows';

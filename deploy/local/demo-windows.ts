@@ -134,7 +134,10 @@ export async function fireAndReadWindows(
       maxEventTimeSeenAtMs: stored?.maxEventTimeSeenAtMs ?? null,
       config,
     });
-    const deps = createAggregationFireDeps(BOOKING_PIPELINE, env, logger, { firestore, now: () => processingTimeMs });
+    const deps = createAggregationFireDeps(BOOKING_PIPELINE, env, logger, {
+      firestore,
+      now: () => processingTimeMs,
+    });
     const summary = await fireWindows(deps);
     const windows = windowsOf(silver, env);
     const routes = [...new Set(windows.map((w) => w.routeKey))];

@@ -268,9 +268,14 @@ async function main(): Promise<void> {
   const bq = stackBigQuery(env);
   const pubsub = new PubSub({ projectId });
   const firestore = firestoreClient(projectId, readFirestoreDatabase(process.env));
-  const windows = createAggregationFireDeps(BOOKING_PIPELINE, process.env, new Logger('reliability', () => undefined), {
-    firestore,
-  });
+  const windows = createAggregationFireDeps(
+    BOOKING_PIPELINE,
+    process.env,
+    new Logger('reliability', () => undefined),
+    {
+      firestore,
+    },
+  );
   const store = windows.store as FirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
   const windowSizeMs =

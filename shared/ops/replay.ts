@@ -165,16 +165,21 @@ async function replayIngest(
     appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
   };
   let known: KnownRowsWriter | undefined;
-  const built = await createPipelineIngestDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', sink), {
-    wrapWriter: (writer) => {
-      known = new KnownRowsWriter(
-        new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
-        ctx.ingest.quarantineTable,
-        ctx.ingest.badDataTable,
-      );
-      return known;
+  const built = await createPipelineIngestDeps(
+    BOOKING_PIPELINE,
+    ctx.env,
+    new Logger('offvia', sink),
+    {
+      wrapWriter: (writer) => {
+        known = new KnownRowsWriter(
+          new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
+          ctx.ingest.quarantineTable,
+          ctx.ingest.badDataTable,
+        );
+        return known;
+      },
     },
-  });
+  );
   const deps: PipelineIngestDeps = {
     ...built,
     // The retry-age guard is for Pub/Sub redeliveries: a replayed message is old by nature, and its failures are

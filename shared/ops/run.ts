@@ -96,10 +96,15 @@ export async function ingestDepsForRun(
   const sink = (entry: LogEntry): void => {
     appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
   };
-  const deps = await createPipelineIngestDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', sink), {
-    wrapWriter: (writer) =>
-      new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
-  });
+  const deps = await createPipelineIngestDeps(
+    BOOKING_PIPELINE,
+    ctx.env,
+    new Logger('offvia', sink),
+    {
+      wrapWriter: (writer) =>
+        new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
+    },
+  );
   const settings = deps.settings as BookingSettings;
   return { ...deps, passengerId: settings.passengerId ?? { mode: 'raw' } };
 }

@@ -460,9 +460,14 @@ async function keyGroupsOutcome(
     destination: String(row.destination_airport),
     currency: String(row.currency),
   });
-  const windows = createAggregationFireDeps(BOOKING_PIPELINE, ctx.env, new Logger('offvia', () => undefined), {
-    firestore: ctx.firestore(),
-  });
+  const windows = createAggregationFireDeps(
+    BOOKING_PIPELINE,
+    ctx.env,
+    new Logger('offvia', () => undefined),
+    {
+      firestore: ctx.firestore(),
+    },
+  );
   const assigned = windows.keyed.assign(eventTimeMs);
   const outcome = await firestoreCall(ctx, 'window state', () =>
     (windows.store as FirestoreWindowStore<BookingAccumulator>).eventOutcome(

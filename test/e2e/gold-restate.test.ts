@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
-import { type BookingWindows, createBookingWindows } from '../../shared/aggregates/runtime';
+import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
 import { EXIT } from '../../shared/ops/errors';

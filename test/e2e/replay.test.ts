@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import { stackBigQuery, stackEnv } from '../../deploy/local/layers';
-import { createBookingWindows, type BookingWindows } from '../../shared/aggregates/runtime';
+import { createBookingWindows, type BookingWindows } from '../support/booking-window-assembly';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
 import { EXIT } from '../../shared/ops/errors';

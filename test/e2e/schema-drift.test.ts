@@ -10,6 +10,7 @@ import {
   type SweepDeps,
   type SweepResult,
 } from '../../shared/drift';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import { createSchemaSweepDeps } from '../../shared/drift/sweep-runtime';
 import { Logger } from '../../shared/logging/logger';
 import { bookingPayload } from '../support/drift-fixtures';
@@ -35,6 +36,7 @@ describe('e2e: schema drift on the local stack (Pub/Sub → ingestBooking → re
     requireStack();
     // The stack's own configuration (as schemaSweep reads it), with a 20-minute retry budget for this test.
     base = createSchemaSweepDeps(
+      BOOKING_PIPELINE,
       {
         ...process.env,
         OFFVIA_SCHEMA_RETRY_MINUTES: String(RETRY_MINUTES),

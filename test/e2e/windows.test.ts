@@ -6,7 +6,7 @@ import type { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
 import { loadWindowConfig } from '../../shared/config/window-config';
-import { type BookingWindows, createBookingWindows } from '../../shared/aggregates/runtime';
+import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
 import { Logger } from '../../shared/logging/logger';
 import { emulatorFirestore } from '../support/firestore-windows';
 import { fireWindowsOnce } from '../support/fire-windows-http';

@@ -7,8 +7,9 @@ import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../functions';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
 import { LAB_EVENTS } from '../../deploy/local/demo';
-import { ingestMessage } from '../../shared/ingest/ingest-booking';
-import { createIngestDeps } from '../../shared/ingest/runtime';
+import { ingestPipelineMessage } from '../../shared/pipeline/runtime/ingest';
+import { createPipelineIngestDeps } from '../../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import { TransientError } from '../../shared/errors';
 import { Logger, type LogEntry } from '../../shared/logging/logger';
 
@@ -189,7 +190,8 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
 
   it('answers 5xx (redelivery) when BigQuery cannot take the row, and logs why', async () => {
     const lines: LogEntry[] = [];
-    const deps = createIngestDeps(
+    const deps = await createPipelineIngestDeps(
+      BOOKING_PIPELINE,
       { ...process.env, OFFVIA_SILVER_TABLE: 'offvia_silver.no_such_table' },
       new Logger('test', (e) => lines.push(e)),
     );
@@ -201,7 +203,7 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
       data: Buffer.from(LAB_EVENTS[0] ?? ''),
       subscription: undefined,
     };
-    await assert.rejects(ingestMessage({ ok: true, message }, deps), TransientError);
+    await assert.rejects(ingestPipelineMessage({ ok: true, message }, deps), TransientError);
     assert.ok(lines.some((l) => l.outcome === 'retry' && l.severity === 'ERROR'));
   });
 });

@@ -1,5 +1,5 @@
 // The keyed hash of passenger_id on the whole ingest path against the emulators: ingestBooking's real dependencies
-// (BigQuery writer, Firestore schema-retry store) built by createIngestDeps from the stack's environment plus
+// (BigQuery writer, Firestore schema-retry store) built by createPipelineIngestDeps from the stack's environment plus
 // OFFVIA_PASSENGER_ID_MODE=hmac-sha256 and a key. Silver holds the pseudonym (the same for one passenger, so a GROUP
 // BY or join on it works), the retry store holds it too, quarantine keeps the raw payload.
 import assert from 'node:assert/strict';
@@ -8,8 +8,12 @@ import { loadIngestConfig } from '../../shared/config/ingest-config';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { tableName } from '../../shared/config/env';
 import { FirestoreDriftStore } from '../../shared/drift';
-import { ingestMessage } from '../../shared/ingest/ingest-booking';
-import { createIngestDeps } from '../../shared/ingest/runtime';
+import {
+  ingestPipelineMessage,
+  type PipelineIngestDeps,
+} from '../../shared/pipeline/runtime/ingest';
+import { createPipelineIngestDeps } from '../../shared/pipeline/runtime/compose';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import { Logger, type LogEntry } from '../../shared/logging/logger';
 import { requireStack, runTag, stackClients } from '../support/drift-stack';
 
@@ -34,8 +38,8 @@ describe('integration: passenger_id pseudonymised before Silver (emulators)', fu
   const booking = (id: string, passenger: string, extra = ''): string =>
     `{"booking_id":"${id}","passenger_id":"${passenger}","flight_number":"OF-104","origin":"JFK","destination":"LHR",` +
     `"fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"${new Date(Date.now() - 60_000).toISOString()}"${extra}}`;
-  const send = (data: string, messageId: string, deps: ReturnType<typeof createIngestDeps>) =>
-    ingestMessage(
+  const send = (data: string, messageId: string, deps: PipelineIngestDeps) =>
+    ingestPipelineMessage(
       {
         ok: true,
         message: {
@@ -66,7 +70,11 @@ describe('integration: passenger_id pseudonymised before Silver (emulators)', fu
 
   it('writes the same pseudonym for one passenger to Silver and the retry store, never the raw id', async () => {
     const lines: LogEntry[] = [];
-    const deps = createIngestDeps(env, new Logger('it-passenger-id', (e) => lines.push(e)));
+    const deps = await createPipelineIngestDeps(
+      BOOKING_PIPELINE,
+      env,
+      new Logger('it-passenger-id', (e) => lines.push(e)),
+    );
     const ids = [1, 2, 3, 4, 5].map((i) => `it-pid-${tag}-${i}`);
     const [p1, p2] = passengers;
     const outcomes = [

@@ -4,12 +4,12 @@ import type { TableRef } from '../../shared/config/env';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { validateBooking, type ValidationSuccess } from '../../shared/contract';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
-import { BookingWindowSink } from '../../shared/aggregates/booking-window-sink';
+import { BookingWindowSink } from './booking-window-assembly';
 import {
   assembleBookingWindows,
   fireWindowsDepsOf,
   type BookingWindows,
-} from '../../shared/aggregates/runtime';
+} from './booking-window-assembly';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import type { ElementOutcome } from '../../shared/state/keyed-windows';
 import { Logger, type LogEntry } from '../../shared/logging/logger';

@@ -11,8 +11,8 @@ import {
 import { formatScaled } from '../../shared/contract';
 import type { AccumulationMode } from '../../shared/windowing';
 import { bookingEvent, Clock, fire, record, S, T, type BookingSpec } from './booking-windows';
-import type { BookingWindows } from '../../shared/aggregates/runtime';
-import type { BookingWindowSink } from '../../shared/aggregates/booking-window-sink';
+import type { BookingWindows } from './booking-window-assembly';
+import type { BookingWindowSink } from './booking-window-assembly';
 import type { RecordingWriter } from './booking-windows';
 import type { WindowStore } from '../../shared/state/window-store';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';

@@ -107,7 +107,8 @@ export function createPipelineParts(
   const wrapped = overrides.wrapWriter ? overrides.wrapWriter(direct) : direct;
   // One writer for Silver, quarantine, bad data, the drift gate's writes and panes: concurrent rows coalesce.
   const writer =
-    overrides.writer ?? (coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped);
+    overrides.writer ??
+    (coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped);
   const firestore =
     overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
   // One backlog reader per instance, shared by the aggregations: they read the same ingest subscription.

@@ -95,7 +95,10 @@ export function pipelineEntryPoints(
 ): PipelineEntryPoints {
   const logger = new Logger(definition.functions.ingest.entryPoint, sink);
   const fireLogger = new Logger(definition.functions.fireWindows.entryPoint, sink);
-  const sweepLogger = new Logger(definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep', sink);
+  const sweepLogger = new Logger(
+    definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep',
+    sink,
+  );
   let ingestDeps: Promise<PipelineIngestDeps> | undefined;
   let fireDeps: PipelineFireDeps | undefined;
   let sweepDeps: SweepDeps | undefined;
@@ -214,7 +217,10 @@ export function registerPipelineFunctions(
   factories: EntryPointFactories = REAL_FACTORIES,
 ): string[] {
   const names: string[] = [];
-  const http = (name: string, handle: (req: FireRequest) => Promise<HttpAnswer & { allow?: string }>) => {
+  const http = (
+    name: string,
+    handle: (req: FireRequest) => Promise<HttpAnswer & { allow?: string }>,
+  ) => {
     framework.http(name, async (req, res) => {
       const answer = await handle(req);
       if (answer.allow !== undefined) res.set('Allow', answer.allow);

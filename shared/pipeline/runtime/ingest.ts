@@ -126,7 +126,10 @@ export interface IngestAggregation {
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds:
     | {
-        failed(message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>, nowMs: number): Promise<void>;
+        failed(
+          message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
+          nowMs: number,
+        ): Promise<void>;
         processed(
           message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
           nowMs: number,
@@ -365,7 +368,12 @@ async function routeMessage(
   const inBadData = 'the row is in the bad-data table';
   const held = async (reason: string): Promise<PipelineIngestOutcome> => {
     await count('the row waits in the schema-retry store');
-    return { destination: 'schema_retry', messageId: message.messageId, eventId: event.eventId, reason };
+    return {
+      destination: 'schema_retry',
+      messageId: message.messageId,
+      eventId: event.eventId,
+      reason,
+    };
   };
   const routedToBadData = async (drift: DriftBadData): Promise<PipelineIngestOutcome> => {
     await count(inBadData);
@@ -527,10 +535,17 @@ async function quarantine(
     deps,
   );
   if (refused !== undefined) return refused;
-  logs.messageQuarantined(deps.logger, message, rejection.stage, rejection.reason, tableName(table), {
-    pipeline: deps.definition.name,
-    contractVersion: rejection.version,
-  });
+  logs.messageQuarantined(
+    deps.logger,
+    message,
+    rejection.stage,
+    rejection.reason,
+    tableName(table),
+    {
+      pipeline: deps.definition.name,
+      contractVersion: rejection.version,
+    },
+  );
   return {
     destination: 'quarantine',
     messageId: message.messageId,

@@ -187,7 +187,8 @@ export function configureBooking(
         }
       : {
           mode: 'off',
-          extraFields: 'ignored, as in the lab (OFFVIA_SCHEMA_DRIFT=false); Bronze keeps the message',
+          extraFields:
+            'ignored, as in the lab (OFFVIA_SCHEMA_DRIFT=false); Bronze keeps the message',
         },
     firestore: { windowsRoot: window.firestoreRoot, schemaDriftRoot: drift.firestoreRoot },
   };
@@ -199,7 +200,11 @@ export function configureBooking(
  * `configure` ({@link configureBooking}) applies the `OFFVIA_*` overrides of tables, windowing and schema drift
  * (docs/configuration.md).
  */
-export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, BookingSilverRow, BookingElement> = {
+export const BOOKING_PIPELINE: PipelineDefinition<
+  BookingSettings,
+  BookingSilverRow,
+  BookingElement
+> = {
   name: 'booking',
   description:
     'booking changes from the booking service: validated to Silver, counted per route and one-minute window',

@@ -6,7 +6,7 @@ import type { Firestore } from '@google-cloud/firestore';
 import { Timestamp } from '@google-cloud/firestore';
 import fc from 'fast-check';
 import { stackBigQuery, stackEnv } from '../../../deploy/local/layers';
-import { fireWindowsDepsOf } from '../../../shared/aggregates/runtime';
+import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { parseNumeric } from '../../../shared/contract';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { COLLECTIONS } from '../../../shared/state/firestore-window-store';

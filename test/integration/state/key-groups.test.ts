@@ -8,8 +8,8 @@ import {
   assembleBookingWindows,
   fireWindowsDepsOf,
   LAYOUT_ROLLOUT_MARGIN_MS,
-} from '../../../shared/aggregates/runtime';
-import { BookingWindowSink } from '../../../shared/aggregates/booking-window-sink';
+} from '../../support/booking-window-assembly';
+import { BookingWindowSink } from '../../support/booking-window-assembly';
 import { loadWindowConfig } from '../../../shared/config/window-config';
 import { Logger } from '../../../shared/logging/logger';
 import { fireWindows } from '../../../shared/state/fire-windows';

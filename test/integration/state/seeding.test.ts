@@ -2,7 +2,7 @@
 // state ingest writes (read back the same, fired the same), and the mode refuses what it cannot do correctly.
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
-import { fireWindowsDepsOf } from '../../../shared/aggregates/runtime';
+import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../../../shared/state/grouped-window-store';
 import { seedKeyGroups } from '../../../bench/lib/seed-key-groups';

@@ -2,7 +2,7 @@
 // timer query, the hold store, and a fireWindows pass that keeps the watermark behind a failing delivery.
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
-import { fireWindowsDepsOf } from '../../../shared/aggregates/runtime';
+import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { nextTimerQuery } from '../../../shared/state/timer-loop';
 import { FirestoreWatermarkHoldStore } from '../../../shared/state/watermark-holds';

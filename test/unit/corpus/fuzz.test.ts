@@ -12,7 +12,8 @@ import {
   validateBooking,
   type ValidationResult,
 } from '../../../shared/contract';
-import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
+import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline/runtime/ingest';
+import { bookingIngestDeps } from '../../support/booking-ingest';
 import { MAX_REASON_CHARS } from '../../../shared/ingest/quarantine-row';
 import { Logger } from '../../../shared/logging/logger';
 import { decodeMessagePublished, type DecodeResult } from '../../../shared/pubsub/message';
@@ -46,16 +47,15 @@ class RecordingWriter implements RowWriter {
 /** Runs one decoded message through ingestMessage; asserts one row, in Silver or quarantine, with a known stage. */
 async function ingestOnce(decoded: DecodeResult) {
   const writer = new RecordingWriter();
-  const deps: IngestDeps = {
+  const deps = bookingIngestDeps({
     writer,
-    config: CONFIG,
     logger: new Logger(
       'fuzz',
       () => undefined,
       () => NOW,
     ),
     now: () => NOW,
-  };
+  });
   const outcome = await ingestMessage(decoded, deps);
   assert.equal(writer.rows.length, 1, 'exactly one row');
   const [written] = writer.rows;
@@ -67,7 +67,7 @@ async function ingestOnce(decoded: DecodeResult) {
   } else {
     assert.equal(outcome.destination, 'quarantine');
     assert.equal(written.table, QUARANTINE);
-    assert.ok(ERROR_STAGES.includes(outcome.stage), outcome.stage);
+    assert.ok((ERROR_STAGES as readonly string[]).includes(outcome.stage), outcome.stage);
     assert.ok(outcome.reason.length > 0, 'non-empty reason');
     assert.equal(written.row.insertId, outcome.messageId);
     assert.equal(written.row.json.error_stage, outcome.stage);

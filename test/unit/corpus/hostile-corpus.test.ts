@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { TableRef } from '../../../shared/config/env';
 import {
-  ingestMessage,
-  type IngestDeps,
-  type IngestOutcome,
-} from '../../../shared/ingest/ingest-booking';
+  ingestPipelineMessage as ingestMessage,
+  type PipelineIngestOutcome as IngestOutcome,
+} from '../../../shared/pipeline/runtime/ingest';
+import { bookingIngestDeps } from '../../support/booking-ingest';
 import { Logger } from '../../../shared/logging/logger';
 import { decodePushedEvent } from '../../../shared/pubsub/message';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
@@ -160,16 +160,16 @@ describe('hostile-input corpus', function () {
       for (const testCase of cases.filter((c) => c.category === category)) {
         it(`${testCase.id}: ${testCase.description}`, async () => {
           const writer = new RecordingWriter();
-          const deps: IngestDeps = {
+          const deps = bookingIngestDeps({
             writer,
-            config: CONFIG,
+            env: context.env,
             logger: new Logger(
               'corpus',
               () => undefined,
               () => RECEIVED_AT_MS,
             ),
             now: () => RECEIVED_AT_MS,
-          };
+          });
           const event = pushedEventOf(testCase, context);
           let outcome: IngestOutcome;
           if (testCase.current !== undefined) {

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { BigQuery, Table } from '@google-cloud/bigquery';
-import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import {
   MAX_RETRY_ROW_BYTES,
   ProposalMerger,
@@ -10,7 +9,11 @@ import {
   TableSchemaCache,
   retryRowId,
 } from '../../../shared/drift';
-import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
+import {
+  ingestPipelineMessage as ingestMessage,
+  type PipelineIngestDeps,
+} from '../../../shared/pipeline/runtime/ingest';
+import { bookingIngestDeps } from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { schemaWindowOf } from '../../../shared/schema';
 import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
@@ -299,17 +302,20 @@ describe('RetryStoreDriftGate.route', () => {
   });
 });
 
-describe('ingestMessage with the drift gate', () => {
+describe('booking ingest with the drift gate', () => {
   afterEach(() => sinon.restore());
 
-  function ingestDeps(gate: RetryStoreDriftGate, writer: IngestDeps['writer']): IngestDeps {
-    return {
+  function ingestDeps(
+    gate: RetryStoreDriftGate,
+    writer: PipelineIngestDeps['writer'],
+  ): PipelineIngestDeps {
+    return bookingIngestDeps({
       writer,
-      config: loadIngestConfig({ OFFVIA_PROJECT_ID: PROJECT }),
+      env: { OFFVIA_PROJECT_ID: PROJECT },
       logger: new Logger('test', () => undefined),
       now: () => T0,
       schemaDrift: gate,
-    };
+    });
   }
 
   it('answers schema_retry for a held event and writes nothing to Silver', async () => {

@@ -1,4 +1,5 @@
-// ingestMessage routing: every message ends in exactly one table or the call throws; insertIds as designed.
+// The ingest's routing of booking messages: every message ends in exactly one table or the call throws; insertIds
+// as designed; window state, the retry-age guard and the attempt deadline.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
@@ -9,7 +10,12 @@ import { FirestoreWindowStore } from '../../../shared/state/firestore-window-sto
 import { FirestoreDriftStore } from '../../../shared/drift/firestore-store';
 import { schemaWindowOf } from '../../../shared/schema/retry';
 import type { JsonValue } from '../../../shared/windowing';
-import { ingestMessage, type IngestDeps } from '../../../shared/ingest/ingest-booking';
+import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline/runtime/ingest';
+import {
+  bookingIngestDeps,
+  bookingWindowStub,
+  type MutableIngestDeps,
+} from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
@@ -45,16 +51,15 @@ class RecordingWriter implements RowWriter {
 function setup() {
   const writer = new RecordingWriter();
   const logs: LogEntry[] = [];
-  const deps: IngestDeps = {
+  const deps: MutableIngestDeps = bookingIngestDeps({
     writer,
-    config: loadIngestConfig({}),
     logger: new Logger(
       'test',
       (e) => logs.push(e),
       () => NOW,
     ),
     now: () => NOW,
-  };
+  });
   return { writer, logs, deps };
 }
 
@@ -193,14 +198,14 @@ describe('ingestMessage: window state (gold aggregates contract-valid bookings)'
     const base = setup();
     const recorded: string[] = [];
     let fail = false;
-    base.deps.windowState = {
-      record: (event, message) => {
+    base.deps.aggregations = [
+      bookingWindowStub((_key, element) => {
         if (fail)
           return Promise.reject(new TransientError('firestore apply bundle', 'unavailable'));
-        recorded.push(`${event.eventId}|${message.messageId}`);
+        recorded.push(`${element.eventId}|${element.messageId}`);
         return Promise.resolve();
-      },
-    };
+      }),
+    ];
     return { ...base, recorded, failNext: () => (fail = true) };
   }
 
@@ -288,9 +293,11 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
 
   it('past the limit, a window-state failure after the Silver write says the event is in Silver, uncounted', async () => {
     const { writer, deps } = setup();
-    deps.windowState = {
-      record: () => Promise.reject(new TransientError('window transaction', 'firestore down')),
-    };
+    deps.aggregations = [
+      bookingWindowStub(() =>
+        Promise.reject(new TransientError('window transaction', 'firestore down')),
+      ),
+    ];
     const out = await ingestMessage(aged(LIMIT_MS + 60_000), deps);
     assert.equal(out.destination, 'bad_data');
     assert.equal(writer.written.get('offvia_silver.fact_bookings')?.length, 1);
@@ -301,7 +308,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     );
     // Within the limit the same failure is redelivered, and the ledger makes the retry count it once.
     const young = setup();
-    young.deps.windowState = deps.windowState;
+    young.deps.aggregations = deps.aggregations;
     await assert.rejects(ingestMessage(aged(1_000), young.deps), TransientError);
   });
 
@@ -328,7 +335,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
       const kept = JSON.parse(String(bad.json.bad_data)) as Record<string, unknown>;
       assert.equal(kept.payload_bytes, body.length);
       assert.equal(kept.payload_truncated, true);
-      const cap = deps.config.quarantinePayloadMaxBytes;
+      const cap = loadIngestConfig({}).quarantinePayloadMaxBytes;
       if (id === 'm-big-bytes') {
         assert.deepEqual(
           Buffer.from(String(kept.raw_payload_base64), 'base64'),
@@ -341,11 +348,11 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
   });
 
   it('a dependency that hangs is a transient failure after OFFVIA_ATTEMPT_DEADLINE_MS, so the guard can act', async () => {
-    const hanging = (): { deps: IngestDeps; writer: RecordingWriter } => {
+    const hanging = (): { deps: MutableIngestDeps; writer: RecordingWriter } => {
       const base = setup();
-      base.deps.config = { ...base.deps.config, attemptDeadlineMs: 50 };
+      base.deps.attemptDeadlineMs = 50;
       // Firestore stopped: the window-state call never answers.
-      base.deps.windowState = { record: () => new Promise<void>(() => undefined) };
+      base.deps.aggregations = [bookingWindowStub(() => new Promise<void>(() => undefined))];
       return base;
     };
     // Within the retry age: 5xx (redelivery) once the deadline passed, naming the step that hung.
@@ -388,12 +395,12 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
       parseAccumulator: (value) => value as JsonValue,
     });
     const { deps, logs } = setup();
-    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
-    deps.windowState = {
-      record: async () => {
+    deps.attemptDeadlineMs = 100;
+    deps.aggregations = [
+      bookingWindowStub(async () => {
         await store.transact('apply bundle', () => Promise.resolve(undefined));
-      },
-    };
+      }),
+    ];
     const err = await ingestMessage(aged(1_000), deps).then(
       () => undefined,
       (e: unknown) => e,
@@ -438,14 +445,14 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
       parseAccumulator: (value) => value as JsonValue,
     });
     const { deps } = setup();
-    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
-    deps.windowState = {
-      record: async () => {
+    deps.attemptDeadlineMs = 100;
+    deps.aggregations = [
+      bookingWindowStub(async () => {
         await store.transact('apply bundle', async (tx) => {
           await tx.read({ ledger: ['e1'] });
         });
-      },
-    };
+      }),
+    ];
     const err = await ingestMessage(aged(1_000), deps).then(
       () => undefined,
       (e: unknown) => e,
@@ -478,7 +485,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     };
     const store = new FirestoreDriftStore(abortingDb as unknown as Firestore, 'r');
     const { deps } = setup();
-    deps.config = { ...deps.config, attemptDeadlineMs: 100 };
+    deps.attemptDeadlineMs = 100;
     deps.schemaDrift = {
       route: async () => {
         await store.mergeProposal('t', schemaWindowOf(NOW, 3), 3, new Map(), 10, NOW);

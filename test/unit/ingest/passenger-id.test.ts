@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { TableRef } from '../../../shared/config/env';
 import { PassengerIdKey, type PassengerIdConfig } from '../../../shared/config/passenger-id-config';
 import { validateBooking, type ValidationSuccess } from '../../../shared/contract';
 import {
-  type IngestDeps,
-  ingestMessage,
+  ingestPipelineMessage as ingestMessage,
+  type PipelineIngestDeps,
   type SchemaDriftGate,
-} from '../../../shared/ingest/ingest-booking';
+} from '../../../shared/pipeline/runtime/ingest';
+import { bookingIngestDeps } from '../../support/booking-ingest';
 import {
   protectPassengerId,
   PSEUDONYM_PREFIX,
@@ -63,10 +63,9 @@ function msg(data: string, messageId: string): DecodeResult {
   };
 }
 
-function deps(writer: RowWriter, passengerId?: PassengerIdConfig): IngestDeps {
-  return {
+function deps(writer: RowWriter, passengerId?: PassengerIdConfig): PipelineIngestDeps {
+  return bookingIngestDeps({
     writer,
-    config: loadIngestConfig({}),
     logger: new Logger(
       'test',
       () => undefined,
@@ -74,7 +73,7 @@ function deps(writer: RowWriter, passengerId?: PassengerIdConfig): IngestDeps {
     ),
     now: () => NOW,
     ...(passengerId ? { passengerId } : {}),
-  };
+  });
 }
 
 describe('pseudonymisePassengerId', () => {
@@ -120,7 +119,7 @@ describe('protectPassengerId', () => {
   });
 });
 
-describe('ingestMessage with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
+describe('booking ingest with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
   it('writes the pseudonym to Silver: same passenger, same value across bookings; same insertId as raw mode', async () => {
     const writer = new RecordingWriter();
     await ingestMessage(msg(event('PAX-7', 'BK-1'), 'm-1'), deps(writer, HMAC));
@@ -159,10 +158,11 @@ describe('ingestMessage with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
   });
 
   it('hands the schema-drift gate (the retry store) the pseudonymised row and event', async () => {
-    const seen: { row: InsertRow; event: ValidationSuccess }[] = [];
+    const seen: { row: InsertRow; event: { row: { passenger_id: string } } }[] = [];
     const gate: SchemaDriftGate = {
       route: (e, _m, _t, row) => {
-        seen.push({ row, event: e });
+        // The gate is handed the accepted event itself (its Silver row included).
+        seen.push({ row, event: e as unknown as { row: { passenger_id: string } } });
         return Promise.resolve({ action: 'held', reason: 'new field loyalty_tier' });
       },
     };

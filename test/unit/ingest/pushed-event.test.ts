@@ -1,9 +1,13 @@
-// ingestPushedEvent: pushes the Functions Framework hands over without a CloudEvent end in quarantine, never in a 5xx.
+// The ingest's push entry (ingestPipelinePushedEvent), for booking: pushes the Functions Framework hands over without a CloudEvent end in quarantine, never in a 5xx.
 import assert from 'node:assert/strict';
-import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { TableRef } from '../../../shared/config/env';
 import { DeliveryRefused, TransientError } from '../../../shared/errors';
-import { ingestPushedEvent, type IngestDeps } from '../../../shared/ingest/ingest-booking';
+import { ingestPipelinePushedEvent as ingestPushedEvent } from '../../../shared/pipeline/runtime/ingest';
+import {
+  bookingIngestDeps,
+  bookingWindowStub,
+  type MutableIngestDeps,
+} from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { BODY_HASH_ID_PREFIX, type PushedEvent } from '../../../shared/pubsub/message';
 import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
@@ -38,16 +42,15 @@ class RecordingWriter implements RowWriter {
 function setup() {
   const inner = new RecordingWriter();
   const lines: LogEntry[] = [];
-  const deps: IngestDeps = {
+  const deps: MutableIngestDeps = bookingIngestDeps({
     writer: new CoalescingRowWriter(inner),
-    config: loadIngestConfig({}),
     logger: new Logger(
       'test',
       (e) => lines.push(e),
       () => NOW,
     ),
     now: () => NOW,
-  };
+  });
   return { inner, lines, deps };
 }
 
@@ -247,7 +250,7 @@ describe('ingestPushedEvent: watermark holds', () => {
   it('records a hold with the publish time when the delivery is refused', async () => {
     const { inner, deps } = setup();
     const spy = holdsSpy();
-    deps.watermarkHolds = spy.holds;
+    deps.aggregations = [{ ...bookingWindowStub(() => Promise.resolve()), holds: spy.holds }];
     inner.failing.add('offvia_silver.fact_bookings');
     await assert.rejects(ingestPushedEvent(event(), deps), DeliveryRefused);
     assert.deepEqual(spy.calls, [`failed h-1 ${NOW - 2_000} ${NOW}`]);
@@ -256,7 +259,7 @@ describe('ingestPushedEvent: watermark holds', () => {
   it('releases it once the message is processed', async () => {
     const { deps } = setup();
     const spy = holdsSpy();
-    deps.watermarkHolds = spy.holds;
+    deps.aggregations = [{ ...bookingWindowStub(() => Promise.resolve()), holds: spy.holds }];
     const out = await ingestPushedEvent(event(), deps);
     assert.equal(out.destination, 'silver');
     assert.deepEqual(spy.calls, [`processed h-1 ${NOW - 2_000} ${NOW}`]);

@@ -131,7 +131,8 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
     assert.equal(aggregation.name, windows.pipeline);
     assert.deepEqual(aggregation.strategy, windows.strategy);
     assert.deepEqual(aggregation.watermarkPolicy, windows.watermarkPolicy);
-    assert.equal(aggregation.shards, windows.shards);
+    // Shard documents per key group and window: the key-groups layout's (OFFVIA_WINDOW_GROUP_SHARDS).
+    assert.equal(aggregation.shards, windows.groupShards);
     assert.equal(aggregation.combineFn, bookingAggregatesFn);
     const stored = { count: 1, total: '749.5', min: '749.5', max: '749.5' };
     assert.deepEqual(aggregation.parseAccumulator(stored), parseBookingAccumulator(stored));
@@ -165,6 +166,7 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
 
   it("decodes the lab's three messages as version 1, as validateBooking does", async () => {
     const settings = await booking.createSettings({}, undefined as never);
+    assert.deepEqual(settings.passengerId, { mode: 'raw' });
     const decode = (data: string, attributes: Record<string, string> = {}) =>
       decodeVersioned(
         booking.contract,

@@ -19,19 +19,24 @@ import {
   pipelineNamespaces,
 } from '../../../shared/pipeline/runtime/namespace';
 import { PIPELINES } from '../../../shared/pipelines';
+import { BOOKING_PIPELINE } from '../../../shared/pipelines/booking/definition';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
+import type { SweepDeps } from '../../../shared/drift/sweep';
 
 const telemetry = TELEMETRY_PIPELINE as unknown as AnyPipelineDefinition;
+const booking = BOOKING_PIPELINE as unknown as AnyPipelineDefinition;
 const silent = () => undefined;
 
 interface Calls {
   ingestBuilds: number;
   fireBuilds: number;
+  sweepBuilds: number;
   fired: { loop: boolean }[];
   ingested: number;
+  swept: number;
 }
 
-function stubs(calls: Calls, ingestFails = 0): EntryPointFactories {
+function stubs(calls: Calls, ingestFails = 0, sweepOk = true): EntryPointFactories {
   let failures = ingestFails;
   const fireDeps: PipelineFireDeps = { pipeline: 'telemetry', aggregations: [] };
   return {
@@ -62,17 +67,32 @@ function stubs(calls: Calls, ingestFails = 0): EntryPointFactories {
         version: null,
       });
     },
+    sweepDeps: () => {
+      calls.sweepBuilds += 1;
+      return {} as SweepDeps;
+    },
+    sweep: () => {
+      calls.swept += 1;
+      return Promise.resolve({ ok: sweepOk, tables: [] });
+    },
   };
 }
 
-const fresh = (): Calls => ({ ingestBuilds: 0, fireBuilds: 0, fired: [], ingested: 0 });
+const fresh = (): Calls => ({
+  ingestBuilds: 0,
+  fireBuilds: 0,
+  sweepBuilds: 0,
+  fired: [],
+  ingested: 0,
+  swept: 0,
+});
 const request = (method: string, headers: Record<string, string> = {}) => ({
   method,
   get: (h: string) => headers[h.toLowerCase()],
 });
 
 describe('pipeline runtime entry points', function () {
-  it('registers ingest (cloudEvent) and fireWindows (http) of every pipeline but booking', function () {
+  it('registers ingest (cloudEvent), schemaSweep when drift is on and fireWindows (http) of every pipeline', function () {
     const registered: [string, string][] = [];
     const framework: FunctionsFramework = {
       cloudEvent: (name) => registered.push(['cloudEvent', name]),
@@ -81,12 +101,21 @@ describe('pipeline runtime entry points', function () {
     const calls = fresh();
     const names = registerPipelineFunctions(framework, PIPELINES, {}, stubs(calls));
     assert.deepEqual(registered, [
+      ['cloudEvent', 'ingestBooking'],
+      ['http', 'schemaSweep'],
+      ['http', 'fireWindows'],
       ['cloudEvent', 'ingestTelemetry'],
       ['http', 'fireTelemetryWindows'],
     ]);
-    assert.deepEqual(names, ['ingestTelemetry', 'fireTelemetryWindows']);
+    assert.deepEqual(names, [
+      'ingestBooking',
+      'schemaSweep',
+      'fireWindows',
+      'ingestTelemetry',
+      'fireTelemetryWindows',
+    ]);
     // Nothing is built unless FUNCTION_TARGET names the entry point.
-    assert.deepEqual([calls.ingestBuilds, calls.fireBuilds], [0, 0]);
+    assert.deepEqual([calls.ingestBuilds, calls.fireBuilds, calls.sweepBuilds], [0, 0, 0]);
   });
 
   it('builds the dependencies at cold start only for the FUNCTION_TARGET entry point', function () {
@@ -107,6 +136,44 @@ describe('pipeline runtime entry points', function () {
       stubs(other),
     );
     assert.deepEqual([other.ingestBuilds, other.fireBuilds], [1, 0]);
+    const sweep = fresh();
+    registerPipelineFunctions(
+      framework,
+      PIPELINES,
+      { FUNCTION_TARGET: 'schemaSweep' },
+      stubs(sweep),
+    );
+    assert.deepEqual([sweep.ingestBuilds, sweep.fireBuilds, sweep.sweepBuilds], [0, 0, 1]);
+  });
+
+  it('schemaSweep takes POST only and answers 200, 500 when a table failed or the dependencies cannot be built', async function () {
+    const calls = fresh();
+    const entry = pipelineEntryPoints(booking, {}, stubs(calls), silent);
+    const get = await entry.schemaSweep(request('GET'));
+    assert.equal(get.status, 405);
+    assert.equal(get.allow, 'POST');
+    assert.deepEqual(get.body, { error: 'schemaSweep takes POST' });
+    assert.equal((await entry.schemaSweep(request('POST'))).status, 200);
+    assert.equal((await entry.schemaSweep(request('POST'))).status, 200);
+    assert.deepEqual([calls.sweepBuilds, calls.swept], [1, 2]);
+    const failing = pipelineEntryPoints(booking, {}, stubs(fresh(), 0, false), silent);
+    assert.equal((await failing.schemaSweep(request('POST'))).status, 500);
+    const logged: Record<string, unknown>[] = [];
+    const broken = pipelineEntryPoints(
+      booking,
+      {},
+      {
+        ...stubs(fresh()),
+        sweepDeps: () => {
+          throw new Error('OFFVIA_SCHEMA_LEASE_MS: must be >= 10000');
+        },
+      },
+      (e) => logged.push(e),
+    );
+    const answer = await broken.schemaSweep(request('POST'));
+    assert.equal(answer.status, 500);
+    assert.match(String(answer.body.error), /OFFVIA_SCHEMA_LEASE_MS/);
+    assert.equal(logged[0]?.outcome, 'schema_sweep_failed');
   });
 
   it('fireWindows takes POST only; a Cloud Scheduler call runs the timer loop, any other one pass', async function () {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { SCHEDULES } from '../../../deploy/schedules';
-import { fireWindowsDepsOf } from '../../../shared/aggregates/runtime';
+import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { TransientError } from '../../../shared/errors';
 import type { LogEntry } from '../../../shared/logging/logger';
 import { fireWindows, fireWindowsHttp } from '../../../shared/state/fire-windows';

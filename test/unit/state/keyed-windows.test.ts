@@ -2,9 +2,9 @@
 // of the shard count, duplicates inside a bundle, store failures, the bundler and the ingest wiring.
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
-import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import { TransientError } from '../../../shared/errors';
-import { ingestMessage } from '../../../shared/ingest/ingest-booking';
+import { ingestPipelineMessage } from '../../../shared/pipeline/runtime/ingest';
+import { bookingIngestDeps, bookingWindowStub } from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { Bundler } from '../../../shared/state/bundler';
 import {
@@ -171,15 +171,15 @@ describe('state: keyed windows', () => {
     );
   });
 
-  it('is called by ingestMessage after the Silver write, once per event even when redelivered', async () => {
-    const { sink, store, writer } = memoryBookingWindows();
-    const deps = {
+  it('is called by the ingest after the Silver write, once per event even when redelivered', async () => {
+    const { windows, store, writer } = memoryBookingWindows();
+    const deps = bookingIngestDeps({
       writer,
-      config: loadIngestConfig({ OFFVIA_MAX_EVENT_AGE_MS: String(1800 * 24 * 3600 * 1000) }),
+      env: { OFFVIA_MAX_EVENT_AGE_MS: String(1800 * 24 * 3600 * 1000) },
       logger: new Logger('test', () => undefined),
       now: () => T + 5 * S,
-      windowState: sink,
-    };
+      aggregations: [{ ...bookingWindowStub(() => Promise.resolve()), pipeline: windows.pipeline }],
+    });
     const data = Buffer.from(
       '{"booking_id":"BK-90210","passenger_id":"PAX-4821","flight_number":"OF-104","origin":"JFK","destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"}',
     );
@@ -192,7 +192,10 @@ describe('state: keyed windows', () => {
         data,
         subscription: undefined,
       };
-      assert.equal((await ingestMessage({ ok: true, message }, deps)).destination, 'silver');
+      assert.equal(
+        (await ingestPipelineMessage({ ok: true, message }, deps)).destination,
+        'silver',
+      );
     }
     assert.equal(
       writer.rows.get('offvia_silver.fact_bookings')?.length,
