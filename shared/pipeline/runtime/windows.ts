@@ -9,7 +9,11 @@ import type { Logger } from '../../logging/logger';
 import type { RowWriter } from '../../sinks/row-writer';
 import type { FireWindowsDeps } from '../../state/fire-windows';
 import type { StoreMetrics } from '../../state/firestore-window-store';
+import { FirestoreSessionStore } from '../../state/firestore-session-store';
 import { GroupedFirestoreWindowStore } from '../../state/grouped-window-store';
+import { SessionPipeline, type ElementRecorder } from '../../state/session-pipeline';
+import { SessionWindows } from '../../state/session-windows';
+import type { WindowStore } from '../../state/window-store';
 import { KeyedWindows, minProcessingTimeDelayMs } from '../../state/keyed-windows';
 import { PaneEmitter } from '../../state/pane-emitter';
 import {
@@ -84,9 +88,10 @@ export interface AggregationWindowsParts {
 export interface AggregationWindows {
   readonly aggregation: AnyAggregation;
   readonly namespace: AggregationNamespace;
-  readonly store: GroupedFirestoreWindowStore<JsonValue>;
+  /** The key-groups store, or the session layout's store for a `sessions` window function. */
+  readonly store: WindowStore<JsonValue>;
   /** The per-event path: counts an element once (dedup by event id) and emits the element-driven panes. */
-  readonly pipeline: WindowedPipeline<never, JsonValue, unknown>;
+  readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of failed deliveries, `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
   readonly holds: DeliveryHolds | undefined;
   /** fireWindows' dependencies (a fresh lease holder id per instance). */
@@ -96,7 +101,8 @@ export interface AggregationWindows {
 /**
  * Builds one aggregation on Firestore in the key-groups layout under `{windowsRoot}/{aggregation name}`, with the
  * aggregation's `shards` shard documents per key group and window (the hot-key mitigation: a region's writes spread
- * over 16 documents) and its strategy, watermark policy, combine and gold row.
+ * over 16 documents) and its strategy, watermark policy, combine and gold row. A `sessions` window function runs on
+ * the session layout instead (one document per key holding its open sessions, docs/windows.md "Session windows").
  */
 export function createAggregationWindows(
   definition: {
@@ -108,18 +114,28 @@ export function createAggregationWindows(
   const { knobs, logger, now } = parts;
   const namespace = aggregationNamespace(definition, aggregation);
   const { earlyFirings, lateFirings } = aggregation.strategy.trigger;
-  const store = new GroupedFirestoreWindowStore<JsonValue>(parts.firestore, {
+  const storeOptions = {
     root: namespace.root,
     pipeline: namespace.pipeline,
-    parseAccumulator: (value) => aggregation.parseAccumulator(value),
+    parseAccumulator: (value: unknown) => aggregation.parseAccumulator(value),
     keyGroups: knobs.keyGroups,
-    shards: aggregation.shards,
-    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
-    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
-    dedupTtlMs: knobs.ledgerTtlMs,
-    now,
     ...(parts.metrics && { metrics: parts.metrics }),
-  });
+  };
+  const store =
+    aggregation.strategy.windowFn.kind === 'sessions'
+      ? new FirestoreSessionStore<JsonValue>(parts.firestore, storeOptions)
+      : new GroupedFirestoreWindowStore<JsonValue>(parts.firestore, {
+          ...storeOptions,
+          shards: aggregation.shards,
+          earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+          lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+          dedupTtlMs: knobs.ledgerTtlMs,
+          now,
+        });
+  const sessionStore = store instanceof FirestoreSessionStore ? store : undefined;
+  const groups = store instanceof GroupedFirestoreWindowStore ? store : undefined;
+  const paneRow = (pane: Parameters<AnyAggregation['goldRow']>[0], insertId: string) =>
+    aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode);
   const runner = createReduceFnRunner(aggregation.strategy, aggregation.combineFn);
   const keyed = new KeyedWindows<never, JsonValue, unknown>({
     pipeline: aggregation.name,
@@ -129,8 +145,7 @@ export function createAggregationWindows(
     shardCount: aggregation.shards,
     ledgerTtlMs: knobs.ledgerTtlMs,
     droppedTtlMs: knobs.droppedTtlMs,
-    paneRow: (pane, insertId) =>
-      aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode),
+    paneRow,
   });
   const tracker = new WatermarkTracker(store, {
     policy: aggregation.watermarkPolicy,
@@ -147,14 +162,38 @@ export function createAggregationWindows(
     logger,
     now,
   });
-  const pipeline = new WindowedPipeline<never, JsonValue, unknown>({
-    pipeline: aggregation.name,
-    keyed,
-    tracker,
-    emitter,
-    logger,
-    maxBundle: knobs.maxBundle,
-  });
+  const sessions =
+    sessionStore === undefined
+      ? undefined
+      : {
+          store: sessionStore,
+          sessions: new SessionWindows<never, JsonValue, unknown>({
+            pipeline: aggregation.name,
+            runner,
+            combineFn: aggregation.combineFn,
+            store: sessionStore,
+            droppedTtlMs: knobs.droppedTtlMs,
+            paneRow,
+          }),
+        };
+  const pipeline: ElementRecorder<never> =
+    sessions === undefined
+      ? new WindowedPipeline<never, JsonValue, unknown>({
+          pipeline: aggregation.name,
+          keyed,
+          tracker,
+          emitter,
+          logger,
+          maxBundle: knobs.maxBundle,
+        })
+      : new SessionPipeline<never, JsonValue, unknown>({
+          pipeline: aggregation.name,
+          sessions: sessions.sessions,
+          tracker,
+          emitter,
+          logger,
+          maxBundle: knobs.maxBundle,
+        });
   const holdStore =
     knobs.holdLeaseMs > 0
       ? new FirestoreWatermarkHoldStore(parts.firestore, namespace.root, namespace.pipeline)
@@ -173,11 +212,14 @@ export function createAggregationWindows(
     maxWindows: knobs.fireMaxWindows,
     outboxGraceMs: knobs.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
-    groups: {
-      store,
-      partitions: knobs.firePartitions,
-      partitionsInFlight: knobs.firePartitionsInFlight,
-    },
+    ...(groups !== undefined && {
+      groups: {
+        store: groups,
+        partitions: knobs.firePartitions,
+        partitionsInFlight: knobs.firePartitionsInFlight,
+      },
+    }),
+    ...(sessions !== undefined && { sessions }),
     ...holdOf(holdStore, aggregation, parts),
   };
   return {

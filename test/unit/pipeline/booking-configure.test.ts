@@ -1,6 +1,7 @@
 // Booking's `configure`: the OFFVIA_* overrides of tables, windowing, schema drift and Firestore roots a deployment
 // sets, applied to the definition at cold start, and the cold-start checks that need both configurations.
 import assert from 'node:assert/strict';
+import { Firestore } from '@google-cloud/firestore';
 import { tableName } from '../../../shared/config/env';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import { loadWindowConfig } from '../../../shared/config/window-config';
@@ -15,6 +16,12 @@ import {
   BOOKING_PIPELINE,
 } from '../../../shared/pipelines/booking/definition';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
+import { Logger } from '../../../shared/logging/logger';
+import { sharedWindowKnobs } from '../../../shared/pipeline/runtime/compose';
+import { createAggregationWindows } from '../../../shared/pipeline/runtime/windows';
+import { FirestoreSessionStore } from '../../../shared/state/firestore-session-store';
+import { GroupedFirestoreWindowStore } from '../../../shared/state/grouped-window-store';
+import { SessionPipeline } from '../../../shared/state/session-pipeline';
 
 describe('booking configure: the gold table', () => {
   it('refuses a gold table that is Silver, quarantine or bad data (case-insensitive)', () => {
@@ -134,5 +141,37 @@ describe('booking configure: the deployment overrides', () => {
       configuredDefinition(TELEMETRY_PIPELINE, { OFFVIA_GOLD_TABLE: 'x.y' }),
       TELEMETRY_PIPELINE,
     );
+  });
+});
+
+describe('booking configure: the layouts the generic runtime builds for it', () => {
+  function built(env: Record<string, string>) {
+    const definition = configuredDefinition(BOOKING_PIPELINE, env);
+    const aggregation = definition.aggregations[0];
+    assert.ok(aggregation);
+    return createAggregationWindows(definition, aggregation, {
+      firestore: new Firestore({ projectId: 'unit' }),
+      writer: { insertRows: () => Promise.resolve([]) },
+      badDataTable: definition.tables.badData,
+      projectId: 'unit',
+      knobs: sharedWindowKnobs(env),
+      logger: new Logger('unit', () => undefined),
+      now: () => 0,
+    });
+  }
+
+  it('fixed windows: the key-groups layout, fired by partitions (OFFVIA_FIRE_WINDOWS_PARTITIONS_IN_FLIGHT)', () => {
+    const windows = built({ OFFVIA_FIRE_WINDOWS_PARTITIONS_IN_FLIGHT: '2' });
+    assert.ok(windows.store instanceof GroupedFirestoreWindowStore);
+    assert.equal(windows.fire.groups?.partitionsInFlight, 2);
+    assert.equal(windows.fire.sessions, undefined);
+  });
+
+  it('OFFVIA_WINDOW_SESSION_GAP_MS: the session layout, fired by keys', () => {
+    const windows = built({ OFFVIA_WINDOW_SESSION_GAP_MS: '30000' });
+    assert.ok(windows.store instanceof FirestoreSessionStore);
+    assert.ok(windows.pipeline instanceof SessionPipeline);
+    assert.equal(windows.fire.sessions?.store, windows.store);
+    assert.equal(windows.fire.groups, undefined);
   });
 });
