@@ -129,7 +129,7 @@ const sameTable = (a: TableRef, b: TableRef): boolean =>
 /**
  * Runs `bad-data redrive`. A row for a table is written there with its original insertId (Silver rows get the
  * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
- * gold), so it is not counted again. A parked message goes through `ingestMessage` like `quarantine reprocess`.
+ * gold), so it is not counted again. A parked message goes through `ingestPipelineMessage` like `quarantine reprocess`.
  * A row the target still refuses stays open and is reported as failed.
  * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
  */

@@ -204,7 +204,7 @@ export function changedFields(before: string, after: string): string {
 
 /**
  * Runs `quarantine reprocess`. A dry run validates each fixed payload (as ingest would, at the current time) and
- * writes nothing. A run sends each through `ingestMessage` with the original message id (so Silver's
+ * writes nothing. A run sends each through `ingestPipelineMessage` with the original message id (so Silver's
  * `source_message_id` is the original) and without a publish time (so the retry-age guard, meant for Pub/Sub
  * redeliveries, does not apply); every row that left quarantine gets a resolution row. A row quarantined again
  * stays open, with its new reason.

@@ -12,6 +12,7 @@ import { loadSchemaDriftConfig, SCHEMA_DRIFT_VARS } from '../../config/schema-dr
 import { readTableVar } from '../../config/spec';
 import { loadWindowConfig, WINDOW_VARS, type WindowConfig } from '../../config/window-config';
 import { ConfigError } from '../../errors';
+import * as logs from '../../logging/logs';
 import {
   BOOKING_CONTRACT_VERSION,
   ERROR_STAGES,
@@ -226,10 +227,11 @@ export const BOOKING_PIPELINE: PipelineDefinition<
     encoding: { kind: 'json' },
     orderingKeyAttribute: null,
   },
-  createSettings(env) {
+  createSettings(env, io) {
     const { maxFutureSkewMs, maxEventAgeMs, defaultCurrency } = loadIngestConfig(env);
-    // The key shows in logs only as its length and fingerprint (PassengerIdKey.toJSON).
     const passengerId = loadPassengerIdConfig(env);
+    // The key shows in the log only as its length and fingerprint (PassengerIdKey.toJSON).
+    logs.configLoaded(io.logger, { passengerId });
     return Promise.resolve({ maxFutureSkewMs, maxEventAgeMs, defaultCurrency, passengerId });
   },
   tables: {

@@ -25,6 +25,7 @@ import { LAB_UNCLOSED, LAB_NEGATIVE_FARE, LAB_VALID, RECEIVED_AT_MS } from '../c
 import type { Pane } from '../../../shared/windowing';
 import type { BookingAggregate } from '../../../shared/aggregates/booking-aggregates';
 import { PIPELINES } from '../../../shared/pipelines';
+import { Logger } from '../../../shared/logging/logger';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -165,7 +166,14 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
   });
 
   it("decodes the lab's three messages as version 1, as validateBooking does", async () => {
-    const settings = await booking.createSettings({}, undefined as never);
+    const settings = await booking.createSettings(
+      {},
+      {
+        bigquery: undefined as never,
+        logger: new Logger('unit', () => undefined),
+        now: () => RECEIVED_AT_MS,
+      },
+    );
     assert.deepEqual(settings.passengerId, { mode: 'raw' });
     const decode = (data: string, attributes: Record<string, string> = {}) =>
       decodeVersioned(
