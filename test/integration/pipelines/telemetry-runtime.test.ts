@@ -402,41 +402,6 @@ describe('telemetry functions from the definition, on the emulators', function (
       telemetry_region_top_1m: 'duplicate',
     });
   });
-
-  it('routes a message still failing past the retry age to bad data instead of refusing it again', async function () {
-    const silverDown: PipelineIngestDeps = {
-      ...deps,
-      maxRetryAgeMs: 60_000,
-      writer: {
-        insertRows: (table, rows) =>
-          table.tableId === 'readings'
-            ? Promise.reject(new TransientError('insertAll readings', 'HTTP 503'))
-            : deps.writer.insertRows(table, rows),
-      },
-    };
-    // Published 2 minutes before now: past the 60 s guard.
-    const event = pushed(
-      '{"temp": 24}',
-      { deviceId: d1, eventTs: ts(T + 58_000) },
-      now() - 120_000,
-    );
-    const outcome = await ingestPipelinePushedEvent(event, silverDown);
-    assert.equal(outcome.destination, 'bad_data');
-    const [rows] = await bigquery.query({
-      query: `SELECT target_dest, error, insert_id, bad_data FROM \`${projectId}.offvia_telemetry_quarantine.bad_data\`
-              WHERE source_message_id = '${event.id}'`,
-    });
-    assert.equal(rows.length, 1);
-    const row = rows[0] as Record<string, unknown>;
-    assert.equal(row.target_dest, 'insertAll readings');
-    assert.match(String(row.error), /^retry age exceeded: still failing 120000 ms after publish/);
-    assert.equal(row.insert_id, `retry-age:${event.id}`);
-    assert.equal(
-      (JSON.parse(String(row.bad_data)) as { raw_payload: string }).raw_payload,
-      '{"temp": 24}',
-    );
-    assert.ok(logs.some((l) => l.message_id === event.id && l.outcome === 'bad_data'));
-  });
 });
 
 describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', function () {
