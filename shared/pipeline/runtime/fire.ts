@@ -31,7 +31,8 @@ export function combinedStatus(statuses: readonly number[]): number {
  * failing aggregation never delays another). `loop` present (a Cloud Scheduler call): each aggregation runs the
  * timer loop (`fireWindowsLoopHttp`), serving processing-time timers for `loop.loopMs`; absent: one pass each
  * (`fireWindowsHttp`). Never throws: failures are in the answer (logged by the fireWindows machinery).
- * @returns status per {@link combinedStatus}; body `{ pipeline, status, aggregations: { <name>: summary } }`
+ * @returns status per {@link combinedStatus}; body `{ pipeline, status, aggregations: { <name>: summary } }`, its
+ *   `status` `failed` (not 200), `busy` (another run held an aggregation's lease) or `ok`
  */
 export async function firePipelineWindowsHttp(
   deps: PipelineFireDeps,
@@ -50,11 +51,13 @@ export async function firePipelineWindowsHttp(
   const status = combinedStatus(answers.map((a) => a.answer.status));
   const aggregations: Record<string, Record<string, unknown>> = {};
   for (const a of answers) aggregations[a.name] = a.answer.body;
+  // `busy`: another run held an aggregation's lease, so a caller that needs a full pass (a test) calls again.
+  const busy = answers.some((a) => a.answer.body.status === 'busy');
   return {
     status,
     body: {
       pipeline: deps.pipeline,
-      status: status === 200 ? 'ok' : 'failed',
+      status: status !== 200 ? 'failed' : busy ? 'busy' : 'ok',
       aggregations,
     },
   };
