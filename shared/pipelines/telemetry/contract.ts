@@ -188,7 +188,7 @@ function versionDecoder(
 function decodeReading(
   version: string,
   message: ContractMessage,
-  { receivedAtMs, settings }: DecodeContext<TelemetrySettings>,
+  { receivedAtMs, settings, rulesAtMs }: DecodeContext<TelemetrySettings>,
   readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
 ): VersionOutcome<TelemetrySilverRow, TelemetryElement> {
   const deviceAttr = message.attributes[TELEMETRY_ATTRIBUTES.deviceId];
@@ -225,7 +225,8 @@ function decodeReading(
     humidity = checked.text;
   }
 
-  const time = eventTime(message, receivedAtMs, settings);
+  // The skews are checked at `rulesAtMs` when given (a replay: the publish time), so the verdict is the live one.
+  const time = eventTime(message, rulesAtMs ?? receivedAtMs, settings);
   if ('reason' in time) return reject('EVENT_TIME_VALIDATION', time.reason);
 
   const reference = settings.devices.lookup(deviceAttr);
@@ -284,10 +285,13 @@ function checkReading(
   return { text: formatScaled(parsed.scaled), milli: Number(milli) };
 }
 
-/** The event time: `eventTs` when present (strict RFC 3339, within the skews), else the publish time. */
+/**
+ * The event time: `eventTs` when present (strict RFC 3339, within the skews of `rulesAtMs`, epoch ms UTC), else the
+ * publish time.
+ */
 function eventTime(
   message: ContractMessage,
-  receivedAtMs: number,
+  rulesAtMs: number,
   settings: TelemetrySettings,
 ): { epochMs: number; text: string; source: 'ATTRIBUTE' | 'PUBLISH_TIME' } | { reason: string } {
   const attr = message.attributes[TELEMETRY_ATTRIBUTES.eventTs];
@@ -306,7 +310,10 @@ function eventTime(
   // under another minute.
   const parsed = parseEventTime(attr);
   if (!parsed.ok) return { reason: parsed.reason.replace('Invalid event_time', 'Invalid eventTs') };
-  const outOfWindow = checkEventTimeWindow(parsed.value, { receivedAtMs, ...settings.limits });
+  const outOfWindow = checkEventTimeWindow(parsed.value, {
+    receivedAtMs: rulesAtMs,
+    ...settings.limits,
+  });
   if (outOfWindow)
     return { reason: outOfWindow.reason.replace('Invalid event_time', 'Invalid eventTs') };
   return { epochMs: parsed.value.epochMs, text: parsed.value.text, source: 'ATTRIBUTE' };

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 
 import type { ContractMessage } from '../../../../shared/pipeline/definition';
 import { decodeVersioned } from '../../../../shared/pipeline/versioning';
+import { formatEpochMs } from '../../../../shared/contract/event-time';
 import {
   TELEMETRY_CONTRACT,
   telemetryEventId,
@@ -212,6 +213,21 @@ describe('telemetry contract', () => {
     assert.ok(a.ok && b.ok && c.ok);
     assert.equal(a.eventId, b.eventId);
     assert.notEqual(a.eventId, c.eventId);
+  });
+
+  it('checks the event-time skews at rulesAtMs when given (a replay), keeping the receipt as ingestion time', () => {
+    const replayedAtMs = RECEIVED_AT_MS + 30 * 86_400_000;
+    const replay = (rulesAtMs?: number) =>
+      decodeVersioned(TELEMETRY_CONTRACT, message('{"temperatureC": 21.5}', V2), {
+        receivedAtMs: replayedAtMs,
+        settings: SETTINGS,
+        ...(rulesAtMs !== undefined && { rulesAtMs }),
+      });
+    const late = replay();
+    assert.equal(late.ok ? 'ok' : late.stage, 'EVENT_TIME_VALIDATION');
+    const live = replay(PUBLISHED_AT_MS);
+    assert.ok(live.ok);
+    assert.equal(live.row.ingestion_timestamp, formatEpochMs(replayedAtMs));
   });
 
   it('falls back to the publish time when eventTs is absent, and records it', () => {
