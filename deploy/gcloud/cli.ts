@@ -197,9 +197,19 @@ export function parseCli(argv: readonly string[]): CliArgs {
   };
 }
 
-/** Builds the plan for parsed arguments against the repository at `root`. */
-export function planFor(args: CliArgs, root: string = REPO_ROOT): Plan {
-  const facts = readRepoFacts(root, args.options.project, args.options.bqLocation);
+/**
+ * Builds the plan for parsed arguments against the repository at `root`; `override` replaces facts read from it (a
+ * fixed source digest, for plans compared across commits).
+ */
+export function planFor(
+  args: CliArgs,
+  root: string = REPO_ROOT,
+  override: Partial<RepoFacts> = {},
+): Plan {
+  const facts = {
+    ...readRepoFacts(root, args.options.project, args.options.bqLocation),
+    ...override,
+  };
   return args.command === 'deploy'
     ? buildDeployPlan(args.options, facts)
     : buildTeardownPlan(
