@@ -25,11 +25,22 @@ function readGolden(scenario: GoldenScenario): Golden {
   };
 }
 
+/** JSON with every object's keys sorted, so two equal steps built in another key order read the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /** What a step does, without its title: the text two plans must agree on. */
 function meaning(step: Step): string {
   const rest: Record<string, unknown> = { ...step };
   delete rest.title;
-  return JSON.stringify(rest, Object.keys(rest).sort());
+  return canonical(rest);
 }
 
 const actions = (steps: readonly Step[]): string[] =>
