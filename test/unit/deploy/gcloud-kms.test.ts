@@ -46,7 +46,7 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
   const keyed = render('deploy', '--kms-key', KEY);
   const plain = render('deploy');
   const all = commands(keyed.plan);
-  const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).sqlFiles);
+  const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).pipelineSqlFiles.booking ?? []);
 
   it('gives every dataset sql/ creates the key as its default, before the DDL creates any table', () => {
     assert.deepEqual(datasets, [
