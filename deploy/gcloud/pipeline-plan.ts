@@ -352,17 +352,14 @@ export function accountStep(
   };
 }
 
-/** `bq query` in the BigQuery location (a global flag of bq: before the command). */
+/** `bq` in the BigQuery location (a global flag of bq: before the command words `args`). */
+function bqAt(o: DeployOptions, ...args: string[]): string[] {
+  return ['bq', `--project_id=${o.project}`, `--location=${o.bqLocation}`, '--headless', ...args];
+}
+
+/** `bq query` of standard SQL in the BigQuery location. */
 function bqQuery(o: DeployOptions, sql: string): string[] {
-  return [
-    'bq',
-    `--project_id=${o.project}`,
-    `--location=${o.bqLocation}`,
-    '--headless',
-    'query',
-    '--use_legacy_sql=false',
-    sql,
-  ];
+  return bqAt(o, 'query', '--use_legacy_sql=false', sql);
 }
 
 /**
@@ -447,16 +444,7 @@ function datasetKeys({ o, steps }: PlanContext, kms: KmsKey, sqlFiles: readonly 
       kind: 'ensure',
       title: `Dataset ${datasetId} with default key ${kms.key}`,
       probe: { kind: 'status', command: bq(o.project, 'show', '--dataset', dataset) },
-      absent: [
-        'bq',
-        `--project_id=${o.project}`,
-        `--location=${o.bqLocation}`,
-        '--headless',
-        'mk',
-        '--dataset',
-        `--default_kms_key=${kms.name}`,
-        dataset,
-      ],
+      absent: bqAt(o, 'mk', '--dataset', `--default_kms_key=${kms.name}`, dataset),
       present: bq(o.project, 'update', `--default_kms_key=${kms.name}`, dataset),
       retry: true,
     });
@@ -1382,6 +1370,17 @@ export function deleteIfPresent(title: string, probe: Command, remove: Command):
   return { kind: 'ensure', title, probe: { kind: 'status', command: probe }, present: remove };
 }
 
+/** Deletes a service account when it exists. */
+export function deleteAccountStep(o: DeployOptions, names: Names, base: string): Step {
+  const email = names.serviceAccountEmail(base);
+  const proj = `--project=${o.project}`;
+  return deleteIfPresent(
+    `Delete service account ${names.serviceAccountId(base)}`,
+    gcloud('iam service-accounts describe', email, proj),
+    gcloud('iam service-accounts delete', email, proj, '--quiet'),
+  );
+}
+
 /** Removes a project-level role from an account, when it holds it. */
 export function removeProjectRoleStep(
   o: DeployOptions,
@@ -1528,16 +1527,7 @@ export function pipelineTeardownSteps(
     ...specs.map((spec) => spec.serviceAccount),
     ...(p.serviceAccounts.bronze === null ? [] : [p.serviceAccounts.bronze]),
   ];
-  for (const base of accounts) {
-    const email = names.serviceAccountEmail(base);
-    steps.push(
-      deleteIfPresent(
-        `Delete service account ${names.serviceAccountId(base)}`,
-        gcloud('iam service-accounts describe', email, proj),
-        gcloud('iam service-accounts delete', email, proj, '--quiet'),
-      ),
-    );
-  }
+  for (const base of accounts) steps.push(deleteAccountStep(o, names, base));
   const datasets = datasetsCreated(sqlFiles);
   const roots = pipelineFirestoreRoots(p);
   if (deleteData) {

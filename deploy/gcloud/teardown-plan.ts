@@ -17,7 +17,7 @@ import {
 } from './options';
 import { gcloud, type Step } from './steps';
 import {
-  deleteIfPresent,
+  deleteAccountStep,
   deployedBeforeRegistry,
   pipelineTeardownSteps,
   removeProjectRoleStep,
@@ -96,16 +96,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
       }
       steps.push(removeProjectRoleStep(o, names, BUILD_SA, role));
     }
-    for (const base of SHARED_ACCOUNT_BASES) {
-      const email = names.serviceAccountEmail(base);
-      steps.push(
-        deleteIfPresent(
-          `Delete service account ${names.serviceAccountId(base)}`,
-          gcloud('iam service-accounts describe', email, proj),
-          gcloud('iam service-accounts delete', email, proj, '--quiet'),
-        ),
-      );
-    }
+    for (const base of SHARED_ACCOUNT_BASES) steps.push(deleteAccountStep(o, names, base));
   }
   if (bulkDelete) {
     // Firestore keeps the window store (watermark, lease, dedup ledger, panes) and the drift store: a redeploy

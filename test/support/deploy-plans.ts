@@ -86,3 +86,21 @@ export const GOLDEN_SCENARIOS: readonly GoldenScenario[] = [
 export function scenarioPlan(scenario: GoldenScenario): Plan {
   return planFor(parseCli(scenario.argv), REPO_ROOT, { sourceDigest: FIXED_SOURCE_DIGEST });
 }
+
+/**
+ * The plan deploy.sh / teardown.sh would render for `--project offvia-test --region europe-west1` and `flags`; a
+ * deploy covers booking alone (`--pipeline booking`), whose exact resources these tests assert.
+ */
+export function renderCli(
+  command: 'deploy' | 'teardown',
+  ...flags: string[]
+): { plan: Plan; options: DeployOptions } {
+  const base = ['--project', P, '--region', OPTIONS.region];
+  const args = parseCli([
+    command,
+    ...base,
+    ...(command === 'deploy' ? ['--pipeline', 'booking'] : []),
+    ...flags,
+  ]);
+  return { plan: planFor(args), options: args.options };
+}

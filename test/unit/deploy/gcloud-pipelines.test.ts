@@ -12,8 +12,7 @@ import {
   REPO_ROOT,
   teardownScopeProblem,
 } from '../../../deploy/gcloud/cli';
-import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
+import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { parseDeleteRootArgs } from '../../../deploy/gcloud/delete-firestore-root';
 import { flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
@@ -33,23 +32,8 @@ import {
 } from '../../../shared/pipeline/registry-checks';
 import { PIPELINES, pipelineNamed } from '../../../shared/pipelines';
 
-const P = 'offvia-test';
-const OPTIONS: DeployOptions = {
-  project: P,
-  region: 'europe-west1',
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
-  notificationChannels: [],
-  publishers: [],
-  quarantineRetentionDays: 90,
-  topicRetention: '7d',
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
-};
+import { OPTIONS, P } from '../../support/deploy-plans';
+
 const booking = pipelineNamed('booking');
 const telemetry = pipelineNamed('telemetry');
 const ALL = PIPELINES.map((p) => p.name);

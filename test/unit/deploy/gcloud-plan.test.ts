@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
 import { parseCli, REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
-import { DEFAULT_RUNTIME, FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
+import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
@@ -18,23 +18,12 @@ import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
 import { PIPELINES } from '../../../shared/pipelines';
 
-const P = 'offvia-test';
-const R = 'europe-west1';
+import { OPTIONS as TEST_OPTIONS, P } from '../../support/deploy-plans';
+
+const R = TEST_OPTIONS.region;
 const OPTIONS: DeployOptions = {
-  project: P,
-  region: R,
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
+  ...TEST_OPTIONS,
   notificationChannels: [`projects/${P}/notificationChannels/123`],
-  publishers: [],
-  quarantineRetentionDays: 90,
-  topicRetention: '7d',
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
 };
 const email = (id: string): string => `offvia-${id}@${P}.iam.gserviceaccount.com`;
 const SA = (id: string): string => `serviceAccount:${email(id)}`;
