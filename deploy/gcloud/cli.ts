@@ -1,17 +1,15 @@
 // Prints the deploy or teardown plan (a bash script) for deploy.sh / teardown.sh, after writing the metric and
 // policy files it refers to. Reads the repository only; never calls Google Cloud.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { DEFAULT_FIRESTORE_DATABASE } from '../../shared/config/ingest-config';
-import { SCHEDULES } from '../schedules';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
 import { type DeployOptions, normaliseBqLocation, type Plan, type RepoFacts } from './options';
-import { registeredFunctions } from './registry';
-import { readSqlFiles, type SqlFile } from './sql';
+import type { SqlFile } from './sql';
 import { PIPELINES } from '../../shared/pipelines';
-import { BOOKING, readPipelineSqlFiles, selectPipelines } from './pipelines';
+import { readPipelineSqlFiles, selectPipelines } from './pipelines';
 import { renderPlan } from './steps';
 import { buildTeardownPlan } from './teardown-plan';
 import { filesForUpload, sourceDigest } from './upload';
@@ -48,16 +46,11 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 /** Reads what the plan depends on from the repository at `root`. */
 export function readRepoFacts(root: string, project: string, bqLocation: string): RepoFacts {
-  const indexFile = path.join(root, 'functions', 'index.ts');
   const pipelineSqlFiles: Record<string, readonly SqlFile[]> = {};
   for (const p of PIPELINES) {
-    if (p.name !== BOOKING)
-      pipelineSqlFiles[p.name] = readPipelineSqlFiles(root, p, project, bqLocation);
+    pipelineSqlFiles[p.name] = readPipelineSqlFiles(root, p, project, bqLocation);
   }
   return {
-    registered: registeredFunctions(readFileSync(indexFile, 'utf8'), 'functions/index.ts'),
-    schedules: SCHEDULES,
-    sqlFiles: readSqlFiles(path.join(root, 'sql'), project, bqLocation),
     pipelineSqlFiles,
     sourceDigest: sourceDigest(root, filesForUpload(root)),
   };
@@ -197,9 +190,19 @@ export function parseCli(argv: readonly string[]): CliArgs {
   };
 }
 
-/** Builds the plan for parsed arguments against the repository at `root`. */
-export function planFor(args: CliArgs, root: string = REPO_ROOT): Plan {
-  const facts = readRepoFacts(root, args.options.project, args.options.bqLocation);
+/**
+ * Builds the plan for parsed arguments against the repository at `root`; `override` replaces facts read from it (a
+ * fixed source digest, for plans compared across commits).
+ */
+export function planFor(
+  args: CliArgs,
+  root: string = REPO_ROOT,
+  override: Partial<RepoFacts> = {},
+): Plan {
+  const facts = {
+    ...readRepoFacts(root, args.options.project, args.options.bqLocation),
+    ...override,
+  };
   return args.command === 'deploy'
     ? buildDeployPlan(args.options, facts)
     : buildTeardownPlan(

@@ -21,7 +21,7 @@ export function deployedTimeoutSeconds(
   spec: FunctionSpec,
   window: Pick<WindowConfig, 'fireLoopMs' | 'fireLeaseMs'>,
 ): number {
-  if (spec.entryPoint !== 'fireWindows') return spec.timeoutSeconds;
+  if (spec.role !== 'fireWindows') return spec.timeoutSeconds;
   const needed =
     Math.ceil((window.fireLoopMs + window.fireLeaseMs) / 1000) +
     FIRE_WINDOWS_TIMEOUT_MARGIN_SECONDS;

@@ -4,7 +4,6 @@ import type { TableRef } from '../../shared/config/env';
 import type { IngestConfig } from '../../shared/config/ingest-config';
 import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import type { WindowConfig } from '../../shared/config/window-config';
-import type { SignatureType } from './registry';
 
 /**
  * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
@@ -157,8 +156,12 @@ export const CUSTOM_ROLES: Readonly<Record<TableAccess, CustomRole>> = {
 /** The dataset-level role that gives `bigquery.datasets.get` (insertAll needs it) and table metadata, no data. */
 export const DATASET_METADATA_ROLE = 'roles/bigquery.metadataViewer';
 
-/** Deployment settings of one registered function. */
+/** What a function does in its pipeline (the definition's `functions` key). */
+export type FunctionRole = 'ingest' | 'fireWindows' | 'schemaSweep';
+
+/** Deployment settings of one function of a pipeline. */
 export interface FunctionSpec {
+  readonly role: FunctionRole;
   /** Name registered in functions/index.ts (`--entry-point`). */
   readonly entryPoint: string;
   /** The function (and Cloud Run service) name after the name prefix: lowercase, hyphens. */
@@ -194,6 +197,7 @@ export interface FunctionSpec {
 
 const SPECS: readonly FunctionSpec[] = [
   {
+    role: 'ingest',
     entryPoint: 'ingestBooking',
     baseName: 'ingest-booking',
     trigger: 'topic',
@@ -216,6 +220,7 @@ const SPECS: readonly FunctionSpec[] = [
     usesFirestore: true,
   },
   {
+    role: 'schemaSweep',
     entryPoint: 'schemaSweep',
     baseName: 'schema-sweep',
     trigger: 'http',
@@ -234,6 +239,7 @@ const SPECS: readonly FunctionSpec[] = [
     usesFirestore: true,
   },
   {
+    role: 'fireWindows',
     entryPoint: 'fireWindows',
     baseName: 'fire-windows',
     trigger: 'http',
@@ -253,12 +259,17 @@ const SPECS: readonly FunctionSpec[] = [
   },
 ];
 
-/** The spec of every function this deployment knows, by entry point. */
+/**
+ * Booking's functions by entry point: the sizes and identities of the deployment made before pipelines were
+ * registered, kept for booking and used as the sizes of every other pipeline's function of the same role.
+ */
 export const FUNCTION_SPECS: ReadonlyMap<string, FunctionSpec> = new Map(
   SPECS.map((s) => [s.entryPoint, s]),
 );
 
-/** The Functions Framework signature a trigger needs. */
-export function signatureFor(trigger: FunctionSpec['trigger']): SignatureType {
-  return trigger === 'topic' ? 'cloudevent' : 'http';
+/** Booking's function of each role: the sizes a new pipeline's function of that role starts from. */
+export function roleTemplate(role: FunctionRole): FunctionSpec {
+  const spec = SPECS.find((s) => s.role === role);
+  if (spec === undefined) throw new Error(`no deploy spec for the ${role} role`);
+  return spec;
 }

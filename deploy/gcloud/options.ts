@@ -1,10 +1,8 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
-import type { Schedule } from '../schedules';
 import { SUPPORTED_RUNTIMES } from './functions';
 import { checkKmsKeyFits, parseKmsKey } from './kms';
-import type { RegisteredFunction } from './registry';
 import type { SqlFile } from './sql';
 import type { Step } from './steps';
 
@@ -70,15 +68,11 @@ export interface DeployOptions {
 
 /** What the repository holds, read by the CLI. */
 export interface RepoFacts {
-  readonly registered: readonly RegisteredFunction[];
-  readonly schedules: readonly Schedule[];
-  /** The booking pipeline's DDL: the `.sql` files at the top of sql/. */
-  readonly sqlFiles: readonly SqlFile[];
   /**
-   * Every other registered pipeline's DDL files (its definition's `tables.ddlFiles`, filled), by pipeline name;
-   * absent or missing a selected pipeline: the plan refuses to plan it.
+   * Every registered pipeline's DDL files (its definition's `tables.ddlFiles`, filled), by pipeline name; missing a
+   * selected pipeline: the plan refuses to plan it.
    */
-  readonly pipelineSqlFiles?: Readonly<Record<string, readonly SqlFile[]>>;
+  readonly pipelineSqlFiles: Readonly<Record<string, readonly SqlFile[]>>;
   /** Digest of the files `.gcloudignore` lets through (upload.ts). */
   readonly sourceDigest: string;
 }

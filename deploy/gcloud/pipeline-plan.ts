@@ -1,40 +1,43 @@
-// The deploy and teardown steps of a registered pipeline planned from its definition alone (every pipeline but
-// booking, whose hand-written sections keep its names): its topics, Bronze, tables, accounts and grants, functions,
-// ordered ingest subscription, schedules, Firestore namespace and monitoring. Shared resources are not planned here.
+// How each registered pipeline is deployed and torn down: one step generator per concept (BigQuery DDL, service
+// accounts and grants, Pub/Sub, functions with their trigger or push subscription and schedules, monitoring, teardown),
+// each iterating over the selected pipelines' deployments. Project-wide steps are deploy-plan.ts's.
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TableRef } from '../../shared/config/env';
+import { loadWindowConfig } from '../../shared/config/window-config';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
-import { pipelineFirestoreRoots, pipelineFunctions } from '../../shared/pipeline/registry-checks';
-import { COLLECTIONS } from '../../shared/state/firestore-window-store';
-import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
-import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
-import type { Schedule } from '../schedules';
-import { addMonitoringDashboard } from './dashboard';
+import { pipelineFirestoreRoots } from '../../shared/pipeline/registry-checks';
+import { pipelineSchedules, type Schedule } from '../schedules';
+import { addMonitoringDashboard, DASHBOARD_VARIABLE } from './dashboard';
 import { setEnvVarsValue } from './env';
 import {
-  attemptDeadlineSeconds,
   assertLoopFitsSchedule,
+  attemptDeadlineSeconds,
   deployedTimeoutSeconds,
 } from './fire-windows-timeout';
 import {
   CUSTOM_ROLES,
   DATASET_METADATA_ROLE,
   FUNCTION_SPECS,
+  type FunctionRole,
   type FunctionSpec,
   type FunctionsConfig,
   functionProjectRoles,
   INGRESS_SETTINGS,
+  roleTemplate,
   type TableAccess,
+  type TableWrite,
 } from './functions';
 import {
   conditionFlag,
   datasetGrant,
   invokerGrant,
   projectGrant,
+  removeUnconditionedStep,
   resourceGrant,
   tableGrant,
 } from './iam';
-import type { KmsKey } from './kms';
+import { FUNCTION_IMAGES_REPOSITORY, type KmsKey } from './kms';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
 import {
   BUILD_SA,
@@ -42,14 +45,15 @@ import {
   durationSeconds,
   type GeneratedFile,
   Names,
+  passengerIdSecret,
   PUBSUB_AGENT,
   SCHEDULER_SA,
   TRIGGER_SA,
 } from './options';
-import { isPartitioned, monitoringPrefix } from './pipelines';
-import type { RegisteredFunction } from './registry';
+import { BOOKING, isPartitioned, monitoringPrefix } from './pipelines';
 import { datasetsCreated, type SqlFile, tablesCreated } from './sql';
 import { bq, type Command, gcloud, type Step } from './steps';
+import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 
 /**
  * The role a reader of reference data gets on each reference table (a side input loaded with a query): read rows
@@ -58,32 +62,184 @@ import { bq, type Command, gcloud, type Step } from './steps';
  */
 export const REFERENCE_READER_ROLE = 'roles/bigquery.dataViewer';
 
-/** What the pipeline's steps need from the deploy plan (a subset of its context). */
-export interface PipelinePlanContext {
+/**
+ * Label carrying the digest of a function's source and deploy flags; equal digest and state LIVE_STATE → the
+ * deploy is skipped.
+ */
+export const DEPLOY_LABEL = 'offvia_deploy';
+/** `state` of a v2 function that is deployed and serving (FAILED, DEPLOYING, UNKNOWN, DELETING are not). */
+export const LIVE_STATE = 'ACTIVE';
+
+/** Dead-letter and retry policy of every ingest subscription; docs/deploy.md explains the numbers. */
+export const DELIVERY = {
+  maxDeliveryAttempts: 15,
+  minRetryDelay: '10s',
+  maxRetryDelay: '600s',
+  /** Eventarc creates the subscription with 24 h; 7 days rides out a long outage (the dedup ledger TTL must be ≥). */
+  messageRetention: '7d',
+  messageRetentionMs: 7 * 24 * 3_600_000,
+  /** How long dead letters are kept in the hold subscriptions. */
+  deadLetterRetention: '7d',
+  /**
+   * Seconds added to the function's `--timeout` for the push subscription's ack deadline. For a push
+   * subscription the ack deadline is also the timeout of the push request (Pub/Sub `Subscription.ack_deadline_seconds`:
+   * "For push delivery, this value is also used to set the request timeout for the call to the push endpoint"), so
+   * a deadline at or below the function's timeout would redeliver a message still being processed. Pub/Sub allows
+   * 10–600 s.
+   */
+  ackDeadlineMarginSeconds: 30,
+} as const;
+
+/**
+ * The push subscription's ack deadline for an ingest function, seconds: its timeout plus the margin.
+ * @throws Error when that exceeds Pub/Sub's 600 s maximum.
+ */
+export function ackDeadlineSeconds(spec: FunctionSpec): number {
+  const seconds = spec.timeoutSeconds + DELIVERY.ackDeadlineMarginSeconds;
+  if (seconds > 600) {
+    throw new Error(
+      `${spec.entryPoint}: ack deadline ${seconds} s is above Pub/Sub's 600 s maximum`,
+    );
+  }
+  return seconds;
+}
+
+/** What every step generator shares: the options, names, configuration and the plan being built. */
+export interface PlanContext {
   readonly o: DeployOptions;
   /** `--project=P`. */
   readonly p: string;
   readonly names: Names;
+  /** The functions' configuration parsed from booking's environment (window timings, attempt deadline). */
   readonly config: FunctionsConfig;
+  /** `--kms-key`, parsed; undefined: Google-managed encryption. */
   readonly kms: KmsKey | undefined;
   readonly steps: Step[];
   readonly files: GeneratedFile[];
   /** Digest of the uploaded source (upload.ts), part of each function's deploy label. */
   readonly sourceDigest: string;
-  /** The functions functions/index.ts registers. */
-  readonly registered: readonly RegisteredFunction[];
-  readonly schedules: readonly Schedule[];
-  /** Label a function's deploy digest is kept in, and the state that means it is serving. */
-  readonly deployLabel: string;
-  readonly liveState: string;
-  readonly digest: (command: readonly string[]) => string;
+}
+
+/** One function of a pipeline with its deploy settings and, for an HTTP function, its schedule. */
+export interface PipelineFunction {
+  readonly spec: FunctionSpec;
+  readonly schedule?: Schedule;
+}
+
+/** Everything the step generators read about one pipeline's deployment. */
+export interface PipelineDeployment {
+  readonly pipeline: AnyPipelineDefinition;
+  /** Its DDL files (`tables.ddlFiles`), filled in. */
+  readonly sqlFiles: readonly SqlFile[];
+  /**
+   * Its functions: ingest, the schema sweep when schema drift is on, then fireWindows. An ingest spec with trigger
+   * `topic` is deployed with an Eventarc trigger (Eventarc creates and names the subscription); with `http` the plan
+   * creates the push subscription itself, under the definition's name, with message ordering when the contract
+   * has an ordering key (Pub/Sub fixes ordering when a subscription is created, and Eventarc sets none).
+   */
+  readonly functions: readonly PipelineFunction[];
+  /** The functions' `--set-env-vars`, sorted by name. */
+  readonly env: readonly (readonly [string, string])[];
+  /** Its monitoring targets (notification channels from the options). */
+  readonly monitoring: MonitoringTargets;
+  /** The plan variable of its dashboard lookup. */
+  readonly dashboardVariable: string;
+  /** The dead-letter and bad-data tables, whose partitions expire after `--quarantine-retention-days`. */
+  readonly expiringTables: readonly TableRef[];
+  /** Principals granted `roles/pubsub.publisher` on its topic (`--publisher`). */
+  readonly publishers: readonly string[];
+  /**
+   * Deployed before pipelines were registered (booking): the plan also mends what those deploys left (an
+   * unconditioned Firestore grant, a Bronze made before it was partitioned), and its ingest may read the
+   * passenger_id key (`--passenger-id-hmac-secret`).
+   */
+  readonly earlierDeploys: boolean;
 }
 
 /**
- * The environment of a pipeline's functions (`--set-env-vars`): the project and the system's Firestore database,
- * the backlog watermark hold on the pipeline's ingest subscription, and the `--env` overrides named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`).
- * Not booking's table and schema-drift variables: the pipeline's tables come from its definition, and an
- * `OFFVIA_SILVER_TABLE` meant for booking must not point another pipeline at booking's Silver.
+ * Whether a pipeline was deployed before pipelines were registered (booking): it keeps that deployment's names,
+ * function specs and environment, and its plan mends what those deploys left.
+ */
+export function deployedBeforeRegistry(p: AnyPipelineDefinition): boolean {
+  return p.name === BOOKING;
+}
+
+const ownTable = (o: DeployOptions, t: TableRef): boolean =>
+  t.projectId === undefined || t.projectId === o.project;
+
+/** The functions of a definition in deploy order: ingest, the sweep (when drift is on), fireWindows. */
+function definitionFunctions(
+  p: AnyPipelineDefinition,
+): { role: FunctionRole; entryPoint: string; baseName: string }[] {
+  const f = p.functions;
+  return [
+    { role: 'ingest' as const, ...f.ingest },
+    ...(f.schemaSweep === null ? [] : [{ role: 'schemaSweep' as const, ...f.schemaSweep }]),
+    { role: 'fireWindows' as const, ...f.fireWindows },
+  ];
+}
+
+/**
+ * A pipeline's functions as deploy specs. Booking keeps the specs of the deployment made before pipelines were
+ * registered (FUNCTION_SPECS: its Eventarc-triggered ingest, tables from its environment); every other pipeline's
+ * function takes booking's sizes for the same role with the definition's entry point, name, account and tables, and
+ * is an HTTP function (ingest is reached by the plan's own push subscription).
+ * @throws Error for a function without a service account in its definition.
+ */
+export function pipelineFunctionSpecs(p: AnyPipelineDefinition): PipelineFunction[] {
+  const schedules = pipelineSchedules(p);
+  const withSchedule = (spec: FunctionSpec): PipelineFunction => {
+    const schedule = schedules.find((s) => s.functionName === spec.entryPoint);
+    return spec.trigger === 'http' && schedule !== undefined ? { spec, schedule } : { spec };
+  };
+  if (deployedBeforeRegistry(p)) {
+    return definitionFunctions(p).map(({ entryPoint }) => {
+      const spec = FUNCTION_SPECS.get(entryPoint);
+      if (spec === undefined) throw new Error(`no deploy spec for booking's ${entryPoint}`);
+      return withSchedule(spec);
+    });
+  }
+  const gold = p.aggregations.map((a) => a.goldTable);
+  const { tables } = p;
+  const rows = (table: TableRef): TableWrite => ({ table, access: 'rows' });
+  const writes: Record<FunctionRole, TableWrite[]> = {
+    // Silver, the dead-letter table and bad data; element-driven early and late panes go to gold too.
+    ingest: [tables.silver, tables.quarantine, tables.badData, ...gold].map(rows),
+    fireWindows: [...gold, tables.badData].map(rows),
+    schemaSweep: [
+      ...(p.schemaDrift.mode === 'sweep' ? p.schemaDrift.targetTables : []).map((table) => ({
+        table,
+        access: 'schema' as const,
+      })),
+      rows(tables.badData),
+    ],
+  };
+  return definitionFunctions(p).map(({ role, entryPoint, baseName }) => {
+    const template = roleTemplate(role);
+    const account = p.serviceAccounts[role];
+    if (account === null) throw new Error(`pipeline ${p.name}: ${role} has no service account`);
+    return withSchedule({
+      ...template,
+      entryPoint,
+      baseName,
+      trigger: 'http',
+      serviceAccount: account,
+      writes: () => writes[role],
+      // Reference data (a side input) is loaded with a query job.
+      runsQueryJobs: template.runsQueryJobs || (role === 'ingest' && tables.reference.length > 0),
+      // The plan creates the ingest subscription under a fixed name, so fireWindows can hold the watermark behind
+      // its backlog (pipelineEnv): Cloud Monitoring's read permission.
+      ...(role === 'fireWindows' && { readsBacklogMetric: true }),
+    });
+  });
+}
+
+/**
+ * The environment of a pipeline's functions other than booking's (`--set-env-vars`): the project and the system's
+ * Firestore database, the backlog watermark hold on the pipeline's ingest subscription, and the `--env` overrides
+ * named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`). Not booking's table
+ * and schema-drift variables: the pipeline's tables come from its definition, and an `OFFVIA_SILVER_TABLE` meant for
+ * booking must not point another pipeline at booking's Silver.
  */
 export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string, string][] {
   const own = `OFFVIA_${p.name.toUpperCase()}_`;
@@ -99,129 +255,69 @@ export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string
   return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** Delivery settings of the pipeline's ingest subscription (as booking's, deploy-plan.ts DELIVERY). */
-export interface IngestDelivery {
-  readonly maxDeliveryAttempts: number;
-  readonly minRetryDelay: string;
-  readonly maxRetryDelay: string;
-  readonly messageRetention: string;
-  readonly deadLetterRetention: string;
-  readonly ackDeadlineMarginSeconds: number;
-}
-
-/** One function of the pipeline with its deploy settings (sizes from booking's function of the same role). */
-export interface PipelineFunction {
-  readonly role: 'ingest' | 'fireWindows' | 'schemaSweep';
-  readonly spec: FunctionSpec;
-  /** Its schedule (fireWindows and the sweep), at the cadence of booking's function of the same role. */
-  readonly schedule?: Schedule;
-}
-
-/** Booking's function of each role: the sizes and schedule a new pipeline starts from. */
-const ROLE_TEMPLATE: Readonly<Record<PipelineFunction['role'], string>> = {
-  ingest: 'ingestBooking',
-  fireWindows: 'fireWindows',
-  schemaSweep: 'schemaSweep',
-};
-
-const ownTable = (o: DeployOptions, t: TableRef): boolean =>
-  t.projectId === undefined || t.projectId === o.project;
-
 /**
- * The pipeline's functions as deploy specs: booking's sizes for the same role, the definition's entry point, name
- * and account, and the tables it writes. Every function is an HTTP function: fireWindows and the sweep are called
- * by Cloud Scheduler, and ingest by the plan's own push subscription (pipelineIngestSubscription).
+ * A pipeline's monitoring targets: its functions, subscriptions and jobs. Booking's metrics, policies and dashboard
+ * keep the bare name prefix and its Eventarc subscription is matched by pattern; another pipeline's are named
+ * `<prefix><pipeline>-…` and name the plan's own ingest subscription.
  */
-export function pipelineFunctionSpecs(
-  p: AnyPipelineDefinition,
-  schedules: readonly Schedule[],
-): PipelineFunction[] {
-  const gold = p.aggregations.map((a) => a.goldTable);
-  const { tables } = p;
-  const writes: Record<PipelineFunction['role'], () => { table: TableRef; access: TableAccess }[]> =
-    {
-      // Silver, the dead-letter table and bad data; element-driven early and late panes go to gold too.
-      ingest: () => [
-        { table: tables.silver, access: 'rows' },
-        { table: tables.quarantine, access: 'rows' },
-        { table: tables.badData, access: 'rows' },
-        ...gold.map((table) => ({ table, access: 'rows' as const })),
-      ],
-      fireWindows: () => [
-        ...gold.map((table) => ({ table, access: 'rows' as const })),
-        { table: tables.badData, access: 'rows' },
-      ],
-      schemaSweep: () => [
-        ...(p.schemaDrift.mode === 'sweep' ? p.schemaDrift.targetTables : []).map((table) => ({
-          table,
-          access: 'schema' as const,
-        })),
-        { table: tables.badData, access: 'rows' },
-      ],
-    };
-  const accounts = p.serviceAccounts;
-  return pipelineFunctions(p).flatMap(({ role, entryPoint, baseName }) => {
-    const r = role as PipelineFunction['role'];
-    const template = FUNCTION_SPECS.get(ROLE_TEMPLATE[r]);
-    if (template === undefined) throw new Error(`no deploy spec for ${ROLE_TEMPLATE[r]}`);
-    const account =
-      r === 'ingest'
-        ? accounts.ingest
-        : r === 'fireWindows'
-          ? accounts.fireWindows
-          : accounts.schemaSweep;
-    if (account === null) throw new Error(`pipeline ${p.name}: ${role} has no service account`);
-    const spec: FunctionSpec = {
-      ...template,
-      entryPoint,
-      baseName,
-      trigger: 'http',
-      serviceAccount: account,
-      writes: () => writes[r](),
-      // Reference data (a side input) is loaded with a query job.
-      runsQueryJobs: template.runsQueryJobs || (r === 'ingest' && tables.reference.length > 0),
-      // The plan creates the ingest subscription under a fixed name, so fireWindows can hold the watermark behind
-      // its backlog (pipelineEnv): Cloud Monitoring's read permission.
-      ...(r === 'fireWindows' && { readsBacklogMetric: true }),
-    };
-    const schedule = schedules.find((s) => s.functionName === ROLE_TEMPLATE[r]);
-    return r === 'ingest' || schedule === undefined
-      ? [{ role: r, spec }]
-      : [{ role: r, spec, schedule: { ...schedule, functionName: entryPoint } }];
-  });
-}
-
-/** The function's `--timeout`, seconds: fireWindows' derives from its loop as booking's does. */
-function timeoutSeconds(fn: PipelineFunction, config: FunctionsConfig): number {
-  return deployedTimeoutSeconds(
-    fn.role === 'fireWindows' ? { ...fn.spec, entryPoint: 'fireWindows' } : fn.spec,
-    config.window,
-  );
-}
-
-/** The monitoring targets of a pipeline: its functions, subscriptions and jobs, under its own name prefix. */
 export function pipelineMonitoringTargets(
   o: DeployOptions,
   p: AnyPipelineDefinition,
-  schedules: readonly Schedule[],
 ): MonitoringTargets {
   const names = new Names(o);
-  const fns = pipelineFunctionSpecs(p, schedules);
+  const specs = pipelineFunctionSpecs(p).map((f) => f.spec);
   const s = p.pubsub.subscriptions;
+  const booking = deployedBeforeRegistry(p);
   return {
-    prefix: monitoringPrefix(o, p),
+    prefix: booking ? o.namePrefix : monitoringPrefix(o, p),
     region: o.region,
-    services: fns.map((f) => names.functionName(f.spec.baseName)),
+    services: specs.map((spec) => names.functionName(spec.baseName)),
     ingestService: names.functionName(p.functions.ingest.baseName),
     fireWindowsService: names.functionName(p.functions.fireWindows.baseName),
-    schedulerJobs: fns
-      .filter((f) => f.schedule !== undefined)
-      .map((f) => names.functionName(f.spec.baseName)),
-    ingestSubscription: s.ingest,
+    // Scheduler jobs are named like their functions.
+    schedulerJobs: specs
+      .filter((spec) => spec.trigger === 'http' && spec.role !== 'ingest')
+      .map((spec) => names.functionName(spec.baseName)),
+    ...(booking ? {} : { ingestSubscription: s.ingest }),
     bronzeSubscription: s.bronze ?? s.ingest,
     deadLetterHoldSubscription: s.deadLetterHold,
     bronzeDeadLetterHoldSubscription: s.bronzeDeadLetterHold ?? s.deadLetterHold,
     notificationChannels: o.notificationChannels,
+  };
+}
+
+/** The plan variable of a pipeline's dashboard lookup (booking's keeps the one it had). */
+export function dashboardVariable(p: AnyPipelineDefinition): string {
+  return deployedBeforeRegistry(p)
+    ? DASHBOARD_VARIABLE
+    : `${DASHBOARD_VARIABLE}_${p.name.toUpperCase()}`;
+}
+
+/**
+ * How one pipeline is deployed. `bookingEnv` is booking's environment (functionEnv: its defaults and `--env`); another
+ * pipeline's is pipelineEnv.
+ */
+export function pipelineDeployment(
+  o: DeployOptions,
+  p: AnyPipelineDefinition,
+  sqlFiles: readonly SqlFile[],
+  bookingEnv: { vars: readonly (readonly [string, string])[]; config: FunctionsConfig },
+): PipelineDeployment {
+  const booking = deployedBeforeRegistry(p);
+  const { ingest } = bookingEnv.config;
+  return {
+    pipeline: p,
+    sqlFiles,
+    functions: pipelineFunctionSpecs(p),
+    env: booking ? bookingEnv.vars : pipelineEnv(o, p),
+    monitoring: pipelineMonitoringTargets(o, p),
+    dashboardVariable: dashboardVariable(p),
+    // Booking's tables follow its environment (OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE).
+    expiringTables: booking
+      ? [ingest.quarantineTable, ingest.badDataTable]
+      : [p.tables.quarantine, p.tables.badData],
+    publishers: booking ? o.publishers : [],
+    earlierDeploys: booking,
   };
 }
 
@@ -234,489 +330,691 @@ export function pipelineTopics(p: AnyPipelineDefinition): string[] {
   ];
 }
 
-/** The pipeline's service account bases with a display name each. */
-function accountsOf(p: AnyPipelineDefinition): [string, string][] {
-  const a = p.serviceAccounts;
-  return [
-    [a.ingest, `Offvia ${p.name} ${p.functions.ingest.entryPoint} runtime`],
-    [a.fireWindows, `Offvia ${p.name} ${p.functions.fireWindows.entryPoint} runtime`],
-    ...(a.schemaSweep === null || p.functions.schemaSweep === null
-      ? []
-      : [
-          [a.schemaSweep, `Offvia ${p.name} ${p.functions.schemaSweep.entryPoint} runtime`] as [
-            string,
-            string,
-          ],
-        ]),
-    ...(a.bronze === null
-      ? []
-      : [[a.bronze, `Offvia ${p.name} Bronze BigQuery subscription writer`] as [string, string]]),
-  ];
+/** Creates a service account unless it exists. */
+export function accountStep(
+  { p, names }: Pick<PlanContext, 'p' | 'names'>,
+  base: string,
+  displayName: string,
+): Step {
+  return {
+    kind: 'ensure',
+    title: `Service account ${names.serviceAccountId(base)}`,
+    probe: {
+      kind: 'status',
+      command: gcloud('iam service-accounts describe', names.serviceAccountEmail(base), p),
+    },
+    absent: gcloud(
+      'iam service-accounts create',
+      names.serviceAccountId(base),
+      `--display-name=${displayName}`,
+      p,
+    ),
+  };
+}
+
+/** `bq` in the BigQuery location (a global flag of bq: before the command words `args`). */
+function bqAt(o: DeployOptions, ...args: string[]): string[] {
+  return ['bq', `--project_id=${o.project}`, `--location=${o.bqLocation}`, '--headless', ...args];
+}
+
+/** `bq query` of standard SQL in the BigQuery location. */
+function bqQuery(o: DeployOptions, sql: string): string[] {
+  return bqAt(o, 'query', '--use_legacy_sql=false', sql);
 }
 
 /**
- * The deploy steps of one pipeline, after the shared foundation (APIs, Firestore database and its collection-group
- * TTL policies and index exemptions, the shared accounts and custom roles) and before nothing of another pipeline
- * depends on them.
- * @param withAgentTokenGrant also let the Pub/Sub service agent sign push tokens as the shared trigger account
- * (booking's section does it when it deploys its Eventarc-triggered function)
- * @throws Error for a DDL file that does not create a table the pipeline writes, a registered function whose
- * signature cannot be deployed, or a fireWindows loop longer than its schedule.
+ * Each pipeline's datasets with the key as default (under `--kms-key`), its DDL files (every statement is CREATE … IF
+ * NOT EXISTS or CREATE OR REPLACE, safe to run again), then the partition expiration of its dead-letter and bad-data
+ * tables.
  */
-export function planPipeline(
-  ctx: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  sqlFiles: readonly SqlFile[],
-  delivery: IngestDelivery,
-  withAgentTokenGrant: boolean,
-): void {
-  const { o, steps } = ctx;
+export function bigQuerySteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
+  const { o, steps, kms } = ctx;
+  for (const d of deployments) {
+    if (kms !== undefined) datasetKeys(ctx, kms, d.sqlFiles);
+    for (const file of d.sqlFiles) {
+      steps.push({
+        kind: 'run',
+        title: `BigQuery DDL ${file.name}`,
+        command: bqQuery(o, file.sql.trimEnd()),
+      });
+    }
+    if (d.earlierDeploys) bronzePartitioningCheck(ctx, d.pipeline);
+    // The dead-letter and bad-data tables keep raw payloads (booking's: passenger_id): their partitions expire
+    // (BigQuery deletes a partition once its date is older than partition_expiration_days; NULL keeps them). Bronze's
+    // partitions never expire: it is the copy every replay starts from. Tables in another project are its business.
+    const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
+    for (const t of d.expiringTables) {
+      const id = `${t.datasetId}.${t.tableId}`;
+      if (!ownTable(o, t) || !isPartitioned(d.sqlFiles, id)) continue;
+      steps.push({
+        kind: 'run',
+        title: `Partition expiration of ${id}: ${o.quarantineRetentionDays === 0 ? 'none' : `${days} days`}`,
+        // Two lines, so the plan shows it as a here-document like the DDL files.
+        command: bqQuery(
+          o,
+          `ALTER TABLE \`${o.project}.${id}\`\nSET OPTIONS (partition_expiration_days = ${days});`,
+        ),
+      });
+    }
+  }
+}
+
+/**
+ * Bronze is created partitioned by DAY(publish_time), so `offvia replay` of a range reads only its days; a Bronze
+ * made before that is left unpartitioned by CREATE ... IF NOT EXISTS and keeps working. Say so, with where the
+ * migration is described, rather than recreate a table the BigQuery subscription is writing to.
+ */
+function bronzePartitioningCheck({ o, steps }: PlanContext, p: AnyPipelineDefinition): void {
+  if (p.tables.bronze === null) return;
+  const id = `${p.tables.bronze.datasetId}.${p.tables.bronze.tableId}`;
+  const bronze = `${o.project}:${id}`;
+  steps.push({
+    kind: 'ensure',
+    title: `Bronze ${id} is partitioned on publish_time (replay cost)`,
+    probe: {
+      kind: 'status',
+      command: [
+        'bash',
+        '-c',
+        'bq --project_id="$0" --format=json show "$1" | grep -q \'"field":"publish_time"\'',
+        o.project,
+        bronze,
+      ],
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "warning: $0 is not partitioned on publish_time (made before sql/010 partitioned it): every ' +
+        'offvia replay chunk scans all of it; see docs/backfill.md (Bronze partitioning)" >&2',
+      bronze,
+    ],
+  });
+}
+
+/**
+ * Every dataset the DDL creates exists with the key as its default (`bq mk --default_kms_key`, or `bq update` for one
+ * that exists), before the DDL runs: BigQuery encrypts every table created later in the dataset with its default
+ * key, including the ones the DDL creates next and any the schema sweep creates ("Customer-managed Cloud KMS keys",
+ * "Set a dataset default key"). A table created before `--kms-key` was given keeps its encryption: a note says so.
+ */
+function datasetKeys({ o, steps }: PlanContext, kms: KmsKey, sqlFiles: readonly SqlFile[]): void {
+  for (const datasetId of datasetsCreated(sqlFiles)) {
+    const dataset = `${o.project}:${datasetId}`;
+    steps.push({
+      kind: 'ensure',
+      title: `Dataset ${datasetId} with default key ${kms.key}`,
+      probe: { kind: 'status', command: bq(o.project, 'show', '--dataset', dataset) },
+      absent: bqAt(o, 'mk', '--dataset', `--default_kms_key=${kms.name}`, dataset),
+      present: bq(o.project, 'update', `--default_kms_key=${kms.name}`, dataset),
+      retry: true,
+    });
+  }
   steps.push({
     kind: 'note',
-    title: `pipeline ${p.name}: ${p.description}`,
+    title:
+      'tables created before --kms-key keep their encryption; re-key each with bq cp -f --destination_kms_key ' +
+      '(docs/deploy.md, customer-managed encryption keys)',
   });
-  pipelineBigQuery(ctx, p, sqlFiles);
-  pipelineFirestoreNote(ctx, p);
-  pipelineAccounts(ctx, p, sqlFiles);
-  pipelinePubSub(ctx, p, delivery);
-  const functions = pipelineFunctionSpecs(p, ctx.schedules);
-  const deployed: PipelineFunction[] = [];
-  for (const fn of functions) {
-    const registered = ctx.registered.find((r) => r.entryPoint === fn.spec.entryPoint);
-    if (registered === undefined) {
-      steps.push({
-        kind: 'note',
-        title: `${fn.spec.entryPoint} is not registered in functions/index.ts: not deployed, no schedule or push subscription`,
-      });
-      continue;
-    }
-    // fireWindows and the sweep are HTTP handlers; ingest may be a CloudEvent function: a push to the path
-    // /projects/P/topics/T reaches the Functions Framework as the messagePublished event Eventarc would send.
-    if (fn.role !== 'ingest' && registered.signatureType !== 'http') {
-      throw new Error(
-        `${fn.spec.entryPoint} is registered as ${registered.signatureType} but Cloud Scheduler calls it over HTTP`,
-      );
-    }
-    deployed.push(fn);
+}
+
+/**
+ * Each pipeline's description and its Firestore namespace. Firestore sets TTL policies and single-field index
+ * exemptions per collection group (a collection id, across the whole database), so the window-store subcollections
+ * under every pipeline's roots are covered by the policies and exemptions the project-wide section sets once.
+ */
+export function pipelineNotes(
+  { o, steps }: PlanContext,
+  deployments: readonly PipelineDeployment[],
+): void {
+  for (const { pipeline: p } of deployments) {
+    steps.push({ kind: 'note', title: `pipeline ${p.name}: ${p.description}` });
+    steps.push({
+      kind: 'note',
+      title:
+        `pipeline ${p.name}: Firestore namespace ${pipelineFirestoreRoots(p).join(', ')} in database ` +
+        `${o.firestoreDatabase}; TTL policies and index exemptions are per collection group, set once above for ` +
+        'every pipeline',
+    });
   }
-  if (withAgentTokenGrant && deployed.some((f) => f.role === 'ingest')) {
+}
+
+/** The runtime accounts of each pipeline's functions (one per function). */
+export function functionAccountSteps(
+  ctx: PlanContext,
+  deployments: readonly PipelineDeployment[],
+): void {
+  for (const d of deployments) {
+    for (const { spec } of d.functions) {
+      ctx.steps.push(accountStep(ctx, spec.serviceAccount, `Offvia ${spec.entryPoint} runtime`));
+    }
+  }
+}
+
+/** The Bronze writer account of each pipeline with a Bronze. */
+export function bronzeAccountSteps(
+  ctx: PlanContext,
+  deployments: readonly PipelineDeployment[],
+): void {
+  for (const { pipeline: p } of deployments) {
+    if (p.serviceAccounts.bronze === null) continue;
+    ctx.steps.push(
+      accountStep(
+        ctx,
+        p.serviceAccounts.bronze,
+        `Offvia ${p.name} Bronze BigQuery subscription writer`,
+      ),
+    );
+  }
+}
+
+/**
+ * Each function's grants on what it uses: `roles/bigquery.metadataViewer` on each dataset it writes or reads
+ * (insertAll needs `bigquery.datasets.get`), a custom role per table it writes (the widest access asked for it),
+ * `roles/bigquery.dataViewer` on its reference tables, and project-level roles only where IAM has nothing finer. A
+ * table in another project gets no grant (custom roles are this project's): a note says so.
+ * @throws Error for a table of this project the pipeline's DDL does not create (unless `whenCreatedBySql`).
+ */
+export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
+  const { o, names, steps, config } = ctx;
+  for (const d of deployments) {
+    const p = d.pipeline;
+    const created = new Set(tablesCreated(d.sqlFiles));
+    for (const { spec } of d.functions) {
+      const member = `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`;
+      const access = new Map<string, TableAccess>();
+      const datasets: string[] = [];
+      for (const write of spec.writes(config)) {
+        const { projectId, datasetId, tableId } = write.table;
+        const id = `${datasetId}.${tableId}`;
+        if (!ownTable(o, write.table)) {
+          steps.push({
+            kind: 'note',
+            title: `${spec.entryPoint}: no grant on ${projectId ?? ''}:${id} (another project: grant it there by hand)`,
+          });
+          continue;
+        }
+        if (!created.has(id)) {
+          if (write.whenCreatedBySql === true) {
+            steps.push({
+              kind: 'note',
+              title: `${spec.entryPoint}: no grant on ${id} yet (the DDL does not create it)`,
+            });
+            continue;
+          }
+          throw new Error(
+            `${spec.entryPoint} writes to table ${id}, which pipeline ${p.name}'s DDL files do not create`,
+          );
+        }
+        if (access.get(id) !== 'schema') access.set(id, write.access);
+        if (!datasets.includes(datasetId)) datasets.push(datasetId);
+      }
+      const reads = spec.role === 'ingest' ? p.tables.reference.filter((t) => ownTable(o, t)) : [];
+      for (const t of reads) if (!datasets.includes(t.datasetId)) datasets.push(t.datasetId);
+      for (const datasetId of datasets) {
+        const dataset = `${o.project}:${datasetId}`;
+        steps.push({
+          kind: 'run',
+          title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
+          command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
+          retry: true,
+        });
+      }
+      for (const [id, kind] of access) {
+        steps.push({
+          kind: 'run',
+          title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
+          command: tableGrant(
+            o.project,
+            member,
+            names.customRoleName(CUSTOM_ROLES[kind].id),
+            `${o.project}:${id}`,
+          ),
+          retry: true,
+        });
+      }
+      for (const t of reads) {
+        const id = `${t.datasetId}.${t.tableId}`;
+        if (!created.has(id)) {
+          throw new Error(
+            `${spec.entryPoint} reads table ${id}, which pipeline ${p.name}'s DDL files do not create`,
+          );
+        }
+        steps.push({
+          kind: 'run',
+          title: `${spec.entryPoint}: ${REFERENCE_READER_ROLE} on reference table ${id} only (side input)`,
+          command: tableGrant(o.project, member, REFERENCE_READER_ROLE, `${o.project}:${id}`),
+          retry: true,
+        });
+      }
+      for (const { role, condition } of functionProjectRoles(
+        spec,
+        o.project,
+        o.firestoreDatabase,
+      )) {
+        steps.push({
+          kind: 'run',
+          title: `${spec.entryPoint}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+          command: projectGrant(o.project, member, role, condition),
+          retry: true,
+        });
+        // Earlier deploys granted the role without its condition: that binding would still reach every database.
+        if (condition !== undefined && d.earlierDeploys) {
+          steps.push(
+            removeUnconditionedStep(
+              o.project,
+              member,
+              role,
+              `${spec.entryPoint}: remove an earlier deploy's unconditioned ${role} on the project`,
+            ),
+          );
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The secret version of `--passenger-id-hmac-secret` exists (the plan never creates or reads a key: the operator
+ * makes it, docs/privacy.md), and the ingest account of each pipeline deployed before the registry (booking's
+ * contract pseudonymises passenger_id) may read that secret only (`secretAccessor` on the secret, not the project).
+ */
+export function passengerIdKeySteps(
+  { o, p, names, steps }: PlanContext,
+  deployments: readonly PipelineDeployment[],
+): void {
+  const { secret, version } = passengerIdSecret(o);
+  steps.push({
+    kind: 'ensure',
+    title: `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'secrets versions describe',
+        version,
+        `--secret=${secret}`,
+        p,
+        '--format=value(state)',
+      ),
+      line: 'ENABLED',
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
+        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)" >&2; exit 1',
+      o.project,
+      secret,
+      version,
+    ],
+  });
+  for (const spec of deployments.flatMap(readsPassengerIdKey)) {
     steps.push({
       kind: 'run',
-      title: `Pub/Sub service agent: roles/iam.serviceAccountTokenCreator on ${ctx.names.serviceAccountId(TRIGGER_SA)} (signs push tokens)`,
+      title: `${spec.entryPoint}: roles/secretmanager.secretAccessor on secret ${secret} only`,
       command: resourceGrant(
-        'iam service-accounts',
-        ctx.names.serviceAccountEmail(TRIGGER_SA),
-        `serviceAccount:${PUBSUB_AGENT}`,
-        'roles/iam.serviceAccountTokenCreator',
+        'secrets',
+        secret,
+        `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
+        'roles/secretmanager.secretAccessor',
         o.project,
       ),
       retry: true,
     });
   }
-  for (const fn of deployed) pipelineFunction(ctx, p, fn, delivery);
-  pipelineMonitoring(ctx, p);
 }
 
-/** The pipeline's DDL files, then the partition expiration of its dead-letter and bad-data tables. */
-function pipelineBigQuery(
-  { o, steps, kms }: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  sqlFiles: readonly SqlFile[],
-): void {
-  const query = (sql: string): string[] => [
-    'bq',
-    `--project_id=${o.project}`,
-    `--location=${o.bqLocation}`,
-    '--headless',
-    'query',
-    '--use_legacy_sql=false',
-    sql,
-  ];
-  if (kms !== undefined) {
-    // As for booking's datasets: the default key first, so every table the DDL creates is encrypted with it.
-    for (const datasetId of datasetsCreated(sqlFiles)) {
-      const dataset = `${o.project}:${datasetId}`;
-      steps.push({
-        kind: 'ensure',
-        title: `Dataset ${datasetId} with default key ${kms.key}`,
-        probe: { kind: 'status', command: bq(o.project, 'show', '--dataset', dataset) },
-        absent: [
-          'bq',
-          `--project_id=${o.project}`,
-          `--location=${o.bqLocation}`,
-          '--headless',
-          'mk',
-          '--dataset',
-          `--default_kms_key=${kms.name}`,
-          dataset,
-        ],
-        present: bq(o.project, 'update', `--default_kms_key=${kms.name}`, dataset),
-        retry: true,
-      });
-    }
-  }
-  for (const file of sqlFiles) {
-    steps.push({
-      kind: 'run',
-      title: `BigQuery DDL ${file.name}`,
-      command: query(file.sql.trimEnd()),
-    });
-  }
-  // The dead-letter and bad-data tables keep raw payloads: their partitions expire as booking's quarantine does.
-  const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
-  for (const t of [p.tables.quarantine, p.tables.badData]) {
-    const id = `${t.datasetId}.${t.tableId}`;
-    if (!ownTable(o, t) || !isPartitioned(sqlFiles, id)) continue;
-    steps.push({
-      kind: 'run',
-      title: `Partition expiration of ${id}: ${o.quarantineRetentionDays === 0 ? 'none' : `${days} days`}`,
-      command: query(
-        `ALTER TABLE \`${o.project}.${id}\`\nSET OPTIONS (partition_expiration_days = ${days});`,
-      ),
-    });
-  }
+/** The functions that mount the passenger_id key: the ingest of a pipeline deployed before the registry. */
+function readsPassengerIdKey(d: PipelineDeployment): FunctionSpec[] {
+  return d.earlierDeploys ? d.functions.map((f) => f.spec).filter((s) => s.role === 'ingest') : [];
 }
-
-/** The collection groups of the window store under a pipeline's root that have a TTL policy (shared, database-wide). */
-const TTL_GROUPS = [
-  COLLECTIONS.ledger,
-  COLLECTIONS.dropped,
-  HOLDS_COLLECTION,
-  GROUP_COLLECTIONS.groups,
-  GROUP_COLLECTIONS.spills,
-];
 
 /**
- * The pipeline's Firestore namespace. Firestore sets TTL policies and single-field index exemptions per collection
- * group (a collection id, across the whole database), so the window-store subcollections under this pipeline's
- * roots are covered by the policies and exemptions the shared section sets once; its root collections hold one
- * document per aggregation (no TTL, nothing to exempt).
+ * Each pipeline's topics (its topic retains messages for seek, `--topic-retention`; with `--kms-key` every topic is
+ * stored under the key, and Pub/Sub lets an existing topic change it), its publishers' grants, the subscriptions that
+ * keep dead letters (a topic alone drops them), Bronze as a BigQuery subscription, and the Pub/Sub service agent's
+ * grants. The Bronze subscription writes as the pipeline's own account (`--bigquery-service-account-email`; without
+ * it Pub/Sub writes as its service agent, shared by every subscription of the project: Pub/Sub
+ * `BigQueryConfig.service_account_email`), which holds `roles/bigquery.dataEditor` on the Bronze table only, the role
+ * and scope Pub/Sub documents for the writer ("Create BigQuery subscriptions").
  */
-function pipelineFirestoreNote({ o, steps }: PipelinePlanContext, p: AnyPipelineDefinition): void {
-  steps.push({
-    kind: 'note',
-    title:
-      `pipeline ${p.name}: Firestore namespace ${pipelineFirestoreRoots(p).join(', ')} in database ` +
-      `${o.firestoreDatabase}; TTL policies (${TTL_GROUPS.join(', ')}) and index exemptions are per collection ` +
-      'group, set once above for every pipeline',
+export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
+  const { o, p: proj, names, steps, kms } = ctx;
+  const agent = `serviceAccount:${PUBSUB_AGENT}`;
+  const agentGrant = (
+    title: string,
+    kind: Parameters<typeof resourceGrant>[0],
+    resource: string,
+    role: string,
+  ): Step => ({
+    kind: 'run',
+    title: `Pub/Sub service agent: ${role} on ${title}`,
+    command: resourceGrant(kind, resource, agent, role, o.project),
+    retry: true,
   });
-}
-
-/** The pipeline's own accounts, then each function's grants on its own tables and datasets only. */
-function pipelineAccounts(
-  ctx: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  sqlFiles: readonly SqlFile[],
-): void {
-  const { o, p: proj, names, steps } = ctx;
-  for (const [base, displayName] of accountsOf(p)) {
-    steps.push({
-      kind: 'ensure',
-      title: `Service account ${names.serviceAccountId(base)} (pipeline ${p.name})`,
-      probe: {
-        kind: 'status',
-        command: gcloud('iam service-accounts describe', names.serviceAccountEmail(base), proj),
-      },
-      absent: gcloud(
-        'iam service-accounts create',
-        names.serviceAccountId(base),
-        `--display-name=${displayName}`,
-        proj,
-      ),
-    });
-  }
-  const created = new Set(tablesCreated(sqlFiles));
-  for (const { spec } of pipelineFunctionSpecs(p, ctx.schedules)) {
-    const member = `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`;
-    const access = new Map<string, TableAccess>();
-    const datasets: string[] = [];
-    for (const write of spec.writes(ctx.config)) {
-      const id = `${write.table.datasetId}.${write.table.tableId}`;
-      if (!ownTable(o, write.table)) {
-        steps.push({
-          kind: 'note',
-          title: `${spec.entryPoint}: no grant on ${write.table.projectId ?? ''}:${id} (another project: grant it there by hand)`,
-        });
-        continue;
-      }
-      if (!created.has(id)) {
-        throw new Error(
-          `${spec.entryPoint} writes to table ${id}, which pipeline ${p.name}'s DDL files do not create`,
-        );
-      }
-      if (access.get(id) !== 'schema') access.set(id, write.access);
-      if (!datasets.includes(write.table.datasetId)) datasets.push(write.table.datasetId);
-    }
-    const reads =
-      spec.entryPoint === p.functions.ingest.entryPoint
-        ? p.tables.reference.filter((t) => ownTable(o, t))
-        : [];
-    for (const t of reads) if (!datasets.includes(t.datasetId)) datasets.push(t.datasetId);
-    for (const datasetId of datasets) {
-      const dataset = `${o.project}:${datasetId}`;
+  for (const { pipeline: p, publishers } of deployments) {
+    for (const topic of pipelineTopics(p)) {
+      const flags = [
+        ...(topic === p.pubsub.topic ? [`--message-retention-duration=${o.topicRetention}`] : []),
+        ...(kms === undefined ? [] : [`--topic-encryption-key=${kms.name}`]),
+      ];
       steps.push({
-        kind: 'run',
-        title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
-        command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
-        retry: true,
+        kind: 'ensure',
+        title: `Pub/Sub topic ${topic}${topic === p.pubsub.topic ? ` (retains messages ${o.topicRetention} for seek)` : ''}${kms === undefined ? '' : ', customer-managed key'}`,
+        probe: { kind: 'status', command: gcloud('pubsub topics describe', topic, proj) },
+        absent: gcloud('pubsub topics create', topic, ...flags, proj),
+        ...(flags.length > 0
+          ? { present: gcloud('pubsub topics update', topic, ...flags, proj) }
+          : {}),
       });
     }
-    for (const [id, kind] of access) {
+    // The producer's grant: publish to this topic, nothing else (the producing service is not ours to create).
+    for (const publisher of publishers) {
       steps.push({
         kind: 'run',
-        title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
-        command: tableGrant(
+        title: `${publisher}: roles/pubsub.publisher on ${p.pubsub.topic} only (the ${p.name} producer)`,
+        command: resourceGrant(
+          'pubsub topics',
+          p.pubsub.topic,
+          publisher,
+          'roles/pubsub.publisher',
           o.project,
-          member,
-          names.customRoleName(CUSTOM_ROLES[kind].id),
-          `${o.project}:${id}`,
         ),
         retry: true,
       });
     }
-    for (const t of reads) {
-      const id = `${t.datasetId}.${t.tableId}`;
-      if (!created.has(id)) {
-        throw new Error(
-          `${spec.entryPoint} reads table ${id}, which pipeline ${p.name}'s DDL files do not create`,
+    if (publishers.length === 0) {
+      steps.push({
+        kind: 'note',
+        title: `no --publisher: no principal is granted publishing to ${p.pubsub.topic} (the ${p.name} producer needs one; --publisher grants booking's topic, grant another pipeline's by hand)`,
+      });
+    }
+    const s = p.pubsub.subscriptions;
+    const holds: [string, string][] = [[s.deadLetterHold, p.pubsub.deadLetterTopic]];
+    if (s.bronzeDeadLetterHold !== null && p.pubsub.bronzeDeadLetterTopic !== null) {
+      holds.push([s.bronzeDeadLetterHold, p.pubsub.bronzeDeadLetterTopic]);
+    }
+    for (const [subscription, topic] of holds) {
+      steps.push({
+        kind: 'ensure',
+        title: `Subscription ${subscription} (keeps the dead letters of ${topic})`,
+        probe: describeSubscription(proj, subscription),
+        absent: gcloud(
+          'pubsub subscriptions create',
+          subscription,
+          `--topic=${topic}`,
+          `--message-retention-duration=${DELIVERY.deadLetterRetention}`,
+          '--expiration-period=never',
+          proj,
+        ),
+      });
+    }
+    const bronze = p.tables.bronze;
+    const writerBase = p.serviceAccounts.bronze;
+    if (bronze !== null && s.bronze !== null && writerBase !== null) {
+      const writer = names.serviceAccountEmail(writerBase);
+      const table = `${bronze.datasetId}.${bronze.tableId}`;
+      steps.push({
+        kind: 'run',
+        title: `${names.serviceAccountId(writerBase)}: roles/bigquery.dataEditor on table ${table} only`,
+        command: tableGrant(
+          o.project,
+          `serviceAccount:${writer}`,
+          'roles/bigquery.dataEditor',
+          `${o.project}:${table}`,
+        ),
+        retry: true,
+      });
+      steps.push(
+        agentGrant(
+          `${names.serviceAccountId(writerBase)} (acts as the Bronze writer)`,
+          'iam service-accounts',
+          writer,
+          'roles/iam.serviceAccountTokenCreator',
+        ),
+      );
+      // Created with these settings, and brought back to them on every run (an older deploy wrote as the agent).
+      const settings = [
+        `--bigquery-table=${o.project}.${table}`,
+        `--bigquery-service-account-email=${writer}`,
+        '--write-metadata',
+        ...(p.pubsub.bronzeDeadLetterTopic === null
+          ? []
+          : [
+              `--dead-letter-topic=projects/${o.project}/topics/${p.pubsub.bronzeDeadLetterTopic}`,
+              `--max-delivery-attempts=${DELIVERY.maxDeliveryAttempts}`,
+            ]),
+      ];
+      steps.push({
+        kind: 'ensure',
+        title: `Bronze BigQuery subscription ${s.bronze} (writes as ${names.serviceAccountId(writerBase)})`,
+        probe: describeSubscription(proj, s.bronze),
+        absent: gcloud(
+          'pubsub subscriptions create',
+          s.bronze,
+          `--topic=${p.pubsub.topic}`,
+          ...settings,
+          '--expiration-period=never',
+          proj,
+        ),
+        present: gcloud('pubsub subscriptions update', s.bronze, ...settings, proj),
+        retry: true,
+      });
+      if (p.pubsub.bronzeDeadLetterTopic !== null) {
+        steps.push(
+          agentGrant(
+            `${p.pubsub.bronzeDeadLetterTopic} (forwards Bronze dead letters)`,
+            'pubsub topics',
+            p.pubsub.bronzeDeadLetterTopic,
+            'roles/pubsub.publisher',
+          ),
         );
       }
-      steps.push({
-        kind: 'run',
-        title: `${spec.entryPoint}: ${REFERENCE_READER_ROLE} on reference table ${id} only (side input)`,
-        command: tableGrant(o.project, member, REFERENCE_READER_ROLE, `${o.project}:${id}`),
-        retry: true,
-      });
+      steps.push(
+        agentGrant(
+          `${s.bronze} (acks Bronze dead letters)`,
+          'pubsub subscriptions',
+          s.bronze,
+          'roles/pubsub.subscriber',
+        ),
+      );
     }
-    for (const { role, condition } of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
-      steps.push({
-        kind: 'run',
-        title: `${spec.entryPoint}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
-        command: projectGrant(o.project, member, role, condition),
-        retry: true,
-      });
-    }
+    steps.push(
+      agentGrant(
+        `${p.pubsub.deadLetterTopic} (forwards dead letters)`,
+        'pubsub topics',
+        p.pubsub.deadLetterTopic,
+        'roles/pubsub.publisher',
+      ),
+    );
   }
+  // Every ingest is pushed (by Eventarc's subscription or the plan's) with tokens signed as the trigger account.
+  if (deployments.length > 0) {
+    steps.push(
+      agentGrant(
+        `${names.serviceAccountId(TRIGGER_SA)} (signs push tokens)`,
+        'iam service-accounts',
+        names.serviceAccountEmail(TRIGGER_SA),
+        'roles/iam.serviceAccountTokenCreator',
+      ),
+    );
+  }
+}
+
+/** `describe` of a subscription, as a probe. */
+export function describeSubscription(
+  p: string,
+  subscription: string,
+): { kind: 'status'; command: Command } {
+  return { kind: 'status', command: gcloud('pubsub subscriptions describe', subscription, p) };
 }
 
 /**
- * The pipeline's topics (its topic retains messages for seek like booking's), dead-letter hold subscriptions, and
- * Bronze as a BigQuery subscription written by the pipeline's own Bronze account, with the agent grants.
+ * `OFFVIA_PASSENGER_ID_HMAC_KEY=SECRET:VERSION`: Cloud Run functions expose a pinned secret version as an
+ * environment variable, read when an instance starts (`--set-secrets`, "Configure secrets",
+ * cloud.google.com/functions/docs/configuring/secrets).
  */
-function pipelinePubSub(
-  { o, p: proj, names, steps, kms }: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  delivery: IngestDelivery,
-): void {
-  const agent = `serviceAccount:${PUBSUB_AGENT}`;
-  for (const topic of pipelineTopics(p)) {
-    const flags = [
-      ...(topic === p.pubsub.topic ? [`--message-retention-duration=${o.topicRetention}`] : []),
-      ...(kms === undefined ? [] : [`--topic-encryption-key=${kms.name}`]),
-    ];
-    steps.push({
-      kind: 'ensure',
-      title: `Pub/Sub topic ${topic}${topic === p.pubsub.topic ? ` (retains messages ${o.topicRetention} for seek)` : ''}${kms === undefined ? '' : ', customer-managed key'}`,
-      probe: { kind: 'status', command: gcloud('pubsub topics describe', topic, proj) },
-      absent: gcloud('pubsub topics create', topic, ...flags, proj),
-      ...(flags.length > 0
-        ? { present: gcloud('pubsub topics update', topic, ...flags, proj) }
-        : {}),
-    });
-  }
-  steps.push({
-    kind: 'note',
-    title: `pipeline ${p.name}: no publisher is granted on ${p.pubsub.topic} (grant roles/pubsub.publisher on the topic to its producers)`,
-  });
-  const holds: [string, string][] = [
-    [p.pubsub.subscriptions.deadLetterHold, p.pubsub.deadLetterTopic],
-  ];
-  if (
-    p.pubsub.subscriptions.bronzeDeadLetterHold !== null &&
-    p.pubsub.bronzeDeadLetterTopic !== null
-  ) {
-    holds.push([p.pubsub.subscriptions.bronzeDeadLetterHold, p.pubsub.bronzeDeadLetterTopic]);
-  }
-  for (const [subscription, topic] of holds) {
-    steps.push({
-      kind: 'ensure',
-      title: `Subscription ${subscription} (keeps the dead letters of ${topic})`,
-      probe: {
-        kind: 'status',
-        command: gcloud('pubsub subscriptions describe', subscription, proj),
-      },
-      absent: gcloud(
-        'pubsub subscriptions create',
-        subscription,
-        `--topic=${topic}`,
-        `--message-retention-duration=${delivery.deadLetterRetention}`,
-        '--expiration-period=never',
-        proj,
-      ),
-    });
-  }
-  for (const topic of pipelineTopics(p).slice(1)) {
-    steps.push({
-      kind: 'run',
-      title: `Pub/Sub service agent: roles/pubsub.publisher on ${topic} (forwards dead letters)`,
-      command: resourceGrant('pubsub topics', topic, agent, 'roles/pubsub.publisher', o.project),
-      retry: true,
-    });
-  }
-  const bronze = p.tables.bronze;
-  const bronzeSubscription = p.pubsub.subscriptions.bronze;
-  const writerBase = p.serviceAccounts.bronze;
-  if (bronze === null || bronzeSubscription === null || writerBase === null) return;
-  const writer = names.serviceAccountEmail(writerBase);
-  const table = `${bronze.datasetId}.${bronze.tableId}`;
-  steps.push({
-    kind: 'run',
-    title: `${names.serviceAccountId(writerBase)}: roles/bigquery.dataEditor on table ${table} only`,
-    command: tableGrant(
-      o.project,
-      `serviceAccount:${writer}`,
-      'roles/bigquery.dataEditor',
-      `${o.project}:${table}`,
-    ),
-    retry: true,
-  });
-  steps.push({
-    kind: 'run',
-    title: `Pub/Sub service agent: roles/iam.serviceAccountTokenCreator on ${names.serviceAccountId(writerBase)} (acts as the Bronze writer)`,
-    command: resourceGrant(
-      'iam service-accounts',
-      writer,
-      agent,
-      'roles/iam.serviceAccountTokenCreator',
-      o.project,
-    ),
-    retry: true,
-  });
-  const settings = [
-    `--bigquery-table=${o.project}.${table}`,
-    `--bigquery-service-account-email=${writer}`,
-    '--write-metadata',
-    ...(p.pubsub.bronzeDeadLetterTopic === null
-      ? []
-      : [
-          `--dead-letter-topic=projects/${o.project}/topics/${p.pubsub.bronzeDeadLetterTopic}`,
-          `--max-delivery-attempts=${delivery.maxDeliveryAttempts}`,
-        ]),
-  ];
-  steps.push({
-    kind: 'ensure',
-    title: `Bronze BigQuery subscription ${bronzeSubscription} (writes as ${names.serviceAccountId(writerBase)})`,
-    probe: {
-      kind: 'status',
-      command: gcloud('pubsub subscriptions describe', bronzeSubscription, proj),
-    },
-    absent: gcloud(
-      'pubsub subscriptions create',
-      bronzeSubscription,
-      `--topic=${p.pubsub.topic}`,
-      ...settings,
-      '--expiration-period=never',
-      proj,
-    ),
-    present: gcloud('pubsub subscriptions update', bronzeSubscription, ...settings, proj),
-    retry: true,
-  });
-  steps.push({
-    kind: 'run',
-    title: `Pub/Sub service agent: roles/pubsub.subscriber on ${bronzeSubscription} (acks Bronze dead letters)`,
-    command: resourceGrant(
-      'pubsub subscriptions',
-      bronzeSubscription,
-      agent,
-      'roles/pubsub.subscriber',
-      o.project,
-    ),
-    retry: true,
-  });
+export function passengerIdSecretBinding(o: DeployOptions): string {
+  const { secret, version } = passengerIdSecret(o);
+  return `${PASSENGER_ID_VARS.key.name}=${secret}:${version}`;
 }
 
-/** The `gcloud functions deploy` command of one of the pipeline's functions, without the digest label. */
+/** The `gcloud functions deploy` command of one function, without the digest label. */
 function deployCommand(
-  ctx: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  fn: PipelineFunction,
+  { o, names, kms, config }: PlanContext,
+  d: PipelineDeployment,
+  spec: FunctionSpec,
 ): string[] {
-  const { o, names, kms } = ctx;
+  const trigger =
+    spec.trigger === 'topic'
+      ? [
+          `--trigger-topic=${d.pipeline.pubsub.topic}`,
+          '--retry',
+          `--trigger-service-account=${names.serviceAccountEmail(TRIGGER_SA)}`,
+        ]
+      : ['--trigger-http'];
   return gcloud(
     'functions deploy',
-    names.functionName(fn.spec.baseName),
+    names.functionName(spec.baseName),
     '--gen2',
     `--project=${o.project}`,
     `--region=${o.region}`,
     `--runtime=${o.runtime}`,
     '--source=.',
-    `--entry-point=${fn.spec.entryPoint}`,
-    '--trigger-http',
+    `--entry-point=${spec.entryPoint}`,
+    ...trigger,
     `--ingress-settings=${INGRESS_SETTINGS}`,
     '--no-allow-unauthenticated',
-    `--service-account=${names.serviceAccountEmail(fn.spec.serviceAccount)}`,
+    `--service-account=${names.serviceAccountEmail(spec.serviceAccount)}`,
     `--build-service-account=projects/${o.project}/serviceAccounts/${names.serviceAccountEmail(BUILD_SA)}`,
-    `--memory=${fn.spec.memory}`,
-    `--cpu=${fn.spec.cpu}`,
-    `--concurrency=${fn.spec.concurrency}`,
-    `--max-instances=${fn.spec.maxInstances}`,
-    `--min-instances=${fn.spec.minInstances}`,
-    `--timeout=${timeoutSeconds(fn, ctx.config)}s`,
-    `--set-env-vars=${setEnvVarsValue(pipelineEnv(o, p))}`,
-    '--clear-secrets',
+    `--memory=${spec.memory}`,
+    `--cpu=${spec.cpu}`,
+    `--concurrency=${spec.concurrency}`,
+    `--max-instances=${spec.maxInstances}`,
+    `--min-instances=${spec.minInstances}`,
+    `--timeout=${deployedTimeoutSeconds(spec, config.window)}s`,
+    `--set-env-vars=${setEnvVarsValue(d.env)}`,
+    // --set-secrets replaces a function's secrets; --clear-secrets removes one an earlier deploy mounted (a key left
+    // in the environment without OFFVIA_PASSENGER_ID_MODE=hmac-sha256 stops the ingest at cold start).
+    o.passengerIdHmacSecret !== undefined && readsPassengerIdKey(d).includes(spec)
+      ? `--set-secrets=${passengerIdSecretBinding(o)}`
+      : '--clear-secrets',
     ...(kms === undefined
       ? []
-      : [
-          `--kms-key=${kms.name}`,
-          `--docker-repository=projects/${o.project}/locations/${o.region}/repositories/${names.serviceAccountId('functions')}`,
-        ]),
+      : [`--kms-key=${kms.name}`, `--docker-repository=${imagesRepository(o, names)}`]),
   );
 }
 
-/** One function, its URL, then its push subscription (ingest) or its Cloud Scheduler job. */
-function pipelineFunction(
-  ctx: PipelinePlanContext,
-  p: AnyPipelineDefinition,
-  fn: PipelineFunction,
-  delivery: IngestDelivery,
-): void {
-  const { o, p: proj, names, steps } = ctx;
-  const name = names.functionName(fn.spec.baseName);
-  const command = deployCommand(ctx, p, fn);
-  const digest = ctx.digest(command);
-  const describe = (format: string): Command =>
-    gcloud('functions describe', name, `--region=${o.region}`, '--v2', proj, `--format=${format}`);
+/** `projects/P/locations/R/repositories/<prefix>functions`: the function images' repository under `--kms-key`. */
+export function imagesRepository(o: DeployOptions, names: Names): string {
+  return `projects/${o.project}/locations/${o.region}/repositories/${names.serviceAccountId(FUNCTION_IMAGES_REPOSITORY)}`;
+}
+
+/**
+ * Each pipeline's functions, then what needs each to exist (invoker grants, the Eventarc subscription's settings or
+ * the plan's push subscription, the Cloud Scheduler job), then the read-back of its topic's retention (what seek
+ * replays) and, for an Eventarc ingest, the subscription `offvia snapshot` and `offvia seek` act on.
+ * @throws Error for a fireWindows loop longer than its schedule, or an ack deadline above Pub/Sub's maximum.
+ */
+export function functionSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
+  for (const d of deployments) {
+    for (const fn of d.functions) deployFunction(ctx, d, fn);
+    topicRetentionCheck(ctx, d.pipeline);
+    const eventarc = d.functions.find((f) => f.spec.trigger === 'topic');
+    if (eventarc !== undefined) {
+      ctx.steps.push({
+        kind: 'run',
+        title: `The ${eventarc.spec.entryPoint} subscription, for offvia snapshot and offvia seek`,
+        command: [
+          'bash',
+          '-c',
+          'echo "offvia snapshot/seek act on $0 (found there by default; or: export OFFVIA_INGEST_SUBSCRIPTION=$0)"',
+          `\${${ctx.names.variable(eventarc.spec.entryPoint, 'SUBSCRIPTION')}}`,
+        ],
+      });
+    }
+  }
+}
+
+/**
+ * Read back: a topic made by hand or by an older plan keeps its retention until updated, and seek depends on it.
+ * Pub/Sub replays acknowledged messages only when they are retained, by the topic (`message_retention_duration`) or
+ * by a subscription with `retain_acked_messages`; the topic's is the one the plan sets, so a subscription Eventarc
+ * re-creates can seek too.
+ */
+function topicRetentionCheck({ o, p, steps }: PlanContext, pipeline: AnyPipelineDefinition): void {
+  const topic = pipeline.pubsub.topic;
+  const retained = `${durationSeconds(o.topicRetention)}s`;
   steps.push({
     kind: 'ensure',
-    title: `Function ${name} (${fn.spec.entryPoint}, pipeline ${p.name}): deploy unless this source and configuration are live`,
+    title: `${topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
     probe: {
       kind: 'line',
-      command: describe(`value[separator=" "](state,labels.${ctx.deployLabel})`),
-      line: `${ctx.liveState} ${digest}`,
+      command: gcloud(
+        'pubsub topics describe',
+        topic,
+        p,
+        '--format=value(messageRetentionDuration)',
+      ),
+      line: retained,
     },
-    absent: [...command, `--update-labels=${ctx.deployLabel}=${digest}`],
+    absent: [
+      'bash',
+      '-c',
+      'echo "the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay" >&2; exit 1',
+      topic,
+      retained,
+    ],
   });
-  const url = `\${${names.variable(fn.spec.entryPoint, 'URL')}}`;
-  const invoker = names.serviceAccountEmail(fn.role === 'ingest' ? TRIGGER_SA : SCHEDULER_SA);
+}
+
+/** One function, then its invoker grant and its Eventarc subscription, push subscription or schedule. */
+function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFunction): void {
+  const { o, p, names, steps } = ctx;
+  const { spec } = fn;
+  const name = names.functionName(spec.baseName);
+  const command = deployCommand(ctx, d, spec);
+  const digest = deployDigest(ctx.sourceDigest, command);
+  const describe = (format: string): Command =>
+    gcloud('functions describe', name, `--region=${o.region}`, '--v2', p, `--format=${format}`);
+  if (spec.trigger === 'topic') eventarcPreviousSubscription(ctx, spec, name);
+  steps.push({
+    kind: 'ensure',
+    title: `Function ${name} (${spec.entryPoint}, pipeline ${d.pipeline.name}): deploy unless this source and configuration are live`,
+    // The label is sent with the deploy itself, so a failed build can leave it set on a function that is not
+    // serving this source: skip only when the function is ACTIVE too (Function.State of the v2 API).
+    probe: {
+      kind: 'line',
+      command: describe(`value[separator=" "](state,labels.${DEPLOY_LABEL})`),
+      line: `${LIVE_STATE} ${digest}`,
+    },
+    absent: [...command, `--update-labels=${DEPLOY_LABEL}=${digest}`],
+  });
+  const invoker = spec.role === 'ingest' ? TRIGGER_SA : SCHEDULER_SA;
   steps.push({
     kind: 'run',
-    title: `${names.serviceAccountId(fn.role === 'ingest' ? TRIGGER_SA : SCHEDULER_SA)}: roles/run.invoker on ${name} only`,
-    command: invokerGrant(o.project, o.region, name, invoker),
+    title: `${names.serviceAccountId(invoker)}: roles/run.invoker on ${name} only`,
+    command: invokerGrant(o.project, o.region, name, names.serviceAccountEmail(invoker)),
     retry: true,
   });
+  if (spec.trigger === 'topic') {
+    eventarcSubscription(ctx, d, spec, name, describe);
+    return;
+  }
+  const url = `\${${names.variable(spec.entryPoint, 'URL')}}`;
   steps.push({
     kind: 'capture',
     title: `URL of ${name}`,
-    variable: names.variable(fn.spec.entryPoint, 'URL'),
+    variable: names.variable(spec.entryPoint, 'URL'),
     command: describe('value(serviceConfig.uri)'),
   });
-  if (fn.role === 'ingest') {
-    pipelineIngestSubscription(ctx, p, fn, url, delivery);
+  if (spec.role === 'ingest') {
+    pushSubscription(ctx, d.pipeline, spec, url);
     return;
   }
   const schedule = fn.schedule;
   if (schedule === undefined) return;
-  if (fn.role === 'fireWindows') assertLoopFitsSchedule(ctx.config.window, schedule);
+  if (spec.role === 'fireWindows') assertLoopFitsSchedule(ctx.config.window, schedule);
+  const invokerEmail = names.serviceAccountEmail(SCHEDULER_SA);
   const job = (verb: 'create' | 'update'): string[] =>
     gcloud(
       `scheduler jobs ${verb} http`,
@@ -728,19 +1026,21 @@ function pipelineFunction(
       '--http-method=POST',
       `--${verb === 'create' ? 'headers' : 'update-headers'}=Content-Type=application/json`,
       '--message-body={}',
-      `--oidc-service-account-email=${invoker}`,
+      `--oidc-service-account-email=${invokerEmail}`,
       `--oidc-token-audience=${url}`,
-      `--attempt-deadline=${attemptDeadlineSeconds(timeoutSeconds(fn, ctx.config))}s`,
+      // Cloud Scheduler stops waiting at the deadline: give the function its whole timeout and a margin.
+      `--attempt-deadline=${attemptDeadlineSeconds(deployedTimeoutSeconds(spec, ctx.config.window))}s`,
+      // The next tick is the retry: a failed call is not repeated in between.
       '--max-retry-attempts=0',
-      `--description=Calls ${fn.spec.entryPoint} of pipeline ${p.name}`,
-      proj,
+      `--description=Calls ${spec.entryPoint} of pipeline ${d.pipeline.name} (deploy/schedules.ts)`,
+      p,
     );
   steps.push({
     kind: 'ensure',
     title: `Cloud Scheduler job ${name} (${schedule.cron}, OIDC)`,
     probe: {
       kind: 'status',
-      command: gcloud('scheduler jobs describe', name, `--location=${o.region}`, proj),
+      command: gcloud('scheduler jobs describe', name, `--location=${o.region}`, p),
     },
     absent: job('create'),
     present: job('update'),
@@ -748,44 +1048,184 @@ function pipelineFunction(
   });
 }
 
+/** A label-safe digest of the source and of everything else that goes into a deploy. */
+function deployDigest(sourceDigest: string, command: readonly string[]): string {
+  return createHash('sha256')
+    .update(`${sourceDigest}\0${JSON.stringify(command)}`)
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/**
+ * Before an Eventarc-triggered deploy: a redeploy can replace the trigger and with it the subscription (deleted, then
+ * created anew): what is published in between reaches no subscription. The name before and the time the deploy began
+ * let the plan seek a new subscription back over that gap (the topic retains messages for --topic-retention).
+ */
+function eventarcPreviousSubscription(
+  { o, names, steps }: PlanContext,
+  spec: FunctionSpec,
+  name: string,
+): void {
+  steps.push({
+    kind: 'capture',
+    title: `Time the deploy of ${name} begins (UTC)`,
+    variable: names.variable(spec.entryPoint, 'DEPLOY_STARTED_AT'),
+    command: ['date', '-u', '+%Y-%m-%dT%H:%M:%SZ'],
+  });
+  steps.push({
+    kind: 'capture',
+    title: `Pub/Sub subscription of ${name} before the deploy (none on a first deploy)`,
+    variable: names.variable(spec.entryPoint, 'PREVIOUS_SUBSCRIPTION'),
+    command: [
+      'bash',
+      '-c',
+      't="$(gcloud functions describe "$0" --region="$1" --v2 --project="$2" ' +
+        '--format="value(eventTrigger.trigger.basename())" 2>/dev/null || true)"; s=""; ' +
+        'if [[ -n "$t" ]]; then s="$(gcloud eventarc triggers describe "$t" --location="$1" --project="$2" ' +
+        '--format="value(transport.pubsub.subscription)" 2>/dev/null || true)"; fi; echo "${s:-none}"',
+      name,
+      o.region,
+      o.project,
+    ],
+  });
+}
+
+/**
+ * The subscription Eventarc created for an ingest function: captured after every deploy step (deployed or skipped),
+ * given the dead-letter and retry policy, read back, sought back over a replaced trigger's gap, and the agent's grant.
+ * Eventarc owns it: a redeploy that replaces the trigger makes a new one with Eventarc's defaults.
+ */
+function eventarcSubscription(
+  { o, p, names, steps }: PlanContext,
+  d: PipelineDeployment,
+  spec: FunctionSpec,
+  name: string,
+  describe: (format: string) => Command,
+): void {
+  const triggerVar = names.variable(spec.entryPoint, 'TRIGGER');
+  const subscription = `\${${names.variable(spec.entryPoint, 'SUBSCRIPTION')}}`;
+  const deadLetter = `projects/${o.project}/topics/${d.pipeline.pubsub.deadLetterTopic}`;
+  steps.push({
+    kind: 'capture',
+    title: `Eventarc trigger of ${name}`,
+    variable: triggerVar,
+    command: describe('value(eventTrigger.trigger.basename())'),
+  });
+  steps.push({
+    kind: 'capture',
+    title: `Pub/Sub subscription Eventarc created for ${name}`,
+    variable: names.variable(spec.entryPoint, 'SUBSCRIPTION'),
+    command: gcloud(
+      'eventarc triggers describe',
+      `\${${triggerVar}}`,
+      `--location=${o.region}`,
+      p,
+      '--format=value(transport.pubsub.subscription)',
+    ),
+  });
+  steps.push({
+    kind: 'run',
+    title: `Dead-letter and retry policy on the ${name} subscription`,
+    command: gcloud(
+      'pubsub subscriptions update',
+      subscription,
+      ...deliveryFlags(deadLetter, spec),
+      p,
+    ),
+  });
+  // Read back, so a run that leaves the settings otherwise fails instead of passing quietly.
+  const expected = `${ackDeadlineSeconds(spec)} ${deadLetter} ${DELIVERY.maxDeliveryAttempts}`;
+  steps.push({
+    kind: 'ensure',
+    title: `The ${name} subscription has ack deadline ${ackDeadlineSeconds(spec)} s and its dead-letter policy`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'pubsub subscriptions describe',
+        subscription,
+        p,
+        '--format=value[separator=" "](ackDeadlineSeconds,deadLetterPolicy.deadLetterTopic,deadLetterPolicy.maxDeliveryAttempts)',
+      ),
+      line: expected,
+    },
+    absent: [
+      'bash',
+      '-c',
+      'echo "the subscription $0 does not have the settings just applied ($1)" >&2; exit 1',
+      subscription,
+      expected,
+    ],
+  });
+  const previous = `\${${names.variable(spec.entryPoint, 'PREVIOUS_SUBSCRIPTION')}}`;
+  steps.push({
+    kind: 'ensure',
+    title: `A new ${name} subscription replays what was published since the deploy began (seek)`,
+    probe: { kind: 'status', command: ['bash', '-c', 'test "$0" = "$1"', previous, subscription] },
+    absent: gcloud(
+      'pubsub subscriptions seek',
+      subscription,
+      `--time=\${${names.variable(spec.entryPoint, 'DEPLOY_STARTED_AT')}}`,
+      p,
+    ),
+    retry: true,
+  });
+  steps.push(subscriberGrant(o.project, `the ${name} subscription`, subscription));
+}
+
+/** The dead-letter and retry flags of an ingest subscription (Eventarc's or the plan's). */
+function deliveryFlags(deadLetterTopic: string, spec: FunctionSpec): string[] {
+  return [
+    `--dead-letter-topic=${deadLetterTopic}`,
+    `--max-delivery-attempts=${DELIVERY.maxDeliveryAttempts}`,
+    `--min-retry-delay=${DELIVERY.minRetryDelay}`,
+    `--max-retry-delay=${DELIVERY.maxRetryDelay}`,
+    `--message-retention-duration=${DELIVERY.messageRetention}`,
+    `--ack-deadline=${ackDeadlineSeconds(spec)}`,
+  ];
+}
+
+/** The Pub/Sub service agent acks dead letters it forwarded from a subscription. */
+function subscriberGrant(project: string, what: string, subscription: string): Step {
+  return {
+    kind: 'run',
+    title: `Pub/Sub service agent: roles/pubsub.subscriber on ${what} (acks dead letters)`,
+    command: resourceGrant(
+      'pubsub subscriptions',
+      subscription,
+      `serviceAccount:${PUBSUB_AGENT}`,
+      'roles/pubsub.subscriber',
+      project,
+    ),
+    retry: true,
+  };
+}
+
 /**
  * The ingest function's push subscription, created by the plan rather than by Eventarc: message ordering is fixed
  * when a subscription is created (Pub/Sub `enable_message_ordering` cannot be updated) and Eventarc creates its
  * subscription without it. With the contract's ordering key (`orderingKeyAttribute`) Pub/Sub delivers one key's
- * messages in publish order; delivery stays at-least-once. The push goes to `/projects/P/topics/T` on the function,
- * authenticated as the shared trigger account (OIDC, audience the function's URL).
+ * messages in publish order; delivery stays at-least-once. The push goes to `/projects/P/topics/T` on the function
+ * (the Functions Framework takes it as the messagePublished event Eventarc would send), authenticated as the shared
+ * trigger account (OIDC, audience the function's URL).
  */
-function pipelineIngestSubscription(
-  { o, p: proj, names, steps }: PipelinePlanContext,
+function pushSubscription(
+  { o, p: proj, names, steps }: PlanContext,
   p: AnyPipelineDefinition,
-  fn: PipelineFunction,
+  spec: FunctionSpec,
   url: string,
-  delivery: IngestDelivery,
 ): void {
   const subscription = p.pubsub.subscriptions.ingest;
   const ordered = p.contract.orderingKeyAttribute !== null;
-  const ackDeadline = fn.spec.timeoutSeconds + delivery.ackDeadlineMarginSeconds;
-  if (ackDeadline > 600) {
-    throw new Error(
-      `${fn.spec.entryPoint}: ack deadline ${ackDeadline} s is above Pub/Sub's 600 s maximum`,
-    );
-  }
-  const deadLetter = `projects/${o.project}/topics/${p.pubsub.deadLetterTopic}`;
   const settings = [
     `--push-endpoint=${url}/projects/${o.project}/topics/${p.pubsub.topic}`,
     `--push-auth-service-account=${names.serviceAccountEmail(TRIGGER_SA)}`,
     `--push-auth-token-audience=${url}`,
-    `--dead-letter-topic=${deadLetter}`,
-    `--max-delivery-attempts=${delivery.maxDeliveryAttempts}`,
-    `--min-retry-delay=${delivery.minRetryDelay}`,
-    `--max-retry-delay=${delivery.maxRetryDelay}`,
-    `--message-retention-duration=${delivery.messageRetention}`,
-    `--ack-deadline=${ackDeadline}`,
+    ...deliveryFlags(`projects/${o.project}/topics/${p.pubsub.deadLetterTopic}`, spec),
   ];
   steps.push({
     kind: 'ensure',
-    title: `Push subscription ${subscription} to ${names.functionName(fn.spec.baseName)}${ordered ? ` (message ordering by ${p.contract.orderingKeyAttribute ?? ''})` : ''}`,
-    probe: { kind: 'status', command: gcloud('pubsub subscriptions describe', subscription, proj) },
+    title: `Push subscription ${subscription} to ${names.functionName(spec.baseName)}${ordered ? ` (message ordering by ${p.contract.orderingKeyAttribute ?? ''})` : ''}`,
+    probe: describeSubscription(proj, subscription),
     absent: gcloud(
       'pubsub subscriptions create',
       subscription,
@@ -822,96 +1262,16 @@ function pipelineIngestSubscription(
       ],
     });
   }
-  steps.push({
-    kind: 'run',
-    title: `Pub/Sub service agent: roles/pubsub.subscriber on ${subscription} (acks dead letters)`,
-    command: resourceGrant(
-      'pubsub subscriptions',
-      subscription,
-      `serviceAccount:${PUBSUB_AGENT}`,
-      'roles/pubsub.subscriber',
-      o.project,
-    ),
-    retry: true,
-  });
-  // Read back, as booking's seek readiness does: seek and replay depend on the topic's retention.
-  const retained = `${durationSeconds(o.topicRetention)}s`;
-  steps.push({
-    kind: 'ensure',
-    title: `${p.pubsub.topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'pubsub topics describe',
-        p.pubsub.topic,
-        proj,
-        '--format=value(messageRetentionDuration)',
-      ),
-      line: retained,
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the topic $0 does not retain messages $1 after the update" >&2; exit 1',
-      p.pubsub.topic,
-      retained,
-    ],
-  });
+  steps.push(subscriberGrant(o.project, subscription, subscription));
 }
 
-/** The pipeline's log-based metrics, alert policies and dashboard, all named `<prefix><pipeline>-…`. */
-function pipelineMonitoring(ctx: PipelinePlanContext, p: AnyPipelineDefinition): void {
-  const { o, p: proj, steps, files } = ctx;
-  const targets = pipelineMonitoringTargets(o, p, ctx.schedules);
-  for (const metric of logMetrics(targets)) {
-    const file = path.posix.join(o.outDir, 'metrics', `${metric.name}.json`);
-    files.push({ path: file, content: `${JSON.stringify(metric, null, 2)}\n` });
-    const config = `--config-from-file=${file}`;
-    steps.push({
-      kind: 'ensure',
-      title: `Log-based metric ${metric.name}`,
-      probe: { kind: 'status', command: gcloud('logging metrics describe', metric.name, proj) },
-      absent: gcloud('logging metrics create', metric.name, config, proj),
-      present: gcloud('logging metrics update', metric.name, config, proj),
-    });
-  }
-  for (const policy of alertPolicies(targets)) {
-    const file = path.posix.join(
-      o.outDir,
-      'policies',
-      `${policy.displayName.slice(o.namePrefix.length)}.json`,
-    );
-    const variable = policyVariableOf(o, policy.displayName);
-    files.push({ path: file, content: `${JSON.stringify(policy, null, 2)}\n` });
-    steps.push({
-      kind: 'ensure',
-      title: `Alert policy ${policy.displayName}`,
-      probe: { kind: 'lookup', variable, command: findPolicyCommand(proj, policy.displayName) },
-      absent: gcloud('alpha monitoring policies create', `--policy-from-file=${file}`, proj),
-      present: gcloud(
-        'alpha monitoring policies update',
-        `\${${variable}}`,
-        `--policy-from-file=${file}`,
-        proj,
-      ),
-      retry: true,
-    });
-  }
-  addMonitoringDashboard(o, targets, steps, files, dashboardVariable(p));
-}
-
-/** The plan variable of a pipeline's dashboard lookup. */
-export function dashboardVariable(p: AnyPipelineDefinition): string {
-  return `MONITORING_DASHBOARD_${p.name.toUpperCase()}`;
-}
-
-/** Alert policies are found by display name: `${prefix}${id}` → a plan variable (as deploy-plan.ts policyVariable). */
-export function policyVariableOf(o: DeployOptions, displayName: string): string {
+/** Alert policies are found by display name: `${prefix}${id}` → a plan variable. */
+export function policyVariable(o: DeployOptions, displayName: string): string {
   return `POLICY_${displayName.slice(o.namePrefix.length).replace(/-/g, '_').toUpperCase()}`;
 }
 
-/** Lists the alert policy with this display name (as deploy-plan.ts findPolicy). */
-export function findPolicyCommand(p: string, displayName: string): Command {
+/** Lists the alert policy with this display name (prints its resource name, or nothing). */
+export function findPolicy(p: string, displayName: string): Command {
   return gcloud(
     'alpha monitoring policies list',
     p,
@@ -919,6 +1279,79 @@ export function findPolicyCommand(p: string, displayName: string): Command {
     '--limit=1',
     '--format=value(name)',
   );
+}
+
+/**
+ * Each pipeline's log-based metrics, then the alert policies that read them, then its dashboard; their JSON files go
+ * to the out dir.
+ */
+export function monitoringSteps(
+  ctx: PlanContext,
+  deployments: readonly PipelineDeployment[],
+): void {
+  const { o, p, steps, files } = ctx;
+  for (const d of deployments) {
+    for (const metric of logMetrics(d.monitoring)) {
+      const file = path.posix.join(o.outDir, 'metrics', `${metric.name}.json`);
+      files.push({ path: file, content: `${JSON.stringify(metric, null, 2)}\n` });
+      const config = `--config-from-file=${file}`;
+      steps.push({
+        kind: 'ensure',
+        title: `Log-based metric ${metric.name}`,
+        probe: { kind: 'status', command: gcloud('logging metrics describe', metric.name, p) },
+        absent: gcloud('logging metrics create', metric.name, config, p),
+        present: gcloud('logging metrics update', metric.name, config, p),
+      });
+    }
+    for (const policy of alertPolicies(d.monitoring)) {
+      const file = path.posix.join(
+        o.outDir,
+        'policies',
+        `${policy.displayName.slice(o.namePrefix.length)}.json`,
+      );
+      const variable = policyVariable(o, policy.displayName);
+      files.push({ path: file, content: `${JSON.stringify(policy, null, 2)}\n` });
+      steps.push({
+        kind: 'ensure',
+        title: `Alert policy ${policy.displayName}`,
+        probe: { kind: 'lookup', variable, command: findPolicy(p, policy.displayName) },
+        absent: gcloud('alpha monitoring policies create', `--policy-from-file=${file}`, p),
+        present: gcloud(
+          'alpha monitoring policies update',
+          `\${${variable}}`,
+          `--policy-from-file=${file}`,
+          p,
+        ),
+        // A policy on a log-based metric created a moment ago may be refused until the metric is known.
+        retry: true,
+      });
+    }
+    addMonitoringDashboard(o, d.monitoring, steps, files, d.dashboardVariable);
+  }
+}
+
+/**
+ * The header's warning for each pipeline whose fireWindows reads its watermark hold from Cloud Monitoring
+ * (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`) without the plan granting it `roles/monitoring.viewer` on the project
+ * (`monitoring.timeSeries.list`; docs/windows.md, "The cloud source"): every pass then logs the fallback to the
+ * delivery holds. Empty otherwise.
+ */
+export function monitoringHoldWarnings(
+  o: DeployOptions,
+  names: Names,
+  deployments: readonly PipelineDeployment[],
+): string[] {
+  return deployments.flatMap((d) => {
+    const fire = d.functions.find((f) => f.spec.role === 'fireWindows')?.spec;
+    if (fire === undefined || fire.readsBacklogMetric === true) return [];
+    if (loadWindowConfig(Object.fromEntries(d.env)).holdSource !== 'monitoring') return [];
+    const member = `serviceAccount:${names.serviceAccountEmail(fire.serviceAccount)}`;
+    return [
+      `WARNING: OFFVIA_WATERMARK_HOLD_SOURCE=monitoring: this plan does not grant roles/monitoring.viewer, which ` +
+        `${fire.entryPoint} needs to read the subscription's backlog (every pass falls back to the delivery holds); grant ` +
+        `it: gcloud projects add-iam-policy-binding ${o.project} --member=${member} --role=roles/monitoring.viewer`,
+    ];
+  });
 }
 
 /** The command that deletes every document under one root collection, subcollections included. */
@@ -932,54 +1365,99 @@ export function deleteFirestoreRootCommand(o: DeployOptions, root: string): Comm
   ];
 }
 
+/** A step that deletes a resource when its `describe` finds it. */
+export function deleteIfPresent(title: string, probe: Command, remove: Command): Step {
+  return { kind: 'ensure', title, probe: { kind: 'status', command: probe }, present: remove };
+}
+
+/** Deletes a service account when it exists. */
+export function deleteAccountStep(o: DeployOptions, names: Names, base: string): Step {
+  const email = names.serviceAccountEmail(base);
+  const proj = `--project=${o.project}`;
+  return deleteIfPresent(
+    `Delete service account ${names.serviceAccountId(base)}`,
+    gcloud('iam service-accounts describe', email, proj),
+    gcloud('iam service-accounts delete', email, proj, '--quiet'),
+  );
+}
+
+/** Removes a project-level role from an account, when it holds it. */
+export function removeProjectRoleStep(
+  o: DeployOptions,
+  names: Names,
+  base: string,
+  { role, condition }: { role: string; condition?: { expression: string; title: string } },
+): Step {
+  const email = names.serviceAccountEmail(base);
+  return {
+    kind: 'ensure',
+    title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
+    probe: {
+      kind: 'line',
+      command: gcloud(
+        'projects get-iam-policy',
+        o.project,
+        '--flatten=bindings[].members',
+        `--filter=bindings.members=serviceAccount:${email}`,
+        '--format=value(bindings.role)',
+      ),
+      line: role,
+    },
+    present: gcloud(
+      'projects remove-iam-policy-binding',
+      o.project,
+      `--member=serviceAccount:${email}`,
+      `--role=${role}`,
+      conditionFlag(condition),
+      '--format=none',
+    ),
+  };
+}
+
 /**
- * The teardown steps of one pipeline: its scheduler jobs, alert policies, metrics, functions, subscriptions, its
- * accounts' project bindings and the accounts; with `deleteData` its topics, datasets and the documents under its
- * Firestore roots. Never a shared resource, nor a name another pipeline owns.
+ * The teardown steps of one pipeline: its scheduler jobs, alert policies, metrics, dashboard, functions (an Eventarc
+ * trigger and its subscription go with theirs), subscriptions, its accounts' project bindings and the accounts; with
+ * `deleteData` its topics, datasets and the documents under its Firestore roots (but those `bulkDeleted` covers).
+ * Never a shared resource, nor a name another pipeline owns.
  */
 export function pipelineTeardownSteps(
   o: DeployOptions,
   p: AnyPipelineDefinition,
   sqlFiles: readonly SqlFile[],
-  schedules: readonly Schedule[],
   deleteData: boolean,
+  bulkDeleted: readonly string[] = [],
 ): Step[] {
   const names = new Names(o);
   const proj = `--project=${o.project}`;
   const steps: Step[] = [];
-  const deleteIfPresent = (title: string, probe: string[], remove: string[]): void => {
-    steps.push({
-      kind: 'ensure',
-      title,
-      probe: { kind: 'status', command: probe },
-      present: remove,
-    });
-  };
-  const fns = pipelineFunctionSpecs(p, schedules);
-  for (const fn of fns.filter((f) => f.schedule !== undefined)) {
-    const name = names.functionName(fn.spec.baseName);
+  const specs = pipelineFunctionSpecs(p).map((f) => f.spec);
+  const targets = pipelineMonitoringTargets({ ...o, notificationChannels: [] }, p);
+  for (const job of targets.schedulerJobs) {
     const where = [`--location=${o.region}`, proj];
-    deleteIfPresent(
-      `Delete Cloud Scheduler job ${name}`,
-      gcloud('scheduler jobs describe', name, ...where),
-      gcloud('scheduler jobs delete', name, ...where, '--quiet'),
+    steps.push(
+      deleteIfPresent(
+        `Delete Cloud Scheduler job ${job}`,
+        gcloud('scheduler jobs describe', job, ...where),
+        gcloud('scheduler jobs delete', job, ...where, '--quiet'),
+      ),
     );
   }
-  const targets = pipelineMonitoringTargets({ ...o, notificationChannels: [] }, p, schedules);
   for (const policy of alertPolicies(targets)) {
-    const variable = policyVariableOf(o, policy.displayName);
+    const variable = policyVariable(o, policy.displayName);
     steps.push({
       kind: 'ensure',
       title: `Delete alert policy ${policy.displayName}`,
-      probe: { kind: 'lookup', variable, command: findPolicyCommand(proj, policy.displayName) },
+      probe: { kind: 'lookup', variable, command: findPolicy(proj, policy.displayName) },
       present: gcloud('alpha monitoring policies delete', `\${${variable}}`, proj, '--quiet'),
     });
   }
   for (const metric of logMetrics(targets)) {
-    deleteIfPresent(
-      `Delete log-based metric ${metric.name}`,
-      gcloud('logging metrics describe', metric.name, proj),
-      gcloud('logging metrics delete', metric.name, proj, '--quiet'),
+    steps.push(
+      deleteIfPresent(
+        `Delete log-based metric ${metric.name}`,
+        gcloud('logging metrics describe', metric.name, proj),
+        gcloud('logging metrics delete', metric.name, proj, '--quiet'),
+      ),
     );
   }
   const dashboard = `${targets.prefix}pipeline`;
@@ -1000,87 +1478,81 @@ export function pipelineTeardownSteps(
     },
     present: gcloud('monitoring dashboards delete', `\${${dashboardVar}}`, proj, '--quiet'),
   });
-  for (const fn of fns) {
-    const name = names.functionName(fn.spec.baseName);
+  for (const spec of specs) {
+    const name = names.functionName(spec.baseName);
     const where = [`--region=${o.region}`, proj];
-    deleteIfPresent(
-      `Delete function ${name}`,
-      gcloud('functions describe', name, ...where),
-      gcloud('functions delete', name, ...where, '--quiet'),
+    steps.push(
+      deleteIfPresent(
+        `Delete function ${name}${spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : ''}`,
+        gcloud('functions describe', name, ...where),
+        gcloud('functions delete', name, ...where, '--quiet'),
+      ),
     );
   }
   const s = p.pubsub.subscriptions;
+  const eventarc = specs.some((spec) => spec.trigger === 'topic');
   for (const subscription of [
-    s.ingest,
+    ...(eventarc ? [] : [s.ingest]),
     ...(s.bronze === null ? [] : [s.bronze]),
     ...(deleteData
       ? [s.deadLetterHold, ...(s.bronzeDeadLetterHold === null ? [] : [s.bronzeDeadLetterHold])]
       : []),
   ]) {
-    deleteIfPresent(
-      `Delete subscription ${subscription}`,
-      gcloud('pubsub subscriptions describe', subscription, proj),
-      gcloud('pubsub subscriptions delete', subscription, proj, '--quiet'),
+    steps.push(
+      deleteIfPresent(
+        `Delete subscription ${subscription}`,
+        gcloud('pubsub subscriptions describe', subscription, proj),
+        gcloud('pubsub subscriptions delete', subscription, proj, '--quiet'),
+      ),
     );
   }
   // Project-level bindings before their accounts: a deleted account's bindings can no longer be removed by email.
-  for (const { spec } of fns) {
-    const email = names.serviceAccountEmail(spec.serviceAccount);
-    for (const { role, condition } of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
-      steps.push({
-        kind: 'ensure',
-        title: `Remove ${role} on the project from ${names.serviceAccountId(spec.serviceAccount)}`,
-        probe: {
-          kind: 'line',
-          command: gcloud(
-            'projects get-iam-policy',
+  // Dataset and resource bindings go away with the account (or the resource).
+  for (const spec of specs) {
+    for (const role of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
+      if (role.condition !== undefined && deployedBeforeRegistry(p)) {
+        steps.push(
+          removeUnconditionedStep(
             o.project,
-            '--flatten=bindings[].members',
-            `--filter=bindings.members=serviceAccount:${email}`,
-            '--format=value(bindings.role)',
+            `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
+            role.role,
+            `Remove an unconditioned ${role.role} on the project from ${names.serviceAccountId(spec.serviceAccount)} (earlier deploys)`,
           ),
-          line: role,
-        },
-        present: gcloud(
-          'projects remove-iam-policy-binding',
-          o.project,
-          `--member=serviceAccount:${email}`,
-          `--role=${role}`,
-          conditionFlag(condition),
-          '--format=none',
-        ),
-      });
+        );
+      }
+      steps.push(removeProjectRoleStep(o, names, spec.serviceAccount, role));
     }
   }
-  for (const [base] of accountsOf(p)) {
-    const email = names.serviceAccountEmail(base);
-    deleteIfPresent(
-      `Delete service account ${names.serviceAccountId(base)}`,
-      gcloud('iam service-accounts describe', email, proj),
-      gcloud('iam service-accounts delete', email, proj, '--quiet'),
-    );
-  }
+  const accounts = [
+    ...specs.map((spec) => spec.serviceAccount),
+    ...(p.serviceAccounts.bronze === null ? [] : [p.serviceAccounts.bronze]),
+  ];
+  for (const base of accounts) steps.push(deleteAccountStep(o, names, base));
   const datasets = datasetsCreated(sqlFiles);
   const roots = pipelineFirestoreRoots(p);
   if (deleteData) {
     for (const topic of [...pipelineTopics(p)].reverse()) {
-      deleteIfPresent(
-        `Delete topic ${topic}`,
-        gcloud('pubsub topics describe', topic, proj),
-        gcloud('pubsub topics delete', topic, proj, '--quiet'),
+      steps.push(
+        deleteIfPresent(
+          `Delete topic ${topic}`,
+          gcloud('pubsub topics describe', topic, proj),
+          gcloud('pubsub topics delete', topic, proj, '--quiet'),
+        ),
       );
     }
     for (const dataset of [...datasets].reverse()) {
       const ref = `${o.project}:${dataset}`;
-      deleteIfPresent(
-        `Delete dataset ${dataset} and all its tables`,
-        bq(o.project, 'show', '--dataset', ref),
-        bq(o.project, 'rm', '-r', '-f', '--dataset', ref),
+      steps.push(
+        deleteIfPresent(
+          `Delete dataset ${dataset} and all its tables`,
+          bq(o.project, 'show', '--dataset', ref),
+          bq(o.project, 'rm', '-r', '-f', '--dataset', ref),
+        ),
       );
     }
-    // Not `gcloud firestore bulk-delete`: it deletes collection groups, every collection with an id anywhere in
-    // the database, and the window-store subcollection ids are the same under every pipeline's root.
-    for (const root of roots) {
+    // Not `gcloud firestore bulk-delete` per pipeline: it deletes collection groups, every collection with an id
+    // anywhere in the database, and the window-store subcollection ids are the same under every pipeline's root.
+    for (const root of roots.filter((r) => !bulkDeleted.includes(r))) {
       steps.push({
         kind: 'run',
         title: `Delete every Firestore document under ${root} (pipeline ${p.name}) in database ${o.firestoreDatabase}`,

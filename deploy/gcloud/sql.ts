@@ -1,30 +1,13 @@
-// The DDL in sql/, in name order, with {{project}} and {{location}} filled in: what `bq query` runs in the cloud
-// (the same files and the same filling as deploy/local/apply-sql.ts runs on the emulator).
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { createdObjects, fillPlaceholders } from '../local/apply-sql';
+// A pipeline's DDL files with {{project}} and {{location}} filled in (what `bq query` runs in the cloud, the same
+// filling deploy/local/apply-sql.ts does on the emulator), and what they create.
+import { createdObjects } from '../local/apply-sql';
 
 /** One filled DDL file. */
 export interface SqlFile {
-  /** File name, e.g. `000_datasets.sql`. */
+  /** Path from the repository root, e.g. `sql/000_datasets.sql`. */
   readonly name: string;
   /** The statements, placeholders filled. */
   readonly sql: string;
-}
-
-/**
- * The `.sql` files of `sqlDir` in name order, filled for `project` and `location`.
- * @throws Error when there is none, or a placeholder has no value.
- */
-export function readSqlFiles(sqlDir: string, project: string, location: string): SqlFile[] {
-  const names = readdirSync(sqlDir)
-    .filter((name) => name.endsWith('.sql'))
-    .sort();
-  if (names.length === 0) throw new Error(`no .sql files in ${sqlDir}`);
-  return names.map((name) => ({
-    name,
-    sql: fillPlaceholders(readFileSync(path.join(sqlDir, name), 'utf8'), { project, location }),
-  }));
 }
 
 /** The dataset ids the files create (`CREATE SCHEMA`), in order. */

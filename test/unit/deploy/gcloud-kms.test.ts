@@ -6,7 +6,6 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import { KEY_USERS, KMS_ROLE, parseKmsKey } from '../../../deploy/gcloud/kms';
 import type { Plan } from '../../../deploy/gcloud/options';
 import {
@@ -18,18 +17,15 @@ import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { readRepoFacts, REPO_ROOT } from '../../../deploy/gcloud/cli';
 import { type Command, commandsOf, renderPlan, type Step } from '../../../deploy/gcloud/steps';
 
-const P = 'offvia-test';
+import { P, renderCli } from '../../support/deploy-plans';
+
 const R = 'europe-west1';
 const KEY = `projects/kms-project/locations/${R}/keyRings/offvia/cryptoKeys/data`;
 const BASE = ['--project', P, '--region', R];
 // These tests assert the booking deploy plan's exact resources (topics, accounts, grants); the plan with every
 // registered pipeline is checked in gcloud-pipelines.test.ts.
-const BOOKING = ['--pipeline', 'booking'];
 
-const render = (command: 'deploy' | 'teardown', ...flags: string[]) => {
-  const args = parseCli([command, ...BASE, ...(command === 'deploy' ? BOOKING : []), ...flags]);
-  return { plan: planFor(args), options: args.options };
-};
+const render = renderCli;
 const commands = (plan: Plan): Command[] => plan.steps.flatMap(commandsOf);
 const starts = (c: Command, ...words: string[]): boolean => words.every((w, i) => c[i] === w);
 /** The error deploy.sh would print for these flags (the CLI prints the message alone, one line). */
@@ -46,7 +42,7 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
   const keyed = render('deploy', '--kms-key', KEY);
   const plain = render('deploy');
   const all = commands(keyed.plan);
-  const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).sqlFiles);
+  const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).pipelineSqlFiles.booking ?? []);
 
   it('gives every dataset sql/ creates the key as its default, before the DDL creates any table', () => {
     assert.deepEqual(datasets, [

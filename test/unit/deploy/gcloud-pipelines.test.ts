@@ -12,8 +12,7 @@ import {
   REPO_ROOT,
   teardownScopeProblem,
 } from '../../../deploy/gcloud/cli';
-import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
+import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { parseDeleteRootArgs } from '../../../deploy/gcloud/delete-firestore-root';
 import { flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
@@ -33,23 +32,8 @@ import {
 } from '../../../shared/pipeline/registry-checks';
 import { PIPELINES, pipelineNamed } from '../../../shared/pipelines';
 
-const P = 'offvia-test';
-const OPTIONS: DeployOptions = {
-  project: P,
-  region: 'europe-west1',
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
-  notificationChannels: [],
-  publishers: [],
-  quarantineRetentionDays: 90,
-  topicRetention: '7d',
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
-};
+import { OPTIONS, P } from '../../support/deploy-plans';
+
 const booking = pipelineNamed('booking');
 const telemetry = pipelineNamed('telemetry');
 const ALL = PIPELINES.map((p) => p.name);
@@ -64,21 +48,6 @@ const actions = (plan: Plan): Command[] =>
         ? [...(s.absent ? [s.absent] : []), ...(s.present ? [s.present] : [])]
         : [],
   );
-
-/** The repository, with every registered pipeline's functions registered (as their runtimes will be). */
-function factsWithEveryFunction(): RepoFacts {
-  const base = readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
-  const extra = PIPELINES.flatMap(pipelineFunctions)
-    .filter((f) => !base.registered.some((r) => r.entryPoint === f.entryPoint))
-    .map((f) => ({
-      entryPoint: f.entryPoint,
-      signatureType: f.role === 'ingest' ? ('cloudevent' as const) : ('http' as const),
-    }));
-  const schedules = base.schedules.some((s) => s.functionName === 'fireWindows')
-    ? base.schedules
-    : [...base.schedules, { functionName: 'fireWindows', cron: '* * * * *', everySeconds: 60 }];
-  return { ...base, registered: [...base.registered, ...extra], schedules };
-}
 
 /**
  * Every name a pipeline owns in a deployment: topics and subscriptions, tables and datasets, function and job
@@ -95,9 +64,9 @@ function ownedNames(o: DeployOptions, p: AnyPipelineDefinition, facts: RepoFacts
   for (const { base } of pipelineServiceAccounts(p)) names.add(email(base));
   for (const root of pipelineFirestoreRoots(p)) names.add(root);
   if (p.name === 'booking') {
-    for (const d of datasetsCreated(facts.sqlFiles)) names.add(d);
+    for (const d of datasetsCreated(facts.pipelineSqlFiles.booking ?? [])) names.add(d);
   }
-  const targets = pipelineMonitoringTargets({ ...o, namePrefix: o.namePrefix }, p, facts.schedules);
+  const targets = pipelineMonitoringTargets(o, p);
   const prefix = p.name === 'booking' ? o.namePrefix : monitoringPrefix(o, p);
   for (const m of logMetrics({ ...targets, prefix })) names.add(m.name);
   for (const a of alertPolicies({ ...targets, prefix })) names.add(a.displayName);
@@ -110,14 +79,20 @@ function tokens(c: Command): string[] {
 }
 
 describe('deploy plan over the pipeline registry', () => {
-  const facts = factsWithEveryFunction();
+  const facts = readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
   const both = buildDeployPlan({ ...OPTIONS, pipelines: ALL }, facts);
   const bookingOnly = buildDeployPlan({ ...OPTIONS, pipelines: ['booking'] }, facts);
 
-  it('keeps the booking plan: its steps are the legacy plan, and the two-pipeline plan begins with them', () => {
+  it('keeps the booking plan: its steps are the legacy plan, and the two-pipeline plan holds every one of them', () => {
     const legacy = buildDeployPlan(OPTIONS, facts);
     assert.deepEqual(bookingOnly.steps, legacy.steps);
-    assert.deepEqual(both.steps.slice(0, legacy.steps.length), legacy.steps);
+    // Concept by concept: booking's steps are among the two-pipeline plan's, in the same order.
+    const text = (s: unknown): string => JSON.stringify(s);
+    let at = 0;
+    for (const step of legacy.steps) {
+      at = both.steps.findIndex((s, i) => i >= at && text(s) === text(step)) + 1;
+      assert.ok(at > 0, `${step.title} is in the two-pipeline plan, after the steps before it`);
+    }
     assert.ok(both.steps.length > legacy.steps.length);
     // The header gains the other pipelines' functions and topics, and its last line naming the pipelines.
     const sameLines = (h: readonly string[]): string[] =>
@@ -338,29 +313,24 @@ describe('deploy plan over the pipeline registry', () => {
     assert.deepEqual(planViolations(alone.steps, OPTIONS), []);
   });
 
-  it("creates the trigger account for another pipeline's push subscription even when booking has no ingest", () => {
-    // Booking without its Eventarc-triggered function: its sections make no trigger account.
-    const onlyTelemetryCode = {
-      ...facts,
-      registered: facts.registered.filter(
-        (r) => r.entryPoint !== booking.functions.ingest.entryPoint,
-      ),
-    };
-    const plan = buildDeployPlan({ ...OPTIONS, pipelines: ALL }, onlyTelemetryCode);
-    const all = actions(plan);
-    const at = (pred: (c: Command) => boolean): number => all.findIndex(pred);
-    const firstDeploy = at((c) =>
-      starts(c, 'gcloud', 'functions', 'deploy', `offvia-${telemetry.functions.ingest.baseName}`),
-    );
-    assert.ok(firstDeploy > 0);
-    for (const base of ['trigger', 'scheduler', 'build']) {
-      const created = all.filter((c) =>
-        starts(c, 'gcloud', 'iam', 'service-accounts', 'create', `offvia-${base}`),
+  it("creates the shared accounts once, before another pipeline's functions, with or without booking", () => {
+    for (const pipelines of [ALL, ['telemetry']]) {
+      const plan = buildDeployPlan({ ...OPTIONS, pipelines }, facts);
+      const all = actions(plan);
+      const at = (pred: (c: Command) => boolean): number => all.findIndex(pred);
+      const firstDeploy = at((c) =>
+        starts(c, 'gcloud', 'functions', 'deploy', `offvia-${telemetry.functions.ingest.baseName}`),
       );
-      assert.equal(created.length, 1, base);
-      assert.ok(at((c) => c === created[0]) < firstDeploy, base);
+      assert.ok(firstDeploy > 0);
+      for (const base of ['trigger', 'scheduler', 'build']) {
+        const created = all.filter((c) =>
+          starts(c, 'gcloud', 'iam', 'service-accounts', 'create', `offvia-${base}`),
+        );
+        assert.equal(created.length, 1, base);
+        assert.ok(at((c) => c === created[0]) < firstDeploy, base);
+      }
+      assert.ok(at((c) => starts(c, 'gcloud', 'iam', 'roles', 'create')) < firstDeploy);
     }
-    assert.ok(at((c) => starts(c, 'gcloud', 'iam', 'roles', 'create')) < firstDeploy);
   });
 
   it('passes the security checks with both pipelines, with and without --kms-key', () => {
@@ -392,7 +362,7 @@ describe('deploy plan over the pipeline registry', () => {
 });
 
 describe('teardown plan over the pipeline registry', () => {
-  const facts = factsWithEveryFunction();
+  const facts = readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
   const teardown = (pipelines: string[], deleteShared: boolean): Plan =>
     buildTeardownPlan({ ...OPTIONS, pipelines, deleteShared, deleteData: true }, facts);
 
@@ -549,7 +519,7 @@ describe('deploy.sh / teardown.sh --pipeline and --all', () => {
       if (process.env.CI === 'true') assert.fail('shellcheck is not installed, and CI=true');
       this.skip();
     }
-    const facts = factsWithEveryFunction();
+    const facts = readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
     for (const plan of [
       buildDeployPlan({ ...OPTIONS, pipelines: ALL }, facts),
       buildTeardownPlan({ ...OPTIONS, pipelines: ['telemetry'], deleteData: true }, facts),

@@ -7,35 +7,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
 import { parseCli, REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
-import { DEFAULT_RUNTIME, FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
+import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
 import { grantsOf, isBroadRole } from '../../../deploy/gcloud/iam';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
-import { registeredFunctions } from '../../../deploy/gcloud/registry';
 import { type LogEntry, Logger } from '../../../shared/logging/logger';
 import * as logs from '../../../shared/logging/logs';
 import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
 import { PIPELINES } from '../../../shared/pipelines';
 
-const P = 'offvia-test';
-const R = 'europe-west1';
+import { OPTIONS as TEST_OPTIONS, P } from '../../support/deploy-plans';
+
+const R = TEST_OPTIONS.region;
 const OPTIONS: DeployOptions = {
-  project: P,
-  region: R,
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
+  ...TEST_OPTIONS,
   notificationChannels: [`projects/${P}/notificationChannels/123`],
-  publishers: [],
-  quarantineRetentionDays: 90,
-  topicRetention: '7d',
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
 };
 const email = (id: string): string => `offvia-${id}@${P}.iam.gserviceaccount.com`;
 const SA = (id: string): string => `serviceAccount:${email(id)}`;
@@ -47,37 +35,13 @@ function repoFacts(): RepoFacts {
   return readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation);
 }
 
-/** The repository with fireWindows registered and scheduled and the gold dataset in sql/ (windowing issue). */
-function factsWithWindows(): RepoFacts {
-  const base = repoFacts();
-  const registered = base.registered.some((f) => f.entryPoint === 'fireWindows')
-    ? base.registered
-    : [...base.registered, { entryPoint: 'fireWindows', signatureType: 'http' as const }];
-  const schedules = base.schedules.some((s) => s.functionName === 'fireWindows')
-    ? base.schedules
-    : [...base.schedules, { functionName: 'fireWindows', cron: '* * * * *', everySeconds: 60 }];
-  const gold = {
-    name: '060_gold.sql',
-    sql: `CREATE SCHEMA IF NOT EXISTS \`${P}.offvia_gold\` OPTIONS (location = 'EU');`,
-  };
-  const hasGold = datasetsCreated(base.sqlFiles).includes('offvia_gold');
-  return {
-    ...base,
-    registered,
-    schedules,
-    sqlFiles: hasGold ? base.sqlFiles : [...base.sqlFiles, gold],
-  };
-}
-
-/** The repository without fireWindows and without the gold dataset (before the windowing issue). */
-function factsBeforeWindows(): RepoFacts {
+/** Booking's DDL files without the gold dataset and tables (as before windowing). */
+function bookingSqlWithoutGold(): RepoFacts['pipelineSqlFiles'] {
   const base = repoFacts();
   const noGold = /CREATE\s+SCHEMA\s+IF\s+NOT\s+EXISTS\s+`[^`]*\.offvia_gold`[^;]*;/g;
   return {
-    ...base,
-    registered: base.registered.filter((f) => f.entryPoint !== 'fireWindows'),
-    schedules: base.schedules.filter((s) => s.functionName !== 'fireWindows'),
-    sqlFiles: base.sqlFiles
+    ...base.pipelineSqlFiles,
+    booking: (base.pipelineSqlFiles.booking ?? [])
       .filter((f) => !f.sql.includes('.offvia_gold.'))
       .map((f) => ({ ...f, sql: f.sql.replace(noGold, '') })),
   };
@@ -114,7 +78,7 @@ const flag = (command: Command, name: string): string | undefined =>
 
 describe('gcloud deploy plan', () => {
   const plan = buildDeployPlan(OPTIONS, repoFacts());
-  const full = buildDeployPlan(OPTIONS, factsWithWindows());
+  const full = buildDeployPlan(OPTIONS, repoFacts());
 
   describe('resources and their key flags', () => {
     it('enables the APIs, then runs every sql/ file in name order with project and location filled in', () => {
@@ -140,7 +104,7 @@ describe('gcloud deploy plan', () => {
       );
       const files = readFileSync(path.join(REPO_ROOT, 'sql', '000_datasets.sql'), 'utf8');
       assert.ok(files.includes('{{project}}'), "files.includes('{{project}}')");
-      assert.equal(queries.length, repoFacts().sqlFiles.length);
+      assert.equal(queries.length, (repoFacts().pipelineSqlFiles.booking ?? []).length);
       for (const q of queries) {
         assert.ok(
           has(q, `--project_id=${P}`, '--location=EU', '--use_legacy_sql=false'),
@@ -237,24 +201,18 @@ describe('gcloud deploy plan', () => {
       assert.match(env, /OFFVIA_SCHEMA_WINDOW_MINUTES=3/);
     });
 
-    it('deploys every function functions/index.ts registers, and no other', () => {
-      // The plan covers booking alone (no --pipeline): the other pipelines' registered functions are theirs.
-      const others = new Set(
-        PIPELINES.filter((p) => p.name !== 'booking').flatMap((p) => [
-          p.functions.ingest.entryPoint,
-          p.functions.fireWindows.entryPoint,
-        ]),
-      );
-      const registered = registeredFunctions(
-        readFileSync(path.join(REPO_ROOT, 'functions', 'index.ts'), 'utf8'),
-      ).filter((f) => !others.has(f.entryPoint));
+    it("deploys booking's functions from its definition, and no other", () => {
+      // The plan covers booking alone (no --pipeline).
+      const booking = PIPELINES.find((p) => p.name === 'booking');
+      assert.ok(booking);
       const deployed = allCommands(plan)
         .filter((c) => starts(c, 'gcloud', 'functions', 'deploy'))
         .map((c) => flag(c, '--entry-point'));
-      assert.deepEqual(
-        deployed,
-        registered.map((f) => f.entryPoint),
-      );
+      assert.deepEqual(deployed, [
+        booking.functions.ingest.entryPoint,
+        booking.functions.schemaSweep?.entryPoint,
+        booking.functions.fireWindows.entryPoint,
+      ]);
       assert.ok(deployed.includes('ingestBooking'), "deployed.includes('ingestBooking')");
     });
 
@@ -341,7 +299,7 @@ describe('gcloud deploy plan', () => {
           !deploy.includes('--allow-unauthenticated'),
           "!deploy.includes('--allow-unauthenticated')",
         );
-        const schedule = factsWithWindows().schedules.find((s) => s.functionName === entryPoint);
+        const schedule = SCHEDULES.find((s) => s.functionName === entryPoint);
         for (const verb of ['create', 'update']) {
           const job = only(full, ['gcloud', 'scheduler', 'jobs', verb, 'http', name]);
           const url = `\${${entryPoint.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}_URL}`;
@@ -390,14 +348,14 @@ describe('gcloud deploy plan', () => {
         () =>
           buildDeployPlan(
             { ...OPTIONS, envOverrides: { OFFVIA_FIRE_WINDOWS_LOOP_MS: '60000' } },
-            factsWithWindows(),
+            repoFacts(),
           ),
         /OFFVIA_FIRE_WINDOWS_LOOP_MS \(60000\) is not below the fireWindows schedule/,
       );
       // The longest lease: the timeout follows it; Cloud Scheduler's deadline stops at its 30-minute maximum.
       const long = buildDeployPlan(
         { ...OPTIONS, envOverrides: { OFFVIA_FIRE_WINDOWS_LEASE_MS: '1800000' } },
-        factsWithWindows(),
+        repoFacts(),
       );
       assert.equal(
         flag(only(long, ['gcloud', 'functions', 'deploy', 'offvia-fire-windows']), '--timeout'),
@@ -554,28 +512,18 @@ describe('gcloud deploy plan', () => {
         schedulerPolicy.content.includes('logging.googleapis.com/user/offvia-scheduler-job-errors'),
       );
       assert.ok(schedulerPolicy.content.includes('resource.type=\\"cloud_scheduler_job\\"'));
-      // Without fireWindows deployed, no absence alert that would fire forever.
-      const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
-      assert.equal(file(before, 'policies/fire-windows-absent.json'), undefined);
       assert.ok(
-        String(file(before, 'metrics/offvia-scheduler-job-errors.json')?.filter).includes(
+        String(file(plan, 'metrics/offvia-scheduler-job-errors.json')?.filter).includes(
           'offvia-schema-sweep',
         ),
       );
     });
 
-    it('grants fireWindows and ingestBooking the gold dataset only once sql/ creates it', () => {
-      const before = buildDeployPlan(OPTIONS, factsBeforeWindows());
-      assert.deepEqual(
-        before.steps.filter((s) => s.kind === 'note' && s.title.includes('offvia_gold')).length,
-        1,
-        'a note says why ingestBooking has no gold grant yet',
-      );
+    it('grants fireWindows and ingestBooking the gold dataset', () => {
       const goldGrants = (p: Plan, id: string): Command[] =>
         allCommands(p).filter(
           (c) => c.includes(`${P}:offvia_gold`) && c.includes(`--member=${SA(id)}`),
         );
-      assert.deepEqual(goldGrants(before, 'ingest'), []);
       for (const id of ['ingest', 'windows']) assert.equal(goldGrants(full, id).length, 1, id);
     });
   });
@@ -767,7 +715,7 @@ describe('gcloud deploy plan', () => {
       );
       const other = buildDeployPlan(
         { ...OPTIONS, envOverrides: { OFFVIA_SCHEMA_WINDOW_MINUTES: '5' } },
-        factsWithWindows(),
+        repoFacts(),
       );
       const changed = other.steps.find((s) => s.title === step.title);
       assert.ok(
@@ -833,49 +781,11 @@ describe('gcloud deploy plan', () => {
   describe('refuses what it cannot deploy correctly', () => {
     const base = repoFacts();
 
-    it('a registered function without a deploy spec, or with the wrong trigger', () => {
-      assert.throws(
-        () =>
-          buildDeployPlan(OPTIONS, {
-            ...base,
-            registered: [...base.registered, { entryPoint: 'mystery', signatureType: 'http' }],
-          }),
-        /mystery is registered in functions\/index\.ts but has no deploy spec/,
-      );
-      assert.throws(
-        () =>
-          buildDeployPlan(OPTIONS, {
-            ...base,
-            registered: [{ entryPoint: 'ingestBooking', signatureType: 'http' }],
-            schedules: [],
-          }),
-        /registered as http but deployed with a topic trigger/,
-      );
-    });
-
-    it('an HTTP function without a schedule, and a schedule without a function', () => {
-      assert.throws(
-        () => buildDeployPlan(OPTIONS, { ...base, schedules: [] }),
-        /schemaSweep is an HTTP function without a schedule/,
-      );
-      assert.throws(
-        () =>
-          buildDeployPlan(OPTIONS, {
-            ...base,
-            schedules: [
-              ...base.schedules,
-              { functionName: 'ghost', cron: '* * * * *', everySeconds: 60 },
-            ],
-          }),
-        /schedules ghost, which functions\/index\.ts does not register/,
-      );
-    });
-
     it('fireWindows writing a dataset sql/ does not create', () => {
-      const facts = factsWithWindows();
+      const facts = repoFacts();
       assert.throws(
-        () => buildDeployPlan(OPTIONS, { ...facts, sqlFiles: factsBeforeWindows().sqlFiles }),
-        /fireWindows writes to table offvia_gold\.route_panes, which sql\/ does not create/,
+        () => buildDeployPlan(OPTIONS, { ...facts, pipelineSqlFiles: bookingSqlWithoutGold() }),
+        /fireWindows writes to table offvia_gold\.route_panes, which pipeline booking's DDL files do not create/,
       );
     });
 
@@ -1019,7 +929,7 @@ describe('gcloud deploy plan', () => {
 describe('gcloud deploy plan with the watermark hold from Cloud Monitoring', () => {
   it('warns in the header that fireWindows needs roles/monitoring.viewer, which the plan does not grant', () => {
     const hold = (env: Record<string, string>): string[] =>
-      buildDeployPlan({ ...OPTIONS, envOverrides: env }, factsWithWindows()).header.filter((l) =>
+      buildDeployPlan({ ...OPTIONS, envOverrides: env }, repoFacts()).header.filter((l) =>
         /monitoring\.viewer/.test(l),
       );
     const warned = hold({
@@ -1120,7 +1030,7 @@ describe('gcloud teardown plan', () => {
       'booking-events-bronze-dlq',
       'booking-events-dlq',
       'booking-events',
-      ...datasetsCreated(facts.sqlFiles)
+      ...datasetsCreated(facts.pipelineSqlFiles.booking ?? [])
         .reverse()
         .map((d) => `${P}:${d}`),
     ]);

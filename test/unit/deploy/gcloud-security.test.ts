@@ -5,7 +5,6 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import { projectGrant } from '../../../deploy/gcloud/iam';
 import type { Plan } from '../../../deploy/gcloud/options';
 import { assertPlanSecure, flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
@@ -18,18 +17,12 @@ import {
   type Step,
 } from '../../../deploy/gcloud/steps';
 
-const P = 'offvia-test';
-const R = 'europe-west1';
-const BASE = ['--project', P, '--region', R];
+import { P, renderCli } from '../../support/deploy-plans';
+
 // These tests assert the booking deploy plan's exact resources (topics, accounts, grants); the plan with every
 // registered pipeline is checked in gcloud-pipelines.test.ts.
-const BOOKING = ['--pipeline', 'booking'];
 
-/** The plan deploy.sh / teardown.sh would render for these flags. */
-const render = (command: 'deploy' | 'teardown', ...flags: string[]) => {
-  const args = parseCli([command, ...BASE, ...(command === 'deploy' ? BOOKING : []), ...flags]);
-  return { plan: planFor(args), options: args.options };
-};
+const render = renderCli;
 const commands = (plan: Plan): Command[] => plan.steps.flatMap(commandsOf);
 const starts = (command: Command, ...words: string[]): boolean =>
   words.every((w, i) => command[i] === w);

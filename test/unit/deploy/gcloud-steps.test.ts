@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
+import { GOLDEN_SCENARIOS, OPTIONS, scenarioPlan } from '../../support/deploy-plans';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { renderPlan, type Step } from '../../../deploy/gcloud/steps';
 
@@ -156,24 +156,17 @@ describe('gcloud plan rendering', () => {
 
   it('renders deploy and teardown plans that pass shellcheck', function () {
     needShellcheck(this);
+    // Every pinned dry run (deploy and teardown, each pipeline and all), then one with other locations.
     const options = {
-      project: 'offvia-test',
+      ...OPTIONS,
       region: 'us-central1',
       bqLocation: 'US',
       firestoreLocation: 'nam5',
-      firestoreDatabase: 'offvia',
-      namePrefix: 'offvia-',
-      notificationChannels: [],
-      publishers: [],
-      quarantineRetentionDays: 90,
-      topicRetention: '7d',
-      envOverrides: {},
       ttlCollectionGroups: ['eventLedger'],
-      outDir: 'deploy/gcloud/generated/offvia-test',
-      runtime: DEFAULT_RUNTIME,
     };
     const facts = readRepoFacts(REPO_ROOT, options.project, options.bqLocation);
     for (const plan of [
+      ...GOLDEN_SCENARIOS.map(scenarioPlan),
       buildDeployPlan(options, facts),
       buildTeardownPlan({ ...options, deleteData: true }, facts),
     ]) {

@@ -4,31 +4,12 @@ import assert from 'node:assert/strict';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import {
   buildDeployPlan,
-  DEFAULT_TTL_COLLECTION_GROUPS,
   KEY_GROUP_COMPOSITE_INDEXES,
   KEY_GROUP_INDEX_EXEMPTIONS,
 } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
-import type { DeployOptions } from '../../../deploy/gcloud/options';
 import { commandsOf } from '../../../deploy/gcloud/steps';
 
-const P = 'offvia-test';
-const OPTIONS: DeployOptions = {
-  project: P,
-  region: 'europe-west1',
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
-  notificationChannels: [],
-  publishers: [],
-  quarantineRetentionDays: 90,
-  topicRetention: '7d',
-  envOverrides: {},
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
-};
+import { OPTIONS, P } from '../../support/deploy-plans';
 
 describe('deploy plan: key-groups layout indexes', () => {
   const plan = buildDeployPlan(OPTIONS, readRepoFacts(REPO_ROOT, P, OPTIONS.bqLocation));

@@ -1,0 +1,106 @@
+// The deploy and teardown plans as the unit tests build them in process: the options deploy.sh would parse for the
+// test project, the repository's facts (with a fixed source digest where a test compares plans across commits),
+// and the dry-run scenarios whose step lists are kept as golden files (test/unit/deploy/golden/).
+import { parseCli, planFor, REPO_ROOT, readRepoFacts } from '../../deploy/gcloud/cli';
+import { DEFAULT_TTL_COLLECTION_GROUPS } from '../../deploy/gcloud/deploy-plan';
+import { DEFAULT_RUNTIME } from '../../deploy/gcloud/functions';
+import type { DeployOptions, Plan, RepoFacts } from '../../deploy/gcloud/options';
+
+/** The test project. */
+export const P = 'offvia-test';
+
+/** The options of `deploy.sh --project offvia-test --region europe-west1 --bq-location EU …` for the unit tests. */
+export const OPTIONS: DeployOptions = {
+  project: P,
+  region: 'europe-west1',
+  bqLocation: 'EU',
+  firestoreLocation: 'eur3',
+  firestoreDatabase: 'offvia',
+  namePrefix: 'offvia-',
+  notificationChannels: [],
+  publishers: [],
+  quarantineRetentionDays: 90,
+  topicRetention: '7d',
+  envOverrides: {},
+  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
+  outDir: 'deploy/gcloud/generated/test',
+  runtime: DEFAULT_RUNTIME,
+};
+
+/** The repository's facts for the test project. */
+export function repoFacts(project: string = P, bqLocation: string = OPTIONS.bqLocation): RepoFacts {
+  return readRepoFacts(REPO_ROOT, project, bqLocation);
+}
+
+/** A source digest that does not change with the repository: plans compared across commits use it. */
+export const FIXED_SOURCE_DIGEST = '0'.repeat(64);
+
+/** A dry run kept as a golden file: the argument vector of `deploy.sh` or `teardown.sh` after the command. */
+export interface GoldenScenario {
+  /** File name under test/unit/deploy/golden/, without `.json`. */
+  readonly name: string;
+  /** `deploy` or `teardown`, then the flags. */
+  readonly argv: readonly string[];
+}
+
+const WHERE = ['--project', 'offvia-golden', '--region', 'europe-west1'];
+
+/** The dry runs whose step lists are pinned. */
+export const GOLDEN_SCENARIOS: readonly GoldenScenario[] = [
+  { name: 'deploy-all', argv: ['deploy', ...WHERE] },
+  { name: 'deploy-booking', argv: ['deploy', ...WHERE, '--pipeline', 'booking'] },
+  { name: 'deploy-telemetry', argv: ['deploy', ...WHERE, '--pipeline', 'telemetry'] },
+  {
+    name: 'deploy-all-kms-publisher-hmac',
+    argv: [
+      'deploy',
+      ...WHERE,
+      '--kms-key',
+      'projects/offvia-golden/locations/europe-west1/keyRings/offvia/cryptoKeys/data',
+      '--publisher',
+      'serviceAccount:booking@other.iam.gserviceaccount.com',
+      '--passenger-id-hmac-secret',
+      'offvia-passenger-id-key:3',
+      '--notification-channel',
+      'projects/offvia-golden/notificationChannels/123',
+    ],
+  },
+  { name: 'teardown-all', argv: ['teardown', ...WHERE, '--all'] },
+  { name: 'teardown-booking', argv: ['teardown', ...WHERE, '--pipeline', 'booking'] },
+  { name: 'teardown-telemetry', argv: ['teardown', ...WHERE, '--pipeline', 'telemetry'] },
+  {
+    name: 'teardown-all-delete-data',
+    argv: ['teardown', ...WHERE, '--all', '--delete-data'],
+  },
+  {
+    name: 'teardown-booking-delete-data',
+    argv: ['teardown', ...WHERE, '--pipeline', 'booking', '--delete-data'],
+  },
+  {
+    name: 'teardown-telemetry-delete-data',
+    argv: ['teardown', ...WHERE, '--pipeline', 'telemetry', '--delete-data'],
+  },
+];
+
+/** The plan of a scenario, as the dry run prints it, with FIXED_SOURCE_DIGEST in the deploy labels. */
+export function scenarioPlan(scenario: GoldenScenario): Plan {
+  return planFor(parseCli(scenario.argv), REPO_ROOT, { sourceDigest: FIXED_SOURCE_DIGEST });
+}
+
+/**
+ * The plan deploy.sh / teardown.sh would render for `--project offvia-test --region europe-west1` and `flags`; a
+ * deploy covers booking alone (`--pipeline booking`), whose exact resources these tests assert.
+ */
+export function renderCli(
+  command: 'deploy' | 'teardown',
+  ...flags: string[]
+): { plan: Plan; options: DeployOptions } {
+  const base = ['--project', P, '--region', OPTIONS.region];
+  const args = parseCli([
+    command,
+    ...base,
+    ...(command === 'deploy' ? ['--pipeline', 'booking'] : []),
+    ...flags,
+  ]);
+  return { plan: planFor(args), options: args.options };
+}
