@@ -22,6 +22,7 @@ import {
   type ContractVersion,
   type PipelineDefinition,
 } from '../../pipeline/definition';
+import { bookingSamples } from './samples';
 
 /** What the booking contract reads from the environment (`OFFVIA_MAX_FUTURE_SKEW_MS`, ...; `loadIngestConfig`). */
 export type BookingSettings = Pick<
@@ -191,4 +192,5 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     windowsRoot: WINDOW_VARS.firestoreRoot.default,
     schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
   },
+  samples: bookingSamples,
 };

@@ -10,9 +10,9 @@ import { CONFIG_VAR_GROUPS } from '../../../shared/config/registry';
 import { loadSchemaDriftConfig } from '../../../shared/config/schema-drift-config';
 import type { Env } from '../../../shared/config/env';
 import type { IntVarSpec, VarSpec } from '../../../shared/config/spec';
-import { loadTelemetryConfig } from '../../../shared/config/telemetry-config';
 import { loadWindowConfig } from '../../../shared/config/window-config';
 import { ConfigError } from '../../../shared/errors';
+import { PIPELINES } from '../../../shared/pipelines';
 import {
   CONFIG_REFERENCE_PATH,
   INTERNAL_NAMES,
@@ -29,7 +29,7 @@ function loadAll(env: Env): void {
   loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
   loadWindowConfig(env);
   loadCoalescingConfig(env);
-  loadTelemetryConfig(env);
+  for (const p of PIPELINES) p.config?.load(env);
 }
 
 /** The ConfigError `fn` throws (fails the test when it throws none or something else). */
@@ -90,7 +90,7 @@ describe('docs/configuration.md', () => {
     );
     const silver = loadIngestConfig({}).silverTable;
     assert.deepEqual(loadSchemaDriftConfig(env, silver), loadSchemaDriftConfig({}, silver));
-    assert.deepEqual(loadTelemetryConfig(env), loadTelemetryConfig({}));
+    for (const p of PIPELINES) assert.deepEqual(p.config?.load(env), p.config?.load({}), p.name);
   });
 
   it("enforces each integer spec's documented range: one past either end is refused, naming the variable", () => {
