@@ -34,12 +34,11 @@ export interface ToolingGroup {
  * default (deploy/local/resources.ts `localFunctionPorts`) and `OFFVIA_<FUNCTION>_URL`, which the stack writes.
  */
 function functionVars(): ToolingVar[] {
+  const ports = localFunctionPorts(PIPELINES);
   return PIPELINES.flatMap((p) =>
     localFunctions([p]).flatMap((f): ToolingVar[] => {
       const name = `OFFVIA_${functionEnvName(f.entryPoint)}`;
-      const port = localFunctions(PIPELINES).find(
-        (g) => g.entryPoint === f.entryPoint,
-      )?.defaultPort;
+      const port = ports.get(f.entryPoint);
       return [
         {
           name: `${name}_PORT`,

@@ -3,11 +3,7 @@
 // schema-retry store. Exit 0 only if each ended in exactly one place, and where its sample says.
 import { PubSub } from '@google-cloud/pubsub';
 import { tableName } from '../../shared/config/env';
-import type {
-  AnyPipelineDefinition,
-  PipelineSample,
-  SampleOutcome,
-} from '../../shared/pipeline/definition';
+import type { AnyPipelineDefinition, SampleOutcome } from '../../shared/pipeline/definition';
 import { formatTable, readRetryStore, stackBigQuery, stackEnv, type Row } from './layers';
 
 /** A message to publish: a sample, or a file's line (then nothing is expected but one landing). */

@@ -24,11 +24,15 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 /** What deploy/local/stack-functions.ts prints (stack.sh's function list at `up`), `name|signature|port`. */
 function stackFunctionLines(env: NodeJS.ProcessEnv = process.env): string[] {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', 'deploy/local/stack-functions.ts'], {
-    cwd: ROOT,
-    env,
-    encoding: 'utf8',
-  });
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', 'deploy/local/stack-functions.ts'],
+    {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    },
+  );
   return out.split('\n').filter((line) => line !== '');
 }
 
