@@ -5,6 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG_VAR_GROUPS } from '../shared/config/registry';
 import type { IntVarSpec, VarGroup, VarSpec } from '../shared/config/spec';
+import { PIPELINES } from '../shared/pipelines';
+import { functionEnvName, localFunctionPorts, localFunctions } from '../deploy/local/resources';
 
 /** Where the reference is written, relative to the repository root. */
 export const CONFIG_REFERENCE_PATH = 'docs/configuration.md';
@@ -25,6 +27,34 @@ export interface ToolingGroup {
   /** Which scripts read them. */
   readonly readBy: string;
   readonly vars: readonly ToolingVar[];
+}
+
+/**
+ * The local stack's variables of each function of the registered pipelines: `OFFVIA_<FUNCTION>_PORT` with its
+ * default (deploy/local/resources.ts `localFunctionPorts`) and `OFFVIA_<FUNCTION>_URL`, which the stack writes.
+ */
+function functionVars(): ToolingVar[] {
+  const ports = localFunctionPorts(PIPELINES);
+  return PIPELINES.flatMap((p) =>
+    localFunctions([p]).flatMap((f): ToolingVar[] => {
+      const name = `OFFVIA_${functionEnvName(f.entryPoint)}`;
+      const port = ports.get(f.entryPoint);
+      return [
+        {
+          name: `${name}_PORT`,
+          builtName: true,
+          default: `\`${String(port)}\``,
+          meaning: `Functions Framework port of \`${f.entryPoint}\` (the ${p.name} pipeline)`,
+        },
+        {
+          name: `${name}_URL`,
+          builtName: true,
+          default: 'set by the stack',
+          meaning: `URL of \`${f.entryPoint}\`, in \`.local/stack/env\``,
+        },
+      ];
+    }),
+  );
 }
 
 /**
@@ -62,60 +92,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         default: '`9060`',
         meaning: 'BigQuery emulator gRPC port (Storage Write API)',
       },
-      {
-        name: 'OFFVIA_INGEST_BOOKING_PORT',
-        default: '`8080`',
-        meaning: 'Functions Framework port of `ingestBooking`',
-      },
-      {
-        name: 'OFFVIA_SCHEMA_SWEEP_PORT',
-        default: '`8082`',
-        meaning: 'Functions Framework port of `schemaSweep`',
-      },
-      {
-        name: 'OFFVIA_FIRE_WINDOWS_PORT',
-        builtName: true,
-        default: '`8081`',
-        meaning: 'Functions Framework port of `fireWindows`',
-      },
-      {
-        name: 'OFFVIA_INGEST_TELEMETRY_PORT',
-        default: '`8083`',
-        meaning: 'Functions Framework port of `ingestTelemetry` (the telemetry pipeline)',
-      },
-      {
-        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_PORT',
-        default: '`8084`',
-        meaning: 'Functions Framework port of `fireTelemetryWindows` (the telemetry pipeline)',
-      },
-      {
-        name: 'OFFVIA_INGEST_BOOKING_URL',
-        default: 'set by the stack',
-        meaning:
-          'URL of `ingestBooking`, in `.local/stack/env` (likewise `OFFVIA_SCHEMA_SWEEP_URL`, `OFFVIA_FIRE_WINDOWS_URL`, `OFFVIA_INGEST_TELEMETRY_URL`, `OFFVIA_FIRE_TELEMETRY_WINDOWS_URL`)',
-      },
-      {
-        name: 'OFFVIA_SCHEMA_SWEEP_URL',
-        default: 'set by the stack',
-        meaning: 'URL of `schemaSweep`, in `.local/stack/env`',
-      },
-      {
-        name: 'OFFVIA_FIRE_WINDOWS_URL',
-        default: 'set by the stack',
-        meaning: 'URL of `fireWindows`, in `.local/stack/env`',
-      },
-      {
-        name: 'OFFVIA_INGEST_TELEMETRY_URL',
-        builtName: true,
-        default: 'set by the stack',
-        meaning: 'URL of `ingestTelemetry`, in `.local/stack/env`',
-      },
-      {
-        name: 'OFFVIA_FIRE_TELEMETRY_WINDOWS_URL',
-        default: 'set by the stack',
-        meaning:
-          'URL of `fireTelemetryWindows`, in `.local/stack/env` (the scheduler calls it every minute)',
-      },
+      ...functionVars(),
       {
         name: 'OFFVIA_BQ_LOCATION',
         default: '`US`',
@@ -371,6 +348,14 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       },
       { name: 'OFFVIA_BEAM_JOBS', default: 'min(2, CPUs)', meaning: 'Beam worker processes' },
       {
+        name: 'OFFVIA_EXTRA_PIPELINE_DIRS',
+        default: 'unset',
+        meaning:
+          'comma-separated folders (relative to the repository root) whose pipeline folders are registered too: ' +
+          '`test/fixtures/pipelines` registers the payments fixture ([pipelines](pipelines.md#write-your-own-pipeline)); ' +
+          'the stack passes it to its functions',
+      },
+      {
         name: 'OFFVIA_GCLOUD_CLI_CHECK',
         default: 'unset',
         meaning:
@@ -537,8 +522,10 @@ export function renderConfigReference(
     '**Adding a variable:** give it a spec in the `*_VARS` table of the config module that reads it (`intVar`,',
     '`boolVar`, `choiceVar`, ... from `shared/config/spec.ts`: name, default, range or choices, unit, meaning),',
     'read it in that module through the spec (`readIntVar(env, SPEC)` and friends), and run `npm run docs:config`.',
-    'A new module adds its group to `CONFIG_VAR_GROUPS` in `shared/config/registry.ts`. A variable only a script',
-    'reads goes in the hand-written list at the end (`TOOLING_VAR_GROUPS` in `scripts/config-reference.ts`).',
+    'A new engine module adds its group to `ENGINE_VAR_GROUPS` in `shared/config/registry.ts`; a pipeline names its',
+    "own group in its definition's `config`, and the registry collects it. A variable only a script reads goes in",
+    'the hand-written list at the end (`TOOLING_VAR_GROUPS` in `scripts/config-reference.ts`); the local ports and',
+    "URLs of the pipelines' functions are listed from the registry.",
     '',
   ].join('\n');
   const generated = groups.map(specTable).join('\n');

@@ -1,5 +1,6 @@
-// The demo's command line (`npm run demo -- [FILE] [--pipeline NAME --devices N --minutes M …]`), parsed with
-// commander before any stack starts: demo.sh runs this file alone first, so a bad flag is one line and exit 2.
+// The demo's command line (`npm run demo -- [FILE] [--pipeline NAME] [--samples] [--devices N --minutes M …]`),
+// parsed with commander before any stack starts: demo.sh runs this file alone first, so a bad flag is one line and
+// exit 2.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
@@ -8,14 +9,25 @@ import { PIPELINES } from '../../shared/pipelines';
 /** Exit code of a usage error (bad flag or value), as every command of the project. */
 export const USAGE_EXIT = 2;
 
-/** What the demo runs. */
+/**
+ * What the demo runs: booking's lab acceptance test (`lab`), telemetry's simulator (`simulator`), or any pipeline's
+ * sample messages or a file's lines with where each ended (`samples`, deploy/local/sample-demo.ts).
+ */
 export type DemoOptions =
   | {
+      readonly run: 'samples';
+      readonly pipeline: string;
+      /** An events file (absolute path, one message data per non-blank line), or undefined for the samples. */
+      readonly file: string | undefined;
+    }
+  | {
+      readonly run: 'lab';
       readonly pipeline: 'booking';
       /** An events file (absolute path), or undefined for the lab's three messages. */
       readonly file: string | undefined;
     }
   | {
+      readonly run: 'simulator';
       readonly pipeline: 'telemetry';
       readonly devices: number;
       readonly minutes: number;
@@ -53,9 +65,12 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
       'Start a throw-away local stack, publish events, wait, check the outcome, stop the stack.\n' +
         "booking (default): the lab's three messages, or FILE (one message per non-blank line).\n" +
         'telemetry: seed the device directory, publish simulated readings of N devices over the M minutes ' +
-        'before now, check Silver, the dead-letter table and the gold panes against an independent computation.',
+        'before now, check Silver, the dead-letter table and the gold panes against an independent computation.\n' +
+        'any pipeline with --samples (the default of a pipeline without a demo of its own), or FILE: publish the ' +
+        "definition's sample messages (or the file's lines) and show where each ended.",
     )
-    .argument('[file]', 'booking only: events file, one message per non-blank line')
+    .argument('[file]', 'events file, one message data per non-blank line')
+    .option('--samples', "publish the pipeline's sample messages and check where each ended")
     .option(
       '--pipeline <name>',
       `the pipeline (${PIPELINES.map((p) => p.name).join(', ')})`,
@@ -106,6 +121,7 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
   }
   const o = program.opts<{
     pipeline: string;
+    samples?: true;
     devices?: number;
     minutes?: number;
     readingsPerMinute?: number;
@@ -123,27 +139,29 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
     'pushRelay',
   ] as const;
   const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  if (o.pipeline === 'booking') {
-    const given = telemetryFlags.filter((k) => o[k] !== undefined);
-    if (given.length > 0) {
-      throw new DemoUsageError(
-        `${given.map(flagName).join(', ')} apply to --pipeline telemetry only`,
-      );
-    }
-    if (file === undefined) return { pipeline: 'booking', file: undefined };
-    const resolved = path.resolve(baseDir, file);
-    if (!existsSync(resolved)) {
-      throw new DemoUsageError(`no such events file: ${file} (looked for ${resolved})`);
-    }
-    return { pipeline: 'booking', file: resolved };
+  const given = telemetryFlags.filter((k) => o[k] !== undefined);
+  if (!PIPELINES.some((p) => p.name === o.pipeline)) {
+    throw new DemoUsageError(
+      `no pipeline ${JSON.stringify(o.pipeline)} (registered: ${PIPELINES.map((p) => p.name).join(', ')})`,
+    );
   }
-  if (o.pipeline === 'telemetry') {
-    if (file !== undefined) {
-      throw new DemoUsageError(
-        'an events file applies to the booking pipeline only (telemetry simulates its readings)',
-      );
-    }
+  if (given.length > 0 && (o.pipeline !== 'telemetry' || o.samples || file !== undefined)) {
+    throw new DemoUsageError(
+      `${given.map(flagName).join(', ')} apply to --pipeline telemetry's simulator only`,
+    );
+  }
+  if (o.samples && file !== undefined) {
+    throw new DemoUsageError('--samples and an events file: give one or the other');
+  }
+  const resolved = file === undefined ? undefined : path.resolve(baseDir, file);
+  if (file !== undefined && resolved !== undefined && !existsSync(resolved)) {
+    throw new DemoUsageError(`no such events file: ${file} (looked for ${resolved})`);
+  }
+  if (o.pipeline === 'booking' && !o.samples)
+    return { run: 'lab', pipeline: 'booking', file: resolved };
+  if (o.pipeline === 'telemetry' && !o.samples && file === undefined) {
     return {
+      run: 'simulator',
       pipeline: 'telemetry',
       devices: o.devices ?? 200,
       minutes: o.minutes ?? 3,
@@ -153,9 +171,7 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
       pushRelayInFlight: o.pushRelay,
     };
   }
-  throw new DemoUsageError(
-    `no pipeline ${JSON.stringify(o.pipeline)} (registered: ${PIPELINES.map((p) => p.name).join(', ')})`,
-  );
+  return { run: 'samples', pipeline: o.pipeline, file: resolved };
 }
 
 /** The one line a usage error prints, with the way to the help. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main command: install what is missing, start the local stack, run the lab's acceptance test (or publish a
-# JSON-lines file given as FILE), or with `--pipeline telemetry` the telemetry simulator, print the layers, stop
-# everything. Exit 0 only if the check passed; 2 for a usage error (checked before any stack starts).
+# JSON-lines file given as FILE), with `--pipeline telemetry` the telemetry simulator, or with `--pipeline NAME
+# --samples` any pipeline's sample messages, print where the messages ended, stop everything. Exit 0 only if the check passed; 2 for a usage error (checked before any stack starts).
 set -euo pipefail
 # npm runs scripts from the package root; resolve a relative events path against where the user typed it.
 caller_dir="${INIT_CWD:-$PWD}"

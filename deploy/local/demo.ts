@@ -1,18 +1,21 @@
 // The main command's body: publish the lab's three events (or a JSON-lines file), wait, print every layer, check;
-// or, with `--pipeline telemetry`, the telemetry simulator (deploy/local/telemetry-demo/).
+// with `--pipeline telemetry`, the telemetry simulator (deploy/local/telemetry-demo/); with `--samples` or for
+// any other pipeline, its sample messages and where each ended (deploy/local/sample-demo.ts).
 import { readFileSync } from 'node:fs';
 import { PubSub } from '@google-cloud/pubsub';
 import { formatTable, stackBigQuery, stackEnv, waitForLayers, type Layers } from './layers';
 import { DemoUsageError, parseDemoArgs, usageLine, USAGE_EXIT } from './demo-args';
 import { checkLabWindows, fireAndReadWindows, formatWindowsReport } from './demo-windows';
 import { runTelemetryDemoMain } from './telemetry-demo/run';
+import { type DemoMessage, runSampleDemo } from './sample-demo';
+import { pipelineNamed } from '../../shared/pipelines';
+import { bookingSamples } from '../../shared/pipelines/booking/samples';
 
-/** The lab's acceptance-test messages, verbatim (offvia-streaming-lab, "Test con Eventi Validi e Non Validi"). */
-export const LAB_EVENTS: readonly string[] = [
-  '{"booking_id":"BK-90210","passenger_id":"PAX-4821","flight_number":"OF-104","origin":"JFK","destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"}',
-  '{"booking_id":"BK-90211","passenger_id":"PAX-7712","flight_number":"OF-208","origin":"SFO","destination":"HND","fare":"-50.00","event_time":"2026-10-07T14:10:05Z"}',
-  '{"booking_id":"BK-90212", "unclosed_json...',
-];
+/**
+ * The lab's acceptance-test messages, verbatim (offvia-streaming-lab, "Test con Eventi Validi e Non Validi"): the
+ * booking definition's samples.
+ */
+export const LAB_EVENTS: readonly string[] = bookingSamples().map((s) => s.data);
 
 /** The lab's expected outcome; returns the failed checks (empty when it passed). */
 export function checkLabOutcome(layers: Layers, ids: readonly string[]): string[] {
@@ -95,8 +98,19 @@ async function main(): Promise<number> {
     return USAGE_EXIT;
   }
   if (options === 'help') return 0;
-  if (options.pipeline === 'telemetry') return runTelemetryDemoMain(options);
-  return bookingDemo(options.file);
+  if (options.run === 'simulator') return runTelemetryDemoMain(options);
+  if (options.run === 'lab') return bookingDemo(options.file);
+  const pipeline = pipelineNamed(options.pipeline);
+  const messages: DemoMessage[] =
+    options.file === undefined
+      ? [...pipeline.samples(Date.now())]
+      : readEventsFile(options.file).map((data, i) => ({
+          description: `line ${i + 1}`,
+          data,
+          attributes: {},
+          expect: undefined,
+        }));
+  return runSampleDemo(pipeline, messages);
 }
 
 async function bookingDemo(file: string | undefined): Promise<number> {

@@ -15,11 +15,7 @@ OFFVIA_PUBSUB_PORT="${OFFVIA_PUBSUB_PORT:-8085}"
 OFFVIA_FIRESTORE_PORT="${OFFVIA_FIRESTORE_PORT:-8086}"
 OFFVIA_BQ_REST_PORT="${OFFVIA_BQ_REST_PORT:-9050}"
 OFFVIA_BQ_GRPC_PORT="${OFFVIA_BQ_GRPC_PORT:-9060}"
-OFFVIA_INGEST_BOOKING_PORT="${OFFVIA_INGEST_BOOKING_PORT:-8080}"
-OFFVIA_SCHEMA_SWEEP_PORT="${OFFVIA_SCHEMA_SWEEP_PORT:-8082}"
-# The telemetry pipeline's functions (stack.sh's OFFVIA_FUNCTIONS has every function and its default port).
-OFFVIA_INGEST_TELEMETRY_PORT="${OFFVIA_INGEST_TELEMETRY_PORT:-8083}"
-OFFVIA_FIRE_TELEMETRY_WINDOWS_PORT="${OFFVIA_FIRE_TELEMETRY_WINDOWS_PORT:-8084}"
+# Each function's port is OFFVIA_<FUNCTION>_PORT, else its default from the pipeline registry (stack.sh).
 # The Node.js major the functions are deployed on (DEFAULT_RUNTIME nodejs22 in deploy/gcloud/functions.ts): the
 # local stack serves the functions, and with-stack.sh runs its command (the test suite), on this major, installed by
 # install.sh from the npm registry (the `node` package ships the official binary) into .local.

@@ -2,6 +2,7 @@
 // The same names are used in the cloud; only the push endpoint and the Bronze stand-in are local inventions.
 import type { CreateSubscriptionOptions } from '@google-cloud/pubsub';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { PIPELINES } from '../../shared/pipelines';
 
 /** Topic producers publish booking events to. */
 export const BOOKING_TOPIC = 'booking-events';
@@ -80,18 +81,60 @@ export function positiveIntFromEnv(name: string, defaultValue: number, env = pro
 }
 
 /**
- * Default local ports of every function the registered pipelines deploy, by entry point. Each can be moved with
- * OFFVIA_<NAME>_PORT (ingestTelemetry → OFFVIA_INGEST_TELEMETRY_PORT); the defaults avoid the emulators' 8085-8089.
- * stack.sh keeps the same list (a shell script cannot import it); test/unit/deploy/local-pipelines.test.ts checks
- * that the two agree and that every registered function has a port.
+ * The ports booking's and telemetry's functions had before ports were derived, kept as they are (env files,
+ * bookmarks and the docs name them). Every other function's port is derived ({@link localFunctionPorts}).
  */
-export const LOCAL_FUNCTION_PORTS: Readonly<Record<string, number>> = {
+const ESTABLISHED_PORTS: Readonly<Record<string, number>> = {
   ingestBooking: 8080,
   fireWindows: 8081,
   schemaSweep: 8082,
   ingestTelemetry: 8083,
   fireTelemetryWindows: 8084,
 };
+
+/**
+ * Derived ports are in blocks of three from this port: ingest, fireWindows, schema sweep. 20000-28999 is far from
+ * the emulators (8085-8089, 9050, 9060), the dashboard (8090) and the benchmarks' servers, and below Linux's
+ * ephemeral range (32768 up), so an outgoing connection never holds one.
+ */
+export const DERIVED_PORT_BASE = 20_000;
+const DERIVED_BLOCKS = 3000;
+
+/** FNV-1a (32 bits) of a text: a stable spread of pipeline names over the port blocks. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash;
+}
+
+/**
+ * The default local port of every function of `pipelines`, by entry point. A function in `ESTABLISHED_PORTS` keeps
+ * its port; another pipeline gets the block `fnv1a(name) mod 3000` (the next free block when two names meet, in
+ * name order), ingest at its first port, fireWindows the second, the schema sweep the third. So a pipeline's ports
+ * depend on its name alone unless two names share a block. Each can be moved with OFFVIA_<NAME>_PORT.
+ */
+export function localFunctionPorts(
+  pipelines: readonly AnyPipelineDefinition[],
+): ReadonlyMap<string, number> {
+  const ports = new Map<string, number>();
+  const usedBlocks = new Set<number>();
+  const byName = [...pipelines].sort((a, b) => a.name.localeCompare(b.name));
+  for (const p of byName) {
+    const { ingest, fireWindows, schemaSweep } = p.functions;
+    const entries = [ingest.entryPoint, fireWindows.entryPoint, schemaSweep?.entryPoint];
+    if (entries.every((e) => e === undefined || ESTABLISHED_PORTS[e] !== undefined)) {
+      for (const e of entries) if (e !== undefined) ports.set(e, ESTABLISHED_PORTS[e] ?? 0);
+      continue;
+    }
+    let block = fnv1a(p.name) % DERIVED_BLOCKS;
+    while (usedBlocks.has(block)) block = (block + 1) % DERIVED_BLOCKS;
+    usedBlocks.add(block);
+    entries.forEach((e, i) => {
+      if (e !== undefined) ports.set(e, DERIVED_PORT_BASE + 3 * block + i);
+    });
+  }
+  return ports;
+}
 
 /** ingestTelemetry → INGEST_TELEMETRY: the stack's environment naming (OFFVIA_<NAME>_PORT, OFFVIA_<NAME>_URL). */
 export function functionEnvName(entryPoint: string): string {
@@ -108,37 +151,35 @@ export interface LocalFunction {
 
 /**
  * The functions of the given pipelines in stack start order: per pipeline its ingest function, then its schema
- * sweep (when schema drift is on), then its fireWindows.
- * @throws Error naming a function without a default port in {@link LOCAL_FUNCTION_PORTS}
+ * sweep (when schema drift is on), then its fireWindows; default ports from {@link localFunctionPorts}.
  */
 export function localFunctions(pipelines: readonly AnyPipelineDefinition[]): LocalFunction[] {
-  const out: LocalFunction[] = [];
-  for (const p of pipelines) {
+  const ports = localFunctionPorts(pipelines);
+  return pipelines.flatMap((p) => {
     const entries: [string, LocalFunction['signature']][] = [
       [p.functions.ingest.entryPoint, 'cloudevent'],
     ];
     if (p.functions.schemaSweep !== null)
       entries.push([p.functions.schemaSweep.entryPoint, 'http']);
     entries.push([p.functions.fireWindows.entryPoint, 'http']);
-    for (const [entryPoint, signature] of entries) {
-      const defaultPort = LOCAL_FUNCTION_PORTS[entryPoint];
-      if (defaultPort === undefined) {
-        throw new Error(
-          `no local port for ${entryPoint}: add it to LOCAL_FUNCTION_PORTS and stack.sh`,
-        );
-      }
-      out.push({ entryPoint, signature, defaultPort });
-    }
-  }
-  return out;
+    return entries.map(([entryPoint, signature]) => ({
+      entryPoint,
+      signature,
+      defaultPort: ports.get(entryPoint) ?? 0,
+    }));
+  });
 }
 
-/** The local port of a function: OFFVIA_<NAME>_PORT, else its default. */
+/**
+ * The local port of a function of `pipelines` (default: the registry): OFFVIA_<NAME>_PORT, else its default.
+ * @throws Error for an entry point no pipeline has, or a malformed OFFVIA_<NAME>_PORT
+ */
 export function localFunctionPort(
   entryPoint: string,
   env: NodeJS.ProcessEnv = process.env,
+  pipelines: readonly AnyPipelineDefinition[] = PIPELINES,
 ): number {
-  const defaultPort = LOCAL_FUNCTION_PORTS[entryPoint];
+  const defaultPort = localFunctionPorts(pipelines).get(entryPoint);
   if (defaultPort === undefined) throw new Error(`no local port for ${entryPoint}`);
   return positiveIntFromEnv(`OFFVIA_${functionEnvName(entryPoint)}_PORT`, defaultPort, env);
 }

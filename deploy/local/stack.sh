@@ -17,17 +17,19 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The functions the framework serves, one per line: name|signature type|default port, for every registered pipeline
-# (shared/pipelines: its ingest function, schema sweep if any, fireWindows). The port can be overridden with
-# OFFVIA_<NAME>_PORT (ingestBooking -> OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
-# Kept here rather than read from the registry at `up` (a tsx start costs seconds); localFunctions() in
-# deploy/local/resources.ts is the same list, and test/unit/deploy/local-pipelines.test.ts fails when they differ.
-OFFVIA_FUNCTIONS=(
-  "ingestBooking|cloudevent|8080"
-  "schemaSweep|http|8082"
-  "fireWindows|http|8081"
-  "ingestTelemetry|cloudevent|8083"
-  "fireTelemetryWindows|http|8084"
-)
+# (shared/pipelines: its ingest function, schema sweep if any, fireWindows). `up` asks the registry once
+# (deploy/local/stack-functions.ts, ports from localFunctionPorts in deploy/local/resources.ts) and keeps the list
+# in FUNCTIONS_FILE for the other commands. The port can be overridden with OFFVIA_<NAME>_PORT (ingestBooking ->
+# OFFVIA_INGEST_BOOKING_PORT); the URL is exported as OFFVIA_<NAME>_URL.
+FUNCTIONS_FILE="$OFFVIA_STACK_DIR/functions"
+OFFVIA_FUNCTIONS=()
+load_functions() {
+  OFFVIA_FUNCTIONS=()
+  if [[ -f "$FUNCTIONS_FILE" ]]; then
+    mapfile -t OFFVIA_FUNCTIONS <"$FUNCTIONS_FILE"
+  fi
+}
+load_functions
 
 # The local stack's device-directory refresh, ms (LOCAL_REFERENCE_REFRESH_MS in deploy/local/resources.ts).
 LOCAL_REFERENCE_REFRESH_MS=10000
@@ -426,6 +428,10 @@ write_env_file() {
     echo "export OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS=${OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS:-$LOCAL_REFERENCE_REFRESH_MS}"
     # google-auth would otherwise probe the GCE metadata server for a project and credentials.
     echo "export METADATA_SERVER_DETECTION=none"
+    # Further pipeline folders the stack was set up with (a test's fixture): every client must read the same registry.
+    if [[ -n "${OFFVIA_EXTRA_PIPELINE_DIRS:-}" ]]; then
+      echo "export OFFVIA_EXTRA_PIPELINE_DIRS=$OFFVIA_EXTRA_PIPELINE_DIRS"
+    fi
     for entry in "${OFFVIA_FUNCTIONS[@]}"; do
       IFS='|' read -r name signature port <<<"$entry"
       port="$(function_port "$name" "$port")"
@@ -516,6 +522,12 @@ cmd_up() {
   UP_STEP="check installation"
   [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || offvia_die "bqemulator is not installed: run bash deploy/local/install.sh"
   [[ -d "$OFFVIA_ROOT/node_modules" ]] || offvia_die "node_modules is missing: run bash deploy/local/install.sh"
+
+  UP_STEP="list the registered pipelines' functions"
+  mkdir -p "$OFFVIA_STACK_DIR"
+  "${TSX[@]}" deploy/local/stack-functions.ts >"$FUNCTIONS_FILE.tmp"
+  mv "$FUNCTIONS_FILE.tmp" "$FUNCTIONS_FILE"
+  load_functions
 
   UP_STEP="check ports"
   local entry name signature port ports=()

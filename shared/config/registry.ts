@@ -1,12 +1,14 @@
 // Every variable the deployed functions (and the operator command) read, grouped as docs/configuration.md shows
 // them. To add a variable: give it a spec in its config module's `*_VARS` table, read it there through the spec
-// (`readIntVar`, ...), and run `npm run docs:config`; a group of its own goes in `CONFIG_VAR_GROUPS` below.
+// (`readIntVar`, ...), and run `npm run docs:config`; an engine group goes in `ENGINE_VAR_GROUPS` below, a
+// pipeline's own group in its definition's `config` (collected from the registry).
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { PIPELINES } from '../pipelines';
 import { COALESCING_VAR_GROUP } from './coalescing-config';
 import { INGEST_VAR_GROUP } from './ingest-config';
 import { PASSENGER_ID_VAR_GROUP } from './passenger-id-config';
 import { SCHEMA_DRIFT_VAR_GROUP } from './schema-drift-config';
 import { type VarGroup, textVar } from './spec';
-import { TELEMETRY_VAR_GROUP } from './telemetry-config';
 import { WINDOW_VAR_GROUP } from './window-config';
 
 /** Variables the Google client libraries read themselves; the local stack sets them. */
@@ -55,14 +57,27 @@ export const OPERATOR_VAR_GROUP: VarGroup = {
   vars: [INGEST_SUBSCRIPTION_VAR],
 };
 
-/** The groups of docs/configuration.md, in order. */
-export const CONFIG_VAR_GROUPS: readonly VarGroup[] = [
+/** The engine's groups, which every pipeline's functions read, in order. */
+const ENGINE_VAR_GROUPS: readonly VarGroup[] = [
   INGEST_VAR_GROUP,
   PASSENGER_ID_VAR_GROUP,
   COALESCING_VAR_GROUP,
   SCHEMA_DRIFT_VAR_GROUP,
   WINDOW_VAR_GROUP,
-  TELEMETRY_VAR_GROUP,
-  OPERATOR_VAR_GROUP,
-  CLIENT_VAR_GROUP,
 ];
+
+/**
+ * The groups of docs/configuration.md, in order: the engine's, then each pipeline's own (`config.vars`, in registry
+ * order), then the operator command's and the emulators'.
+ */
+export function configVarGroups(pipelines: readonly AnyPipelineDefinition[]): VarGroup[] {
+  return [
+    ...ENGINE_VAR_GROUPS,
+    ...pipelines.flatMap((p) => (p.config === undefined ? [] : [p.config.vars])),
+    OPERATOR_VAR_GROUP,
+    CLIENT_VAR_GROUP,
+  ];
+}
+
+/** The groups of docs/configuration.md for the registered pipelines. */
+export const CONFIG_VAR_GROUPS: readonly VarGroup[] = configVarGroups(PIPELINES);

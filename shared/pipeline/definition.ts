@@ -3,6 +3,7 @@
 // namespace), so entry points, the local stack and the deploy plan can iterate over pipelines instead of one.
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Env, TableRef } from '../config/env';
+import type { VarGroup } from '../config/spec';
 import type { Logger } from '../logging/logger';
 import type { PubSubMessage } from '../pubsub/message';
 import type {
@@ -312,6 +313,39 @@ export interface FirestoreNamespace {
 }
 
 /**
+ * Where a message ends: `silver` (accepted), `quarantine` at one of the contract's stages (the booking quarantine, the
+ * telemetry dead-letter table), `badData` (a row BigQuery refused, past a retry budget), or `retryStore` (held for a
+ * schema change, `schemaDrift.mode` `sweep` only).
+ */
+export type SampleOutcome =
+  | { readonly layer: 'silver' }
+  | { readonly layer: 'quarantine'; readonly stage: string }
+  | { readonly layer: 'badData' }
+  | { readonly layer: 'retryStore' };
+
+/** A sample message and where it must end: `npm run demo -- --pipeline NAME` publishes them and checks. */
+export interface PipelineSample {
+  /** What the sample shows, one short phrase (`a valid payment`, `a negative amount`). */
+  readonly description: string;
+  /** The message data as UTF-8 text (any text: a broken JSON sample is a sample too). */
+  readonly data: string;
+  /** Message attributes; empty when the contract reads none. */
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly expect: SampleOutcome;
+}
+
+/** A pipeline's own environment variables: their specs (docs/configuration.md shows the group) and their loader. */
+export interface PipelineConfig {
+  /** The variables, as `shared/config/spec.ts` specs; the registry collects the group into the reference. */
+  readonly vars: VarGroup;
+  /**
+   * Reads and validates them (what `createSettings` calls), without side inputs.
+   * @throws ConfigError naming the first bad variable
+   */
+  load(env: Env): unknown;
+}
+
+/**
  * Everything a pipeline is made of. `Settings` is what its contract reads from the environment at cold start,
  * `Row` its Silver row, `Element` what its aggregations fold in.
  */
@@ -349,6 +383,13 @@ export interface PipelineDefinition<Settings, Row, Element> {
   /** The runtime service accounts the deploy creates for this pipeline alone. */
   readonly serviceAccounts: PipelineServiceAccounts;
   readonly firestore: FirestoreNamespace;
+  /**
+   * A few valid and invalid messages with where each must end, built for a receive time `nowMs` (epoch ms UTC) so
+   * event times stay inside the contract's skew and age limits; the demo publishes them.
+   */
+  samples(nowMs: number): readonly PipelineSample[];
+  /** The pipeline's own environment variables, when it reads any beyond the engine's. */
+  readonly config?: PipelineConfig;
   /**
    * Optional: the definition as this deployment runs it, from the environment (tables, windowing, schema drift,
    * Firestore roots overridden by variables). The runtime applies it once per instance, at cold start, before it

@@ -1,11 +1,85 @@
-// The registry: every pipeline this system runs. Entry points, the local stack and the deploy plan will iterate
-// over this list (docs/pipelines.md, "What is wired today"); registryProblems() must stay empty for it.
+// The registry: every pipeline this system runs, found on disk. Each folder under shared/pipelines/ whose
+// `definition` module exports a pipeline definition is one pipeline; nothing else lists them (docs/pipelines.md).
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
-import { BOOKING_PIPELINE } from './booking/definition';
-import { TELEMETRY_PIPELINE } from './telemetry/definition';
+
+/** The pipeline every command works on when `--pipeline` is absent; listed first. */
+export const DEFAULT_PIPELINE_NAME = 'booking';
+
+/**
+ * The variable naming further folders of pipelines, for tests only: comma-separated paths relative to the
+ * repository root (for compiled code, to `build/`), e.g. `test/fixtures/pipelines`. Unset in Google Cloud.
+ */
+export const EXTRA_PIPELINE_DIRS_VAR = 'OFFVIA_EXTRA_PIPELINE_DIRS';
+
+/** The repository root as this module sees it: the source tree under tsx, `build/` for compiled code. */
+const TREE_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Whether a module export is a pipeline definition (the fields every registry reader relies on). */
+function isDefinition(value: unknown): value is AnyPipelineDefinition {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<Record<keyof AnyPipelineDefinition, unknown>>;
+  return (
+    typeof v.name === 'string' &&
+    typeof v.contract === 'object' &&
+    typeof v.functions === 'object' &&
+    typeof v.pubsub === 'object'
+  );
+}
+
+/** The folders directly under `dir` that hold a `definition.ts` (sources) or `definition.js` (build), by name. */
+function definitionFolders(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter(
+      (e) =>
+        e.isDirectory() &&
+        ['definition.ts', 'definition.js'].some((f) => existsSync(path.join(dir, e.name, f))),
+    )
+    .map((e) => e.name)
+    .sort();
+}
+
+/**
+ * The pipelines defined in the folders directly under each of `dirs` (absolute paths): a folder counts when it has
+ * a `definition` module, which must export exactly one definition, named as the folder. Sorted by name, the
+ * default pipeline first. Synchronous (`require`), so the registry is a constant at import, as the deployed
+ * functions, the local stack and the deploy plan read it.
+ * @throws Error naming the folder when its module exports no definition, several, or one named otherwise
+ */
+export function discoverPipelines(dirs: readonly string[]): AnyPipelineDefinition[] {
+  const found: AnyPipelineDefinition[] = [];
+  for (const dir of dirs) {
+    for (const folder of definitionFolders(dir)) {
+      const where = path.join(dir, folder, 'definition');
+      // A dynamic require: the folder list is read at run time, the point of the registry.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const exported = Object.values(require(where) as Record<string, unknown>);
+      const definitions = exported.filter(isDefinition);
+      if (definitions.length !== 1 || definitions[0]?.name !== folder) {
+        throw new Error(
+          `${where} must export exactly one pipeline definition named ${JSON.stringify(folder)} ` +
+            `(found: ${JSON.stringify(definitions.map((d) => d.name))})`,
+        );
+      }
+      found.push(definitions[0]);
+    }
+  }
+  const rank = (p: AnyPipelineDefinition) => (p.name === DEFAULT_PIPELINE_NAME ? 0 : 1);
+  return found.sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
+}
+
+/** The folders the registry reads: this one, then those of {@link EXTRA_PIPELINE_DIRS_VAR} (absolute paths). */
+export function pipelineDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const extra = (env[EXTRA_PIPELINE_DIRS_VAR] ?? '')
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '');
+  return [__dirname, ...extra.map((d) => path.resolve(TREE_ROOT, d))];
+}
 
 /** The registered pipelines, booking first (the default of every command that takes `--pipeline`). */
-export const PIPELINES: readonly AnyPipelineDefinition[] = [BOOKING_PIPELINE, TELEMETRY_PIPELINE];
+export const PIPELINES: readonly AnyPipelineDefinition[] = discoverPipelines(pipelineDirs());
 
 /**
  * The registered pipeline called `name`.

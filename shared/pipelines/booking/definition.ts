@@ -28,6 +28,7 @@ import {
   type PipelineDefinition,
 } from '../../pipeline/definition';
 import type { JsonValue } from '../../windowing';
+import { bookingSamples } from './samples';
 
 /**
  * What the booking contract reads from the environment at cold start: the event-time window and default currency
@@ -294,4 +295,5 @@ export const BOOKING_PIPELINE: PipelineDefinition<
     schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
   },
   configure: configureBooking,
+  samples: bookingSamples,
 };

@@ -3,7 +3,7 @@
 import * as crypto from 'node:crypto';
 import { isLosslessNumber, parse, stringify } from 'lossless-json';
 
-import type { TelemetryConfig } from '../../config/telemetry-config';
+import type { TelemetryConfig } from './config';
 import { formatEpochMs, formatScaled, parseNumeric } from '../../contract';
 import { checkEventTimeWindow, parseEventTime } from '../../contract/event-time';
 import type {

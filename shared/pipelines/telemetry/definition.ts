@@ -1,7 +1,7 @@
 // The telemetry pipeline (the study guide's NovaTrack scenario) as a definition: per-device minute statistics and
 // the regional top-N hottest devices, with its own topic, tables, functions and Firestore namespace.
 import { loadIngestConfig } from '../../config/ingest-config';
-import { loadTelemetryConfig } from '../../config/telemetry-config';
+import { TELEMETRY_VAR_GROUP, loadTelemetryConfig } from './config';
 import { aggregation, type PipelineDefinition } from '../../pipeline/definition';
 import type { WatermarkPolicy, WindowingStrategy } from '../../windowing';
 import {
@@ -18,6 +18,7 @@ import {
 } from './contract';
 import { BigQueryDeviceDirectory } from './device-directory';
 import { deadLetterRow, devicePaneRow, regionTopPaneRow } from './rows';
+import { telemetrySamples } from './samples';
 
 /**
  * The scenario's windowing: 1-minute fixed event-time windows, an early pane 30 s of processing time after a
@@ -166,4 +167,6 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
     bronze: 'telemetry-bronze',
   },
   firestore: { windowsRoot: 'offviaTelemetryWindows', schemaDriftRoot: null },
+  samples: telemetrySamples,
+  config: { vars: TELEMETRY_VAR_GROUP, load: loadTelemetryConfig },
 };

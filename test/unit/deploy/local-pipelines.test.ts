@@ -1,15 +1,16 @@
 // The local stack iterates over the pipeline registry: every registered pipeline's functions (stack.sh's list),
 // Pub/Sub resources (ordering where publishers use an ordering key), DDL files, scheduled jobs and Bronze route.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pipelineDdlFiles } from '../../../deploy/local/apply-sql';
 import { bronzeRoutes } from '../../../deploy/local/bronze-standin';
 import {
   INGEST_PUSH_SUBSCRIPTION,
-  LOCAL_FUNCTION_PORTS,
   functionEnvName,
   localFunctionPort,
+  localFunctionPorts,
   localFunctions,
   localPubSubPlan,
   ingestPushSubscriptionOptions,
@@ -21,31 +22,45 @@ import { PIPELINES, pipelineNamed } from '../../../shared/pipelines';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-/** stack.sh's OFFVIA_FUNCTIONS entries, `name|signature|port`. */
-function stackShFunctions(): string[] {
-  const text = readFileSync(path.join(ROOT, 'deploy/local/stack.sh'), 'utf8');
-  const block = /^OFFVIA_FUNCTIONS=\(\n([\s\S]*?)\n\)/m.exec(text);
-  assert.ok(block, 'OFFVIA_FUNCTIONS=( … ) not found in stack.sh');
-  return (block[1] ?? '')
-    .split('\n')
-    .map((line) => line.trim().replace(/^"|"$/g, ''))
-    .filter((line) => line !== '');
+/** What deploy/local/stack-functions.ts prints (stack.sh's function list at `up`), `name|signature|port`. */
+function stackFunctionLines(env: NodeJS.ProcessEnv = process.env): string[] {
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', 'deploy/local/stack-functions.ts'],
+    {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    },
+  );
+  return out.split('\n').filter((line) => line !== '');
 }
 
+/** Ports the local stack's functions must never take: the emulators', the BigQuery emulator's, the dashboard's. */
+const RESERVED_PORTS = [8085, 8086, 8087, 8088, 8089, 8090, 9050, 9060];
+
 describe('local stack over the pipeline registry', () => {
-  it("stack.sh serves exactly every registered pipeline's functions, with the same signatures and ports", () => {
+  it("stack.sh serves exactly every registered pipeline's functions, with the same signatures and ports", function () {
+    this.timeout(60_000);
     const expected = localFunctions(PIPELINES).map(
       (f) => `${f.entryPoint}|${f.signature}|${f.defaultPort}`,
     );
-    assert.deepEqual([...stackShFunctions()].sort(), [...expected].sort());
+    assert.deepEqual(stackFunctionLines(), expected);
+    assert.ok(expected.includes('ingestBooking|cloudevent|8080'));
+    assert.ok(expected.includes('fireWindows|http|8081'));
+    assert.ok(expected.includes('schemaSweep|http|8082'));
     assert.ok(expected.includes('ingestTelemetry|cloudevent|8083'));
     assert.ok(expected.includes('fireTelemetryWindows|http|8084'));
   });
 
-  it('gives every function its own default port, away from the emulators (8085-8089, 9050, 9060)', () => {
-    const ports = Object.values(LOCAL_FUNCTION_PORTS);
+  it('gives every function its own default port, away from the emulators and the dashboard, below 32768', () => {
+    const ports = [...localFunctionPorts(PIPELINES).values()];
+    assert.equal(ports.length, localFunctions(PIPELINES).length);
     assert.equal(new Set(ports).size, ports.length);
-    for (const port of ports) assert.ok(![8085, 8086, 8087, 8088, 8089, 9050, 9060].includes(port));
+    for (const port of ports) {
+      assert.ok(!RESERVED_PORTS.includes(port), String(port));
+      assert.ok(port > 1024 && port < 32768, String(port));
+    }
     assert.equal(functionEnvName('fireTelemetryWindows'), 'FIRE_TELEMETRY_WINDOWS');
     assert.equal(localFunctionPort('ingestTelemetry', {}), 8083);
     assert.equal(
@@ -97,7 +112,11 @@ describe('local stack over the pipeline registry', () => {
     const telemetry = pipelineNamed('telemetry').tables.ddlFiles;
     assert.deepEqual(
       files.map((f) => path.relative(ROOT, f)),
-      [...booking, ...telemetry],
+      PIPELINES.flatMap((p) => p.tables.ddlFiles),
+    );
+    assert.deepEqual(
+      files.slice(0, booking.length).map((f) => path.relative(ROOT, f)),
+      [...booking],
     );
     for (const f of files) assert.ok(readFileSync(f, 'utf8').trim().length > 0, f);
     assert.deepEqual(
@@ -106,16 +125,24 @@ describe('local stack over the pipeline registry', () => {
     );
     assert.throws(
       () => pipelineDdlFiles(PIPELINES, 'nope'),
-      /no pipeline "nope" \(registered: booking, telemetry\)/,
+      new RegExp(`no pipeline "nope" \\(registered: ${PIPELINES.map((p) => p.name).join(', ')}\\)`),
     );
   });
 
   it("schedules each pipeline's fireWindows every minute, keeping the product's schedules first", () => {
     const schedules = localSchedules(SCHEDULES, PIPELINES);
     assert.deepEqual(schedules.slice(0, SCHEDULES.length), [...SCHEDULES]);
+    assert.deepEqual(schedules.map((s) => s.functionName).slice(0, 3), [
+      'schemaSweep',
+      'fireWindows',
+      'fireTelemetryWindows',
+    ]);
     assert.deepEqual(
-      schedules.map((s) => s.functionName),
-      ['schemaSweep', 'fireWindows', 'fireTelemetryWindows'],
+      [...schedules.map((s) => s.functionName)].sort(),
+      PIPELINES.flatMap((p) => [
+        p.functions.fireWindows.entryPoint,
+        ...(p.functions.schemaSweep === null ? [] : [p.functions.schemaSweep.entryPoint]),
+      ]).sort(),
     );
     const jobs = localJobs(schedules, {
       OFFVIA_SCHEMA_SWEEP_URL: 'http://h:1',
@@ -130,7 +157,11 @@ describe('local stack over the pipeline registry', () => {
   });
 
   it("routes each pipeline's Bronze subscription to its own Bronze table", () => {
-    assert.deepEqual(bronzeRoutes(PIPELINES), [
+    assert.deepEqual(
+      bronzeRoutes(PIPELINES).map((r) => r.pipeline),
+      PIPELINES.filter((p) => p.pubsub.subscriptions.bronze !== null).map((p) => p.name),
+    );
+    assert.deepEqual(bronzeRoutes(PIPELINES).slice(0, 2), [
       {
         pipeline: 'booking',
         subscription: 'booking-events-bronze',

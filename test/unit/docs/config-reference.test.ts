@@ -6,13 +6,13 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { loadCoalescingConfig } from '../../../shared/config/coalescing-config';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
-import { CONFIG_VAR_GROUPS } from '../../../shared/config/registry';
+import { CONFIG_VAR_GROUPS, configVarGroups } from '../../../shared/config/registry';
 import { loadSchemaDriftConfig } from '../../../shared/config/schema-drift-config';
 import type { Env } from '../../../shared/config/env';
 import type { IntVarSpec, VarSpec } from '../../../shared/config/spec';
-import { loadTelemetryConfig } from '../../../shared/config/telemetry-config';
 import { loadWindowConfig } from '../../../shared/config/window-config';
 import { ConfigError } from '../../../shared/errors';
+import { PIPELINES, discoverPipelines, pipelineDirs } from '../../../shared/pipelines';
 import {
   CONFIG_REFERENCE_PATH,
   INTERNAL_NAMES,
@@ -29,7 +29,7 @@ function loadAll(env: Env): void {
   loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
   loadWindowConfig(env);
   loadCoalescingConfig(env);
-  loadTelemetryConfig(env);
+  for (const p of PIPELINES) p.config?.load(env);
 }
 
 /** The ConfigError `fn` throws (fails the test when it throws none or something else). */
@@ -47,7 +47,10 @@ function configErrorOf(fn: () => void): ConfigError {
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (['node_modules', 'build', '.local', 'generated', 'out', 'results'].includes(name)) continue;
+    if (
+      ['node_modules', 'build', '.local', 'generated', 'out', 'results', 'fixtures'].includes(name)
+    )
+      continue;
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
     else if (/\.(ts|sh|py)$/.test(name) || name === 'run') out.push(path);
@@ -90,7 +93,7 @@ describe('docs/configuration.md', () => {
     );
     const silver = loadIngestConfig({}).silverTable;
     assert.deepEqual(loadSchemaDriftConfig(env, silver), loadSchemaDriftConfig({}, silver));
-    assert.deepEqual(loadTelemetryConfig(env), loadTelemetryConfig({}));
+    for (const p of PIPELINES) assert.deepEqual(p.config?.load(env), p.config?.load({}), p.name);
   });
 
   it("enforces each integer spec's documented range: one past either end is refused, naming the variable", () => {
@@ -131,8 +134,12 @@ describe('docs/configuration.md', () => {
   });
 
   it('documents every OFFVIA_* variable named in the code (spec, tooling list, or a known non-setting)', () => {
+    // The payments fixture's own variables are documented when it is registered (its folder holds their specs).
+    const withFixture = discoverPipelines(
+      pipelineDirs({ OFFVIA_EXTRA_PIPELINE_DIRS: 'test/fixtures/pipelines' }),
+    );
     const documented = new Set([
-      ...SPECS.map((s) => s.name),
+      ...configVarGroups(withFixture).flatMap((g) => g.vars.map((s) => s.name)),
       ...TOOLING_VAR_GROUPS.flatMap((g) => g.vars.map((v) => v.name)),
       ...INTERNAL_NAMES,
     ]);

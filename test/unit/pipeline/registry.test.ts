@@ -1,6 +1,7 @@
 // The registry: every pipeline well-formed, and no two sharing a name, topic, table, function or Firestore root.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { tableName } from '../../../shared/config/env';
@@ -13,7 +14,12 @@ import {
   pipelineTables,
   registryProblems,
 } from '../../../shared/pipeline/registry-checks';
-import { PIPELINES, pipelineNamed } from '../../../shared/pipelines';
+import {
+  PIPELINES,
+  discoverPipelines,
+  pipelineDirs,
+  pipelineNamed,
+} from '../../../shared/pipelines';
 import { createdObjects } from '../../../deploy/local/apply-sql';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -22,15 +28,43 @@ describe('pipeline registry', () => {
   const telemetry = pipelineNamed('telemetry');
   const booking = pipelineNamed('booking');
 
-  it('lists booking first, then telemetry, and finds them by name', () => {
-    assert.deepEqual(
-      PIPELINES.map((p) => p.name),
-      ['booking', 'telemetry'],
-    );
+  it('lists every folder of shared/pipelines/ with a definition, booking first, and finds them by name', () => {
+    const folders = readdirSync(path.join(ROOT, 'shared/pipelines'), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    const names = PIPELINES.map((p) => p.name);
+    assert.equal(names[0], 'booking');
+    for (const folder of folders) assert.ok(names.includes(folder), folder);
+    assert.ok(names.includes('telemetry'));
     assert.throws(
       () => pipelineNamed('weather'),
-      /no pipeline "weather" \(registered: booking, telemetry\)/,
+      new RegExp(`no pipeline "weather" \\(registered: ${names.join(', ')}\\)`),
     );
+  });
+
+  it('refuses a folder whose definition module exports no definition, or one named otherwise', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'offvia-registry-'));
+    try {
+      mkdirSync(path.join(dir, 'empty'));
+      writeFileSync(path.join(dir, 'empty', 'definition.ts'), 'export const NOTHING = 1;\n');
+      assert.throws(
+        () => discoverPipelines([dir]),
+        /empty.definition must export exactly one pipeline definition named "empty"/,
+      );
+      rmSync(path.join(dir, 'empty'), { recursive: true });
+      mkdirSync(path.join(dir, 'renamed'));
+      writeFileSync(
+        path.join(dir, 'renamed', 'definition.ts'),
+        `export { TELEMETRY_PIPELINE } from ${JSON.stringify(path.join(ROOT, 'shared/pipelines/telemetry/definition'))};\n`,
+      );
+      assert.throws(() => discoverPipelines([dir]), /found: \["telemetry"\]/);
+      // A folder without a definition module is not a pipeline (a helper folder).
+      rmSync(path.join(dir, 'renamed'), { recursive: true });
+      mkdirSync(path.join(dir, 'helpers'));
+      assert.deepEqual(discoverPipelines([dir]), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('has no problem: names follow their services’ rules and nothing is claimed twice', () => {
@@ -150,14 +184,19 @@ describe('pipeline registry', () => {
     );
   });
 
-  it("telemetry's DDL files create every table and view its definition names, and only those", () => {
-    const named = pipelineTables(telemetry).map((t) => t.table);
-    const created = telemetry.tables.ddlFiles.flatMap((f) =>
-      createdObjects(readFileSync(path.join(ROOT, f), 'utf8'))
-        .filter((o) => o.tableId !== undefined)
-        .map((o) => `${o.datasetId}.${o.tableId ?? ''}`),
-    );
-    assert.deepEqual([...created].sort(), [...named].sort());
-    assert.ok(named.includes(tableName(telemetry.tables.quarantine)));
-  });
+  // Booking's sql/ also creates tables its definition does not name (booking-definition.test.ts checks it).
+  for (const p of discoverPipelines(
+    pipelineDirs({ OFFVIA_EXTRA_PIPELINE_DIRS: 'test/fixtures/pipelines' }),
+  ).filter((d) => d.name !== 'booking')) {
+    it(`${p.name}'s DDL files create every table and view its definition names, and only those`, () => {
+      const named = pipelineTables(p).map((t) => t.table);
+      const created = p.tables.ddlFiles.flatMap((f) =>
+        createdObjects(readFileSync(path.join(ROOT, f), 'utf8'))
+          .filter((o) => o.tableId !== undefined)
+          .map((o) => `${o.datasetId}.${o.tableId ?? ''}`),
+      );
+      assert.deepEqual([...created].sort(), [...named].sort());
+      assert.ok(named.includes(tableName(p.tables.quarantine)));
+    });
+  }
 });

@@ -1,8 +1,8 @@
 // The telemetry pipeline's configuration: defaults, the plausible range, and fail-fast errors naming the variable.
 import assert from 'node:assert/strict';
 
-import { ConfigError } from '../../../shared/errors';
-import { loadTelemetryConfig } from '../../../shared/config/telemetry-config';
+import { ConfigError } from '../../../../shared/errors';
+import { loadTelemetryConfig } from '../../../../shared/pipelines/telemetry/config';
 
 describe('config: telemetry', () => {
   it('defaults to a -55..125 °C plausible range, 5 min future skew, 7 days age, 5 min reference refresh', () => {

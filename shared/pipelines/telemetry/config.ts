@@ -1,8 +1,8 @@
 // Configuration of the telemetry pipeline's contract and side input, read from the environment once at cold start.
-import { ConfigError } from '../errors';
-import type { Env, TableRef } from './env';
-import { MAX_EVENT_AGE_LIMIT_MS, MAX_FUTURE_SKEW_LIMIT_MS } from './ingest-config';
-import { type VarGroup, intVar, readIntVar, readTableVar, tableVar } from './spec';
+import { ConfigError } from '../../errors';
+import type { Env, TableRef } from '../../config/env';
+import { MAX_EVENT_AGE_LIMIT_MS, MAX_FUTURE_SKEW_LIMIT_MS } from '../../config/ingest-config';
+import { type VarGroup, intVar, readIntVar, readTableVar, tableVar } from '../../config/spec';
 
 /** What the telemetry contract and its device directory need. Temperatures in whole °C, durations in ms. */
 export interface TelemetryConfig {
