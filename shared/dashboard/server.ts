@@ -6,7 +6,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { repositoryRoot, type OpsContext } from '../ops/context';
 import { collectDashboard, type DashboardData } from './data';
 import { PIPELINES } from '../pipelines';
-import { DEFAULT_PIPELINE } from '../ops/pipeline-choice';
+import { choosePipeline, DEFAULT_PIPELINE } from '../ops/pipeline-choice';
 import {
   collectPipelineDashboard,
   pipelineList,
@@ -90,9 +90,15 @@ export function buildDashboardApp(
   });
   app.get('/api/dashboard', async (_req, reply) => {
     const nowMs = now();
-    const collecting = collectDashboard(ctx, nowMs - options.lookBackMs, nowMs, {
-      refreshMs: options.refreshMs,
-    });
+    const collecting = collectDashboard(
+      ctx,
+      choosePipeline(DEFAULT_PIPELINE),
+      nowMs - options.lookBackMs,
+      nowMs,
+      {
+        refreshMs: options.refreshMs,
+      },
+    );
     inFlight.add(collecting);
     try {
       const data = await collecting;

@@ -25,6 +25,7 @@ import {
   type WindowChange,
 } from './restate-plan';
 import { readWatermark, retryStoreRows } from './state-reader';
+import { choosePipeline, DEFAULT_PIPELINE } from './pipeline-choice';
 
 /** What the command was asked to do. */
 export interface RestateOptions {
@@ -198,7 +199,10 @@ async function latestPanes(
  */
 async function heldRows(ctx: OpsContext, loMs: number, hiMs: number): Promise<string[]> {
   const out: string[] = [];
-  for (const { table: target, rows } of await retryStoreRows(ctx)) {
+  for (const { table: target, rows } of await retryStoreRows(
+    ctx,
+    choosePipeline(DEFAULT_PIPELINE),
+  )) {
     if (target !== ctx.tables.silver) continue;
     for (const row of rows) {
       let eventMs: number;

@@ -191,4 +191,39 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
     windowsRoot: WINDOW_VARS.firestoreRoot.default,
     schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
   },
+  operatorColumns: {
+    silver: {
+      writtenAt: 'ingestion_timestamp',
+      eventId: 'event_id',
+      messageId: 'source_message_id',
+      eventTime: 'event_timestamp',
+      dedupView: { datasetId: 'offvia_silver', tableId: 'fact_bookings_dedup' },
+      lookupColumns: ['booking_id'],
+    },
+    quarantine: {
+      stage: 'error_stage',
+      reason: 'error_reason',
+      rejectedAt: 'received_timestamp',
+      messageId: 'source_message_id',
+      payload: 'raw_payload',
+      extra: ['reprocess_run_id'],
+    },
+    openViews: {
+      quarantine: { datasetId: 'offvia_quarantine', tableId: 'poisoned_events_open' },
+      badData: { datasetId: 'offvia_quarantine', tableId: 'bad_data_open' },
+    },
+    resolutions: { datasetId: 'offvia_quarantine', tableId: 'resolutions' },
+    aggregations: {
+      [BOOKING_AGGREGATION_NAME]: {
+        // The route key as ingest built it from the same three Silver columns.
+        silverKey: (row) =>
+          routeKey({
+            origin: String(row.origin_airport),
+            destination: String(row.destination_airport),
+            currency: String(row.currency),
+          }),
+        goldKeyColumn: 'route_key',
+      },
+    },
+  },
 };
