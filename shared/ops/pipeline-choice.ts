@@ -36,6 +36,10 @@ export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
   'quarantine list',
   'query',
   'dashboard',
+  'snapshot create',
+  'snapshot list',
+  'snapshot delete',
+  'seek',
 ];
 
 /**
@@ -55,9 +59,6 @@ export function unavailableReason(pipeline: AnyPipelineDefinition, command: stri
         : `it re-drives rows through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
     case 'replay':
       return `it replays Bronze through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
-    case 'snapshot':
-    case 'seek':
-      return `it finds the ingest subscription of the booking topic; ${pipeline.name}'s (${pipeline.pubsub.subscriptions.ingest} on ${pipeline.pubsub.topic}) is not wired to it yet`;
     case 'quarantine':
       return `it sends fixed rows through the booking ingest path, which does not decode ${pipeline.name}'s contract (list them with 'offvia --pipeline ${pipeline.name} quarantine list')`;
     default:

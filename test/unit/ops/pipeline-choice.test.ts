@@ -179,11 +179,6 @@ describe('offvia --pipeline: commands that do not apply', () => {
       /^offvia: replay is not available for pipeline telemetry: it replays Bronze through the booking ingest path/,
     ],
     [
-      ['snapshot', 'list'],
-      /^offvia: snapshot list is not available for pipeline telemetry: .*telemetry-events-ingest on telemetry-events/,
-    ],
-    [['seek', '--time', '30m'], /^offvia: seek is not available for pipeline telemetry: /],
-    [
       ['quarantine', 'reprocess', '--all'],
       /^offvia: quarantine reprocess is not available for pipeline telemetry: .*offvia --pipeline telemetry quarantine list/,
     ],
