@@ -156,7 +156,8 @@ export const BOOKING_PIPELINE: PipelineDefinition<BookingSettings, SilverRow, Bo
         'count, exact fare total, min, max and mean per route (origin, destination, currency) and window',
       strategy: WINDOW_DEFAULTS.strategy,
       watermarkPolicy: WINDOW_DEFAULTS.watermarkPolicy,
-      shards: WINDOW_DEFAULTS.shards,
+      // The key-groups layout booking runs (its default): shard documents per key group and window.
+      shards: WINDOW_DEFAULTS.groupShards,
       combineFn: bookingAggregatesFn,
       parseAccumulator: parseBookingAccumulator,
       input: (event: { keys: Readonly<Record<string, string>>; element: BookingElement }) => {

@@ -131,7 +131,8 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
     assert.equal(aggregation.name, windows.pipeline);
     assert.deepEqual(aggregation.strategy, windows.strategy);
     assert.deepEqual(aggregation.watermarkPolicy, windows.watermarkPolicy);
-    assert.equal(aggregation.shards, windows.shards);
+    // Shard documents per key group and window: the key-groups layout's (OFFVIA_WINDOW_GROUP_SHARDS).
+    assert.equal(aggregation.shards, windows.groupShards);
     assert.equal(aggregation.combineFn, bookingAggregatesFn);
     const stored = { count: 1, total: '749.5', min: '749.5', max: '749.5' };
     assert.deepEqual(aggregation.parseAccumulator(stored), parseBookingAccumulator(stored));
