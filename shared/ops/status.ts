@@ -118,14 +118,33 @@ export async function collectStatus(
     ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
   const open = cols.openViews;
   const message = `COALESCE(${c.messageId}, ${c.payload})`;
+  const layers = allOf({
+    bronze: countIf(
+      t.bronze,
+      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE publish_time >= ${since}`,
+    ),
+    silverRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.silver)}\` WHERE ${s.writtenAt} >= ${since}`,
+    ),
+    silverEvents: count(
+      `SELECT COUNT(*) AS n FROM \`${q(s.dedupView)}\` WHERE ${s.writtenAt} >= ${since}`,
+    ),
+    quarantineRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
+    ),
+    quarantineMessages: count(
+      `SELECT COUNT(DISTINCT ${message}) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
+    ),
+    badDataRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}`,
+    ),
+    resolutions: countIf(
+      cols.resolutions,
+      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE resolved_at >= ${since}`,
+    ),
+  });
   const [
-    bronze,
-    silverRows,
-    silverEvents,
-    quarantineRows,
-    quarantineMessages,
-    badDataRows,
-    resolutions,
+    counts,
     openQuarantine,
     openBadData,
     stages,
@@ -135,18 +154,7 @@ export async function collectStatus(
     openCauses,
     retry,
   ] = await Promise.all([
-    countIf(t.bronze, (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE publish_time >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${q(t.silver)}\` WHERE ${s.writtenAt} >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${q(s.dedupView)}\` WHERE ${s.writtenAt} >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`),
-    count(
-      `SELECT COUNT(DISTINCT ${message}) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
-    ),
-    count(`SELECT COUNT(*) AS n FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}`),
-    countIf(
-      cols.resolutions,
-      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE resolved_at >= ${since}`,
-    ),
+    layers,
     countIf(open?.quarantine ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
     countIf(open?.badData ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
     rows<{ stage: string; rows: unknown; messages: unknown }>(
@@ -228,16 +236,7 @@ export async function collectStatus(
     since: new Date(sinceMs).toISOString(),
     now: new Date(nowMs).toISOString(),
     target: { mode: ctx.mode, project: ctx.projectId },
-    layers: {
-      bronze,
-      silverRows,
-      silverEvents,
-      quarantineRows,
-      quarantineMessages,
-      badDataRows,
-      goldPanes: aggregations.reduce((sum, a) => sum + a.goldPanes, 0),
-      resolutions,
-    },
+    layers: { ...counts, goldPanes: aggregations.reduce((sum, a) => sum + a.goldPanes, 0) },
     quarantineTable: q(t.quarantine),
     open: { quarantine: openQuarantine, badData: openBadData },
     quarantineByStage: stageNames.map((stage) => {
@@ -304,6 +303,16 @@ function lastRun(
         ? 'no run in the scheduler log'
         : `see Cloud Logging: gcloud logging read 'resource.labels.service_name=~"${entryPoint.toLowerCase()}"' --limit 5`,
   };
+}
+
+/** Awaits every promise of an object, concurrently: the object of their values. */
+async function allOf<T extends Record<string, Promise<unknown>>>(
+  promises: T,
+): Promise<{ [K in keyof T]: Awaited<T[K]> }> {
+  const entries = await Promise.all(
+    Object.entries(promises).map(async ([name, promise]) => [name, await promise] as const),
+  );
+  return Object.fromEntries(entries) as { [K in keyof T]: Awaited<T[K]> };
 }
 
 const seconds = (v: number | null): string => (v === null ? '' : `${(v / 1000).toFixed(1)} s`);
