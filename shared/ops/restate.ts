@@ -1,6 +1,7 @@
 // `offvia gold restate`: recompute closed windows from what gold counts (Silver, the schema-retry store, bad data
 // for Silver) in BigQuery and write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
+import { parseBookingAccumulator } from '../aggregates/booking-aggregates';
 import { tableName } from '../config/env';
 import type { CliAction } from '../dashboard/command';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
@@ -24,7 +25,7 @@ import {
   type WindowAggregate,
   type WindowChange,
 } from './restate-plan';
-import { readWatermark, retryStoreRows } from './state-reader';
+import { readWatermark, retryStoreRows, windowStoreAt } from './state-reader';
 import { choosePipeline, DEFAULT_PIPELINE } from './pipeline-choice';
 
 /** What the command was asked to do. */
@@ -240,7 +241,11 @@ export async function restate(
   const windows = windowsOfRange(strategy.windowFn, options.fromMs, options.toMs);
   const first = windows[0] as IntervalWindow;
   const last = windows[windows.length - 1] as IntervalWindow;
-  const watermark = await readWatermark(ctx);
+  // Booking's window state, under its configured namespace (OFFVIA_WINDOW_FIRESTORE_ROOT / OFFVIA_WINDOW_PIPELINE).
+  const watermark = await readWatermark(
+    ctx,
+    windowStoreAt(ctx, { root: ctx.windows.firestoreRoot, pipeline }, parseBookingAccumulator),
+  );
   const retryRows = await heldRows(ctx, first.startMs, last.endMs);
   const [recomputed, latest] = await Promise.all([
     recompute(ctx, windows, options.keys, retryRows),

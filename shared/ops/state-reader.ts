@@ -2,7 +2,6 @@
 // counters and the schema-retry store, through the same adapters the functions use.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseBookingAccumulator, type BookingAccumulator } from '../aggregates/booking-aggregates';
 import { FirestoreDriftStore } from '../drift/firestore-store';
 import type { RetryRow } from '../drift/store';
 import { tableName } from '../config/env';
@@ -12,15 +11,6 @@ import { watermarkHoldAt, type JsonValue, type WatermarkPolicy } from '../window
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
 import { firestoreCall, type OpsContext } from './context';
-
-/** The booking pipeline's window store over the context's Firestore. */
-export function windowStore(ctx: OpsContext): FirestoreWindowStore<BookingAccumulator> {
-  return new FirestoreWindowStore<BookingAccumulator>(ctx.firestore(), {
-    root: ctx.windows.firestoreRoot,
-    pipeline: ctx.windows.pipeline,
-    parseAccumulator: parseBookingAccumulator,
-  });
-}
 
 /**
  * Where one windowed pipeline's state lives: the root collection (a pipeline definition's `firestore.windowsRoot`,
@@ -57,9 +47,7 @@ export interface WatermarkView {
 /** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
 export async function readWatermark(
   ctx: OpsContext,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<WatermarkView> {
   const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
   if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
@@ -138,9 +126,7 @@ export async function countOpenWindows(
 /** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
 export async function droppedLate(
   ctx: OpsContext,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
   const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
   return {
@@ -201,9 +187,7 @@ export async function retryStoreRows(
 export async function ledgerEntry(
   ctx: OpsContext,
   eventId: string,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<Record<string, unknown> | null> {
   const snap = await firestoreCall(ctx, 'dedup ledger', () => store.ledgerRef(eventId).get());
   return snap.exists ? (snap.data() ?? null) : null;
