@@ -118,7 +118,7 @@ async function recompute(
       hiMs: last.endMs,
       silverTable: ctx.tables.silver,
       retryRows: [...retryRows],
-      ...(keys.length > 0 ? { keys: [...keys] } : {}),
+      ...keysParam(keys).params,
     },
     {
       starts: ['INT64'],
@@ -126,10 +126,25 @@ async function recompute(
       hiMs: 'INT64',
       silverTable: 'STRING',
       retryRows: ['STRING'],
-      ...(keys.length > 0 ? { keys: ['STRING'] } : {}),
+      ...keysParam(keys).types,
     },
   );
-  return rows.map((r) => ({
+  return rows.map(recomputedOf);
+}
+
+/** The `@keys` query parameter and its type when routes are chosen (`--key`); nothing for every route. */
+function keysParam(keys: readonly string[]): {
+  params: { keys?: string[] };
+  types: { keys?: string[] };
+} {
+  return keys.length > 0
+    ? { params: { keys: [...keys] }, types: { keys: ['STRING'] } }
+    : { params: {}, types: {} };
+}
+
+/** A (route, window)'s aggregate as the recomputation and the latest-pane view both return it. */
+function recomputedOf(r: Record<string, unknown>): Recomputed {
+  return {
     routeKey: text(r.route_key) ?? '',
     windowStartMs: Number(text(r.window_start_ms)),
     count: Number(text(r.booking_count)),
@@ -137,7 +152,7 @@ async function recompute(
     min: canonicalAmount(text(r.fare_min)),
     max: canonicalAmount(text(r.fare_max)),
     mean: canonicalAmount(text(r.fare_mean)),
-  }));
+  };
 }
 
 /** The latest pane of every (route, window) of the range, from the gold table's latest-pane view. */
@@ -169,23 +184,17 @@ async function latestPanes(
       pipeline: ctx.windows.pipeline,
       fromMs: first.startMs,
       toMs: last.startMs,
-      ...(keys.length > 0 ? { keys: [...keys] } : {}),
+      ...keysParam(keys).params,
     },
     {
       pipeline: 'STRING',
       fromMs: 'INT64',
       toMs: 'INT64',
-      ...(keys.length > 0 ? { keys: ['STRING'] } : {}),
+      ...keysParam(keys).types,
     },
   );
   return rows.map((r) => ({
-    routeKey: text(r.route_key) ?? '',
-    windowStartMs: Number(text(r.window_start_ms)),
-    count: Number(text(r.booking_count)),
-    total: canonicalAmount(text(r.fare_total)) ?? '0',
-    min: canonicalAmount(text(r.fare_min)),
-    max: canonicalAmount(text(r.fare_max)),
-    mean: canonicalAmount(text(r.fare_mean)),
+    ...recomputedOf(r),
     source: r.source === 'restatement' ? 'restatement' : 'stream',
     paneIndex: Number(text(r.pane_index)),
     paneOnTimeIndex: Number(text(r.pane_on_time_index)),
