@@ -20,7 +20,11 @@ export const CLOUD_REFRESH_S = 60;
 
 /** The CLI's wrapper that parses the global flags, opens the context on demand and closes it after the body. */
 export type CliAction = <A extends unknown[]>(
-  body: (open: () => OpsContext, flags: { json?: boolean }, ...args: A) => Promise<number | void>,
+  body: (
+    open: () => OpsContext,
+    flags: { json?: boolean; pipeline?: string },
+    ...args: A
+  ) => Promise<number | void>,
 ) => (...args: A) => Promise<void>;
 
 /** Flags of `offvia dashboard`. */

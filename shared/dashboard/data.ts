@@ -1,8 +1,13 @@
-// The dashboard's numbers: `offvia status` (collectStatus, the one source of the counts) plus the time series the
-// charts need and status has no place for (per-minute arrivals, the latest panes per route, dropped-late per window).
+// The booking page's numbers: `offvia status` (collectStatus, the one source of the counts) plus the time series the
+// charts need and status has no place for (per-minute arrivals, the latest panes per key, dropped-late per window),
+// read from the pipeline's definition; the panes chart plots booking's count and fare total.
+import type { TableRef } from '../config/env';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { firestoreCall, query, type OpsContext } from '../ops/context';
 import { cellText } from '../ops/output';
-import { retryStoreRows, windowStore } from '../ops/state-reader';
+import { qualifiedTable } from '../ops/pipeline-choice';
+import { retryStoreRows, windowStoreAt } from '../ops/state-reader';
 import { collectStatus, type StatusReport } from '../ops/status';
 
 const MINUTE_MS = 60_000;
@@ -59,7 +64,7 @@ export interface DroppedWindow {
 
 /** What `GET /api/dashboard` returns: the status report and the charts' series, all for the same look-back. */
 export interface DashboardData {
-  /** `collectStatus(ctx, sinceMs, nowMs)` exactly: every count the page prints comes from here. */
+  /** `collectStatus(ctx, pipeline, sinceMs, nowMs)` exactly: every count the page prints comes from here. */
   status: StatusReport;
   /** How often the page asks again, ms. */
   refreshMs: number;
@@ -117,17 +122,25 @@ export function bucketPerMinute(
 }
 
 /**
- * Collects the dashboard's numbers for the look-back [sinceMs, nowMs] (epoch ms UTC). The status report comes
- * from `collectStatus` unchanged; the series are read beside it with the same `sinceMs`.
+ * Collects the dashboard's numbers of `pipeline` for the look-back [sinceMs, nowMs] (epoch ms UTC). The status
+ * report comes from `collectStatus` unchanged; the series are read beside it with the same `sinceMs`; panes, the
+ * watermark history and the dropped-late counters are those of the pipeline's first aggregation (booking has one).
  * @throws OpsError (one line) when a backend cannot be reached or refuses a query.
  */
 export async function collectDashboard(
   ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
   sinceMs: number,
   nowMs: number,
   options: DashboardOptions,
 ): Promise<DashboardData> {
-  const t = ctx.tables;
+  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const t = pipeline.tables;
+  const cols = pipeline.operatorColumns;
+  const aggregation = pipeline.aggregations[0];
+  if (aggregation === undefined) throw new Error(`pipeline ${pipeline.name} has no aggregation`);
+  const gold = q(aggregation.goldTable);
+  const keyColumn = cols.aggregations[aggregation.name]?.goldKeyColumn ?? 'key';
   const p = { since_ms: sinceMs };
   const types = { since_ms: 'INT64' };
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
@@ -138,36 +151,44 @@ export async function collectDashboard(
   const maxRoutes = options.maxRoutes ?? 12;
   const maxPanes = options.maxPanesPerRoute ?? 30;
   const [status, silver, quarantine, badData, panes, marks, retry, dropped] = await Promise.all([
-    collectStatus(ctx, sinceMs, nowMs),
-    query<MinuteRow>(ctx, perMinuteSql(t.silver, 'ingestion_timestamp', "'Silver'"), p, types),
+    collectStatus(ctx, pipeline, sinceMs, nowMs),
+    query<MinuteRow>(ctx, perMinuteSql(q(t.silver), cols.silver.writtenAt, "'Silver'"), p, types),
     query<MinuteRow>(
       ctx,
-      perMinuteSql(t.quarantine, 'received_timestamp', "CONCAT('quarantine: ', error_stage)"),
+      perMinuteSql(
+        q(t.quarantine),
+        cols.quarantine.rejectedAt,
+        `CONCAT('quarantine: ', ${cols.quarantine.stage})`,
+      ),
       p,
       types,
     ),
-    query<MinuteRow>(ctx, perMinuteSql(t.badData, 'insert_time', "'bad data'"), p, types),
+    query<MinuteRow>(ctx, perMinuteSql(q(t.badData), 'insert_time', "'bad data'"), p, types),
     query<Record<string, unknown>>(
       ctx,
-      `SELECT route_key, UNIX_MILLIS(window_start) AS window_start_ms, UNIX_MILLIS(window_end) AS window_end_ms,
+      `SELECT ${keyColumn} AS route_key, UNIX_MILLIS(window_start) AS window_start_ms, UNIX_MILLIS(window_end) AS window_end_ms,
               booking_count, fare_total, pane_timing, pane_index, is_final, UNIX_MILLIS(emitted_at) AS emitted_ms
-       FROM \`${t.gold}_latest\`
+       FROM \`${gold}_latest\`
        WHERE pipeline = @pipeline AND emitted_at >= ${since}
        ORDER BY route_key, window_start_ms`,
-      { ...p, pipeline: ctx.windows.pipeline },
+      { ...p, pipeline: aggregation.name },
       { ...types, pipeline: 'STRING' },
     ),
     query<{ at_ms: unknown; wm_ms: unknown }>(
       ctx,
       `SELECT UNIX_MILLIS(emitted_at) AS at_ms, MAX(UNIX_MILLIS(watermark_at_emission)) AS wm_ms
-       FROM \`${t.gold}\`
+       FROM \`${gold}\`
        WHERE pipeline = @pipeline AND emitted_at >= ${since} AND watermark_at_emission IS NOT NULL
        GROUP BY 1 ORDER BY 1 DESC LIMIT 500`,
-      { ...p, pipeline: ctx.windows.pipeline },
+      { ...p, pipeline: aggregation.name },
       { ...types, pipeline: 'STRING' },
     ),
-    retryStoreRows(ctx),
-    firestoreCall(ctx, 'dropped-late counters', () => windowStore(ctx).readDropped()),
+    retryStoreRows(ctx, pipeline),
+    firestoreCall(ctx, 'dropped-late counters', () =>
+      windowStoreAt(ctx, aggregationNamespace(pipeline, aggregation), (v) =>
+        aggregation.parseAccumulator(v),
+      ).readDropped(),
+    ),
   ]);
 
   const minutes = minuteStarts(sinceMs, nowMs);
@@ -219,7 +240,7 @@ export async function collectDashboard(
   const watermarkHistory: WatermarkSample[] = marks
     .map((m) => ({ atMs: num(m.at_ms), watermarkMs: num(m.wm_ms), source: 'gold' as const }))
     .reverse();
-  const wm = status.watermark.watermark;
+  const wm = status.aggregations[0]?.watermark ?? null;
   if (wm !== null)
     watermarkHistory.push({ atMs: nowMs, watermarkMs: Date.parse(wm), source: 'now' });
 

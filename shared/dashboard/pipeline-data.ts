@@ -1,11 +1,11 @@
 // The dashboard's numbers for a registered pipeline other than booking: `offvia --pipeline NAME status`
-// (collectPipelineStatus, the one source of its counts) plus, for telemetry, the settled regional rankings.
+// (collectStatus, the one source of its counts) plus, for telemetry, the settled regional rankings.
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
 import { query, type OpsContext } from '../ops/context';
 import { cellText } from '../ops/output';
 import { DEFAULT_PIPELINE, qualifiedTable } from '../ops/pipeline-choice';
-import { collectPipelineStatus, type PipelineStatusReport } from '../ops/pipeline-ops';
+import { collectStatus, type StatusReport } from '../ops/status';
 
 /** One registered pipeline as the page's selector lists it. */
 export interface PipelineEntry {
@@ -55,8 +55,8 @@ export interface RegionRanking {
 
 /** What `GET /api/pipeline/:name` returns. */
 export interface PipelineDashboardData {
-  /** `collectPipelineStatus` for the look-back: every count the page prints comes from here. */
-  status: PipelineStatusReport;
+  /** `collectStatus` for the look-back: every count the page prints comes from here. */
+  status: StatusReport;
   /** How often the page asks again, ms. */
   refreshMs: number;
   /**
@@ -82,7 +82,7 @@ export async function collectPipelineDashboard(
 ): Promise<PipelineDashboardData> {
   const settled = pipeline.tables.views.find((v) => v.tableId === REGION_SETTLED_VIEW);
   const [status, regions] = await Promise.all([
-    collectPipelineStatus(ctx, pipeline, sinceMs, nowMs),
+    collectStatus(ctx, pipeline, sinceMs, nowMs),
     settled === undefined
       ? Promise.resolve([])
       : regionRankings(

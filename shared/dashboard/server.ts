@@ -2,11 +2,11 @@
 // the JSON endpoint the page polls. Nothing comes from a CDN, so the page works offline.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { repositoryRoot, type OpsContext } from '../ops/context';
 import { collectDashboard, type DashboardData } from './data';
 import { PIPELINES } from '../pipelines';
-import { DEFAULT_PIPELINE } from '../ops/pipeline-choice';
+import { choosePipeline, DEFAULT_PIPELINE } from '../ops/pipeline-choice';
 import {
   collectPipelineDashboard,
   pipelineList,
@@ -88,15 +88,14 @@ export function buildDashboardApp(
   app.addHook('onClose', async () => {
     await Promise.allSettled([...inFlight]);
   });
-  app.get('/api/dashboard', async (_req, reply) => {
-    const nowMs = now();
-    const collecting = collectDashboard(ctx, nowMs - options.lookBackMs, nowMs, {
-      refreshMs: options.refreshMs,
-    });
+  /** Sends a collection's data, or 503 with its one-line error (the page shows it and keeps polling). */
+  const answer = async (
+    reply: FastifyReply,
+    collecting: Promise<DashboardData | PipelineDashboardData>,
+  ): Promise<FastifyReply> => {
     inFlight.add(collecting);
     try {
-      const data = await collecting;
-      return reply.header('cache-control', 'no-store').send(data);
+      return reply.header('cache-control', 'no-store').send(await collecting);
     } catch (err) {
       options.onError?.(err);
       const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
@@ -104,6 +103,19 @@ export function buildDashboardApp(
     } finally {
       inFlight.delete(collecting);
     }
+  };
+  app.get('/api/dashboard', async (_req, reply) => {
+    const nowMs = now();
+    const collecting = collectDashboard(
+      ctx,
+      choosePipeline(DEFAULT_PIPELINE),
+      nowMs - options.lookBackMs,
+      nowMs,
+      {
+        refreshMs: options.refreshMs,
+      },
+    );
+    return answer(reply, collecting);
   });
   app.get('/api/pipelines', async (_req, reply) =>
     reply.header('cache-control', 'no-store').send(pipelineList()),
@@ -121,16 +133,7 @@ export function buildDashboardApp(
     const collecting = collectPipelineDashboard(ctx, pipeline, nowMs - options.lookBackMs, nowMs, {
       refreshMs: options.refreshMs,
     });
-    inFlight.add(collecting);
-    try {
-      return reply.header('cache-control', 'no-store').send(await collecting);
-    } catch (err) {
-      options.onError?.(err);
-      const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
-      return reply.code(503).send({ error: message, refreshMs: options.refreshMs });
-    } finally {
-      inFlight.delete(collecting);
-    }
+    return answer(reply, collecting);
   });
   return app;
 }

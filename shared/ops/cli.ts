@@ -30,14 +30,7 @@ import {
   DEFAULT_PIPELINE,
   pipelineStages,
 } from './pipeline-choice';
-import {
-  collectPipelineStatus,
-  listQuarantine,
-  printPipelineStatus,
-  printPipelineTrace,
-  printQuarantineList,
-  tracePipeline,
-} from './pipeline-ops';
+import { listQuarantine, printQuarantineList } from './quarantine-list';
 
 /** Global flags, valid before or after the command. */
 interface GlobalFlags {
@@ -254,12 +247,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       action(async (open, flags, opts: { since: string }) => {
         const sinceMs = deps.now() - parseDuration(opts.since, '--since');
         const pipeline = choosePipeline(flags.pipeline);
-        if (pipeline.name !== DEFAULT_PIPELINE) {
-          const report = await collectPipelineStatus(open(), pipeline, sinceMs, deps.now());
-          printPipelineStatus(deps.io, report, flags.json === true);
-          return;
-        }
-        printStatus(deps.io, await collectStatus(open(), sinceMs, deps.now()), flags.json === true);
+        const report = await collectStatus(open(), pipeline, sinceMs, deps.now());
+        printStatus(deps.io, report, flags.json === true);
       }),
     );
 
@@ -276,13 +265,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, id: string) => {
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
-        const pipeline = choosePipeline(flags.pipeline);
-        if (pipeline.name !== DEFAULT_PIPELINE) {
-          const report = await tracePipeline(open(), pipeline, id.trim());
-          printPipelineTrace(deps.io, report, flags.json === true);
-          return;
-        }
-        printTrace(deps.io, await trace(open(), id.trim()), flags.json === true);
+        const report = await trace(open(), choosePipeline(flags.pipeline), id.trim());
+        printTrace(deps.io, report, flags.json === true);
       }),
     );
 
@@ -314,13 +298,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           sinceMs:
             opts.since === undefined ? undefined : parseTimeFlag(opts.since, '--since', deps.now()),
         };
-        const ctx = open();
-        const report = await listQuarantine(
-          ctx,
-          pipeline,
-          options,
-          pipeline.name === DEFAULT_PIPELINE ? ctx.ingest.quarantineTable : undefined,
-        );
+        const report = await listQuarantine(open(), pipeline, options);
         printQuarantineList(deps.io, report, flags.json === true);
       }),
     );

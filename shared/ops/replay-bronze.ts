@@ -52,7 +52,13 @@ function timestampText(value: unknown): string {
   return String(value);
 }
 
-function attributesOf(value: unknown): Record<string, string> {
+/**
+ * The attributes of a Bronze row (`TO_JSON_STRING(attributes)`, a JSON object of strings), as the push decoder would
+ * have passed them: an event whose time or key comes from an attribute must get the same ones on replay.
+ * @throws OpsError naming the message and the attribute when the value is not a JSON object of strings: a dropped
+ *   attribute would silently move the event to another window or key
+ */
+export function attributesOf(value: unknown, messageId: string): Record<string, string> {
   if (value === null || value === undefined) return {};
   let parsed: unknown = value;
   if (typeof value === 'string') {
@@ -60,21 +66,30 @@ function attributesOf(value: unknown): Record<string, string> {
       parsed = JSON.parse(value);
     } catch (err) {
       throw new OpsError(
-        `Bronze attributes are not JSON (${err instanceof Error ? err.message : String(err)}): ${clip(value, 80)}`,
+        `Bronze attributes of message ${messageId} are not JSON (${err instanceof Error ? err.message : String(err)}): ${clip(value, 80)}`,
       );
     }
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  if (parsed === null) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new OpsError(
+      `Bronze attributes of message ${messageId} are not a JSON object: ${clip(JSON.stringify(parsed), 80)}`,
+    );
+  }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (typeof v !== 'string') {
+      throw new OpsError(
+        `Bronze attribute ${JSON.stringify(k)} of message ${messageId} is ${v === null ? 'null' : typeof v}, not a string: ${clip(JSON.stringify(v) ?? String(v), 80)}`,
+      );
+    }
     // defineProperty: an attribute named `__proto__` stays data, as the push decoder keeps it.
-    if (typeof v === 'string')
-      Object.defineProperty(out, k, {
-        value: v,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+    Object.defineProperty(out, k, {
+      value: v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
@@ -129,7 +144,7 @@ export async function readChunk(
     if (seen.has(messageId)) continue;
     seen.add(messageId);
     const publishTime = timestampText(r.publish_time);
-    const attributes = attributesOf(r.attributes);
+    const attributes = attributesOf(r.attributes, messageId);
     if (!matchesFilters(attributes, run.filters)) continue;
     out.push({
       messageId,

@@ -16,6 +16,11 @@ export interface ReplayRunRecord {
   readonly filters: readonly AttributeFilter[];
   readonly messageIds: readonly string[] | null;
   readonly operator: string;
+  /**
+   * The run's `--rate`, messages per second (`null`: no limit), which `--resume` keeps unless given again; absent in
+   * records written before the rate was kept.
+   */
+  readonly ratePerSecond?: number | null;
   /** Epoch ms UTC. */
   readonly createdAtMs: number;
   /** `running` until a run ends; then `done` (every chunk done) or `incomplete` (failures to resume). */

@@ -387,6 +387,7 @@ export async function replay(
       filters: options.filters,
       messageIds: options.messageIds === undefined ? null : [...options.messageIds],
       operator: options.operator,
+      ratePerSecond: options.ratePerSecond ?? null,
       createdAtMs: started,
       status: 'running',
       updatedAtMs: started,
@@ -431,7 +432,12 @@ export async function replay(
   const logFile = runLogFile(ctx, run.runId);
   report.logFile = logFile;
   const ingest = await replayIngest(ctx, run.runId, logFile);
-  const limiter = new RateLimiter(options.ratePerSecond, deps.now, deps.sleep);
+  // A resumed run keeps the rate it was started with (the load its operator chose), unless --rate is given again.
+  const limiter = new RateLimiter(
+    options.ratePerSecond ?? run.ratePerSecond ?? undefined,
+    deps.now,
+    deps.sleep,
+  );
   const expected = todo.reduce((s, c) => s + (counts.get(c.index) ?? 0), 0);
   const bar = progressBar(io, 'replay', expected);
   const previous = new Map(resumed.map((c) => [c.index, c]));

@@ -1,6 +1,7 @@
 // `offvia gold restate`: recompute closed windows from what gold counts (Silver, the schema-retry store, bad data
 // for Silver) in BigQuery and write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
+import { parseBookingAccumulator } from '../aggregates/booking-aggregates';
 import { tableName } from '../config/env';
 import type { CliAction } from '../dashboard/command';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
@@ -24,7 +25,8 @@ import {
   type WindowAggregate,
   type WindowChange,
 } from './restate-plan';
-import { readWatermark, retryStoreRows } from './state-reader';
+import { readWatermark, retryStoreRows, windowStoreAt } from './state-reader';
+import { choosePipeline, DEFAULT_PIPELINE } from './pipeline-choice';
 
 /** What the command was asked to do. */
 export interface RestateOptions {
@@ -116,7 +118,7 @@ async function recompute(
       hiMs: last.endMs,
       silverTable: ctx.tables.silver,
       retryRows: [...retryRows],
-      ...(keys.length > 0 ? { keys: [...keys] } : {}),
+      ...keysParam(keys).params,
     },
     {
       starts: ['INT64'],
@@ -124,10 +126,25 @@ async function recompute(
       hiMs: 'INT64',
       silverTable: 'STRING',
       retryRows: ['STRING'],
-      ...(keys.length > 0 ? { keys: ['STRING'] } : {}),
+      ...keysParam(keys).types,
     },
   );
-  return rows.map((r) => ({
+  return rows.map(recomputedOf);
+}
+
+/** The `@keys` query parameter and its type when routes are chosen (`--key`); nothing for every route. */
+function keysParam(keys: readonly string[]): {
+  params: { keys?: string[] };
+  types: { keys?: string[] };
+} {
+  return keys.length > 0
+    ? { params: { keys: [...keys] }, types: { keys: ['STRING'] } }
+    : { params: {}, types: {} };
+}
+
+/** A (route, window)'s aggregate as the recomputation and the latest-pane view both return it. */
+function recomputedOf(r: Record<string, unknown>): Recomputed {
+  return {
     routeKey: text(r.route_key) ?? '',
     windowStartMs: Number(text(r.window_start_ms)),
     count: Number(text(r.booking_count)),
@@ -135,7 +152,7 @@ async function recompute(
     min: canonicalAmount(text(r.fare_min)),
     max: canonicalAmount(text(r.fare_max)),
     mean: canonicalAmount(text(r.fare_mean)),
-  }));
+  };
 }
 
 /** The latest pane of every (route, window) of the range, from the gold table's latest-pane view. */
@@ -167,23 +184,17 @@ async function latestPanes(
       pipeline: ctx.windows.pipeline,
       fromMs: first.startMs,
       toMs: last.startMs,
-      ...(keys.length > 0 ? { keys: [...keys] } : {}),
+      ...keysParam(keys).params,
     },
     {
       pipeline: 'STRING',
       fromMs: 'INT64',
       toMs: 'INT64',
-      ...(keys.length > 0 ? { keys: ['STRING'] } : {}),
+      ...keysParam(keys).types,
     },
   );
   return rows.map((r) => ({
-    routeKey: text(r.route_key) ?? '',
-    windowStartMs: Number(text(r.window_start_ms)),
-    count: Number(text(r.booking_count)),
-    total: canonicalAmount(text(r.fare_total)) ?? '0',
-    min: canonicalAmount(text(r.fare_min)),
-    max: canonicalAmount(text(r.fare_max)),
-    mean: canonicalAmount(text(r.fare_mean)),
+    ...recomputedOf(r),
     source: r.source === 'restatement' ? 'restatement' : 'stream',
     paneIndex: Number(text(r.pane_index)),
     paneOnTimeIndex: Number(text(r.pane_on_time_index)),
@@ -198,7 +209,10 @@ async function latestPanes(
  */
 async function heldRows(ctx: OpsContext, loMs: number, hiMs: number): Promise<string[]> {
   const out: string[] = [];
-  for (const { table: target, rows } of await retryStoreRows(ctx)) {
+  for (const { table: target, rows } of await retryStoreRows(
+    ctx,
+    choosePipeline(DEFAULT_PIPELINE),
+  )) {
     if (target !== ctx.tables.silver) continue;
     for (const row of rows) {
       let eventMs: number;
@@ -236,7 +250,11 @@ export async function restate(
   const windows = windowsOfRange(strategy.windowFn, options.fromMs, options.toMs);
   const first = windows[0] as IntervalWindow;
   const last = windows[windows.length - 1] as IntervalWindow;
-  const watermark = await readWatermark(ctx);
+  // Booking's window state, under its configured namespace (OFFVIA_WINDOW_FIRESTORE_ROOT / OFFVIA_WINDOW_PIPELINE).
+  const watermark = await readWatermark(
+    ctx,
+    windowStoreAt(ctx, { root: ctx.windows.firestoreRoot, pipeline }, parseBookingAccumulator),
+  );
   const retryRows = await heldRows(ctx, first.startMs, last.endMs);
   const [recomputed, latest] = await Promise.all([
     recompute(ctx, windows, options.keys, retryRows),

@@ -1,19 +1,15 @@
-// `offvia snapshot create|list|delete` and `offvia seek`: Pub/Sub snapshots of the ingest subscription (the push
-// subscription that feeds ingestBooking) and seeking it back to a snapshot or a time, for a safe cutover.
+// `offvia snapshot create|list|delete` and `offvia seek`: Pub/Sub snapshots of a pipeline's ingest subscription (the
+// push subscription that feeds its ingest function) and seeking it back to a snapshot or a time, for a safe cutover.
 import { PubSub, type Subscription } from '@google-cloud/pubsub';
 import type { Command } from 'commander';
 import { INGEST_SUBSCRIPTION_VAR } from '../config/registry';
 import type { CliAction } from '../dashboard/command';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { choosePipeline, qualifiedTable } from './pipeline-choice';
 import { query, type OpsContext } from './context';
 import { EXIT, NotFoundError, OpsError, UsageError, describeBackendError } from './errors';
 import { keyValues, table, toJson, type Io } from './output';
 import { parseTimeFlag } from './selection';
-
-/** The topic producers publish booking events to (the same name deploy/local/resources.ts and the deploy use). */
-export const BOOKING_TOPIC_NAME = 'booking-events';
-
-/** The local stack's push subscription to ingestBooking (deploy/local/resources.ts `INGEST_PUSH_SUBSCRIPTION`). */
-export const LOCAL_INGEST_SUBSCRIPTION = 'booking-events-ingest';
 
 /**
  * Pub/Sub's rule for a subscription or snapshot id (resource names: "start with a letter, 3 to 255 characters,
@@ -112,13 +108,14 @@ export interface SeekTargetSubscription {
 }
 
 /**
- * The ingest subscription: `--subscription`, else `OFFVIA_INGEST_SUBSCRIPTION`, else on the local stack
- * `booking-events-ingest`, else (Google Cloud) the one subscription of the booking topic whose id starts with
- * `eventarc-` (Eventarc names the trigger's push subscription so).
+ * The pipeline's ingest subscription: `--subscription`, else `OFFVIA_INGEST_SUBSCRIPTION`, else on the local stack
+ * the definition's `pubsub.subscriptions.ingest`, else (Google Cloud) the one subscription of the pipeline's topic
+ * whose id starts with `eventarc-` (Eventarc names the trigger's push subscription so).
  * @throws UsageError when none or several Eventarc subscriptions are found; OpsError when Pub/Sub fails.
  */
 export async function ingestSubscription(
   ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
   pubsub: PubSub,
   flag: string | undefined,
 ): Promise<SeekTargetSubscription> {
@@ -136,26 +133,23 @@ export async function ingestSubscription(
       INGEST_SUBSCRIPTION_VAR.name,
     );
   }
-  if (ctx.mode === 'local') return pick(LOCAL_INGEST_SUBSCRIPTION, 'the local stack');
+  const topic = pipeline.pubsub.topic;
+  if (ctx.mode === 'local') return pick(pipeline.pubsub.subscriptions.ingest, 'the local stack');
   let names: string[];
   try {
-    const [subs] = await pubsub.topic(BOOKING_TOPIC_NAME).getSubscriptions();
+    const [subs] = await pubsub.topic(topic).getSubscriptions();
     names = subs.map((s) => s.name.split('/').pop() ?? s.name);
   } catch (err) {
-    throw describeBackendError(
-      `Pub/Sub (subscriptions of ${BOOKING_TOPIC_NAME})`,
-      err,
-      ctx.describe.hint,
-    );
+    throw describeBackendError(`Pub/Sub (subscriptions of ${topic})`, err, ctx.describe.hint);
   }
   const eventarc = names.filter((n) => n.startsWith('eventarc-'));
   if (eventarc.length !== 1) {
     throw new UsageError(
-      `found ${eventarc.length} eventarc-* subscriptions on ${BOOKING_TOPIC_NAME} (${names.join(', ') || 'none'}): ` +
+      `found ${eventarc.length} eventarc-* subscriptions on ${topic} (${names.join(', ') || 'none'}): ` +
         `pass --subscription or set ${INGEST_SUBSCRIPTION_VAR.name}`,
     );
   }
-  return pick(eventarc[0] ?? '', `discovered on ${BOOKING_TOPIC_NAME}`);
+  return pick(eventarc[0] ?? '', `discovered on ${topic}`);
 }
 
 /** What `seek` reports. */
@@ -212,30 +206,38 @@ export function seekWarnings(
 }
 
 /**
- * Runs `seek`: reads the subscription's and the topic's retention, warns, and (unless a dry run) seeks.
- * @throws NotFoundError for an unknown snapshot or subscription; OpsError when Pub/Sub or BigQuery fail.
+ * Runs `seek`: reads the subscription's and the pipeline topic's retention, warns, and (unless a dry run) seeks.
+ * @throws NotFoundError for an unknown snapshot or subscription; UsageError when the subscription is on another
+ *   topic than the pipeline's (e.g. OFFVIA_INGEST_SUBSCRIPTION set for another pipeline); OpsError when Pub/Sub or
+ *   BigQuery fail.
  */
 export async function seek(
   ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
   target: SeekTargetSubscription,
   to: SeekTarget,
   dryRun: boolean,
   nowMs: number,
 ): Promise<SeekReport> {
+  const topic = pipeline.pubsub.topic;
   let subMeta: Record<string, unknown>;
   let topicMeta: Record<string, unknown>;
   try {
     [subMeta] = (await target.subscription.getMetadata()) as unknown as [Record<string, unknown>];
-    [topicMeta] = (await target.pubsub.topic(BOOKING_TOPIC_NAME).getMetadata()) as unknown as [
+    [topicMeta] = (await target.pubsub.topic(topic).getMetadata()) as unknown as [
       Record<string, unknown>,
     ];
   } catch (err) {
     if (grpcCode(err) === GRPC.notFound) {
-      throw new NotFoundError(
-        `subscription ${target.name} or topic ${BOOKING_TOPIC_NAME} not found`,
-      );
+      throw new NotFoundError(`subscription ${target.name} or topic ${topic} not found`);
     }
     throw describeBackendError(`Pub/Sub (subscription ${target.name})`, err, ctx.describe.hint);
+  }
+  // Seeking another pipeline's subscription would redeliver its messages: refuse before anything moves.
+  if (typeof subMeta.topic === 'string' && !subMeta.topic.endsWith(`/topics/${topic}`)) {
+    throw new UsageError(
+      `subscription ${target.name} is on ${subMeta.topic}, not on pipeline ${pipeline.name}'s topic ${topic}`,
+    );
   }
   const retention = {
     topicS: seconds(topicMeta.messageRetentionDuration),
@@ -243,10 +245,11 @@ export async function seek(
     retainAcked: subMeta.retainAckedMessages === true,
   };
   let bronzeSince: number | null = null;
-  if ('timeMs' in to) {
+  const bronze = pipeline.tables.bronze;
+  if ('timeMs' in to && bronze !== null) {
     const [row] = await query<{ n: unknown }>(
       ctx,
-      `SELECT COUNT(*) AS n FROM \`${ctx.tables.bronze}\` WHERE publish_time >= TIMESTAMP_MILLIS(@t)`,
+      `SELECT COUNT(*) AS n FROM \`${qualifiedTable(bronze, ctx.projectId)}\` WHERE publish_time >= TIMESTAMP_MILLIS(@t)`,
       { t: to.timeMs },
       { t: 'INT64' },
     );
@@ -268,7 +271,7 @@ export async function seek(
     // passes the runbook's dry-run step and fails only at the real seek.
     if ('snapshot' in to) {
       const full = `projects/${ctx.projectId}/snapshots/${to.snapshot}`;
-      const known = await listSnapshots(ctx, target.pubsub);
+      const known = await listSnapshots(ctx, pipeline, target.pubsub);
       if (!known.some((s) => s.name === full)) {
         throw new NotFoundError(`snapshot ${to.snapshot} not found (expired or deleted?)`);
       }
@@ -321,8 +324,12 @@ export async function createSnapshot(
   }
 }
 
-/** The project's snapshots of the booking topic, by name. @throws OpsError when Pub/Sub fails. */
-export async function listSnapshots(ctx: OpsContext, pubsub: PubSub): Promise<SnapshotInfo[]> {
+/** The project's snapshots of the pipeline's topic, by name. @throws OpsError when Pub/Sub fails. */
+export async function listSnapshots(
+  ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
+  pubsub: PubSub,
+): Promise<SnapshotInfo[]> {
   try {
     const [snapshots] = await pubsub.getSnapshots();
     return snapshots
@@ -330,7 +337,7 @@ export async function listSnapshots(ctx: OpsContext, pubsub: PubSub): Promise<Sn
         const m = (s.metadata ?? {}) as { topic?: string | null; expireTime?: unknown };
         return { name: s.name, topic: m.topic ?? '', expireTime: isoOf(m.expireTime) };
       })
-      .filter((s) => s.topic === '' || s.topic.endsWith(`/topics/${BOOKING_TOPIC_NAME}`))
+      .filter((s) => s.topic === '' || s.topic.endsWith(`/topics/${pipeline.pubsub.topic}`))
       .sort((a, b) => a.name.localeCompare(b.name));
   } catch (err) {
     throw describeBackendError('Pub/Sub (list snapshots)', err, ctx.describe.hint);
@@ -397,7 +404,7 @@ export function addSnapshotCommands(
   };
   const subscriptionOption = [
     '--subscription <id>',
-    `the ingest push subscription (default: ${INGEST_SUBSCRIPTION_VAR.name}, else the local stack's, else the booking topic's eventarc-* one)`,
+    `the ingest push subscription (default: ${INGEST_SUBSCRIPTION_VAR.name}, else the local stack's, else the pipeline topic's eventarc-* one)`,
   ] as const;
   const snapshot = program
     .command('snapshot')
@@ -413,7 +420,16 @@ export function addSnapshotCommands(
         if (opts.subscription !== undefined) parseResourceId(opts.subscription, '--subscription');
         const ctx = open();
         const info = await withPubSub(ctx, async (pubsub) =>
-          createSnapshot(ctx, await ingestSubscription(ctx, pubsub, opts.subscription), name),
+          createSnapshot(
+            ctx,
+            await ingestSubscription(
+              ctx,
+              choosePipeline(flags.pipeline),
+              pubsub,
+              opts.subscription,
+            ),
+            name,
+          ),
         );
         deps.io.out(
           flags.json
@@ -424,11 +440,12 @@ export function addSnapshotCommands(
     );
   snapshot
     .command('list')
-    .description('snapshots of the booking topic, with their expiry')
+    .description("snapshots of the pipeline's topic, with their expiry")
     .action(
       action(async (open, flags) => {
         const ctx = open();
-        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, pubsub));
+        const pipeline = choosePipeline(flags.pipeline);
+        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, pipeline, pubsub));
         deps.io.out(
           flags.json
             ? toJson(list)
@@ -479,10 +496,12 @@ export function addSnapshotCommands(
           const to = parseSeekTarget(opts, deps.now());
           if (opts.subscription !== undefined) parseResourceId(opts.subscription, '--subscription');
           const ctx = open();
+          const pipeline = choosePipeline(flags.pipeline);
           const report = await withPubSub(ctx, async (pubsub) =>
             seek(
               ctx,
-              await ingestSubscription(ctx, pubsub, opts.subscription),
+              pipeline,
+              await ingestSubscription(ctx, pipeline, pubsub, opts.subscription),
               to,
               opts.dryRun === true,
               deps.now(),

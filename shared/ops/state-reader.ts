@@ -2,24 +2,15 @@
 // counters and the schema-retry store, through the same adapters the functions use.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseBookingAccumulator, type BookingAccumulator } from '../aggregates/booking-aggregates';
 import { FirestoreDriftStore } from '../drift/firestore-store';
 import type { RetryRow } from '../drift/store';
 import { tableName } from '../config/env';
 import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
 import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
-import { watermarkHoldAt, type JsonValue } from '../windowing';
+import { watermarkHoldAt, type JsonValue, type WatermarkPolicy } from '../windowing';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
 import { firestoreCall, type OpsContext } from './context';
-
-/** The booking pipeline's window store over the context's Firestore. */
-export function windowStore(ctx: OpsContext): FirestoreWindowStore<BookingAccumulator> {
-  return new FirestoreWindowStore<BookingAccumulator>(ctx.firestore(), {
-    root: ctx.windows.firestoreRoot,
-    pipeline: ctx.windows.pipeline,
-    parseAccumulator: parseBookingAccumulator,
-  });
-}
 
 /**
  * Where one windowed pipeline's state lives: the root collection (a pipeline definition's `firestore.windowsRoot`,
@@ -28,11 +19,6 @@ export function windowStore(ctx: OpsContext): FirestoreWindowStore<BookingAccumu
 export interface WindowNamespace {
   readonly root: string;
   readonly pipeline: string;
-}
-
-/** The booking pipeline's namespace, from the context's configuration. */
-function bookingNamespace(ctx: OpsContext): WindowNamespace {
-  return { root: ctx.windows.firestoreRoot, pipeline: ctx.windows.pipeline };
 }
 
 /**
@@ -61,9 +47,7 @@ export interface WatermarkView {
 /** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
 export async function readWatermark(
   ctx: OpsContext,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<WatermarkView> {
   const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
   if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
@@ -88,15 +72,23 @@ export interface HoldsView {
   capMs: number | null;
 }
 
-/** Reads the 100 oldest watermark holds and applies the hold rule at `nowMs` (epoch ms), as fireWindows does. */
-export async function watermarkHolds(ctx: OpsContext, nowMs: number): Promise<HoldsView> {
+/**
+ * Reads the 100 oldest watermark holds of one windowed pipeline and applies the hold rule at `nowMs` (epoch ms), as
+ * fireWindows does with `policy` (the aggregation's watermark policy).
+ */
+export async function watermarkHolds(
+  ctx: OpsContext,
+  namespace: WindowNamespace,
+  policy: WatermarkPolicy,
+  nowMs: number,
+): Promise<HoldsView> {
   const store = new FirestoreWatermarkHoldStore(
     ctx.firestore(),
-    ctx.windows.firestoreRoot,
-    ctx.windows.pipeline,
+    namespace.root,
+    namespace.pipeline,
   );
   const held = await firestoreCall(ctx, 'watermark holds', () => store.oldest(100));
-  const hold = watermarkHoldAt(ctx.windows.watermarkPolicy, held, nowMs, ctx.windows.holdMaxMs);
+  const hold = watermarkHoldAt(policy, held, nowMs, ctx.windows.holdMaxMs);
   return {
     active: hold.active,
     stuck: hold.stuck.length,
@@ -105,14 +97,13 @@ export async function watermarkHolds(ctx: OpsContext, nowMs: number): Promise<Ho
   };
 }
 
-/** Window bookkeeping documents not yet CLOSED (their panes may still change). */
 /**
  * (key, window)s not yet CLOSED (their panes may still change): per-window layout records, plus the keys in the
  * bookkeeping of open key groups (key-groups layout: the documents with an event-time timer, read whole).
  */
 export async function countOpenWindows(
   ctx: OpsContext,
-  namespace: WindowNamespace = bookingNamespace(ctx),
+  namespace: WindowNamespace,
 ): Promise<number> {
   const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const snap = await firestoreCall(ctx, 'open windows', () =>
@@ -135,9 +126,7 @@ export async function countOpenWindows(
 /** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
 export async function droppedLate(
   ctx: OpsContext,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
   const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
   return {
@@ -148,11 +137,15 @@ export async function droppedLate(
   };
 }
 
-/** The last fireWindows lease: who took it, its fencing token (one per run) and when it was taken. */
+/**
+ * The last fireWindows lease of one windowed pipeline: who took it, its fencing token (one per run) and when it was
+ * taken (epoch ms); `null` before the first run.
+ */
 export async function fireWindowsLease(
   ctx: OpsContext,
+  namespace: WindowNamespace,
 ): Promise<{ holder: string; fence: number; acquiredAtMs: number } | null> {
-  const base = ctx.firestore().collection(ctx.windows.firestoreRoot).doc(ctx.windows.pipeline);
+  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const snap = await firestoreCall(ctx, 'fireWindows lease', () =>
     base.collection(COLLECTIONS.meta).doc('fireWindowsLease').get(),
   );
@@ -167,15 +160,20 @@ export async function fireWindowsLease(
   };
 }
 
-/** Rows waiting in the schema-retry store, per target table (at most `limit` per table, oldest first). */
+/**
+ * Rows waiting in a pipeline's schema-retry store, per target table (at most `limit` per table, oldest first); empty
+ * when the pipeline's schema drift is off.
+ */
 export async function retryStoreRows(
   ctx: OpsContext,
+  pipeline: Pick<AnyPipelineDefinition, 'schemaDrift' | 'firestore'>,
   limit = 100_000,
 ): Promise<{ table: string; rows: RetryRow[] }[]> {
-  if (!ctx.drift.enabled) return [];
-  const store = new FirestoreDriftStore(ctx.firestore(), ctx.drift.firestoreRoot);
+  const root = pipeline.firestore.schemaDriftRoot;
+  if (pipeline.schemaDrift.mode !== 'sweep' || root === null) return [];
+  const store = new FirestoreDriftStore(ctx.firestore(), root);
   const out: { table: string; rows: RetryRow[] }[] = [];
-  for (const ref of ctx.drift.targetTables) {
+  for (const ref of pipeline.schemaDrift.targetTables) {
     const table = tableName(ref, ctx.projectId);
     const { rows } = await firestoreCall(ctx, `retry store of ${table}`, () =>
       store.waitingRows(table, limit),
@@ -189,9 +187,7 @@ export async function retryStoreRows(
 export async function ledgerEntry(
   ctx: OpsContext,
   eventId: string,
-  store: FirestoreWindowStore<JsonValue> | FirestoreWindowStore<BookingAccumulator> = windowStore(
-    ctx,
-  ),
+  store: FirestoreWindowStore<JsonValue>,
 ): Promise<Record<string, unknown> | null> {
   const snap = await firestoreCall(ctx, 'dedup ledger', () => store.ledgerRef(eventId).get());
   return snap.exists ? (snap.data() ?? null) : null;
@@ -201,7 +197,7 @@ export async function ledgerEntry(
 export async function windowDoc(
   ctx: OpsContext,
   docId: string,
-  namespace: WindowNamespace = bookingNamespace(ctx),
+  namespace: WindowNamespace,
 ): Promise<Record<string, unknown> | null> {
   const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const snap = await firestoreCall(ctx, 'window state', () =>
@@ -216,27 +212,39 @@ export interface LogLine {
   line: string;
 }
 
-/** The functions' logs and offvia's own run log: one JSON entry per line (shared/logging), with `message_id` / `event_id`. */
-const FUNCTION_LOGS = [
-  'fn-ingestBooking',
-  'fn-fireWindows',
-  'fn-schemaSweep',
-  'bronze-standin',
-  'offvia',
-];
+/**
+ * The local logs of a pipeline: its functions' (`fn-<entry point>`, one JSON entry per line, shared/logging), the
+ * Bronze stand-in's and offvia's own run log.
+ */
+export function pipelineLogs(pipeline: Pick<AnyPipelineDefinition, 'functions'>): string[] {
+  const { ingest, fireWindows, schemaSweep } = pipeline.functions;
+  return [
+    ...[ingest, fireWindows, schemaSweep].flatMap((f) =>
+      f === null ? [] : [`fn-${f.entryPoint}`],
+    ),
+    'bronze-standin',
+    'offvia',
+  ];
+}
 
 /**
- * Entries of the local functions' logs (`.local/stack/logs/fn-*.log`) whose `message_id`, `event_id` or
- * `booking_id` field is one of `ids`, oldest first per file, at most `limit`. Empty in the cloud (the caller
- * prints the Cloud Logging query instead).
+ * Entries of the local logs `services` (`.local/stack/logs/<service>.log`) whose `message_id`, `event_id`,
+ * `messageId` or one of `idFields` (e.g. `booking_id`) is one of `ids`, oldest first per file, at most `limit`.
+ * Empty in the cloud (the caller prints the Cloud Logging query instead).
  */
-export function localLogLines(ctx: OpsContext, ids: readonly string[], limit = 50): LogLine[] {
+export function localLogLines(
+  ctx: OpsContext,
+  ids: readonly string[],
+  services: readonly string[],
+  idFields: readonly string[] = [],
+  limit = 50,
+): LogLine[] {
   const dir = ctx.logsDir;
   if (dir === undefined || !existsSync(dir) || ids.length === 0) return [];
   const wanted = new Set(ids);
   const out: LogLine[] = [];
   const files = readdirSync(dir)
-    .filter((f) => FUNCTION_LOGS.some((s) => f === `${s}.log`))
+    .filter((f) => services.some((s) => f === `${s}.log`))
     .sort();
   for (const file of files) {
     for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
@@ -249,7 +257,12 @@ export function localLogLines(ctx: OpsContext, ids: readonly string[], limit = 5
         // A line cut by a crash mid-write is not an entry.
         continue;
       }
-      const fields = [entry.message_id, entry.event_id, entry.booking_id, entry.messageId];
+      const fields = [
+        entry.message_id,
+        entry.event_id,
+        entry.messageId,
+        ...idFields.map((f) => entry[f]),
+      ];
       if (fields.some((f) => typeof f === 'string' && wanted.has(f))) {
         out.push({ service: file.replace(/\.log$/, ''), line });
         if (out.length >= limit) return out;

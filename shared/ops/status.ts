@@ -1,95 +1,150 @@
-// `offvia status`: counts per layer, quarantine and bad data by cause, the retry store, the watermark and windows,
-// and the scheduled functions' last runs, over a look-back window.
+// `offvia status` for any registered pipeline, read from its definition: counts per layer, quarantine and bad data
+// by cause, the schema-retry store, each aggregation's watermark, holds, windows and panes, and the last runs.
+import type { TableRef } from '../config/env';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
 import { keyValues, section, table, type Io } from './output';
+import { qualifiedTable } from './pipeline-choice';
 import {
   countOpenWindows,
   droppedLate,
   fireWindowsLease,
   lastLogEntry,
   readWatermark,
-  watermarkHolds,
   retryStoreRows,
+  watermarkHolds,
+  windowStoreAt,
 } from './state-reader';
+
+/** A scheduled function's last run: when (RFC 3339 UTC, `null` unknown) and what says so. */
+export interface LastRun {
+  at: string | null;
+  detail: string;
+}
+
+/** One aggregation's state: its watermark, holds and windows (Firestore) and its gold panes (BigQuery). */
+export interface AggregationStatus {
+  /** The aggregation's name: its document under the pipeline's windows root and the gold `pipeline` column. */
+  name: string;
+  /** The window function's kind: `fixed`, `sliding` or `sessions` (then the open windows are sessions). */
+  windowKind: string;
+  /** `project.dataset.table` of its gold panes. */
+  goldTable: string;
+  /** Panes emitted since `since`, and per Beam pane timing (EARLY, ON_TIME, LATE). */
+  goldPanes: number;
+  panesByTiming: { timing: string; panes: number }[];
+  /** RFC 3339 UTC; `null` before the first event. */
+  watermark: string | null;
+  /** How far the watermark is behind the clock, ms. */
+  lagMs: number | null;
+  maxEventTime: string | null;
+  /** Failing deliveries holding the watermark back (docs/windows.md, watermark holds). */
+  watermarkHolds: { active: number; stuck: number; oldestHeldPublishTime: string | null };
+  /** (key, window)s not yet closed; for session windows, the open sessions. */
+  openWindows: number;
+  /** Elements dropped as too late (TTL-bounded counters), and why: the window expired or its trigger finished. */
+  droppedLate: number;
+  droppedExpiredWindow: number;
+  droppedClosedWindow: number;
+  /** The aggregation's fireWindows run: the scheduler's last call, else the lease it took. */
+  lastRun: LastRun;
+}
 
 /** Everything `status` reports; `--json` prints it as is. Times are RFC 3339 UTC, durations ms. */
 export interface StatusReport {
+  pipeline: string;
   /** The look-back window: rows received, published or emitted at or after this time. */
   since: string;
   now: string;
   target: { mode: 'local' | 'cloud'; project: string };
-  /** Rows per layer since `since` (Silver: table rows and distinct events in the dedup view). */
+  /**
+   * Rows per layer since `since` (Silver: table rows and distinct events in the dedup view). `null`: the pipeline
+   * has no such table (no Bronze, no resolutions).
+   */
   layers: {
-    bronze: number;
+    bronze: number | null;
     silverRows: number;
     silverEvents: number;
     quarantineRows: number;
     quarantineMessages: number;
     badDataRows: number;
     goldPanes: number;
-    resolutions: number;
+    resolutions: number | null;
   };
-  /** Still to handle, whatever their age (the open views). */
-  open: { quarantine: number; badData: number };
-  quarantineByStage: { stage: string; rows: number; messages: number; open: number }[];
+  /** `project.dataset.table` of the quarantine or dead-letter table the counts come from. */
+  quarantineTable: string;
+  /** Still to handle, whatever their age (the open views); `null` without an open view. */
+  open: { quarantine: number | null; badData: number | null };
+  quarantineByStage: { stage: string; rows: number; messages: number; open: number | null }[];
   topQuarantineReasons: { stage: string; reason: string; rows: number }[];
-  badDataByCause: { target: string; error: string; rows: number; open: number }[];
+  badDataByCause: { target: string; error: string; rows: number; open: number | null }[];
   retryStore: { table: string; rows: number; oldest: string | null }[];
-  watermark: { watermark: string | null; lagMs: number | null; maxEventTime: string | null };
-  /** Failing deliveries holding the watermark back (docs/windows.md, watermark holds). */
-  watermarkHolds: { active: number; stuck: number; oldestHeldPublishTime: string | null };
-  windows: {
-    open: number;
-    droppedLate: number;
-    droppedExpiredWindow: number;
-    droppedClosedWindow: number;
-  };
-  panesByTiming: { timing: string; panes: number }[];
-  lastRuns: {
-    fireWindows: { at: string | null; detail: string };
-    schemaSweep: { at: string | null; detail: string };
-  };
+  aggregations: AggregationStatus[];
+  /** The schema sweep's last run; `null` when the pipeline has no sweep. */
+  schemaSweep: LastRun | null;
 }
 
 const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
 /** Number of a COUNT(*) column (the client returns INT64 as number; the emulator sometimes as text). */
-function n(value: unknown): number {
-  return Number(value ?? 0);
-}
+const n = (value: unknown): number => Number(value ?? 0);
 
 /**
- * Collects the report. BigQuery and Firestore reads run concurrently.
+ * Collects the report of `pipeline` over [sinceMs, nowMs] (epoch ms UTC). BigQuery and Firestore reads run
+ * concurrently.
  * @throws OpsError (one line) when a backend cannot be reached or refuses a query.
  */
 export async function collectStatus(
   ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
   sinceMs: number,
   nowMs: number,
 ): Promise<StatusReport> {
-  const t = ctx.tables;
+  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const t = pipeline.tables;
+  const cols = pipeline.operatorColumns;
+  const s = cols.silver;
+  const c = cols.quarantine;
   const p = { since_ms: sinceMs };
   const types = { since_ms: 'INT64' };
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
-  const count = async (sql: string, withSince = true): Promise<number> => {
-    const [row] = await query<{ n: unknown }>(
-      ctx,
-      sql,
-      withSince ? p : {},
-      withSince ? types : undefined,
-    );
-    return n(row?.n);
-  };
+  const rows = <T>(sql: string, withSince = true): Promise<T[]> =>
+    query<T>(ctx, sql, withSince ? p : {}, withSince ? types : undefined);
+  const count = async (sql: string, withSince = true): Promise<number> =>
+    n((await rows<{ n: unknown }>(sql, withSince))[0]?.n);
+  const countIf = (ref: TableRef | null, sql: (table: string) => string, withSince = true) =>
+    ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
+  const open = cols.openViews;
+  const message = `COALESCE(${c.messageId}, ${c.payload})`;
+  const layers = allOf({
+    bronze: countIf(
+      t.bronze,
+      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE publish_time >= ${since}`,
+    ),
+    silverRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.silver)}\` WHERE ${s.writtenAt} >= ${since}`,
+    ),
+    silverEvents: count(
+      `SELECT COUNT(*) AS n FROM \`${q(s.dedupView)}\` WHERE ${s.writtenAt} >= ${since}`,
+    ),
+    quarantineRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
+    ),
+    quarantineMessages: count(
+      `SELECT COUNT(DISTINCT ${message}) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
+    ),
+    badDataRows: count(
+      `SELECT COUNT(*) AS n FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}`,
+    ),
+    resolutions: countIf(
+      cols.resolutions,
+      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE resolved_at >= ${since}`,
+    ),
+  });
   const [
-    bronze,
-    silverRows,
-    silverEvents,
-    quarantineRows,
-    quarantineMessages,
-    badDataRows,
-    goldPanes,
-    resolutions,
+    counts,
     openQuarantine,
     openBadData,
     stages,
@@ -97,92 +152,100 @@ export async function collectStatus(
     reasons,
     causes,
     openCauses,
-    timings,
+    retry,
   ] = await Promise.all([
-    count(`SELECT COUNT(*) AS n FROM \`${t.bronze}\` WHERE publish_time >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.silver}\` WHERE ingestion_timestamp >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.silverDedup}\` WHERE ingestion_timestamp >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.quarantine}\` WHERE received_timestamp >= ${since}`),
-    count(
-      `SELECT COUNT(DISTINCT COALESCE(source_message_id, raw_payload)) AS n FROM \`${t.quarantine}\` WHERE received_timestamp >= ${since}`,
+    layers,
+    countIf(open?.quarantine ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
+    countIf(open?.badData ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
+    rows<{ stage: string; rows: unknown; messages: unknown }>(
+      `SELECT ${c.stage} AS stage, COUNT(*) AS \`rows\`, COUNT(DISTINCT ${message}) AS messages
+       FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since} GROUP BY stage ORDER BY stage`,
     ),
-    count(`SELECT COUNT(*) AS n FROM \`${t.badData}\` WHERE insert_time >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.gold}\` WHERE emitted_at >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.resolutions}\` WHERE resolved_at >= ${since}`),
-    count(`SELECT COUNT(*) AS n FROM \`${t.quarantineOpen}\``, false),
-    count(`SELECT COUNT(*) AS n FROM \`${t.badDataOpen}\``, false),
-    query<{ stage: string; rows: unknown; messages: unknown }>(
-      ctx,
-      `SELECT error_stage AS stage, COUNT(*) AS \`rows\`, COUNT(DISTINCT COALESCE(source_message_id, raw_payload)) AS messages
-       FROM \`${t.quarantine}\` WHERE received_timestamp >= ${since} GROUP BY error_stage ORDER BY error_stage`,
-      p,
-      types,
+    open === null
+      ? Promise.resolve([])
+      : rows<{ stage: string; open: unknown }>(
+          `SELECT ${c.stage} AS stage, COUNT(*) AS open FROM \`${q(open.quarantine)}\` GROUP BY stage`,
+          false,
+        ),
+    rows<{ stage: string; reason: string; rows: unknown }>(
+      `SELECT ${c.stage} AS stage, ${c.reason} AS reason, COUNT(*) AS \`rows\`
+       FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}
+       GROUP BY stage, reason ORDER BY \`rows\` DESC, stage, reason LIMIT 5`,
     ),
-    query<{ stage: string; open: unknown }>(
-      ctx,
-      `SELECT error_stage AS stage, COUNT(*) AS open FROM \`${t.quarantineOpen}\` GROUP BY error_stage`,
-    ),
-    query<{ stage: string; reason: string; rows: unknown }>(
-      ctx,
-      `SELECT error_stage AS stage, error_reason AS reason, COUNT(*) AS \`rows\`
-       FROM \`${t.quarantine}\` WHERE received_timestamp >= ${since}
-       GROUP BY error_stage, error_reason ORDER BY \`rows\` DESC, stage, reason LIMIT 5`,
-      p,
-      types,
-    ),
-    query<{ target: string; error: string; rows: unknown }>(
-      ctx,
+    rows<{ target: string; error: string; rows: unknown }>(
       `SELECT target_dest AS target, error, COUNT(*) AS \`rows\`
-       FROM \`${t.badData}\` WHERE insert_time >= ${since}
+       FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}
        GROUP BY target_dest, error ORDER BY \`rows\` DESC, target, error LIMIT 10`,
-      p,
-      types,
     ),
-    query<{ target: string; error: string; open: unknown }>(
-      ctx,
-      `SELECT target_dest AS target, error, COUNT(*) AS open FROM \`${t.badDataOpen}\` GROUP BY target_dest, error`,
-    ),
-    query<{ timing: string; panes: unknown }>(
-      ctx,
-      `SELECT pane_timing AS timing, COUNT(*) AS panes FROM \`${t.gold}\` WHERE emitted_at >= ${since}
-       GROUP BY pane_timing ORDER BY pane_timing`,
-      p,
-      types,
-    ),
+    open === null
+      ? Promise.resolve([])
+      : rows<{ target: string; error: string; open: unknown }>(
+          `SELECT target_dest AS target, error, COUNT(*) AS open FROM \`${q(open.badData)}\` GROUP BY target_dest, error`,
+          false,
+        ),
+    retryStoreRows(ctx, pipeline),
   ]);
-  const [watermark, openWindows, dropped, lease, retry, holds] = await Promise.all([
-    readWatermark(ctx),
-    countOpenWindows(ctx),
-    droppedLate(ctx),
-    fireWindowsLease(ctx),
-    retryStoreRows(ctx),
-    watermarkHolds(ctx, nowMs),
-  ]);
+  const aggregations = await Promise.all(
+    pipeline.aggregations.map(async (aggregation): Promise<AggregationStatus> => {
+      const namespace = aggregationNamespace(pipeline, aggregation);
+      const store = windowStoreAt(ctx, namespace, (v) => aggregation.parseAccumulator(v));
+      const goldTable = q(aggregation.goldTable);
+      const [watermark, holds, openWindows, dropped, lease, timings] = await Promise.all([
+        readWatermark(ctx, store),
+        watermarkHolds(ctx, namespace, aggregation.watermarkPolicy, nowMs),
+        countOpenWindows(ctx, namespace),
+        droppedLate(ctx, store),
+        fireWindowsLease(ctx, namespace),
+        query<{ timing: string; panes: unknown }>(
+          ctx,
+          `SELECT pane_timing AS timing, COUNT(*) AS panes FROM \`${goldTable}\`
+           WHERE emitted_at >= ${since} AND pipeline = @pipeline GROUP BY pane_timing ORDER BY pane_timing`,
+          { ...p, pipeline: aggregation.name },
+          { ...types, pipeline: 'STRING' },
+        ),
+      ]);
+      const panesByTiming = timings.map((r) => ({ timing: r.timing, panes: n(r.panes) }));
+      return {
+        name: aggregation.name,
+        windowKind: aggregation.strategy.windowFn.kind,
+        goldTable,
+        goldPanes: panesByTiming.reduce((sum, x) => sum + x.panes, 0),
+        panesByTiming,
+        watermark: iso(watermark.watermarkMs),
+        lagMs: watermark.watermarkMs === null ? null : nowMs - watermark.watermarkMs,
+        maxEventTime: iso(watermark.maxEventTimeMs),
+        watermarkHolds: {
+          active: holds.active,
+          stuck: holds.stuck,
+          oldestHeldPublishTime: iso(holds.oldestPublishTimeMs),
+        },
+        openWindows,
+        droppedLate: dropped.total,
+        droppedExpiredWindow: dropped.expiredWindow,
+        droppedClosedWindow: dropped.closedWindow,
+        lastRun: lastRun(ctx, pipeline.functions.fireWindows.entryPoint, lease),
+      };
+    }),
+  );
   const openByStage = new Map(openStages.map((r) => [r.stage, n(r.open)]));
-  const stageNames = [...new Set([...stages.map((s) => s.stage), ...openByStage.keys()])].sort();
+  const stageNames = [...new Set([...stages.map((x) => x.stage), ...openByStage.keys()])].sort();
   const openByCause = new Map(openCauses.map((r) => [`${r.target}\u0000${r.error}`, n(r.open)]));
+  const sweep = pipeline.functions.schemaSweep;
   return {
+    pipeline: pipeline.name,
     since: new Date(sinceMs).toISOString(),
     now: new Date(nowMs).toISOString(),
     target: { mode: ctx.mode, project: ctx.projectId },
-    layers: {
-      bronze,
-      silverRows,
-      silverEvents,
-      quarantineRows,
-      quarantineMessages,
-      badDataRows,
-      goldPanes,
-      resolutions,
-    },
+    layers: { ...counts, goldPanes: aggregations.reduce((sum, a) => sum + a.goldPanes, 0) },
+    quarantineTable: q(t.quarantine),
     open: { quarantine: openQuarantine, badData: openBadData },
     quarantineByStage: stageNames.map((stage) => {
-      const row = stages.find((s) => s.stage === stage);
+      const row = stages.find((x) => x.stage === stage);
       return {
         stage,
         rows: n(row?.rows),
         messages: n(row?.messages),
-        open: openByStage.get(stage) ?? 0,
+        open: open === null ? null : (openByStage.get(stage) ?? 0),
       };
     }),
     topQuarantineReasons: reasons.map((r) => ({
@@ -190,56 +253,37 @@ export async function collectStatus(
       reason: r.reason,
       rows: n(r.rows),
     })),
-    badDataByCause: causes.map((c) => ({
-      target: c.target,
-      error: c.error,
-      rows: n(c.rows),
-      open: openByCause.get(`${c.target}\u0000${c.error}`) ?? 0,
+    badDataByCause: causes.map((x) => ({
+      target: x.target,
+      error: x.error,
+      rows: n(x.rows),
+      open: open === null ? null : (openByCause.get(`${x.target}\u0000${x.error}`) ?? 0),
     })),
-    retryStore: retry.map(({ table, rows }) => ({
-      table,
-      rows: rows.length,
+    retryStore: retry.map(({ table: name, rows: waiting }) => ({
+      table: name,
+      rows: waiting.length,
       oldest: iso(
-        rows.reduce<number | null>(
+        waiting.reduce<number | null>(
           (m, r) => (m === null ? r.processedTimestampMs : Math.min(m, r.processedTimestampMs)),
           null,
         ),
       ),
     })),
-    watermark: {
-      watermark: iso(watermark.watermarkMs),
-      lagMs: watermark.watermarkMs === null ? null : nowMs - watermark.watermarkMs,
-      maxEventTime: iso(watermark.maxEventTimeMs),
-    },
-    watermarkHolds: {
-      active: holds.active,
-      stuck: holds.stuck,
-      oldestHeldPublishTime: iso(holds.oldestPublishTimeMs),
-    },
-    windows: {
-      open: openWindows,
-      droppedLate: dropped.total,
-      droppedExpiredWindow: dropped.expiredWindow,
-      droppedClosedWindow: dropped.closedWindow,
-    },
-    panesByTiming: timings.map((r) => ({ timing: r.timing, panes: n(r.panes) })),
-    lastRuns: {
-      fireWindows: lastRun(ctx, 'fireWindows', lease),
-      schemaSweep: lastRun(ctx, 'schemaSweep', null),
-    },
+    aggregations,
+    schemaSweep: sweep === null ? null : lastRun(ctx, sweep.entryPoint, null),
   };
 }
 
 /**
- * A scheduled function's last run: locally the scheduler's last call (its log has the time and the HTTP status);
- * for fireWindows also the lease it took (Firestore, so in the cloud too).
+ * A scheduled function's last run: locally the scheduler's last call of `entryPoint` (its log has the time and the
+ * HTTP status); else the fireWindows lease it took (Firestore, so in the cloud too); else where to look.
  */
 function lastRun(
   ctx: OpsContext,
-  fn: 'fireWindows' | 'schemaSweep',
+  entryPoint: string,
   lease: { holder: string; fence: number; acquiredAtMs: number } | null,
-): { at: string | null; detail: string } {
-  const entry = lastLogEntry(ctx, 'scheduler', new RegExp(`^${fn} (answered|call failed)`));
+): LastRun {
+  const entry = lastLogEntry(ctx, 'scheduler', new RegExp(`^${entryPoint} (answered|call failed)`));
   if (entry !== null) {
     return {
       at: typeof entry.time === 'string' ? entry.time : null,
@@ -257,47 +301,60 @@ function lastRun(
     detail:
       ctx.mode === 'local'
         ? 'no run in the scheduler log'
-        : `see Cloud Logging: gcloud logging read 'resource.labels.service_name="${fn.toLowerCase()}"' --limit 5`,
+        : `see Cloud Logging: gcloud logging read 'resource.labels.service_name=~"${entryPoint.toLowerCase()}"' --limit 5`,
   };
 }
 
-const ms = (v: number | null): string => (v === null ? '' : `${(v / 1000).toFixed(1)} s`);
+/** Awaits every promise of an object, concurrently: the object of their values. */
+async function allOf<T extends Record<string, Promise<unknown>>>(
+  promises: T,
+): Promise<{ [K in keyof T]: Awaited<T[K]> }> {
+  const entries = await Promise.all(
+    Object.entries(promises).map(async ([name, promise]) => [name, await promise] as const),
+  );
+  return Object.fromEntries(entries) as { [K in keyof T]: Awaited<T[K]> };
+}
+
+const seconds = (v: number | null): string => (v === null ? '' : `${(v / 1000).toFixed(1)} s`);
+const orNone = (v: number | null, what: string): string | number => v ?? `no ${what}`;
 
 /** The report as tables. */
 export function formatStatus(r: StatusReport): string {
   const l = r.layers;
+  const openNote = (v: number | null): string => (v === null ? '' : `; ${v} open (all time)`);
   return [
-    `offvia status: ${r.target.mode} project ${r.target.project}, since ${r.since} (now ${r.now})`,
+    `offvia status: pipeline ${r.pipeline}, ${r.target.mode} project ${r.target.project}, since ${r.since} (now ${r.now})`,
     section(
       'Layers (rows since)',
       table(
         ['layer', 'rows', 'note'],
         [
-          ['Bronze', l.bronze, 'every published message'],
+          ['Bronze', orNone(l.bronze, 'Bronze'), 'every published message'],
           ['Silver', l.silverRows, `${l.silverEvents} distinct events in the dedup view`],
           [
             'quarantine',
             l.quarantineRows,
-            `${l.quarantineMessages} messages; ${r.open.quarantine} open (all time)`,
+            `${l.quarantineMessages} messages${openNote(r.open.quarantine)} (${r.quarantineTable})`,
           ],
-          ['bad data', l.badDataRows, `${r.open.badData} open (all time)`],
+          ['bad data', l.badDataRows, openNote(r.open.badData).replace(/^; /, '')],
           ['gold panes', l.goldPanes, ''],
-          ['resolutions', l.resolutions, 'rows re-driven by offvia'],
+          ['resolutions', orNone(l.resolutions, 'resolutions table'), 'rows re-driven by offvia'],
         ],
+        90,
       ),
     ),
     section(
       'Quarantine by stage',
       table(
         ['stage', 'rows', 'messages', 'open'],
-        r.quarantineByStage.map((s) => [s.stage, s.rows, s.messages, s.open]),
+        r.quarantineByStage.map((x) => [x.stage, x.rows, x.messages, x.open ?? '']),
       ),
     ),
     section(
       'Top quarantine reasons',
       table(
         ['stage', 'rows', 'reason'],
-        r.topQuarantineReasons.map((s) => [s.stage, s.rows, s.reason]),
+        r.topQuarantineReasons.map((x) => [x.stage, x.rows, x.reason]),
         80,
       ),
     ),
@@ -305,7 +362,7 @@ export function formatStatus(r: StatusReport): string {
       'Bad data by target and error',
       table(
         ['target', 'rows', 'open', 'error'],
-        r.badDataByCause.map((c) => [c.target, c.rows, c.open, c.error]),
+        r.badDataByCause.map((x) => [x.target, x.rows, x.open ?? '', x.error]),
         70,
       ),
     ),
@@ -313,44 +370,44 @@ export function formatStatus(r: StatusReport): string {
       'Schema-retry store',
       table(
         ['table', 'rows waiting', 'oldest'],
-        r.retryStore.map((s) => [s.table, s.rows, s.oldest]),
+        r.retryStore.map((x) => [x.table, x.rows, x.oldest]),
       ),
     ),
-    section(
-      'Windows',
-      keyValues([
-        ['watermark', r.watermark.watermark ?? 'none yet'],
-        ['watermark lag behind the clock', ms(r.watermark.lagMs)],
-        ['max event time', r.watermark.maxEventTime ?? ''],
-        [
-          'watermark holds (failing deliveries)',
-          r.watermarkHolds.active === 0
-            ? 'none'
-            : `${r.watermarkHolds.active} (oldest held publish time ${r.watermarkHolds.oldestHeldPublishTime ?? 'none'}; ` +
-              `${r.watermarkHolds.stuck} stuck past OFFVIA_WATERMARK_HOLD_MAX_MS)`,
-        ],
-        ['open windows', r.windows.open],
-        [
-          'dropped late (TTL-bounded counters)',
-          `${r.windows.droppedLate} (${r.windows.droppedExpiredWindow} expired window, ${r.windows.droppedClosedWindow} closed window)`,
-        ],
-        [
-          'panes emitted since',
-          r.panesByTiming.map((p) => `${p.timing} ${p.panes}`).join(', ') || '0',
-        ],
-      ]),
-    ),
-    section(
-      'Last runs',
-      table(
-        ['function', 'at', 'detail'],
-        [
-          ['fireWindows', r.lastRuns.fireWindows.at, r.lastRuns.fireWindows.detail],
-          ['schemaSweep', r.lastRuns.schemaSweep.at, r.lastRuns.schemaSweep.detail],
-        ],
-        90,
+    ...r.aggregations.map((a) =>
+      section(
+        `Windows: ${a.name} (${a.windowKind})`,
+        keyValues([
+          ['watermark', a.watermark ?? 'none yet'],
+          ['watermark lag behind the clock', seconds(a.lagMs)],
+          ['max event time', a.maxEventTime ?? ''],
+          [
+            'watermark holds (failing deliveries)',
+            a.watermarkHolds.active === 0
+              ? 'none'
+              : `${a.watermarkHolds.active} (oldest held publish time ${a.watermarkHolds.oldestHeldPublishTime ?? 'none'}; ` +
+                `${a.watermarkHolds.stuck} stuck past OFFVIA_WATERMARK_HOLD_MAX_MS)`,
+          ],
+          [a.windowKind === 'sessions' ? 'open sessions' : 'open windows', a.openWindows],
+          [
+            'dropped late (TTL-bounded counters)',
+            `${a.droppedLate} (${a.droppedExpiredWindow} expired window, ${a.droppedClosedWindow} closed window)`,
+          ],
+          [
+            'panes emitted since',
+            `${a.panesByTiming.map((x) => `${x.timing} ${x.panes}`).join(', ') || '0'} (${a.goldTable})`,
+          ],
+          ['last fireWindows run', `${a.lastRun.at ?? ''} ${a.lastRun.detail}`.trim()],
+        ]),
       ),
     ),
+    ...(r.schemaSweep === null
+      ? []
+      : [
+          section(
+            'Schema sweep',
+            keyValues([['last run', `${r.schemaSweep.at ?? ''} ${r.schemaSweep.detail}`.trim()]]),
+          ),
+        ]),
   ].join('\n');
 }
 

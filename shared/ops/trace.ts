@@ -1,21 +1,24 @@
-// `offvia trace <id>`: every place a message or event is, from a Pub/Sub message id, an event_id or a booking_id:
-// Bronze, Silver (table and dedup view), quarantine, bad data, resolutions, the schema-retry store, the dedup
-// ledger, the windows and gold panes that count it, and its log lines.
-import { createAggregationFireDeps } from '../pipeline/runtime/compose';
-import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
-import { routeKey } from '../aggregates/route-key';
-import type { BookingAccumulator } from '../aggregates/booking-aggregates';
-import { Logger } from '../logging/logger';
-import type { FirestoreWindowStore } from '../state/firestore-window-store';
+// `offvia trace <id>` for any registered pipeline: every place a message or event is, from a Pub/Sub message id, an
+// event id or one of the pipeline's lookup columns (booking: booking_id): Bronze, Silver (table and dedup view),
+// quarantine, bad data, resolutions, the schema-retry store, each aggregation's dedup state, windows and gold panes,
+// and its log lines. What it reads of the tables comes from the definition's `operatorColumns`.
+import type { TableRef } from '../config/env';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { aggregationNamespace } from '../pipeline/runtime/namespace';
+import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { keyIdPart } from '../state/ids';
+import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
 import { cellText, keyValues, plainRow, section, table, type Io } from './output';
+import { qualifiedTable } from './pipeline-choice';
 import {
   ledgerEntry,
   localLogLines,
+  pipelineLogs,
   retryStoreRows,
   windowDoc,
+  windowStoreAt,
   type LogLine,
 } from './state-reader';
 
@@ -24,19 +27,28 @@ type Row = Record<string, unknown>;
 /** Most rows a trace reads per layer (a booking_id with a long history stays readable). */
 const MAX_ROWS = 50;
 
-/** One ledger entry with the windows it was counted in and their state. */
-export interface TraceLedger {
+/** One aggregation's dedup entry for an event, with the windows it was counted in and their state. */
+export interface TraceWindows {
+  /** The aggregation (windowed pipeline) name. */
+  aggregation: string;
   eventId: string;
-  messageId: string;
+  /** The message that first delivered the event, as the ledger says; `null` when only the key groups know it. */
+  messageId: string | null;
+  /** The key the event was counted under (a route, a device id, a region). */
   key: string;
-  /** `counted` or `dropped` (too late for every window), as the ledger says. */
+  /** `counted` or `dropped` (too late for every window). */
   outcome: string;
   appliedAt: string | null;
+  /**
+   * The windows `windowStart_windowEnd` (epoch ms); phase and panes emitted where a per-window record keeps them.
+   * For session windows these are the event's own proto-sessions, before merging.
+   */
   windows: { windowId: string; phase: string | null; panesEmitted: number | null }[];
 }
 
 /** Everything `trace` found; `--json` prints it as is (rows as plain values, times RFC 3339 UTC). */
 export interface TraceReport {
+  pipeline: string;
   id: string;
   messageIds: string[];
   eventIds: string[];
@@ -44,11 +56,14 @@ export interface TraceReport {
   silver: Row[];
   /** The rows the dedup view keeps for the event ids (one per event). */
   silverDedup: Row[];
+  /** Rows of the quarantine or dead-letter table. */
   quarantine: Row[];
   badData: Row[];
   resolutions: Row[];
   retryStore: Row[];
-  ledger: TraceLedger[];
+  /** Per aggregation, the dedup entries and windows of the event ids. */
+  windows: TraceWindows[];
+  /** Gold panes of those windows, each with its `aggregation`, `event_id` and `includes_event`. */
   gold: Row[];
   logs: LogLine[];
   /** Where the log lines are when they cannot be read here (the cloud). */
@@ -63,59 +78,75 @@ export function placesFound(r: TraceReport): string[] {
     ['quarantine', r.quarantine.length],
     ['bad_data', r.badData.length],
     ['retry_store', r.retryStore.length],
-    ['ledger', r.ledger.length],
+    ['windows', r.windows.length],
     ['gold', r.gold.length],
     ['resolutions', r.resolutions.length],
   ];
-  return places.filter(([, n]) => n > 0).map(([p]) => p);
+  return places.filter(([, count]) => count > 0).map(([p]) => p);
 }
 
 const ids = (rows: readonly Row[], column: string): string[] =>
   rows.map((r) => r[column]).filter((v): v is string => typeof v === 'string' && v !== '');
 
+/** `a, b or c`: the ids `trace` accepts, for the not-found line. */
+function idNames(pipeline: AnyPipelineDefinition): string {
+  const names = ['message id', 'event_id', ...pipeline.operatorColumns.silver.lookupColumns];
+  return `${names.slice(0, -1).join(', ')} or ${names[names.length - 1] ?? ''}`;
+}
+
 /**
- * Traces `id` through every layer.
+ * Traces `id` through every layer of `pipeline`.
  * @throws NotFoundError (exit 3) when no layer knows the id; OpsError when a backend fails.
  */
-export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
-  const t = ctx.tables;
+export async function trace(
+  ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
+  id: string,
+): Promise<TraceReport> {
+  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const t = pipeline.tables;
+  const cols = pipeline.operatorColumns;
+  const s = cols.silver;
+  const c = cols.quarantine;
   // Inside payloads the id is matched as a JSON string value ("BK-90210"), not as any substring: message ids on
   // the emulator are small integers that would match every payload.
   const quoted = JSON.stringify(id);
   const p = { id, quoted };
-  const [silver, quarantine, badData, firstResolutions] = await Promise.all([
+  const silverIds = [s.messageId, s.eventId, ...s.lookupColumns].map((x) => `${x} = @id`);
+  const [silver, quarantine, badData, firstResolutions, retry] = await Promise.all([
     query(
       ctx,
-      `SELECT * FROM \`${t.silver}\` WHERE source_message_id = @id OR event_id = @id OR booking_id = @id
-       ORDER BY ingestion_timestamp LIMIT ${MAX_ROWS}`,
+      `SELECT * FROM \`${q(t.silver)}\` WHERE ${silverIds.join(' OR ')}
+       ORDER BY ${s.writtenAt} LIMIT ${MAX_ROWS}`,
       p,
     ),
     query(
       ctx,
-      `SELECT * FROM \`${t.quarantine}\` WHERE source_message_id = @id OR STRPOS(raw_payload, @quoted) > 0
-       ORDER BY received_timestamp LIMIT ${MAX_ROWS}`,
+      `SELECT * FROM \`${q(t.quarantine)}\` WHERE ${c.messageId} = @id OR STRPOS(${c.payload}, @quoted) > 0
+       ORDER BY ${c.rejectedAt} LIMIT ${MAX_ROWS}`,
       p,
     ),
     query(
       ctx,
-      `SELECT * FROM \`${t.badData}\` WHERE source_message_id = @id OR insert_id = @id OR STRPOS(bad_data, @quoted) > 0
+      `SELECT * FROM \`${q(t.badData)}\` WHERE source_message_id = @id OR insert_id = @id OR STRPOS(bad_data, @quoted) > 0
        ORDER BY insert_time LIMIT ${MAX_ROWS}`,
       p,
     ),
-    query(
-      ctx,
-      `SELECT * FROM \`${t.resolutions}\` WHERE source_message_id = @id OR row_key = @id OR result_event_id = @id
-       ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
-      p,
-    ),
+    cols.resolutions === null
+      ? Promise.resolve([])
+      : query(
+          ctx,
+          `SELECT * FROM \`${q(cols.resolutions)}\` WHERE source_message_id = @id OR row_key = @id OR result_event_id = @id
+           ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
+          p,
+        ),
+    retryStoreRows(ctx, pipeline),
   ]);
-  const retryAll = (await retryStoreRows(ctx)).flatMap(({ table, rows }) =>
-    rows.map((r) => ({ table, ...r })),
-  );
-  const retryStore = retryAll
+  const retryStore = retry
+    .flatMap(({ table: target, rows }) => rows.map((r) => ({ target, ...r })))
     .filter((r) => r.sourceMessageId === id || r.insertId === id || r.rowJson.includes(quoted))
     .map((r) => ({
-      target_table: r.table,
+      target_table: r.target,
       insert_id: r.insertId,
       source_message_id: r.sourceMessageId,
       processed_timestamp: new Date(r.processedTimestampMs).toISOString(),
@@ -123,10 +154,11 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
       last_error: r.lastError,
       schema_window: r.windowId,
     }));
+  const silverTable = q(t.silver);
   const messageIds = [
     ...new Set([
-      ...ids(silver, 'source_message_id'),
-      ...ids(quarantine, 'source_message_id'),
+      ...ids(silver, s.messageId),
+      ...ids(quarantine, c.messageId),
       ...ids(badData, 'source_message_id'),
       ...ids(firstResolutions, 'source_message_id'),
       ...retryStore.map((r) => r.source_message_id),
@@ -134,111 +166,67 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
   ];
   const eventIds = [
     ...new Set([
-      ...ids(silver, 'event_id'),
+      ...ids(silver, s.eventId),
       ...ids(firstResolutions, 'result_event_id'),
       ...retryStore.map((r) => r.insert_id),
       // Bad-data rows of Silver carry the event id as their insert_id.
-      ...badData
-        .filter((r) => String(r.target_dest) === t.silver)
-        .flatMap((r) => ids([r], 'insert_id')),
+      ...ids(
+        badData.filter((r) => String(r.target_dest) === silverTable),
+        'insert_id',
+      ),
     ]),
   ];
   const bronzeIds = [...new Set([id, ...messageIds])];
   const [bronze, silverDedup, resolutions] = await Promise.all([
-    query(
-      ctx,
-      `SELECT * FROM \`${t.bronze}\` WHERE message_id IN UNNEST(@ids) OR STRPOS(data, @quoted) > 0
-       ORDER BY publish_time LIMIT ${MAX_ROWS}`,
-      { ids: bronzeIds, quoted },
-      { ids: ['STRING'], quoted: 'STRING' },
-    ),
+    t.bronze === null
+      ? Promise.resolve([])
+      : query(
+          ctx,
+          `SELECT * FROM \`${q(t.bronze)}\` WHERE message_id IN UNNEST(@ids) OR STRPOS(data, @quoted) > 0
+           ORDER BY publish_time LIMIT ${MAX_ROWS}`,
+          { ids: bronzeIds, quoted },
+          { ids: ['STRING'], quoted: 'STRING' },
+        ),
     eventIds.length === 0
       ? Promise.resolve([])
       : query(
           ctx,
-          `SELECT event_id, source_message_id, ingestion_timestamp, reprocess_run_id FROM \`${t.silverDedup}\`
-           WHERE event_id IN UNNEST(@ids)`,
+          `SELECT ${s.eventId} AS event_id, ${s.messageId} AS source_message_id, ${s.writtenAt} AS written_at
+           FROM \`${q(s.dedupView)}\` WHERE ${s.eventId} IN UNNEST(@ids)`,
           { ids: eventIds },
           { ids: ['STRING'] },
         ),
     // Resolutions of every message and event found, not only of the id typed (a booking_id names neither).
-    query(
-      ctx,
-      `SELECT * FROM \`${t.resolutions}\`
-       WHERE source_message_id IN UNNEST(@mids) OR row_key IN UNNEST(@keys) OR result_event_id IN UNNEST(@eids)
-       ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
-      {
-        mids: bronzeIds,
-        keys: [...new Set([id, ...eventIds, ...messageIds])],
-        eids: [id, ...eventIds],
-      },
-      { mids: ['STRING'], keys: ['STRING'], eids: ['STRING'] },
-    ),
+    cols.resolutions === null
+      ? Promise.resolve([])
+      : query(
+          ctx,
+          `SELECT * FROM \`${q(cols.resolutions)}\`
+           WHERE source_message_id IN UNNEST(@mids) OR row_key IN UNNEST(@keys) OR result_event_id IN UNNEST(@eids)
+           ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
+          {
+            mids: bronzeIds,
+            keys: [...new Set([id, ...eventIds, ...messageIds])],
+            eids: [id, ...eventIds],
+          },
+          { mids: ['STRING'], keys: ['STRING'], eids: ['STRING'] },
+        ),
   ]);
   for (const m of ids(bronze, 'message_id')) if (!messageIds.includes(m)) messageIds.push(m);
-  // The id itself may be an event id only the ledger knows (an event whose Silver row is gone or elsewhere).
-  const ledgerIds = [...new Set([...eventIds, id])];
-  const ledger: TraceLedger[] = [];
-  for (const eventId of ledgerIds) {
-    const entry = await ledgerEntry(ctx, eventId);
-    if (entry === null) {
-      // The key-groups layout keeps dedup ids inside the window state, not in ledger documents: ask the store
-      // (either layout) with the event's key and windows, from its Silver row.
-      const found = await keyGroupsOutcome(ctx, eventId, silver);
-      if (found !== null) ledger.push(found);
-      continue;
-    }
-    const key = String(entry.key);
-    const windowIds = Array.isArray(entry.window_ids) ? entry.window_ids.map(String) : [];
-    const windows = await Promise.all(
-      windowIds.map(async (windowId) => {
-        const doc = await windowDoc(ctx, `${keyIdPart(key)}~${windowId}`);
-        return {
-          windowId,
-          phase: doc === null ? null : String(doc.phase),
-          panesEmitted: doc === null ? null : Number(doc.panes_emitted),
-        };
-      }),
-    );
-    ledger.push({
-      eventId,
-      messageId: String(entry.message_id),
-      key,
-      outcome: String(entry.outcome),
-      appliedAt:
-        typeof entry.applied_at_ms === 'number'
-          ? new Date(entry.applied_at_ms).toISOString()
-          : null,
-      windows,
-    });
-  }
-  if (!eventIds.includes(id) && ledger.some((l) => l.eventId === id)) eventIds.push(id);
-  const gold: Row[] = [];
-  for (const l of ledger) {
-    const starts = l.windows.map((w) => Number(w.windowId.split('_')[0]));
-    if (starts.length === 0) continue;
-    const rows = await query(
-      ctx,
-      `SELECT route_key, window_start, window_end, pane_timing, pane_index, booking_count, fare_total, is_final,
-              emitted_at, insert_id
-       FROM \`${t.gold}\`
-       WHERE pipeline = @pipeline AND route_key = @key AND UNIX_MILLIS(window_start) IN UNNEST(@starts)
-       ORDER BY window_start, pane_index`,
-      { pipeline: ctx.windows.pipeline, key: l.key, starts },
-      { pipeline: 'STRING', key: 'STRING', starts: ['INT64'] },
-    );
-    const appliedMs = l.appliedAt === null ? 0 : Date.parse(l.appliedAt);
-    // A pane counts the event when it was emitted after the event was applied to the window state.
-    for (const r of rows) {
-      gold.push({
-        ...plainRow(r),
-        event_id: l.eventId,
-        includes_event: Date.parse(cellText(r.emitted_at)) >= appliedMs,
-      });
+  // The id itself may be an event id only the window state knows (its Silver row gone, elsewhere or not yet visible).
+  const stateIds = [...new Set([...eventIds, id])];
+  const windows: TraceWindows[] = [];
+  for (const aggregation of pipeline.aggregations) {
+    for (const eventId of stateIds) {
+      const found = await windowsOf(ctx, pipeline, aggregation.name, eventId, silver);
+      if (found !== null) windows.push(found);
     }
   }
+  if (!eventIds.includes(id) && windows.some((w) => w.eventId === id)) eventIds.push(id);
+  const gold = await goldPanes(ctx, pipeline, windows);
   const needles = [...new Set([id, ...messageIds, ...eventIds])];
   const report: TraceReport = {
+    pipeline: pipeline.name,
     id,
     messageIds,
     eventIds,
@@ -249,29 +237,156 @@ export async function trace(ctx: OpsContext, id: string): Promise<TraceReport> {
     badData: badData.map(plainRow),
     resolutions: resolutions.map(plainRow),
     retryStore,
-    ledger,
+    windows,
     gold,
-    logs: localLogLines(ctx, needles),
+    logs: localLogLines(ctx, needles, pipelineLogs(pipeline), s.lookupColumns),
     logsHint:
       ctx.mode === 'local'
         ? null
-        : `gcloud logging read '${needles.map((n) => `jsonPayload.message_id="${n}" OR jsonPayload.event_id="${n}"`).join(' OR ')}' --project ${ctx.projectId} --freshness 30d`,
+        : `gcloud logging read '${needles.map((x) => `jsonPayload.message_id="${x}" OR jsonPayload.event_id="${x}"`).join(' OR ')}' --project ${ctx.projectId} --freshness 30d`,
   };
   if (placesFound(report).length === 0 && report.logs.length === 0) {
     throw new NotFoundError(
-      `${JSON.stringify(id)} is not a message id, event_id or booking_id in any layer of ${ctx.projectId}`,
+      `${JSON.stringify(id)} is not a ${idNames(pipeline)} in any layer of pipeline ${pipeline.name} in ${ctx.projectId}`,
     );
   }
   return report;
 }
 
+/**
+ * What one aggregation's state says about an event: its per-window ledger document with the windows it links, else
+ * the outcome kept in its key-group documents (`GroupedFirestoreWindowStore.eventOutcome`, the store built as the
+ * pipeline runtime builds it: the aggregation's namespace, shards and trigger delays, `OFFVIA_WINDOW_KEY_GROUPS`),
+ * with the key from the Silver row (`operatorColumns.aggregations`) and the windows from its event time. `null` when
+ * the state never saw the event here (or its tombstones expired).
+ * @throws OpsError when Firestore fails (via firestoreCall)
+ */
+async function windowsOf(
+  ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
+  aggregationName: string,
+  eventId: string,
+  silver: readonly Row[],
+): Promise<TraceWindows | null> {
+  const aggregation = pipeline.aggregations.find((a) => a.name === aggregationName);
+  if (aggregation === undefined) return null;
+  const namespace = aggregationNamespace(pipeline, aggregation);
+  const parse = (v: unknown): JsonValue => aggregation.parseAccumulator(v);
+  const entry = await ledgerEntry(ctx, eventId, windowStoreAt(ctx, namespace, parse));
+  if (entry !== null) {
+    const key = String(entry.key);
+    const windowIds = Array.isArray(entry.window_ids) ? entry.window_ids.map(String) : [];
+    return {
+      aggregation: aggregation.name,
+      eventId,
+      messageId: typeof entry.message_id === 'string' ? entry.message_id : null,
+      key,
+      outcome: String(entry.outcome),
+      appliedAt:
+        typeof entry.applied_at_ms === 'number'
+          ? new Date(entry.applied_at_ms).toISOString()
+          : null,
+      windows: await Promise.all(
+        windowIds.map(async (windowId) => {
+          const doc = await windowDoc(ctx, `${keyIdPart(key)}~${windowId}`, namespace);
+          return {
+            windowId,
+            phase: doc === null ? null : String(doc.phase),
+            panesEmitted: doc === null ? null : Number(doc.panes_emitted),
+          };
+        }),
+      ),
+    };
+  }
+  const s = pipeline.operatorColumns.silver;
+  const keyOf = pipeline.operatorColumns.aggregations[aggregation.name];
+  const row = silver.find((r) => String(r[s.eventId]) === eventId);
+  if (keyOf === undefined || row === undefined) return null;
+  const key = keyOf.silverKey(row);
+  const eventTimeMs = Date.parse(cellText(row[s.eventTime]));
+  if (key === null || Number.isNaN(eventTimeMs)) return null;
+  const { earlyFirings, lateFirings } = aggregation.strategy.trigger;
+  const store = new GroupedFirestoreWindowStore<JsonValue>(ctx.firestore(), {
+    root: namespace.root,
+    pipeline: namespace.pipeline,
+    parseAccumulator: parse,
+    keyGroups: ctx.windows.keyGroups,
+    shards: aggregation.shards,
+    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+    dedupTtlMs: ctx.windows.ledgerTtlMs,
+  });
+  const assigned = assignWindows(aggregation.strategy.windowFn, eventTimeMs);
+  const outcome = await firestoreCall(ctx, 'window state', () =>
+    store.eventOutcome(eventId, key, assigned),
+  );
+  if (outcome === null) return null;
+  return {
+    aggregation: aggregation.name,
+    eventId,
+    messageId: typeof row[s.messageId] === 'string' ? String(row[s.messageId]) : null,
+    key,
+    outcome,
+    appliedAt: null,
+    windows: assigned.map((w) => ({
+      windowId: `${w.startMs}_${w.endMs}`,
+      phase: null,
+      panesEmitted: null,
+    })),
+  };
+}
+
+/**
+ * The gold panes of the traced windows, each marked with whether it counts the event: a pane counts it when it was
+ * emitted after the event was applied (always, when the apply time is unknown).
+ */
+async function goldPanes(
+  ctx: OpsContext,
+  pipeline: AnyPipelineDefinition,
+  windows: readonly TraceWindows[],
+): Promise<Row[]> {
+  const gold: Row[] = [];
+  for (const w of windows) {
+    const aggregation = pipeline.aggregations.find((a) => a.name === w.aggregation);
+    const keyColumn = pipeline.operatorColumns.aggregations[w.aggregation]?.goldKeyColumn;
+    const starts = w.windows.map((x) => Number(x.windowId.split('_')[0]));
+    if (aggregation === undefined || keyColumn === undefined || starts.length === 0) continue;
+    const rows = await query(
+      ctx,
+      `SELECT * FROM \`${qualifiedTable(aggregation.goldTable, ctx.projectId)}\`
+       WHERE pipeline = @pipeline AND ${keyColumn} = @key AND UNIX_MILLIS(window_start) IN UNNEST(@starts)
+       ORDER BY window_start, pane_index`,
+      { pipeline: aggregation.name, key: w.key, starts },
+      { pipeline: 'STRING', key: 'STRING', starts: ['INT64'] },
+    );
+    const appliedMs = w.appliedAt === null ? 0 : Date.parse(w.appliedAt);
+    for (const r of rows) {
+      gold.push({
+        aggregation: w.aggregation,
+        ...plainRow(r),
+        event_id: w.eventId,
+        includes_event: Date.parse(cellText(r.emitted_at)) >= appliedMs,
+      });
+    }
+  }
+  return gold;
+}
+
+/** Rows as a table of all their columns. */
+function rowsTable(list: readonly Row[], width = 40): string {
+  const columns = [...new Set(list.flatMap((row) => Object.keys(row)))];
+  return table(
+    columns,
+    list.map((row) => columns.map((name) => row[name])),
+    width,
+  );
+}
+
 /** The report as sections, one per place. */
 export function formatTrace(r: TraceReport): string {
-  const out: string[] = [
-    `offvia trace ${r.id}: found in ${placesFound(r).join(', ') || 'logs only'}`,
+  return [
+    `offvia trace ${r.id} (pipeline ${r.pipeline}): found in ${placesFound(r).join(', ') || 'logs only'}`,
     `message ids: ${r.messageIds.join(', ') || '-'}   event ids: ${r.eventIds.join(', ') || '-'}`,
-  ];
-  out.push(
     section(
       `Bronze (${r.bronze.length})`,
       table(
@@ -281,53 +396,9 @@ export function formatTrace(r: TraceReport): string {
     ),
     section(
       `Silver (${r.silver.length} rows; the dedup view keeps ${r.silverDedup.length})`,
-      table(
-        [
-          'event_id',
-          'booking_id',
-          'route',
-          'fare',
-          'status',
-          'event_timestamp',
-          'source_message_id',
-          'run',
-          'in view',
-        ],
-        r.silver.map((s) => [
-          s.event_id,
-          s.booking_id,
-          `${cellText(s.origin_airport)}-${cellText(s.destination_airport)}`,
-          `${cellText(s.fare_amount)} ${cellText(s.currency)}`,
-          s.booking_status,
-          s.event_timestamp,
-          s.source_message_id,
-          s.reprocess_run_id,
-          r.silverDedup.some(
-            (d) =>
-              d.event_id === s.event_id &&
-              d.source_message_id === s.source_message_id &&
-              d.ingestion_timestamp === s.ingestion_timestamp,
-          )
-            ? 'yes'
-            : 'no',
-        ]),
-        30,
-      ),
+      rowsTable(r.silver, 30),
     ),
-    section(
-      `Quarantine (${r.quarantine.length})`,
-      table(
-        ['source_message_id', 'stage', 'received', 'reason', 'payload'],
-        r.quarantine.map((q) => [
-          q.source_message_id,
-          q.error_stage,
-          q.received_timestamp,
-          q.error_reason,
-          q.raw_payload,
-        ]),
-        40,
-      ),
-    ),
+    section(`Quarantine (${r.quarantine.length})`, rowsTable(r.quarantine)),
     section(
       `Bad data (${r.badData.length})`,
       table(
@@ -367,54 +438,29 @@ export function formatTrace(r: TraceReport): string {
       ),
     ),
     section(
-      `Dedup ledger and windows (${r.ledger.length})`,
-      r.ledger.length === 0
+      `Dedup state and windows (${r.windows.length})`,
+      r.windows.length === 0
         ? table(['event_id'], [])
-        : r.ledger
-            .map((l) =>
+        : r.windows
+            .map((w) =>
               keyValues([
-                ['event_id', l.eventId],
-                ['first delivered by', l.messageId],
-                ['key', l.key],
-                ['outcome', l.outcome],
-                ['applied at', l.appliedAt],
+                ['aggregation', w.aggregation],
+                ['event_id', w.eventId],
+                ['first delivered by', w.messageId ?? ''],
+                ['key', w.key],
+                ['outcome', w.outcome],
+                ['applied at', w.appliedAt],
                 [
                   'windows',
-                  l.windows
-                    .map((w) => `${w.windowId} ${w.phase ?? 'gone'} (${w.panesEmitted ?? 0} panes)`)
+                  w.windows
+                    .map((x) => `${x.windowId} ${x.phase ?? 'gone'} (${x.panesEmitted ?? 0} panes)`)
                     .join('; '),
                 ],
               ]),
             )
             .join('\n'),
     ),
-    section(
-      `Gold panes of its windows (${r.gold.length})`,
-      table(
-        [
-          'route',
-          'window_start',
-          'timing',
-          'index',
-          'bookings',
-          'fare_total',
-          'final',
-          'emitted_at',
-          'counts it',
-        ],
-        r.gold.map((g) => [
-          g.route_key,
-          g.window_start,
-          g.pane_timing,
-          g.pane_index,
-          g.booking_count,
-          g.fare_total,
-          g.is_final,
-          g.emitted_at,
-          g.includes_event ? 'yes' : 'no',
-        ]),
-      ),
-    ),
+    section(`Gold panes of its windows (${r.gold.length})`, rowsTable(r.gold, 30)),
     section(
       `Log lines (${r.logs.length})`,
       r.logsHint ??
@@ -423,70 +469,10 @@ export function formatTrace(r: TraceReport): string {
           .join('\n') ||
           '(none)'),
     ),
-  );
-  return out.join('\n');
+  ].join('\n');
 }
 
 /** Prints the report as sections or JSON. */
 export function printTrace(io: Io, report: TraceReport, json: boolean): void {
   io.out(json ? JSON.stringify(report, null, 2) : formatTrace(report));
-}
-
-/** A BigQuery cell as text: timestamps come back as `{ value }` objects. */
-function cellString(v: unknown): string {
-  if (v !== null && typeof v === 'object' && 'value' in v) return String(v.value);
-  return String(v);
-}
-
-/**
- * What the window state says about an event that has no per-window ledger document: its outcome (`counted` or
- * `dropped`) from the dedup ids kept in its key-group shard documents (`GroupedFirestoreWindowStore.eventOutcome`,
- * which falls back to the ledger for windows still in the per-window layout), with its key and windows computed
- * from its Silver row as ingest computed them. `null` when the event has no Silver row here or the state never
- * saw it (or its tombstones expired).
- * @throws OpsError when Firestore fails (via firestoreCall)
- */
-async function keyGroupsOutcome(
-  ctx: OpsContext,
-  eventId: string,
-  silver: readonly Row[],
-): Promise<TraceLedger | null> {
-  const row = silver.find((r) => String(r.event_id) === eventId);
-  if (row === undefined) return null;
-  const eventTimeMs = Date.parse(cellString(row.event_timestamp));
-  if (Number.isNaN(eventTimeMs)) return null;
-  const key = routeKey({
-    origin: String(row.origin_airport),
-    destination: String(row.destination_airport),
-    currency: String(row.currency),
-  });
-  const windows = createAggregationFireDeps(
-    BOOKING_PIPELINE,
-    ctx.env,
-    new Logger('offvia', () => undefined),
-    {
-      firestore: ctx.firestore(),
-    },
-  );
-  const assigned = windows.keyed.assign(eventTimeMs);
-  const outcome = await firestoreCall(ctx, 'window state', () =>
-    (windows.store as FirestoreWindowStore<BookingAccumulator>).eventOutcome(
-      eventId,
-      key,
-      assigned,
-    ),
-  );
-  if (outcome === null) return null;
-  return {
-    eventId,
-    messageId: String(row.source_message_id),
-    key,
-    outcome,
-    appliedAt: null,
-    windows: assigned.map((w) => ({
-      windowId: `${w.startMs}_${w.endMs}`,
-      phase: null,
-      panesEmitted: null,
-    })),
-  };
 }

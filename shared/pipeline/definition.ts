@@ -346,6 +346,70 @@ export interface PipelineConfig {
 }
 
 /**
+ * What the operator command (`offvia`) and the dashboard read of a pipeline's tables beyond their names: the column
+ * names, which differ by pipeline (the booking quarantine is the lab's `poisoned_events`, the telemetry dead-letter
+ * table the study guide's payload / error / stage / parse time), and how a Silver row maps back to the keys its
+ * aggregations counted it under. With it, `trace`, `status`, `quarantine list` and the dashboard work for a new
+ * pipeline without an edit outside its folder.
+ */
+export interface OperatorColumns {
+  /** Silver (`tables.silver`) and its deduplicated view. */
+  readonly silver: {
+    /** When a row was written (TIMESTAMP). */
+    readonly writtenAt: string;
+    /** The event id (the insertId). */
+    readonly eventId: string;
+    /** The Pub/Sub message id the row came from. */
+    readonly messageId: string;
+    /** Event time (TIMESTAMP): places the event in its windows. */
+    readonly eventTime: string;
+    /** The view that keeps one row per event id (one of `tables.views`). */
+    readonly dedupView: TableRef;
+    /**
+     * Other id columns `offvia trace` accepts besides the message id and event id (booking: `booking_id`); their
+     * values are also searched as JSON strings inside quarantine payloads and Bronze data.
+     */
+    readonly lookupColumns: readonly string[];
+  };
+  /** The quarantine or dead-letter table (`tables.quarantine`). */
+  readonly quarantine: {
+    readonly stage: string;
+    readonly reason: string;
+    /** When the message was rejected (TIMESTAMP; the table's partitioning column where it has one). */
+    readonly rejectedAt: string;
+    readonly messageId: string;
+    /** The message body as received (text). */
+    readonly payload: string;
+    /** Other columns `quarantine list` shows (e.g. the device id), in order. */
+    readonly extra: readonly string[];
+  };
+  /**
+   * The views of rows still to handle (one of `tables.views` each): quarantine rows and bad-data rows without a
+   * resolution; `null` when the pipeline has none.
+   */
+  readonly openViews: { readonly quarantine: TableRef; readonly badData: TableRef } | null;
+  /**
+   * Where `quarantine reprocess` and `bad-data redrive` record what they did to a row (one of `tables.operational`),
+   * or `null` when the pipeline has none.
+   */
+  readonly resolutions: TableRef | null;
+  /**
+   * Per aggregation name: the key a Silver row was counted under (`null` when the row takes no part, e.g. an unknown
+   * device in a regional ranking), and the gold table's column holding that key. Rows are as BigQuery returns them
+   * (TIMESTAMPs may be `{ value }` objects).
+   */
+  readonly aggregations: Readonly<
+    Record<
+      string,
+      {
+        silverKey(row: Readonly<Record<string, unknown>>): string | null;
+        readonly goldKeyColumn: string;
+      }
+    >
+  >;
+}
+
+/**
  * Everything a pipeline is made of. `Settings` is what its contract reads from the environment at cold start,
  * `Row` its Silver row, `Element` what its aggregations fold in.
  */
@@ -390,6 +454,8 @@ export interface PipelineDefinition<Settings, Row, Element> {
   samples(nowMs: number): readonly PipelineSample[];
   /** The pipeline's own environment variables, when it reads any beyond the engine's. */
   readonly config?: PipelineConfig;
+  /** The column layout the operator command and the dashboard read. */
+  readonly operatorColumns: OperatorColumns;
   /**
    * Optional: the definition as this deployment runs it, from the environment (tables, windowing, schema drift,
    * Firestore roots overridden by variables). The runtime applies it once per instance, at cold start, before it

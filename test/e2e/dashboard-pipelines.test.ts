@@ -1,6 +1,6 @@
 // The dashboard over the pipeline registry in a real browser (headless Chromium, as dashboard.test.ts): booking's
 // view is the default, the selector lists every registered pipeline, and the telemetry view shows the numbers of
-// `collectPipelineStatus` and the settled regional ranking the tables hold.
+// `collectStatus` and the settled regional ranking the tables hold.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -10,7 +10,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { fillPlaceholders } from '../../deploy/local/apply-sql';
 import { startDashboard, type RunningDashboard } from '../../shared/dashboard/server';
 import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
-import { collectPipelineStatus } from '../../shared/ops/pipeline-ops';
+import { collectStatus } from '../../shared/ops/status';
 import { PIPELINES } from '../../shared/pipelines';
 import { regionTopNFn } from '../../shared/pipelines/telemetry/combine';
 import { TELEMETRY_PIPELINE, TOP_N } from '../../shared/pipelines/telemetry/definition';
@@ -167,7 +167,7 @@ describe('e2e: the dashboard over the pipeline registry in headless Chromium', f
     );
   });
 
-  it('telemetry: the counts, dead letter by stage and windows equal collectPipelineStatus; the settled ranking shows', async function () {
+  it('telemetry: the counts, dead letter by stage and windows equal collectStatus; the settled ranking shows', async function () {
     await page.selectOption('#pipeline', 'telemetry');
     await page.waitForSelector('body[data-pipeline="telemetry"]', { timeout: 60_000 });
     assert.match(page.url(), /\?pipeline=telemetry$/);
@@ -184,7 +184,7 @@ describe('e2e: the dashboard over the pipeline registry in headless Chromium', f
       const view = await readView();
       assert.equal(view.bookingHidden, true);
       assert.equal(view.pipelineHidden, false);
-      const status = await collectPipelineStatus(
+      const status = await collectStatus(
         ctx,
         TELEMETRY_PIPELINE,
         Date.parse(view.since),
@@ -197,7 +197,13 @@ describe('e2e: the dashboard over the pipeline registry in headless Chromium', f
           aggregations: view.aggregations,
         },
         status: {
-          metrics: status.layers,
+          metrics: {
+            bronze: status.layers.bronze,
+            silverRows: status.layers.silverRows,
+            silverEvents: status.layers.silverEvents,
+            quarantineRows: status.layers.quarantineRows,
+            badDataRows: status.layers.badDataRows,
+          },
           deadLetter: {
             labels: status.quarantineByStage.map((s) => s.stage),
             data: status.quarantineByStage.map((s) => s.rows),

@@ -10,6 +10,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startDashboard, type RunningDashboard } from '../../shared/dashboard/server';
 import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
 import { collectStatus, type StatusReport } from '../../shared/ops/status';
+import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
 import { fireWindowsOnce } from '../support/fire-windows-http';
 
@@ -72,9 +73,9 @@ function expectedFromStatus(s: StatusReport) {
       badDataRows: s.layers.badDataRows,
       retryStoreRows: s.retryStore.reduce((sum, r) => sum + r.rows, 0),
       goldPanes: s.layers.goldPanes,
-      openWindows: s.windows.open,
-      droppedLate: s.windows.droppedLate,
-      watermarkLag: s.watermark.lagMs,
+      openWindows: s.aggregations.reduce((sum, a) => sum + a.openWindows, 0),
+      droppedLate: s.aggregations.reduce((sum, a) => sum + a.droppedLate, 0),
+      watermarkLag: s.aggregations[0]?.lagMs ?? null,
     },
     quarantineStages: s.quarantineByStage.map((q) => q.stage),
     quarantineRows: s.quarantineByStage.map((q) => q.rows),
@@ -369,7 +370,12 @@ describe('e2e: the dashboard in headless Chromium', function () {
     let last: { page: unknown; status: unknown } | undefined;
     for (let attempt = 0; attempt < 5; attempt++) {
       const p = await nextRefresh();
-      const status = await collectStatus(ctx, Date.parse(p.since), Date.parse(p.now));
+      const status = await collectStatus(
+        ctx,
+        BOOKING_PIPELINE,
+        Date.parse(p.since),
+        Date.parse(p.now),
+      );
       last = { page: pageAsStatus(p), status: expectedFromStatus(status) };
       try {
         assert.deepEqual(last.page, last.status);

@@ -147,7 +147,7 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
     // The two valid bookings were counted when they arrived (the stack's first events set the watermark) or, on
     // a stack whose watermark already followed current traffic, dropped as too late: either way gold has them
     // all or none, never the quarantined one.
-    const counted = (await offviaJson<TraceReport>('trace', `BK-${tag}-1`)).ledger[0]?.outcome;
+    const counted = (await offviaJson<TraceReport>('trace', `BK-${tag}-1`)).windows[0]?.outcome;
     const streamCount = counted === 'counted' ? 2 : 0;
     const deadline = Date.now() + 60_000;
     while (streamCount > 0 && (await latest())[0]?.count !== 2) {
@@ -168,7 +168,7 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
     assert.deepEqual(fixed.outcomes, { silver: 1 });
     const trace = await offviaJson<TraceReport>('trace', `BK-${tag}-3`);
     assert.equal(trace.silverDedup.length, 1);
-    assert.equal(trace.ledger[0]?.outcome, 'dropped');
+    assert.equal(trace.windows[0]?.outcome, 'dropped');
     const independent = await fromDedupView();
     assert.deepEqual(independent, { count: 3, total: '107.48' });
     const before = await latest();

@@ -30,7 +30,8 @@ import { loadWindowConfig } from '../../shared/config/window-config';
 import { WatermarkTracker } from '../../shared/state/watermark-tracker';
 import { createReduceFnRunner, type JsonValue } from '../../shared/windowing';
 import { EXIT } from '../../shared/ops/errors';
-import type { PipelineStatusReport, PipelineTraceReport } from '../../shared/ops/pipeline-ops';
+import type { StatusReport } from '../../shared/ops/status';
+import type { TraceReport } from '../../shared/ops/trace';
 import { offvia, offviaJson } from '../support/offvia-cli';
 import { requireStack, runTag, stackClients } from '../support/drift-stack';
 
@@ -179,7 +180,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
   });
 
   it('status --json: counts by layer and stage equal the tables; watermark and open windows per aggregation equal Firestore', async function () {
-    const report = await offviaJson<PipelineStatusReport>(
+    const report = await offviaJson<StatusReport>(
       '--pipeline',
       'telemetry',
       'status',
@@ -212,7 +213,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
               GROUP BY stage ORDER BY stage`,
     });
     assert.deepEqual(
-      report.quarantineByStage,
+      report.quarantineByStage.map((s) => ({ stage: s.stage, rows: s.rows })),
       (byStage as { stage: string; n: unknown }[]).map((r) => ({
         stage: r.stage,
         rows: Number(r.n),
@@ -248,12 +249,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
   });
 
   it('trace of a message id: its Bronze-less Silver row, its dedup-view row and its windows in both aggregations', async function () {
-    const report = await offviaJson<PipelineTraceReport>(
-      '--pipeline',
-      'telemetry',
-      'trace',
-      goodId,
-    );
+    const report = await offviaJson<TraceReport>('--pipeline', 'telemetry', 'trace', goodId);
     const event = accepted[0];
     assert.ok(event);
     assert.deepEqual(report.messageIds, [goodId]);
@@ -287,7 +283,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
       }
     }
     // The same event by its event id.
-    const byEvent = await offviaJson<PipelineTraceReport>(
+    const byEvent = await offviaJson<TraceReport>(
       '--pipeline',
       'telemetry',
       'trace',
@@ -298,7 +294,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
   });
 
   it('trace of a rejected message: its dead-letter row with stage and reason, no windows', async function () {
-    const report = await offviaJson<PipelineTraceReport>('--pipeline', 'telemetry', 'trace', badId);
+    const report = await offviaJson<TraceReport>('--pipeline', 'telemetry', 'trace', badId);
     assert.equal(report.quarantine.length, 1);
     assert.equal(report.quarantine[0]?.stage, 'RANGE_VALIDATION');
     assert.equal(report.quarantine[0]?.device_id, `dev-${tag}`);
@@ -311,7 +307,7 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
     assert.equal(r.code, EXIT.notFound);
     assert.match(
       r.err,
-      /^offvia: "nobody-\w+" is not a message id or event id in any layer of pipeline telemetry/,
+      /^offvia: "nobody-\w+" is not a message id or event_id in any layer of pipeline telemetry/,
     );
   });
 

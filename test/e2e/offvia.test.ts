@@ -112,7 +112,7 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
     assert.ok(
       valid.bronze.length === 1 && valid.silver.length === 1 && valid.silverDedup.length === 1,
     );
-    assert.equal(valid.ledger[0]?.outcome, 'counted');
+    assert.equal(valid.windows[0]?.outcome, 'counted');
     assert.ok(valid.gold.some((g) => g.includes_event === true));
     const q = await offviaJson<TraceReport>('trace', ids[1] ?? '');
     assert.equal(q.quarantine.length, 1);
@@ -181,7 +181,7 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
       status.retryStore.reduce((s, r) => s + r.rows, 0),
       (await readLayers(bq, p, ids)).retryStore.length,
     );
-    assert.notEqual(status.watermark.watermark, null);
+    assert.notEqual(status.aggregations[0]?.watermark ?? null, null);
   });
 
   it('reprocess and redrive put every booking in the dedup view and gold exactly once; a second run changes nothing', async () => {

@@ -181,7 +181,8 @@ function drawWatermark(d) {
       },
     },
   });
-  const w = d.status.watermark;
+  // The page's watermark is its pipeline's first aggregation's (booking has one).
+  const w = d.status.aggregations[0];
   text(
     '[data-caption="watermark"]',
     w.watermark === null
@@ -223,7 +224,9 @@ function drawPanes(d) {
   const route = d.routes.find((r) => r.routeKey === selectedRoute);
   const panes = route ? route.panes : [];
   const wm =
-    d.status.watermark.watermark === null ? null : Date.parse(d.status.watermark.watermark);
+    d.status.aggregations[0].watermark === null
+      ? null
+      : Date.parse(d.status.aggregations[0].watermark);
   const shadeIndex =
     wm === null ? -1 : panes.findIndex((p) => p.windowStartMs <= wm && wm < p.windowEndMs);
   draw('chart-panes', {
@@ -342,7 +345,7 @@ function drawDropped(d) {
       },
     },
   });
-  const s = d.status.windows;
+  const s = d.status.aggregations[0];
   text(
     '[data-caption="dropped"]',
     `${fmt(s.droppedLate)} dropped (${fmt(s.droppedExpiredWindow)} expired window, ${fmt(s.droppedClosedWindow)} closed window) over ${w.length} window(s).`,
@@ -434,8 +437,8 @@ function drawSummary(d) {
     badDataRows: s.layers.badDataRows,
     retryStoreRows: s.retryStore.reduce((sum, x) => sum + x.rows, 0),
     goldPanes: s.layers.goldPanes,
-    openWindows: s.windows.open,
-    droppedLate: s.windows.droppedLate,
+    openWindows: s.aggregations.reduce((sum, a) => sum + a.openWindows, 0),
+    droppedLate: s.aggregations.reduce((sum, a) => sum + a.droppedLate, 0),
   };
   for (const [name, value] of Object.entries(metrics)) {
     const el = document.querySelector(`[data-metric="${name}"]`);
@@ -443,8 +446,9 @@ function drawSummary(d) {
     el.dataset.value = String(value);
   }
   const lag = document.querySelector('[data-metric="watermarkLag"]');
-  lag.textContent = s.watermark.lagMs === null ? 'none' : duration(s.watermark.lagMs);
-  lag.dataset.value = s.watermark.lagMs === null ? '' : String(s.watermark.lagMs);
+  const lagMs = s.aggregations[0].lagMs;
+  lag.textContent = lagMs === null ? 'none' : duration(lagMs);
+  lag.dataset.value = lagMs === null ? '' : String(lagMs);
   text('#target', `${s.target.mode} project ${s.target.project}, since ${s.since}`);
 }
 

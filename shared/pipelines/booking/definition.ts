@@ -25,6 +25,7 @@ import {
   aggregation,
   type AggregationDefinition,
   type ContractVersion,
+  type OperatorColumns,
   type PipelineDefinition,
 } from '../../pipeline/definition';
 import type { JsonValue } from '../../windowing';
@@ -132,6 +133,48 @@ function routeAggregation(
 }
 
 /**
+ * What `offvia` and the dashboard read of booking's tables: the lab's column names, the dedup and open views, and
+ * the route key of a Silver row under the route aggregation's name (`OFFVIA_WINDOW_PIPELINE`).
+ */
+function bookingOperatorColumns(aggregationName: string): OperatorColumns {
+  return {
+    silver: {
+      writtenAt: 'ingestion_timestamp',
+      eventId: 'event_id',
+      messageId: 'source_message_id',
+      eventTime: 'event_timestamp',
+      dedupView: { datasetId: 'offvia_silver', tableId: 'fact_bookings_dedup' },
+      lookupColumns: ['booking_id'],
+    },
+    quarantine: {
+      stage: 'error_stage',
+      reason: 'error_reason',
+      rejectedAt: 'received_timestamp',
+      messageId: 'source_message_id',
+      payload: 'raw_payload',
+      extra: ['reprocess_run_id'],
+    },
+    openViews: {
+      quarantine: { datasetId: 'offvia_quarantine', tableId: 'poisoned_events_open' },
+      badData: { datasetId: 'offvia_quarantine', tableId: 'bad_data_open' },
+    },
+    resolutions: { datasetId: 'offvia_quarantine', tableId: 'resolutions' },
+    aggregations: {
+      [aggregationName]: {
+        // The route key as ingest built it from the same three Silver columns.
+        silverKey: (row) =>
+          routeKey({
+            origin: String(row.origin_airport),
+            destination: String(row.destination_airport),
+            currency: String(row.currency),
+          }),
+        goldKeyColumn: 'route_key',
+      },
+    },
+  };
+}
+
+/**
  * Refuses a gold table that is also Silver, quarantine or bad data: panes written there would corrupt that layer.
  * @throws ConfigError naming `OFFVIA_GOLD_TABLE`
  */
@@ -193,6 +236,7 @@ export function configureBooking(
             'ignored, as in the lab (OFFVIA_SCHEMA_DRIFT=false); Bronze keeps the message',
         },
     firestore: { windowsRoot: window.firestoreRoot, schemaDriftRoot: drift.firestoreRoot },
+    operatorColumns: bookingOperatorColumns(window.pipeline),
   };
 }
 
@@ -296,4 +340,5 @@ export const BOOKING_PIPELINE: PipelineDefinition<
   },
   configure: configureBooking,
   samples: bookingSamples,
+  operatorColumns: bookingOperatorColumns(WINDOW_VARS.pipeline.default),
 };

@@ -169,4 +169,37 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
   firestore: { windowsRoot: 'offviaTelemetryWindows', schemaDriftRoot: null },
   samples: telemetrySamples,
   config: { vars: TELEMETRY_VAR_GROUP, load: loadTelemetryConfig },
+  operatorColumns: {
+    silver: {
+      writtenAt: 'ingestion_timestamp',
+      eventId: 'event_id',
+      messageId: 'source_message_id',
+      eventTime: 'event_timestamp',
+      dedupView: { datasetId: 'offvia_telemetry_silver', tableId: 'readings_dedup' },
+      lookupColumns: [],
+    },
+    quarantine: {
+      stage: 'stage',
+      reason: 'error',
+      rejectedAt: 'parse_time',
+      messageId: 'source_message_id',
+      payload: 'payload',
+      extra: ['device_id', 'contract_version'],
+    },
+    openViews: null,
+    resolutions: null,
+    aggregations: {
+      [DEVICE_AGGREGATION]: {
+        silverKey: (row) => textOrNull(row.device_id),
+        goldKeyColumn: 'device_id',
+      },
+      // An unknown device has no region in Silver: it ranks nowhere.
+      [REGION_AGGREGATION]: { silverKey: (row) => textOrNull(row.region), goldKeyColumn: 'region' },
+    },
+  },
 };
+
+/** A Silver cell as a key: its text, or `null` when it is NULL or empty. */
+function textOrNull(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}

@@ -8,7 +8,6 @@ import { EXIT, UsageError } from '../../../shared/ops/errors';
 import {
   choosePipeline,
   MULTI_PIPELINE_COMMANDS,
-  opsLayout,
   pipelineStages,
   unavailableReason,
 } from '../../../shared/ops/pipeline-choice';
@@ -114,16 +113,23 @@ describe('offvia --pipeline: choosing a registered pipeline', () => {
     assert.match(same.err, /no such pipeline/);
   });
 
-  it('every pipeline has a table layout whose tables are its own', () => {
+  it("every pipeline's operator columns name its own views and tables, and every aggregation's key", () => {
+    const same = (a: { datasetId: string; tableId: string }) => (b: typeof a) =>
+      a.datasetId === b.datasetId && a.tableId === b.tableId;
     for (const p of PIPELINES) {
-      const layout = opsLayout(p);
-      assert.ok(
-        p.tables.views.some(
-          (v) =>
-            v.datasetId === layout.silver.dedupView.datasetId &&
-            v.tableId === layout.silver.dedupView.tableId,
-        ),
-        `${p.name}: the dedup view is one of its views`,
+      const cols = p.operatorColumns;
+      assert.ok(p.tables.views.some(same(cols.silver.dedupView)), `${p.name}: dedup view`);
+      if (cols.openViews !== null) {
+        assert.ok(p.tables.views.some(same(cols.openViews.quarantine)), `${p.name}: open view`);
+        assert.ok(p.tables.views.some(same(cols.openViews.badData)), `${p.name}: open view`);
+      }
+      if (cols.resolutions !== null) {
+        assert.ok(p.tables.operational.some(same(cols.resolutions)), `${p.name}: resolutions`);
+      }
+      assert.deepEqual(
+        Object.keys(cols.aggregations).sort(),
+        p.aggregations.map((a) => a.name).sort(),
+        `${p.name}: a key for every aggregation`,
       );
     }
   });
@@ -172,11 +178,6 @@ describe('offvia --pipeline: commands that do not apply', () => {
       ['replay', '--from', '2026-12-01T10:00:00Z', '--to', '2026-12-01T11:00:00Z'],
       /^offvia: replay is not available for pipeline telemetry: it replays Bronze through the booking ingest path/,
     ],
-    [
-      ['snapshot', 'list'],
-      /^offvia: snapshot list is not available for pipeline telemetry: .*telemetry-events-ingest on telemetry-events/,
-    ],
-    [['seek', '--time', '30m'], /^offvia: seek is not available for pipeline telemetry: /],
     [
       ['quarantine', 'reprocess', '--all'],
       /^offvia: quarantine reprocess is not available for pipeline telemetry: .*offvia --pipeline telemetry quarantine list/,

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { TableRef } from '../../../shared/config/env';
 import { main } from '../../../shared/ops/cli';
-import { EXIT, UsageError } from '../../../shared/ops/errors';
+import { EXIT, OpsError, UsageError } from '../../../shared/ops/errors';
+import { attributesOf } from '../../../shared/ops/replay-bronze';
 import { KnownRowsWriter, emptyKnownRows } from '../../../shared/ops/known-rows-writer';
 import {
   chunksToRun,
@@ -453,5 +454,28 @@ describe('offvia replay: the command line', () => {
       assert.ok(r.out.includes(flag), flag);
     }
     assert.match(r.out, /docs\/backfill\.md/);
+  });
+});
+
+describe('replay: attributes read from Bronze', () => {
+  it('keeps string attributes as the push decoder passes them, `__proto__` included', () => {
+    const attributes = attributesOf('{"eventTs":"2026-12-01T10:00:00Z","__proto__":"x"}', 'm-1');
+    assert.equal(attributes.eventTs, '2026-12-01T10:00:00Z');
+    assert.deepEqual(Object.keys(attributes), ['eventTs', '__proto__']);
+    assert.deepEqual(attributesOf(null, 'm-1'), {});
+  });
+
+  it('a non-string attribute value is an error naming the message and the attribute, never dropped', () => {
+    assert.throws(
+      () => attributesOf('{"deviceId":"d-1","eventTs":1764583200000}', 'm-7'),
+      (err: unknown) =>
+        err instanceof OpsError &&
+        /Bronze attribute "eventTs" of message m-7 is number, not a string: 1764583200000/.test(
+          err.message,
+        ),
+    );
+    assert.throws(() => attributesOf('{"a":null}', 'm-8'), /"a" of message m-8 is null/);
+    assert.throws(() => attributesOf('[1]', 'm-9'), /of message m-9 are not a JSON object/);
+    assert.throws(() => attributesOf('{', 'm-10'), /of message m-10 are not JSON/);
   });
 });

@@ -14,7 +14,7 @@ import {
   type SnapshotInfo,
 } from '../../../shared/ops/snapshot';
 import { BOOKING_TOPIC, INGEST_PUSH_SUBSCRIPTION } from '../../../deploy/local/resources';
-import { BOOKING_TOPIC_NAME, LOCAL_INGEST_SUBSCRIPTION } from '../../../shared/ops/snapshot';
+import { BOOKING_PIPELINE } from '../../../shared/pipelines/booking/definition';
 
 const PROJECT = 'offvia-prod';
 const NOW = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -80,8 +80,8 @@ describe('offvia snapshot and seek: the Pub/Sub requests', () => {
   const env = { OFFVIA_INGEST_SUBSCRIPTION: EVENTARC };
 
   it('uses the topic and subscription names of the local stack and the deploy', () => {
-    assert.equal(BOOKING_TOPIC_NAME, BOOKING_TOPIC);
-    assert.equal(LOCAL_INGEST_SUBSCRIPTION, INGEST_PUSH_SUBSCRIPTION);
+    assert.equal(BOOKING_PIPELINE.pubsub.topic, BOOKING_TOPIC);
+    assert.equal(BOOKING_PIPELINE.pubsub.subscriptions.ingest, INGEST_PUSH_SUBSCRIPTION);
   });
 
   it('snapshot create: CreateSnapshotRequest {name, subscription}', async () => {
@@ -166,6 +166,38 @@ describe('offvia snapshot and seek: the Pub/Sub requests', () => {
     const report = JSON.parse(r.out) as SeekReport;
     assert.equal(report.bronzeMessagesSince, 42);
     assert.match(report.warnings.join('\n'), /OFFVIA_MAX_RETRY_AGE_MS \(45 min\)/);
+  });
+
+  it('--pipeline telemetry: discovers the Eventarc subscription on the telemetry topic and seeks it', async () => {
+    const eventarc = 'eventarc-europe-west1-offvia-ingest-telemetry-1-sub-2';
+    const r = await run(['--pipeline', 'telemetry', 'seek', '--time', '30m', '--json'], {
+      listTopicSubscriptions: [sub(eventarc), sub('telemetry-events-bronze')],
+      getSubscription: { topic: `projects/${PROJECT}/topics/telemetry-events` },
+    });
+    assert.equal(r.code, EXIT.ok, r.err);
+    assert.deepEqual(r.calls[0]?.reqOpts, { topic: `projects/${PROJECT}/topics/telemetry-events` });
+    assert.equal(
+      r.calls.find((c) => c.method === 'getTopic')?.reqOpts.topic,
+      `projects/${PROJECT}/topics/telemetry-events`,
+    );
+    assert.equal(r.calls.at(-1)?.method, 'seek');
+    assert.equal(r.calls.at(-1)?.reqOpts.subscription, sub(eventarc));
+  });
+
+  it("--pipeline telemetry seek of booking's subscription: refused in one line before anything moves", async () => {
+    const r = await run(
+      ['--pipeline', 'telemetry', 'seek', '--time', '30m'],
+      {
+        getSubscription: { topic: `projects/${PROJECT}/topics/booking-events` },
+      },
+      env,
+    );
+    assert.equal(r.code, EXIT.usage);
+    assert.match(
+      r.err,
+      /^offvia: subscription eventarc-\S+ is on projects\/offvia-prod\/topics\/booking-events, not on pipeline telemetry's topic telemetry-events/,
+    );
+    assert.ok(!r.calls.some((c) => c.method === 'seek'));
   });
 
   it('seek --dry-run sends no SeekRequest', async () => {
