@@ -6,9 +6,9 @@ import { TransientError, errorText } from '../errors';
 import {
   loadProposedFields,
   mergeFieldSets,
+  mergeFieldSetsCapped,
   schemaWindowOf,
   storeProposedFields,
-  type FieldProposal,
   type ProposedFields,
   type SchemaWindow,
 } from '../schema';
@@ -199,16 +199,7 @@ export class FirestoreDriftStore implements DriftStore {
         }
         existing = loaded.value;
       }
-      const admitted = new Map<string, FieldProposal>();
-      let room = Math.max(0, maxFields - existing.size);
-      for (const [name, proposal] of proposed) {
-        if (existing.has(name)) admitted.set(name, proposal);
-        else if (room > 0) {
-          admitted.set(name, proposal);
-          room--;
-        }
-      }
-      const merged = mergeFieldSets(existing, admitted);
+      const merged = mergeFieldSetsCapped(existing, proposed, maxFields);
       tx.set(ref, {
         target_table: tableKey,
         window_id: target.id,

@@ -12,7 +12,7 @@ import {
   type UpdateRecord,
 } from '../../shared/drift';
 import {
-  mergeFieldSets,
+  mergeFieldSetsCapped,
   schemaWindowOf,
   type FieldProposal,
   type ProposedFields,
@@ -110,16 +110,7 @@ export class MemoryDriftStore implements DriftStore {
         state = t.changes.get(target.id);
       }
       const existing = state?.proposed ?? new Map<string, FieldProposal>();
-      const admitted = new Map<string, FieldProposal>();
-      let room = Math.max(0, maxFields - existing.size);
-      for (const [name, p] of proposed) {
-        if (existing.has(name)) admitted.set(name, p);
-        else if (room > 0) {
-          admitted.set(name, p);
-          room--;
-        }
-      }
-      const merged = mergeFieldSets(existing, admitted);
+      const merged = mergeFieldSetsCapped(existing, proposed, maxFields);
       t.changes.set(target.id, { window: target, status: 'pending', proposed: merged });
       return { windowId: target.id, accepted: new Set(merged.keys()) };
     });
