@@ -5,6 +5,7 @@ import {
   type DriftStore,
   type Lease,
   type MergeResult,
+  type ProposalMerge,
   type PendingChange,
   type PlannedUpdate,
   type RetryRow,
@@ -93,13 +94,8 @@ export class MemoryDriftStore implements DriftStore {
     });
   }
 
-  mergeProposal(
-    tableKey: string,
-    window: SchemaWindow,
-    windowMinutes: number,
-    proposed: ProposedFields,
-    maxFields: number,
-  ): Promise<MergeResult> {
+  mergeProposal(merge: ProposalMerge): Promise<MergeResult> {
+    const { tableKey, window, windowMinutes, proposed, maxFields } = merge;
     this.calls.mergeProposal++;
     return this.run(() => {
       const t = this.table(tableKey);
