@@ -6,9 +6,9 @@ import { TransientError, errorText } from '../errors';
 import {
   loadProposedFields,
   mergeFieldSets,
+  mergeFieldSetsCapped,
   schemaWindowOf,
   storeProposedFields,
-  type FieldProposal,
   type ProposedFields,
   type SchemaWindow,
 } from '../schema';
@@ -19,6 +19,7 @@ import {
   type DriftStore,
   type Lease,
   type MergeResult,
+  type ProposalMerge,
   type PendingChange,
   type PlannedUpdate,
   type RetryRow,
@@ -162,14 +163,8 @@ export class FirestoreDriftStore implements DriftStore {
     }
   }
 
-  async mergeProposal(
-    tableKey: string,
-    window: SchemaWindow,
-    windowMinutes: number,
-    proposed: ProposedFields,
-    maxFields: number,
-    nowMs: number,
-  ): Promise<MergeResult> {
+  async mergeProposal(merge: ProposalMerge): Promise<MergeResult> {
+    const { tableKey, window, windowMinutes, proposed, maxFields, nowMs } = merge;
     // Most proposals repeat what the change already holds (every event of a burst proposes the same fields);
     // a plain read answers them without a transaction, so a burst does not contend on one document.
     const current = await this.call('read change', () => this.changeRef(tableKey, window.id).get());
@@ -199,16 +194,7 @@ export class FirestoreDriftStore implements DriftStore {
         }
         existing = loaded.value;
       }
-      const admitted = new Map<string, FieldProposal>();
-      let room = Math.max(0, maxFields - existing.size);
-      for (const [name, proposal] of proposed) {
-        if (existing.has(name)) admitted.set(name, proposal);
-        else if (room > 0) {
-          admitted.set(name, proposal);
-          room--;
-        }
-      }
-      const merged = mergeFieldSets(existing, admitted);
+      const merged = mergeFieldSetsCapped(existing, proposed, maxFields);
       tx.set(ref, {
         target_table: tableKey,
         window_id: target.id,

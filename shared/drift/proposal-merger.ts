@@ -75,14 +75,14 @@ export class ProposalMerger {
       }
       const combined = mergeAllFieldSets(batch.map((w) => w.proposed));
       try {
-        const result = await this.store.mergeProposal(
+        const result = await this.store.mergeProposal({
           tableKey,
           window,
-          this.windowMinutes,
-          combined,
-          this.maxFields,
-          this.now(),
-        );
+          windowMinutes: this.windowMinutes,
+          proposed: combined,
+          maxFields: this.maxFields,
+          nowMs: this.now(),
+        });
         if (result.windowId === window.id) this.remember(key, combined, result.accepted);
         for (const w of batch) w.resolve(result);
       } catch (err) {

@@ -74,6 +74,22 @@ export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
 }
 
+/** One proposal merge: `proposed` for (`tableKey`, `window`). */
+export interface ProposalMerge {
+  /** The table's key (`project.dataset.table`). */
+  readonly tableKey: string;
+  /** The schema window the proposal belongs to. */
+  readonly window: SchemaWindow;
+  /** The schema window length in minutes, to find the next window when `window` was already swept. */
+  readonly windowMinutes: number;
+  /** The proposed fields. */
+  readonly proposed: ProposedFields;
+  /** The most distinct names a change holds (`maxProposedFieldsPerWindow`). */
+  readonly maxFields: number;
+  /** Now, ms since the epoch (UTC), by the writer's clock (the change's created/updated times). */
+  readonly nowMs: number;
+}
+
 /** What a proposal merge did. */
 export interface MergeResult {
   /** The window the proposal went to: the requested one, or a later one if that was already swept. */
@@ -135,14 +151,7 @@ export interface DriftStore {
    * into the next one. Holds at most `maxFields` distinct names (new names in code-unit order are admitted until
    * the cap; names already held always merge).
    */
-  mergeProposal(
-    tableKey: string,
-    window: SchemaWindow,
-    windowMinutes: number,
-    proposed: ProposedFields,
-    maxFields: number,
-    nowMs: number,
-  ): Promise<MergeResult>;
+  mergeProposal(merge: ProposalMerge): Promise<MergeResult>;
   /** Stores a waiting row unless one with its id exists (redelivery): `created` or `exists`. */
   putRow(tableKey: string, row: RetryRow): Promise<'created' | 'exists'>;
   /** Takes the table's lease if it is free or lapsed at `nowMs` (lease clock); `null` when another holds it. */

@@ -247,14 +247,14 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
     const carry = await retryWaitingRows(deps, run);
     if (carry.size > 0) {
       const nowMs = deps.now();
-      await deps.store.mergeProposal(
-        key,
-        schemaWindowOf(nowMs, deps.config.windowMinutes),
-        deps.config.windowMinutes,
-        carry,
-        deps.config.maxProposedFieldsPerWindow,
+      await deps.store.mergeProposal({
+        tableKey: key,
+        window: schemaWindowOf(nowMs, deps.config.windowMinutes),
+        windowMinutes: deps.config.windowMinutes,
+        proposed: carry,
+        maxFields: deps.config.maxProposedFieldsPerWindow,
         nowMs,
-      );
+      });
     }
   } catch (err) {
     run.errors.push(errorText(err));

@@ -76,6 +76,29 @@ export function mergeFieldSets(a: ProposedFields, b: ProposedFields): ProposedFi
   return sortedMap(out);
 }
 
+/**
+ * `mergeFieldSets(held, proposed)` holding at most `maxFields` distinct names: names already in `held` always merge;
+ * new names of `proposed` are admitted in its order (code-unit order for a set from this module) until the cap.
+ * The cap is one schema window's change (`maxProposedFieldsPerWindow`); a name left out waits for a later window.
+ * @returns a new set, keys in code-unit order.
+ */
+export function mergeFieldSetsCapped(
+  held: ProposedFields,
+  proposed: ProposedFields,
+  maxFields: number,
+): ProposedFields {
+  const admitted = new Map<string, FieldProposal>();
+  let room = Math.max(0, maxFields - held.size);
+  for (const [name, proposal] of proposed) {
+    if (held.has(name)) admitted.set(name, proposal);
+    else if (room > 0) {
+      admitted.set(name, proposal);
+      room--;
+    }
+  }
+  return mergeFieldSets(held, admitted);
+}
+
 /** `mergeFieldSets` over any number of sets; the empty set for none. */
 export function mergeAllFieldSets(sets: Iterable<ProposedFields>): ProposedFields {
   let out: ProposedFields = new Map();

@@ -109,7 +109,8 @@ export function comparePaneRecords(a: PaneRecord, b: PaneRecord): number {
   return a.startMs - b.startMs || a.endMs - b.endMs || a.index - b.index;
 }
 
-function toRecord(pane: Pane<number[]>): PaneRecord {
+/** A pane of the core (or of a store built on it) as both sides report it: times relative to the scenario epoch. */
+export function toPaneRecord(pane: Pane<number[]>): PaneRecord {
   return {
     key: pane.key,
     startMs: pane.window.startMs - SCENARIO_EPOCH_MS,
@@ -157,7 +158,7 @@ export function runCore(scenario: Scenario): PaneRecord[] {
   const result = runTestStream(createReduceFnRunner(scenario.strategy, collectFn), events, {
     processingTimeMs: 0,
   });
-  return result.panes.map(toRecord).sort(comparePaneRecords);
+  return result.panes.map(toPaneRecord).sort(comparePaneRecords);
 }
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');

@@ -2,10 +2,9 @@
 // late data inside and beyond the allowed lateness, empty panes and empty windows; plus one scenario per
 // documented divergence from Python's DirectRunner (shared/windowing/README.md), with both sides' panes declared.
 import type { FiringSpec, WindowFnSpec, WindowingStrategy } from '../../shared/windowing';
-import type { PaneRecord, Scenario, ScenarioStep } from './differential';
+import type { PaneRecord, Scenario } from './differential';
+import { S, add, pt, wm } from './steps';
 import { TELEMETRY_SCENARIOS } from './telemetry-scenarios';
-
-const S = 1000;
 
 function strategy(
   windowFn: WindowFnSpec,
@@ -34,19 +33,6 @@ const sliding = (sizeS: number, periodS: number): WindowFnSpec => ({
   offsetMs: 0,
 });
 const sessions = (gapS: number): WindowFnSpec => ({ kind: 'sessions', gapMs: gapS * S });
-
-/** A bundle of [key, value, event time in seconds]. */
-function add(...elements: [string, number, number][]): ScenarioStep {
-  return {
-    kind: 'elements',
-    elements: elements.map(([key, value, seconds]) => ({ key, value, timestampMs: seconds * S })),
-  };
-}
-const wm = (seconds: number): ScenarioStep => ({ kind: 'watermark', watermarkMs: seconds * S });
-const pt = (seconds: number): ScenarioStep => ({
-  kind: 'processingTime',
-  advanceByMs: seconds * S,
-});
 
 /** A pane record for declared exceptions; window in seconds. */
 function pane(

@@ -1,12 +1,7 @@
 // Runs a differential-test scenario through the session layout of the keyed store (SessionWindows over the in-memory
 // SessionStore) instead of the pure core alone: the same TestStream steps, delivered as bundles per key and fired by
 // due timers, so the store's panes can be compared with the core's (and, through it, Beam's).
-import {
-  createReduceFnRunner,
-  MAX_WATERMARK_MS,
-  type IntervalWindow,
-  type PaneTiming,
-} from '../../shared/windowing';
+import { createReduceFnRunner, MAX_WATERMARK_MS } from '../../shared/windowing';
 import type { WindowElement } from '../../shared/state/keyed-windows';
 import { MemorySessionStore } from '../../shared/state/session-store';
 import { SessionWindows } from '../../shared/state/session-windows';
@@ -15,6 +10,7 @@ import {
   comparePaneRecords,
   FINAL_PROCESSING_TIME_ADVANCE_MS,
   SCENARIO_EPOCH_MS,
+  toPaneRecord,
   type PaneRecord,
   type Scenario,
 } from './differential';
@@ -26,17 +22,6 @@ export interface StoreDelivery {
    * key, and again inside its own bundle. Default: none.
    */
   readonly redeliver?: (step: number, position: number) => boolean;
-}
-
-interface Row {
-  readonly key: string;
-  readonly window: IntervalWindow;
-  readonly values: number[];
-  readonly timing: PaneTiming;
-  readonly index: number;
-  readonly onTimeIndex: number;
-  readonly isFirst: boolean;
-  readonly isLast: boolean;
 }
 
 /**
@@ -58,27 +43,18 @@ export async function runSessionStore(
     combineFn: collectFn,
     store,
     droppedTtlMs: 60_000,
-    paneRow: (pane): Record<string, unknown> => ({
-      key: pane.key,
-      window: pane.window,
-      values: pane.value,
-      timing: pane.timing,
-      index: pane.index,
-      onTimeIndex: pane.onTimeIndex,
-      isFirst: pane.isFirst,
-      isLast: pane.isLast,
-    }),
+    paneRow: (pane): Record<string, unknown> => ({ ...toPaneRecord(pane) }),
   });
   let watermarkMs = Number.MIN_SAFE_INTEGER;
   let processingTimeMs = 0;
-  const rows: Row[] = [];
+  const rows: PaneRecord[] = [];
   const pendingRedeliveries = new Map<string, WindowElement<number>[]>();
   const reader = (): Promise<number> => Promise.resolve(watermarkMs);
   const fireDue = async (): Promise<void> => {
     const keys = await store.findSessionKeysDue(watermarkMs, processingTimeMs, 1_000_000);
     for (const key of keys.sort()) {
       const fired = await sessions.fireKey(key, watermarkMs, processingTimeMs);
-      rows.push(...fired.panes.map((p) => p.row as unknown as Row));
+      rows.push(...fired.panes.map((p) => p.row as unknown as PaneRecord));
     }
   };
   const steps = [
@@ -121,7 +97,7 @@ export async function runSessionStore(
             ],
             reader,
           );
-          rows.push(...result.panes.map((p) => p.row as unknown as Row));
+          rows.push(...result.panes.map((p) => p.row as unknown as PaneRecord));
         }
         for (const [key, list] of [...pendingRedeliveries.entries()]) {
           if (key.endsWith('@old')) continue;
@@ -143,18 +119,6 @@ export async function runSessionStore(
         break;
     }
   }
-  const panes = rows
-    .map((r): PaneRecord => ({
-      key: r.key,
-      startMs: r.window.startMs - SCENARIO_EPOCH_MS,
-      endMs: r.window.endMs - SCENARIO_EPOCH_MS,
-      values: r.values,
-      timing: r.timing,
-      index: r.index,
-      onTimeIndex: r.onTimeIndex,
-      isFirst: r.isFirst,
-      isLast: r.isLast,
-    }))
-    .sort(comparePaneRecords);
+  const panes = rows.sort(comparePaneRecords);
   return { panes, store };
 }

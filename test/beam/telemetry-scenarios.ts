@@ -1,23 +1,10 @@
 // Differential scenarios with the telemetry pipeline's own strategy (the study guide's NovaTrack scenario: fixed
 // 1-minute windows, early every 30 s, a late pane per late element, 10 minutes of allowed lateness, accumulating),
-// taken from its definition so the test follows the pipeline. Times in seconds from the scenario epoch.
+// taken from its definition so the test follows the pipeline. Times in seconds from the scenario epoch (steps.ts);
+// an element is [device, reading in tenths of °C, event time in seconds].
 import { TELEMETRY_STRATEGY } from '../../shared/pipelines/telemetry/definition';
-import type { Scenario, ScenarioStep } from './differential';
-
-const S = 1000;
-
-/** A bundle of [device, reading in tenths of °C, event time in seconds]. */
-function add(...elements: [string, number, number][]): ScenarioStep {
-  return {
-    kind: 'elements',
-    elements: elements.map(([key, value, seconds]) => ({ key, value, timestampMs: seconds * S })),
-  };
-}
-const wm = (seconds: number): ScenarioStep => ({ kind: 'watermark', watermarkMs: seconds * S });
-const pt = (seconds: number): ScenarioStep => ({
-  kind: 'processingTime',
-  advanceByMs: seconds * S,
-});
+import type { Scenario } from './differential';
+import { add, pt, wm } from './steps';
 
 /** Scenarios where the core and Beam must emit identical panes under the telemetry strategy. */
 export const TELEMETRY_SCENARIOS: readonly Scenario[] = [

@@ -31,6 +31,13 @@ export const BAD_DATA: TableRef = { datasetId: 'offvia_quarantine', tableId: 'ba
 export const SILVER_KEY = tableName(SILVER, 'p-test');
 export const PROJECT = 'p-test';
 
+/** A minute in ms. */
+export const MIN = 60_000;
+/** A window start (the default 3-minute windows, UTC), so tests know where windows end. */
+export const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
+/** After the window of W0 closed, with the default 10 s grace. */
+export const AFTER_W0 = W0 + 3 * MIN + 10_000;
+
 /** A valid booking payload with `extra` top-level fields; `i` makes booking ids (and event ids) distinct. */
 export function bookingPayload(i: number | string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({

@@ -5,6 +5,7 @@ import {
   type DriftStore,
   type Lease,
   type MergeResult,
+  type ProposalMerge,
   type PendingChange,
   type PlannedUpdate,
   type RetryRow,
@@ -12,7 +13,7 @@ import {
   type UpdateRecord,
 } from '../../shared/drift';
 import {
-  mergeFieldSets,
+  mergeFieldSetsCapped,
   schemaWindowOf,
   type FieldProposal,
   type ProposedFields,
@@ -93,13 +94,8 @@ export class MemoryDriftStore implements DriftStore {
     });
   }
 
-  mergeProposal(
-    tableKey: string,
-    window: SchemaWindow,
-    windowMinutes: number,
-    proposed: ProposedFields,
-    maxFields: number,
-  ): Promise<MergeResult> {
+  mergeProposal(merge: ProposalMerge): Promise<MergeResult> {
+    const { tableKey, window, windowMinutes, proposed, maxFields } = merge;
     this.calls.mergeProposal++;
     return this.run(() => {
       const t = this.table(tableKey);
@@ -110,16 +106,7 @@ export class MemoryDriftStore implements DriftStore {
         state = t.changes.get(target.id);
       }
       const existing = state?.proposed ?? new Map<string, FieldProposal>();
-      const admitted = new Map<string, FieldProposal>();
-      let room = Math.max(0, maxFields - existing.size);
-      for (const [name, p] of proposed) {
-        if (existing.has(name)) admitted.set(name, p);
-        else if (room > 0) {
-          admitted.set(name, p);
-          room--;
-        }
-      }
-      const merged = mergeFieldSets(existing, admitted);
+      const merged = mergeFieldSetsCapped(existing, proposed, maxFields);
       t.changes.set(target.id, { window: target, status: 'pending', proposed: merged });
       return { windowId: target.id, accepted: new Set(merged.keys()) };
     });

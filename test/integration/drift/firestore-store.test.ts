@@ -37,6 +37,17 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
   const store = new FirestoreDriftStore(firestore, root);
   const window = schemaWindowOf(NOW, 3);
 
+  /** Merges `values`' proposed fields into (`key`, `window`) at NOW, with 3-minute windows. */
+  const propose = (key: string, values: Record<string, unknown>, maxFields = 200) =>
+    store.mergeProposal({
+      tableKey: key,
+      window,
+      windowMinutes: 3,
+      proposed: proposeFields(values).proposed,
+      maxFields,
+      nowMs: NOW,
+    });
+
   before(requireStack);
 
   it('merges concurrent proposals from several instances into one change holding the union', async () => {
@@ -65,34 +76,16 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
   it('keeps every field when 3 different proposals race on the same change (no lost update)', async () => {
     const key = 'p.d.race';
     const names = Array.from({ length: 3 }, (_, i) => `field_${i}`);
-    await Promise.all(
-      names.map((name) =>
-        store.mergeProposal(key, window, 3, proposeFields({ [name]: 1 }).proposed, 200, NOW),
-      ),
-    );
+    await Promise.all(names.map((name) => propose(key, { [name]: 1 })));
     const [change] = await store.pendingChanges(key);
     assert.deepEqual([...(change?.proposed.keys() ?? [])], names);
   });
 
   it('caps the names a change holds and reports which were accepted', async () => {
     const key = 'p.d.cap';
-    const first = await store.mergeProposal(
-      key,
-      window,
-      3,
-      proposeFields({ a: 1, b: 1 }).proposed,
-      3,
-      NOW,
-    );
+    const first = await propose(key, { a: 1, b: 1 }, 3);
     assert.deepEqual([...first.accepted].sort(), ['a', 'b']);
-    const second = await store.mergeProposal(
-      key,
-      window,
-      3,
-      proposeFields({ c: 1, d: 1, a: 1.5 }).proposed,
-      3,
-      NOW,
-    );
+    const second = await propose(key, { c: 1, d: 1, a: 1.5 }, 3);
     assert.deepEqual([...second.accepted].sort(), ['a', 'b', 'c']);
     const [change] = await store.pendingChanges(key);
     assert.deepEqual(change?.proposed.get('a'), { ok: true, type: 'FLOAT64' });
@@ -157,7 +150,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
 
   it('begins an update only for unchanged changes, and records it', async () => {
     const key = 'p.d.update';
-    await store.mergeProposal(key, window, 3, proposeFields({ a: 1 }).proposed, 200, NOW);
+    await propose(key, { a: 1 });
     const [change] = await store.pendingChanges(key);
     assert.ok(change);
     const lease = await store.acquireLease(key, 'U', NOW, 60_000);
@@ -171,7 +164,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
       rejected: [],
     };
     // The change grows after the plan: stale.
-    await store.mergeProposal(key, window, 3, proposeFields({ b: 1 }).proposed, 200, NOW);
+    await propose(key, { b: 1 });
     assert.equal(await store.beginUpdate(lease, update, NOW), 'stale');
     const [grown] = await store.pendingChanges(key);
     assert.ok(grown);
@@ -187,14 +180,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
     assert.equal(record?.attempts, 1);
     assert.deepEqual(record?.catalogPatched, ['a']);
     // A later proposal for the swept window goes to the next window.
-    const late = await store.mergeProposal(
-      key,
-      window,
-      3,
-      proposeFields({ c: 1 }).proposed,
-      200,
-      NOW,
-    );
+    const late = await propose(key, { c: 1 });
     assert.equal(late.windowId, schemaWindowOf(window.endMs, 3).id);
   });
   it('sends a proposal for a swept window to the first later window that is not swept, however far', async () => {
@@ -213,14 +199,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
       }
       w = schemaWindowOf(w.endMs, 3);
     }
-    const first = await store.mergeProposal(
-      key,
-      window,
-      3,
-      proposeFields({ a: 1 }).proposed,
-      200,
-      NOW,
-    );
+    const first = await propose(key, { a: 1 });
     const w3 = schemaWindowOf(window.startMs + 3 * 3 * 60_000, 3);
     assert.equal(first.windowId, w3.id);
     await firestore
@@ -229,14 +208,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
       .collection('changes')
       .doc(w3.id)
       .update({ status: 'applied' });
-    const second = await store.mergeProposal(
-      key,
-      window,
-      3,
-      proposeFields({ b: 1 }).proposed,
-      200,
-      NOW,
-    );
+    const second = await propose(key, { b: 1 });
     assert.equal(second.windowId, schemaWindowOf(window.startMs + 7 * 3 * 60_000, 3).id);
   });
 });

@@ -6,24 +6,13 @@ import {
   MAX_WINDOWS_PER_EVENT,
 } from '../../../shared/config/window-config';
 import { ConfigError } from '../../../shared/errors';
+import { labStrategy, labWatermarkPolicy } from '../windowing/lab-config';
 
 describe('config: windows', () => {
   it("defaults to the lab's windowing: 1-minute fixed windows, 5 min lateness, early 30 s, late per element", () => {
     const c = loadWindowConfig({});
-    assert.deepEqual(c.strategy, {
-      windowFn: { kind: 'fixed', sizeMs: 60_000, offsetMs: 0 },
-      allowedLatenessMs: 300_000,
-      trigger: {
-        earlyFirings: { processingTimeDelayMs: 30_000 },
-        lateFirings: { elementCount: 1 },
-      },
-      accumulationMode: 'ACCUMULATING',
-    });
-    assert.deepEqual(c.watermarkPolicy, {
-      maxOutOfOrdernessMs: 10_000,
-      idleTimeoutMs: 60_000,
-      maxFutureSkewMs: 0,
-    });
+    assert.deepEqual(c.strategy, labStrategy());
+    assert.deepEqual(c.watermarkPolicy, labWatermarkPolicy());
     assert.equal(c.enabled, true);
     assert.equal(c.shards, 4);
     assert.equal(c.pipeline, 'booking_routes_1m');

@@ -2,19 +2,9 @@
 // evaluated over the log lines the real code emits.
 import assert from 'node:assert/strict';
 import { logMetrics } from '../../../deploy/gcloud/monitoring';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
-import {
-  FakeTableAdmin,
-  RecordingWriter,
-  SILVER_FIELDS,
-  baseRowOf,
-  bookingPayload,
-  driftConfig,
-  messageOf,
-  validEvent,
-} from '../../support/drift-fixtures';
-import { MemoryDriftStore } from '../../support/memory-drift-store';
-import { driftGateOf } from '../../support/drift-rig';
+import type { LogEntry } from '../../../shared/logging/logger';
+import { bookingPayload } from '../../support/drift-fixtures';
+import { driftRig } from '../../support/drift-rig';
 
 const T0 = Date.UTC(2026, 9, 7, 14, 10, 30);
 
@@ -47,21 +37,8 @@ describe('deploy: the bad-data-rows log metric', () => {
 
   it('counts a row the drift gate sends to bad data at ingest (permanent schema error) once', async () => {
     assert.ok(metric);
-    const lines: LogEntry[] = [];
-    const config = driftConfig();
-    const store = new MemoryDriftStore();
-    const now = () => T0;
-    const gate = driftGateOf({
-      config,
-      store,
-      admin: new FakeTableAdmin(SILVER_FIELDS),
-      writer: new RecordingWriter(),
-      logger: new Logger('test', (e) => lines.push(e), now),
-      now,
-    });
-    const payload = bookingPayload(1, { 'bad-name': 2 });
-    const event = validEvent(payload, 'm1', T0);
-    const out = await gate.route(event, messageOf(payload, 'm1'), T0, baseRowOf(event));
+    const { route, lines } = driftRig({ startMs: T0 });
+    const { out } = await route(bookingPayload(1, { 'bad-name': 2 }), 'm1', T0);
     assert.equal(out.action, 'bad_data');
     assert.equal(
       countedByMetric(metric.filter, lines),

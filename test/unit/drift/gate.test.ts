@@ -14,57 +14,32 @@ import {
   type PipelineIngestDeps,
 } from '../../../shared/pipeline/runtime/ingest';
 import { bookingIngestDeps } from '../../support/booking-ingest';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import { Logger } from '../../../shared/logging/logger';
 import { schemaWindowOf } from '../../../shared/schema';
 import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
 import {
   BAD_DATA,
-  FakeTableAdmin,
   PROJECT,
-  RecordingWriter,
   SILVER,
   SILVER_FIELDS,
   SILVER_KEY,
-  baseRowOf,
   bookingPayload,
   driftConfig,
   messageOf,
-  validEvent,
 } from '../../support/drift-fixtures';
-import { MemoryDriftStore } from '../../support/memory-drift-store';
-import { driftGateOf } from '../../support/drift-rig';
+import { driftRig, routeThrough } from '../../support/drift-rig';
 
 const T0 = Date.UTC(2026, 9, 7, 14, 10, 30);
 
 function setup(
   options: { fields?: typeof SILVER_FIELDS; config?: Parameters<typeof driftConfig>[0] } = {},
 ) {
-  let nowMs = T0;
-  const clock = { now: () => nowMs, set: (ms: number) => (nowMs = ms) };
-  const config = driftConfig(options.config);
-  const store = new MemoryDriftStore();
-  const admin = new FakeTableAdmin(options.fields ?? SILVER_FIELDS);
-  const writer = new RecordingWriter();
-  const lines: LogEntry[] = [];
-  const logger = new Logger('test', (e) => lines.push(e), clock.now);
-  const gate = driftGateOf({ config, store, admin, writer, logger, now: clock.now });
-  return { clock, config, store, admin, writer, lines, gate };
+  return driftRig({ ...options, startMs: T0 });
 }
 
-async function route(
-  gate: RetryStoreDriftGate,
-  payload: string,
-  messageId: string,
-  receivedAtMs = T0,
-) {
-  const event = validEvent(payload, messageId, receivedAtMs);
-  const out = await gate.route(
-    event,
-    messageOf(payload, messageId),
-    receivedAtMs,
-    baseRowOf(event),
-  );
-  return { event, out };
+/** Routes through `gate` received at `receivedAtMs`, by default T0 whatever the clock says. */
+function route(gate: RetryStoreDriftGate, payload: string, messageId: string, receivedAtMs = T0) {
+  return routeThrough(gate, payload, messageId, receivedAtMs);
 }
 
 describe('RetryStoreDriftGate.route', () => {

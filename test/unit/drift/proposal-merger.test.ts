@@ -55,7 +55,14 @@ describe('ProposalMerger', () => {
   it('moves a proposal for an already swept window to the next window', async () => {
     const store = new MemoryDriftStore();
     const window = schemaWindowOf(NOW, 3);
-    await store.mergeProposal('t', window, 3, proposeFields({ a_1: 1 }).proposed, 200);
+    await store.mergeProposal({
+      tableKey: 't',
+      window,
+      windowMinutes: 3,
+      proposed: proposeFields({ a_1: 1 }).proposed,
+      maxFields: 200,
+      nowMs: NOW,
+    });
     const state = store.table('t').changes.get(window.id);
     if (state) state.status = 'applied';
     const merger = new ProposalMerger(store, 3, 200, () => NOW);

@@ -11,25 +11,16 @@ import {
   type AddColumnsResult,
   type TableAdmin,
 } from '../../../shared/drift';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { BqField, TableSchema } from '../../../shared/schema';
 import {
-  RecordingWriter,
+  AFTER_W0,
+  MIN,
   SILVER,
   SILVER_FIELDS,
-  SILVER_KEY,
-  baseRowOf,
+  W0,
   bookingPayload,
-  driftConfig,
-  messageOf,
-  validEvent,
 } from '../../support/drift-fixtures';
-import { MemoryDriftStore } from '../../support/memory-drift-store';
-import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
-
-const MIN = 60_000;
-const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
-const AFTER_W0 = W0 + 3 * MIN + 10_000;
+import { driftRig } from '../../support/drift-rig';
 
 /**
  * A TableAdmin that refuses a statement with 403 `rateLimitExceeded` when 5 statements already ran in the last
@@ -97,26 +88,14 @@ class RateLimitedAdmin implements TableAdmin {
 }
 
 function setup(overrides: Partial<SchemaDriftConfig>) {
-  const config = driftConfig(overrides);
-  const store = new MemoryDriftStore();
-  let nowMs = W0;
-  let leaseMs = 1_000_000;
-  const admin = new RateLimitedAdmin(() => leaseMs);
-  const writer = new RecordingWriter();
-  const lines: LogEntry[] = [];
-  const logger = new Logger('test', (e) => lines.push(e));
-  const slept: number[] = [];
-  const parts = { config, store, admin, writer, logger, now: () => nowMs };
-  const deps = sweepDepsOf(
-    parts,
-    () => leaseMs,
-    (ms) => {
-      slept.push(ms);
-      leaseMs += ms;
-      return Promise.resolve();
-    },
-  );
-  const gate = driftGateOf(parts, 0);
+  const rig = driftRig({
+    config: overrides,
+    admin: (lease) => new RateLimitedAdmin(lease.now),
+    startMs: W0,
+    schemaTtlMs: 0,
+    recordSleeps: true,
+  });
+  const { admin, writer, lines, slept, deps, store, clock, leaseClock } = rig;
   return {
     admin,
     writer,
@@ -129,17 +108,15 @@ function setup(overrides: Partial<SchemaDriftConfig>) {
       const extra = Object.fromEntries(
         Array.from({ length: n }, (_, i) => [`f${String(i + 1).padStart(2, '0')}`, i]),
       );
-      const payload = bookingPayload(1, extra);
-      const event = validEvent(payload, 'm-1', W0);
-      await gate.route(event, messageOf(payload, 'm-1'), W0, baseRowOf(event));
+      await rig.route(bookingPayload(1, extra), 'm-1', W0);
     },
     /** The next scheduled sweep: one minute later by both clocks. */
     async sweepAt(ms: number) {
-      nowMs = ms;
-      leaseMs += MIN;
+      clock.set(ms);
+      leaseClock.set(leaseClock.now() + MIN);
       return runSchemaSweep(deps);
     },
-    waiting: () => store.table(SILVER_KEY).rows.size,
+    waiting: () => rig.waiting().length,
   };
 }
 

@@ -6,27 +6,17 @@ import sinon from 'sinon';
 import { BigQuery, Table } from '@google-cloud/bigquery';
 import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
 import { runSchemaSweep } from '../../../shared/drift';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
 import {
+  AFTER_W0,
   BAD_DATA,
-  FakeTableAdmin,
+  MIN,
   PROJECT,
   SILVER,
-  SILVER_KEY,
-  baseRowOf,
+  W0,
   bookingPayload,
-  driftConfig,
-  messageOf,
-  validEvent,
 } from '../../support/drift-fixtures';
-import { MemoryDriftStore } from '../../support/memory-drift-store';
-import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
-
-const MIN = 60_000;
-const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
-/** After the window of W0 closed, with the default 10 s grace. */
-const AFTER_W0 = W0 + 3 * MIN + 10_000;
+import { driftRig } from '../../support/drift-rig';
 
 /** One insertAll request as BigQuery received it. */
 interface InsertAllCall {
@@ -93,37 +83,48 @@ class InsertAllStub {
 const SILVER_ID = `${SILVER.datasetId}.${SILVER.tableId}`;
 const BAD_ID = `${BAD_DATA.datasetId}.${BAD_DATA.tableId}`;
 
+/**
+ * An `answer` that refuses Silver's row of booking `bookingId` with insertErrors `reason` and `message`, on every
+ * call or only on call number `onCall` (1-based); every other row is written.
+ */
+function refuseInSilver(
+  bookingId: string,
+  reason: string,
+  message: string,
+  onCall?: number,
+): InsertAllStub['answer'] {
+  return (table, json, call) =>
+    table === SILVER_ID &&
+    json.booking_id === bookingId &&
+    (onCall === undefined || call === onCall)
+      ? { reason, message }
+      : null;
+}
+
 function setup(overrides: Partial<SchemaDriftConfig> = {}) {
-  const config = driftConfig(overrides);
-  const store = new MemoryDriftStore();
-  const admin = new FakeTableAdmin();
-  const bigquery = new BigQuery({ projectId: PROJECT });
-  const writer = new BigQueryRowWriter(bigquery);
-  const lines: LogEntry[] = [];
-  const logger = new Logger('test', (e) => lines.push(e));
-  let nowMs = W0;
-  let leaseMs = 1_000_000;
-  const parts = { config, store, admin, writer, logger, now: () => nowMs };
-  const deps = sweepDepsOf(parts, () => leaseMs);
-  const gate = driftGateOf(parts, 0);
+  const rig = driftRig({
+    config: overrides,
+    writer: new BigQueryRowWriter(new BigQuery({ projectId: PROJECT })),
+    startMs: W0,
+    schemaTtlMs: 0,
+  });
+  const { store, lines, deps, clock, leaseClock } = rig;
   return {
     store,
     lines,
     deps,
     /** Holds booking `i` with an extra field at `atMs`; the row waits for its column. */
     async hold(i: number, extra: Record<string, unknown>, atMs: number) {
-      const payload = bookingPayload(i, extra);
-      const event = validEvent(payload, `m-${i}`, atMs);
-      nowMs = atMs;
-      const out = await gate.route(event, messageOf(payload, `m-${i}`), atMs, baseRowOf(event));
+      clock.set(atMs);
+      const { event, out } = await rig.route(bookingPayload(i, extra), `m-${i}`, atMs);
       assert.equal(out.action, 'held', `booking ${i} waits for its column`);
       return event.eventId;
     },
     at(ms: number) {
-      nowMs = ms;
-      leaseMs += 60_000;
+      clock.set(ms);
+      leaseClock.set(leaseClock.now() + 60_000);
     },
-    waiting: () => [...store.table(SILVER_KEY).rows.values()],
+    waiting: rig.waiting,
   };
 }
 
@@ -139,13 +140,11 @@ describe('runSchemaSweep and BigQuery per-row insert errors', () => {
     const s = setup();
     for (let i = 0; i < 6; i++) await s.hold(i, { promo_code: `P${i}` }, W0 + i * 1000);
     bq.allOrNothing = true;
-    bq.answer = (table, json) =>
-      table === SILVER_ID && json.booking_id === 'BK-3'
-        ? {
-            reason: 'invalid',
-            message: 'Invalid NUMERIC value: 1e400 Field: fare_amount; Value: 1e400',
-          }
-        : null;
+    bq.answer = refuseInSilver(
+      'BK-3',
+      'invalid',
+      'Invalid NUMERIC value: 1e400 Field: fare_amount; Value: 1e400',
+    );
     s.at(AFTER_W0);
     const result = await runSchemaSweep(s.deps);
 
@@ -176,13 +175,11 @@ describe('runSchemaSweep and BigQuery per-row insert errors', () => {
   it('an `invalid` row (skipInvalidRows: its neighbours written) goes to bad data at once, not after the budget', async () => {
     const s = setup({ retryMinutes: 30 });
     for (let i = 0; i < 3; i++) await s.hold(i, { promo_code: `P${i}` }, W0 + i * 1000);
-    bq.answer = (table, json) =>
-      table === SILVER_ID && json.booking_id === 'BK-1'
-        ? {
-            reason: 'invalid',
-            message: 'Invalid NUMERIC value: 12345678901234567890123456789012345678901',
-          }
-        : null;
+    bq.answer = refuseInSilver(
+      'BK-1',
+      'invalid',
+      'Invalid NUMERIC value: 12345678901234567890123456789012345678901',
+    );
     s.at(AFTER_W0);
     const [table] = (await runSchemaSweep(s.deps)).tables;
     assert.deepEqual(table?.rows, { inserted: 2, waiting: 0, badData: 1, malformed: 0 });
@@ -211,10 +208,7 @@ describe('runSchemaSweep and BigQuery per-row insert errors', () => {
   it('re-sends a row BigQuery answered with `timeout` within the same sweep', async () => {
     const s = setup();
     for (let i = 0; i < 3; i++) await s.hold(i, { promo_code: `P${i}` }, W0 + i * 1000);
-    bq.answer = (table, json, call) =>
-      table === SILVER_ID && json.booking_id === 'BK-2' && call === 1
-        ? { reason: 'timeout', message: 'Timed out' }
-        : null;
+    bq.answer = refuseInSilver('BK-2', 'timeout', 'Timed out', 1);
     s.at(AFTER_W0);
     const result = await runSchemaSweep(s.deps);
     assert.equal(result.ok, true);
@@ -226,10 +220,7 @@ describe('runSchemaSweep and BigQuery per-row insert errors', () => {
     const s = setup({ retryMinutes: 9 });
     await s.hold(1, { promo_code: 'A' }, W0);
     await s.hold(2, { promo_code: 'B' }, W0 + 1000);
-    bq.answer = (table, json) =>
-      table === SILVER_ID && json.booking_id === 'BK-2'
-        ? { reason: 'backendError', message: 'Backend error. Please try again.' }
-        : null;
+    bq.answer = refuseInSilver('BK-2', 'backendError', 'Backend error. Please try again.');
     s.at(AFTER_W0);
     const first = await runSchemaSweep(s.deps);
     assert.deepEqual(first.tables[0]?.rows, { inserted: 1, waiting: 1, badData: 0, malformed: 0 });

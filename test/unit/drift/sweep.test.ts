@@ -4,79 +4,54 @@ import fc from 'fast-check';
 import sinon from 'sinon';
 import type { SchemaDriftConfig } from '../../../shared/config/schema-drift-config';
 import { runSchemaSweep } from '../../../shared/drift';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { schemaWindowOf, type BqField } from '../../../shared/schema';
 import {
+  AFTER_W0,
   BAD_DATA,
-  FakeTableAdmin,
-  RecordingWriter,
+  MIN,
   SILVER,
   SILVER_FIELDS,
   SILVER_KEY,
-  baseRowOf,
+  W0,
   bookingPayload,
-  driftConfig,
-  messageOf,
-  validEvent,
 } from '../../support/drift-fixtures';
-import { MemoryDriftStore } from '../../support/memory-drift-store';
-import { driftGateOf, sweepDepsOf } from '../../support/drift-rig';
-
-const MIN = 60_000;
-/** A window start (3-minute windows), so tests know where windows end. */
-const W0 = Date.UTC(2026, 9, 7, 14, 9, 0);
+import { driftRig } from '../../support/drift-rig';
 
 function setup(
   overrides: Partial<SchemaDriftConfig> = {},
   fields: readonly BqField[] = SILVER_FIELDS,
 ) {
-  const config = driftConfig(overrides);
-  const store = new MemoryDriftStore();
-  const admin = new FakeTableAdmin(fields);
-  const writer = new RecordingWriter();
-  const lines: LogEntry[] = [];
-  let nowMs = W0;
-  let leaseMs = 1_000_000;
-  const logger = new Logger('test', (e) => lines.push(e));
-  const parts = { config, store, admin, writer, logger, now: () => nowMs };
-  const deps = sweepDepsOf(parts, () => leaseMs);
   // TTL 0: the gate always sees the table as the sweep left it.
-  const gate = driftGateOf(parts, 0);
+  const rig = driftRig({ config: overrides, fields, startMs: W0, schemaTtlMs: 0 });
+  const { clock } = rig;
   /** Ingests one event at `atMs` through the gate; returns its event id. */
-  function hold(i: number | string, extra: Record<string, unknown>, atMs = nowMs) {
+  function hold(i: number | string, extra: Record<string, unknown>, atMs = clock.now()) {
     return holdPayload(i, bookingPayload(i, extra), atMs);
   }
   /** Ingests one payload text (e.g. with numbers JSON.stringify cannot write) at `atMs` through the gate. */
-  async function holdPayload(i: number | string, payload: string, atMs = nowMs) {
-    const before = nowMs;
-    nowMs = atMs;
-    const event = validEvent(payload, `m-${i}`, atMs);
-    const out = await gate.route(event, messageOf(payload, `m-${i}`), atMs, baseRowOf(event));
-    nowMs = Math.max(before, atMs);
+  async function holdPayload(i: number | string, payload: string, atMs = clock.now()) {
+    const before = clock.now();
+    clock.set(atMs);
+    const { event, out } = await rig.route(payload, `m-${i}`, atMs);
+    clock.set(Math.max(before, atMs));
     return { eventId: event.eventId, out };
   }
   return {
-    config,
-    store,
-    admin,
-    writer,
-    lines,
-    deps,
+    config: rig.config,
+    store: rig.store,
+    admin: rig.admin,
+    writer: rig.writer,
+    lines: rig.lines,
+    deps: rig.deps,
     hold,
     holdPayload,
-    at: (ms: number) => {
-      nowMs = ms;
-    },
-    leaseAt: (ms: number) => {
-      leaseMs = ms;
-    },
-    rows: () => [...store.table(SILVER_KEY).rows.values()],
+    at: clock.set,
+    leaseAt: rig.leaseClock.set,
+    rows: rig.waiting,
   };
 }
 
 const WITH_INT = [...SILVER_FIELDS, { name: 'points', type: 'INT64', mode: 'NULLABLE' } as const];
-/** After the window of W0 closed, with the default 10 s grace. */
-const AFTER_W0 = W0 + 3 * MIN + 10_000;
 
 describe('runSchemaSweep', () => {
   afterEach(() => sinon.restore());

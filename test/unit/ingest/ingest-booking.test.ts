@@ -488,7 +488,14 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     deps.attemptDeadlineMs = 100;
     deps.schemaDrift = {
       route: async () => {
-        await store.mergeProposal('t', schemaWindowOf(NOW, 3), 3, new Map(), 10, NOW);
+        await store.mergeProposal({
+          tableKey: 't',
+          window: schemaWindowOf(NOW, 3),
+          windowMinutes: 3,
+          proposed: new Map(),
+          maxFields: 10,
+          nowMs: NOW,
+        });
         return { action: 'write', extraColumns: {} };
       },
     };

@@ -5,6 +5,7 @@ import {
   loadProposedFields,
   mergeAllFieldSets,
   mergeFieldSets,
+  mergeFieldSetsCapped,
   proposalOf,
   proposeFields,
   storeProposedFields,
@@ -121,6 +122,21 @@ describe('schema/proposals', () => {
       assert.deepEqual(merged.get('__proto__'), { ok: true, type: 'FLOAT64' });
       assert.deepEqual(merged.get('constructor'), { ok: true, type: 'STRING' });
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    });
+  });
+
+  describe('mergeFieldSetsCapped', () => {
+    it('admits new names in code-unit order up to the cap and always merges names already held', () => {
+      const held = fields(['b', 'INT64']);
+      const merged = mergeFieldSetsCapped(
+        held,
+        fields(['a', 'STRING'], ['b', 'FLOAT64'], ['c', 'BOOL'], ['d', 'BOOL']),
+        3,
+      );
+      assert.deepEqual([...merged.keys()], ['a', 'b', 'c']);
+      assert.deepEqual(merged.get('b'), { ok: true, type: 'FLOAT64' });
+      const full = mergeFieldSetsCapped(merged, fields(['b', 'FLOAT64'], ['e', 'BOOL']), 3);
+      assert.deepEqual([...full.keys()], ['a', 'b', 'c'], 'no room: only held names merge');
     });
   });
 

@@ -2,27 +2,15 @@
 // Dataflow runs); each case names the Java source and what Python 2.77 does (README.md, "Divergences").
 import assert from 'node:assert/strict';
 
-import { fixed, sessions, type WindowingStrategy } from '../../../shared/windowing';
+import { sessions } from '../../../shared/windowing';
 import { add, at, clock, END, MINUTE, p, run, SECOND, summarize, watermark } from './helpers';
-
-function strategy(overrides: Partial<WindowingStrategy>): WindowingStrategy {
-  return {
-    windowFn: fixed(MINUTE),
-    allowedLatenessMs: 5 * MINUTE,
-    trigger: {
-      earlyFirings: { processingTimeDelayMs: 30 * SECOND },
-      lateFirings: { elementCount: 1 },
-    },
-    accumulationMode: 'ACCUMULATING',
-    ...overrides,
-  };
-}
+import { labStrategy } from './lab-config';
 
 describe('windowing: Java semantics where the Python DirectRunner differs', () => {
   it('drops an element once end + allowed lateness <= watermark (LateDataUtils; Python keeps it at equality)', () => {
     const edge = at(60) + 5 * MINUTE;
-    const kept = run(strategy({}), [watermark(edge - 1), add(['k', 1, at(10)])]);
-    const dropped = run(strategy({}), [watermark(edge), add(['k', 1, at(10)])]);
+    const kept = run(labStrategy(), [watermark(edge - 1), add(['k', 1, at(10)])]);
+    const dropped = run(labStrategy(), [watermark(edge), add(['k', 1, at(10)])]);
     assert.equal(kept.dropped.length, 0);
     assert.deepEqual(kept.panes.map(summarize), [p([0, 60], [1], 'LATE', 0, 0)]);
     assert.deepEqual(
@@ -33,7 +21,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
 
   it('makes the ON_TIME pane the last one when allowed lateness is 0 (end-of-window timer = GC timer)', () => {
-    const result = run(strategy({ allowedLatenessMs: 0 }), [
+    const result = run(labStrategy({ allowedLatenessMs: 0 }), [
       add(['k', 1, at(10)]),
       watermark(at(60)),
       add(['k', 2, at(11)]), // Python emits a LATE pane for it; Java drops it
@@ -48,7 +36,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
 
   it('emits pending late data at garbage collection as the last pane (Python never emits it and stalls)', () => {
-    const result = run(strategy({ trigger: { lateFirings: { elementCount: 2 } } }), [
+    const result = run(labStrategy({ trigger: { lateFirings: { elementCount: 2 } } }), [
       add(['k', 1, at(10)]),
       watermark(at(60)),
       add(['k', 2, at(11)]), // one late element: below the late count of 2
@@ -61,7 +49,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
 
   it('emits nothing at garbage collection when no late data is pending (ClosingBehavior.FIRE_IF_NON_EMPTY)', () => {
-    const result = run(strategy({}), [
+    const result = run(labStrategy(), [
       add(['k', 1, at(10)]),
       watermark(at(60)),
       watermark(at(400)),
@@ -72,7 +60,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
 
   it('labels processing-time late firings LATE and flushes them at GC', () => {
     const result = run(
-      strategy({ trigger: { lateFirings: { processingTimeDelayMs: 10 * SECOND } } }),
+      labStrategy({ trigger: { lateFirings: { processingTimeDelayMs: 10 * SECOND } } }),
       [
         add(['k', 1, at(10)]),
         watermark(at(60)),
@@ -91,7 +79,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
 
   it('resets both early sub-triggers after any early firing (AfterFirst; Python resets only on the count)', () => {
     const result = run(
-      strategy({
+      labStrategy({
         trigger: {
           earlyFirings: { processingTimeDelayMs: 30 * SECOND, elementCount: 3 },
           lateFirings: { elementCount: 1 },
@@ -119,7 +107,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
 
   it('puts a late session back in the early phase when it grows past the watermark (AfterWatermark onMerge)', () => {
-    const result = run(strategy({ windowFn: sessions(10 * SECOND) }), [
+    const result = run(labStrategy({ windowFn: sessions(10 * SECOND) }), [
       add(['k', 1, at(10)]),
       watermark(at(30)),
       add(['k', 2, at(15)]), // [10, 25): still behind the watermark, stays late
@@ -137,7 +125,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
   it('does not merge a new session into a garbage-collected one (Python has no GC and merges it)', () => {
     const result = run(
-      strategy({
+      labStrategy({
         windowFn: sessions(30 * SECOND),
         allowedLatenessMs: 30 * SECOND,
         trigger: { lateFirings: { elementCount: 1 } },
@@ -156,7 +144,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
   it('merges the early processing-time deadlines of merged sessions and emits no empty EARLY pane (divergence 11)', () => {
     const result = run(
-      strategy({
+      labStrategy({
         windowFn: sessions(10 * SECOND),
         trigger: {
           earlyFirings: { processingTimeDelayMs: 5 * SECOND },
@@ -181,7 +169,7 @@ describe('windowing: Java semantics where the Python DirectRunner differs', () =
   });
   it('keeps a closed session out of merging (Java removes finished windows from the active set)', () => {
     const result = run(
-      strategy({ windowFn: sessions(10 * SECOND), trigger: {} }), // no late firings: on time closes it
+      labStrategy({ windowFn: sessions(10 * SECOND), trigger: {} }), // no late firings: on time closes it
       [add(['k', 1, at(10)]), watermark(at(30)), add(['k', 2, at(15)])],
     );
     // Python 2.77 merges its tombstone with [15, 25) and drops element 2.

@@ -2,20 +2,9 @@
 // element, a late firing per late element) scripted step by step: EARLY, ON_TIME, LATE panes and a drop.
 import assert from 'node:assert/strict';
 
-import { fixed, MIN_WATERMARK_MS, type WindowingStrategy } from '../../../shared/windowing';
+import { MIN_WATERMARK_MS } from '../../../shared/windowing';
 import { add, at, clock, END, MINUTE, p, run, SECOND, summarize, T0, watermark } from './helpers';
-
-function labStrategy(accumulationMode: WindowingStrategy['accumulationMode']): WindowingStrategy {
-  return {
-    windowFn: fixed(MINUTE),
-    allowedLatenessMs: 5 * MINUTE,
-    trigger: {
-      earlyFirings: { processingTimeDelayMs: 30 * SECOND },
-      lateFirings: { elementCount: 1 },
-    },
-    accumulationMode,
-  };
-}
+import { labStrategy } from './lab-config';
 
 // Elements 1..7 of key "k" in window [14:10:00, 14:11:00); processing time starts at T0 + 25 s.
 const SCRIPT = [
@@ -34,7 +23,7 @@ const SCRIPT = [
 
 describe('windowing: the lab scenario', () => {
   it('emits EARLY, ON_TIME and LATE accumulating panes and drops the too-late element', () => {
-    const result = run(labStrategy('ACCUMULATING'), SCRIPT, T0 + 25 * SECOND);
+    const result = run(labStrategy(), SCRIPT, T0 + 25 * SECOND);
     assert.deepEqual(result.panes.map(summarize), [
       p([0, 60], [1, 2], 'EARLY', 0, -1),
       p([0, 60], [1, 2, 3], 'ON_TIME', 1, 0),
@@ -53,7 +42,7 @@ describe('windowing: the lab scenario', () => {
   });
 
   it('stamps each pane with the processing time and watermark of its firing', () => {
-    const [early, onTime, late] = run(labStrategy('ACCUMULATING'), SCRIPT, T0 + 25 * SECOND).panes;
+    const [early, onTime, late] = run(labStrategy(), SCRIPT, T0 + 25 * SECOND).panes;
     assert.deepEqual(
       [early, onTime, late].map((pane) => [pane?.firedAtProcessingTimeMs, pane?.watermarkMs]),
       [
@@ -65,7 +54,7 @@ describe('windowing: the lab scenario', () => {
   });
 
   it('emits only the new elements in DISCARDING mode, with the same pane info', () => {
-    const result = run(labStrategy('DISCARDING'), SCRIPT, T0 + 25 * SECOND);
+    const result = run(labStrategy({ accumulationMode: 'DISCARDING' }), SCRIPT, T0 + 25 * SECOND);
     assert.deepEqual(result.panes.map(summarize), [
       p([0, 60], [1, 2], 'EARLY', 0, -1),
       p([0, 60], [3], 'ON_TIME', 1, 0),
@@ -77,7 +66,7 @@ describe('windowing: the lab scenario', () => {
   });
 
   it('keeps windows of one key independent and fires them in window order', () => {
-    const result = run(labStrategy('ACCUMULATING'), [
+    const result = run(labStrategy(), [
       add(['k', 2, at(70)], ['k', 1, at(10)]),
       watermark(at(120)),
     ]);
@@ -87,16 +76,13 @@ describe('windowing: the lab scenario', () => {
     ]);
   });
   it('fires due timers of all windows in timestamp order when the watermark jumps', () => {
-    const result = run(
-      { ...labStrategy('ACCUMULATING'), trigger: { lateFirings: { elementCount: 2 } } },
-      [
-        add(['k', 1, at(10)]),
-        watermark(at(60)),
-        add(['k', 2, at(11)]), // pending late data in [0, 60)
-        add(['k', 3, at(70)]),
-        watermark(at(400)), // end of [60, 120) at 119.999 s comes before GC of [0, 60) at 359.999 s
-      ],
-    );
+    const result = run({ ...labStrategy(), trigger: { lateFirings: { elementCount: 2 } } }, [
+      add(['k', 1, at(10)]),
+      watermark(at(60)),
+      add(['k', 2, at(11)]), // pending late data in [0, 60)
+      add(['k', 3, at(70)]),
+      watermark(at(400)), // end of [60, 120) at 119.999 s comes before GC of [0, 60) at 359.999 s
+    ]);
     assert.deepEqual(result.panes.map(summarize), [
       p([0, 60], [1], 'ON_TIME', 0, 0),
       p([60, 120], [3], 'ON_TIME', 0, 0),

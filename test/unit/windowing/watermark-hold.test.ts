@@ -11,15 +11,11 @@ import {
   observeEventTime,
   watermarkHoldAt,
   type HeldMessage,
-  type WatermarkPolicy,
   type WatermarkState,
 } from '../../../shared/windowing';
+import { labWatermarkPolicy } from './lab-config';
 
-const POLICY: WatermarkPolicy = {
-  maxOutOfOrdernessMs: 10_000,
-  idleTimeoutMs: 60_000,
-  maxFutureSkewMs: 0,
-};
+const POLICY = labWatermarkPolicy();
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
 const HOUR = 3_600_000;
 

@@ -13,12 +13,9 @@ import {
   type WatermarkPolicy,
   type WatermarkState,
 } from '../../../shared/windowing';
+import { labWatermarkPolicy } from './lab-config';
 
-const POLICY: WatermarkPolicy = {
-  maxOutOfOrdernessMs: 10_000,
-  idleTimeoutMs: 60_000,
-  maxFutureSkewMs: 5_000,
-};
+const POLICY = labWatermarkPolicy({ maxFutureSkewMs: 5_000 });
 
 function observe(
   state: WatermarkState,
