@@ -60,6 +60,7 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
   return {
     keyGroups: c.keyGroups,
     firePartitions: c.firePartitions,
+    firePartitionsInFlight: c.firePartitionsInFlight,
     maxBundle: c.maxBundle,
     ledgerTtlMs: c.ledgerTtlMs,
     droppedTtlMs: c.droppedTtlMs,

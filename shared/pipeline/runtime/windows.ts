@@ -43,6 +43,7 @@ export type SharedWindowKnobs = Pick<
   WindowConfig,
   | 'keyGroups'
   | 'firePartitions'
+  | 'firePartitionsInFlight'
   | 'maxBundle'
   | 'ledgerTtlMs'
   | 'droppedTtlMs'
@@ -77,6 +78,11 @@ export interface AggregationWindowsParts {
    * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
    */
   readonly backlog?: BacklogSampleReader;
+  /**
+   * Picks the shard a bundle writes to, in [0, shards) (tests pin it); default: `KeyedWindows`' sticky random shard
+   * per instance, moved on contention.
+   */
+  readonly pickShard?: (shardCount: number) => number;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -128,6 +134,7 @@ export function createAggregationWindows(
     shardCount: aggregation.shards,
     ledgerTtlMs: knobs.ledgerTtlMs,
     droppedTtlMs: knobs.droppedTtlMs,
+    ...(parts.pickShard && { pickShard: parts.pickShard }),
     paneRow: (pane, insertId) =>
       aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode),
   });
@@ -172,7 +179,11 @@ export function createAggregationWindows(
     maxWindows: knobs.fireMaxWindows,
     outboxGraceMs: knobs.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
-    groups: { store, partitions: knobs.firePartitions },
+    groups: {
+      store,
+      partitions: knobs.firePartitions,
+      partitionsInFlight: knobs.firePartitionsInFlight,
+    },
     ...holdOf(holdStore, aggregation, parts),
   };
   return {
