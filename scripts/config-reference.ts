@@ -343,7 +343,8 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       {
         name: 'OFFVIA_BENCH_TELEMETRY_DEVICES',
         default: '`500`',
-        meaning: 'devices of the telemetry row of `bench:keys` (3 minutes of one reading a minute each)',
+        meaning:
+          'devices of the telemetry row of `bench:keys` (3 minutes of one reading a minute each)',
       },
     ],
   },
