@@ -24,6 +24,7 @@ import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer
 import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
 import { seedKeyGroups } from './lib/seed-key-groups';
+import { measureTelemetryRate, telemetryLine } from './lib/telemetry-rate';
 import { Clock, MIN, record, S, T, type BookingSpec } from '../test/support/booking-windows';
 import {
   emulatorFirestore,
@@ -44,6 +45,8 @@ function intEnv(name: string, fallback: number): number {
 const EVENTS = intEnv('OFFVIA_BENCH_EVENTS', 5000);
 const IN_FLIGHT = intEnv('OFFVIA_BENCH_CONCURRENCY', 80);
 const FIRING_KEYS = intEnv('OFFVIA_BENCH_FIRING_KEYS', 50_000);
+/** Devices of the telemetry row (500 × 3 minutes, as the issue measured it); 0 would be refused: use SKIP. */
+const TELEMETRY_DEVICES = intEnv('OFFVIA_BENCH_TELEMETRY_DEVICES', 500);
 const PORT = intEnv('OFFVIA_BENCH_FIRESTORE_PORT', 8187);
 const CARDINALITIES = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
   .split(',')
@@ -533,8 +536,33 @@ async function main(): Promise<void> {
       events: EVENTS,
       firingKeys: process.env.OFFVIA_BENCH_SKIP_FIRING === '1' ? 0 : FIRING_KEYS,
     });
-    process.stdout.write(`\n${report.lines.join('\n')}\n\nload average at end: ${loadAverage()}\n`);
+    process.stdout.write(`\n${report.lines.join('\n')}\n`);
     if (report.failed) process.exitCode = 1;
+    if (process.env.OFFVIA_BENCH_SKIP_TELEMETRY !== '1') {
+      // A client of its own: its operations are counted at the SDK, apart from the booking rows'.
+      const telemetryDb = emulatorFirestore();
+      try {
+        const telemetry = await measureTelemetryRate(telemetryDb, {
+          devices: TELEMETRY_DEVICES,
+          minutes: 3,
+          inFlight: IN_FLIGHT,
+        });
+        const row = [...report.rows].reverse().find((r) => r.layout === 'key-groups');
+        const booking =
+          row === undefined
+            ? undefined
+            : {
+                usdPerMillion: usdPerMillion(row),
+                perSecond: row.events / (row.ingestMs / 1000),
+                label: `key-groups, ${row.keys.toLocaleString('en-US')} keys, ingest and firing`,
+              };
+        process.stdout.write(`\n${telemetryLine(telemetry, booking)}\n`);
+        if (!telemetry.allRouted) process.exitCode = 1;
+      } finally {
+        await telemetryDb.terminate();
+      }
+    }
+    process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
   } finally {
     await db.terminate();
     if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');

@@ -312,6 +312,17 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         default: 'unset',
         meaning: '`1`: `bench:keys` prints the key-cardinality rows only',
       },
+      {
+        name: 'OFFVIA_BENCH_SKIP_TELEMETRY',
+        default: 'unset',
+        meaning: '`1`: `bench:keys` prints no telemetry row',
+      },
+      {
+        name: 'OFFVIA_BENCH_TELEMETRY_DEVICES',
+        default: '`500`',
+        meaning:
+          'devices of the telemetry row of `bench:keys` (3 minutes of one reading a minute each)',
+      },
     ],
   },
   {

@@ -18,6 +18,9 @@ import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
 import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 import { newStoreMetrics } from '../../../shared/state/firestore-window-store';
+import { firestoreClient } from '../../../shared/drift/runtime';
+import { loadIngestConfig } from '../../../shared/config/ingest-config';
+import { countFirestoreOps, opsLines } from '../../../bench/lib/firestore-ops';
 import { stackBigQuery, stackEnv } from '../layers';
 import { seedDirectory } from './directory';
 import { planTelemetryRun, publishPhases, seededRandom } from './plan';
@@ -101,6 +104,9 @@ async function main(): Promise<void> {
   await seedDirectory(bq, ref, plan);
   const counting = new CountingWriter(new BigQueryRowWriter(bq));
   const metrics = newStoreMetrics();
+  const ingestConfig = loadIngestConfig(process.env);
+  const firestore = firestoreClient(ingestConfig.projectId, ingestConfig.firestoreDatabase);
+  const ops = countFirestoreOps(firestore);
   const deps = await createPipelineIngestDeps(
     definition,
     process.env,
@@ -109,6 +115,7 @@ async function main(): Promise<void> {
       bigquery: bq,
       writer: new CoalescingRowWriter(counting, loadCoalescingConfig(process.env)),
       metrics,
+      firestore,
     },
   );
   const publishTimeMs = Date.now();
@@ -159,6 +166,7 @@ async function main(): Promise<void> {
   const out = [
     `${n} messages (${devices} devices × ${minutes} min), order ${order}, concurrency ${concurrency}: ${seconds.toFixed(1)} s, ${(n / seconds).toFixed(1)} msg/s`,
     `per message: Firestore transactions ${per(metrics.transactions)} (attempts ${per(metrics.attempts)}), reads ${per(metrics.reads)}, writes ${per(metrics.writes)}`,
+    ...opsLines(ops, n),
     ...[...counting.calls].map(
       ([table, c]) =>
         `  ${table}: ${per(c.calls)} insertAll calls, ${per(c.rows)} rows per message`,

@@ -68,12 +68,12 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
   return {
     keyGroups: c.keyGroups,
     firePartitions: c.firePartitions,
+    firePartitionsInFlight: c.firePartitionsInFlight,
     maxBundle: c.maxBundle,
     ledgerTtlMs: c.ledgerTtlMs,
     droppedTtlMs: c.droppedTtlMs,
     watermarkCacheMs: c.watermarkCacheMs,
     watermarkWriteIntervalMs: c.watermarkWriteIntervalMs,
-    firePartitionsInFlight: c.firePartitionsInFlight,
     fireLeaseMs: c.fireLeaseMs,
     fireConcurrency: c.fireConcurrency,
     fireMaxWindows: c.fireMaxWindows,

@@ -82,6 +82,11 @@ export interface AggregationWindowsParts {
    * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
    */
   readonly backlog?: BacklogSampleReader;
+  /**
+   * Picks the shard a bundle writes to, in [0, shards) (tests pin it); default: `KeyedWindows`' sticky random shard
+   * per instance, moved on contention.
+   */
+  readonly pickShard?: (shardCount: number) => number;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -145,6 +150,7 @@ export function createAggregationWindows(
     shardCount: aggregation.shards,
     ledgerTtlMs: knobs.ledgerTtlMs,
     droppedTtlMs: knobs.droppedTtlMs,
+    ...(parts.pickShard && { pickShard: parts.pickShard }),
     paneRow,
   });
   const tracker = new WatermarkTracker(store, {
