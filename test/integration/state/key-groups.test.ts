@@ -231,7 +231,15 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       fireWindows(fireWindowsDepsOf(windows)),
       fireWindows(fireWindowsDepsOf(windows)),
     ]);
-    assert.ok(runs.every((r) => r.status === 'done'));
+    // Neither run stops early. A run that found every free partition leased by the other answers `busy` (the
+    // partition lease's contract), so which of the two fired what depends on timing; between them they held the
+    // three free partitions, and p0 stayed with its holder.
+    assert.ok(
+      runs.every((r) => r.status === 'done' || r.status === 'busy'),
+      JSON.stringify(runs.map((r) => r.status)),
+    );
+    assert.ok(runs.some((r) => r.status === 'done'));
+    assert.ok(runs.reduce((n, r) => n + (r.partitionsFired ?? 0), 0) >= 3);
     assert.equal(
       onTime(),
       ROUTES.length - inP0,
