@@ -1,6 +1,6 @@
-// fireWindows' logic (Cloud Scheduler, every minute): under a lease, advance the watermark by the idle rule, fire the
-// windows whose timers are due (on-time, processing-time early/late, garbage collection), write their panes, and
-// re-emit panes left in the outbox.
+// fireWindows' logic (Cloud Scheduler, every minute), one firing loop for every layout: advance the watermark by the
+// idle rule, fire the due key groups, windows or session keys partition by partition under leases, write their panes
+// and re-emit panes left in the outbox.
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
@@ -11,9 +11,10 @@ import {
   type JsonValue,
   type WatermarkHold,
 } from '../windowing';
-import { fireSessions, type SessionFiring } from './fire-sessions';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
+import type { SessionStore } from './session-store';
+import type { SessionWindows } from './session-windows';
 import type { WatermarkTracker } from './watermark-tracker';
 import {
   LeaseLostError,
@@ -64,8 +65,8 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
     readonly only?: readonly number[];
   };
   /**
-   * The session layout (`sessions` window function): fireWindows fires session keys (`fire-sessions.ts`) instead of
-   * the `store`'s windows, which stay empty.
+   * The session layout (`sessions` window function): fireWindows fires session keys instead of the `store`'s
+   * windows, which stay empty; partitioned by the key's group as the key-groups layout is.
    */
   readonly sessions?: SessionFiring<In, Acc, Out>;
   /**
@@ -81,6 +82,16 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
      */
     readonly active?: (watermarkMs: number) => Promise<boolean>;
   };
+}
+
+/** What fireWindows needs of the session layout. */
+export interface SessionFiring<In, Acc extends JsonValue, Out> {
+  readonly store: SessionStore<Acc>;
+  readonly sessions: SessionWindows<In, Acc, Out>;
+  /** Partitions of the session keys (group mod partitions), each fired under its own lease (default 1). */
+  readonly partitions?: number;
+  /** Partitions one run leases and fires at a time (default 1). */
+  readonly partitionsInFlight?: number;
 }
 
 /** What fireWindows needs of a key-groups store. */
@@ -134,194 +145,42 @@ export interface FireWindowsSummary {
   readonly durationMs: number;
   /** The watermark hold applied by this run, when holds are on. */
   readonly watermarkHold?: SummaryHold;
-  /** Key-groups layout: partitions this run held and fired, key groups due in them. */
+  /** Partitions this run held and fired; units (key groups, windows, session keys) due in them. */
   readonly partitionsFired?: number;
   readonly groupsDue?: number;
 }
 
-/** Milliseconds of lease kept in reserve: no new window is started closer than this to the lease's end. */
+/** Milliseconds of lease kept in reserve: no new unit is started closer than this to the lease's end. */
 const LEASE_RESERVE_MS = 10_000;
 /** Outbox pages re-emitted per run (500 panes each). */
 const MAX_OUTBOX_PAGES = 20;
 
-function addressId(a: WindowAddress): string {
-  return `${a.key}|${windowId(a.window)}`;
+/** What firing one unit (a key group's window, a window, a session key) did. */
+interface UnitFired {
+  /** Keys (or windows) whose timers were due, fired (a pane or a state change) and garbage-collected. */
+  readonly due: number;
+  readonly fired: number;
+  readonly closed: number;
+  readonly panes: readonly OutboxPane[];
 }
 
 /**
- * One run. Safe when several run at once: only the lease holder works, every window transaction checks the lease's
- * fence, and each firing is a transaction over the window's documents (a firing cannot happen twice); pane rows
- * carry stable insertIds.
- * @throws TransientError when the lease, the watermark or a query fails; errors of a single window are counted
- * (`windowsFailed`) and logged instead, so one bad window does not stop the others
+ * A layout as the firing loop sees it: its state is spread over `partitions`, each fired under its own lease
+ * (`leaseName`), and a partition's due units are found by `findDue` and fired one transaction each by `fire`.
+ * Key groups and session keys are partitioned by key group (group mod partitions); the per-window layout is one
+ * partition under the pipeline's single lease.
  */
-export async function fireWindows<In, Acc extends JsonValue, Out>(
-  deps: FireWindowsDeps<In, Acc, Out>,
-): Promise<FireWindowsSummary> {
-  if (deps.sessions !== undefined) return fireSessions(deps, deps.sessions);
-  if (deps.groups !== undefined) return fireKeyGroups(deps, deps.groups);
-  const startedMs = deps.now();
-  const pt = startedMs;
-  const lease = await deps.store.acquireLease(deps.holder, pt, deps.leaseMs);
-  const base = {
-    pipeline: deps.pipeline,
-    processingTimeMs: pt,
-    windowsDue: 0,
-    windowsFired: 0,
-    windowsClosed: 0,
-    windowsFailed: 0,
-    panesEmitted: 0,
-    panesToBadData: 0,
-    panesDeferred: 0,
-    outboxReemitted: 0,
-  };
-  if (lease === null) {
-    logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
-    return {
-      ...base,
-      status: 'busy',
-      watermarkMs: null,
-      watermarkAdvanced: false,
-      leaseFence: null,
-      durationMs: deps.now() - startedMs,
-    };
-  }
-  let released = false;
-  try {
-    const summary = await runUnderLease(deps, lease, pt, base);
-    released = true;
-    await deps.store.releaseLease(lease);
-    const done = { ...summary, durationMs: deps.now() - startedMs };
-    logs.fireWindowsDone(deps.logger, { ...done });
-    return done;
-  } finally {
-    // On failure the lease is still given back; if that fails too, the run's own error is the one reported and the
-    // lease simply expires.
-    if (!released) {
-      await deps.store.releaseLease(lease).catch((err: unknown) => {
-        logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
-      });
-    }
-  }
-}
-
-async function runUnderLease<In, Acc extends JsonValue, Out>(
-  deps: FireWindowsDeps<In, Acc, Out>,
-  lease: Lease,
-  pt: number,
-  base: Omit<
-    FireWindowsSummary,
-    'status' | 'watermarkMs' | 'watermarkAdvanced' | 'leaseFence' | 'durationMs'
-  >,
-): Promise<Omit<FireWindowsSummary, 'durationMs'>> {
-  const hold = deps.watermarkHold === undefined ? undefined : await deps.watermarkHold(pt);
-  const update = await deps.tracker.advance(pt, hold?.capMs ?? null);
-  const watermarkMs = update.state.watermarkMs;
-  if (update.written) {
-    logs.watermarkAdvanced(deps.logger, {
-      pipeline: deps.pipeline,
-      watermarkMs,
-      maxEventTimeMs: update.state.maxEventTimeMs,
-      nowMs: pt,
-    });
-  }
-  const found = [
-    ...(await deps.store.findWindowsDue('endOfWindow', watermarkMs, deps.maxWindows)),
-    ...(await deps.store.findWindowsDue('gc', watermarkMs, deps.maxWindows)),
-    ...(deps.processingTimeDelayMs === null
-      ? []
-      : await deps.store.findPendingSince(pt - deps.processingTimeDelayMs, deps.maxWindows)),
-  ];
-  const unique = new Map(found.map((a) => [addressId(a), a]));
-  const due = [...unique.values()]
-    .sort((a, b) => compareWindows(a.window, b.window) || a.key.localeCompare(b.key))
-    .slice(0, deps.maxWindows);
-
-  let fired = 0;
-  let closed = 0;
-  let failed = 0;
-  let stopped: 'lease_time' | 'lease_lost' | null = null;
-  const panes: OutboxPane[] = [];
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < due.length && stopped === null) {
-      const address = due[next++] as WindowAddress;
-      if (deps.now() > lease.expiresAtMs - LEASE_RESERVE_MS) {
-        stopped = 'lease_time';
-        return;
-      }
-      try {
-        const result = await deps.keyed.fireWindow(address, watermarkMs, pt, lease);
-        if (result.panes.length > 0 || result.closed) fired++;
-        if (result.closed) closed++;
-        panes.push(...result.panes);
-      } catch (err) {
-        if (err instanceof LeaseLostError) {
-          logs.fireWindowsLeaseLost(deps.logger, deps.pipeline, lease.fence, err.message);
-          stopped = 'lease_lost';
-          return;
-        }
-        if (!(err instanceof TransientError)) throw err;
-        failed++;
-        logs.windowFiringFailed(
-          deps.logger,
-          {
-            pipeline: deps.pipeline,
-            key: address.key,
-            windowStartMs: address.window.startMs,
-            windowEndMs: address.window.endMs,
-          },
-          errorText(err),
-        );
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
-
-  let emitted = { written: 0, badData: 0 };
-  let deferred = 0;
-  const result = await deps.emitter.emitOrDefer(panes);
-  if (result === 'deferred') deferred = panes.length;
-  else emitted = result;
-
-  // Panes a crashed or failed emitter left behind (the grace keeps clear of emissions in flight).
-  let reemitted = 0;
-  if (deferred === 0) {
-    for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
-      const left = await deps.store.listOutbox(pt - deps.outboxGraceMs, 500);
-      if (left.length === 0) break;
-      const again = await deps.emitter.emit(left);
-      reemitted += again.written + again.badData;
-      emitted = {
-        written: emitted.written + again.written,
-        badData: emitted.badData + again.badData,
-      };
-      if (left.length < 500) break;
-    }
-  }
-  return {
-    ...base,
-    status: stopped === null ? 'done' : 'partial',
-    watermarkMs: update.state.maxEventTimeMs === null ? null : watermarkMs,
-    watermarkAdvanced: update.written,
-    windowsDue: due.length,
-    windowsFired: fired,
-    windowsClosed: closed,
-    windowsFailed: failed,
-    panesEmitted: emitted.written,
-    panesToBadData: emitted.badData,
-    panesDeferred: deferred,
-    outboxReemitted: reemitted,
-    leaseFence: lease.fence,
-    ...(hold !== undefined && {
-      watermarkHold: {
-        oldestPublishTimeMs: hold.oldestPublishTimeMs,
-        capMs: hold.capMs,
-        active: hold.active,
-        stuck: hold.stuck.length,
-      },
-    }),
-  };
+interface Firing<U> {
+  readonly partitions: number;
+  /** Partitions one run leases and fires at a time. */
+  readonly partitionsInFlight: number;
+  /** The partitions to try, in order (default all, starting at a random one). */
+  readonly only?: readonly number[];
+  leaseName(partition: number): string | undefined;
+  findDue(partition: number, watermarkMs: number, processingTimeMs: number): Promise<U[]>;
+  fire(unit: U, watermarkMs: number, processingTimeMs: number, lease: Lease): Promise<UnitFired>;
+  /** The unit for logs: key and window (0, 0 for a session key). */
+  where(unit: U): { key: string; windowStartMs: number; windowEndMs: number };
 }
 
 type Counts = {
@@ -340,16 +199,242 @@ type Counts = {
   ]-?: number;
 };
 
-/**
- * One run in the key-groups layout: drains the per-window layout's windows first (migration), advances the watermark
- * once, then for each partition whose lease it gets, queries its due key groups (timers before the watermark or
- * processing time) and fires each group in one transaction, `concurrency` groups at a time, and writes the panes.
- * Partitions held by a concurrent run are skipped, so several runs fire disjoint partitions in parallel.
- * @throws TransientError when the watermark or a query fails; a group's failure is counted (`windowsFailed`)
- */
-async function fireKeyGroups<In, Acc extends JsonValue, Out>(
+/** The partition lease of the key-groups and session layouts. */
+function partitionLease(partition: number): string {
+  return `fireWindowsLease~p${partition}`;
+}
+
+/** Key groups of `partition` among `keyGroups`. */
+function groupsOf(partition: number, keyGroups: number, partitions: number): number[] {
+  return Array.from({ length: keyGroups }, (_, g) => g).filter((g) => g % partitions === partition);
+}
+
+/** The key-groups layout: a unit is one key group's window, fired in one transaction with every due key. */
+function keyGroupFiring<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
   groups: NonNullable<FireWindowsDeps<In, Acc, Out>['groups']>,
+): Firing<{ window: IntervalWindow; group: number }> {
+  return {
+    partitions: groups.partitions,
+    partitionsInFlight: groups.partitionsInFlight ?? 1,
+    ...(groups.only !== undefined && { only: groups.only }),
+    leaseName: partitionLease,
+    findDue: (partition, watermarkMs, pt) =>
+      groups.store.findGroupsDue(
+        groupsOf(partition, groups.store.keyGroups, groups.partitions),
+        watermarkMs,
+        pt,
+        deps.maxWindows,
+      ),
+    fire: async (unit, watermarkMs, pt) => {
+      const fired = await deps.keyed.fireGroup(unit.window, unit.group, watermarkMs, pt);
+      return {
+        due: fired.keysFired,
+        fired: fired.keysFired,
+        closed: fired.keysClosed,
+        panes: fired.panes,
+      };
+    },
+    where: (unit) => ({
+      key: `group ${unit.group}`,
+      windowStartMs: unit.window.startMs,
+      windowEndMs: unit.window.endMs,
+    }),
+  };
+}
+
+/** The session layout: a unit is one key with all its sessions, partitioned by the key's group. */
+function sessionFiring<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  sessions: SessionFiring<In, Acc, Out>,
+): Firing<string> {
+  const partitions = sessions.partitions ?? 1;
+  return {
+    partitions,
+    partitionsInFlight: sessions.partitionsInFlight ?? 1,
+    leaseName: partitionLease,
+    findDue: (partition, watermarkMs, pt) =>
+      sessions.store.findSessionKeysDue(
+        partitions === 1 ? null : groupsOf(partition, sessions.store.sessionKeyGroups, partitions),
+        watermarkMs,
+        pt,
+        deps.maxWindows,
+      ),
+    fire: async (key, watermarkMs, pt, lease) => {
+      const result = await sessions.sessions.fireKey(key, watermarkMs, pt, lease);
+      const fired = result.panes.length > 0 || result.closed > 0 ? 1 : 0;
+      return { due: 1, fired, closed: result.closed, panes: result.panes };
+    },
+    where: (key) => ({ key, windowStartMs: 0, windowEndMs: 0 }),
+  };
+}
+
+/** The per-window layout: one partition under the pipeline's lease, a unit is one (key, window). */
+function perWindowFiring<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  store: WindowStore<Acc>,
+  keyed: KeyedWindows<In, Acc, Out>,
+): Firing<WindowAddress> {
+  return {
+    partitions: 1,
+    partitionsInFlight: 1,
+    leaseName: () => undefined,
+    findDue: async (_partition, watermarkMs, pt) => {
+      const found = [
+        ...(await store.findWindowsDue('endOfWindow', watermarkMs, deps.maxWindows)),
+        ...(await store.findWindowsDue('gc', watermarkMs, deps.maxWindows)),
+        ...(deps.processingTimeDelayMs === null
+          ? []
+          : await store.findPendingSince(pt - deps.processingTimeDelayMs, deps.maxWindows)),
+      ];
+      const unique = new Map(found.map((a) => [addressId(a), a]));
+      return [...unique.values()]
+        .sort((a, b) => compareWindows(a.window, b.window) || a.key.localeCompare(b.key))
+        .slice(0, deps.maxWindows);
+    },
+    fire: async (address, watermarkMs, pt, lease) => {
+      const result = await keyed.fireWindow(address, watermarkMs, pt, lease);
+      const fired = result.panes.length > 0 || result.closed ? 1 : 0;
+      return { due: 1, fired, closed: result.closed ? 1 : 0, panes: result.panes };
+    },
+    where: (a) => ({ key: a.key, windowStartMs: a.window.startMs, windowEndMs: a.window.endMs }),
+  };
+}
+
+/** What the firing loop did over one layout. */
+interface LoopResult {
+  /** Partitions whose lease this run held. */
+  readonly held: number;
+  /** Whether the run stopped early (lease time or lease lost). */
+  readonly stopped: boolean;
+  /** The fence of the last lease held. */
+  readonly fence: number | null;
+}
+
+/**
+ * The one firing loop, for every layout: for each partition whose lease it gets (up to `partitionsInFlight` at a
+ * time; partitions leased by a concurrent run are skipped, so runs share the work), finds the due units and fires
+ * them `concurrency` at a time, writing each unit's panes to gold as soon as its transaction commits; then re-emits
+ * panes an earlier emission left in `store`'s outbox. Adds what it did to `counts`.
+ * @throws TransientError when a lease or a query fails; a unit's transient failure is counted (`windowsFailed`)
+ */
+async function fireLoop<In, Acc extends JsonValue, Out, U>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+  store: WindowStore<Acc>,
+  firing: Firing<U>,
+  watermarkMs: number,
+  pt: number,
+  counts: Counts,
+): Promise<LoopResult> {
+  const all = Array.from({ length: firing.partitions }, (_, p) => p);
+  const start = Math.floor(Math.random() * firing.partitions);
+  const order = firing.only ?? all.map((_, i) => (start + i) % firing.partitions);
+  let held = 0;
+  let stopped = false;
+  let fence: number | null = null;
+  const fireOne = async (partition: number): Promise<void> => {
+    const lease = await store.acquireLease(
+      deps.holder,
+      pt,
+      deps.leaseMs,
+      firing.leaseName(partition),
+    );
+    if (lease === null) return;
+    held++;
+    fence = lease.fence;
+    try {
+      const due = await firing.findDue(partition, watermarkMs, pt);
+      counts.groupsDue += due.length;
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < due.length && !stopped) {
+          const unit = due[next++] as U;
+          if (deps.now() > lease.expiresAtMs - LEASE_RESERVE_MS) {
+            stopped = true;
+            return;
+          }
+          try {
+            const fired = await firing.fire(unit, watermarkMs, pt, lease);
+            counts.windowsDue += fired.due;
+            counts.windowsFired += fired.fired;
+            counts.windowsClosed += fired.closed;
+            // Each unit's panes go to gold as soon as its transaction commits, while the partition's other units
+            // are still firing: a partition's gold writes overlap its firings instead of following them.
+            if (fired.panes.length === 0) continue;
+            const result = await deps.emitter.emitOrDefer([...fired.panes]);
+            if (result === 'deferred') counts.panesDeferred += fired.panes.length;
+            else {
+              counts.panesEmitted += result.written;
+              counts.panesToBadData += result.badData;
+            }
+          } catch (err) {
+            if (err instanceof LeaseLostError) {
+              logs.fireWindowsLeaseLost(deps.logger, deps.pipeline, lease.fence, err.message);
+              stopped = true;
+              return;
+            }
+            if (!(err instanceof TransientError)) throw err;
+            counts.windowsFailed++;
+            logs.windowFiringFailed(
+              deps.logger,
+              { pipeline: deps.pipeline, ...firing.where(unit) },
+              errorText(err),
+            );
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
+      counts.partitionsFired += 1;
+    } finally {
+      // Given back on success and failure alike; a failed release is logged and the lease expires by itself.
+      await store.releaseLease(lease).catch((err: unknown) => {
+        logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
+      });
+    }
+  };
+  let nextPartition = 0;
+  const partitionWorker = async (): Promise<void> => {
+    while (nextPartition < order.length && !stopped) {
+      const partition = order[nextPartition++];
+      if (partition === undefined) return;
+      await fireOne(partition);
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.max(1, firing.partitionsInFlight) }, partitionWorker),
+  );
+
+  // Panes a crashed or failed emission left in the outbox (the grace keeps clear of emissions in flight;
+  // re-emission is idempotent by insertId).
+  if (counts.panesDeferred === 0 && held > 0) {
+    for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
+      const left = await store.listOutbox(pt - deps.outboxGraceMs, 500);
+      if (left.length === 0) break;
+      const again = await deps.emitter.emit(left);
+      counts.outboxReemitted += again.written + again.badData;
+      counts.panesEmitted += again.written;
+      counts.panesToBadData += again.badData;
+      if (left.length < 500) break;
+    }
+  }
+  return { held, stopped, fence };
+}
+
+function addressId(a: WindowAddress): string {
+  return `${a.key}|${windowId(a.window)}`;
+}
+
+/**
+ * One run, for every layout: advances the watermark once (behind the backlog's hold), drains the per-window
+ * layout's windows still open after an update to key groups (migration), then runs the firing loop over the
+ * layout's partitions. Safe when several run at once: a partition is fired only under its lease, each firing is a
+ * transaction over the unit's documents (a firing cannot happen twice), and pane rows carry stable insertIds.
+ * `status` is `busy` when every partition was leased by another run.
+ * @throws TransientError when the watermark, a lease or a query fails; errors of a single unit are counted
+ * (`windowsFailed`) and logged instead, so one bad window does not stop the others
+ */
+export async function fireWindows<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
 ): Promise<FireWindowsSummary> {
   const startedMs = deps.now();
   const pt = startedMs;
@@ -368,10 +453,6 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
   const hold = deps.watermarkHold === undefined ? undefined : await deps.watermarkHold(pt);
   const update = await deps.tracker.advance(pt, hold?.capMs ?? null);
   const watermarkMs = update.state.watermarkMs;
-  const { legacy } = deps;
-  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
-    add(counts, await fireWindows(perWindowDeps(deps, legacy.store, legacy.keyed)));
-  }
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
       pipeline: deps.pipeline,
@@ -380,107 +461,46 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
       nowMs: pt,
     });
   }
-  const all = Array.from({ length: groups.partitions }, (_, p) => p);
-  const start = Math.floor(Math.random() * groups.partitions);
-  const order = groups.only ?? all.map((_, i) => (start + i) % groups.partitions);
-  let held = 0;
-  let stopped = false;
-  const fireOne = async (partition: number): Promise<void> => {
-    const lease = await deps.store.acquireLease(
-      deps.holder,
-      pt,
-      deps.leaseMs,
-      `fireWindowsLease~p${partition}`,
-    );
-    if (lease === null) return;
-    held++;
-    try {
-      const keyGroups = Array.from({ length: groups.store.keyGroups }, (_, g) => g).filter(
-        (g) => g % groups.partitions === partition,
-      );
-      const due = await groups.store.findGroupsDue(keyGroups, watermarkMs, pt, deps.maxWindows);
-      counts.groupsDue += due.length;
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (next < due.length) {
-          const group = due[next++];
-          if (group === undefined) return;
-          if (deps.now() > lease.expiresAtMs - LEASE_RESERVE_MS) {
-            stopped = true;
-            return;
-          }
-          try {
-            const fired = await deps.keyed.fireGroup(group.window, group.group, watermarkMs, pt);
-            counts.windowsDue += fired.keysFired;
-            counts.windowsFired += fired.keysFired;
-            counts.windowsClosed += fired.keysClosed;
-            // Each group's panes go to gold as soon as its transaction commits, while the other groups of the
-            // partition are still firing: a partition's gold writes overlap its firings instead of following them.
-            const result = await deps.emitter.emitOrDefer(fired.panes);
-            if (result === 'deferred') counts.panesDeferred += fired.panes.length;
-            else {
-              counts.panesEmitted += result.written;
-              counts.panesToBadData += result.badData;
-            }
-          } catch (err) {
-            if (!(err instanceof TransientError)) throw err;
-            counts.windowsFailed++;
-            logs.windowFiringFailed(
-              deps.logger,
-              {
-                pipeline: deps.pipeline,
-                key: `group ${group.group}`,
-                windowStartMs: group.window.startMs,
-                windowEndMs: group.window.endMs,
-              },
-              errorText(err),
-            );
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
-      counts.partitionsFired += 1;
-    } finally {
-      await deps.store.releaseLease(lease).catch((err: unknown) => {
-        logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
-      });
-    }
-  };
-  // Up to `partitionsInFlight` partitions at a time per run (each with `concurrency` groups in flight): one run
-  // alone keeps several partitions' transactions going, and concurrent runs, starting at random partitions and
-  // skipping leased ones, share the partitions between them.
-  let nextPartition = 0;
-  const partitionWorker = async (): Promise<void> => {
-    while (nextPartition < order.length && !stopped) {
-      const partition = order[nextPartition++];
-      if (partition === undefined) return;
-      await fireOne(partition);
-    }
-  };
-  await Promise.all(
-    Array.from({ length: Math.max(1, groups.partitionsInFlight ?? 1) }, partitionWorker),
-  );
-
-  // Panes a crashed or failed emission left in the outbox (every run looks; re-emission is idempotent by insertId).
-  if (counts.panesDeferred === 0 && held > 0) {
-    for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
-      const left = await deps.store.listOutbox(pt - deps.outboxGraceMs, 500);
-      if (left.length === 0) break;
-      const again = await deps.emitter.emit(left);
-      counts.outboxReemitted += again.written + again.badData;
-      counts.panesEmitted += again.written;
-      counts.panesToBadData += again.badData;
-      if (left.length < 500) break;
-    }
+  const { legacy } = deps;
+  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
+    const firing = perWindowFiring(deps, legacy.store, legacy.keyed);
+    await fireLoop(deps, legacy.store, firing, watermarkMs, pt, counts);
   }
+  const loop =
+    deps.sessions !== undefined
+      ? await fireLoop(
+          deps,
+          deps.store,
+          sessionFiring(deps, deps.sessions),
+          watermarkMs,
+          pt,
+          counts,
+        )
+      : deps.groups !== undefined
+        ? await fireLoop(
+            deps,
+            deps.store,
+            keyGroupFiring(deps, deps.groups),
+            watermarkMs,
+            pt,
+            counts,
+          )
+        : await fireLoop(
+            deps,
+            deps.store,
+            perWindowFiring(deps, deps.store, deps.keyed),
+            watermarkMs,
+            pt,
+            counts,
+          );
   const summary: FireWindowsSummary = {
     ...counts,
-    status: held === 0 ? 'busy' : stopped ? 'partial' : 'done',
+    status: loop.held === 0 ? 'busy' : loop.stopped ? 'partial' : 'done',
     pipeline: deps.pipeline,
     processingTimeMs: pt,
     watermarkMs: update.state.maxEventTimeMs === null ? null : watermarkMs,
     watermarkAdvanced: update.written,
-    leaseFence: null,
+    leaseFence: loop.fence,
     durationMs: deps.now() - startedMs,
     ...(hold !== undefined && {
       watermarkHold: {
@@ -491,44 +511,9 @@ async function fireKeyGroups<In, Acc extends JsonValue, Out>(
       },
     }),
   };
-  if (held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
+  if (loop.held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
   else logs.fireWindowsDone(deps.logger, { ...summary });
   return summary;
-}
-
-/** The same run's dependencies for the per-window layout's store and code path (the migration drain). */
-function perWindowDeps<In, Acc extends JsonValue, Out>(
-  deps: FireWindowsDeps<In, Acc, Out>,
-  store: WindowStore<Acc>,
-  keyed: KeyedWindows<In, Acc, Out>,
-): FireWindowsDeps<In, Acc, Out> {
-  return {
-    pipeline: deps.pipeline,
-    store,
-    keyed,
-    tracker: deps.tracker,
-    emitter: deps.emitter,
-    logger: deps.logger,
-    now: deps.now,
-    holder: deps.holder,
-    leaseMs: deps.leaseMs,
-    concurrency: deps.concurrency,
-    maxWindows: deps.maxWindows,
-    outboxGraceMs: deps.outboxGraceMs,
-    processingTimeDelayMs: deps.processingTimeDelayMs,
-    ...(deps.watermarkHold !== undefined && { watermarkHold: deps.watermarkHold }),
-  };
-}
-
-function add(counts: Counts, other: FireWindowsSummary): void {
-  counts.windowsDue += other.windowsDue;
-  counts.windowsFired += other.windowsFired;
-  counts.windowsClosed += other.windowsClosed;
-  counts.windowsFailed += other.windowsFailed;
-  counts.panesEmitted += other.panesEmitted;
-  counts.panesToBadData += other.panesToBadData;
-  counts.panesDeferred += other.panesDeferred;
-  counts.outboxReemitted += other.outboxReemitted;
 }
 
 /** An HTTP answer: status and JSON body. */

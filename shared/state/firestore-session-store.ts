@@ -78,7 +78,7 @@ export class FirestoreSessionStore<Acc extends JsonValue>
     super(db, sessionOptions);
   }
 
-  /** Key groups the document ids are spread over. */
+  /** Key groups the document ids are spread over (and fireWindows' partitions filter on). */
   get sessionKeyGroups(): number {
     return this.sessionOptions.keyGroups;
   }
@@ -147,38 +147,48 @@ export class FirestoreSessionStore<Acc extends JsonValue>
   }
 
   async findSessionKeysDue(
+    groups: readonly number[] | null,
     watermarkMs: number,
     processingTimeMs: number,
     limit: number,
   ): Promise<string[]> {
     const collection = this.collection(SESSION_COLLECTION);
-    const [byEvent, byClock] = await this.call('query due session keys', () =>
-      Promise.all([
-        collection
-          .where('event_timer_ms', '<', watermarkMs)
-          .orderBy('event_timer_ms')
-          .select('key')
-          .limit(limit)
-          .get(),
-        collection
-          .where('processing_timer_ms', '<=', processingTimeMs)
-          .orderBy('processing_timer_ms')
-          .select('key')
-          .limit(limit)
-          .get(),
-      ]),
-    );
-    this.metrics.reads += Math.max(1, byEvent.size) + Math.max(1, byClock.size);
-    const keys = [...byEvent.docs, ...byClock.docs].map((d) => {
-      const key: unknown = d.get('key');
-      if (typeof key !== 'string') {
-        throw new TransientError(
-          `firestore read ${SESSION_COLLECTION}/${d.id}`,
-          'malformed document: key is not a string',
-        );
+    // A partition's query filters on the key's group (composite indexes (group, timer), as the key groups' own);
+    // all keys at once is the two single-field range queries.
+    const slices: (number[] | null)[] = [];
+    if (groups === null) slices.push(null);
+    else for (let i = 0; i < groups.length; i += 30) slices.push(groups.slice(i, i + 30));
+    const keys: string[] = [];
+    for (const slice of slices) {
+      const scoped = slice === null ? collection : collection.where('group', 'in', slice);
+      const [byEvent, byClock] = await this.call('query due session keys', () =>
+        Promise.all([
+          scoped
+            .where('event_timer_ms', '<', watermarkMs)
+            .orderBy('event_timer_ms')
+            .select('key')
+            .limit(limit)
+            .get(),
+          scoped
+            .where('processing_timer_ms', '<=', processingTimeMs)
+            .orderBy('processing_timer_ms')
+            .select('key')
+            .limit(limit)
+            .get(),
+        ]),
+      );
+      this.metrics.reads += Math.max(1, byEvent.size) + Math.max(1, byClock.size);
+      for (const d of [...byEvent.docs, ...byClock.docs]) {
+        const key: unknown = d.get('key');
+        if (typeof key !== 'string') {
+          throw new TransientError(
+            `firestore read ${SESSION_COLLECTION}/${d.id}`,
+            'malformed document: key is not a string',
+          );
+        }
+        keys.push(key);
       }
-      return key;
-    });
+    }
     return [...new Set(keys)];
   }
 

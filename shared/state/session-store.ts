@@ -1,6 +1,7 @@
 // The session layout's port: one record per key holding all of the key's open session windows and their dedup ids,
 // so merging happens in one transaction; an in-memory implementation backs the fast tests.
 import type { JsonValue, KeyState } from '../windowing';
+import { keyGroupOf } from './ids';
 import type { DroppedIncrement, Lease, OutboxPane } from './window-store';
 import { LeaseLostError } from './window-store';
 
@@ -56,11 +57,15 @@ export interface SessionStore<Acc extends JsonValue> {
     operation: string,
     fn: (tx: SessionTransaction<Acc>) => Promise<T>,
   ): Promise<T>;
+  /** Key groups the keys are spread over (a key's group: `keyGroupOf(key, sessionKeyGroups)`). */
+  readonly sessionKeyGroups: number;
   /**
-   * Keys whose event-time timer is before `watermarkMs` or whose processing-time timer is at or before
-   * `processingTimeMs` (epoch ms), earliest timers first, at most `limit` of each kind, without repeats.
+   * Keys of the key groups `groups` (`null`: every key) whose event-time timer is before `watermarkMs` or whose
+   * processing-time timer is at or before `processingTimeMs` (epoch ms), earliest timers first, at most `limit` of
+   * each kind (per 30 groups), without repeats.
    */
   findSessionKeysDue(
+    groups: readonly number[] | null,
     watermarkMs: number,
     processingTimeMs: number,
     limit: number,
@@ -89,6 +94,9 @@ export class MemorySessionStore<Acc extends JsonValue> implements SessionStore<A
   /** Committed transactions. */
   transactions = 0;
   private chain: Promise<unknown> = Promise.resolve();
+
+  /** @param sessionKeyGroups key groups the keys are spread over (what a partition's query filters on) */
+  constructor(readonly sessionKeyGroups = 16) {}
 
   transactSessions<T>(
     _operation: string,
@@ -133,11 +141,14 @@ export class MemorySessionStore<Acc extends JsonValue> implements SessionStore<A
   }
 
   findSessionKeysDue(
+    groups: readonly number[] | null,
     watermarkMs: number,
     processingTimeMs: number,
     limit: number,
   ): Promise<string[]> {
-    const entries = [...this.records.entries()];
+    const entries = [...this.records.entries()].filter(
+      ([key]) => groups === null || groups.includes(keyGroupOf(key, this.sessionKeyGroups)),
+    );
     const byEvent = entries
       .filter(([, r]) => r.timers.eventTimerMs !== null && r.timers.eventTimerMs < watermarkMs)
       .sort((a, b) => (a[1].timers.eventTimerMs ?? 0) - (b[1].timers.eventTimerMs ?? 0))

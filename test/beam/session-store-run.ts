@@ -51,7 +51,7 @@ export async function runSessionStore(
   const pendingRedeliveries = new Map<string, WindowElement<number>[]>();
   const reader = (): Promise<number> => Promise.resolve(watermarkMs);
   const fireDue = async (): Promise<void> => {
-    const keys = await store.findSessionKeysDue(watermarkMs, processingTimeMs, 1_000_000);
+    const keys = await store.findSessionKeysDue(null, watermarkMs, processingTimeMs, 1_000_000);
     for (const key of keys.sort()) {
       const fired = await sessions.fireKey(key, watermarkMs, processingTimeMs);
       rows.push(...fired.panes.map((p) => p.row as unknown as PaneRecord));

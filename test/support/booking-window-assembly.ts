@@ -32,7 +32,7 @@ import {
   NO_HOLD,
   type BacklogSampleReader,
 } from '../../shared/state/backlog-hold';
-import type { SessionFiring } from '../../shared/state/fire-sessions';
+import type { SessionFiring } from '../../shared/state/fire-windows';
 import { SessionPipeline, type ElementRecorder } from '../../shared/state/session-pipeline';
 import type { SessionStore } from '../../shared/state/session-store';
 import { SessionWindows } from '../../shared/state/session-windows';
@@ -310,7 +310,13 @@ export function fireWindowsDepsOf(
         partitionsInFlight: config.firePartitionsInFlight,
       },
     }),
-    ...(windows.sessions !== undefined && { sessions: windows.sessions }),
+    ...(windows.sessions !== undefined && {
+      sessions: {
+        ...windows.sessions,
+        partitions: config.firePartitions,
+        partitionsInFlight: config.firePartitionsInFlight,
+      },
+    }),
     ...(windows.legacy !== undefined && {
       legacy: { ...windows.legacy, active: legacyActive(windows) },
     }),

@@ -225,7 +225,13 @@ export function createAggregationWindows(
         partitionsInFlight: knobs.firePartitionsInFlight,
       },
     }),
-    ...(sessions !== undefined && { sessions }),
+    ...(sessions !== undefined && {
+      sessions: {
+        ...sessions,
+        partitions: knobs.firePartitions,
+        partitionsInFlight: knobs.firePartitionsInFlight,
+      },
+    }),
     ...holdOf(holdStore, aggregation, parts),
   };
   return {

@@ -160,9 +160,9 @@ describe('session windows in the keyed store', () => {
       eventTimerMs: 10 * S - 1,
       processingTimerMs: 1_000 + 30 * S,
     });
-    assert.deepEqual(await store.findSessionKeysDue(10 * S - 1, 0, 10), []);
-    assert.deepEqual(await store.findSessionKeysDue(10 * S, 0, 10), ['k']);
-    assert.deepEqual(await store.findSessionKeysDue(0, 31_000, 10), ['k']);
+    assert.deepEqual(await store.findSessionKeysDue(null, 10 * S - 1, 0, 10), []);
+    assert.deepEqual(await store.findSessionKeysDue(null, 10 * S, 0, 10), ['k']);
+    assert.deepEqual(await store.findSessionKeysDue(null, 0, 31_000, 10), ['k']);
     const onTime = await s.fireKey('k', 10 * S, 2_000);
     assert.deepEqual(
       onTime.panes.map((p) => p.timing),
