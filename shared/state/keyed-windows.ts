@@ -26,17 +26,18 @@ import {
   type WindowingStrategy,
   type WindowState,
 } from '../windowing';
-import { eventShardOf, keyGroupOf, paneInsertId } from './ids';
-import type {
-  DroppedIncrement,
-  Lease,
-  OutboxPane,
-  ShardAddress,
-  StoredShard,
-  StoredWindow,
-  WindowAddress,
-  WindowStore,
-  WindowTransaction,
+import { eventShardOf, keyGroupOf } from './ids';
+import {
+  droppedIncrementsOf,
+  outboxPaneOf,
+  type Lease,
+  type OutboxPane,
+  type ShardAddress,
+  type StoredShard,
+  type StoredWindow,
+  type WindowAddress,
+  type WindowStore,
+  type WindowTransaction,
 } from './window-store';
 
 /** One event for the windowed pipeline. */
@@ -666,39 +667,18 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         ...(inState && { windows, shards: ownIndex }),
       });
     }
-    for (const increment of this.droppedIncrements(key, guess, elements, drops, wm, pt)) {
+    for (const increment of droppedIncrementsOf(
+      key,
+      guess,
+      elements,
+      drops,
+      wm,
+      pt,
+      this.options.droppedTtlMs,
+    )) {
       tx.addDropped(increment);
     }
     return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
-  }
-
-  private droppedIncrements(
-    key: string,
-    shard: number,
-    elements: readonly WindowElement<In>[],
-    drops: ReadonlyMap<string, readonly WindowDrop[]>,
-    watermarkMs: number,
-    processingTimeMs: number,
-  ): DroppedIncrement[] {
-    const byWindow = new Map<string, DroppedIncrement>();
-    for (const e of elements) {
-      for (const d of drops.get(e.eventId) ?? []) {
-        const id = `${windowId(d.window)}|${d.reason}`;
-        const current = byWindow.get(id);
-        byWindow.set(id, {
-          window: d.window,
-          key,
-          shard,
-          reason: d.reason,
-          count: (current?.count ?? 0) + 1,
-          atMs: processingTimeMs,
-          sampleEventId: current?.sampleEventId ?? e.eventId,
-          watermarkMs,
-          expireAtMs: processingTimeMs + this.options.droppedTtlMs,
-        });
-      }
-    }
-    return [...byWindow.values()];
   }
 
   private freshRecord(
@@ -833,23 +813,11 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         );
       }
     });
-    const panes = [...step1.panes, ...step2.panes].map((pane) => this.outboxPane(key, pane));
+    const panes = [...step1.panes, ...step2.panes].map((pane) =>
+      outboxPaneOf(this.options.pipeline, this.options.paneRow, key, pane),
+    );
     for (const pane of panes) tx.putOutboxPane(pane);
     return panes;
-  }
-
-  private outboxPane(key: string, pane: Pane<Out>): OutboxPane {
-    const insertId = paneInsertId(this.options.pipeline, key, pane.window, pane.index);
-    return {
-      key,
-      window: pane.window,
-      insertId,
-      row: this.options.paneRow(pane, insertId),
-      timing: pane.timing,
-      index: pane.index,
-      isLast: pane.isLast,
-      createdAtMs: pane.firedAtProcessingTimeMs,
-    };
   }
 }
 

@@ -15,7 +15,7 @@ import {
   type StepResult,
   type TimestampedElement,
 } from '../windowing';
-import { dedupIdOf, paneInsertId } from './ids';
+import { dedupIdOf } from './ids';
 import type {
   BundleResult,
   ElementOutcome,
@@ -24,7 +24,7 @@ import type {
   WindowElement,
 } from './keyed-windows';
 import type { SessionStore, SessionTimers, SessionTransaction } from './session-store';
-import type { DroppedIncrement, Lease, OutboxPane } from './window-store';
+import { droppedIncrementsOf, outboxPaneOf, type Lease, type OutboxPane } from './window-store';
 
 /** Length of a dedup id (`dedupIdOf`). */
 const DEDUP_ID_LENGTH = 16;
@@ -193,7 +193,15 @@ export class SessionWindows<In, Acc extends JsonValue, Out> {
       }
     }
     const panes = this.persist(tx, key, step, nextSeen);
-    const increments = this.droppedIncrements(key, [...fresh.values()], drops, wm, pt);
+    const increments = droppedIncrementsOf(
+      key,
+      0,
+      [...fresh.values()],
+      drops,
+      wm,
+      pt,
+      this.options.droppedTtlMs,
+    );
     for (const increment of increments) tx.addDropped(increment);
     return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
   }
@@ -288,7 +296,9 @@ export class SessionWindows<In, Acc extends JsonValue, Out> {
     }
     if (state.windows.length === 0) tx.deleteSessionKey(key);
     else tx.putSessionKey({ state, seen }, this.timersOf(state));
-    const panes = step.panes.map((pane) => this.outboxPane(key, pane));
+    const panes = step.panes.map((pane) =>
+      outboxPaneOf(this.options.pipeline, this.options.paneRow, key, pane),
+    );
     for (const pane of panes) tx.putOutboxPane(pane);
     return panes;
   }
@@ -326,47 +336,5 @@ export class SessionWindows<In, Acc extends JsonValue, Out> {
       );
       return { panes, closed };
     });
-  }
-
-  private droppedIncrements(
-    key: string,
-    elements: readonly WindowElement<In>[],
-    drops: ReadonlyMap<string, readonly WindowDrop[]>,
-    watermarkMs: number,
-    processingTimeMs: number,
-  ): DroppedIncrement[] {
-    const byWindow = new Map<string, DroppedIncrement>();
-    for (const e of elements) {
-      for (const d of drops.get(e.eventId) ?? []) {
-        const id = `${windowId(d.window)}|${d.reason}`;
-        const current = byWindow.get(id);
-        byWindow.set(id, {
-          window: d.window,
-          key,
-          shard: 0,
-          reason: d.reason,
-          count: (current?.count ?? 0) + 1,
-          atMs: processingTimeMs,
-          sampleEventId: current?.sampleEventId ?? e.eventId,
-          watermarkMs,
-          expireAtMs: processingTimeMs + this.options.droppedTtlMs,
-        });
-      }
-    }
-    return [...byWindow.values()];
-  }
-
-  private outboxPane(key: string, pane: Pane<Out>): OutboxPane {
-    const insertId = paneInsertId(this.options.pipeline, key, pane.window, pane.index);
-    return {
-      key,
-      window: pane.window,
-      insertId,
-      row: this.options.paneRow(pane, insertId),
-      timing: pane.timing,
-      index: pane.index,
-      isLast: pane.isLast,
-      createdAtMs: pane.firedAtProcessingTimeMs,
-    };
   }
 }

@@ -1,14 +1,17 @@
 // The keyed window store's port: the records it keeps per pipeline and the transactional operations the windowed
 // pipeline needs. FirestoreWindowStore implements it on Firestore; tests also use an in-memory implementation.
-import type {
-  DropReason,
-  IntervalWindow,
-  JsonValue,
-  PaneBookkeeping,
-  PaneTiming,
-  WatermarkState,
-  WindowContribution,
+import {
+  windowId,
+  type DropReason,
+  type IntervalWindow,
+  type JsonValue,
+  type Pane,
+  type PaneBookkeeping,
+  type PaneTiming,
+  type WatermarkState,
+  type WindowContribution,
 } from '../windowing';
+import { paneInsertId } from './ids';
 
 /** One (key, window) of a pipeline. */
 export interface WindowAddress {
@@ -140,6 +143,67 @@ export interface OutboxPane extends WindowAddress {
   readonly isLast: boolean;
   /** Processing time of the firing, epoch ms. */
   readonly createdAtMs: number;
+}
+
+/**
+ * The outbox pane of a fired pane: insertId `paneInsertId(pipeline, key, window, index)`, the gold row `paneRow`
+ * builds, created at the firing's processing time. Every layout's firing writes these.
+ */
+export function outboxPaneOf<Out>(
+  pipeline: string,
+  paneRow: (pane: Pane<Out>, insertId: string) => Record<string, unknown>,
+  key: string,
+  pane: Pane<Out>,
+): OutboxPane {
+  const insertId = paneInsertId(pipeline, key, pane.window, pane.index);
+  return {
+    key,
+    window: pane.window,
+    insertId,
+    row: paneRow(pane, insertId),
+    timing: pane.timing,
+    index: pane.index,
+    isLast: pane.isLast,
+    createdAtMs: pane.firedAtProcessingTimeMs,
+  };
+}
+
+/**
+ * The dropped-late counter increments of one key's bundle: one per (window, reason), counting the bundle's elements
+ * `drops` names (event id → the windows it was dropped from), with the first such event as the sample. `shard`
+ * spreads concurrent writers; times epoch ms, `ttlMs` the counter's lifetime.
+ */
+export function droppedIncrementsOf(
+  key: string,
+  shard: number,
+  elements: readonly { readonly eventId: string }[],
+  drops: ReadonlyMap<
+    string,
+    readonly { readonly window: IntervalWindow; readonly reason: DropReason }[]
+  >,
+  watermarkMs: number,
+  processingTimeMs: number,
+  ttlMs: number,
+): DroppedIncrement[] {
+  const byWindow = new Map<string, DroppedIncrement>();
+  for (const e of elements) {
+    for (const d of drops.get(e.eventId) ?? []) {
+      const id = `${windowId(d.window)}|${d.reason}`;
+      const current = byWindow.get(id);
+      byWindow.set(id, {
+        window: d.window,
+        key,
+        shard,
+        reason: d.reason,
+        count: (current?.count ?? 0) + 1,
+        atMs: processingTimeMs,
+        sampleEventId: current?.sampleEventId ?? e.eventId,
+        watermarkMs,
+        expireAtMs: processingTimeMs + ttlMs,
+      });
+    }
+  }
+  return [...byWindow.values()];
 }
 
 /** The pipeline's watermark record as read, with the version a compare-and-set must match. */
