@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
 import { SESSION_COLLECTION } from '../../../shared/state/firestore-session-store';
+import { keyGroupOf } from '../../../shared/state/ids';
 import { fire, paneSummary, record, S, T } from '../../support/booking-windows';
 import { emulatorFirestore, firestoreBookingWindows } from '../../support/firestore-windows';
 
@@ -115,5 +116,58 @@ describe('integration: session windows on the Firestore emulator', function () {
       paneSummary(writer.gold(), 'JFK-LHR-USD').map((p) => p.slice(0, 5)),
       [['14:10:00', 'EARLY', 0, -1, 1]],
     );
+  });
+
+  it('fires session keys partition by partition (key group mod partitions), skipping a partition another run holds', async () => {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, {
+      OFFVIA_WINDOW_SESSION_GAP_MS: String(30 * S),
+      OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0',
+      OFFVIA_FIRE_WINDOWS_PARTITIONS: '4',
+    });
+    const { keyGroups, firePartitions } = windows.config;
+    const routes: [string, string, string][] = [
+      JFK,
+      SFO,
+      ['CDG', 'JFK', 'EUR'],
+      ['LHR', 'SIN', 'GBP'],
+      ['FRA', 'ORD', 'EUR'],
+      ['SYD', 'AKL', 'AUD'],
+      ['NRT', 'LAX', 'JPY'],
+      ['MAD', 'BOG', 'EUR'],
+    ];
+    const partitionOf = (route: [string, string, string]) =>
+      keyGroupOf(route.join('-'), keyGroups) % firePartitions;
+    const held = partitionOf(JFK);
+    const inHeld = routes.filter((r) => partitionOf(r) === held);
+    assert.ok(inHeld.length < routes.length, 'the routes span more than one partition');
+    for (const [i, route] of routes.entries()) {
+      clock.nowMs = T + 2 * S;
+      await record(sink, { id: `q${i}`, route, fare: '1', at: T + S }, T + 2 * S);
+    }
+    clock.nowMs = T + 100 * S;
+    await record(
+      sink,
+      { id: 'clock', route: ['ZRH', 'BOS', 'CHF'], fare: '1', at: T + 90 * S },
+      T + 100 * S,
+    );
+    const other = await store.acquireLease(
+      'another-run',
+      T + 101 * S,
+      60_000,
+      `fireWindowsLease~p${held}`,
+    );
+    assert.ok(other !== null);
+    const first = await fire(windows, clock, T + 101 * S);
+    assert.equal(first.status, 'done');
+    assert.equal(first.partitionsFired, firePartitions - 1);
+    const onTime = (route: [string, string, string]) =>
+      paneSummary(writer.gold(), route.join('-')).filter((p) => p[1] === 'ON_TIME').length;
+    for (const route of routes) {
+      assert.equal(onTime(route), partitionOf(route) === held ? 0 : 1, route.join('-'));
+    }
+    // Once the other run's lease ran out, the skipped partition fires.
+    const second = await fire(windows, clock, T + 162 * S);
+    assert.equal(second.partitionsFired, firePartitions);
+    for (const route of routes) assert.equal(onTime(route), 1, route.join('-'));
   });
 });
