@@ -141,6 +141,7 @@ export interface FireWindowsSummary {
   readonly panesDeferred: number;
   /** Older outbox panes re-emitted by this run. */
   readonly outboxReemitted: number;
+  /** Fence of the last lease the run held (the pipeline's, or a partition's); `null` when it held none. */
   readonly leaseFence: number | null;
   readonly durationMs: number;
   /** The watermark hold applied by this run, when holds are on. */
