@@ -40,6 +40,18 @@ const refusal = (...flags: string[]): string => {
 
 describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
   const keyed = render('deploy', '--kms-key', KEY);
+  /** The ensure step that stops the run unless describe's `--format=value(field)` answers the key. */
+  const keyCheck = (field: string) => {
+    const check = keyed.plan.steps.find(
+      (s) =>
+        s.kind === 'ensure' &&
+        s.probe.kind === 'line' &&
+        s.probe.command.includes(`--format=value(${field})`),
+    );
+    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
+    assert.equal(check.probe.line, KEY);
+    return check;
+  };
   const plain = render('deploy');
   const all = commands(keyed.plan);
   const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).pipelineSqlFiles.booking ?? []);
@@ -93,14 +105,7 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
     assert.equal(flagValue(create ?? [], '--kms-key'), KEY);
     assert.equal(flagValue(create ?? [], '--location'), R);
     // An existing repository with another key (or none) stops the run: its key cannot change.
-    const check = keyed.plan.steps.find(
-      (s) =>
-        s.kind === 'ensure' &&
-        s.probe.kind === 'line' &&
-        s.probe.command.includes('--format=value(kmsKeyName)'),
-    );
-    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
-    assert.equal(check.probe.line, KEY);
+    const check = keyCheck('kmsKeyName');
     assert.equal(check.absent?.[0], 'bash');
     const channel = all.find((c) => starts(c, 'gcloud', 'eventarc', 'google-channels', 'update'));
     assert.equal(flagValue(channel ?? [], '--crypto-key'), KEY);
@@ -130,14 +135,7 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
   it('creates the Firestore database with the key, and stops when an existing one lacks it', () => {
     const create = all.find((c) => starts(c, 'gcloud', 'firestore', 'databases', 'create'));
     assert.equal(flagValue(create ?? [], '--kms-key-name'), KEY);
-    const check = keyed.plan.steps.find(
-      (s) =>
-        s.kind === 'ensure' &&
-        s.probe.kind === 'line' &&
-        s.probe.command.includes('--format=value(cmekConfig.kmsKeyName)'),
-    );
-    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
-    assert.equal(check.probe.line, KEY);
+    const check = keyCheck('cmekConfig.kmsKeyName');
     const script = renderPlan([], [check]);
     withFakeGcloud(PRINT_DESCRIBED, (runScript) => {
       const run = (described: string) => runScript(script, { DESCRIBED: described });
