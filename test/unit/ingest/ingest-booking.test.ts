@@ -14,6 +14,7 @@ import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline
 import {
   bookingIngestDeps,
   bookingWindowStub,
+  decodedMessage,
   type MutableIngestDeps,
 } from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
@@ -38,19 +39,8 @@ function setup() {
   return { writer, logs, deps };
 }
 
-function msg(data: string | Buffer, messageId = 'm-1'): DecodeResult {
-  return {
-    ok: true,
-    message: {
-      messageId,
-      publishTime: '2026-10-07T14:10:59.000Z',
-      publishTimeMs: NOW - 1000,
-      attributes: {},
-      data: Buffer.isBuffer(data) ? data : Buffer.from(data),
-      subscription: undefined,
-    },
-  };
-}
+const msg = (data: string | Buffer, messageId?: string): DecodeResult =>
+  decodedMessage(NOW, data, messageId);
 
 describe('ingestMessage', () => {
   it('writes a valid event to Silver with insertId = event_id and the event_id column', async () => {

@@ -12,7 +12,7 @@ import {
   type PipelineIngestDeps,
   type SchemaDriftGate,
 } from '../../../shared/pipeline/runtime/ingest';
-import { bookingIngestDeps } from '../../support/booking-ingest';
+import { bookingIngestDeps, decodedMessage } from '../../support/booking-ingest';
 import {
   protectPassengerId,
   PSEUDONYM_PREFIX,
@@ -29,19 +29,8 @@ const event = (passenger: string, booking = 'BK-1', extra = ''): string =>
   `{"booking_id":"${booking}","passenger_id":${JSON.stringify(passenger)},"flight_number":"OF-104","origin":"JFK",` +
   `"destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"${extra}}`;
 
-function msg(data: string, messageId: string): DecodeResult {
-  return {
-    ok: true,
-    message: {
-      messageId,
-      publishTime: '2026-10-07T14:10:59.000Z',
-      publishTimeMs: NOW - 1000,
-      attributes: {},
-      data: Buffer.from(data),
-      subscription: undefined,
-    },
-  };
-}
+const msg = (data: string | Buffer, messageId?: string): DecodeResult =>
+  decodedMessage(NOW, data, messageId);
 
 function deps(writer: RowWriter, passengerId?: PassengerIdConfig): PipelineIngestDeps {
   return bookingIngestDeps({
