@@ -7,7 +7,6 @@
 //
 //   npm run bench:keys                                   # the table and the firing-rate row
 //   OFFVIA_BENCH_FIRING_KEYS=5000 npm run bench:keys     # a smaller firing-rate row
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import type { Firestore } from '@google-cloud/firestore';
 import { BookingWindowSink } from '../test/support/booking-window-assembly';
@@ -31,16 +30,7 @@ import {
   firestoreBookingWindows,
   uniqueRoot,
 } from '../test/support/firestore-windows';
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new Error(`${name} must be an integer >= 1, got ${raw}`);
-  }
-  return value;
-}
+import { ensureFirestoreEmulator, intEnv, loadAverage } from './lib/env';
 
 const EVENTS = intEnv('OFFVIA_BENCH_EVENTS', 5000);
 const IN_FLIGHT = intEnv('OFFVIA_BENCH_CONCURRENCY', 80);
@@ -62,33 +52,6 @@ const LAYOUTS = ['per-window', 'key-groups'] as const;
 const SPAN_MS = 2 * MIN;
 /** Processing time after event time at which each event is received. */
 const DELAY_MS = 2 * S;
-
-/** The 1, 5 and 15 minute load averages. */
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-}
-
-async function startEmulator(): Promise<ChildProcess> {
-  const child = spawn(
-    'gcloud',
-    ['emulators', 'firestore', 'start', `--host-port=127.0.0.1:${PORT}`],
-    { detached: true, stdio: 'ignore' },
-  );
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return child;
-    } catch {
-      // Not listening yet: keep polling until the deadline.
-      if (Date.now() > deadline)
-        throw new Error(`Firestore emulator not up on port ${PORT} after 60 s`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 /** Route `i`: origin from 17,576 three-letter codes, destination `ZZZ`, `ZZY`, … beyond them (never the origin). */
 function routeOf(i: number): [string, string, string] {
@@ -517,12 +480,7 @@ export async function measureKeyCardinality(
 }
 
 async function main(): Promise<void> {
-  let emulator: ChildProcess | undefined;
-  process.env.METADATA_SERVER_DETECTION ??= 'none';
-  if (!process.env.FIRESTORE_EMULATOR_HOST) {
-    emulator = await startEmulator();
-    process.env.FIRESTORE_EMULATOR_HOST = `127.0.0.1:${PORT}`;
-  }
+  const stopEmulator = await ensureFirestoreEmulator(PORT);
   const db = emulatorFirestore();
   try {
     process.stdout.write(
@@ -565,7 +523,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\nload average at end: ${loadAverage()}\n`);
   } finally {
     await db.terminate();
-    if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
+    stopEmulator();
   }
 }
 

@@ -25,16 +25,7 @@ import { BOOKING_TOPIC, projectIdFromEnv, pushEndpointFor } from '../deploy/loca
 import { defaultSpec, generateStream, type StreamEvent } from './lib/stream';
 import { emulatorFirestore } from '../test/support/firestore-windows';
 import { measureKeyCardinality, type KeyCardinalityReport } from './key-cardinality';
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new Error(`${name} must be an integer >= 1, got ${raw}`);
-  }
-  return value;
-}
+import { intEnv } from './lib/env';
 
 const EVENTS = intEnv('OFFVIA_BENCH_EVENTS', 10_000);
 /** Rows whose configuration is slow on the emulators (coalescing off, the whole stack) run this prefix. */

@@ -4,22 +4,13 @@
 //
 //   npm run bench:state                       # 4 processes × 2,000 events, shards 1 and 4
 //   OFFVIA_BENCH_EVENTS=4000 OFFVIA_BENCH_SHARDS=8 OFFVIA_BENCH_PROCESSES=8 npm run bench:state
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import { formatScaled } from '../shared/contract';
 import { runWriterProcesses } from '../test/support/fork-writers';
 import { S, T, type BookingSpec } from '../test/support/booking-windows';
 import { uniqueRoot } from '../test/support/firestore-windows';
 import type { WriterJob, WriterReport } from '../test/support/hot-window-writer';
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw new Error(`${name} must be an integer >= 1, got ${raw}`);
-  return value;
-}
+import { ensureFirestoreEmulator, intEnv, loadAverage } from './lib/env';
 
 const EVENTS = intEnv('OFFVIA_BENCH_EVENTS', 2000);
 const PROCESSES = intEnv('OFFVIA_BENCH_PROCESSES', 4);
@@ -27,41 +18,10 @@ const CONCURRENCY = intEnv('OFFVIA_BENCH_CONCURRENCY', 32);
 const SHARDS = intEnv('OFFVIA_BENCH_SHARDS', 4);
 const PORT = intEnv('OFFVIA_BENCH_FIRESTORE_PORT', 8187);
 
-/** The 1, 5 and 15 minute load averages, e.g. "1.20 0.95 0.80". */
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-}
-
 interface Run {
   shards: number;
   maxBundle: number;
   events: number;
-}
-
-/** Starts a Firestore emulator in its own process group; resolves once it answers. */
-async function startEmulator(): Promise<ChildProcess> {
-  const child = spawn(
-    'gcloud',
-    ['emulators', 'firestore', 'start', `--host-port=127.0.0.1:${PORT}`],
-    {
-      detached: true,
-      stdio: 'ignore',
-    },
-  );
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${PORT}/`)).ok) return child;
-    } catch {
-      // Not listening yet: keep polling until the deadline.
-      if (Date.now() > deadline)
-        throw new Error(`Firestore emulator not up on port ${PORT} after 60 s`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /** One hot window: `events` distinct bookings plus 10% duplicates, split over the processes. */
@@ -118,13 +78,7 @@ function row(run: Run, reports: WriterReport[]): string[] {
 }
 
 async function main(): Promise<void> {
-  let emulator: ChildProcess | undefined;
-  // The writers run outside Google Cloud: skip the metadata-server probe (and its warning in every child).
-  process.env.METADATA_SERVER_DETECTION ??= 'none';
-  if (!process.env.FIRESTORE_EMULATOR_HOST) {
-    emulator = await startEmulator();
-    process.env.FIRESTORE_EMULATOR_HOST = `127.0.0.1:${PORT}`;
-  }
+  const stopEmulator = await ensureFirestoreEmulator(PORT);
   try {
     const header = [
       'shards',
@@ -167,7 +121,7 @@ async function main(): Promise<void> {
         `load average at end: ${loadAverage()}\n`,
     );
   } finally {
-    if (emulator?.pid !== undefined) process.kill(-emulator.pid, 'SIGTERM');
+    stopEmulator();
   }
 }
 

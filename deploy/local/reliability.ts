@@ -478,27 +478,9 @@ async function main(): Promise<void> {
   await flushWindows(firestore);
   const reports = [];
   for (const r of runs) {
-    let result = await observe(
-      bq,
-      firestore,
-      store,
-      projectId,
-      windowConfig.pipeline,
-      r.scenario,
-      r.prefix,
-      r.published,
-    );
-    let report = accountScenario(
-      r.scenario.name,
-      r.published,
-      result.observed,
-      windowSizeMs,
-      result.stages,
-    );
-    const settleBy = Date.now() + 120_000;
-    while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
-      await sleep(5_000);
-      result = await observe(
+    /** Reads where the scenario's messages ended and accounts for each of them. */
+    const account = async () => {
+      const result = await observe(
         bq,
         firestore,
         store,
@@ -508,13 +490,19 @@ async function main(): Promise<void> {
         r.prefix,
         r.published,
       );
-      report = accountScenario(
+      return accountScenario(
         r.scenario.name,
         r.published,
         result.observed,
         windowSizeMs,
         result.stages,
       );
+    };
+    let report = await account();
+    const settleBy = Date.now() + 120_000;
+    while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
+      await sleep(5_000);
+      report = await account();
     }
     reports.push(report);
   }

@@ -5,13 +5,13 @@ import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PubSub } from '@google-cloud/pubsub';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startDashboard, type RunningDashboard } from '../../shared/dashboard/server';
 import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
 import { collectStatus, type StatusReport } from '../../shared/ops/status';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { fireWindowsOnce } from '../support/fire-windows-http';
 
 /** Debian's Chromium (apt-get install chromium; deploy/local/install.sh installs it). */
@@ -109,10 +109,7 @@ const hhmm = (ms: number): string => new Date(ms).toISOString().slice(11, 16);
 
 describe('e2e: the dashboard in headless Chromium', function () {
   this.timeout(300_000);
-  const env = stackEnv();
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
-  const bq = stackBigQuery(env);
+  const { env, topic, bq } = bookingStackClients();
   let ctx: OpsContext;
   let dashboard: RunningDashboard | undefined;
   let browser: BrowserContext | undefined;
@@ -181,7 +178,6 @@ describe('e2e: the dashboard in headless Chromium', function () {
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     await dashboard?.close();
     await ctx?.close();
-    await pubsub.close();
   });
 
   it('shows a published mix: quarantine by stage and the latest pane as the tables hold them, and equals collectStatus', async () => {

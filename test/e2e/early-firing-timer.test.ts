@@ -3,8 +3,8 @@
 // stack's scheduled fireWindows run while it loops (shared/state/timer-loop.ts), not at the next scheduler minute.
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { PubSub } from '@google-cloud/pubsub';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
 
 /** A random airport code no other test uses (Y + two letters). */
@@ -17,17 +17,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('e2e: an early pane fires on its processing-time timer with no further element', function () {
   this.timeout(300_000);
-  const env = stackEnv();
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
-  const bq = stackBigQuery(env);
+  const { env, topic, bq } = bookingStackClients();
 
   before(function () {
     if (!process.env.OFFVIA_FIRE_WINDOWS_URL) {
       throw new Error('the local stack is not running: run through `npm test`');
     }
   });
-  after(() => pubsub.close());
 
   it('writes the EARLY pane to gold by the deadline + 5 s', async () => {
     const config = loadWindowConfig(process.env);

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
-import { PubSub } from '@google-cloud/pubsub';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
@@ -34,10 +34,7 @@ function amount(v: unknown): string {
 
 describe('e2e: offvia gold restate of a window closed before its booking was fixed', function () {
   this.timeout(600_000);
-  const env = stackEnv();
-  const bq = stackBigQuery(env);
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
+  const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
   const origin = code();
   let destination = code();
@@ -70,7 +67,7 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
       firestore,
     });
   });
-  after(() => Promise.all([pubsub.close(), firestore?.terminate()]));
+  after(() => firestore?.terminate());
 
   const latest = async () => {
     const [rows] = await bq.query({

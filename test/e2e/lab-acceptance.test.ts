@@ -1,17 +1,14 @@
 // End to end on the local stack: publish to the Pub/Sub emulator, read BigQuery (emulator) back.
 import assert from 'node:assert/strict';
-import { PubSub } from '@google-cloud/pubsub';
 import { checkEveryMessageRouted, checkLabOutcome, LAB_EVENTS } from '../../deploy/local/demo';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { mixedEvents } from '../support/events';
 
 describe('e2e: local stack (Pub/Sub → ingestBooking → BigQuery)', function () {
   // The emulator push delivers ~5-12 messages/s (window state adds a Firestore transaction per event): be patient.
   this.timeout(600_000);
-  const env = stackEnv();
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
-  const bq = stackBigQuery(env);
+  const { env, topic, bq } = bookingStackClients();
 
   before(function () {
     if (!process.env.PUBSUB_EMULATOR_HOST || !process.env.BIGQUERY_EMULATOR_HOST) {
@@ -20,7 +17,6 @@ describe('e2e: local stack (Pub/Sub → ingestBooking → BigQuery)', function (
       );
     }
   });
-  after(() => pubsub.close());
 
   it("passes the lab's acceptance test: Bronze 3, Silver BK-90210, quarantine by stage", async () => {
     const ids = await Promise.all(

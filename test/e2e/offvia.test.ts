@@ -3,8 +3,8 @@
 // Silver dedup view and in gold exactly once, the open views empty, and a second identical run changes nothing.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { PubSub } from '@google-cloud/pubsub';
-import { readLayers, stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { readLayers, waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { EXIT } from '../../shared/ops/errors';
 import type { StatusReport } from '../../shared/ops/status';
 import type { TraceReport } from '../../shared/ops/trace';
@@ -34,9 +34,7 @@ function code(): string {
 
 describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', function () {
   this.timeout(900_000);
-  const env = stackEnv();
-  const bq = stackBigQuery(env);
-  const pubsub = new PubSub({ projectId: env.projectId });
+  const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
   const origin = code();
   const destination = code();
@@ -86,7 +84,7 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
     ids = [];
     eventTime = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
     for (const data of makePayloads())
-      ids.push(await pubsub.topic('booking-events').publishMessage({ data: Buffer.from(data) }));
+      ids.push(await topic.publishMessage({ data: Buffer.from(data) }));
     const { layers, complete } = await waitForLayers(bq, p, ids, 120_000);
     assert.ok(complete, `not every message routed: ${JSON.stringify(layers)}`);
     assert.equal(layers.silver.length, 1);
@@ -94,7 +92,6 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
     assert.equal(layers.badData.length, 2);
     assert.equal(layers.retryStore.length, 1);
   });
-  after(() => pubsub.close());
 
   const quarantined = () => ids.slice(1, 4);
   const bad = () => ids.slice(4, 6);

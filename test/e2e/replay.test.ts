@@ -7,8 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Firestore } from '@google-cloud/firestore';
-import { PubSub } from '@google-cloud/pubsub';
-import { stackBigQuery, stackEnv } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { createBookingWindows, type BookingWindows } from '../support/booking-window-assembly';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
@@ -48,9 +47,7 @@ interface Capture {
 
 describe('e2e: offvia replay of Bronze is idempotent', function () {
   this.timeout(1_800_000);
-  const env = stackEnv();
-  const bq = stackBigQuery(env);
-  const pubsub = new PubSub({ projectId: env.projectId });
+  const { env, pubsub, bq } = bookingStackClients();
   const p = env.projectId;
   const origins = [code(), code()];
   const destinations = [code(), code()];
@@ -252,7 +249,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     );
   });
 
-  after(() => Promise.all([pubsub.close(), firestore?.terminate()]));
+  after(() => firestore?.terminate());
 
   it('--dry-run counts the range and estimates its scan, writing nothing', async () => {
     const r = await replayJson('--from', fromIso, '--to', toIso, '--dry-run');

@@ -4,8 +4,8 @@
 // message had been processed once.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { PubSub } from '@google-cloud/pubsub';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { EXIT } from '../../shared/ops/errors';
 import type { SeekReport, SnapshotInfo } from '../../shared/ops/snapshot';
 import { fireWindowsOnce } from '../support/fire-windows-http';
@@ -29,10 +29,7 @@ function plain(row: Record<string, unknown>): Record<string, unknown> {
 
 describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function () {
   this.timeout(600_000);
-  const env = stackEnv();
-  const bq = stackBigQuery(env);
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
+  const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
   const origin = code();
   let destination = code();
@@ -76,7 +73,6 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
   after(async () => {
     const r = await offvia('snapshot', 'delete', snapshotName);
     assert.ok(r.code === EXIT.ok || r.code === EXIT.notFound, r.err);
-    await pubsub.close();
   });
 
   const q = async (sql: string) => {

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
-import { PubSub } from '@google-cloud/pubsub';
-import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
+import { waitForLayers } from '../../deploy/local/layers';
+import { bookingStackClients } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
 import { Logger } from '../../shared/logging/logger';
@@ -19,10 +19,7 @@ function airport(): string {
 
 describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → gold', function () {
   this.timeout(180_000);
-  const env = stackEnv();
-  const pubsub = new PubSub({ projectId: env.projectId });
-  const topic = pubsub.topic('booking-events');
-  const bq = stackBigQuery(env);
+  const { env, topic, bq } = bookingStackClients();
   // The functions' window state on the Firestore emulator (its watermark), read as fireWindows reads it.
   let firestore: Firestore | undefined;
   let windows: BookingWindows;
@@ -36,7 +33,7 @@ describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → go
       firestore,
     });
   });
-  after(() => Promise.all([pubsub.close(), firestore?.terminate()]));
+  after(() => firestore?.terminate());
 
   it("writes the route window's pane with the exact count and fare total", async () => {
     const origin = airport();

@@ -11,7 +11,7 @@ import type {
   SchemaDriftGate,
 } from '../../shared/pipeline/runtime/ingest';
 import { BOOKING_PIPELINE, type BookingSettings } from '../../shared/pipelines/booking/definition';
-import type { PubSubMessage } from '../../shared/pubsub/message';
+import type { DecodeResult, PubSubMessage } from '../../shared/pubsub/message';
 import type { RowWriter } from '../../shared/sinks/row-writer';
 import type { ElementOutcome, WindowElement } from '../../shared/state/keyed-windows';
 
@@ -80,5 +80,27 @@ export function bookingWindowStub(
         (await record(key, element)) ?? { kind: 'counted', dropped: [] },
     },
     holds: undefined,
+  };
+}
+
+/**
+ * A decoded Pub/Sub message as ingest receives it: `data` (UTF-8 text or raw bytes), no attributes, published one
+ * second before `nowMs` (ms since the epoch, UTC).
+ */
+export function decodedMessage(
+  nowMs: number,
+  data: string | Buffer,
+  messageId = 'm-1',
+): DecodeResult {
+  return {
+    ok: true,
+    message: {
+      messageId,
+      publishTime: new Date(nowMs - 1000).toISOString(),
+      publishTimeMs: nowMs - 1000,
+      attributes: {},
+      data: Buffer.isBuffer(data) ? data : Buffer.from(data),
+      subscription: undefined,
+    },
   };
 }

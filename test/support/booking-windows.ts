@@ -15,6 +15,7 @@ import type { ElementOutcome } from '../../shared/state/keyed-windows';
 import { Logger, type LogEntry } from '../../shared/logging/logger';
 import type { InsertRow, RowResult, RowWriter } from '../../shared/sinks/row-writer';
 import { MemoryWindowStore } from './memory-window-store';
+import { TransientError } from '../../shared/errors';
 
 /** 2026-10-07T14:10:00Z: the lab's window start. */
 export const T = Date.parse('2026-10-07T14:10:00Z');
@@ -55,12 +56,20 @@ export function bookingEvent(spec: BookingSpec): ValidationSuccess {
   return result;
 }
 
-/** Records insertAll rows per `dataset.table`; `refuse` makes a table refuse every row as data. */
+/**
+ * Records insertAll rows per `dataset.table`; `refuse` makes a table refuse every row as data, `failing` makes its
+ * calls throw a TransientError whose detail is `failure` (as an unreachable BigQuery would).
+ */
 export class RecordingWriter implements RowWriter {
   readonly rows = new Map<string, InsertRow[]>();
   readonly refuse = new Set<string>();
+  readonly failing = new Set<string>();
+  constructor(readonly failure = 'unavailable') {}
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     const name = `${table.datasetId}.${table.tableId}`;
+    if (this.failing.has(name)) {
+      return Promise.reject(new TransientError(`insertAll ${name}`, this.failure));
+    }
     if (this.refuse.has(name)) {
       return Promise.resolve(
         rows.map(() => ({

@@ -1,6 +1,11 @@
 // The deploy and teardown plans as the unit tests build them in process: the options deploy.sh would parse for the
 // test project, the repository's facts (with a fixed source digest where a test compares plans across commits),
-// and the dry-run scenarios whose step lists are kept as golden files (test/unit/deploy/golden/).
+// the dry-run scenarios whose step lists are kept as golden files (test/unit/deploy/golden/), and a fake gcloud
+// to run rendered steps against.
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseCli, planFor, REPO_ROOT, readRepoFacts } from '../../deploy/gcloud/cli';
 import { DEFAULT_TTL_COLLECTION_GROUPS } from '../../deploy/gcloud/deploy-plan';
 import { DEFAULT_RUNTIME } from '../../deploy/gcloud/functions';
@@ -103,4 +108,33 @@ export function renderCli(
     ...flags,
   ]);
   return { plan: planFor(args), options: args.options };
+}
+
+/** The body of a fake `gcloud` that prints `$DESCRIBED` whatever it is asked: a describe probe's answer. */
+export const PRINT_DESCRIBED = 'printf "%s\\n" "$DESCRIBED"';
+
+/**
+ * Runs `use` with a fake `gcloud` (a bash script whose body is `body`) in a fresh folder; `run(script, env)` runs a
+ * rendered plan `script` in bash with that folder first on PATH and `env` added to the environment. The folder
+ * (also passed as `dir`, e.g. for a call log) is removed when `use` returns or throws.
+ */
+export function withFakeGcloud<T>(
+  body: string,
+  use: (
+    run: (script: string, env?: NodeJS.ProcessEnv) => SpawnSyncReturns<string>,
+    dir: string,
+  ) => T,
+): T {
+  const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
+  try {
+    writeFileSync(path.join(bin, 'gcloud'), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+    const run = (script: string, env: NodeJS.ProcessEnv = {}) =>
+      spawnSync('bash', ['-c', script], {
+        encoding: 'utf8',
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, ...env },
+      });
+    return use(run, bin);
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
 }

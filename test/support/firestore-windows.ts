@@ -22,6 +22,22 @@ export function emulatorFirestore(): Firestore {
   );
 }
 
+/**
+ * The emulator's Firestore for one mocha suite: opened before its tests, closed after them. Call at the top of a
+ * `describe` block; the returned function answers the open client (it throws when called outside the suite's tests).
+ */
+export function suiteFirestore(): () => Firestore {
+  let db: Firestore | undefined;
+  before(() => {
+    db = emulatorFirestore();
+  });
+  after(() => db?.terminate());
+  return () => {
+    if (!db) throw new Error("suiteFirestore: the client opens in the suite's before hook");
+    return db;
+  };
+}
+
 /** A root collection no other test uses. */
 export function uniqueRoot(prefix = 'itWindows'): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;

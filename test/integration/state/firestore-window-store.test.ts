@@ -2,7 +2,6 @@
 // the exactly-once property, the watermark's compare-and-set, the fireWindows lease, and gold rows in BigQuery.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Firestore } from '@google-cloud/firestore';
 import { Timestamp } from '@google-cloud/firestore';
 import fc from 'fast-check';
 import { stackBigQuery, stackEnv } from '../../../deploy/local/layers';
@@ -22,7 +21,7 @@ import {
   T,
 } from '../../support/booking-windows';
 import {
-  emulatorFirestore,
+  suiteFirestore,
   firestoreBookingWindows,
   uniqueRoot,
 } from '../../support/firestore-windows';
@@ -45,15 +44,10 @@ const PER_WINDOW = { OFFVIA_WINDOW_LAYOUT: 'per-window' };
 
 describe('integration: keyed window store on the Firestore emulator', function () {
   this.timeout(120_000);
-  let db: Firestore;
-
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   it('commits a ledger entry with its shard update atomically; a second create changes nothing (per-window layout)', async () => {
-    const { store } = firestoreBookingWindows(db, PER_WINDOW);
+    const { store } = firestoreBookingWindows(db(), PER_WINDOW);
     const address = { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN }, shard: 0 };
     const apply = (count: number) =>
       store.transact('test', async (tx) => {
@@ -90,7 +84,7 @@ describe('integration: keyed window store on the Firestore emulator', function (
   });
 
   it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window deleted; the late event counted once (per-window layout)', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, PER_WINDOW, {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db(), PER_WINDOW, {
       pickShard: () => 0,
     });
     const run = await runLabWindowScenario(sink, windows, clock);
@@ -130,8 +124,8 @@ describe('integration: keyed window store on the Firestore emulator', function (
         };
         await checkOrderIndependence(
           scenario,
-          firestoreBookingWindows(db, env, { pickShard: seededPick(scenario.seed) }),
-          firestoreBookingWindows(db, env, { pickShard: seededPick(scenario.seed + 1) }),
+          firestoreBookingWindows(db(), env, { pickShard: seededPick(scenario.seed) }),
+          firestoreBookingWindows(db(), env, { pickShard: seededPick(scenario.seed + 1) }),
         );
       }),
       { numRuns: 4, seed: 20261007 },
@@ -139,7 +133,7 @@ describe('integration: keyed window store on the Firestore emulator', function (
   });
 
   it('never moves the stored watermark back under concurrent compare-and-set writers', async () => {
-    const { store } = firestoreBookingWindows(db);
+    const { store } = firestoreBookingWindows(db());
     const policy = { maxOutOfOrdernessMs: 10 * S, idleTimeoutMs: MIN, maxFutureSkewMs: 5 * MIN };
     const trackers = [0, 1, 2, 3].map(
       () => new WatermarkTracker(store, { policy, cacheMs: 0, minWriteIntervalMs: 0 }),
@@ -161,7 +155,7 @@ describe('integration: keyed window store on the Firestore emulator', function (
   });
 
   it('lets one fireWindows run work at a time and fences out a run whose lease was taken over (per-window layout)', async () => {
-    const { windows, clock, sink } = firestoreBookingWindows(db, PER_WINDOW);
+    const { windows, clock, sink } = firestoreBookingWindows(db(), PER_WINDOW);
     await record(sink, { id: 'l1', fare: '10', at: T + S }, T + 2 * S);
     const first = fireWindowsDepsOf(windows);
     const second = fireWindowsDepsOf(windows);
@@ -187,7 +181,7 @@ describe('integration: keyed window store on the Firestore emulator', function (
     if (!process.env.BIGQUERY_EMULATOR_HOST) this.skip();
     const pipeline = `it_${randomUUID().replace(/-/g, '').slice(0, 10)}`;
     const { windows, clock, sink } = firestoreBookingWindows(
-      db,
+      db(),
       { OFFVIA_WINDOW_PIPELINE: pipeline, OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot() },
       { writer: 'bigquery' },
     );

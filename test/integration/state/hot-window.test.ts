@@ -1,7 +1,6 @@
 // A hot key on the Firestore emulator: 4 writer processes send 2,000 bookings of one route and one window (plus
 // duplicates, within and across processes) at once; counts and exact sums must come out exactly.
 import assert from 'node:assert/strict';
-import type { Firestore } from '@google-cloud/firestore';
 import {
   bookingAggregatesFn,
   parseBookingAccumulator,
@@ -15,7 +14,7 @@ import {
 import { GROUP_COLLECTIONS } from '../../../shared/state/grouped-window-store';
 import { bookingEvent, fire, S, T, type BookingSpec } from '../../support/booking-windows';
 import {
-  emulatorFirestore,
+  suiteFirestore,
   firestoreBookingWindows,
   uniqueRoot,
 } from '../../support/firestore-windows';
@@ -57,11 +56,7 @@ describe('integration: a hot route window written by 4 processes at once (Firest
   // Key groups put each event on shard hash(event id), so every process writes every shard document (that is what
   // makes a redelivery land where its id is), and the emulator serialises them: about twice the per-window time.
   this.timeout(360_000);
-  let db: Firestore;
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   for (const layout of ['key-groups', 'per-window']) {
     it(`counts 2,000 events exactly once with the exact fare total, despite duplicates (${layout} layout)`, async () => {
@@ -117,7 +112,7 @@ describe('integration: a hot route window written by 4 processes at once (Firest
       );
 
       // The shards merge to the exact aggregate of the 2,000 events.
-      const { windows, store, writer, clock } = firestoreBookingWindows(db, env);
+      const { windows, store, writer, clock } = firestoreBookingWindows(db(), env);
       const state = await storedState(store, layout);
       assert.ok(
         state.accumulators.length > 1 && state.accumulators.length <= 4,

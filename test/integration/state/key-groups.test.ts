@@ -2,7 +2,6 @@
 // and in tombstones after garbage collection, the spill path, partitioned fireWindows with its own leases, the timer
 // query for a timer loop, and the migration from the per-window layout.
 import assert from 'node:assert/strict';
-import type { Firestore } from '@google-cloud/firestore';
 import type { BookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
 import {
   assembleBookingWindows,
@@ -32,7 +31,7 @@ import {
   T,
 } from '../../support/booking-windows';
 import {
-  emulatorFirestore,
+  suiteFirestore,
   firestoreBookingWindows,
   uniqueRoot,
 } from '../../support/firestore-windows';
@@ -48,14 +47,10 @@ const ROUTES: [string, string, string][] = [
 
 describe('integration: key-groups layout on the Firestore emulator', function () {
   this.timeout(180_000);
-  let db: Firestore;
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   it('keeps many keys of a window in one document and applies a bundle of several keys in one transaction', async () => {
-    const { windows, store, sink } = firestoreBookingWindows(db, {
+    const { windows, store, sink } = firestoreBookingWindows(db(), {
       OFFVIA_WINDOW_KEY_GROUPS: '1',
     });
     const before = { ...store.metrics };
@@ -85,7 +80,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
   });
 
   it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window left as a tombstone; the late event counted once', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db);
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db());
     const run = await runLabWindowScenario(sink, windows, clock);
     assert.deepEqual(paneSummary(writer.gold(), 'JFK-LHR-USD'), LAB_SCENARIO_PANES);
     assert.equal(run.outcomes['e2-redelivered'], 'duplicate');
@@ -111,7 +106,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
   });
 
   it('drops a redelivery as a duplicate while the state lives and after garbage collection, and counts a late drop once', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db);
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db());
     assert.equal(
       (await record(sink, { id: 'd1', fare: '5', at: T + S }, T + 2 * S)).kind,
       'counted',
@@ -160,7 +155,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       OFFVIA_WINDOW_FIRESTORE_ROOT: root,
     });
     const clock = new Clock(T);
-    const store = new GroupedFirestoreWindowStore<BookingAccumulator>(db, {
+    const store = new GroupedFirestoreWindowStore<BookingAccumulator>(db(), {
       root,
       pipeline: config.pipeline,
       parseAccumulator: parseBookingAccumulator,
@@ -199,7 +194,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
   });
 
   it('fires partitions in parallel under their own leases, and tells the timer loop when the next timer is due', async () => {
-    const { windows, writer, clock, sink } = firestoreBookingWindows(db, {
+    const { windows, writer, clock, sink } = firestoreBookingWindows(db(), {
       OFFVIA_WINDOW_KEY_GROUPS: '8',
       OFFVIA_FIRE_WINDOWS_PARTITIONS: '4',
     });
@@ -256,7 +251,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
     const root = uniqueRoot('itMigrate');
     const clock = new Clock(T);
     const before = firestoreBookingWindows(
-      db,
+      db(),
       { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: 'per-window' },
       { clock },
     );
@@ -266,7 +261,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
     );
     // The update: same root, the key-groups layout is the default.
     clock.nowMs = T + 3 * S;
-    const after = firestoreBookingWindows(db, { OFFVIA_WINDOW_FIRESTORE_ROOT: root }, { clock });
+    const after = firestoreBookingWindows(db(), { OFFVIA_WINDOW_FIRESTORE_ROOT: root }, { clock });
     assert.equal(after.windows.config.layout, 'key-groups');
     // The open window goes on in the per-window layout: the redelivery is a duplicate there, a new event counted.
     assert.equal(
@@ -283,7 +278,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       T + 3 * S + LAYOUT_ROLLOUT_MARGIN_MS,
       'decided by the first new instance',
     );
-    const legacyStore = new FirestoreWindowStore<BookingAccumulator>(db, {
+    const legacyStore = new FirestoreWindowStore<BookingAccumulator>(db(), {
       root,
       pipeline: after.windows.config.pipeline,
       parseAccumulator: parseBookingAccumulator,

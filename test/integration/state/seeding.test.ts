@@ -7,7 +7,7 @@ import { fireWindows } from '../../../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../../../shared/state/grouped-window-store';
 import { seedKeyGroups } from '../../../bench/lib/seed-key-groups';
 import { MIN, record, S, T, type BookingSpec } from '../../support/booking-windows';
-import { emulatorFirestore, firestoreBookingWindows } from '../../support/firestore-windows';
+import { firestoreBookingWindows, suiteFirestore } from '../../support/firestore-windows';
 
 /** `n` routes `AAA-ZZZ-USD`, `AAB-ZZZ-USD`, … (origin from the index, never equal to the destination). */
 function specs(n: number, prefix: string): BookingSpec[] {
@@ -26,16 +26,12 @@ function specs(n: number, prefix: string): BookingSpec[] {
 
 describe('integration: seeding the key-groups layout (BulkWriter)', function () {
   this.timeout(180_000);
-  let db: Firestore;
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   it('writes the same key-group documents as ingest, which fire every on-time pane once', async () => {
     const env = { OFFVIA_WINDOW_KEY_GROUPS: '4', OFFVIA_FIRE_WINDOWS_PARTITIONS: '2' };
-    const seeded = firestoreBookingWindows(db, env);
-    const ingested = firestoreBookingWindows(db, env);
+    const seeded = firestoreBookingWindows(db(), env);
+    const ingested = firestoreBookingWindows(db(), env);
     const events = specs(120, 'seed');
     const receivedAt = (s: BookingSpec) => s.at + 2 * S;
     seeded.clock.nowMs = T + 55 * S;
@@ -70,7 +66,7 @@ describe('integration: seeding the key-groups layout (BulkWriter)', function () 
         }),
       );
     };
-    const [a, b] = await Promise.all([docs(db, seeded), docs(db, ingested)]);
+    const [a, b] = await Promise.all([docs(db(), seeded), docs(db(), ingested)]);
     assert.deepEqual([...a.keys()].sort(), [...b.keys()].sort());
     for (const [id, doc] of a) assert.deepEqual(doc, b.get(id), `key-group document ${id}`);
 
@@ -85,14 +81,14 @@ describe('integration: seeding the key-groups layout (BulkWriter)', function () 
   });
 
   it('refuses a root that already holds key-group documents, and a re-read of a seeded document', async () => {
-    const { windows } = firestoreBookingWindows(db, { OFFVIA_WINDOW_KEY_GROUPS: '1' });
+    const { windows } = firestoreBookingWindows(db(), { OFFVIA_WINDOW_KEY_GROUPS: '1' });
     await seedKeyGroups(windows, specs(3, 'first'), (s) => s.at + 2 * S);
     await assert.rejects(
       seedKeyGroups(windows, specs(3, 'again'), (s) => s.at + 2 * S),
       /already holds key-group documents/,
     );
     // A fresh root, two callbacks writing the same key-group document: the second would not see the first's write.
-    const third = firestoreBookingWindows(db, { OFFVIA_WINDOW_KEY_GROUPS: '1' });
+    const third = firestoreBookingWindows(db(), { OFFVIA_WINDOW_KEY_GROUPS: '1' });
     const thirdGroups = third.windows.groups;
     assert.ok(thirdGroups !== undefined);
     const watermark = () => Promise.resolve(Number.MIN_SAFE_INTEGER);

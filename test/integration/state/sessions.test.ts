@@ -2,25 +2,20 @@
 // document per key holding its open sessions, merging in the event's transaction, once-only counting by dedup ids in
 // the sessions, fireWindows' session path (ON_TIME, LATE, garbage collection) and the late-drop rule.
 import assert from 'node:assert/strict';
-import type { Firestore } from '@google-cloud/firestore';
 import { SESSION_COLLECTION } from '../../../shared/state/firestore-session-store';
 import { keyGroupOf } from '../../../shared/state/ids';
 import { fire, paneSummary, record, S, T } from '../../support/booking-windows';
-import { emulatorFirestore, firestoreBookingWindows } from '../../support/firestore-windows';
+import { firestoreBookingWindows, suiteFirestore } from '../../support/firestore-windows';
 
 const JFK: [string, string, string] = ['JFK', 'LHR', 'USD'];
 const SFO: [string, string, string] = ['SFO', 'HND', 'USD'];
 
 describe('integration: session windows on the Firestore emulator', function () {
   this.timeout(180_000);
-  let db: Firestore;
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   it('merges sessions in one document per key, counts each booking once, fires ON_TIME and LATE panes and collects the key', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db(), {
       OFFVIA_WINDOW_SESSION_GAP_MS: String(30 * S),
       OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0',
     });
@@ -101,7 +96,7 @@ describe('integration: session windows on the Firestore emulator', function () {
   });
 
   it('fires an EARLY pane from the processing-time timer query, without a new element', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db(), {
       OFFVIA_WINDOW_SESSION_GAP_MS: String(30 * S),
     });
     await record(sink, { id: 'p1', route: JFK, fare: '5', at: T }, T + 1 * S);

@@ -1,29 +1,23 @@
 // The timer loop's and the watermark holds' Firestore seams on the emulator (real client): the earliest pending
 // timer query, the hold store, and a fireWindows pass that keeps the watermark behind a failing delivery.
 import assert from 'node:assert/strict';
-import type { Firestore } from '@google-cloud/firestore';
 import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { nextTimerQuery } from '../../../shared/state/timer-loop';
 import { FirestoreWatermarkHoldStore } from '../../../shared/state/watermark-holds';
 import { MIN, record, S, T } from '../../support/booking-windows';
 import {
-  emulatorFirestore,
+  suiteFirestore,
   firestoreBookingWindows,
   uniqueRoot,
 } from '../../support/firestore-windows';
 
 describe('integration: timer query and watermark holds on the Firestore emulator', function () {
   this.timeout(120_000);
-  let db: Firestore;
-
-  before(() => {
-    db = emulatorFirestore();
-  });
-  after(() => db.terminate());
+  const db = suiteFirestore();
 
   it('answers the earliest pending timer: none, then first element + the early delay, none again once fired', async () => {
-    const { windows, sink, clock } = firestoreBookingWindows(db);
+    const { windows, sink, clock } = firestoreBookingWindows(db());
     const deps = fireWindowsDepsOf(windows);
     const next = nextTimerQuery(deps);
     assert.equal(await next(), null);
@@ -39,7 +33,7 @@ describe('integration: timer query and watermark holds on the Firestore emulator
   });
 
   it('keeps, lists, releases and deletes holds', async () => {
-    const store = new FirestoreWatermarkHoldStore(db, uniqueRoot(), 'p');
+    const store = new FirestoreWatermarkHoldStore(db(), uniqueRoot(), 'p');
     await store.recordFailure('m-2', T + 2 * S, T + 3 * S, 11 * MIN);
     await store.recordFailure('m-1', T + S, T + 4 * S, 11 * MIN);
     // A second failure renews the lease.
@@ -59,7 +53,7 @@ describe('integration: timer query and watermark holds on the Firestore emulator
   });
 
   it('fireWindows holds the watermark behind a failing delivery, then lets the idle rule go on', async () => {
-    const { windows, sink, clock } = firestoreBookingWindows(db);
+    const { windows, sink, clock } = firestoreBookingWindows(db());
     assert.ok(windows.holds !== undefined, 'holds are on by default');
     const deps = fireWindowsDepsOf(windows);
     await record(sink, { id: 'a', fare: '10', at: T }, T);

@@ -3,7 +3,7 @@
 // that replays into a subscription a redeploy replaced.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KEY_USERS, KMS_ROLE, parseKmsKey } from '../../../deploy/gcloud/kms';
@@ -17,7 +17,7 @@ import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { readRepoFacts, REPO_ROOT } from '../../../deploy/gcloud/cli';
 import { type Command, commandsOf, renderPlan, type Step } from '../../../deploy/gcloud/steps';
 
-import { P, renderCli } from '../../support/deploy-plans';
+import { P, PRINT_DESCRIBED, renderCli, withFakeGcloud } from '../../support/deploy-plans';
 
 const R = 'europe-west1';
 const KEY = `projects/kms-project/locations/${R}/keyRings/offvia/cryptoKeys/data`;
@@ -40,6 +40,18 @@ const refusal = (...flags: string[]): string => {
 
 describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
   const keyed = render('deploy', '--kms-key', KEY);
+  /** The ensure step that stops the run unless describe's `--format=value(field)` answers the key. */
+  const keyCheck = (field: string) => {
+    const check = keyed.plan.steps.find(
+      (s) =>
+        s.kind === 'ensure' &&
+        s.probe.kind === 'line' &&
+        s.probe.command.includes(`--format=value(${field})`),
+    );
+    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
+    assert.equal(check.probe.line, KEY);
+    return check;
+  };
   const plain = render('deploy');
   const all = commands(keyed.plan);
   const datasets = datasetsCreated(readRepoFacts(REPO_ROOT, P, R).pipelineSqlFiles.booking ?? []);
@@ -93,14 +105,7 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
     assert.equal(flagValue(create ?? [], '--kms-key'), KEY);
     assert.equal(flagValue(create ?? [], '--location'), R);
     // An existing repository with another key (or none) stops the run: its key cannot change.
-    const check = keyed.plan.steps.find(
-      (s) =>
-        s.kind === 'ensure' &&
-        s.probe.kind === 'line' &&
-        s.probe.command.includes('--format=value(kmsKeyName)'),
-    );
-    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
-    assert.equal(check.probe.line, KEY);
+    const check = keyCheck('kmsKeyName');
     assert.equal(check.absent?.[0], 'bash');
     const channel = all.find((c) => starts(c, 'gcloud', 'eventarc', 'google-channels', 'update'));
     assert.equal(flagValue(channel ?? [], '--crypto-key'), KEY);
@@ -117,63 +122,28 @@ describe('gcloud plan: customer-managed encryption (--kms-key)', () => {
     const step = keyed.plan.steps[guard];
     assert.ok(step);
     const script = renderPlan([], [step]);
-    const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-    try {
-      writeFileSync(
-        path.join(bin, 'gcloud'),
-        '#!/usr/bin/env bash\nprintf "%s\\n" "$DESCRIBED"\n',
-        {
-          mode: 0o755,
-        },
-      );
-      const run = (described: string) =>
-        spawnSync('bash', ['-c', script], {
-          encoding: 'utf8',
-          env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
-        });
+    withFakeGcloud(PRINT_DESCRIBED, (runScript) => {
+      const run = (described: string) => runScript(script, { DESCRIBED: described });
       assert.equal(run('').status, 0, 'a channel without a key takes ours');
       assert.equal(run(KEY).status, 0, 'a channel with our key stays');
       const other = run(`projects/other/locations/${R}/keyRings/r/cryptoKeys/theirs`);
       assert.notEqual(other.status, 0);
       assert.match(other.stderr, /Eventarc Google channel .* is encrypted with .*theirs/);
-    } finally {
-      rmSync(bin, { recursive: true, force: true });
-    }
+    });
   });
 
   it('creates the Firestore database with the key, and stops when an existing one lacks it', () => {
     const create = all.find((c) => starts(c, 'gcloud', 'firestore', 'databases', 'create'));
     assert.equal(flagValue(create ?? [], '--kms-key-name'), KEY);
-    const check = keyed.plan.steps.find(
-      (s) =>
-        s.kind === 'ensure' &&
-        s.probe.kind === 'line' &&
-        s.probe.command.includes('--format=value(cmekConfig.kmsKeyName)'),
-    );
-    assert.ok(check?.kind === 'ensure' && check.probe.kind === 'line');
-    assert.equal(check.probe.line, KEY);
+    const check = keyCheck('cmekConfig.kmsKeyName');
     const script = renderPlan([], [check]);
-    const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-    try {
-      writeFileSync(
-        path.join(bin, 'gcloud'),
-        '#!/usr/bin/env bash\nprintf "%s\\n" "$DESCRIBED"\n',
-        {
-          mode: 0o755,
-        },
-      );
-      const run = (described: string) =>
-        spawnSync('bash', ['-c', script], {
-          encoding: 'utf8',
-          env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
-        });
+    withFakeGcloud(PRINT_DESCRIBED, (runScript) => {
+      const run = (described: string) => runScript(script, { DESCRIBED: described });
       assert.equal(run(KEY).status, 0);
       const unkeyed = run('');
       assert.notEqual(unkeyed.status, 0);
       assert.match(unkeyed.stderr, /not encrypted with --kms-key/);
-    } finally {
-      rmSync(bin, { recursive: true, force: true });
-    }
+    });
   });
 
   it('grants the encrypter/decrypter role on the key alone to each service agent that uses it, before any use', () => {
@@ -376,12 +346,9 @@ describe('gcloud plan: a redeploy that replaces the trigger subscription', () =>
 
   it('seeks only when the subscription changed (fake gcloud)', () => {
     assert.ok(seekStep?.kind === 'ensure');
-    const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-    const log = path.join(bin, 'calls');
-    try {
-      writeFileSync(path.join(bin, 'gcloud'), `#!/usr/bin/env bash\necho "$*" >> ${log}\n`, {
-        mode: 0o755,
-      });
+    // The fake gcloud logs each call's arguments to `calls` beside it.
+    withFakeGcloud('echo "$*" >> "$(dirname "$0")/calls"', (runScript, bin) => {
+      const log = path.join(bin, 'calls');
       const set = (variable: string, value: string): Step => ({
         kind: 'capture',
         title: variable,
@@ -399,10 +366,7 @@ describe('gcloud plan: a redeploy that replaces the trigger subscription', () =>
             seekStep,
           ],
         );
-        const result = spawnSync('bash', ['-c', script], {
-          encoding: 'utf8',
-          env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
-        });
+        const result = runScript(script);
         assert.equal(result.status, 0, result.stderr);
         return spawnSync('cat', [log], { encoding: 'utf8' }).stdout;
       };
@@ -413,8 +377,6 @@ describe('gcloud plan: a redeploy that replaces the trigger subscription', () =>
         /^pubsub subscriptions seek projects\/offvia-test\/subscriptions\/eventarc-b --time=2026-12-01T21:00:00Z/,
       );
       assert.match(run('none', sub), /subscriptions seek .*eventarc-a/);
-    } finally {
-      rmSync(bin, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -1,9 +1,7 @@
 // The deploy plan (deploy/gcloud/plan.ts) as data: every resource with its key flags, least privilege, order,
 // idempotence, and determinism. Nothing here calls Google Cloud; the plan is built from the repository.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SCHEDULES } from '../../../deploy/schedules';
 import { parseCli, REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
@@ -18,7 +16,7 @@ import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { renderPlan, commandsOf, type Command, type Step } from '../../../deploy/gcloud/steps';
 import { PIPELINES } from '../../../shared/pipelines';
 
-import { OPTIONS as TEST_OPTIONS, P } from '../../support/deploy-plans';
+import { OPTIONS as TEST_OPTIONS, P, withFakeGcloud } from '../../support/deploy-plans';
 
 const R = TEST_OPTIONS.region;
 const OPTIONS: DeployOptions = {
@@ -733,29 +731,20 @@ describe('gcloud deploy plan', () => {
       );
       assert.ok(step?.probe.kind === 'line');
       const digest = step.probe.line.split(' ')[1] ?? '';
-      const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-      try {
-        // describe prints what $DESCRIBED holds (as gcloud's value[separator=" "] would); deploy says so.
-        writeFileSync(
-          path.join(bin, 'gcloud'),
-          '#!/usr/bin/env bash\nif [[ "$2" == describe ]]; then printf \'%s\\n\' "$DESCRIBED"; ' +
-            'elif [[ "$2" == deploy ]]; then echo DEPLOYED; fi\n',
-          { mode: 0o755 },
-        );
+      // describe prints what $DESCRIBED holds (as gcloud's value[separator=" "] would); deploy says so.
+      const fake =
+        'if [[ "$2" == describe ]]; then printf \'%s\\n\' "$DESCRIBED"; ' +
+        'elif [[ "$2" == deploy ]]; then echo DEPLOYED; fi';
+      withFakeGcloud(fake, (runScript) => {
         const script = renderPlan([], [step]);
         const run = (described: string): string =>
-          spawnSync('bash', ['-c', script], {
-            encoding: 'utf8',
-            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
-          }).stdout;
+          runScript(script, { DESCRIBED: described }).stdout;
         assert.doesNotMatch(run(`ACTIVE ${digest}`), /DEPLOYED/);
         assert.match(run(`FAILED ${digest}`), /DEPLOYED/, 'a failed build that left the label');
         assert.match(run(`DEPLOYING ${digest}`), /DEPLOYED/);
         assert.match(run(`ACTIVE ${'0'.repeat(32)}`), /DEPLOYED/, 'another digest');
         assert.match(run(''), /DEPLOYED/, 'no function yet');
-      } finally {
-        rmSync(bin, { recursive: true, force: true });
-      }
+      });
     });
 
     it('gives the same plan twice (a second plan for an existing deployment is the same)', () => {
@@ -836,20 +825,8 @@ describe('gcloud deploy plan', () => {
         'checked after the create-if-missing step',
       );
       const script = renderPlan([], [step]);
-      const run = (type: string): number | null => {
-        const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-        try {
-          writeFileSync(path.join(bin, 'gcloud'), `#!/usr/bin/env bash\necho ${type}\n`, {
-            mode: 0o755,
-          });
-          return spawnSync('bash', ['-c', script], {
-            encoding: 'utf8',
-            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
-          }).status;
-        } finally {
-          rmSync(bin, { recursive: true, force: true });
-        }
-      };
+      const run = (type: string): number | null =>
+        withFakeGcloud(`echo ${type}`, (runScript) => runScript(script).status);
       assert.equal(run('FIRESTORE_NATIVE'), 0);
       assert.notEqual(run('DATASTORE_MODE'), 0);
     });

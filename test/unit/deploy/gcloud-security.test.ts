@@ -1,10 +1,6 @@
 // The security properties of the rendered deploy and teardown plans (deploy/gcloud/plan-checks.ts): each holds on
 // the plans the CLI renders, and each check fails on a plan altered to break it.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { projectGrant } from '../../../deploy/gcloud/iam';
 import type { Plan } from '../../../deploy/gcloud/options';
 import { assertPlanSecure, flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
@@ -17,7 +13,7 @@ import {
   type Step,
 } from '../../../deploy/gcloud/steps';
 
-import { P, renderCli } from '../../support/deploy-plans';
+import { P, PRINT_DESCRIBED, renderCli, withFakeGcloud } from '../../support/deploy-plans';
 
 // These tests assert the booking deploy plan's exact resources (topics, accounts, grants); the plan with every
 // registered pipeline is checked in gcloud-pipelines.test.ts.
@@ -425,14 +421,9 @@ describe('gcloud plan security properties', () => {
         check?.kind === 'ensure' && check.probe.kind === 'line',
         'a check right after the update',
       );
-      assert.equal(check.probe.line, `90 projects/${P}/topics/booking-events-dlq 15`);
-      const bin = mkdtempSync(path.join(tmpdir(), 'offvia-fake-gcloud-'));
-      try {
-        writeFileSync(
-          path.join(bin, 'gcloud'),
-          '#!/usr/bin/env bash\nprintf "%s\\n" "$DESCRIBED"\n',
-          { mode: 0o755 },
-        );
+      const expected = check.probe.line;
+      assert.equal(expected, `90 projects/${P}/topics/booking-events-dlq 15`);
+      withFakeGcloud(PRINT_DESCRIBED, (runScript) => {
         // The capture step sets the subscription name as the real plan does; the fake gcloud answers describe.
         const capture: Step = {
           kind: 'capture',
@@ -442,17 +433,12 @@ describe('gcloud plan security properties', () => {
         };
         const script = renderPlan([], [capture, check]);
         const status = (described: string): number | null =>
-          spawnSync('bash', ['-c', script], {
-            encoding: 'utf8',
-            env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, DESCRIBED: described },
-          }).status;
-        assert.equal(status(check.probe.line), 0);
+          runScript(script, { DESCRIBED: described }).status;
+        assert.equal(status(expected), 0);
         // Eventarc's own defaults on a recreated subscription: no dead-letter policy, another deadline.
         assert.notEqual(status('10'), 0);
         assert.notEqual(status(`600 projects/${P}/topics/booking-events-dlq 15`), 0);
-      } finally {
-        rmSync(bin, { recursive: true, force: true });
-      }
+      });
     });
   });
 

@@ -1,9 +1,9 @@
 // The ingest's routing of booking messages: every message ends in exactly one table or the call throws; insertIds
 // as designed; window state, the retry-age guard and the attempt deadline.
 import assert from 'node:assert/strict';
+import { RecordingWriter } from '../../support/booking-windows';
 import fc from 'fast-check';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
-import type { TableRef } from '../../../shared/config/env';
 import type { Firestore } from '@google-cloud/firestore';
 import { TransientError } from '../../../shared/errors';
 import { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
@@ -14,39 +14,15 @@ import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline
 import {
   bookingIngestDeps,
   bookingWindowStub,
+  decodedMessage,
   type MutableIngestDeps,
 } from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
-import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const VALID =
   '{"booking_id":"BK-90210","passenger_id":"PAX-4821","flight_number":"OF-104","origin":"JFK","destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"}';
-
-/** Records writes per table; `refuse(table)` makes that table reject rows as data, `fail(table)` throw. */
-class RecordingWriter implements RowWriter {
-  readonly written = new Map<string, InsertRow[]>();
-  readonly refused = new Set<string>();
-  readonly failing = new Set<string>();
-  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    const name = `${table.datasetId}.${table.tableId}`;
-    if (this.failing.has(name))
-      return Promise.reject(new TransientError(`insertAll ${name}`, 'unavailable'));
-    if (this.refused.has(name)) {
-      return Promise.resolve(
-        rows.map(() => ({
-          ok: false as const,
-          kind: 'rejected' as const,
-          error: 'invalid: boom',
-          missingFields: [],
-        })),
-      );
-    }
-    this.written.set(name, [...(this.written.get(name) ?? []), ...rows]);
-    return Promise.resolve(rows.map(() => ({ ok: true as const })));
-  }
-}
 
 function setup() {
   const writer = new RecordingWriter();
@@ -63,26 +39,15 @@ function setup() {
   return { writer, logs, deps };
 }
 
-function msg(data: string | Buffer, messageId = 'm-1'): DecodeResult {
-  return {
-    ok: true,
-    message: {
-      messageId,
-      publishTime: '2026-10-07T14:10:59.000Z',
-      publishTimeMs: NOW - 1000,
-      attributes: {},
-      data: Buffer.isBuffer(data) ? data : Buffer.from(data),
-      subscription: undefined,
-    },
-  };
-}
+const msg = (data: string | Buffer, messageId?: string): DecodeResult =>
+  decodedMessage(NOW, data, messageId);
 
 describe('ingestMessage', () => {
   it('writes a valid event to Silver with insertId = event_id and the event_id column', async () => {
     const { writer, deps, logs } = setup();
     const out = await ingestMessage(msg(VALID), deps);
     assert.equal(out.destination, 'silver');
-    const [row] = writer.written.get('offvia_silver.fact_bookings') ?? [];
+    const [row] = writer.rows.get('offvia_silver.fact_bookings') ?? [];
     assert.ok(row);
     assert.equal(
       out.destination === 'silver' && row.insertId,
@@ -91,7 +56,7 @@ describe('ingestMessage', () => {
     assert.equal(row.json.event_id, row.insertId);
     assert.equal(row.json.booking_id, 'BK-90210');
     assert.equal(row.json.source_message_id, 'm-1');
-    assert.equal(writer.written.has('offvia_quarantine.poisoned_events'), false);
+    assert.equal(writer.rows.has('offvia_quarantine.poisoned_events'), false);
     const line = logs.find((l) => l.outcome === 'silver');
     assert.equal(line?.publish_to_write_ms, 1000);
   });
@@ -103,7 +68,7 @@ describe('ingestMessage', () => {
       deps,
     );
     assert.equal(out.destination, 'quarantine');
-    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    const [row] = writer.rows.get('offvia_quarantine.poisoned_events') ?? [];
     assert.equal(row?.insertId, 'm-9');
     assert.equal(row?.json.error_stage, 'PARSE_JSON');
     assert.equal(row?.json.raw_payload, '{"booking_id":"BK-90212", "unclosed_json...');
@@ -116,7 +81,7 @@ describe('ingestMessage', () => {
       const m = msg(VALID);
       if (m.ok) Object.assign(m.message.attributes, attributes);
       assert.equal((await ingestMessage(m, deps)).destination, 'silver');
-      const [row] = writer.written.get('offvia_silver.fact_bookings') ?? [];
+      const [row] = writer.rows.get('offvia_silver.fact_bookings') ?? [];
       assert.equal(row?.json.contract_version, '1', JSON.stringify(attributes));
     }
   });
@@ -127,8 +92,8 @@ describe('ingestMessage', () => {
     if (m.ok) m.message.attributes.contractVersion = '2';
     const out = await ingestMessage(m, deps);
     assert.equal(out.destination, 'quarantine');
-    assert.equal(writer.written.has('offvia_silver.fact_bookings'), false);
-    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    assert.equal(writer.rows.has('offvia_silver.fact_bookings'), false);
+    const [row] = writer.rows.get('offvia_quarantine.poisoned_events') ?? [];
     assert.equal(row?.json.error_stage, 'SCHEMA_VALIDATION');
     assert.equal(row?.json.error_reason, 'unknown contract version "2" (accepted: 1)');
   });
@@ -140,20 +105,20 @@ describe('ingestMessage', () => {
       deps,
     );
     assert.equal(out.destination, 'quarantine');
-    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    const [row] = writer.rows.get('offvia_quarantine.poisoned_events') ?? [];
     assert.equal(row?.json.raw_payload, '{"x":1}');
     assert.match(String(row?.json.error_reason), /no message/);
   });
 
   it('routes a row BigQuery refuses to the bad-data table with target, error and original row', async () => {
     const { writer, deps } = setup();
-    writer.refused.add('offvia_silver.fact_bookings');
+    writer.refuse.add('offvia_silver.fact_bookings');
     const out = await ingestMessage(msg(VALID), deps);
     assert.equal(out.destination, 'bad_data');
-    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    const [bad] = writer.rows.get('offvia_quarantine.bad_data') ?? [];
     assert.ok(bad);
     assert.equal(bad.json.target_dest, 'offvia_silver.fact_bookings');
-    assert.equal(bad.json.error, 'invalid: boom');
+    assert.equal(bad.json.error, 'invalid: test');
     assert.equal(
       (JSON.parse(String(bad.json.bad_data)) as { booking_id: string }).booking_id,
       'BK-90210',
@@ -167,8 +132,8 @@ describe('ingestMessage', () => {
     await assert.rejects(ingestMessage(msg(VALID), a.deps), TransientError);
     assert.ok(a.logs.some((l) => l.outcome === 'retry'));
     const b = setup();
-    b.writer.refused.add('offvia_silver.fact_bookings');
-    b.writer.refused.add('offvia_quarantine.bad_data');
+    b.writer.refuse.add('offvia_silver.fact_bookings');
+    b.writer.refuse.add('offvia_quarantine.bad_data');
     await assert.rejects(ingestMessage(msg(VALID), b.deps), TransientError);
   });
 
@@ -183,7 +148,7 @@ describe('ingestMessage', () => {
         async (data) => {
           const { writer, deps } = setup();
           const out = await ingestMessage(msg(data), deps);
-          const total = [...writer.written.values()].reduce((n, rows) => n + rows.length, 0);
+          const total = [...writer.rows.values()].reduce((n, rows) => n + rows.length, 0);
           assert.equal(total, 1);
           assert.ok(out.destination === 'silver' || out.destination === 'quarantine');
         },
@@ -214,12 +179,12 @@ describe('ingestMessage: window state (gold aggregates contract-valid bookings)'
     const out = await ingestMessage(msg(VALID), deps);
     assert.equal(out.destination, 'silver');
     assert.equal(recorded.length, 1);
-    assert.equal((writer.written.get('offvia_silver.fact_bookings') ?? []).length, 1);
+    assert.equal((writer.rows.get('offvia_silver.fact_bookings') ?? []).length, 1);
   });
 
   it('counts a valid booking whose row BigQuery refused (bad data), never a quarantined message', async () => {
     const { deps, recorded, writer } = withWindowState();
-    writer.refused.add('offvia_silver.fact_bookings');
+    writer.refuse.add('offvia_silver.fact_bookings');
     assert.equal((await ingestMessage(msg(VALID, 'm-bad'), deps)).destination, 'bad_data');
     assert.deepEqual(
       recorded.map((r) => r.split('|')[1]),
@@ -261,7 +226,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const { writer, deps } = setup();
     writer.failing.add('offvia_silver.fact_bookings');
     await assert.rejects(ingestMessage(aged(LIMIT_MS), deps), TransientError);
-    assert.equal(writer.written.has('offvia_quarantine.bad_data'), false);
+    assert.equal(writer.rows.has('offvia_quarantine.bad_data'), false);
   });
 
   it('past the limit, a Silver outage routes the message to bad data with its bytes, and acks', async () => {
@@ -269,7 +234,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     writer.failing.add('offvia_silver.fact_bookings');
     const out = await ingestMessage(aged(LIMIT_MS + 1), deps);
     assert.equal(out.destination, 'bad_data');
-    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    const [bad] = writer.rows.get('offvia_quarantine.bad_data') ?? [];
     assert.ok(bad);
     assert.equal(bad.insertId, 'retry-age:m-old');
     assert.equal(bad.json.source_message_id, 'm-old');
@@ -300,8 +265,8 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     ];
     const out = await ingestMessage(aged(LIMIT_MS + 60_000), deps);
     assert.equal(out.destination, 'bad_data');
-    assert.equal(writer.written.get('offvia_silver.fact_bookings')?.length, 1);
-    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    assert.equal(writer.rows.get('offvia_silver.fact_bookings')?.length, 1);
+    const [bad] = writer.rows.get('offvia_quarantine.bad_data') ?? [];
     assert.match(
       String(bad?.json.target_dest),
       /^window state .*not counted.*event is in .*fact_bookings$/,
@@ -326,7 +291,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
       decoded.message.data = body;
       const out = await ingestMessage(decoded, deps);
       assert.equal(out.destination, 'bad_data');
-      const bad = (writer.written.get('offvia_quarantine.bad_data') ?? []).find(
+      const bad = (writer.rows.get('offvia_quarantine.bad_data') ?? []).find(
         (r) => r.json.source_message_id === id,
       );
       assert.ok(bad, id);
@@ -369,7 +334,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     const old = hanging();
     const out = await ingestMessage(aged(LIMIT_MS + 1), old.deps);
     assert.equal(out.destination, 'bad_data');
-    const [bad] = old.writer.written.get('offvia_quarantine.bad_data') ?? [];
+    const [bad] = old.writer.rows.get('offvia_quarantine.bad_data') ?? [];
     assert.match(String(bad?.json.error), /no answer within 50 ms/);
     assert.match(String(bad?.json.target_dest), /^window state .*event is in .*fact_bookings$/);
   });
@@ -533,7 +498,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     );
     const refusing = setup();
     refusing.writer.failing.add('offvia_silver.fact_bookings');
-    refusing.writer.refused.add('offvia_quarantine.bad_data');
+    refusing.writer.refuse.add('offvia_quarantine.bad_data');
     await assert.rejects(
       ingestMessage(aged(LIMIT_MS * 2), refusing.deps),
       /fact_bookings: unavailable/,
@@ -545,7 +510,7 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
     writer.failing.add('offvia_quarantine.poisoned_events');
     const out = await ingestMessage(aged(LIMIT_MS + 1, '{"broken'), deps);
     assert.equal(out.destination, 'bad_data');
-    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    const [bad] = writer.rows.get('offvia_quarantine.bad_data') ?? [];
     assert.match(String(bad?.json.target_dest), /poisoned_events$/);
   });
 });

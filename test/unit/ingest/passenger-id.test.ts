@@ -2,9 +2,9 @@
 // plain hash, and applied to every copy the ingest path stores (Silver, the schema-retry store, bad data) while
 // quarantine keeps the raw payload and event ids do not change.
 import assert from 'node:assert/strict';
+import { RecordingWriter } from '../../support/booking-windows';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import type { TableRef } from '../../../shared/config/env';
 import { PassengerIdKey, type PassengerIdConfig } from '../../../shared/config/passenger-id-config';
 import { validateBooking, type ValidationSuccess } from '../../../shared/contract';
 import {
@@ -12,7 +12,7 @@ import {
   type PipelineIngestDeps,
   type SchemaDriftGate,
 } from '../../../shared/pipeline/runtime/ingest';
-import { bookingIngestDeps } from '../../support/booking-ingest';
+import { bookingIngestDeps, decodedMessage } from '../../support/booking-ingest';
 import {
   protectPassengerId,
   PSEUDONYM_PREFIX,
@@ -20,7 +20,7 @@ import {
 } from '../../../shared/ingest/passenger-id';
 import { Logger } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
-import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
+import type { InsertRow, RowWriter } from '../../../shared/sinks/row-writer';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const KEY = new PassengerIdKey(Buffer.from('0123456789abcdef0123456789abcdef'));
@@ -29,39 +29,8 @@ const event = (passenger: string, booking = 'BK-1', extra = ''): string =>
   `{"booking_id":"${booking}","passenger_id":${JSON.stringify(passenger)},"flight_number":"OF-104","origin":"JFK",` +
   `"destination":"LHR","fare":"749.50","currency":"USD","status":"CONFIRMED","event_time":"2026-10-07T14:10:00Z"${extra}}`;
 
-class RecordingWriter implements RowWriter {
-  readonly written = new Map<string, InsertRow[]>();
-  refuse = '';
-  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    const name = `${table.datasetId}.${table.tableId}`;
-    if (name === this.refuse) {
-      return Promise.resolve(
-        rows.map(() => ({
-          ok: false as const,
-          kind: 'rejected' as const,
-          error: 'invalid',
-          missingFields: [],
-        })),
-      );
-    }
-    this.written.set(name, [...(this.written.get(name) ?? []), ...rows]);
-    return Promise.resolve(rows.map(() => ({ ok: true as const })));
-  }
-}
-
-function msg(data: string, messageId: string): DecodeResult {
-  return {
-    ok: true,
-    message: {
-      messageId,
-      publishTime: '2026-10-07T14:10:59.000Z',
-      publishTimeMs: NOW - 1000,
-      attributes: {},
-      data: Buffer.from(data),
-      subscription: undefined,
-    },
-  };
-}
+const msg = (data: string | Buffer, messageId?: string): DecodeResult =>
+  decodedMessage(NOW, data, messageId);
 
 function deps(writer: RowWriter, passengerId?: PassengerIdConfig): PipelineIngestDeps {
   return bookingIngestDeps({
@@ -125,7 +94,7 @@ describe('booking ingest with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
     await ingestMessage(msg(event('PAX-7', 'BK-1'), 'm-1'), deps(writer, HMAC));
     await ingestMessage(msg(event('PAX-7', 'BK-2'), 'm-2'), deps(writer, HMAC));
     await ingestMessage(msg(event('PAX-8', 'BK-3'), 'm-3'), deps(writer, HMAC));
-    const silver = writer.written.get('offvia_silver.fact_bookings') ?? [];
+    const silver = writer.rows.get('offvia_silver.fact_bookings') ?? [];
     assert.deepEqual(
       silver.map((r) => r.json.passenger_id),
       [
@@ -137,7 +106,7 @@ describe('booking ingest with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
     assert.ok(!JSON.stringify(silver).includes('PAX-7'));
     const raw = new RecordingWriter();
     await ingestMessage(msg(event('PAX-7', 'BK-1'), 'm-1'), deps(raw));
-    const [rawRow] = raw.written.get('offvia_silver.fact_bookings') ?? [];
+    const [rawRow] = raw.rows.get('offvia_silver.fact_bookings') ?? [];
     assert.equal(rawRow?.json.passenger_id, 'PAX-7');
     assert.equal(
       rawRow?.insertId,
@@ -148,10 +117,10 @@ describe('booking ingest with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
 
   it('puts the pseudonym in the bad-data row of a Silver row BigQuery refuses', async () => {
     const writer = new RecordingWriter();
-    writer.refuse = 'offvia_silver.fact_bookings';
+    writer.refuse.add('offvia_silver.fact_bookings');
     const out = await ingestMessage(msg(event('PAX-9'), 'm-9'), deps(writer, HMAC));
     assert.equal(out.destination, 'bad_data');
-    const [bad] = writer.written.get('offvia_quarantine.bad_data') ?? [];
+    const [bad] = writer.rows.get('offvia_quarantine.bad_data') ?? [];
     const stored = JSON.parse(String(bad?.json.bad_data)) as Record<string, unknown>;
     assert.equal(stored.passenger_id, pseudonymisePassengerId(KEY, 'PAX-9'));
     assert.ok(!String(bad?.json.bad_data).includes('PAX-9'));
@@ -184,7 +153,7 @@ describe('booking ingest with OFFVIA_PASSENGER_ID_MODE=hmac-sha256', () => {
     const broken = event('PAX-11').replace('"749.50"', '"-1"');
     const out = await ingestMessage(msg(broken, 'm-11'), deps(writer, HMAC));
     assert.equal(out.destination, 'quarantine');
-    const [row] = writer.written.get('offvia_quarantine.poisoned_events') ?? [];
+    const [row] = writer.rows.get('offvia_quarantine.poisoned_events') ?? [];
     assert.match(String(row?.json.raw_payload), /PAX-11/);
   });
 });

@@ -1,6 +1,6 @@
 // The ingest's push entry (ingestPipelinePushedEvent), for booking: pushes the Functions Framework hands over without a CloudEvent end in quarantine, never in a 5xx.
 import assert from 'node:assert/strict';
-import type { TableRef } from '../../../shared/config/env';
+import { RecordingWriter } from '../../support/booking-windows';
 import { DeliveryRefused, TransientError } from '../../../shared/errors';
 import { ingestPipelinePushedEvent as ingestPushedEvent } from '../../../shared/pipeline/runtime/ingest';
 import {
@@ -11,36 +11,14 @@ import {
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { BODY_HASH_ID_PREFIX, type PushedEvent } from '../../../shared/pubsub/message';
 import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
-import {
-  PartialInsertError,
-  withInsertIds,
-  type InsertRow,
-  type RowResult,
-  type RowWriter,
-} from '../../../shared/sinks/row-writer';
+import { PartialInsertError, withInsertIds } from '../../../shared/sinks/row-writer';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const QUARANTINE = 'offvia_quarantine.poisoned_events';
 
-/** Records rows per table as BigQuery would take them; `failing` tables throw a transient error with internals. */
-class RecordingWriter implements RowWriter {
-  readonly written = new Map<string, InsertRow[]>();
-  readonly failing = new Set<string>();
-  insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    const name = `${table.datasetId}.${table.tableId}`;
-    if (this.failing.has(name)) {
-      return Promise.reject(
-        new TransientError(`insertAll ${name}`, 'ECONNRESET 10.0.0.7:443 (internal detail)'),
-      );
-    }
-    this.written.set(name, [...(this.written.get(name) ?? []), ...rows]);
-    return Promise.resolve(rows.map(() => ({ ok: true as const })));
-  }
-}
-
 /** The production wiring: the coalescing writer in front (where a row without insertId used to crash). */
 function setup() {
-  const inner = new RecordingWriter();
+  const inner = new RecordingWriter('ECONNRESET 10.0.0.7:443 (internal detail)');
   const lines: LogEntry[] = [];
   const deps: MutableIngestDeps = bookingIngestDeps({
     writer: new CoalescingRowWriter(inner),
@@ -85,7 +63,7 @@ describe('ingestPushedEvent: envelopes without CloudEvent headers', () => {
       const out = await ingestPushedEvent(envelope.event, deps);
       assert.equal(out.destination, 'quarantine');
       assert.ok(out.destination === 'quarantine' && out.stage === 'PARSE_JSON');
-      const rows = inner.written.get(QUARANTINE) ?? [];
+      const rows = inner.rows.get(QUARANTINE) ?? [];
       assert.equal(rows.length, 1);
       const [row] = rows;
       assert.ok(row);
@@ -103,12 +81,12 @@ describe('ingestPushedEvent: envelopes without CloudEvent headers', () => {
     for (const event of [{}, { traceparent: '00-abc-def-01' }, {}] as PushedEvent[]) {
       const { inner, deps } = setup();
       await ingestPushedEvent(event, deps);
-      ids.push(inner.written.get(QUARANTINE)?.[0]?.insertId ?? '');
+      ids.push(inner.rows.get(QUARANTINE)?.[0]?.insertId ?? '');
     }
     assert.equal(new Set(ids).size, 1, ids.join(', '));
     const { inner, deps } = setup();
     await ingestPushedEvent({ other: 1 } as PushedEvent, deps);
-    assert.notEqual(inner.written.get(QUARANTINE)?.[0]?.insertId, ids[0]);
+    assert.notEqual(inner.rows.get(QUARANTINE)?.[0]?.insertId, ids[0]);
   });
 
   it('keeps the attributes of a message whose data is not base64 (an envelope-level failure)', async () => {
@@ -119,7 +97,7 @@ describe('ingestPushedEvent: envelopes without CloudEvent headers', () => {
     };
     const out = await ingestPushedEvent(event, deps);
     assert.ok(out.destination === 'quarantine' && out.stage === 'PARSE_JSON');
-    const row = inner.written.get(QUARANTINE)?.[0];
+    const row = inner.rows.get(QUARANTINE)?.[0];
     assert.equal(row?.insertId, '9');
     assert.equal(row?.json.attributes, '{"k":"v"}');
   });
@@ -207,7 +185,7 @@ describe('writers: a row without insertId is routed, never a crash', () => {
     );
     assert.match(results[1]?.ok === false ? results[1].error : '', /no insertId/);
     assert.deepEqual(
-      (inner.written.get('d.t') ?? []).map((r) => r.insertId),
+      (inner.rows.get('d.t') ?? []).map((r) => r.insertId),
       ['a'],
     );
   });
