@@ -114,7 +114,7 @@ describe('integration: session windows on the Firestore emulator', function () {
   });
 
   it('fires session keys partition by partition (key group mod partitions), skipping a partition another run holds', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db, {
+    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db(), {
       OFFVIA_WINDOW_SESSION_GAP_MS: String(30 * S),
       OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0',
       OFFVIA_FIRE_WINDOWS_PARTITIONS: '4',
