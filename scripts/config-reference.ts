@@ -127,6 +127,12 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         meaning: 'seconds a service may take to exit after SIGTERM before SIGKILL',
       },
       {
+        name: 'OFFVIA_CACHE_DIR',
+        default: 'an `offvia` folder in the user cache directory',
+        meaning:
+          'where install.sh builds Node.js 22 and the Python venvs once, keyed by their pins, and links them from `.local`; `off` builds inside `.local`',
+      },
+      {
         name: 'OFFVIA_STACK_LOCK_WAIT_S',
         default: '`120`',
         meaning: "seconds a `stack.sh` command waits for another one holding the stack's lock",

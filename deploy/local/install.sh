@@ -47,20 +47,31 @@ install_npm_dependencies() {
 }
 
 # Node.js $OFFVIA_NODE_MAJOR (the deployed runtime's major) into $OFFVIA_NODE_DIR, from the npm registry: the `node`
-# package installs the official binary for this platform. Skipped when that binary already answers with the major.
+# package installs the official binary for this platform. Skipped when that binary already answers with the major;
+# built once in the user cache directory (lib.sh: offvia_cached_dir) and linked from .local.
 install_node_runtime() {
-  local version=""
-  [[ -x "$OFFVIA_NODE_BIN/node" ]] && version="$("$OFFVIA_NODE_BIN/node" --version 2>/dev/null || true)"
-  if [[ "$version" == "v$OFFVIA_NODE_MAJOR."* ]]; then
-    offvia_log "Node.js $OFFVIA_NODE_MAJOR: installed ($version), skipped"
+  if node_runtime_ready "$OFFVIA_NODE_DIR"; then
+    offvia_log "Node.js $OFFVIA_NODE_MAJOR: installed ($("$OFFVIA_NODE_BIN/node" --version)), skipped"
     return
   fi
-  offvia_log "Node.js $OFFVIA_NODE_MAJOR: installing node@$OFFVIA_NODE_MAJOR into ${OFFVIA_NODE_DIR#"$OFFVIA_ROOT"/}"
-  rm -rf "$OFFVIA_NODE_DIR"
-  mkdir -p "$OFFVIA_NODE_DIR"
-  npm install --prefix "$OFFVIA_NODE_DIR" --no-save --no-package-lock --no-audit --no-fund \
-    "node@$OFFVIA_NODE_MAJOR" >&2
-  version="$("$OFFVIA_NODE_BIN/node" --version)" || offvia_die "the node@$OFFVIA_NODE_MAJOR package installed no binary"
+  offvia_cached_dir "node$OFFVIA_NODE_MAJOR" "$OFFVIA_NODE_DIR" "node@$OFFVIA_NODE_MAJOR" node_runtime_ready build_node_runtime
+}
+
+# Whether DIR holds a Node.js binary that answers with the major.
+node_runtime_ready() {
+  local bin="$1/node_modules/node/bin/node" version
+  [[ -x "$bin" ]] || return 1
+  version="$("$bin" --version 2>/dev/null)" || return 1
+  [[ "$version" == "v$OFFVIA_NODE_MAJOR."* ]]
+}
+
+build_node_runtime() {
+  local dir=$1 version
+  offvia_log "Node.js $OFFVIA_NODE_MAJOR: installing node@$OFFVIA_NODE_MAJOR into ${dir#"$OFFVIA_ROOT"/}"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund "node@$OFFVIA_NODE_MAJOR" >&2
+  version="$("$dir/node_modules/node/bin/node" --version)" || offvia_die "the node@$OFFVIA_NODE_MAJOR package installed no binary"
   [[ "$version" == "v$OFFVIA_NODE_MAJOR."* ]] || offvia_die "node@$OFFVIA_NODE_MAJOR installed $version"
   offvia_log "Node.js $OFFVIA_NODE_MAJOR: installed $version"
 }
@@ -68,7 +79,9 @@ install_node_runtime() {
 install_bqemulator() {
   # bin/bqemulator is what the stack runs: its absence means a broken venv, whatever the marker says.
   [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || rm -f "$OFFVIA_VENV_BQ/.offvia-pins"
-  offvia_install_venv bqemulator "$OFFVIA_VENV_BQ" "$OFFVIA_BQ_PINS"
+  # The patches applied afterwards are part of the cached venv's key: a changed patch builds a fresh venv.
+  offvia_install_venv bqemulator "$OFFVIA_VENV_BQ" "$OFFVIA_BQ_PINS" "" \
+    "$(cat "$OFFVIA_ROOT"/deploy/local/bqemulator-*.patch | sha256sum | cut -d' ' -f1)"
 }
 
 # Local patches to bqemulator 1.4.0, each applied once to exactly the file it was written for (checked by SHA-256):

@@ -62,29 +62,72 @@ offvia_sdk_root() {
   (cd "$(dirname "$gcloud_bin")/.." && pwd)
 }
 
+# The user cache directory for what install.sh builds outside the clone (Node.js 22, the venvs), keyed by their
+# pins, so a fresh clone (each CI run) links to a copy built once instead of reinstalling. OFFVIA_CACHE_DIR moves it;
+# OFFVIA_CACHE_DIR=off builds inside .local as before.
+OFFVIA_CACHE_DIR="${OFFVIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/offvia}"
+
+# Makes TARGET (a path in .local) the cached directory for KEY, building it once with BUILD DIR (a command, run
+# under a lock so that concurrent clones build it once; BUILD writes DIR's completion marker itself, READY DIR tells
+# whether DIR is complete). Without a cache (OFFVIA_CACHE_DIR=off) BUILD runs on TARGET itself.
+#   offvia_cached_dir LABEL TARGET KEY READY BUILD
+offvia_cached_dir() {
+  local label=$1 target=$2 key=$3 ready=$4 build=$5 dir
+  if [[ "$OFFVIA_CACHE_DIR" == off ]]; then
+    "$build" "$target"
+    return
+  fi
+  dir="$OFFVIA_CACHE_DIR/$label-$(printf '%s' "$key" | sha256sum | cut -c1-16)"
+  mkdir -p "$OFFVIA_CACHE_DIR"
+  (
+    flock 9
+    if "$ready" "$dir"; then
+      offvia_log "$label: found in the user cache directory"
+    else
+      "$build" "$dir"
+    fi
+  ) 9>"$dir.lock"
+  rm -rf "$target"
+  mkdir -p "$(dirname "$target")"
+  ln -s "$dir" "$target"
+}
+
 # Installs the Python packages PINS (a space-separated list of exact pins) into the venv VENV, unless it already
 # holds exactly these pins for this Python; LABEL names it in the log. An optional CHECK (Python code) must run in
-# the new venv before the install counts. The marker is written last, so an interrupted install is redone.
-#   offvia_install_venv LABEL VENV PINS [CHECK]
+# the new venv before the install counts. The marker is written last, so an interrupted install is redone. The venv
+# is built in the user cache directory (offvia_cached_dir) keyed by Python, PINS and KEY_EXTRA (for example the
+# checksums of patches applied to it afterwards), and VENV links to it.
+#   offvia_install_venv LABEL VENV PINS [CHECK] [KEY_EXTRA]
 offvia_install_venv() {
-  local label=$1 venv=$2 pins=$3 check=${4:-}
+  local label=$1 venv=$2 pins=$3
+  _OFFVIA_VENV_CHECK=${4:-}
   local python="${OFFVIA_PYTHON:-python3}"
-  local marker="$venv/.offvia-pins" wanted started_ms
-  started_ms="$(offvia_now_ms)"
-  wanted="$("$python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])') $pins"
-  if [[ -x "$venv/bin/python" && -f "$marker" && "$(cat "$marker")" == "$wanted" ]]; then
-    offvia_log "$label: installed ($wanted), skipped"
+  _OFFVIA_VENV_LABEL=$label
+  _OFFVIA_VENV_PINS=$pins
+  _OFFVIA_VENV_WANTED="$("$python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])') $pins"
+  if _offvia_venv_ready "$venv"; then
+    offvia_log "$label: installed ($_OFFVIA_VENV_WANTED), skipped"
     return 0
   fi
-  offvia_log "$label: installing $pins into ${venv#"$OFFVIA_ROOT"/}"
+  offvia_cached_dir "$label" "$venv" "$_OFFVIA_VENV_WANTED ${5:-}" _offvia_venv_ready _offvia_venv_build
+}
+
+_offvia_venv_ready() {
+  [[ -x "$1/bin/python" && -f "$1/.offvia-pins" && "$(cat "$1/.offvia-pins")" == "$_OFFVIA_VENV_WANTED" ]]
+}
+
+_offvia_venv_build() {
+  local venv=$1 started_ms python="${OFFVIA_PYTHON:-python3}"
+  started_ms="$(offvia_now_ms)"
+  offvia_log "$_OFFVIA_VENV_LABEL: installing $_OFFVIA_VENV_PINS into ${venv#"$OFFVIA_ROOT"/}"
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
   "$python" -m venv "$venv"
   # shellcheck disable=SC2086 # the pins are a word list on purpose
-  "$venv/bin/pip" install --quiet --disable-pip-version-check $pins
-  if [[ -n "$check" ]]; then
-    "$venv/bin/python" -c "$check"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $_OFFVIA_VENV_PINS
+  if [[ -n "$_OFFVIA_VENV_CHECK" ]]; then
+    "$venv/bin/python" -c "$_OFFVIA_VENV_CHECK"
   fi
-  printf '%s' "$wanted" >"$marker"
-  offvia_log "$label: installed in $(($(offvia_now_ms) - started_ms)) ms"
+  printf '%s' "$_OFFVIA_VENV_WANTED" >"$venv/.offvia-pins"
+  offvia_log "$_OFFVIA_VENV_LABEL: installed in $(($(offvia_now_ms) - started_ms)) ms"
 }
