@@ -1,7 +1,7 @@
 // The `offvia` command line: commands, flags, help and exit codes (commander); each command's work is in its module.
 import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
-import { connect, query, type OpsContext } from './context';
+import { connect, query, type ConnectOptions, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
 import { plainRow, processIo, table, toJson, type Io } from './output';
 import { loadFix, type FixFlags } from './fix';
@@ -154,10 +154,7 @@ export interface CliDeps {
   readonly io: Io;
   /** Epoch ms. */
   readonly now: () => number;
-  readonly connect: (flags: {
-    project?: string | undefined;
-    stackDir?: string | undefined;
-  }) => OpsContext;
+  readonly connect: (flags: ConnectOptions) => OpsContext;
   /** Directory relative paths (a fix module) are resolved against. */
   readonly cwd: string;
   /** The Pub/Sub client of `snapshot` and `seek` (tests pass one whose requests are recorded). */
@@ -225,7 +222,11 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       const flags = command.optsWithGlobals<GlobalFlags>();
       let ctx: OpsContext | undefined;
       const open = (): OpsContext =>
-        (ctx ??= deps.connect({ project: flags.project, stackDir: flags.stackDir }));
+        (ctx ??= deps.connect({
+          project: flags.project,
+          stackDir: flags.stackDir,
+          pipeline: choosePipeline(flags.pipeline),
+        }));
       try {
         // Before the body: an unknown pipeline or a command that does not apply to it is a usage error even when
         // no stack is up.
@@ -246,8 +247,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, opts: { since: string }) => {
         const sinceMs = deps.now() - parseDuration(opts.since, '--since');
-        const pipeline = choosePipeline(flags.pipeline);
-        const report = await collectStatus(open(), pipeline, sinceMs, deps.now());
+        const ctx = open();
+        const report = await collectStatus(ctx, ctx.pipeline, sinceMs, deps.now());
         printStatus(deps.io, report, flags.json === true);
       }),
     );
@@ -265,7 +266,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, id: string) => {
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
-        const report = await trace(open(), choosePipeline(flags.pipeline), id.trim());
+        const ctx = open();
+        const report = await trace(ctx, ctx.pipeline, id.trim());
         printTrace(deps.io, report, flags.json === true);
       }),
     );
@@ -298,7 +300,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           sinceMs:
             opts.since === undefined ? undefined : parseTimeFlag(opts.since, '--since', deps.now()),
         };
-        const report = await listQuarantine(open(), pipeline, options);
+        const ctx = open();
+        const report = await listQuarantine(ctx, ctx.pipeline, options);
         printQuarantineList(deps.io, report, flags.json === true);
       }),
     );

@@ -40,6 +40,7 @@ export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
   'snapshot list',
   'snapshot delete',
   'seek',
+  'replay',
 ];
 
 /**
@@ -47,6 +48,9 @@ export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
  * reasons name what the command is built on, so an operator sees whether it is a gap or a mismatch.
  */
 export function unavailableReason(pipeline: AnyPipelineDefinition, command: string): string | null {
+  if (command === 'replay' && pipeline.tables.bronze === null) {
+    return `it replays Bronze, and ${pipeline.name} declares no Bronze table (tables.bronze)`;
+  }
   if (pipeline.name === DEFAULT_PIPELINE || MULTI_PIPELINE_COMMANDS.includes(command)) return null;
   const top = command.split(' ')[0] ?? command;
   const aggregations = pipeline.aggregations.map((a) => a.name).join(', ');
@@ -57,8 +61,6 @@ export function unavailableReason(pipeline: AnyPipelineDefinition, command: stri
       return pipeline.schemaDrift.mode === 'off'
         ? `it re-drives rows of the schema-drift gate and the booking ingest path, and schema drift is off for ${pipeline.name} (${pipeline.schemaDrift.extraFields.split(':')[0] ?? 'extra fields'})`
         : `it re-drives rows through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
-    case 'replay':
-      return `it replays Bronze through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
     case 'quarantine':
       return `it sends fixed rows through the booking ingest path, which does not decode ${pipeline.name}'s contract (list them with 'offvia --pipeline ${pipeline.name} quarantine list')`;
     default:

@@ -179,7 +179,7 @@ export async function redrive(
   if (!options.dryRun && candidates.some((c) => planOf(c).kind === 'message')) {
     // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
     ingestDeps = ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
-    await assertPassengerIdModeFitsSilver(ctx, (await ingestDeps).passengerId);
+    await assertPassengerIdModeFitsSilver(ctx);
   }
   const bar = options.dryRun ? undefined : progressBar(io, 'redrive', candidates.length);
   await pool(

@@ -266,7 +266,7 @@ export async function reprocess(
   report.runId = runId;
   report.logFile = logFile;
   const deps = await ingestDepsForRun(ctx, runId, logFile);
-  await assertPassengerIdModeFitsSilver(ctx, deps.passengerId);
+  await assertPassengerIdModeFitsSilver(ctx);
   const resolutions: Resolution[] = [];
   const bar = progressBar(io, 'reprocess', candidates.length);
   await pool(

@@ -370,6 +370,11 @@ export interface OperatorColumns {
      * values are also searched as JSON strings inside quarantine payloads and Bronze data.
      */
     readonly lookupColumns: readonly string[];
+    /**
+     * The column that may hold pseudonymised ids (`hmac1:…`, docs/privacy.md), absent when none does: re-drive
+     * commands refuse to write raw ids beside pseudonyms when the operator's environment does not hash them.
+     */
+    readonly pseudonymColumn?: string;
   };
   /** The quarantine or dead-letter table (`tables.quarantine`). */
   readonly quarantine: {
