@@ -51,10 +51,10 @@ async function run(argv: string[], ctx?: OpsContext) {
   const code = await main(argv, {
     io: { out: (t) => out.push(t), err: (t) => err.push(t) },
     now: () => Date.UTC(2026, 11, 1, 12),
-    connect: () => {
+    connect: (flags) => {
       connected = true;
       if (!ctx) throw new Error('connect must not be called');
-      return ctx;
+      return { ...ctx, pipeline: flags.pipeline } as OpsContext;
     },
   });
   return { code, out: out.join('\n'), err: err.join(''), connected };
@@ -175,10 +175,6 @@ describe('offvia --pipeline: commands that do not apply', () => {
       /^offvia: bad-data redrive is not available for pipeline telemetry: .*schema drift is off for telemetry/,
     ],
     [
-      ['replay', '--from', '2026-12-01T10:00:00Z', '--to', '2026-12-01T11:00:00Z'],
-      /^offvia: replay is not available for pipeline telemetry: it replays Bronze through the booking ingest path/,
-    ],
-    [
       ['quarantine', 'reprocess', '--all'],
       /^offvia: quarantine reprocess is not available for pipeline telemetry: .*offvia --pipeline telemetry quarantine list/,
     ],
@@ -192,6 +188,16 @@ describe('offvia --pipeline: commands that do not apply', () => {
       assert.equal(r.connected, false);
     });
   }
+
+  it('replay runs for every pipeline with Bronze and names the missing table otherwise', () => {
+    const telemetry = choosePipeline('telemetry');
+    assert.equal(unavailableReason(telemetry, 'replay'), null);
+    const noBronze = { ...telemetry, tables: { ...telemetry.tables, bronze: null } };
+    assert.match(
+      unavailableReason(noBronze, 'replay') ?? '',
+      /^it replays Bronze, and telemetry declares no Bronze table \(tables\.bronze\)$/,
+    );
+  });
 
   it('the commands that run for telemetry are not refused', () => {
     const telemetry = choosePipeline('telemetry');
