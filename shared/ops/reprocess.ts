@@ -1,6 +1,7 @@
 // `offvia quarantine reprocess`: select open quarantine rows, apply a fix, and send the fixed events through the
 // ingest path in-process (validation, Silver, schema drift, window state), with lineage; resolved rows are recorded.
-import { validateBooking } from '../contract';
+import { Logger } from '../logging/logger';
+import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
 import { clip, keyValues, progressBar, section, table, type Io } from './output';
@@ -98,18 +99,20 @@ export async function selectQuarantine(
   ctx: OpsContext,
   selection: RowSelection,
 ): Promise<QuarantineCandidate[]> {
+  const q = ctx.pipeline.operatorColumns.quarantine;
   const { where, params, types } = selectionWhere(selection, {
-    time: 'received_timestamp',
-    text: 'error_reason',
-    ids: ['source_message_id', 'message_key'],
-    stage: 'error_stage',
+    time: q.rejectedAt,
+    text: q.reason,
+    ids: [q.messageId, 'message_key'],
+    stage: q.stage,
   });
   const rows = await query<Record<string, unknown>>(
     ctx,
-    `SELECT message_key, source_message_id, error_stage, error_reason, received_timestamp, raw_payload,
-            raw_payload_base64, payload_truncated, attributes
+    `SELECT message_key, ${q.messageId} AS source_message_id, ${q.stage} AS error_stage,
+            ${q.reason} AS error_reason, ${q.rejectedAt} AS received_timestamp, ${q.payload} AS raw_payload,
+            ${q.payload}_base64 AS raw_payload_base64, payload_truncated, attributes
      FROM \`${ctx.tables.quarantineOpen}\` WHERE ${where}
-     ORDER BY received_timestamp, message_key LIMIT ${selection.limit}`,
+     ORDER BY ${q.rejectedAt}, message_key LIMIT ${selection.limit}`,
     params,
     types,
   );
@@ -151,6 +154,19 @@ export async function selectQuarantine(
       body,
       attributes: attributesOf(r.attributes),
     };
+  });
+}
+
+/**
+ * The pipeline's settings for a dry run's verdicts, as its ingest function loads them (side inputs from BigQuery),
+ * logging nowhere.
+ * @throws ConfigError for a bad variable; TransientError when a side input cannot be loaded
+ */
+function dryRunSettings(ctx: OpsContext): Promise<unknown> {
+  return ctx.pipeline.createSettings(ctx.env, {
+    bigquery: ctx.bigquery,
+    logger: new Logger('offvia', () => undefined),
+    now: Date.now,
   });
 }
 
@@ -223,11 +239,12 @@ export async function reprocess(
     ctx,
     candidates.length,
     options.selection.ids ?? [],
-    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE source_message_id IN UNNEST(@ids)`,
+    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE ${ctx.pipeline.operatorColumns.quarantine.messageId} IN UNNEST(@ids)`,
     `no quarantine row for ${(options.selection.ids ?? []).join(', ')}: not a quarantined message id`,
   );
   const report = emptyReport(options, candidates.length);
   if (options.dryRun) {
+    let settings: unknown;
     for (const c of candidates) {
       const f = await fixed(c, options.fix);
       let wouldReach: string;
@@ -235,12 +252,16 @@ export async function reprocess(
         report.skipped.push({ messageId: c.messageId, reason: f.reason });
         wouldReach = `skipped: ${f.reason}`;
       } else {
-        const v = validateBooking(f.bytes, {
-          messageId: c.messageId ?? c.messageKey,
-          receivedAtMs: now(),
-          maxFutureSkewMs: ctx.ingest.maxFutureSkewMs,
-          maxEventAgeMs: ctx.ingest.maxEventAgeMs,
-        });
+        const v = decodeVersioned(
+          ctx.pipeline.contract,
+          {
+            messageId: c.messageId ?? c.messageKey,
+            data: f.bytes,
+            attributes: c.attributes,
+            publishTimeMs: undefined,
+          },
+          { receivedAtMs: now(), settings: (settings ??= await dryRunSettings(ctx)) },
+        );
         wouldReach = v.ok ? 'silver' : v.stage;
         countOutcome(report, wouldReach);
       }
