@@ -246,7 +246,7 @@ export async function redrive(
         });
         return;
       }
-      const row: Record<string, unknown> = sameTable(plan.table, ctx.ingest.silverTable)
+      const row: Record<string, unknown> = sameTable(plan.table, ctx.pipeline.tables.silver)
         ? { ...fixed.payload, [LINEAGE_COLUMN]: runId }
         : { ...fixed.payload };
       try {

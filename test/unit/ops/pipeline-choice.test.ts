@@ -170,14 +170,6 @@ describe('offvia --pipeline: commands that do not apply', () => {
       ['gold', 'restate', '--from', '2026-12-01T10:00:00Z', '--to', '2026-12-01T10:00:00Z'],
       /^offvia: gold restate is not available for pipeline telemetry: it recomputes booking's route panes with booking's SQL .*telemetry_device_1m, telemetry_region_top_1m/,
     ],
-    [
-      ['bad-data', 'redrive', '--all'],
-      /^offvia: bad-data redrive is not available for pipeline telemetry: .*schema drift is off for telemetry/,
-    ],
-    [
-      ['quarantine', 'reprocess', '--all'],
-      /^offvia: quarantine reprocess is not available for pipeline telemetry: .*offvia --pipeline telemetry quarantine list/,
-    ],
   ];
   for (const [argv, expected] of refused) {
     it(`offvia --pipeline telemetry ${argv.slice(0, 2).join(' ')}: one line, exit 2, nothing connected`, async () => {
@@ -197,6 +189,22 @@ describe('offvia --pipeline: commands that do not apply', () => {
       unavailableReason(noBronze, 'replay') ?? '',
       /^it replays Bronze, and telemetry declares no Bronze table \(tables\.bronze\)$/,
     );
+  });
+
+  it('quarantine reprocess and bad-data redrive need open views and a resolutions table, named when missing', () => {
+    const telemetry = choosePipeline('telemetry');
+    assert.equal(unavailableReason(telemetry, 'quarantine reprocess'), null);
+    assert.equal(unavailableReason(telemetry, 'bad-data redrive'), null);
+    const bare = {
+      ...telemetry,
+      operatorColumns: { ...telemetry.operatorColumns, openViews: null, resolutions: null },
+    };
+    for (const command of ['quarantine reprocess', 'bad-data redrive']) {
+      assert.equal(
+        unavailableReason(bare, command),
+        'it selects open rows and records their resolutions, and telemetry declares none (operatorColumns.openViews, operatorColumns.resolutions)',
+      );
+    }
   });
 
   it('the commands that run for telemetry are not refused', () => {
