@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { connect, query, type ConnectOptions, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
 import { plainRow, processIo, table, toJson, type Io } from './output';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { loadFix, type FixFlags } from './fix';
 import { formatReprocess, reprocess } from './reprocess';
 import { redrive } from './redrive';
@@ -13,7 +14,6 @@ import {
   parseIdList,
   parsePattern,
   parsePositiveInt,
-  parseStages,
   parseTimeFlag,
   type RowSelection,
 } from './selection';
@@ -104,6 +104,7 @@ function selectionOf(
   flags: RedriveFlags,
   nowMs: number,
   kind: 'quarantine' | 'bad-data',
+  pipeline: AnyPipelineDefinition,
 ): RowSelection {
   // `--ids ""` (an empty shell variable) or `--stage ,` names nothing: it must not fall through to "every row".
   for (const [flag, values] of [
@@ -117,7 +118,7 @@ function selectionOf(
   }
   const selection: RowSelection = {
     limit: parsePositiveInt(flags.limit, '--limit', 10_000_000),
-    ...(flags.stage ? { stages: parseStages(flags.stage) } : {}),
+    ...(flags.stage ? { stages: pipelineStages(pipeline, flags.stage) } : {}),
     ...(flags.reason !== undefined ? { pattern: parsePattern(flags.reason, '--reason') } : {}),
     ...(flags.error !== undefined ? { pattern: parsePattern(flags.error, '--error') } : {}),
     ...(flags.target ? { targets: parseIdList(flags.target) } : {}),
@@ -327,7 +328,12 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     )
     .action(
       action(async (open, flags, opts: RedriveFlags) => {
-        const selection = selectionOf(opts, deps.now(), 'quarantine');
+        const selection = selectionOf(
+          opts,
+          deps.now(),
+          'quarantine',
+          choosePipeline(flags.pipeline),
+        );
         const options = {
           selection,
           fix: await loadFix(opts, deps.cwd),
@@ -370,7 +376,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, opts: RedriveFlags) => {
         const options = {
-          selection: selectionOf(opts, deps.now(), 'bad-data'),
+          selection: selectionOf(opts, deps.now(), 'bad-data', choosePipeline(flags.pipeline)),
           fix: await loadFix(opts, deps.cwd),
           dryRun: opts.dryRun === true,
           concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),

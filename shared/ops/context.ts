@@ -205,7 +205,10 @@ export function connect(
   const { bronze, silver, quarantine, badData } = pipeline.tables;
   const tables: OpsTables = {
     // A pipeline without Bronze: `replay` refuses it (pipeline-choice.ts); status and trace find no such table.
-    bronze: qualified(bronze ?? { datasetId: `${silver.datasetId}_bronze`, tableId: 'absent' }, projectId),
+    bronze: qualified(
+      bronze ?? { datasetId: `${silver.datasetId}_bronze`, tableId: 'absent' },
+      projectId,
+    ),
     silver: qualified(silver, projectId),
     silverDedup: sibling(silver, projectId, `${silver.tableId}_dedup`),
     quarantine: qualified(quarantine, projectId),

@@ -1,5 +1,5 @@
 // `offvia --pipeline telemetry` on the local stack: status, trace and quarantine list read the telemetry tables
-// and replay sends its Bronze through the telemetry ingest path;
+// and replay and quarantine reprocess send Bronze and fixed dead-letter rows through the telemetry ingest path;
 // (its DDL applied here), and the window state of each aggregation under the pipeline's own Firestore root, and
 // their numbers equal what is read independently from BigQuery and Firestore. The readings are decoded by the
 // telemetry contract and written with the functions' writer and the keyed window store, as its ingest path will.
@@ -34,6 +34,7 @@ import { EXIT } from '../../shared/ops/errors';
 import type { StatusReport } from '../../shared/ops/status';
 import type { TraceReport } from '../../shared/ops/trace';
 import type { ReplayReport } from '../../shared/ops/replay';
+import type { ReprocessReport } from '../../shared/ops/reprocess';
 import { offvia, offviaJson } from '../support/offvia-cli';
 import { requireStack, runTag, stackClients } from '../support/drift-stack';
 
@@ -453,5 +454,33 @@ describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze thr
     assert.equal(report.totals?.rows, 2);
     assert.equal(report.totals?.alreadyPresent.quarantine, 1);
     assert.equal((await rows('offvia_telemetry_quarantine.dead_letter', badId)).length, 1);
+  });
+
+  it('quarantine reprocess --set fixes the dead-lettered reading: Silver with the run id, a resolution, the open view empty', async function () {
+    const flags = ['--pipeline', 'telemetry', 'quarantine', 'reprocess', '--ids', badId];
+    const dry = await offviaJson<ReprocessReport>(
+      ...flags,
+      '--set',
+      'temperatureC=19.5',
+      '--dry-run',
+    );
+    assert.deepEqual(dry.outcomes, { silver: 1 });
+    const report = await offviaJson<ReprocessReport>(...flags, '--set', 'temperatureC=19.5');
+    assert.deepEqual(report.outcomes, { silver: 1 });
+    assert.equal(report.resolutionsWritten, 1);
+    const silver = await rows('offvia_telemetry_silver.readings', badId);
+    assert.deepEqual(
+      silver.map((r) => [r.reprocess_run_id, r.device_id]),
+      [[report.runId, `dev-${tag}`]],
+    );
+    const resolved = await rows('offvia_telemetry_quarantine.resolutions', badId);
+    assert.deepEqual(
+      resolved.map((r) => [r.layer, r.action, r.outcome, r.run_id]),
+      [['quarantine', 'reprocess', 'silver', report.runId]],
+    );
+    assert.deepEqual(await rows('offvia_telemetry_quarantine.dead_letter_open', badId), []);
+    // Resolved: the same command again selects nothing and writes nothing.
+    const again = await offviaJson<ReprocessReport>(...flags, '--set', 'temperatureC=19.5');
+    assert.equal(again.selected, 0);
   });
 });

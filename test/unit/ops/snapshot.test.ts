@@ -30,7 +30,10 @@ interface Call {
 /** What each API method answers (a response, or an error with a gRPC code). */
 type Answers = Record<string, unknown>;
 
-function cloudContext(env: Record<string, string>, pipeline: ConnectOptions['pipeline']): OpsContext {
+function cloudContext(
+  env: Record<string, string>,
+  pipeline: ConnectOptions['pipeline'],
+): OpsContext {
   return {
     pipeline,
     mode: 'cloud',
