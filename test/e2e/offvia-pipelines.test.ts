@@ -346,6 +346,18 @@ describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze thr
   const fromIso = new Date(publishMs - 60_000).toISOString();
   const toIso = new Date(publishMs + 60_000).toISOString();
   const ids = `${okId},${badId}`;
+  const replayBoth = (): Promise<ReplayReport> =>
+    offviaJson<ReplayReport>(
+      '--pipeline',
+      'telemetry',
+      'replay',
+      '--from',
+      fromIso,
+      '--to',
+      toIso,
+      '--message-ids',
+      ids,
+    );
 
   async function rows(table: string, id: string): Promise<Record<string, unknown>[]> {
     const [found] = await bigquery.query({
@@ -357,14 +369,8 @@ describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze thr
 
   before(async function () {
     requireStack();
+    // The stack applied every registered pipeline's DDL (tables.ddlFiles), telemetry's operator tables with it.
     ({ bigquery, projectId } = stackClients());
-    for (const file of pipeline.tables.ddlFiles) {
-      const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
-        project: projectId,
-        location: 'US',
-      });
-      await bigquery.query({ query: sql });
-    }
     const writer = new BigQueryRowWriter(bigquery);
     const eventTs = new Date(publishMs - 2_000).toISOString();
     const bronze = (id: string, data: string) => ({
@@ -402,17 +408,7 @@ describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze thr
   });
 
   it('lands the valid reading in Silver and the rejected one in the dead letter, both with the run id, and resolves the old row', async function () {
-    const report = await offviaJson<ReplayReport>(
-      '--pipeline',
-      'telemetry',
-      'replay',
-      '--from',
-      fromIso,
-      '--to',
-      toIso,
-      '--message-ids',
-      ids,
-    );
+    const report = await replayBoth();
     assert.ok(report.runId, 'a run id');
     assert.equal(report.totals?.rows, 2);
     assert.deepEqual(report.totals?.outcomes, {
@@ -440,17 +436,7 @@ describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze thr
   });
 
   it('a second replay of the same range writes no second dead-letter row', async function () {
-    const report = await offviaJson<ReplayReport>(
-      '--pipeline',
-      'telemetry',
-      'replay',
-      '--from',
-      fromIso,
-      '--to',
-      toIso,
-      '--message-ids',
-      ids,
-    );
+    const report = await replayBoth();
     assert.equal(report.totals?.rows, 2);
     assert.equal(report.totals?.alreadyPresent.quarantine, 1);
     assert.equal((await rows('offvia_telemetry_quarantine.dead_letter', badId)).length, 1);
