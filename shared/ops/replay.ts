@@ -43,6 +43,7 @@ import {
   ingestDepsForRun,
   newRunId,
   pool,
+  resolver,
   runLogFile,
   writeResolutions,
   type Resolution,
@@ -229,6 +230,13 @@ async function runChunk(
     messages.map((m) => m.messageId),
   );
   ingest.writer().known = known;
+  const resolve = resolver({
+    runId: run.runId,
+    action: 'replay',
+    fix: 'none (replayed from Bronze)',
+    operator: options.operator,
+    now: deps.now,
+  });
   const result: ChunkResult = {
     rows: messages.length,
     outcomes: {},
@@ -264,35 +272,13 @@ async function runChunk(
       // elsewhere: resolve that row, as `bad-data redrive` does.
       if (outcome.destination !== 'bad_data') {
         for (const insertId of known.badDataByMessage.get(m.messageId) ?? []) {
-          result.resolutions.push({
-            layer: 'bad_data',
-            row_key: insertId,
-            source_message_id: m.messageId,
-            run_id: run.runId,
-            action: 'replay',
-            outcome: outcome.destination,
-            result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-            fix: 'none (replayed from Bronze)',
-            resolved_by: options.operator,
-            resolved_at: iso(deps.now()),
-          });
+          result.resolutions.push(resolve('bad_data', insertId, m.messageId, outcome));
         }
       }
       // A message that has a quarantine row and now lands elsewhere (the contract or a fix changed): resolve it,
       // so the open view no longer lists it, as `quarantine reprocess` does.
       if (outcome.destination !== 'quarantine' && known.quarantine.has(m.messageId)) {
-        result.resolutions.push({
-          layer: 'quarantine',
-          row_key: m.messageId,
-          source_message_id: m.messageId,
-          run_id: run.runId,
-          action: 'replay',
-          outcome: outcome.destination,
-          result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-          fix: 'none (replayed from Bronze)',
-          resolved_by: options.operator,
-          resolved_at: iso(deps.now()),
-        });
+        result.resolutions.push(resolve('quarantine', m.messageId, m.messageId, outcome));
       }
     },
     () => bar.increment(),

@@ -15,10 +15,12 @@ import {
   ingestFixed,
   newRunId,
   pool,
+  resolver,
   runLogFile,
   writeResolutions,
   type Resolution,
 } from './run';
+import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
 
 /** An open quarantine row, as `reprocess` reads it from the open view. */
@@ -73,24 +75,6 @@ export interface ReprocessReport {
   logFile: string | null;
 }
 
-function attributesOf(value: unknown): Record<string, string> {
-  let parsed: unknown = value;
-  if (typeof value === 'string') {
-    try {
-      parsed = JSON.parse(value);
-    } catch {
-      // Not JSON text: the table's JSON column always holds JSON, so this is an emulator quirk; no attributes.
-      return {};
-    }
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
-  return Object.fromEntries(
-    Object.entries(parsed as Record<string, unknown>).filter(
-      (e): e is [string, string] => typeof e[1] === 'string',
-    ),
-  );
-}
-
 /**
  * The open quarantine rows matching the selection, oldest first. Truncated payloads are read whole from Bronze
  * (by message id); a row whose body is in neither gets `body: null` (skipped, it stays open).
@@ -110,7 +94,7 @@ export async function selectQuarantine(
     ctx,
     `SELECT message_key, ${q.messageId} AS source_message_id, ${q.stage} AS error_stage,
             ${q.reason} AS error_reason, ${q.rejectedAt} AS received_timestamp, ${q.payload} AS raw_payload,
-            ${q.payload}_base64 AS raw_payload_base64, payload_truncated, attributes
+            ${q.payload}_base64 AS raw_payload_base64, payload_truncated, TO_JSON_STRING(attributes) AS attributes
      FROM \`${ctx.tables.quarantineOpen}\` WHERE ${where}
      ORDER BY ${q.rejectedAt}, message_key LIMIT ${selection.limit}`,
     params,
@@ -152,7 +136,7 @@ export async function selectQuarantine(
           ? String(r.received_timestamp.value)
           : String(r.received_timestamp),
       body,
-      attributes: attributesOf(r.attributes),
+      attributes: attributesOf(r.attributes, messageId ?? String(r.message_key), 'quarantine'),
     };
   });
 }
@@ -289,6 +273,13 @@ export async function reprocess(
   const deps = await ingestDepsForRun(ctx, runId, logFile);
   await assertPassengerIdModeFitsSilver(ctx);
   const resolutions: Resolution[] = [];
+  const resolve = resolver({
+    runId,
+    action: 'reprocess',
+    fix: options.fix.description,
+    operator: options.operator,
+    now,
+  });
   const bar = progressBar(io, 'reprocess', candidates.length);
   await pool(
     candidates,
@@ -308,18 +299,7 @@ export async function reprocess(
       if (outcome === undefined) return;
       countOutcome(report, outcome.destination);
       if (outcome.destination === 'quarantine') return;
-      resolutions.push({
-        layer: 'quarantine',
-        row_key: c.messageKey,
-        source_message_id: c.messageId,
-        run_id: runId,
-        action: 'reprocess',
-        outcome: outcome.destination,
-        result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-        fix: options.fix.description,
-        resolved_by: options.operator,
-        resolved_at: new Date(now()).toISOString(),
-      });
+      resolutions.push(resolve('quarantine', c.messageKey, c.messageId, outcome));
     },
     () => bar.increment(),
   );

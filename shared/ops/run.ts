@@ -165,6 +165,48 @@ export interface Resolution {
   resolved_at: string;
 }
 
+/** Who resolves rows and how: the run, its action, the fix applied and the operator. */
+export interface ResolvingRun {
+  readonly runId: string;
+  readonly action: Resolution['action'];
+  readonly fix: string;
+  readonly operator: string;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/** Where a row went: an ingest outcome, or a target table (`destination`) with the Silver event id it has there. */
+export interface Reached {
+  readonly destination: string;
+  readonly eventId?: string | null;
+}
+
+/**
+ * The resolutions `run` writes: `(layer, rowKey, messageId, reached)` → the row keyed `rowKey` of `layer` (message
+ * `messageId`) resolved by `run`, stamped now (RFC 3339 UTC).
+ */
+export function resolver(
+  run: ResolvingRun,
+): (
+  layer: Resolution['layer'],
+  rowKey: string,
+  messageId: string | null,
+  reached: Reached,
+) => Resolution {
+  return (layer, rowKey, messageId, reached) => ({
+    layer,
+    row_key: rowKey,
+    source_message_id: messageId,
+    run_id: run.runId,
+    action: run.action,
+    outcome: reached.destination,
+    result_event_id: reached.eventId ?? null,
+    fix: run.fix,
+    resolved_by: run.operator,
+    resolved_at: new Date(run.now()).toISOString(),
+  });
+}
+
 /**
  * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row),
  * 500 a call (BigQuery's recommended insertAll size).
