@@ -1,9 +1,10 @@
 // The `offvia` command line: commands, flags, help and exit codes (commander); each command's work is in its module.
 import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
-import { connect, query, type OpsContext } from './context';
+import { connect, query, type ConnectOptions, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
 import { plainRow, processIo, table, toJson, type Io } from './output';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { loadFix, type FixFlags } from './fix';
 import { formatReprocess, reprocess } from './reprocess';
 import { redrive } from './redrive';
@@ -13,7 +14,6 @@ import {
   parseIdList,
   parsePattern,
   parsePositiveInt,
-  parseStages,
   parseTimeFlag,
   type RowSelection,
 } from './selection';
@@ -104,6 +104,7 @@ function selectionOf(
   flags: RedriveFlags,
   nowMs: number,
   kind: 'quarantine' | 'bad-data',
+  pipeline: AnyPipelineDefinition,
 ): RowSelection {
   // `--ids ""` (an empty shell variable) or `--stage ,` names nothing: it must not fall through to "every row".
   for (const [flag, values] of [
@@ -117,7 +118,7 @@ function selectionOf(
   }
   const selection: RowSelection = {
     limit: parsePositiveInt(flags.limit, '--limit', 10_000_000),
-    ...(flags.stage ? { stages: parseStages(flags.stage) } : {}),
+    ...(flags.stage ? { stages: pipelineStages(pipeline, flags.stage) } : {}),
     ...(flags.reason !== undefined ? { pattern: parsePattern(flags.reason, '--reason') } : {}),
     ...(flags.error !== undefined ? { pattern: parsePattern(flags.error, '--error') } : {}),
     ...(flags.target ? { targets: parseIdList(flags.target) } : {}),
@@ -154,10 +155,7 @@ export interface CliDeps {
   readonly io: Io;
   /** Epoch ms. */
   readonly now: () => number;
-  readonly connect: (flags: {
-    project?: string | undefined;
-    stackDir?: string | undefined;
-  }) => OpsContext;
+  readonly connect: (flags: ConnectOptions) => OpsContext;
   /** Directory relative paths (a fix module) are resolved against. */
   readonly cwd: string;
   /** The Pub/Sub client of `snapshot` and `seek` (tests pass one whose requests are recorded). */
@@ -225,7 +223,11 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       const flags = command.optsWithGlobals<GlobalFlags>();
       let ctx: OpsContext | undefined;
       const open = (): OpsContext =>
-        (ctx ??= deps.connect({ project: flags.project, stackDir: flags.stackDir }));
+        (ctx ??= deps.connect({
+          project: flags.project,
+          stackDir: flags.stackDir,
+          pipeline: choosePipeline(flags.pipeline),
+        }));
       try {
         // Before the body: an unknown pipeline or a command that does not apply to it is a usage error even when
         // no stack is up.
@@ -246,8 +248,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, opts: { since: string }) => {
         const sinceMs = deps.now() - parseDuration(opts.since, '--since');
-        const pipeline = choosePipeline(flags.pipeline);
-        const report = await collectStatus(open(), pipeline, sinceMs, deps.now());
+        const ctx = open();
+        const report = await collectStatus(ctx, ctx.pipeline, sinceMs, deps.now());
         printStatus(deps.io, report, flags.json === true);
       }),
     );
@@ -265,7 +267,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, id: string) => {
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
-        const report = await trace(open(), choosePipeline(flags.pipeline), id.trim());
+        const ctx = open();
+        const report = await trace(ctx, ctx.pipeline, id.trim());
         printTrace(deps.io, report, flags.json === true);
       }),
     );
@@ -298,7 +301,8 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           sinceMs:
             opts.since === undefined ? undefined : parseTimeFlag(opts.since, '--since', deps.now()),
         };
-        const report = await listQuarantine(open(), pipeline, options);
+        const ctx = open();
+        const report = await listQuarantine(ctx, ctx.pipeline, options);
         printQuarantineList(deps.io, report, flags.json === true);
       }),
     );
@@ -324,7 +328,12 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     )
     .action(
       action(async (open, flags, opts: RedriveFlags) => {
-        const selection = selectionOf(opts, deps.now(), 'quarantine');
+        const selection = selectionOf(
+          opts,
+          deps.now(),
+          'quarantine',
+          choosePipeline(flags.pipeline),
+        );
         const options = {
           selection,
           fix: await loadFix(opts, deps.cwd),
@@ -367,7 +376,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .action(
       action(async (open, flags, opts: RedriveFlags) => {
         const options = {
-          selection: selectionOf(opts, deps.now(), 'bad-data'),
+          selection: selectionOf(opts, deps.now(), 'bad-data', choosePipeline(flags.pipeline)),
           fix: await loadFix(opts, deps.cwd),
           dryRun: opts.dryRun === true,
           concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),

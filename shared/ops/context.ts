@@ -11,6 +11,8 @@ import { loadSchemaDriftConfig, type SchemaDriftConfig } from '../config/schema-
 import { ConfigError } from '../errors';
 import { OpsError, UsageError, describeBackendError } from './errors';
 import { firestoreClient } from '../drift/runtime';
+import { configuredDefinition, type AnyPipelineDefinition } from '../pipeline/definition';
+import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
 
 /** The emulator variables the stack's env file sets; dropped when `--project` targets a real project. */
 const EMULATOR_VARIABLES = [
@@ -32,6 +34,11 @@ export interface OpsContext {
   readonly ingest: IngestConfig;
   readonly windows: WindowConfig;
   readonly drift: SchemaDriftConfig;
+  /**
+   * The pipeline the command works on, as this deployment runs it (`configuredDefinition`: its OFFVIA_* overrides
+   * applied with the target's environment). Every table below is this definition's.
+   */
+  readonly pipeline: AnyPipelineDefinition;
   /** `project.dataset.table` of every table and view `offvia` reads. */
   readonly tables: OpsTables;
   readonly bigquery: BigQuery;
@@ -64,6 +71,8 @@ export interface ConnectOptions {
   readonly project?: string | undefined;
   /** The local stack's state directory (default `.local/stack` at the repository root, or OFFVIA_STACK_DIR). */
   readonly stackDir?: string | undefined;
+  /** The registered pipeline chosen with `--pipeline` (default: booking), before its configuration. */
+  readonly pipeline?: AnyPipelineDefinition | undefined;
 }
 
 /** The repository root (this file is shared/ops/context.ts, or build/shared/ops/context.js). */
@@ -154,7 +163,12 @@ export function connect(
   let ingest: IngestConfig;
   let windows: WindowConfig;
   let drift: SchemaDriftConfig;
+  let pipeline: AnyPipelineDefinition;
   try {
+    pipeline = configuredDefinition(
+      options.pipeline ?? (BOOKING_PIPELINE as unknown as AnyPipelineDefinition),
+      env,
+    );
     ingest = loadIngestConfig(env);
     windows = loadWindowConfig(env);
     drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
@@ -186,20 +200,23 @@ export function connect(
     mode === 'local'
       ? "is the local stack up? 'bash deploy/local/stack.sh status'"
       : 'check --project and Application Default Credentials (gcloud auth application-default login)';
+  // Views and the resolutions table sit beside the table they serve (`<silver>_dedup`, `<quarantine>_open`,
+  // `<bad data>_open`, `resolutions` in the quarantine dataset), so a table override moves them with it.
+  const { bronze, silver, quarantine, badData } = pipeline.tables;
   const tables: OpsTables = {
-    bronze: `${projectId}.offvia_bronze.raw_bookings`,
-    silver: qualified(ingest.silverTable, projectId),
-    silverDedup: sibling(ingest.silverTable, projectId, `${ingest.silverTable.tableId}_dedup`),
-    quarantine: qualified(ingest.quarantineTable, projectId),
-    quarantineOpen: sibling(
-      ingest.quarantineTable,
+    // A pipeline without Bronze: `replay` refuses it (pipeline-choice.ts); status and trace find no such table.
+    bronze: qualified(
+      bronze ?? { datasetId: `${silver.datasetId}_bronze`, tableId: 'absent' },
       projectId,
-      `${ingest.quarantineTable.tableId}_open`,
     ),
-    badData: qualified(ingest.badDataTable, projectId),
-    badDataOpen: sibling(ingest.badDataTable, projectId, `${ingest.badDataTable.tableId}_open`),
-    resolutions: sibling(ingest.quarantineTable, projectId, 'resolutions'),
-    gold: qualified(windows.goldTable, projectId),
+    silver: qualified(silver, projectId),
+    silverDedup: sibling(silver, projectId, `${silver.tableId}_dedup`),
+    quarantine: qualified(quarantine, projectId),
+    quarantineOpen: sibling(quarantine, projectId, `${quarantine.tableId}_open`),
+    badData: qualified(badData, projectId),
+    badDataOpen: sibling(badData, projectId, `${badData.tableId}_open`),
+    resolutions: sibling(quarantine, projectId, 'resolutions'),
+    gold: qualified(pipeline.aggregations[0]?.goldTable ?? windows.goldTable, projectId),
   };
   return {
     mode,
@@ -208,6 +225,7 @@ export function connect(
     ingest,
     windows,
     drift,
+    pipeline,
     tables,
     bigquery,
     firestore() {

@@ -11,7 +11,7 @@ import {
 
 /**
  * What the tables already hold for the messages being replayed (loaded per chunk before it runs):
- * quarantine `source_message_id` → the `error_stage`s it has rows at; bad data's `insert_id`s.
+ * quarantine message id → the stages it has rows at; bad data's `insert_id`s.
  */
 export interface KnownRows {
   quarantine: Map<string, Set<string>>;
@@ -49,12 +49,17 @@ export class KnownRowsWriter implements RowWriter {
     private readonly inner: RowWriter,
     private readonly quarantineTable: TableRef,
     private readonly badDataTable: TableRef,
+    /** The quarantine table's stage and message-id columns (the definition's `operatorColumns.quarantine`). */
+    private readonly quarantineColumns: { readonly stage: string; readonly messageId: string } = {
+      stage: 'error_stage',
+      messageId: 'source_message_id',
+    },
   ) {}
 
   private isKnown(table: TableRef, row: InsertRow): string | undefined {
     if (sameTable(table, this.quarantineTable)) {
-      const stage = row.json.error_stage;
-      const id = row.json.source_message_id;
+      const stage = row.json[this.quarantineColumns.stage];
+      const id = row.json[this.quarantineColumns.messageId];
       if (typeof id === 'string' && typeof stage === 'string') {
         if (this.known.quarantine.get(id)?.has(stage) === true) return 'quarantine';
       }

@@ -27,43 +27,49 @@ export function choosePipeline(
 }
 
 /**
- * The commands that run for a pipeline other than booking (booking runs every command). Each other command answers
- * with the reason in `unavailableReason`.
+ * The commands that run for every registered pipeline whose definition declares what they need: `replay` its
+ * Bronze table, `quarantine reprocess` and `bad-data redrive` their open views and resolutions table
+ * (`operatorColumns.openViews`, `operatorColumns.resolutions`). The others (`gold restate`) run for booking only.
  */
 export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
   'status',
   'trace',
   'quarantine list',
+  'quarantine reprocess',
+  'bad-data redrive',
   'query',
   'dashboard',
   'snapshot create',
   'snapshot list',
   'snapshot delete',
   'seek',
+  'replay',
 ];
 
 /**
  * Why `command` (its full path, e.g. `gold restate`) does not apply to `pipeline`, or `null` when it does. The
- * reasons name what the command is built on, so an operator sees whether it is a gap or a mismatch.
+ * reasons name what the pipeline lacks, so an operator sees whether it is a gap or a mismatch.
  */
 export function unavailableReason(pipeline: AnyPipelineDefinition, command: string): string | null {
-  if (pipeline.name === DEFAULT_PIPELINE || MULTI_PIPELINE_COMMANDS.includes(command)) return null;
-  const top = command.split(' ')[0] ?? command;
-  const aggregations = pipeline.aggregations.map((a) => a.name).join(', ');
-  switch (top) {
-    case 'gold':
-      return `it recomputes booking's route panes with booking's SQL over its Silver; ${pipeline.name}'s aggregations (${aggregations}) have no restatement query`;
-    case 'bad-data':
-      return pipeline.schemaDrift.mode === 'off'
-        ? `it re-drives rows of the schema-drift gate and the booking ingest path, and schema drift is off for ${pipeline.name} (${pipeline.schemaDrift.extraFields.split(':')[0] ?? 'extra fields'})`
-        : `it re-drives rows through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
-    case 'replay':
-      return `it replays Bronze through the booking ingest path, which does not decode ${pipeline.name}'s contract`;
-    case 'quarantine':
-      return `it sends fixed rows through the booking ingest path, which does not decode ${pipeline.name}'s contract (list them with 'offvia --pipeline ${pipeline.name} quarantine list')`;
-    default:
-      return `offvia runs only ${MULTI_PIPELINE_COMMANDS.join(', ')} for pipelines other than ${DEFAULT_PIPELINE}`;
+  const { name, tables, operatorColumns } = pipeline;
+  if (command === 'replay' && tables.bronze === null) {
+    return `it replays Bronze, and ${name} declares no Bronze table (tables.bronze)`;
   }
+  if (command === 'quarantine reprocess' || command === 'bad-data redrive') {
+    const missing = [
+      operatorColumns.openViews === null ? 'operatorColumns.openViews' : null,
+      operatorColumns.resolutions === null ? 'operatorColumns.resolutions' : null,
+    ].filter((m) => m !== null);
+    return missing.length === 0
+      ? null
+      : `it selects open rows and records their resolutions, and ${name} declares none (${missing.join(', ')})`;
+  }
+  if (name === DEFAULT_PIPELINE || MULTI_PIPELINE_COMMANDS.includes(command)) return null;
+  if (command.startsWith('gold ')) {
+    const aggregations = pipeline.aggregations.map((a) => a.name).join(', ');
+    return `it recomputes booking's route panes with booking's SQL over its Silver; ${name}'s aggregations (${aggregations}) have no restatement query`;
+  }
+  return `offvia runs only ${MULTI_PIPELINE_COMMANDS.join(', ')} for pipelines other than ${DEFAULT_PIPELINE}`;
 }
 
 /**

@@ -18,8 +18,10 @@ import {
   ingestDepsForRun,
   newRunId,
   pool,
+  resolver,
   runLogFile,
   writeResolutions,
+  type Reached,
   type Resolution,
 } from './run';
 import { selectionWhere, type RowSelection } from './selection';
@@ -161,25 +163,21 @@ export async function redrive(
   const writer = new BigQueryRowWriter(ctx.bigquery);
   let ingestDeps: ReturnType<typeof ingestDepsForRun> | undefined;
   const resolutions: Resolution[] = [];
-  const resolve = (c: BadDataCandidate, outcome: string, eventId: string | null): void => {
-    if (runId === null) return;
-    resolutions.push({
-      layer: 'bad_data',
-      row_key: c.rowKey,
-      source_message_id: c.messageId,
-      run_id: runId,
-      action: 'redrive',
-      outcome,
-      result_event_id: eventId,
-      fix: options.fix.description,
-      resolved_by: options.operator,
-      resolved_at: new Date(now()).toISOString(),
-    });
+  const resolution = resolver({
+    runId: runId ?? '',
+    action: 'redrive',
+    fix: options.fix.description,
+    operator: options.operator,
+    now,
+  });
+  // A dry run resolves nothing.
+  const resolve = (c: BadDataCandidate, reached: Reached): void => {
+    if (runId !== null) resolutions.push(resolution('bad_data', c.rowKey, c.messageId, reached));
   };
   if (!options.dryRun && candidates.some((c) => planOf(c).kind === 'message')) {
     // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
     ingestDeps = ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
-    await assertPassengerIdModeFitsSilver(ctx, (await ingestDeps).passengerId);
+    await assertPassengerIdModeFitsSilver(ctx);
   }
   const bar = options.dryRun ? undefined : progressBar(io, 'redrive', candidates.length);
   await pool(
@@ -235,7 +233,7 @@ export async function redrive(
         if (outcome === undefined) return;
         count(outcome.destination);
         if (outcome.destination !== 'bad_data') {
-          resolve(c, outcome.destination, 'eventId' in outcome ? outcome.eventId : null);
+          resolve(c, outcome);
         }
         return;
       }
@@ -246,7 +244,7 @@ export async function redrive(
         });
         return;
       }
-      const row: Record<string, unknown> = sameTable(plan.table, ctx.ingest.silverTable)
+      const row: Record<string, unknown> = sameTable(plan.table, ctx.pipeline.tables.silver)
         ? { ...fixed.payload, [LINEAGE_COLUMN]: runId }
         : { ...fixed.payload };
       try {
@@ -271,7 +269,7 @@ export async function redrive(
       }
       count(c.targetDest);
       const eventId = typeof row.event_id === 'string' ? row.event_id : null;
-      resolve(c, c.targetDest, eventId);
+      resolve(c, { destination: c.targetDest, eventId });
     },
     () => bar?.increment(),
   );

@@ -53,12 +53,17 @@ function timestampText(value: unknown): string {
 }
 
 /**
- * The attributes of a Bronze row (`TO_JSON_STRING(attributes)`, a JSON object of strings), as the push decoder would
- * have passed them: an event whose time or key comes from an attribute must get the same ones on replay.
+ * The attributes of a Bronze or quarantine row (`TO_JSON_STRING(attributes)`, a JSON object of strings; `layer`
+ * names the table in errors), as the push decoder would have passed them: an event whose time or key comes from an
+ * attribute must get the same ones on replay or reprocess.
  * @throws OpsError naming the message and the attribute when the value is not a JSON object of strings: a dropped
  *   attribute would silently move the event to another window or key
  */
-export function attributesOf(value: unknown, messageId: string): Record<string, string> {
+export function attributesOf(
+  value: unknown,
+  messageId: string,
+  layer = 'Bronze',
+): Record<string, string> {
   if (value === null || value === undefined) return {};
   let parsed: unknown = value;
   if (typeof value === 'string') {
@@ -66,21 +71,21 @@ export function attributesOf(value: unknown, messageId: string): Record<string, 
       parsed = JSON.parse(value);
     } catch (err) {
       throw new OpsError(
-        `Bronze attributes of message ${messageId} are not JSON (${err instanceof Error ? err.message : String(err)}): ${clip(value, 80)}`,
+        `${layer} attributes of message ${messageId} are not JSON (${err instanceof Error ? err.message : String(err)}): ${clip(value, 80)}`,
       );
     }
   }
   if (parsed === null) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new OpsError(
-      `Bronze attributes of message ${messageId} are not a JSON object: ${clip(JSON.stringify(parsed), 80)}`,
+      `${layer} attributes of message ${messageId} are not a JSON object: ${clip(JSON.stringify(parsed), 80)}`,
     );
   }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
     if (typeof v !== 'string') {
       throw new OpsError(
-        `Bronze attribute ${JSON.stringify(k)} of message ${messageId} is ${v === null ? 'null' : typeof v}, not a string: ${clip(JSON.stringify(v) ?? String(v), 80)}`,
+        `${layer} attribute ${JSON.stringify(k)} of message ${messageId} is ${v === null ? 'null' : typeof v}, not a string: ${clip(JSON.stringify(v) ?? String(v), 80)}`,
       );
     }
     // defineProperty: an attribute named `__proto__` stays data, as the push decoder keeps it.

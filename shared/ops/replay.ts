@@ -1,16 +1,11 @@
 // `offvia replay`: reads the Bronze messages of a publish-time range, chunk by chunk, and runs each through the
 // same ingest code as live traffic, in-process, with its original message id, publish time and attributes.
-import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadPassengerIdConfig } from '../config/passenger-id-config';
-import { createPipelineIngestDeps } from '../pipeline/runtime/compose';
 import {
   ingestPipelineMessage,
   type PipelineIngestDeps,
   type PipelineIngestOutcome,
 } from '../pipeline/runtime/ingest';
-import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
-import { Logger, type LogEntry } from '../logging/logger';
 import type { PubSubMessage } from '../pubsub/message';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError, UsageError } from './errors';
@@ -45,9 +40,10 @@ import {
 } from './replay-store';
 import {
   assertPassengerIdModeFitsSilver,
-  LineageWriter,
+  ingestDepsForRun,
   newRunId,
   pool,
+  resolver,
   runLogFile,
   writeResolutions,
   type Resolution,
@@ -117,6 +113,7 @@ async function loadKnownRows(
   messageIds: readonly string[],
 ): Promise<KnownRows> {
   const known = emptyKnownRows();
+  const q = ctx.pipeline.operatorColumns.quarantine;
   for (let i = 0; i < messageIds.length; i += IDS_PER_QUERY) {
     const ids = messageIds.slice(i, i + IDS_PER_QUERY);
     const params = { fromMs: chunk.fromMs, ids };
@@ -126,8 +123,8 @@ async function loadKnownRows(
     const [quarantined, bad] = await Promise.all([
       query<{ id: unknown; stage: unknown }>(
         ctx,
-        `SELECT DISTINCT source_message_id AS id, error_stage AS stage FROM \`${ctx.tables.quarantine}\`
-         WHERE received_timestamp >= TIMESTAMP_MILLIS(@fromMs) AND source_message_id IN UNNEST(@ids)`,
+        `SELECT DISTINCT ${q.messageId} AS id, ${q.stage} AS stage FROM \`${ctx.tables.quarantine}\`
+         WHERE ${q.rejectedAt} >= TIMESTAMP_MILLIS(@fromMs) AND ${q.messageId} IN UNNEST(@ids)`,
         params,
         types,
       ),
@@ -139,10 +136,10 @@ async function loadKnownRows(
         types,
       ),
     ]);
-    for (const q of quarantined) {
-      const id = String(q.id);
+    for (const row of quarantined) {
+      const id = String(row.id);
       const stages = known.quarantine.get(id) ?? new Set<string>();
-      stages.add(String(q.stage));
+      stages.add(String(row.stage));
       known.quarantine.set(id, stages);
     }
     for (const b of bad) {
@@ -161,25 +158,17 @@ async function replayIngest(
   runId: string,
   logFile: string,
 ): Promise<{ deps: PipelineIngestDeps; writer: () => KnownRowsWriter }> {
-  const sink = (entry: LogEntry): void => {
-    appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
-  };
   let known: KnownRowsWriter | undefined;
-  const built = await createPipelineIngestDeps(
-    BOOKING_PIPELINE,
-    ctx.env,
-    new Logger('offvia', sink),
-    {
-      wrapWriter: (writer) => {
-        known = new KnownRowsWriter(
-          new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
-          ctx.ingest.quarantineTable,
-          ctx.ingest.badDataTable,
-        );
-        return known;
-      },
-    },
-  );
+  const built = await ingestDepsForRun(ctx, runId, logFile, (lineage) => {
+    const { tables, operatorColumns } = ctx.pipeline;
+    known = new KnownRowsWriter(
+      lineage,
+      tables.quarantine,
+      tables.badData,
+      operatorColumns.quarantine,
+    );
+    return known;
+  });
   const deps: PipelineIngestDeps = {
     ...built,
     // The retry-age guard is for Pub/Sub redeliveries: a replayed message is old by nature, and its failures are
@@ -241,6 +230,13 @@ async function runChunk(
     messages.map((m) => m.messageId),
   );
   ingest.writer().known = known;
+  const resolve = resolver({
+    runId: run.runId,
+    action: 'replay',
+    fix: 'none (replayed from Bronze)',
+    operator: options.operator,
+    now: deps.now,
+  });
   const result: ChunkResult = {
     rows: messages.length,
     outcomes: {},
@@ -276,35 +272,13 @@ async function runChunk(
       // elsewhere: resolve that row, as `bad-data redrive` does.
       if (outcome.destination !== 'bad_data') {
         for (const insertId of known.badDataByMessage.get(m.messageId) ?? []) {
-          result.resolutions.push({
-            layer: 'bad_data',
-            row_key: insertId,
-            source_message_id: m.messageId,
-            run_id: run.runId,
-            action: 'replay',
-            outcome: outcome.destination,
-            result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-            fix: 'none (replayed from Bronze)',
-            resolved_by: options.operator,
-            resolved_at: iso(deps.now()),
-          });
+          result.resolutions.push(resolve('bad_data', insertId, m.messageId, outcome));
         }
       }
       // A message that has a quarantine row and now lands elsewhere (the contract or a fix changed): resolve it,
       // so the open view no longer lists it, as `quarantine reprocess` does.
       if (outcome.destination !== 'quarantine' && known.quarantine.has(m.messageId)) {
-        result.resolutions.push({
-          layer: 'quarantine',
-          row_key: m.messageId,
-          source_message_id: m.messageId,
-          run_id: run.runId,
-          action: 'replay',
-          outcome: outcome.destination,
-          result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-          fix: 'none (replayed from Bronze)',
-          resolved_by: options.operator,
-          resolved_at: iso(deps.now()),
-        });
+        result.resolutions.push(resolve('quarantine', m.messageId, m.messageId, outcome));
       }
     },
     () => bar.increment(),
@@ -415,7 +389,7 @@ export async function replay(
 
   // A replay into a pseudonymised Silver must hash passenger_id as the deployed function does (docs/privacy.md);
   // checked before the run is recorded, so a refused run leaves nothing to resume.
-  await assertPassengerIdModeFitsSilver(ctx, loadPassengerIdConfig(ctx.env));
+  await assertPassengerIdModeFitsSilver(ctx);
   if (options.resume === undefined) {
     await firestoreCall(ctx, 'replay run', () => deps.store.createRun(run));
   } else {

@@ -1,6 +1,7 @@
 // `offvia quarantine reprocess`: select open quarantine rows, apply a fix, and send the fixed events through the
 // ingest path in-process (validation, Silver, schema drift, window state), with lineage; resolved rows are recorded.
-import { validateBooking } from '../contract';
+import { Logger } from '../logging/logger';
+import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
 import { clip, keyValues, progressBar, section, table, type Io } from './output';
@@ -14,10 +15,12 @@ import {
   ingestFixed,
   newRunId,
   pool,
+  resolver,
   runLogFile,
   writeResolutions,
   type Resolution,
 } from './run';
+import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
 
 /** An open quarantine row, as `reprocess` reads it from the open view. */
@@ -72,24 +75,6 @@ export interface ReprocessReport {
   logFile: string | null;
 }
 
-function attributesOf(value: unknown): Record<string, string> {
-  let parsed: unknown = value;
-  if (typeof value === 'string') {
-    try {
-      parsed = JSON.parse(value);
-    } catch {
-      // Not JSON text: the table's JSON column always holds JSON, so this is an emulator quirk; no attributes.
-      return {};
-    }
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
-  return Object.fromEntries(
-    Object.entries(parsed as Record<string, unknown>).filter(
-      (e): e is [string, string] => typeof e[1] === 'string',
-    ),
-  );
-}
-
 /**
  * The open quarantine rows matching the selection, oldest first. Truncated payloads are read whole from Bronze
  * (by message id); a row whose body is in neither gets `body: null` (skipped, it stays open).
@@ -98,18 +83,20 @@ export async function selectQuarantine(
   ctx: OpsContext,
   selection: RowSelection,
 ): Promise<QuarantineCandidate[]> {
+  const q = ctx.pipeline.operatorColumns.quarantine;
   const { where, params, types } = selectionWhere(selection, {
-    time: 'received_timestamp',
-    text: 'error_reason',
-    ids: ['source_message_id', 'message_key'],
-    stage: 'error_stage',
+    time: q.rejectedAt,
+    text: q.reason,
+    ids: [q.messageId, 'message_key'],
+    stage: q.stage,
   });
   const rows = await query<Record<string, unknown>>(
     ctx,
-    `SELECT message_key, source_message_id, error_stage, error_reason, received_timestamp, raw_payload,
-            raw_payload_base64, payload_truncated, attributes
+    `SELECT message_key, ${q.messageId} AS source_message_id, ${q.stage} AS error_stage,
+            ${q.reason} AS error_reason, ${q.rejectedAt} AS received_timestamp, ${q.payload} AS raw_payload,
+            ${q.payload}_base64 AS raw_payload_base64, payload_truncated, TO_JSON_STRING(attributes) AS attributes
      FROM \`${ctx.tables.quarantineOpen}\` WHERE ${where}
-     ORDER BY received_timestamp, message_key LIMIT ${selection.limit}`,
+     ORDER BY ${q.rejectedAt}, message_key LIMIT ${selection.limit}`,
     params,
     types,
   );
@@ -149,8 +136,21 @@ export async function selectQuarantine(
           ? String(r.received_timestamp.value)
           : String(r.received_timestamp),
       body,
-      attributes: attributesOf(r.attributes),
+      attributes: attributesOf(r.attributes, messageId ?? String(r.message_key), 'quarantine'),
     };
+  });
+}
+
+/**
+ * The pipeline's settings for a dry run's verdicts, as its ingest function loads them (side inputs from BigQuery),
+ * logging nowhere.
+ * @throws ConfigError for a bad variable; TransientError when a side input cannot be loaded
+ */
+function dryRunSettings(ctx: OpsContext): Promise<unknown> {
+  return ctx.pipeline.createSettings(ctx.env, {
+    bigquery: ctx.bigquery,
+    logger: new Logger('offvia', () => undefined),
+    now: Date.now,
   });
 }
 
@@ -223,11 +223,12 @@ export async function reprocess(
     ctx,
     candidates.length,
     options.selection.ids ?? [],
-    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE source_message_id IN UNNEST(@ids)`,
+    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE ${ctx.pipeline.operatorColumns.quarantine.messageId} IN UNNEST(@ids)`,
     `no quarantine row for ${(options.selection.ids ?? []).join(', ')}: not a quarantined message id`,
   );
   const report = emptyReport(options, candidates.length);
   if (options.dryRun) {
+    let settings: unknown;
     for (const c of candidates) {
       const f = await fixed(c, options.fix);
       let wouldReach: string;
@@ -235,12 +236,16 @@ export async function reprocess(
         report.skipped.push({ messageId: c.messageId, reason: f.reason });
         wouldReach = `skipped: ${f.reason}`;
       } else {
-        const v = validateBooking(f.bytes, {
-          messageId: c.messageId ?? c.messageKey,
-          receivedAtMs: now(),
-          maxFutureSkewMs: ctx.ingest.maxFutureSkewMs,
-          maxEventAgeMs: ctx.ingest.maxEventAgeMs,
-        });
+        const v = decodeVersioned(
+          ctx.pipeline.contract,
+          {
+            messageId: c.messageId ?? c.messageKey,
+            data: f.bytes,
+            attributes: c.attributes,
+            publishTimeMs: undefined,
+          },
+          { receivedAtMs: now(), settings: (settings ??= await dryRunSettings(ctx)) },
+        );
         wouldReach = v.ok ? 'silver' : v.stage;
         countOutcome(report, wouldReach);
       }
@@ -266,8 +271,15 @@ export async function reprocess(
   report.runId = runId;
   report.logFile = logFile;
   const deps = await ingestDepsForRun(ctx, runId, logFile);
-  await assertPassengerIdModeFitsSilver(ctx, deps.passengerId);
+  await assertPassengerIdModeFitsSilver(ctx);
   const resolutions: Resolution[] = [];
+  const resolve = resolver({
+    runId,
+    action: 'reprocess',
+    fix: options.fix.description,
+    operator: options.operator,
+    now,
+  });
   const bar = progressBar(io, 'reprocess', candidates.length);
   await pool(
     candidates,
@@ -287,18 +299,7 @@ export async function reprocess(
       if (outcome === undefined) return;
       countOutcome(report, outcome.destination);
       if (outcome.destination === 'quarantine') return;
-      resolutions.push({
-        layer: 'quarantine',
-        row_key: c.messageKey,
-        source_message_id: c.messageId,
-        run_id: runId,
-        action: 'reprocess',
-        outcome: outcome.destination,
-        result_event_id: 'eventId' in outcome ? outcome.eventId : null,
-        fix: options.fix.description,
-        resolved_by: options.operator,
-        resolved_at: new Date(now()).toISOString(),
-      });
+      resolutions.push(resolve('quarantine', c.messageKey, c.messageId, outcome));
     },
     () => bar.increment(),
   );

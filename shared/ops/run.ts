@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TableRef } from '../config/env';
 import { boundedInsertId } from '../drift/bad-data';
-import type { PassengerIdConfig } from '../config/passenger-id-config';
+import { loadPassengerIdConfig, type PassengerIdConfig } from '../config/passenger-id-config';
 import { PSEUDONYM_PREFIX } from '../ingest/passenger-id';
 import { createPipelineIngestDeps } from '../pipeline/runtime/compose';
 import {
@@ -14,7 +14,6 @@ import {
   type PipelineIngestDeps,
   type PipelineIngestOutcome,
 } from '../pipeline/runtime/ingest';
-import { BOOKING_PIPELINE, type BookingSettings } from '../pipelines/booking/definition';
 import { Logger, type LogEntry } from '../logging/logger';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { InsertRow, RowResult, RowWriter } from '../sinks/row-writer';
@@ -79,51 +78,45 @@ export function runLogFile(ctx: OpsContext, runId: string): string {
   return ctx.logsDir ? path.join(dir, 'offvia.log') : path.join(dir, `${runId}.log`);
 }
 
-/** Booking's ingest path for a run, with the passenger-id protection its settings apply. */
-export type RunIngestDeps = PipelineIngestDeps & { readonly passengerId: PassengerIdConfig };
-
 /**
- * The ingest path as the functions run it (validation, Silver, quarantine, schema drift, window state), built from
- * the target's environment, with the lineage writer under it and its log lines appended to `logFile` (stdout is the
- * command's output).
+ * The chosen pipeline's ingest path as its function runs it (validation, Silver, quarantine, schema drift, window
+ * state), built from the target's environment, with the lineage writer on its Silver and quarantine tables under it
+ * (and `wrap` around that) and its log lines appended to `logFile` (stdout is the command's output).
  * @throws ConfigError for a bad variable of the target's environment
  */
 export async function ingestDepsForRun(
   ctx: OpsContext,
   runId: string,
   logFile: string,
-): Promise<RunIngestDeps> {
+  wrap: (writer: RowWriter) => RowWriter = (writer) => writer,
+): Promise<PipelineIngestDeps> {
   const sink = (entry: LogEntry): void => {
     appendFileSync(logFile, `${JSON.stringify({ ...entry, run_id: runId })}\n`);
   };
-  const deps = await createPipelineIngestDeps(
-    BOOKING_PIPELINE,
-    ctx.env,
-    new Logger('offvia', sink),
-    {
-      wrapWriter: (writer) =>
-        new LineageWriter(writer, runId, [ctx.ingest.silverTable, ctx.ingest.quarantineTable]),
-    },
-  );
-  const settings = deps.settings as BookingSettings;
-  return { ...deps, passengerId: settings.passengerId ?? { mode: 'raw' } };
+  const { silver, quarantine } = ctx.pipeline.tables;
+  return createPipelineIngestDeps(ctx.pipeline, ctx.env, new Logger('offvia', sink), {
+    wrapWriter: (writer) => wrap(new LineageWriter(writer, runId, [silver, quarantine])),
+  });
 }
 
 /**
  * Refuses a run whose ingest path would store `passenger_id` raw in a Silver that already holds pseudonyms
  * (`hmac1:`): the run hashes the id only when the operator's own environment sets OFFVIA_PASSENGER_ID_MODE and the
  * key (docs/privacy.md), and a forgotten export would otherwise put raw ids beside the pseudonyms without a word.
- * One query for one matching row; a Silver without pseudonyms (the `raw` deployment) passes.
+ * One query for one matching row; a Silver without pseudonyms (the `raw` deployment) passes, and so does a pipeline
+ * whose definition names no pseudonymised column (`operatorColumns.silver.pseudonymColumn`).
+ * `passengerId`: the run's protection, by default the one the target's environment configures.
  * @throws UsageError (exit 2) naming the variables to export; OpsError when BigQuery cannot answer.
  */
 export async function assertPassengerIdModeFitsSilver(
   ctx: OpsContext,
-  passengerId: PassengerIdConfig,
+  passengerId: PassengerIdConfig = loadPassengerIdConfig(ctx.env),
 ): Promise<void> {
-  if (passengerId.mode !== 'raw') return;
+  const column = ctx.pipeline.operatorColumns.silver.pseudonymColumn;
+  if (column === undefined || passengerId.mode !== 'raw') return;
   const hashed = await query(
     ctx,
-    `SELECT 1 AS hashed FROM \`${ctx.tables.silver}\` WHERE STARTS_WITH(passenger_id, @prefix) LIMIT 1`,
+    `SELECT 1 AS hashed FROM \`${ctx.tables.silver}\` WHERE STARTS_WITH(${column}, @prefix) LIMIT 1`,
     { prefix: PSEUDONYM_PREFIX },
   );
   if (hashed.length > 0) {
@@ -172,6 +165,48 @@ export interface Resolution {
   resolved_at: string;
 }
 
+/** Who resolves rows and how: the run, its action, the fix applied and the operator. */
+export interface ResolvingRun {
+  readonly runId: string;
+  readonly action: Resolution['action'];
+  readonly fix: string;
+  readonly operator: string;
+  /** Epoch ms. */
+  readonly now: () => number;
+}
+
+/** Where a row went: an ingest outcome, or a target table (`destination`) with the Silver event id it has there. */
+export interface Reached {
+  readonly destination: string;
+  readonly eventId?: string | null;
+}
+
+/**
+ * The resolutions `run` writes: `(layer, rowKey, messageId, reached)` → the row keyed `rowKey` of `layer` (message
+ * `messageId`) resolved by `run`, stamped now (RFC 3339 UTC).
+ */
+export function resolver(
+  run: ResolvingRun,
+): (
+  layer: Resolution['layer'],
+  rowKey: string,
+  messageId: string | null,
+  reached: Reached,
+) => Resolution {
+  return (layer, rowKey, messageId, reached) => ({
+    layer,
+    row_key: rowKey,
+    source_message_id: messageId,
+    run_id: run.runId,
+    action: run.action,
+    outcome: reached.destination,
+    result_event_id: reached.eventId ?? null,
+    fix: run.fix,
+    resolved_by: run.operator,
+    resolved_at: new Date(run.now()).toISOString(),
+  });
+}
+
 /**
  * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row),
  * 500 a call (BigQuery's recommended insertAll size).
@@ -183,7 +218,7 @@ export async function writeResolutions(
   rows: readonly Resolution[],
 ): Promise<void> {
   const writer = new BigQueryRowWriter(ctx.bigquery);
-  const table: TableRef = { ...ctx.ingest.quarantineTable, tableId: 'resolutions' };
+  const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
     let results: RowResult[];

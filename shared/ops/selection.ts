@@ -1,5 +1,4 @@
 // Parsing of the operator's selection flags (`--since 1h`, `--until`, `--ids`, `--stage`) into values a query takes.
-import { ERROR_STAGES, type ErrorStage } from '../contract';
 import { UsageError } from './errors';
 
 const UNIT_MS: Record<string, number> = {
@@ -57,20 +56,6 @@ export function parseIdList(values: readonly string[]): string[] {
 }
 
 /**
- * Validation stages named on the command line (case-insensitive), as the quarantine table spells them.
- * @throws UsageError for a name that is not a stage.
- */
-export function parseStages(values: readonly string[]): ErrorStage[] {
-  const stages = parseIdList(values).map((v) => v.toUpperCase());
-  for (const stage of stages) {
-    if (!(ERROR_STAGES as readonly string[]).includes(stage)) {
-      throw new UsageError(`--stage: unknown stage ${stage}; one of ${ERROR_STAGES.join(', ')}`);
-    }
-  }
-  return stages as ErrorStage[];
-}
-
-/**
  * A regular expression given on the command line (`--reason`, `--error`), checked here so a bad one is a usage
  * error rather than a query failure. BigQuery's REGEXP_CONTAINS takes RE2 syntax; the common subset (classes,
  * alternation, anchors) is the same in JavaScript.
@@ -99,8 +84,8 @@ export function parsePositiveInt(text: string, flag: string, max: number): numbe
 
 /** The row filter of `quarantine reprocess` and `bad-data redrive`; every part optional, all must hold. */
 export interface RowSelection {
-  /** Quarantine: error_stage in these. */
-  readonly stages?: readonly ErrorStage[];
+  /** Quarantine: the stage column in these (stages of the pipeline's contract). */
+  readonly stages?: readonly string[];
   /** Quarantine: error_reason matches; bad data: error matches (RE2). */
   readonly pattern?: string;
   /** Bad data: target_dest equals one of these (`project.dataset.table`). */

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { INGEST_SUBSCRIPTION_VAR } from '../config/registry';
 import type { CliAction } from '../dashboard/command';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
-import { choosePipeline, qualifiedTable } from './pipeline-choice';
+import { qualifiedTable } from './pipeline-choice';
 import { query, type OpsContext } from './context';
 import { EXIT, NotFoundError, OpsError, UsageError, describeBackendError } from './errors';
 import { keyValues, table, toJson, type Io } from './output';
@@ -422,12 +422,7 @@ export function addSnapshotCommands(
         const info = await withPubSub(ctx, async (pubsub) =>
           createSnapshot(
             ctx,
-            await ingestSubscription(
-              ctx,
-              choosePipeline(flags.pipeline),
-              pubsub,
-              opts.subscription,
-            ),
+            await ingestSubscription(ctx, ctx.pipeline, pubsub, opts.subscription),
             name,
           ),
         );
@@ -444,7 +439,7 @@ export function addSnapshotCommands(
     .action(
       action(async (open, flags) => {
         const ctx = open();
-        const pipeline = choosePipeline(flags.pipeline);
+        const pipeline = ctx.pipeline;
         const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, pipeline, pubsub));
         deps.io.out(
           flags.json
@@ -496,7 +491,7 @@ export function addSnapshotCommands(
           const to = parseSeekTarget(opts, deps.now());
           if (opts.subscription !== undefined) parseResourceId(opts.subscription, '--subscription');
           const ctx = open();
-          const pipeline = choosePipeline(flags.pipeline);
+          const pipeline = ctx.pipeline;
           const report = await withPubSub(ctx, async (pubsub) =>
             seek(
               ctx,

@@ -370,6 +370,11 @@ export interface OperatorColumns {
      * values are also searched as JSON strings inside quarantine payloads and Bronze data.
      */
     readonly lookupColumns: readonly string[];
+    /**
+     * The column that may hold pseudonymised ids (`hmac1:…`, docs/privacy.md), absent when none does: re-drive
+     * commands refuse to write raw ids beside pseudonyms when the operator's environment does not hash them.
+     */
+    readonly pseudonymColumn?: string;
   };
   /** The quarantine or dead-letter table (`tables.quarantine`). */
   readonly quarantine: {
@@ -378,19 +383,24 @@ export interface OperatorColumns {
     /** When the message was rejected (TIMESTAMP; the table's partitioning column where it has one). */
     readonly rejectedAt: string;
     readonly messageId: string;
-    /** The message body as received (text). */
+    /**
+     * The message body as received (text). `quarantine reprocess` also reads `<payload>_base64` (the exact bytes
+     * when they are not UTF-8), `payload_truncated` and `attributes` (JSON) from the open view.
+     */
     readonly payload: string;
     /** Other columns `quarantine list` shows (e.g. the device id), in order. */
     readonly extra: readonly string[];
   };
   /**
    * The views of rows still to handle (one of `tables.views` each): quarantine rows and bad-data rows without a
-   * resolution; `null` when the pipeline has none.
+   * resolution; `null` when the pipeline has none (then `quarantine reprocess` and `bad-data redrive` refuse it).
+   * They are `<quarantine>_open` and `<bad data>_open` beside their tables, with the row key `message_key`
+   * (quarantine) and `row_key` (bad data).
    */
   readonly openViews: { readonly quarantine: TableRef; readonly badData: TableRef } | null;
   /**
-   * Where `quarantine reprocess` and `bad-data redrive` record what they did to a row (one of `tables.operational`),
-   * or `null` when the pipeline has none.
+   * Where `quarantine reprocess`, `bad-data redrive` and `replay` record what they did to a row (one of
+   * `tables.operational`; `resolutions` in the quarantine's dataset), or `null` when the pipeline has none.
    */
   readonly resolutions: TableRef | null;
   /**

@@ -1,4 +1,5 @@
 // `offvia --pipeline telemetry` on the local stack: status, trace and quarantine list read the telemetry tables
+// and replay and quarantine reprocess send Bronze and fixed dead-letter rows through the telemetry ingest path;
 // (its DDL applied here), and the window state of each aggregation under the pipeline's own Firestore root, and
 // their numbers equal what is read independently from BigQuery and Firestore. The readings are decoded by the
 // telemetry contract and written with the functions' writer and the keyed window store, as its ingest path will.
@@ -32,6 +33,8 @@ import { createReduceFnRunner, type JsonValue } from '../../shared/windowing';
 import { EXIT } from '../../shared/ops/errors';
 import type { StatusReport } from '../../shared/ops/status';
 import type { TraceReport } from '../../shared/ops/trace';
+import type { ReplayReport } from '../../shared/ops/replay';
+import type { ReprocessReport } from '../../shared/ops/reprocess';
 import { offvia, offviaJson } from '../support/offvia-cli';
 import { requireStack, runTag, stackClients } from '../support/drift-stack';
 
@@ -330,5 +333,140 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
     assert.equal(row.device_id, `dev-${tag}`);
     assert.match(String(row.reason), /400/);
     assert.ok(report.rows.every((r) => r.stage === 'RANGE_VALIDATION'));
+  });
+});
+
+describe('e2e: offvia --pipeline telemetry replay on the local stack (Bronze through the telemetry ingest path)', function () {
+  let bigquery: BigQuery;
+  let projectId: string;
+  const tag = runTag();
+  const okId = `tm-rp-ok-${tag}`;
+  const badId = `tm-rp-bad-${tag}`;
+  const publishMs = Date.now() - 5_000;
+  const fromIso = new Date(publishMs - 60_000).toISOString();
+  const toIso = new Date(publishMs + 60_000).toISOString();
+  const ids = `${okId},${badId}`;
+  const replayBoth = (): Promise<ReplayReport> =>
+    offviaJson<ReplayReport>(
+      '--pipeline',
+      'telemetry',
+      'replay',
+      '--from',
+      fromIso,
+      '--to',
+      toIso,
+      '--message-ids',
+      ids,
+    );
+
+  async function rows(table: string, id: string): Promise<Record<string, unknown>[]> {
+    const [found] = await bigquery.query({
+      query: `SELECT * FROM \`${projectId}.${table}\` WHERE source_message_id = @id`,
+      params: { id },
+    });
+    return found as Record<string, unknown>[];
+  }
+
+  before(async function () {
+    requireStack();
+    // The stack applied every registered pipeline's DDL (tables.ddlFiles), telemetry's operator tables with it.
+    ({ bigquery, projectId } = stackClients());
+    const writer = new BigQueryRowWriter(bigquery);
+    const eventTs = new Date(publishMs - 2_000).toISOString();
+    const bronze = (id: string, data: string) => ({
+      insertId: id,
+      json: {
+        subscription_name: `projects/${projectId}/subscriptions/telemetry-events-bronze`,
+        message_id: id,
+        publish_time: new Date(publishMs).toISOString(),
+        data,
+        attributes: JSON.stringify({ deviceId: `dev-${tag}`, eventTs, contractVersion: '2' }),
+      },
+    });
+    const written = await writer.insertRows(pipeline.tables.bronze ?? assert.fail('Bronze'), [
+      bronze(okId, '{"temperatureC": 20.5}'),
+      bronze(badId, '{"temperatureC": 400}'),
+    ]);
+    assert.deepEqual(written, [{ ok: true }, { ok: true }]);
+    // The valid reading was dead-lettered once (as by an older contract): the replay that lands it in Silver
+    // resolves that row, so the open view no longer lists it.
+    const [dead] = await writer.insertRows(pipeline.tables.quarantine, [
+      {
+        insertId: `old-${okId}`,
+        json: {
+          payload: '{"temperatureC": 20.5}',
+          payload_truncated: false,
+          error: 'rejected by an older contract',
+          stage: 'SCHEMA_VALIDATION',
+          device_id: `dev-${tag}`,
+          parse_time: new Date(publishMs).toISOString(),
+          source_message_id: okId,
+        },
+      },
+    ]);
+    assert.deepEqual(dead, { ok: true });
+  });
+
+  it('lands the valid reading in Silver and the rejected one in the dead letter, both with the run id, and resolves the old row', async function () {
+    const report = await replayBoth();
+    assert.ok(report.runId, 'a run id');
+    assert.equal(report.totals?.rows, 2);
+    assert.deepEqual(report.totals?.outcomes, {
+      silver: 1,
+      quarantine: 1,
+      schema_retry: 0,
+      bad_data: 0,
+    });
+    const silver = await rows('offvia_telemetry_silver.readings', okId);
+    assert.equal(silver.length, 1);
+    assert.equal(silver[0]?.reprocess_run_id, report.runId);
+    assert.equal(silver[0]?.device_id, `dev-${tag}`);
+    const dead = (await rows('offvia_telemetry_quarantine.dead_letter', badId)).map((r) => [
+      r.stage,
+      r.reprocess_run_id,
+    ]);
+    assert.deepEqual(dead, [['RANGE_VALIDATION', report.runId]]);
+    const resolved = await rows('offvia_telemetry_quarantine.resolutions', okId);
+    assert.deepEqual(
+      resolved.map((r) => [r.layer, r.action, r.outcome, r.run_id]),
+      [['quarantine', 'replay', 'silver', report.runId]],
+    );
+    assert.deepEqual(await rows('offvia_telemetry_quarantine.dead_letter_open', okId), []);
+    assert.equal((await rows('offvia_telemetry_quarantine.dead_letter_open', badId)).length, 1);
+  });
+
+  it('a second replay of the same range writes no second dead-letter row', async function () {
+    const report = await replayBoth();
+    assert.equal(report.totals?.rows, 2);
+    assert.equal(report.totals?.alreadyPresent.quarantine, 1);
+    assert.equal((await rows('offvia_telemetry_quarantine.dead_letter', badId)).length, 1);
+  });
+
+  it('quarantine reprocess --set fixes the dead-lettered reading: Silver with the run id, a resolution, the open view empty', async function () {
+    const flags = ['--pipeline', 'telemetry', 'quarantine', 'reprocess', '--ids', badId];
+    const dry = await offviaJson<ReprocessReport>(
+      ...flags,
+      '--set',
+      'temperatureC=19.5',
+      '--dry-run',
+    );
+    assert.deepEqual(dry.outcomes, { silver: 1 });
+    const report = await offviaJson<ReprocessReport>(...flags, '--set', 'temperatureC=19.5');
+    assert.deepEqual(report.outcomes, { silver: 1 });
+    assert.equal(report.resolutionsWritten, 1);
+    const silver = await rows('offvia_telemetry_silver.readings', badId);
+    assert.deepEqual(
+      silver.map((r) => [r.reprocess_run_id, r.device_id]),
+      [[report.runId, `dev-${tag}`]],
+    );
+    const resolved = await rows('offvia_telemetry_quarantine.resolutions', badId);
+    assert.deepEqual(
+      resolved.map((r) => [r.layer, r.action, r.outcome, r.run_id]),
+      [['quarantine', 'reprocess', 'silver', report.runId]],
+    );
+    assert.deepEqual(await rows('offvia_telemetry_quarantine.dead_letter_open', badId), []);
+    // Resolved: the same command again selects nothing and writes nothing.
+    const again = await offviaJson<ReprocessReport>(...flags, '--set', 'temperatureC=19.5');
+    assert.equal(again.selected, 0);
   });
 });

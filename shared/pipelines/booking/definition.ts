@@ -145,6 +145,7 @@ function bookingOperatorColumns(aggregationName: string): OperatorColumns {
       eventTime: 'event_timestamp',
       dedupView: { datasetId: 'offvia_silver', tableId: 'fact_bookings_dedup' },
       lookupColumns: ['booking_id'],
+      pseudonymColumn: 'passenger_id',
     },
     quarantine: {
       stage: 'error_stage',

@@ -92,8 +92,10 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       { datasetId: 'offvia_telemetry_silver', tableId: 'readings_dedup' },
       { datasetId: 'offvia_telemetry_gold', tableId: 'device_minute_settled' },
       { datasetId: 'offvia_telemetry_gold', tableId: 'region_top_settled' },
+      { datasetId: 'offvia_telemetry_quarantine', tableId: 'dead_letter_open' },
+      { datasetId: 'offvia_telemetry_quarantine', tableId: 'bad_data_open' },
     ],
-    operational: [],
+    operational: [{ datasetId: 'offvia_telemetry_quarantine', tableId: 'resolutions' }],
     ddlFiles: [
       'sql/pipelines/telemetry/000_datasets.sql',
       'sql/pipelines/telemetry/010_bronze_raw_readings.sql',
@@ -103,6 +105,7 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       'sql/pipelines/telemetry/050_reference_devices.sql',
       'sql/pipelines/telemetry/060_gold_device_minute_panes.sql',
       'sql/pipelines/telemetry/070_gold_region_top_devices.sql',
+      'sql/pipelines/telemetry/080_operator_runs.sql',
     ],
   },
   quarantineRow: (message, rejection, parseTimeMs) => ({
@@ -186,8 +189,11 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       payload: 'payload',
       extra: ['device_id', 'contract_version'],
     },
-    openViews: null,
-    resolutions: null,
+    openViews: {
+      quarantine: { datasetId: 'offvia_telemetry_quarantine', tableId: 'dead_letter_open' },
+      badData: { datasetId: 'offvia_telemetry_quarantine', tableId: 'bad_data_open' },
+    },
+    resolutions: { datasetId: 'offvia_telemetry_quarantine', tableId: 'resolutions' },
     aggregations: {
       [DEVICE_AGGREGATION]: {
         silverKey: (row) => textOrNull(row.device_id),

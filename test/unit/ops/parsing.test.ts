@@ -1,5 +1,6 @@
 // offvia's flag parsing, fixes, bad-data plans and SQL selection: pure functions, no backend.
 import assert from 'node:assert/strict';
+import { choosePipeline, pipelineStages } from '../../../shared/ops/pipeline-choice';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +22,6 @@ import { LineageWriter, newRunId, pool } from '../../../shared/ops/run';
 import {
   parseDuration,
   parseIdList,
-  parseStages,
   parseTimeFlag,
   selectionWhere,
 } from '../../../shared/ops/selection';
@@ -60,11 +60,12 @@ describe('offvia: selection flags', () => {
 
   it('splits ids and stages; an unknown stage is a usage error', () => {
     assert.deepEqual(parseIdList(['a,b', ' c ,', 'a']), ['a', 'b', 'c']);
-    assert.deepEqual(parseStages(['parse_json', 'BUSINESS_RULE_VALIDATION']), [
+    const booking = choosePipeline('booking');
+    assert.deepEqual(pipelineStages(booking, ['parse_json', 'BUSINESS_RULE_VALIDATION']), [
       'PARSE_JSON',
       'BUSINESS_RULE_VALIDATION',
     ]);
-    assert.throws(() => parseStages(['PARSE']), /unknown stage PARSE/);
+    assert.throws(() => pipelineStages(booking, ['PARSE']), /unknown stage PARSE/);
   });
 
   it('puts every value in a query parameter, never in the SQL text', () => {

@@ -6,6 +6,8 @@ import { PassengerIdKey } from '../../../shared/config/passenger-id-config';
 import type { OpsContext } from '../../../shared/ops/context';
 import { EXIT, UsageError } from '../../../shared/ops/errors';
 import { assertPassengerIdModeFitsSilver } from '../../../shared/ops/run';
+import { BOOKING_PIPELINE } from '../../../shared/pipelines/booking/definition';
+import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
 
 /** A context whose Silver answers `rows` to every query, recording the SQL and parameters asked. */
 function contextWithSilver(rows: unknown[]): { ctx: OpsContext; asked: unknown[] } {
@@ -20,6 +22,7 @@ function contextWithSilver(rows: unknown[]): { ctx: OpsContext; asked: unknown[]
     mode: 'local',
     bigquery,
     env: {},
+    pipeline: BOOKING_PIPELINE,
     tables: { silver: 'p.offvia_silver.fact_bookings' },
     describe: { bigquery: 'the BigQuery emulator', firestore: 'f', hint: 'is the stack up?' },
   } as unknown as OpsContext;
@@ -45,6 +48,13 @@ describe('offvia: a re-drive run keeps passenger_id as the deployment stores it'
   it('lets a raw-mode run through when Silver holds no pseudonym (a raw deployment)', async () => {
     const { ctx } = contextWithSilver([]);
     await assertPassengerIdModeFitsSilver(ctx, { mode: 'raw' });
+  });
+
+  it('asks nothing for a pipeline whose Silver has no pseudonymised column', async () => {
+    const { ctx, asked } = contextWithSilver([{ hashed: 1 }]);
+    const telemetry = { ...ctx, pipeline: TELEMETRY_PIPELINE } as unknown as OpsContext;
+    await assertPassengerIdModeFitsSilver(telemetry, { mode: 'raw' });
+    assert.equal(asked.length, 0);
   });
 
   it('asks nothing when the run hashes the id itself', async () => {

@@ -51,10 +51,10 @@ async function run(argv: string[], ctx?: OpsContext) {
   const code = await main(argv, {
     io: { out: (t) => out.push(t), err: (t) => err.push(t) },
     now: () => Date.UTC(2026, 11, 1, 12),
-    connect: () => {
+    connect: (flags) => {
       connected = true;
       if (!ctx) throw new Error('connect must not be called');
-      return ctx;
+      return { ...ctx, pipeline: flags.pipeline } as OpsContext;
     },
   });
   return { code, out: out.join('\n'), err: err.join(''), connected };
@@ -170,18 +170,6 @@ describe('offvia --pipeline: commands that do not apply', () => {
       ['gold', 'restate', '--from', '2026-12-01T10:00:00Z', '--to', '2026-12-01T10:00:00Z'],
       /^offvia: gold restate is not available for pipeline telemetry: it recomputes booking's route panes with booking's SQL .*telemetry_device_1m, telemetry_region_top_1m/,
     ],
-    [
-      ['bad-data', 'redrive', '--all'],
-      /^offvia: bad-data redrive is not available for pipeline telemetry: .*schema drift is off for telemetry/,
-    ],
-    [
-      ['replay', '--from', '2026-12-01T10:00:00Z', '--to', '2026-12-01T11:00:00Z'],
-      /^offvia: replay is not available for pipeline telemetry: it replays Bronze through the booking ingest path/,
-    ],
-    [
-      ['quarantine', 'reprocess', '--all'],
-      /^offvia: quarantine reprocess is not available for pipeline telemetry: .*offvia --pipeline telemetry quarantine list/,
-    ],
   ];
   for (const [argv, expected] of refused) {
     it(`offvia --pipeline telemetry ${argv.slice(0, 2).join(' ')}: one line, exit 2, nothing connected`, async () => {
@@ -192,6 +180,32 @@ describe('offvia --pipeline: commands that do not apply', () => {
       assert.equal(r.connected, false);
     });
   }
+
+  it('replay runs for every pipeline with Bronze and names the missing table otherwise', () => {
+    const telemetry = choosePipeline('telemetry');
+    assert.equal(unavailableReason(telemetry, 'replay'), null);
+    const noBronze = { ...telemetry, tables: { ...telemetry.tables, bronze: null } };
+    assert.match(
+      unavailableReason(noBronze, 'replay') ?? '',
+      /^it replays Bronze, and telemetry declares no Bronze table \(tables\.bronze\)$/,
+    );
+  });
+
+  it('quarantine reprocess and bad-data redrive need open views and a resolutions table, named when missing', () => {
+    const telemetry = choosePipeline('telemetry');
+    assert.equal(unavailableReason(telemetry, 'quarantine reprocess'), null);
+    assert.equal(unavailableReason(telemetry, 'bad-data redrive'), null);
+    const bare = {
+      ...telemetry,
+      operatorColumns: { ...telemetry.operatorColumns, openViews: null, resolutions: null },
+    };
+    for (const command of ['quarantine reprocess', 'bad-data redrive']) {
+      assert.equal(
+        unavailableReason(bare, command),
+        'it selects open rows and records their resolutions, and telemetry declares none (operatorColumns.openViews, operatorColumns.resolutions)',
+      );
+    }
+  });
 
   it('the commands that run for telemetry are not refused', () => {
     const telemetry = choosePipeline('telemetry');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { PubSub } from '@google-cloud/pubsub';
 import sinon from 'sinon';
 import { main } from '../../../shared/ops/cli';
-import type { OpsContext } from '../../../shared/ops/context';
+import type { ConnectOptions, OpsContext } from '../../../shared/ops/context';
 import { EXIT } from '../../../shared/ops/errors';
 import {
   parseSeekTarget,
@@ -30,8 +30,12 @@ interface Call {
 /** What each API method answers (a response, or an error with a gRPC code). */
 type Answers = Record<string, unknown>;
 
-function cloudContext(env: Record<string, string> = {}): OpsContext {
+function cloudContext(
+  env: Record<string, string>,
+  pipeline: ConnectOptions['pipeline'],
+): OpsContext {
   return {
+    pipeline,
     mode: 'cloud',
     projectId: PROJECT,
     env,
@@ -51,9 +55,9 @@ async function run(argv: string[], answers: Answers = {}, env: Record<string, st
   const code = await main(argv, {
     io: { out: (t) => out.push(t), err: (t) => err.push(t) },
     now: () => NOW,
-    connect: () => {
+    connect: (flags) => {
       connected = true;
-      return cloudContext(env);
+      return cloudContext(env, flags.pipeline);
     },
     pubsub: () => {
       const pubsub = new PubSub({ projectId: PROJECT });
