@@ -71,8 +71,15 @@ const MULTISET = new Set([
   'teardown-all-delete-data',
 ]);
 
-/** Booking's teardown now deletes its dashboard, which the deploy creates and the old teardown left behind. */
+/**
+ * Booking's teardown now deletes its dashboard, which the deploy creates and the old teardown left behind; telemetry's
+ * deploy creates the tables the operator command's re-drives write (its resolutions table and open views).
+ */
+const TELEMETRY_OPERATOR_DDL = 'BigQuery DDL sql/pipelines/telemetry/080_operator_runs.sql';
 const ADDED: Readonly<Record<string, readonly string[]>> = {
+  'deploy-all': [TELEMETRY_OPERATOR_DDL],
+  'deploy-telemetry': [TELEMETRY_OPERATOR_DDL],
+  'deploy-all-kms-publisher-hmac': [TELEMETRY_OPERATOR_DDL],
   'teardown-all': ['Delete Cloud Monitoring dashboard offvia-pipeline'],
   'teardown-all-delete-data': ['Delete Cloud Monitoring dashboard offvia-pipeline'],
   'teardown-booking': ['Delete Cloud Monitoring dashboard offvia-pipeline'],
