@@ -93,7 +93,7 @@ export async function seedKeyGroups(
   await groups.seedWith(async () => {
     for (const bucket of buckets.values()) {
       const bundles = [...bucket.byKey].map(([key, elements]) => ({ key, elements }));
-      const results = await windows.keyed.processGroupBundle(bundles, bucket.shard, watermark);
+      const results = await windows.keyed.processGroupBundle(bundles, watermark);
       results.forEach((r, i) => {
         const notCounted = r.outcomes.find((o) => o.kind !== 'counted');
         if (notCounted !== undefined) {

@@ -168,14 +168,14 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * The bundler queue of an event: per (key, windows) in the per-window layout; per (key group, windows, event
-   * shard) in the key-groups layout, so one transaction applies the events of many keys of a group.
+   * The bundler queue of an event: per (key, windows) in the per-window layout; per (key group, windows) in the
+   * key-groups layout, so one transaction applies the events of many keys of a group, whatever their event shards.
    */
-  bundleQueueKey(key: string, eventId: string, windows: readonly IntervalWindow[]): string {
+  bundleQueueKey(key: string, windows: readonly IntervalWindow[]): string {
     const ids = windows.map(windowId).join(',');
     const { store } = this.options;
     if (store.dedup !== 'in-state') return `${key}|${ids}`;
-    return `g${keyGroupOf(key, store.keyGroups ?? 1)}|${ids}|s${this.eventShard(eventId)}`;
+    return `g${keyGroupOf(key, store.keyGroups ?? 1)}|${ids}`;
   }
 
   /** The windows an element stamped `timestampMs` (epoch ms) belongs to, by (end, start). */
@@ -204,34 +204,9 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       }
     }
     if (this.options.store.dedup === 'in-state') {
-      // Each event's id lives in its own shard's document: one transaction per event shard present.
-      const byShard = new Map<number, number[]>();
-      elements.forEach((e, i) => {
-        const shard = this.eventShard(e.eventId);
-        byShard.set(shard, [...(byShard.get(shard) ?? []), i]);
-      });
-      const outcomes: ElementOutcome[] = new Array<ElementOutcome>(elements.length);
-      const panes: OutboxPane[] = [];
-      let last: BundleResult | undefined;
-      for (const [shard, positions] of byShard) {
-        const [result] = await this.processGroupBundle(
-          [{ key, elements: positions.map((i) => elements[i] as WindowElement<In>) }],
-          shard,
-          watermark,
-        );
-        if (result === undefined) throw new Error('group bundle returned no result');
-        positions.forEach((p, j) => {
-          outcomes[p] = result.outcomes[j] ?? { kind: 'duplicate', dropped: [] };
-        });
-        panes.push(...result.panes);
-        last = result;
-      }
-      return {
-        outcomes,
-        panes,
-        watermarkMs: last?.watermarkMs ?? 0,
-        processingTimeMs: last?.processingTimeMs ?? 0,
-      };
+      const [result] = await this.processGroupBundle([{ key, elements }], watermark);
+      if (result === undefined) throw new Error('group bundle returned no result');
+      return result;
     }
     const unique = new Map<string, WindowElement<In>>();
     for (const e of elements) if (!unique.has(e.eventId)) unique.set(e.eventId, e);
@@ -267,17 +242,19 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Applies, in one transaction, bundles of several keys of one key group whose elements share their windows and
-   * their event shard (`eventShardOf(eventId, shardCount)`), for stores that keep dedup in the state: an event whose
-   * dedup id is in its shard document is a `duplicate`; the others are counted (or dropped) and their ids added.
+   * Applies, in one transaction, bundles of several keys of one key group whose elements share their windows, for
+   * stores that keep dedup in the state. Each event's dedup id lives in its event shard's document
+   * (`eventShardOf(eventId, shardCount)`, whatever instance or bundle delivers it): an event whose id is there is a
+   * `duplicate`; the others are counted (or dropped) and their ids added there. The counted contributions of the
+   * whole bundle go to one shard (the first element's event shard), so a hot key's bundle writes one contribution.
    * @throws WindowingInputError when a bundle is empty or mixes windows (caller bug); TransientError when the store
    * fails
    */
   async processGroupBundle(
     bundles: readonly { key: string; elements: readonly WindowElement<In>[] }[],
-    shard: number,
     watermark: WatermarkReader,
   ): Promise<BundleResult[]> {
+    const shard = this.eventShard(bundles[0]?.elements[0]?.eventId ?? '');
     const prepared = bundles.map(({ key, elements }) => {
       const first = elements[0];
       if (first === undefined) throw new WindowingInputError('empty bundle');
@@ -527,11 +504,22 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     let elements = readLedger ? candidates.filter((_, i) => !read.ledger[i]) : [...candidates];
     const stored = read.windows.map((w) => w ?? null);
     // A window's own shard: the guess, reduced to the window's shard count if it was created with another N.
-    const ownIndex = stored.map((s) => (s === null ? guess : guess % s.shardCount));
+    const reduce = (shard: number) =>
+      stored.map((s) => (s === null ? shard : shard % s.shardCount));
+    const ownIndex = reduce(guess);
+    // In-state dedup: an event counted (or dropped) has its id in its own event shard's document of every window, so
+    // any delivery of it, in whatever bundle, probes the same document; the bundle's contributions go to `ownIndex`.
+    const dedupShards = new Map(
+      candidates.map((e) => [e.eventId, reduce(this.eventShard(e.eventId))]),
+    );
     if (inState) {
-      // In-state dedup: an event already counted (or dropped) has its id in its shard document of every window.
       const probes = elements.flatMap((e) =>
-        windows.map((window, i) => ({ eventId: e.eventId, key, window, shard: ownIndex[i] ?? 0 })),
+        windows.map((window, i) => ({
+          eventId: e.eventId,
+          key,
+          window,
+          shard: dedupShards.get(e.eventId)?.[i] ?? 0,
+        })),
       );
       const seen = (await tx.read({ seen: probes })).seen ?? [];
       elements = elements.filter((_, j) =>
@@ -664,7 +652,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         outcome: kind,
         appliedAtMs: pt,
         expireAtMs,
-        ...(inState && { windows, shards: ownIndex }),
+        ...(inState && { windows, shards: dedupShards.get(e.eventId) ?? ownIndex }),
       });
     }
     for (const increment of droppedIncrementsOf(

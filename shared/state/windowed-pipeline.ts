@@ -81,14 +81,11 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     const { legacy } = this.deps;
     const old = legacy !== undefined && windows.some((w) => w.startMs < this.cutover(legacy));
     const outcome = old
-      ? await this.legacyBundler.submit(
-          legacy.keyed.bundleQueueKey(key, element.eventId, windows),
-          {
-            key,
-            element,
-          },
-        )
-      : await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, element.eventId, windows), {
+      ? await this.legacyBundler.submit(legacy.keyed.bundleQueueKey(key, windows), {
+          key,
+          element,
+        })
+      : await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, windows), {
           key,
           element,
         });
@@ -110,13 +107,11 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     });
     const keys = [...byKey.entries()];
     const watermark = (pt: number, fresh: boolean) => this.deps.tracker.watermarkMs(pt, fresh);
-    const first = items[0];
     const results =
-      keys.length === 1 || first === undefined
+      keys.length === 1
         ? [await keyed.processBundle(keys[0]?.[0] ?? '', keys[0]?.[1].elements ?? [], watermark)]
         : await keyed.processGroupBundle(
             keys.map(([key, entry]) => ({ key, elements: entry.elements })),
-            keyed.eventShard(first.element.eventId),
             watermark,
           );
     const outcomes: ElementOutcome[] = new Array<ElementOutcome>(items.length);

@@ -103,12 +103,10 @@ describe('integration: seeding the key-groups layout (BulkWriter)', function () 
       thirdGroups.seedWith(async () => {
         await third.windows.keyed.processGroupBundle(
           [{ key: 'AAA-ZZZ-USD', elements: [element('x1')] }],
-          0,
           watermark,
         );
         await third.windows.keyed.processGroupBundle(
           [{ key: 'AAB-ZZZ-USD', elements: [element('x2')] }],
-          0,
           watermark,
         );
       }),
