@@ -1,17 +1,73 @@
-// A booking pane as a row of the gold table offvia_gold.route_panes (sql/060_gold_route_panes.sql).
+// Gold rows: the pane columns every gold table shares (Beam's `PaneInfo`, as in offvia_gold.route_panes,
+// sql/060_gold_route_panes.sql), and booking's route pane built on them.
 import { formatEpochMs, isTimestampMs } from '../contract/event-time';
 import type { AccumulationMode, Pane, PaneTiming } from '../windowing';
 import type { BookingAggregate } from './booking-aggregates';
 import { parseRouteKey } from './route-key';
 
-/** One row of `offvia_gold.route_panes`, as strings/numbers ready for insertAll (TIMESTAMP RFC 3339 UTC). */
-export interface GoldPaneRow {
-  /** The windowed pipeline that fired the pane (`OFFVIA_WINDOW_PIPELINE`). */
+/** The pane columns of a gold row, as strings/numbers ready for insertAll (TIMESTAMP RFC 3339 UTC). */
+export interface PaneColumns {
+  /** The aggregation (windowed pipeline) that fired the pane. */
   pipeline: string;
   /** Window start, inclusive. */
   window_start: string;
   /** Window end, exclusive. */
   window_end: string;
+  /** Beam `PaneInfo.Timing`. */
+  pane_timing: PaneTiming;
+  /** Beam `PaneInfo.getIndex()`: 0, 1, 2… per window. */
+  pane_index: number;
+  /** Beam `PaneInfo.getNonSpeculativeIndex()`: −1 for EARLY panes. */
+  pane_on_time_index: number;
+  is_first: boolean;
+  /** Beam `PaneInfo.isLast()`: no further pane will follow for this window. */
+  is_final: boolean;
+  accumulation_mode: AccumulationMode;
+  /** Input watermark at the firing; null while at its initial minimum. The settled views read behind it. */
+  watermark_at_emission: string | null;
+  /** Processing time of the firing. */
+  emitted_at: string;
+  /** The streaming insertId (`paneInsertId`), also kept as a column so readers can deduplicate. */
+  insert_id: string;
+}
+
+/**
+ * The pane columns of one pane's gold row.
+ * @throws RangeError when a time is outside BigQuery TIMESTAMP's range
+ */
+export function paneColumns<T>(
+  pipeline: string,
+  mode: AccumulationMode,
+  pane: Pane<T>,
+  insertId: string,
+): PaneColumns {
+  return {
+    pipeline,
+    window_start: bigQueryTimestamp(pane.window.startMs),
+    window_end: bigQueryTimestamp(pane.window.endMs),
+    pane_timing: pane.timing,
+    pane_index: pane.index,
+    pane_on_time_index: pane.onTimeIndex,
+    is_first: pane.isFirst,
+    is_final: pane.isLast,
+    accumulation_mode: mode,
+    watermark_at_emission: isTimestampMs(pane.watermarkMs) ? formatEpochMs(pane.watermarkMs) : null,
+    emitted_at: bigQueryTimestamp(pane.firedAtProcessingTimeMs),
+    insert_id: insertId,
+  };
+}
+
+/**
+ * Epoch ms UTC as a BigQuery TIMESTAMP (RFC 3339 UTC, six fraction digits).
+ * @throws RangeError when `ms` is outside BigQuery TIMESTAMP's range
+ */
+export function bigQueryTimestamp(ms: number): string {
+  if (!isTimestampMs(ms)) throw new RangeError(`${ms} ms is outside BigQuery TIMESTAMP's range`);
+  return formatEpochMs(ms);
+}
+
+/** One row of `offvia_gold.route_panes`. */
+export interface GoldPaneRow extends PaneColumns {
   /** `ORIGIN-DESTINATION-CURRENCY`. */
   route_key: string;
   origin_airport: string;
@@ -26,26 +82,10 @@ export interface GoldPaneRow {
   fare_max: string | null;
   /** total / count rounded half-even to 9 fraction digits; null for an empty pane. */
   fare_mean: string | null;
-  /** Beam `PaneInfo.Timing`. */
-  pane_timing: PaneTiming;
-  /** Beam `PaneInfo.getIndex()`: 0, 1, 2… per window. */
-  pane_index: number;
-  /** Beam `PaneInfo.getNonSpeculativeIndex()`: −1 for EARLY panes. */
-  pane_on_time_index: number;
-  is_first: boolean;
-  /** Beam `PaneInfo.isLast()`: no further pane will follow for this window. */
-  is_final: boolean;
-  accumulation_mode: AccumulationMode;
-  /** Input watermark at the firing; null while the watermark is still at its initial minimum. */
-  watermark_at_emission: string | null;
-  /** Processing time of the firing. */
-  emitted_at: string;
-  /** The streaming insertId (`paneInsertId`), also kept as a column so readers can deduplicate. */
-  insert_id: string;
 }
 
 /**
- * Maps one pane to its gold row.
+ * Maps one booking pane to its gold row.
  * @throws RangeError when the pane's key is not a route key or a time is outside BigQuery TIMESTAMP's range
  */
 export function goldPaneRow(
@@ -56,9 +96,7 @@ export function goldPaneRow(
 ): GoldPaneRow {
   const route = parseRouteKey(pane.key);
   return {
-    pipeline,
-    window_start: timestamp(pane.window.startMs),
-    window_end: timestamp(pane.window.endMs),
+    ...paneColumns(pipeline, accumulationMode, pane, insertId),
     route_key: pane.key,
     origin_airport: route.origin,
     destination_airport: route.destination,
@@ -68,19 +106,5 @@ export function goldPaneRow(
     fare_min: pane.value.min,
     fare_max: pane.value.max,
     fare_mean: pane.value.mean,
-    pane_timing: pane.timing,
-    pane_index: pane.index,
-    pane_on_time_index: pane.onTimeIndex,
-    is_first: pane.isFirst,
-    is_final: pane.isLast,
-    accumulation_mode: accumulationMode,
-    watermark_at_emission: isTimestampMs(pane.watermarkMs) ? formatEpochMs(pane.watermarkMs) : null,
-    emitted_at: timestamp(pane.firedAtProcessingTimeMs),
-    insert_id: insertId,
   };
-}
-
-function timestamp(ms: number): string {
-  if (!isTimestampMs(ms)) throw new RangeError(`${ms} ms is outside BigQuery TIMESTAMP's range`);
-  return formatEpochMs(ms);
 }

@@ -13,7 +13,6 @@ export const MIN_HMAC_KEY_BYTES = 32;
 
 /** `OFFVIA_PASSENGER_ID_MODE` values. */
 export const PASSENGER_ID_MODES = ['raw', 'hmac-sha256'] as const;
-export type PassengerIdMode = (typeof PASSENGER_ID_MODES)[number];
 
 /**
  * The HMAC key, kept out of logs: `JSON.stringify` (the cold-start configuration line) and `String()` show only its

@@ -225,22 +225,6 @@ export const SCHEMA_DRIFT_VAR_GROUP: VarGroup = {
   vars: Object.values(SCHEMA_DRIFT_VARS),
 };
 
-/** Defaults, for docs and tests: the specs' defaults. */
-export const SCHEMA_DRIFT_DEFAULTS = {
-  windowMinutes: SCHEMA_DRIFT_VARS.windowMinutes.default,
-  retryMinutes: SCHEMA_DRIFT_VARS.retryMinutes.default,
-  windowGraceMs: SCHEMA_DRIFT_VARS.windowGraceMs.default,
-  maxNewColumnsPerWindow: SCHEMA_DRIFT_VARS.maxNewColumnsPerWindow.default,
-  maxColumnsPerTable: SCHEMA_DRIFT_VARS.maxColumnsPerTable.default,
-  maxNewFieldsPerEvent: SCHEMA_DRIFT_VARS.maxNewFieldsPerEvent.default,
-  maxProposedFieldsPerWindow: SCHEMA_DRIFT_VARS.maxProposedFieldsPerWindow.default,
-  schemaCacheTtlMs: SCHEMA_DRIFT_VARS.schemaCacheTtlMs.default,
-  leaseMs: SCHEMA_DRIFT_VARS.leaseMs.default,
-  minUpdateIntervalMs: SCHEMA_DRIFT_VARS.minUpdateIntervalMs.default,
-  sweepMaxRows: SCHEMA_DRIFT_VARS.sweepMaxRows.default,
-  firestoreRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
-} as const;
-
 /**
  * Reads and validates the drift configuration.
  * @param silverTable the Silver table from `loadIngestConfig`: the default (and required) target table.

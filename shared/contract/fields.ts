@@ -17,9 +17,6 @@ export const REQUIRED_FIELDS = [
  */
 export const OPTIONAL_FIELDS = ['currency', 'status', 'event_id'] as const;
 
-/** Identifier fields: strings or JSON integers, copied to Silver as text (team decision). */
-export const IDENTIFIER_FIELDS = ['booking_id', 'passenger_id', 'flight_number'] as const;
-
 /** A top-level key the contract knows. */
 export type ContractField = (typeof REQUIRED_FIELDS)[number] | (typeof OPTIONAL_FIELDS)[number];
 

@@ -168,11 +168,6 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
   return { edits, ...(module ? { module } : {}), description: parts.join('; ') || 'none' };
 }
 
-/** True when the fix changes nothing (no edits, no module): a plain re-drive. */
-export function isEmptyFix(fix: Fix): boolean {
-  return fix.edits.length === 0 && fix.module === undefined;
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -1,8 +1,12 @@
 // The telemetry pipeline's non-Silver rows: a dead-letter row per rejected message, a gold row per device pane
 // and per regional top-N pane (sql/pipelines/telemetry/). TIMESTAMPs are RFC 3339 UTC with six fraction digits.
-import { formatEpochMs, isTimestampMs } from '../../contract/event-time';
+import {
+  bigQueryTimestamp as timestamp,
+  paneColumns,
+  type PaneColumns,
+} from '../../aggregates/gold-row';
 import type { ContractMessage, VersionRejected } from '../../pipeline/definition';
-import type { AccumulationMode, Pane, PaneTiming } from '../../windowing';
+import type { AccumulationMode, Pane } from '../../windowing';
 import type { DeviceStats, TopDevice } from './combine';
 import { TELEMETRY_ATTRIBUTES } from './contract';
 
@@ -70,24 +74,6 @@ export function deadLetterRow(
   };
 }
 
-/** The pane columns both gold tables share (Beam's `PaneInfo`), as in `offvia_gold.route_panes`. */
-export interface PaneColumns {
-  /** The aggregation (windowed pipeline) that fired the pane. */
-  pipeline: string;
-  window_start: string;
-  window_end: string;
-  pane_timing: PaneTiming;
-  pane_index: number;
-  pane_on_time_index: number;
-  is_first: boolean;
-  is_final: boolean;
-  accumulation_mode: AccumulationMode;
-  /** Input watermark at the firing; null while at its initial minimum. The settled views read behind it. */
-  watermark_at_emission: string | null;
-  emitted_at: string;
-  insert_id: string;
-}
-
 /** A row of `offvia_telemetry_gold.device_minute_panes`. */
 export interface DevicePaneRow extends PaneColumns {
   device_id: string;
@@ -102,28 +88,6 @@ export interface DevicePaneRow extends PaneColumns {
 export interface RegionTopPaneRow extends PaneColumns {
   region: string;
   top_devices: { rank: number; device_id: string; max_temperature_c: string }[];
-}
-
-function paneColumns<T>(
-  pipeline: string,
-  mode: AccumulationMode,
-  pane: Pane<T>,
-  insertId: string,
-): PaneColumns {
-  return {
-    pipeline,
-    window_start: timestamp(pane.window.startMs),
-    window_end: timestamp(pane.window.endMs),
-    pane_timing: pane.timing,
-    pane_index: pane.index,
-    pane_on_time_index: pane.onTimeIndex,
-    is_first: pane.isFirst,
-    is_final: pane.isLast,
-    accumulation_mode: mode,
-    watermark_at_emission: isTimestampMs(pane.watermarkMs) ? formatEpochMs(pane.watermarkMs) : null,
-    emitted_at: timestamp(pane.firedAtProcessingTimeMs),
-    insert_id: insertId,
-  };
 }
 
 /**
@@ -165,9 +129,4 @@ export function regionTopPaneRow(
       max_temperature_c: d.maxTemperatureC,
     })),
   };
-}
-
-function timestamp(ms: number): string {
-  if (!isTimestampMs(ms)) throw new RangeError(`${ms} ms is outside BigQuery TIMESTAMP's range`);
-  return formatEpochMs(ms);
 }
