@@ -4,8 +4,8 @@
 import { readTable, type TableRef } from '../config/env';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import { query, type OpsContext } from './context';
-import { applyFix, parseJson, payloadBytes, stringifyJson } from './fix';
-import { progressBar, type Io } from './output';
+import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
+import type { Io } from './output';
 import { changedFields, type ReprocessOptions, type ReprocessReport } from './reprocess';
 import {
   LINEAGE_COLUMN,
@@ -14,15 +14,9 @@ import {
   emptyReport,
   finishTiming,
   ingestFixed,
-  assertPassengerIdModeFitsSilver,
-  ingestDepsForRun,
-  newRunId,
-  pool,
-  resolver,
-  runLogFile,
-  writeResolutions,
+  runOverRows,
+  sameTable,
   type Reached,
-  type Resolution,
 } from './run';
 import { selectionWhere, type RowSelection } from './selection';
 
@@ -125,9 +119,6 @@ export async function selectBadData(
   }));
 }
 
-const sameTable = (a: TableRef, b: TableRef): boolean =>
-  a.datasetId === b.datasetId && a.tableId === b.tableId;
-
 /**
  * Runs `bad-data redrive`. A row for a table is written there with its original insertId (Silver rows get the
  * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
@@ -155,129 +146,145 @@ export async function redrive(
   );
   const report = emptyReport(options, candidates.length);
   if (candidates.length === 0) return report;
-  const count = (key: string): void => countOutcome(report, key);
-  const runId = options.dryRun ? null : newRunId('redrive', started);
-  const logFile = runId === null ? null : runLogFile(ctx, runId);
-  report.runId = runId;
-  report.logFile = logFile;
-  const writer = new BigQueryRowWriter(ctx.bigquery);
-  let ingestDeps: ReturnType<typeof ingestDepsForRun> | undefined;
-  const resolutions: Resolution[] = [];
-  const resolution = resolver({
-    runId: runId ?? '',
-    action: 'redrive',
-    fix: options.fix.description,
-    operator: options.operator,
-    now,
-  });
-  // A dry run resolves nothing.
-  const resolve = (c: BadDataCandidate, reached: Reached): void => {
-    if (runId !== null) resolutions.push(resolution('bad_data', c.rowKey, c.messageId, reached));
-  };
-  if (!options.dryRun && candidates.some((c) => planOf(c).kind === 'message')) {
-    // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
-    ingestDeps = ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
-    await assertPassengerIdModeFitsSilver(ctx);
-  }
-  const bar = options.dryRun ? undefined : progressBar(io, 'redrive', candidates.length);
-  await pool(
-    candidates,
-    options.dryRun ? 1 : options.concurrency,
-    async (c) => {
-      const plan = planOf(c);
-      if (plan.kind === 'unreadable') {
-        report.skipped.push({ messageId: c.messageId, reason: plan.reason });
-        return;
+  if (options.dryRun) {
+    for (const c of candidates) {
+      const f = await fixedRow(c, options.fix);
+      if (f.kind === 'skipped') {
+        report.skipped.push({ messageId: c.messageId, reason: f.reason });
+        continue;
       }
-      const before = plan.kind === 'row' ? stringifyJson(plan.row) : plan.body.toString('utf8');
-      let payload: unknown = before;
-      try {
-        payload = plan.kind === 'row' ? plan.row : parseJson(before);
-      } catch {
-        // A parked message that is not JSON: the fix gets its text.
-        payload = before;
-      }
-      const fixed = await applyFix(payload, options.fix, {
-        messageId: c.messageId ?? c.rowKey,
-        where: c.targetDest,
-        reason: c.error,
-      });
-      if (fixed.kind === 'skipped') {
-        report.skipped.push({ messageId: c.messageId, reason: fixed.reason });
-        return;
-      }
-      const bytes = payloadBytes(fixed.payload);
-      if (options.dryRun) {
-        const target = plan.kind === 'row' ? c.targetDest : 'ingest path';
-        count(target);
-        if (report.sample.length < options.sampleSize) {
-          const after = bytes.toString('utf8');
-          report.sample.push({
-            messageId: c.messageId,
-            before,
-            after,
-            changes: changedFields(before, after),
-            wouldReach: target,
-          });
-        }
-        return;
-      }
-      if (plan.kind === 'message') {
-        ingestDeps ??= ingestDepsForRun(ctx, runId ?? '', logFile ?? '');
-        const outcome = await ingestFixed(
-          report,
-          c.messageId,
-          { messageId: c.messageId ?? c.rowKey, attributes: plan.attributes, data: bytes },
-          await ingestDeps,
-        );
-        if (outcome === undefined) return;
-        count(outcome.destination);
-        if (outcome.destination !== 'bad_data') {
-          resolve(c, outcome);
-        }
-        return;
-      }
-      if (!isObject(fixed.payload)) {
-        report.skipped.push({
+      const target = f.plan.kind === 'row' ? c.targetDest : 'ingest path';
+      countOutcome(report, target);
+      if (report.sample.length < options.sampleSize) {
+        const after = payloadBytes(f.payload).toString('utf8');
+        report.sample.push({
           messageId: c.messageId,
-          reason: 'the fix did not return a row (JSON object)',
+          before: f.before,
+          after,
+          changes: changedFields(f.before, after),
+          wouldReach: target,
         });
-        return;
       }
-      const row: Record<string, unknown> = sameTable(plan.table, ctx.pipeline.tables.silver)
-        ? { ...fixed.payload, [LINEAGE_COLUMN]: runId }
-        : { ...fixed.payload };
-      try {
-        const [result] = await writer.insertRows(plan.table, [
-          // The original insertId: a row that did reach the table after all is deduplicated (BigQuery best effort,
-          // and the dedup view by event_id).
-          { insertId: c.insertId ?? `redrive:${c.rowKey}`, json: row },
-        ]);
-        if (result !== undefined && !result.ok) {
-          report.failed.push({
-            messageId: c.messageId,
-            error: `refused by ${c.targetDest}: ${result.error}`,
-          });
-          return;
+    }
+    finishTiming(report, candidates.length, started, now);
+    return report;
+  }
+  const writer = new BigQueryRowWriter(ctx.bigquery);
+  return runOverRows(
+    ctx,
+    options,
+    report,
+    candidates,
+    {
+      action: 'redrive',
+      layer: 'bad_data',
+      rowKey: (c) => c.rowKey,
+      messageId: (c) => c.messageId,
+      // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
+      needsIngest: candidates.some((c) => planOf(c).kind === 'message'),
+      handle: async (c, run) => {
+        const f = await fixedRow(c, options.fix);
+        if (f.kind === 'skipped') {
+          report.skipped.push({ messageId: c.messageId, reason: f.reason });
+          return undefined;
         }
-      } catch (err) {
+        if (f.plan.kind === 'message') {
+          const outcome = await ingestFixed(
+            report,
+            c.messageId,
+            {
+              messageId: c.messageId ?? c.rowKey,
+              attributes: f.plan.attributes,
+              data: payloadBytes(f.payload),
+            },
+            run.ingest(),
+          );
+          if (outcome === undefined) return undefined;
+          countOutcome(report, outcome.destination);
+          return outcome.destination === 'bad_data' ? undefined : outcome;
+        }
+        return writeRow(c, f.plan.table, f.payload, run.runId);
+      },
+    },
+    io,
+    started,
+    now,
+  );
+
+  /** Writes a fixed row to its target with its original insertId; undefined when refused (then in `failed`). */
+  async function writeRow(
+    c: BadDataCandidate,
+    target: TableRef,
+    payload: unknown,
+    runId: string,
+  ): Promise<Reached | undefined> {
+    if (!isObject(payload)) {
+      report.skipped.push({
+        messageId: c.messageId,
+        reason: 'the fix did not return a row (JSON object)',
+      });
+      return undefined;
+    }
+    const row: Record<string, unknown> = sameTable(target, ctx.pipeline.tables.silver)
+      ? { ...payload, [LINEAGE_COLUMN]: runId }
+      : { ...payload };
+    try {
+      const [result] = await writer.insertRows(target, [
+        // The original insertId: a row that did reach the table after all is deduplicated (BigQuery best effort,
+        // and the dedup view by event_id).
+        { insertId: c.insertId ?? `redrive:${c.rowKey}`, json: row },
+      ]);
+      if (result !== undefined && !result.ok) {
         report.failed.push({
           messageId: c.messageId,
-          error: `${c.targetDest}: ${err instanceof Error ? err.message : String(err)}`,
+          error: `refused by ${c.targetDest}: ${result.error}`,
         });
-        return;
+        return undefined;
       }
-      count(c.targetDest);
-      const eventId = typeof row.event_id === 'string' ? row.event_id : null;
-      resolve(c, { destination: c.targetDest, eventId });
-    },
-    () => bar?.increment(),
-  );
-  bar?.stop();
-  if (!options.dryRun) {
-    await writeResolutions(ctx, resolutions);
-    report.resolutionsWritten = resolutions.length;
+    } catch (err) {
+      report.failed.push({
+        messageId: c.messageId,
+        error: `${c.targetDest}: ${err instanceof Error ? err.message : String(err)}`,
+      });
+      return undefined;
+    }
+    countOutcome(report, c.targetDest);
+    const eventId = typeof row.event_id === 'string' ? row.event_id : null;
+    return { destination: c.targetDest, eventId };
   }
-  finishTiming(report, candidates.length, started, now);
-  return report;
+}
+
+/**
+ * A bad-data row read and fixed: its plan, its content before the fix (text) and the fixed payload; or why it is
+ * skipped (unreadable, or the fix skipped it).
+ */
+async function fixedRow(
+  c: BadDataCandidate,
+  fix: Fix,
+): Promise<
+  | {
+      kind: 'fixed';
+      plan: Exclude<RedrivePlan, { kind: 'unreadable' }>;
+      before: string;
+      payload: unknown;
+    }
+  | { kind: 'skipped'; reason: string }
+> {
+  const plan = planOf(c);
+  if (plan.kind === 'unreadable') return { kind: 'skipped', reason: plan.reason };
+  const before = plan.kind === 'row' ? stringifyJson(plan.row) : plan.body.toString('utf8');
+  let payload: unknown = before;
+  try {
+    payload = plan.kind === 'row' ? plan.row : parseJson(before);
+  } catch {
+    // A parked message that is not JSON: the fix gets its text.
+    payload = before;
+  }
+  const fixed = await applyFix(payload, fix, {
+    messageId: c.messageId ?? c.rowKey,
+    where: c.targetDest,
+    reason: c.error,
+  });
+  if (fixed.kind === 'skipped') return fixed;
+  return { kind: 'fixed', plan, before, payload: fixed.payload };
 }

@@ -4,22 +4,8 @@ import { Logger } from '../logging/logger';
 import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
-import { clip, keyValues, progressBar, section, table, type Io } from './output';
-import {
-  assertIdsKnown,
-  countOutcome,
-  emptyReport,
-  finishTiming,
-  assertPassengerIdModeFitsSilver,
-  ingestDepsForRun,
-  ingestFixed,
-  newRunId,
-  pool,
-  resolver,
-  runLogFile,
-  writeResolutions,
-  type Resolution,
-} from './run';
+import { clip, keyValues, section, table, type Io } from './output';
+import { assertIdsKnown, countOutcome, emptyReport, ingestFixed, runOverRows } from './run';
 import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
 
@@ -266,48 +252,38 @@ export async function reprocess(
   }
 
   if (candidates.length === 0) return report;
-  const runId = newRunId('reprocess', started);
-  const logFile = runLogFile(ctx, runId);
-  report.runId = runId;
-  report.logFile = logFile;
-  const deps = await ingestDepsForRun(ctx, runId, logFile);
-  await assertPassengerIdModeFitsSilver(ctx);
-  const resolutions: Resolution[] = [];
-  const resolve = resolver({
-    runId,
-    action: 'reprocess',
-    fix: options.fix.description,
-    operator: options.operator,
-    now,
-  });
-  const bar = progressBar(io, 'reprocess', candidates.length);
-  await pool(
+  return runOverRows(
+    ctx,
+    options,
+    report,
     candidates,
-    options.concurrency,
-    async (c) => {
-      const f = await fixed(c, options.fix);
-      if (f.kind === 'skipped') {
-        report.skipped.push({ messageId: c.messageId, reason: f.reason });
-        return;
-      }
-      const outcome = await ingestFixed(
-        report,
-        c.messageId,
-        { messageId: c.messageId ?? c.messageKey, attributes: c.attributes, data: f.bytes },
-        deps,
-      );
-      if (outcome === undefined) return;
-      countOutcome(report, outcome.destination);
-      if (outcome.destination === 'quarantine') return;
-      resolutions.push(resolve('quarantine', c.messageKey, c.messageId, outcome));
+    {
+      action: 'reprocess',
+      layer: 'quarantine',
+      rowKey: (c) => c.messageKey,
+      messageId: (c) => c.messageId,
+      needsIngest: true,
+      handle: async (c, run) => {
+        const f = await fixed(c, options.fix);
+        if (f.kind === 'skipped') {
+          report.skipped.push({ messageId: c.messageId, reason: f.reason });
+          return undefined;
+        }
+        const outcome = await ingestFixed(
+          report,
+          c.messageId,
+          { messageId: c.messageId ?? c.messageKey, attributes: c.attributes, data: f.bytes },
+          run.ingest(),
+        );
+        if (outcome === undefined) return undefined;
+        countOutcome(report, outcome.destination);
+        return outcome.destination === 'quarantine' ? undefined : outcome;
+      },
     },
-    () => bar.increment(),
+    io,
+    started,
+    now,
   );
-  bar.stop();
-  await writeResolutions(ctx, resolutions);
-  report.resolutionsWritten = resolutions.length;
-  finishTiming(report, candidates.length, started, now);
-  return report;
 }
 
 /** The report as text. */

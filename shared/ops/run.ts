@@ -19,6 +19,7 @@ import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { InsertRow, RowResult, RowWriter } from '../sinks/row-writer';
 import { query, repositoryRoot, type OpsContext } from './context';
 import { NotFoundError, OpsError, UsageError } from './errors';
+import { progressBar, type Io } from './output';
 import type { ReprocessOptions, ReprocessReport } from './reprocess';
 
 /** The lineage column of Silver and quarantine rows a run writes (sql/045). */
@@ -44,7 +45,8 @@ export function operatorName(by: string | undefined): string {
   }
 }
 
-function sameTable(a: TableRef, b: TableRef): boolean {
+/** Whether two table references name the same table. */
+export function sameTable(a: TableRef, b: TableRef): boolean {
   return a.datasetId === b.datasetId && a.tableId === b.tableId;
 }
 
@@ -330,4 +332,79 @@ export function finishTiming(
 ): void {
   report.elapsedMs = now() - started;
   report.rowsPerSecond = report.elapsedMs > 0 ? Math.round((rows * 1000) / report.elapsedMs) : null;
+}
+
+/** What one re-drive command does with each selected open row of a real run (see {@link runOverRows}). */
+export interface RowPass<C> {
+  readonly action: 'reprocess' | 'redrive';
+  readonly layer: Resolution['layer'];
+  /** The row's key in the open view (quarantine `message_key`, bad-data `row_key`) and its message id. */
+  readonly rowKey: (c: C) => string;
+  readonly messageId: (c: C) => string | null;
+  /** Whether some row goes through the ingest path: then it is built and the passenger-id check runs first. */
+  readonly needsIngest: boolean;
+  /**
+   * Sends one row on, counting it in the report. Resolves to where it went (the row gets a resolution row), or
+   * undefined when it stays open (skipped, failed or rejected again: the report says why). Must not throw.
+   */
+  readonly handle: (
+    c: C,
+    run: { readonly runId: string; readonly ingest: () => PipelineIngestDeps },
+  ) => Promise<Reached | undefined>;
+}
+
+/**
+ * The frame of a real `quarantine reprocess` or `bad-data redrive` run over `candidates`: a run id and its log
+ * file, the in-process ingest path when the pass needs it (after {@link assertPassengerIdModeFitsSilver}), the
+ * pass over the rows with at most `options.concurrency` in flight and a progress bar, the resolution rows, and the
+ * timing (`started`, epoch ms). Fills in and returns `report`.
+ * @throws UsageError or ConfigError before anything is written; OpsError when the resolutions cannot be written.
+ */
+export async function runOverRows<C>(
+  ctx: OpsContext,
+  options: ReprocessOptions,
+  report: ReprocessReport,
+  candidates: readonly C[],
+  pass: RowPass<C>,
+  io: Io,
+  started: number,
+  now: () => number,
+): Promise<ReprocessReport> {
+  const runId = newRunId(pass.action, started);
+  report.runId = runId;
+  report.logFile = runLogFile(ctx, runId);
+  let deps: PipelineIngestDeps | undefined;
+  if (pass.needsIngest) {
+    deps = await ingestDepsForRun(ctx, runId, report.logFile);
+    await assertPassengerIdModeFitsSilver(ctx);
+  }
+  const ingest = (): PipelineIngestDeps => {
+    if (deps === undefined)
+      throw new Error(`${pass.action}: the ingest path was not built (needsIngest)`);
+    return deps;
+  };
+  const resolutions: Resolution[] = [];
+  const resolve = resolver({
+    runId,
+    action: pass.action,
+    fix: options.fix.description,
+    operator: options.operator,
+    now,
+  });
+  const bar = progressBar(io, pass.action, candidates.length);
+  await pool(
+    candidates,
+    options.concurrency,
+    async (c) => {
+      const reached = await pass.handle(c, { runId, ingest });
+      if (reached === undefined) return;
+      resolutions.push(resolve(pass.layer, pass.rowKey(c), pass.messageId(c), reached));
+    },
+    () => bar.increment(),
+  );
+  bar.stop();
+  await writeResolutions(ctx, resolutions);
+  report.resolutionsWritten = resolutions.length;
+  finishTiming(report, candidates.length, started, now);
+  return report;
 }
