@@ -9,12 +9,11 @@ import type { Io } from './output';
 import { changedFields, type ReprocessOptions, type ReprocessReport } from './reprocess';
 import {
   LINEAGE_COLUMN,
-  assertIdsKnown,
   countOutcome,
-  emptyReport,
   finishTiming,
   ingestFixed,
   runOverRows,
+  selectOpenRows,
   sameTable,
   type Reached,
 } from './run';
@@ -133,18 +132,12 @@ export async function redrive(
   now: () => number,
 ): Promise<ReprocessReport> {
   const started = now();
-  const candidates = await selectBadData(ctx, options.selection);
-  const ids = options.selection.ids ?? [];
   // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
-  await assertIdsKnown(
-    ctx,
-    candidates.length,
-    ids,
-    `SELECT COUNT(*) AS n FROM \`${ctx.tables.badData}\`
-       WHERE source_message_id IN UNNEST(@ids) OR insert_id IN UNNEST(@ids)`,
-    `no bad-data row for ${ids.join(', ')}: not a message id or insert_id there`,
-  );
-  const report = emptyReport(options, candidates.length);
+  const { candidates, report } = await selectOpenRows(ctx, options, selectBadData, {
+    table: ctx.tables.badData,
+    idColumns: ['source_message_id', 'insert_id'],
+    notFound: 'bad-data row for {ids}: not a message id or insert_id there',
+  });
   if (candidates.length === 0) return report;
   if (options.dryRun) {
     for (const c of candidates) {
@@ -178,8 +171,6 @@ export async function redrive(
     {
       action: 'redrive',
       layer: 'bad_data',
-      rowKey: (c) => c.rowKey,
-      messageId: (c) => c.messageId,
       // Parked messages go through the ingest path, which hashes passenger_id only as this environment says.
       needsIngest: candidates.some((c) => planOf(c).kind === 'message'),
       handle: async (c, run) => {

@@ -5,13 +5,14 @@ import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
 import { clip, keyValues, section, table, type Io } from './output';
-import { assertIdsKnown, countOutcome, emptyReport, ingestFixed, runOverRows } from './run';
+import { countOutcome, ingestFixed, runOverRows, selectOpenRows } from './run';
 import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
 
 /** An open quarantine row, as `reprocess` reads it from the open view. */
 export interface QuarantineCandidate {
-  messageKey: string;
+  /** The open view's `message_key`. */
+  rowKey: string;
   messageId: string | null;
   stage: string;
   reason: string;
@@ -111,7 +112,7 @@ export async function selectQuarantine(
       body = Buffer.from(String(r.raw_payload), 'utf8');
     }
     return {
-      messageKey: String(r.message_key),
+      rowKey: String(r.message_key),
       messageId,
       stage: String(r.error_stage),
       reason: String(r.error_reason),
@@ -160,7 +161,7 @@ async function fixed(
     return { kind: 'skipped', reason: 'payload truncated in quarantine and not found in Bronze' };
   }
   const result = await applyFix(payloadOf(c.body), fix, {
-    messageId: c.messageId ?? c.messageKey,
+    messageId: c.messageId ?? c.rowKey,
     where: c.stage,
     reason: c.reason,
   });
@@ -203,16 +204,12 @@ export async function reprocess(
   now: () => number,
 ): Promise<ReprocessReport> {
   const started = now();
-  const candidates = await selectQuarantine(ctx, options.selection);
   // Resolved already (a second identical run: nothing to do) or never quarantined (a wrong id: exit 3).
-  await assertIdsKnown(
-    ctx,
-    candidates.length,
-    options.selection.ids ?? [],
-    `SELECT COUNT(*) AS n FROM \`${ctx.tables.quarantine}\` WHERE ${ctx.pipeline.operatorColumns.quarantine.messageId} IN UNNEST(@ids)`,
-    `no quarantine row for ${(options.selection.ids ?? []).join(', ')}: not a quarantined message id`,
-  );
-  const report = emptyReport(options, candidates.length);
+  const { candidates, report } = await selectOpenRows(ctx, options, selectQuarantine, {
+    table: ctx.tables.quarantine,
+    idColumns: [ctx.pipeline.operatorColumns.quarantine.messageId],
+    notFound: 'quarantine row for {ids}: not a quarantined message id',
+  });
   if (options.dryRun) {
     let settings: unknown;
     for (const c of candidates) {
@@ -225,7 +222,7 @@ export async function reprocess(
         const v = decodeVersioned(
           ctx.pipeline.contract,
           {
-            messageId: c.messageId ?? c.messageKey,
+            messageId: c.messageId ?? c.rowKey,
             data: f.bytes,
             attributes: c.attributes,
             publishTimeMs: undefined,
@@ -260,8 +257,6 @@ export async function reprocess(
     {
       action: 'reprocess',
       layer: 'quarantine',
-      rowKey: (c) => c.messageKey,
-      messageId: (c) => c.messageId,
       needsIngest: true,
       handle: async (c, run) => {
         const f = await fixed(c, options.fix);
@@ -272,7 +267,7 @@ export async function reprocess(
         const outcome = await ingestFixed(
           report,
           c.messageId,
-          { messageId: c.messageId ?? c.messageKey, attributes: c.attributes, data: f.bytes },
+          { messageId: c.messageId ?? c.rowKey, attributes: c.attributes, data: f.bytes },
           run.ingest(),
         );
         if (outcome === undefined) return undefined;

@@ -21,6 +21,7 @@ import { query, repositoryRoot, type OpsContext } from './context';
 import { NotFoundError, OpsError, UsageError } from './errors';
 import { progressBar, type Io } from './output';
 import type { ReprocessOptions, ReprocessReport } from './reprocess';
+import type { RowSelection } from './selection';
 
 /** The lineage column of Silver and quarantine rows a run writes (sql/045). */
 export const LINEAGE_COLUMN = 'reprocess_run_id';
@@ -247,30 +248,37 @@ export async function writeResolutions(
 }
 
 /**
- * When `--ids` were given and none was selected: resolved already (a second identical run, nothing to do) is no
- * error, but ids that `countSql` (a `SELECT COUNT(*) AS n` over the layer's whole table, with `@ids`) does not find
- * at all are a wrong selection.
- * @throws NotFoundError with `notFound` when the count is 0.
+ * The open rows `select` finds for `options.selection`, and the run's report before it has done anything. When
+ * `--ids` were given and none was selected: resolved already (a second identical run, nothing to do) is no error,
+ * but ids that no row of `known.table` (the layer's whole table) holds in any of `known.idColumns` are a wrong
+ * selection.
+ * @throws NotFoundError `known.notFound` then (exit 3); OpsError when BigQuery fails.
  */
-export async function assertIdsKnown(
+export async function selectOpenRows<C>(
   ctx: OpsContext,
-  candidates: number,
-  ids: readonly string[],
-  countSql: string,
-  notFound: string,
-): Promise<void> {
-  if (candidates !== 0 || ids.length === 0) return;
-  const [known] = await query<{ n: unknown }>(ctx, countSql, { ids }, { ids: ['STRING'] });
-  if (Number(known?.n ?? 0) === 0) throw new NotFoundError(notFound);
-}
-
-/** The report of a run before it has done anything: `selected` rows, nothing counted yet. */
-export function emptyReport(options: ReprocessOptions, selected: number): ReprocessReport {
-  return {
+  options: ReprocessOptions,
+  select: (ctx: OpsContext, selection: RowSelection) => Promise<C[]>,
+  known: {
+    readonly table: string;
+    readonly idColumns: readonly string[];
+    readonly notFound: string;
+  },
+): Promise<{ candidates: C[]; report: ReprocessReport }> {
+  const candidates = await select(ctx, options.selection);
+  const ids = options.selection.ids ?? [];
+  if (candidates.length === 0 && ids.length > 0) {
+    const where = known.idColumns.map((c) => `${c} IN UNNEST(@ids)`).join(' OR ');
+    const sql = `SELECT COUNT(*) AS n FROM \`${known.table}\` WHERE ${where}`;
+    const [found] = await query<{ n: unknown }>(ctx, sql, { ids }, { ids: ['STRING'] });
+    if (Number(found?.n ?? 0) === 0) {
+      throw new NotFoundError(`no ${known.notFound.replace('{ids}', ids.join(', '))}`);
+    }
+  }
+  const report: ReprocessReport = {
     runId: null,
     dryRun: options.dryRun,
     fix: options.fix.description,
-    selected,
+    selected: candidates.length,
     outcomes: {},
     skipped: [],
     failed: [],
@@ -280,6 +288,7 @@ export function emptyReport(options: ReprocessOptions, selected: number): Reproc
     rowsPerSecond: null,
     logFile: null,
   };
+  return { candidates, report };
 }
 
 /**
@@ -334,13 +343,16 @@ export function finishTiming(
   report.rowsPerSecond = report.elapsedMs > 0 ? Math.round((rows * 1000) / report.elapsedMs) : null;
 }
 
+/** An open row a run selected: its open view's key (quarantine `message_key`, bad-data `row_key`), its message. */
+export interface OpenRow {
+  readonly rowKey: string;
+  readonly messageId: string | null;
+}
+
 /** What one re-drive command does with each selected open row of a real run (see {@link runOverRows}). */
-export interface RowPass<C> {
+export interface RowPass<C extends OpenRow> {
   readonly action: 'reprocess' | 'redrive';
   readonly layer: Resolution['layer'];
-  /** The row's key in the open view (quarantine `message_key`, bad-data `row_key`) and its message id. */
-  readonly rowKey: (c: C) => string;
-  readonly messageId: (c: C) => string | null;
   /** Whether some row goes through the ingest path: then it is built and the passenger-id check runs first. */
   readonly needsIngest: boolean;
   /**
@@ -360,7 +372,7 @@ export interface RowPass<C> {
  * timing (`started`, epoch ms). Fills in and returns `report`.
  * @throws UsageError or ConfigError before anything is written; OpsError when the resolutions cannot be written.
  */
-export async function runOverRows<C>(
+export async function runOverRows<C extends OpenRow>(
   ctx: OpsContext,
   options: ReprocessOptions,
   report: ReprocessReport,
@@ -398,7 +410,7 @@ export async function runOverRows<C>(
     async (c) => {
       const reached = await pass.handle(c, { runId, ingest });
       if (reached === undefined) return;
-      resolutions.push(resolve(pass.layer, pass.rowKey(c), pass.messageId(c), reached));
+      resolutions.push(resolve(pass.layer, c.rowKey, c.messageId, reached));
     },
     () => bar.increment(),
   );
