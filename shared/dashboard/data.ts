@@ -135,9 +135,8 @@ export async function collectDashboard(
   options: DashboardOptions,
 ): Promise<DashboardData> {
   const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
-  const t = pipeline.tables;
-  const cols = pipeline.operatorColumns;
-  const aggregation = pipeline.aggregations[0];
+  const { tables: t, operatorColumns: cols, aggregations } = pipeline;
+  const aggregation = aggregations[0];
   if (aggregation === undefined) throw new Error(`pipeline ${pipeline.name} has no aggregation`);
   const gold = q(aggregation.goldTable);
   const keyColumn = cols.aggregations[aggregation.name]?.goldKeyColumn ?? 'key';

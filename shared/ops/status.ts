@@ -103,10 +103,8 @@ export async function collectStatus(
   nowMs: number,
 ): Promise<StatusReport> {
   const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
-  const t = pipeline.tables;
-  const cols = pipeline.operatorColumns;
-  const s = cols.silver;
-  const c = cols.quarantine;
+  const { tables: t, operatorColumns: cols } = pipeline;
+  const { silver: s, quarantine: c, openViews: open } = cols;
   const p = { since_ms: sinceMs };
   const types = { since_ms: 'INT64' };
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
@@ -116,7 +114,6 @@ export async function collectStatus(
     n((await rows<{ n: unknown }>(sql, withSince))[0]?.n);
   const countIf = (ref: TableRef | null, sql: (table: string) => string, withSince = true) =>
     ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
-  const open = cols.openViews;
   const message = `COALESCE(${c.messageId}, ${c.payload})`;
   const layers = allOf({
     bronze: countIf(
