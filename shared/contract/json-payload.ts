@@ -154,15 +154,23 @@ export function collectExtraFields(
 function extraFieldsOf(object: Record<string, unknown>): Record<string, unknown> {
   const extra: Record<string, unknown> = {};
   for (const key of Object.keys(object)) {
-    if (isContractField(key)) continue;
-    Object.defineProperty(extra, key, {
-      value: object[key],
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    if (!isContractField(key)) defineField(extra, key, object[key]);
   }
   return extra;
+}
+
+/**
+ * Sets `target[key] = value` as an own, enumerable, writable data property. `Object.defineProperty`, not
+ * assignment: assigning a field named `__proto__` would set the prototype and drop the value, so a JSON field,
+ * column or attribute of that name must be defined.
+ */
+export function defineField(target: object, key: string, value: unknown): void {
+  Object.defineProperty(target, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
 }
 
 /** Whether a JSON.parse value is or holds a number; iterative, so any depth is safe. */

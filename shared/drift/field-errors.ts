@@ -1,4 +1,5 @@
 // Pure verdict on an event's extra fields against a table schema: row values, clear errors, fields to propose.
+import { defineField } from '../contract/json-payload';
 import {
   checkColumnName,
   columnNameKey,
@@ -151,12 +152,7 @@ export function classifyExtraFields(
   }
   const subset: Record<string, unknown> = {};
   for (const field of candidates) {
-    Object.defineProperty(subset, field, {
-      value: extraFields[field],
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    defineField(subset, field, extraFields[field]);
     errors.push({
       field,
       code: 'NO_COLUMN',

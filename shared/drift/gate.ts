@@ -2,6 +2,7 @@
 import { stringify as losslessStringify } from 'lossless-json';
 import type { SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
+import { defineField } from '../contract/json-payload';
 import { TransientError, errorText } from '../errors';
 import type { DriftEvent, SchemaDriftGate } from '../pipeline/runtime/ingest';
 import type { Logger } from '../logging/logger';
@@ -144,14 +145,7 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     if (missing.length === 0 || !missing.every((f) => Object.hasOwn(extra, f))) return undefined;
     return this.guard(message, () => {
       const subset: Record<string, unknown> = {};
-      for (const field of missing) {
-        Object.defineProperty(subset, field, {
-          value: extra[field],
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
+      for (const field of missing) defineField(subset, field, extra[field]);
       const errors: DriftFieldError[] = missing.map((field) => ({
         field,
         code: 'INSERT_REJECTED',

@@ -1,9 +1,10 @@
 // Adds column values to a row object as own properties, so a column named `__proto__` stays a column.
+import { defineField } from '../contract/json-payload';
 
 /**
  * A new object with `base`'s own properties and then `values`' (a value wins over a base property of the same
- * name; drift columns never share a name with a Silver column, see `DRIFT_PROTECTED_NAMES`). Uses
- * `Object.defineProperty`, not assignment: assigning `__proto__` would set the prototype and drop the value.
+ * name; drift columns never share a name with a Silver column, see `DRIFT_PROTECTED_NAMES`). Defines
+ * each property (`defineField`), so `__proto__` stays a column.
  */
 export function assignColumns(
   base: Readonly<Record<string, unknown>>,
@@ -12,12 +13,7 @@ export function assignColumns(
   const out: Record<string, unknown> = {};
   for (const source of [base, values]) {
     for (const [key, value] of Object.entries(source)) {
-      Object.defineProperty(out, key, {
-        value,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      defineField(out, key, value);
     }
   }
   return out;

@@ -8,6 +8,7 @@ import {
   parse as losslessParse,
   stringify as losslessStringify,
 } from 'lossless-json';
+import { defineField } from '../contract/json-payload';
 import { UsageError } from './errors';
 
 /** One built-in edit of a top-level field of a JSON object. */
@@ -184,13 +185,7 @@ export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixRe
   }
   // defineProperty keeps a field named `__proto__` a plain property, as the ingest path treats it.
   const out: Record<string, unknown> = {};
-  const put = (k: string, v: unknown) =>
-    Object.defineProperty(out, k, {
-      value: v,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+  const put = (k: string, v: unknown) => defineField(out, k, v);
   for (const [k, v] of Object.entries(payload)) put(k, v);
   for (const edit of edits) {
     const has = Object.prototype.hasOwnProperty.call(out, edit.field);

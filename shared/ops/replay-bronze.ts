@@ -1,6 +1,7 @@
 // How `offvia replay` reads Bronze: the chunk query on the partitioning column (so BigQuery prunes partitions),
 // the rows per chunk, whether Bronze is partitioned, and the bytes a range's chunk queries scan (dry run or estimate).
 import type { BigQuery } from '@google-cloud/bigquery';
+import { defineField } from '../contract/json-payload';
 import { query, type OpsContext } from './context';
 import { OpsError } from './errors';
 import { clip } from './output';
@@ -89,12 +90,7 @@ export function attributesOf(
       );
     }
     // defineProperty: an attribute named `__proto__` stays data, as the push decoder keeps it.
-    Object.defineProperty(out, k, {
-      value: v,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    defineField(out, k, v);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Decodes the Pub/Sub message inside an Eventarc `messagePublished` CloudEvent into bytes, attributes and ids.
 import { createHash } from 'node:crypto';
+import { defineField } from '../contract/json-payload';
 
 /**
  * The wire shape of `google.cloud.pubsub.topic.v1.messagePublished` CloudEvent data (Eventarc and the Functions
@@ -159,14 +160,7 @@ function stringAttributes(value: unknown): Record<string, string> {
   if (!isObject(value)) return attributes;
   for (const [k, v] of Object.entries(value)) {
     // defineProperty, not assignment: an attribute named "__proto__" must be kept as data, not set a prototype.
-    if (typeof v === 'string') {
-      Object.defineProperty(attributes, k, {
-        value: v,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    if (typeof v === 'string') defineField(attributes, k, v);
   }
   return attributes;
 }
