@@ -67,6 +67,20 @@ function draw(id, config) {
   return charts[id];
 }
 
+/** A horizontal bar chart of counts; `afterLabel(item)` adds a tooltip line, `plugins` further plugin options. */
+function countBars(labels, datasets, afterLabel, plugins = {}) {
+  const tooltip = afterLabel ? { tooltip: { callbacks: { afterLabel } } } : {};
+  return {
+    type: 'bar',
+    data: { labels, datasets },
+    options: {
+      indexAxis: 'y',
+      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
+      plugins: Object.assign({}, plugins, tooltip),
+    },
+  };
+}
+
 function stageColor(label, index) {
   return COLORS[label] || STAGE_COLORS[index % STAGE_COLORS.length];
 }
@@ -99,11 +113,11 @@ function drawPerMinute(d) {
 function drawQuarantine(d) {
   const s = d.status;
   const stages = s.quarantineByStage;
-  draw('chart-quarantine', {
-    type: 'bar',
-    data: {
-      labels: stages.map((x) => x.stage),
-      datasets: [
+  draw(
+    'chart-quarantine',
+    countBars(
+      stages.map((x) => x.stage),
+      [
         {
           label: 'rows',
           data: stages.map((x) => x.rows),
@@ -111,22 +125,12 @@ function drawQuarantine(d) {
         },
         { label: 'open', data: stages.map((x) => x.open), backgroundColor: '#bbb' },
       ],
-    },
-    options: {
-      indexAxis: 'y',
-      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
-      plugins: {
-        tooltip: {
-          callbacks: {
-            afterLabel: (item) =>
-              item.datasetIndex === 0 && s.layers.bronze > 0
-                ? `${((100 * item.raw) / s.layers.bronze).toFixed(1)}% of Bronze messages`
-                : '',
-          },
-        },
-      },
-    },
-  });
+      (item) =>
+        item.datasetIndex === 0 && s.layers.bronze > 0
+          ? `${((100 * item.raw) / s.layers.bronze).toFixed(1)}% of Bronze messages`
+          : '',
+    ),
+  );
   const rate =
     s.layers.bronze > 0
       ? ` (${((100 * s.layers.quarantineRows) / s.layers.bronze).toFixed(1)}% of Bronze)`
@@ -355,31 +359,20 @@ function drawDropped(d) {
 function drawRetry(d) {
   const r = d.status.retryStore;
   const now = Date.parse(d.status.now);
-  draw('chart-retry', {
-    type: 'bar',
-    data: {
-      labels: r.map((x) => x.table.split('.').slice(-2).join('.')),
-      datasets: [
+  draw(
+    'chart-retry',
+    countBars(
+      r.map((x) => x.table.split('.').slice(-2).join('.')),
+      [
         {
           label: 'rows waiting',
           data: r.map((x) => x.rows),
           backgroundColor: COLORS['retry store'],
         },
       ],
-    },
-    options: {
-      indexAxis: 'y',
-      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
-      plugins: {
-        tooltip: {
-          callbacks: {
-            afterLabel: (item) =>
-              r[item.dataIndex].oldest ? `oldest ${r[item.dataIndex].oldest}` : 'none waiting',
-          },
-        },
-      },
-    },
-  });
+      (item) => (r[item.dataIndex].oldest ? `oldest ${r[item.dataIndex].oldest}` : 'none waiting'),
+    ),
+  );
   const oldest = r
     .map((x) => x.oldest)
     .filter((x) => x !== null)
@@ -404,11 +397,11 @@ function drawBadData(d) {
     byTarget.set(c.target, t);
   }
   const targets = [...byTarget.keys()].sort();
-  draw('chart-bad-data', {
-    type: 'bar',
-    data: {
-      labels: targets.map((t) => t.split('.').slice(-2).join('.')),
-      datasets: [
+  draw(
+    'chart-bad-data',
+    countBars(
+      targets.map((t) => t.split('.').slice(-2).join('.')),
+      [
         {
           label: 'rows',
           data: targets.map((t) => byTarget.get(t).rows),
@@ -416,9 +409,8 @@ function drawBadData(d) {
         },
         { label: 'open', data: targets.map((t) => byTarget.get(t).open), backgroundColor: '#bbb' },
       ],
-    },
-    options: { indexAxis: 'y', scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } },
-  });
+    ),
+  );
   text(
     '[data-caption="bad-data"]',
     targets.length === 0
@@ -460,6 +452,18 @@ function cell(row, value) {
   return td;
 }
 
+/** Replaces the rows of `selector`'s body: one per item, `fill(row, item)` adds its cells. */
+function fillRows(selector, items, fill) {
+  const body = document.querySelector(selector);
+  body.replaceChildren(
+    ...items.map((item) => {
+      const row = document.createElement('tr');
+      fill(row, item);
+      return row;
+    }),
+  );
+}
+
 /** Another registered pipeline's page: its counts, dead letter by stage, windows per aggregation, regions. */
 function drawPipeline(d) {
   const s = d.status;
@@ -469,34 +473,28 @@ function drawPipeline(d) {
     el.textContent = value === null ? 'none' : fmt(value);
     el.dataset.value = value === null ? '' : String(value);
   }
-  draw('chart-dead-letter', {
-    type: 'bar',
-    data: {
-      labels: s.quarantineByStage.map((q) => q.stage),
-      datasets: [
+  draw(
+    'chart-dead-letter',
+    countBars(
+      s.quarantineByStage.map((q) => q.stage),
+      [
         {
           label: 'rows',
           data: s.quarantineByStage.map((q) => q.rows),
           backgroundColor: s.quarantineByStage.map((q, i) => stageColor(q.stage, i)),
         },
       ],
-    },
-    options: {
-      indexAxis: 'y',
-      plugins: { legend: { display: false } },
-      scales: { x: { beginAtZero: true, ticks: { precision: 0 } } },
-    },
-  });
+      undefined,
+      { legend: { display: false } },
+    ),
+  );
   text(
     '[data-caption="dead-letter"]',
     s.topQuarantineReasons.length === 0
       ? 'Nothing rejected in the look-back.'
       : `Top reason: ${s.topQuarantineReasons[0].reason} (${fmt(s.topQuarantineReasons[0].rows)}).`,
   );
-  const aggregations = document.querySelector('#aggregations tbody');
-  aggregations.replaceChildren();
-  for (const a of s.aggregations) {
-    const row = document.createElement('tr');
+  fillRows('#aggregations tbody', s.aggregations, (row, a) => {
     row.dataset.aggregation = a.name;
     cell(row, a.name);
     cell(row, a.lagMs === null ? 'none' : duration(a.lagMs)).dataset.value =
@@ -504,19 +502,14 @@ function drawPipeline(d) {
     cell(row, fmt(a.openWindows)).dataset.value = String(a.openWindows);
     cell(row, fmt(a.droppedLate)).dataset.value = String(a.droppedLate);
     cell(row, fmt(a.goldPanes)).dataset.value = String(a.goldPanes);
-    aggregations.appendChild(row);
-  }
-  const regions = document.querySelector('#regions tbody');
-  regions.replaceChildren();
-  for (const r of d.regions) {
-    const row = document.createElement('tr');
+  });
+  fillRows('#regions tbody', d.regions, (row, r) => {
     row.dataset.region = r.region;
     cell(row, r.region);
     cell(row, `${hhmm(r.windowStartMs)}–${hhmm(r.windowEndMs)}`);
     cell(row, r.timing);
     cell(row, r.devices.map((x) => `${x.rank}. ${x.deviceId} ${x.maxTemperatureC}`).join(', '));
-    regions.appendChild(row);
-  }
+  });
   text(
     '[data-caption="regions"]',
     d.regions.length === 0 ? 'No settled ranking in the look-back yet.' : '',
@@ -567,24 +560,17 @@ async function refresh(chain = refreshChain) {
     if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
     // The selection changed while this request ran: its numbers belong to the other view.
     if (shown !== selectedPipeline) return;
-    if (shown !== 'booking') {
-      drawPipeline(body);
-      error.hidden = true;
-      text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
-      document.body.dataset.pipeline = shown;
-      document.body.dataset.statusNow = body.status.now;
-      document.body.dataset.statusSince = body.status.since;
-      window.offviaDashboard = body;
-      return;
+    if (shown !== 'booking') drawPipeline(body);
+    else {
+      drawSummary(body);
+      drawPerMinute(body);
+      drawQuarantine(body);
+      drawWatermark(body);
+      drawPanes(body);
+      drawDropped(body);
+      drawRetry(body);
+      drawBadData(body);
     }
-    drawSummary(body);
-    drawPerMinute(body);
-    drawQuarantine(body);
-    drawWatermark(body);
-    drawPanes(body);
-    drawDropped(body);
-    drawRetry(body);
-    drawBadData(body);
     error.hidden = true;
     text('#updated', `updated ${body.status.now} · every ${refreshMs / 1000} s`);
     document.body.dataset.pipeline = shown;
