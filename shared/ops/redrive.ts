@@ -123,7 +123,8 @@ export async function selectBadData(
  * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
  * gold), so it is not counted again. A parked message goes through `ingestPipelineMessage` like `quarantine reprocess`.
  * A row the target still refuses stays open and is reported as failed.
- * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
+ * @throws NotFoundError (exit 3) when no bad-data row, open or resolved, has any of `--ids`; OpsError when BigQuery
+ *   or Firestore fail.
  */
 export async function redrive(
   ctx: OpsContext,
@@ -131,9 +132,7 @@ export async function redrive(
   io: Io,
   now: () => number,
 ): Promise<ReprocessReport> {
-  const started = now();
-  // Resolved already (a second identical run: nothing to do) or never in bad data (a wrong id: exit 3).
-  const { candidates, report } = await selectOpenRows(ctx, options, selectBadData, {
+  const { started, candidates, report } = await selectOpenRows(ctx, options, now, selectBadData, {
     table: ctx.tables.badData,
     idColumns: ['source_message_id', 'insert_id'],
     notFound: 'bad-data row for {ids}: not a message id or insert_id there',

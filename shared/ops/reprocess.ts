@@ -195,7 +195,8 @@ export function changedFields(before: string, after: string): string {
  * `source_message_id` is the original) and without a publish time (so the retry-age guard, meant for Pub/Sub
  * redeliveries, does not apply); every row that left quarantine gets a resolution row. A row quarantined again
  * stays open, with its new reason.
- * @throws NotFoundError when `--ids` were given and none is in the table at all (resolved ones are no error); OpsError when BigQuery or Firestore fail.
+ * @throws NotFoundError (exit 3) when no quarantine row, open or resolved, has any of `--ids`; OpsError when
+ *   BigQuery or Firestore fail.
  */
 export async function reprocess(
   ctx: OpsContext,
@@ -203,13 +204,17 @@ export async function reprocess(
   io: Io,
   now: () => number,
 ): Promise<ReprocessReport> {
-  const started = now();
-  // Resolved already (a second identical run: nothing to do) or never quarantined (a wrong id: exit 3).
-  const { candidates, report } = await selectOpenRows(ctx, options, selectQuarantine, {
-    table: ctx.tables.quarantine,
-    idColumns: [ctx.pipeline.operatorColumns.quarantine.messageId],
-    notFound: 'quarantine row for {ids}: not a quarantined message id',
-  });
+  const { started, candidates, report } = await selectOpenRows(
+    ctx,
+    options,
+    now,
+    selectQuarantine,
+    {
+      table: ctx.tables.quarantine,
+      idColumns: [ctx.pipeline.operatorColumns.quarantine.messageId],
+      notFound: 'quarantine row for {ids}: not a quarantined message id',
+    },
+  );
   if (options.dryRun) {
     let settings: unknown;
     for (const c of candidates) {

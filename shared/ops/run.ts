@@ -248,22 +248,24 @@ export async function writeResolutions(
 }
 
 /**
- * The open rows `select` finds for `options.selection`, and the run's report before it has done anything. When
- * `--ids` were given and none was selected: resolved already (a second identical run, nothing to do) is no error,
- * but ids that no row of `known.table` (the layer's whole table) holds in any of `known.idColumns` are a wrong
- * selection.
- * @throws NotFoundError `known.notFound` then (exit 3); OpsError when BigQuery fails.
+ * The open rows `select` finds for `options.selection`, the run's report before it has done anything, and when
+ * the run `started` (epoch ms, before the selection). When `--ids` were given and none was selected: resolved
+ * already (a second identical run, nothing to do) is no error, but ids that no row of `known.table` (the layer's
+ * whole table) holds in any of `known.idColumns` are a wrong selection.
+ * @throws NotFoundError `no <known.notFound>` ({ids} replaced) then (exit 3); OpsError when BigQuery fails.
  */
 export async function selectOpenRows<C>(
   ctx: OpsContext,
   options: ReprocessOptions,
+  now: () => number,
   select: (ctx: OpsContext, selection: RowSelection) => Promise<C[]>,
   known: {
     readonly table: string;
     readonly idColumns: readonly string[];
     readonly notFound: string;
   },
-): Promise<{ candidates: C[]; report: ReprocessReport }> {
+): Promise<{ started: number; candidates: C[]; report: ReprocessReport }> {
+  const started = now();
   const candidates = await select(ctx, options.selection);
   const ids = options.selection.ids ?? [];
   if (candidates.length === 0 && ids.length > 0) {
@@ -288,7 +290,7 @@ export async function selectOpenRows<C>(
     rowsPerSecond: null,
     logFile: null,
   };
-  return { candidates, report };
+  return { started, candidates, report };
 }
 
 /**
