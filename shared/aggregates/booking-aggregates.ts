@@ -1,5 +1,5 @@
 // The booking pipeline's CombineFn: count, exact fare total, min, max and mean per route and window.
-import type { CombineFn } from '../windowing';
+import { accumulatorFields, type CombineFn } from '../windowing';
 import { formatScaled, NUMERIC_SCALE } from '../contract/numeric';
 
 /**
@@ -128,14 +128,11 @@ export const bookingAggregatesFn: CombineFn<bigint, BookingAccumulator, BookingA
  * @throws AccumulatorFormatError describing the first problem
  */
 export function parseBookingAccumulator(value: unknown): BookingAccumulator {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new AccumulatorFormatError(`accumulator is not an object: ${JSON.stringify(value)}`);
-  }
-  const { count, total, min, max } = value as Record<string, unknown>;
-  const keys = Object.keys(value).sort().join(',');
-  if (keys !== 'count,max,min,total') {
-    throw new AccumulatorFormatError(`accumulator has keys ${keys}, expected count,max,min,total`);
-  }
+  const { count, total, min, max } = accumulatorFields(
+    value,
+    ['count', 'max', 'min', 'total'],
+    (message) => new AccumulatorFormatError(message),
+  );
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
     throw new AccumulatorFormatError(
       `accumulator count ${JSON.stringify(count)} is not an integer >= 0`,

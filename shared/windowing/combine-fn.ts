@@ -45,3 +45,22 @@ export const sumCombineFn: CombineFn<number, number, number> = {
   mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
   extractOutput: (acc) => acc,
 };
+
+/**
+ * The fields of an accumulator read back from storage, which must be a plain object with exactly `keys` (a corrupt
+ * or foreign document is refused before its fields are read).
+ * @throws the error `fail(message)` builds, naming the value or the keys it has
+ */
+export function accumulatorFields(
+  value: unknown,
+  keys: readonly string[],
+  fail: (message: string) => Error,
+): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw fail(`accumulator is not an object: ${JSON.stringify(value)}`);
+  }
+  const has = Object.keys(value).sort().join(',');
+  const expected = [...keys].sort().join(',');
+  if (has !== expected) throw fail(`accumulator has keys ${has}, expected ${expected}`);
+  return value as Record<string, unknown>;
+}

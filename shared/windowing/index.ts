@@ -1,5 +1,11 @@
 // The pure windowing core: windows, triggers, panes and the watermark heuristic, with Beam's semantics.
-export { countCombineFn, sumCombineFn, type CombineFn, type JsonValue } from './combine-fn';
+export {
+  accumulatorFields,
+  countCombineFn,
+  sumCombineFn,
+  type CombineFn,
+  type JsonValue,
+} from './combine-fn';
 export { WindowingConfigError, WindowingInputError, type WindowingConfigIssue } from './errors';
 export {
   describePane,

@@ -2,7 +2,7 @@
 // whose bounded accumulator is spread over shards and merged when the pane fires (the scenario's hot-key fix).
 import { divideHalfEven } from '../../aggregates/booking-aggregates';
 import { formatScaled } from '../../contract';
-import type { CombineFn } from '../../windowing';
+import { accumulatorFields, type CombineFn } from '../../windowing';
 import type { TelemetryElement } from './contract';
 
 /** Thrown when a stored accumulator is not the shape these combines write (a corrupt or foreign document). */
@@ -93,14 +93,11 @@ function isInt(value: unknown): value is number {
  * @throws TelemetryAccumulatorError describing the first problem
  */
 export function parseDeviceStatsAccumulator(value: unknown): DeviceStatsAccumulator {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new TelemetryAccumulatorError(`accumulator is not an object: ${JSON.stringify(value)}`);
-  }
-  const { count, sumMilliC, minMilliC, maxMilliC } = value as Record<string, unknown>;
-  const keys = Object.keys(value).sort().join(',');
-  if (keys !== 'count,maxMilliC,minMilliC,sumMilliC') {
-    throw new TelemetryAccumulatorError(`accumulator has keys ${keys}`);
-  }
+  const { count, sumMilliC, minMilliC, maxMilliC } = accumulatorFields(
+    value,
+    ['count', 'sumMilliC', 'minMilliC', 'maxMilliC'],
+    (message) => new TelemetryAccumulatorError(message),
+  );
   if (!isInt(count) || count < 0 || !isInt(sumMilliC)) {
     throw new TelemetryAccumulatorError(
       `accumulator count/sum are not integers: ${JSON.stringify(value)}`,
