@@ -373,6 +373,28 @@ export class FirestoreDriftStore implements DriftStore {
     });
   }
 
+  /**
+   * Inside `tx`: checks the lease's fence and that the update's changes are as planned, then sets `fields` and the
+   * sweep fence on each. Resolves false (nothing written) when a change moved on since the plan.
+   * @throws LeaseLostError when another sweep holds the table
+   */
+  private async markChanges(
+    tx: Transaction,
+    lease: Lease,
+    update: PlannedUpdate,
+    fields: Record<string, unknown>,
+  ): Promise<boolean> {
+    await this.checkFence(tx, lease);
+    if (!(await this.changesUnchanged(tx, lease.tableKey, update))) return false;
+    for (const change of update.changes) {
+      tx.update(this.changeRef(lease.tableKey, change.windowId), {
+        ...fields,
+        sweep_fence: lease.fence,
+      });
+    }
+    return true;
+  }
+
   async recordPlan(
     lease: Lease,
     update: PlannedUpdate,
@@ -380,17 +402,8 @@ export class FirestoreDriftStore implements DriftStore {
     nowMs: number,
   ): Promise<'ok' | 'stale'> {
     return this.transaction('record plan', async (tx) => {
-      await this.checkFence(tx, lease);
-      if (!(await this.changesUnchanged(tx, lease.tableKey, update))) return 'stale';
-      for (const change of update.changes) {
-        tx.update(this.changeRef(lease.tableKey, change.windowId), {
-          status,
-          plan: planDoc(update),
-          swept_ms: nowMs,
-          sweep_fence: lease.fence,
-        });
-      }
-      return 'ok';
+      const fields = { status, plan: planDoc(update), swept_ms: nowMs };
+      return (await this.markChanges(tx, lease, update, fields)) ? 'ok' : 'stale';
     });
   }
 
@@ -400,15 +413,8 @@ export class FirestoreDriftStore implements DriftStore {
     nowMs: number,
   ): Promise<'started' | 'stale'> {
     return this.transaction('begin update', async (tx) => {
-      await this.checkFence(tx, lease);
-      if (!(await this.changesUnchanged(tx, lease.tableKey, update))) return 'stale';
-      for (const change of update.changes) {
-        tx.update(this.changeRef(lease.tableKey, change.windowId), {
-          status: 'applying',
-          update_id: update.updateId,
-          sweep_fence: lease.fence,
-        });
-      }
+      const fields = { status: 'applying', update_id: update.updateId };
+      if (!(await this.markChanges(tx, lease, update, fields))) return 'stale';
       tx.set(
         this.updateRef(lease.tableKey, update.updateId),
         {
