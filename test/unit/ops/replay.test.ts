@@ -20,13 +20,48 @@ import {
   type ChunkCheckpoint,
   type ReplayFlags,
 } from '../../../shared/ops/replay-plan';
-import { MemoryReplayStore } from '../../../shared/ops/replay-store';
+import type { ReplayCheckpointStore, ReplayRunRecord } from '../../../shared/ops/replay-store';
 import {
   PartialInsertError,
   type InsertRow,
   type RowResult,
   type RowWriter,
 } from '../../../shared/sinks/row-writer';
+
+/** An in-memory checkpoint store with the Firestore store's contract (a run id once, a checkpoint per chunk). */
+class MemoryReplayStore implements ReplayCheckpointStore {
+  readonly runs = new Map<string, ReplayRunRecord>();
+  readonly checkpoints = new Map<string, Map<number, ChunkCheckpoint>>();
+
+  createRun(run: ReplayRunRecord): Promise<void> {
+    if (this.runs.has(run.runId)) return Promise.reject(new Error(`run ${run.runId} exists`));
+    this.runs.set(run.runId, run);
+    return Promise.resolve();
+  }
+
+  readRun(runId: string): Promise<ReplayRunRecord | null> {
+    return Promise.resolve(this.runs.get(runId) ?? null);
+  }
+
+  setRunStatus(runId: string, status: ReplayRunRecord['status'], atMs: number): Promise<void> {
+    const run = this.runs.get(runId);
+    if (run === undefined) return Promise.reject(new Error(`no run ${runId}`));
+    this.runs.set(runId, { ...run, status, updatedAtMs: atMs });
+    return Promise.resolve();
+  }
+
+  readCheckpoints(runId: string): Promise<ChunkCheckpoint[]> {
+    const map = this.checkpoints.get(runId) ?? new Map<number, ChunkCheckpoint>();
+    return Promise.resolve([...map.values()].sort((a, b) => a.index - b.index));
+  }
+
+  writeCheckpoint(runId: string, checkpoint: ChunkCheckpoint): Promise<void> {
+    const map = this.checkpoints.get(runId) ?? new Map<number, ChunkCheckpoint>();
+    map.set(checkpoint.index, checkpoint);
+    this.checkpoints.set(runId, map);
+    return Promise.resolve();
+  }
+}
 
 const isUsage = (pattern: RegExp) => (e: unknown) =>
   e instanceof UsageError && pattern.test(e.message);
