@@ -4,6 +4,7 @@ import { setTimeout as sleepMs } from 'node:timers/promises';
 import { parse as losslessParse } from 'lossless-json';
 import type { DdlStyle, SchemaDriftConfig } from '../config/schema-drift-config';
 import { tableName, type TableRef } from '../config/env';
+import { isPlainObject } from '../contract/json-payload';
 import { errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
@@ -575,7 +576,7 @@ export function judgeWaitingRow(
       proposed: new Map(),
     };
   }
-  if (!isObject(base) || !isObject(extra)) {
+  if (!isPlainObject(base) || !isPlainObject(extra)) {
     return {
       kind: 'failing',
       row,
@@ -602,10 +603,6 @@ export function judgeWaitingRow(
   };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * A stored row's extra fields, numbers as `LosslessNumber` (exact digits; the gate stores them with lossless-json),
  * duplicate keys last-wins. @throws SyntaxError for text that is not JSON.
@@ -630,7 +627,7 @@ async function readWaitingRows(deps: SweepDeps, run: TableRun): Promise<void> {
       logs.driftRowMalformed(deps.logger, run.key, row.id, `extra fields: ${errorText(err)}`);
       continue;
     }
-    if (isObject(extra)) {
+    if (isPlainObject(extra)) {
       supporting.push({ extraFields: extra, processedTimestampMs: row.processedTimestampMs });
     }
   }

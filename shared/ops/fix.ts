@@ -8,7 +8,7 @@ import {
   parse as losslessParse,
   stringify as losslessStringify,
 } from 'lossless-json';
-import { defineField } from '../contract/json-payload';
+import { defineField, isPlainObject } from '../contract/json-payload';
 import { UsageError } from './errors';
 
 /** One built-in edit of a top-level field of a JSON object. */
@@ -169,10 +169,6 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
   return { edits, ...(module ? { module } : {}), description: parts.join('; ') || 'none' };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /**
  * Applies the built-in edits to a copy of `payload`. A `rename` or `upper` of an absent field changes nothing;
  * `upper` of a non-string leaves it (validation will say what is wrong with it).
@@ -180,7 +176,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixResult {
   if (edits.length === 0) return { kind: 'fixed', payload };
-  if (!isObject(payload)) {
+  if (!isPlainObject(payload)) {
     return { kind: 'skipped', reason: 'field edits need a JSON object payload (use --fix-module)' };
   }
   // defineProperty keeps a field named `__proto__` a plain property, as the ingest path treats it.

@@ -2,6 +2,7 @@
 // its original insertId (a row BigQuery refused) or send it through the ingest path again (a message the retry-age
 // guard parked); resolved rows are recorded.
 import { readTable, type TableRef } from '../config/env';
+import { isPlainObject } from '../contract/json-payload';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
@@ -39,10 +40,6 @@ export type RedrivePlan =
   | { kind: 'message'; body: Buffer; attributes: Record<string, string> }
   | { kind: 'unreadable'; reason: string };
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /** Reads a bad-data row's content into what redrive writes (pure; numbers kept exact). */
 export function planOf(c: BadDataCandidate): RedrivePlan {
   let parsed: unknown;
@@ -54,7 +51,8 @@ export function planOf(c: BadDataCandidate): RedrivePlan {
       reason: `bad_data is not JSON: ${err instanceof Error ? err.message : String(err)}`,
     };
   }
-  if (!isObject(parsed)) return { kind: 'unreadable', reason: 'bad_data is not a JSON object' };
+  if (!isPlainObject(parsed))
+    return { kind: 'unreadable', reason: 'bad_data is not a JSON object' };
   let table: TableRef | undefined;
   try {
     table = readTable({ T: c.targetDest }, 'T', c.targetDest);
@@ -73,7 +71,7 @@ export function planOf(c: BadDataCandidate): RedrivePlan {
       typeof parsed.raw_payload_base64 === 'string'
         ? Buffer.from(parsed.raw_payload_base64, 'base64')
         : Buffer.from(parsed.raw_payload, 'utf8');
-    const attributes = isObject(parsed.attributes)
+    const attributes = isPlainObject(parsed.attributes)
       ? Object.fromEntries(
           Object.entries(parsed.attributes).filter(
             (e): e is [string, string] => typeof e[1] === 'string',
@@ -83,7 +81,11 @@ export function planOf(c: BadDataCandidate): RedrivePlan {
     return { kind: 'message', body, attributes };
   }
   // The drift gate's shape: the Silver row and the extra fields that could not become columns.
-  if (isObject(parsed.row) && isObject(parsed.extra_fields) && Object.keys(parsed).length === 2) {
+  if (
+    isPlainObject(parsed.row) &&
+    isPlainObject(parsed.extra_fields) &&
+    Object.keys(parsed).length === 2
+  ) {
     return { kind: 'row', table, row: { ...parsed.row, ...parsed.extra_fields } };
   }
   return { kind: 'row', table, row: parsed };
@@ -208,7 +210,7 @@ export async function redrive(
     payload: unknown,
     runId: string,
   ): Promise<Reached | undefined> {
-    if (!isObject(payload)) {
+    if (!isPlainObject(payload)) {
       report.skipped.push({
         messageId: c.messageId,
         reason: 'the fix did not return a row (JSON object)',

@@ -1,5 +1,6 @@
 // `offvia quarantine reprocess`: select open quarantine rows, apply a fix, and send the fixed events through the
 // ingest path in-process (validation, Silver, schema drift, window state), with lineage; resolved rows are recorded.
+import { isPlainObject } from '../contract/json-payload';
 import { Logger } from '../logging/logger';
 import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
@@ -179,9 +180,8 @@ export function changedFields(before: string, after: string): string {
   } catch {
     return before === after ? 'unchanged' : `${before} → ${after}`;
   }
-  const isObj = (x: unknown): x is Record<string, unknown> =>
-    x !== null && typeof x === 'object' && !Array.isArray(x);
-  if (!isObj(a) || !isObj(b)) return before === after ? 'unchanged' : `${before} → ${after}`;
+  if (!isPlainObject(a) || !isPlainObject(b))
+    return before === after ? 'unchanged' : `${before} → ${after}`;
   const show = (x: unknown): string => (x === undefined ? '(absent)' : stringifyJson(x));
   const changes = [...new Set([...Object.keys(a), ...Object.keys(b)])]
     .filter((k) => show(a[k]) !== show(b[k]))

@@ -1,6 +1,6 @@
 // Decodes the Pub/Sub message inside an Eventarc `messagePublished` CloudEvent into bytes, attributes and ids.
 import { createHash } from 'node:crypto';
-import { defineField } from '../contract/json-payload';
+import { defineField, isPlainObject } from '../contract/json-payload';
 
 /**
  * The wire shape of `google.cloud.pubsub.topic.v1.messagePublished` CloudEvent data (Eventarc and the Functions
@@ -87,7 +87,7 @@ function isBase64(text: string): boolean {
 export function decodePushedEvent(event: PushedEvent): DecodeResult {
   const cloudEventId = firstString(event?.id);
   if (event?.data !== undefined) return decodeMessagePublished(event.data, cloudEventId);
-  if (isObject(event) && isObject(event.message))
+  if (isPlainObject(event) && isPlainObject(event.message))
     return decodeMessagePublished(event, cloudEventId);
   const raw = safeJson(withoutTraceparent(event));
   return {
@@ -109,7 +109,7 @@ export function decodeMessagePublished(
   cloudEventId: string | undefined,
 ): DecodeResult {
   const raw = () => safeJson(withoutTraceparent(data));
-  if (!isObject(data) || !isObject(data.message)) {
+  if (!isPlainObject(data) || !isPlainObject(data.message)) {
     const text = raw();
     return {
       ok: false,
@@ -157,7 +157,7 @@ export function decodeMessagePublished(
 /** The string-valued attributes; non-string values are dropped rather than trusted. */
 function stringAttributes(value: unknown): Record<string, string> {
   const attributes: Record<string, string> = {};
-  if (!isObject(value)) return attributes;
+  if (!isPlainObject(value)) return attributes;
   for (const [k, v] of Object.entries(value)) {
     // defineProperty, not assignment: an attribute named "__proto__" must be kept as data, not set a prototype.
     if (typeof v === 'string') defineField(attributes, k, v);
@@ -175,14 +175,10 @@ function bodyHashId(text: string): string {
  * part of the body that is kept and hashed.
  */
 function withoutTraceparent(value: unknown): unknown {
-  if (!isObject(value) || !('traceparent' in value)) return value;
+  if (!isPlainObject(value) || !('traceparent' in value)) return value;
   const rest = { ...value };
   delete rest.traceparent;
   return rest;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function firstString(...values: unknown[]): string | undefined {
