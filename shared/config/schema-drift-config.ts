@@ -1,13 +1,6 @@
 // Configuration of schema drift (ingest gate and schemaSweep), read from the environment once at cold start.
 import { ConfigError } from '../errors';
-import {
-  type Env,
-  type TableRef,
-  readOptionalString,
-  readString,
-  readTable,
-  tableName,
-} from './env';
+import { type Env, type TableRef, readOptionalString, readTable, tableName } from './env';
 import {
   type VarGroup,
   boolVar,
@@ -15,7 +8,9 @@ import {
   intVar,
   nameVar,
   readBoolVar,
+  readChoiceVar,
   readIntVar,
+  readNameVar,
   tableListVar,
 } from './spec';
 
@@ -246,7 +241,7 @@ export function loadSchemaDriftConfig(
       `must include the Silver table ${silverName} while OFFVIA_SCHEMA_DRIFT is on (or turn drift off)`,
     );
   }
-  const firestoreRoot = readString(env, v.firestoreRoot.name, v.firestoreRoot.default);
+  const firestoreRoot = readNameVar(env, v.firestoreRoot);
   if (!v.firestoreRoot.pattern.test(firestoreRoot)) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_FIRESTORE_ROOT',
@@ -267,7 +262,7 @@ export function loadSchemaDriftConfig(
   }
   return {
     enabled,
-    mode: readChoice(env, v.mode.name, v.mode.choices, v.mode.default),
+    mode: readChoiceVar(env, v.mode),
     windowMinutes,
     retryMinutes,
     windowGraceMs: readIntVar(env, v.windowGraceMs),
@@ -277,38 +272,16 @@ export function loadSchemaDriftConfig(
     maxProposedFieldsPerWindow: readIntVar(env, v.maxProposedFieldsPerWindow),
     targetTables,
     schemaCacheTtlMs: readIntVar(env, v.schemaCacheTtlMs),
-    ddlStyle: readChoice(
+    ddlStyle: readChoiceVar(
       env,
-      v.ddlStyle.name,
-      v.ddlStyle.choices,
-      readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') === undefined
-        ? v.ddlStyle.default
-        : 'per_column',
+      v.ddlStyle,
+      readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') === undefined ? undefined : 'per_column',
     ),
     leaseMs: readIntVar(env, v.leaseMs),
     minUpdateIntervalMs: readIntVar(env, v.minUpdateIntervalMs),
     sweepMaxRows: readIntVar(env, v.sweepMaxRows),
     firestoreRoot,
   };
-}
-
-/** One of `choices` (case-insensitive), or `fallback` when unset/empty. */
-function readChoice<T extends string>(
-  env: Env,
-  name: string,
-  choices: readonly T[],
-  fallback: T,
-): T {
-  const raw = readOptionalString(env, name);
-  if (raw === undefined) return fallback;
-  const found = choices.find((c) => c === raw.toLowerCase());
-  if (found === undefined) {
-    throw new ConfigError(
-      name,
-      `expected one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return found;
 }
 
 /** Comma-separated `dataset.table` / `project.dataset.table` list; default: the Silver table. */

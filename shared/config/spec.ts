@@ -1,7 +1,16 @@
 // Declarative specs of the environment variables: name, default, allowed values, unit and meaning. The loaders in
 // this folder read each variable through its spec, and docs/configuration.md is generated from the same specs
 // (`npm run docs:config`), so the documented defaults and ranges are the ones the code enforces.
-import { type Env, type TableRef, readBool, readInt, readString, readTable } from './env';
+import { ConfigError } from '../errors';
+import {
+  type Env,
+  type TableRef,
+  readBool,
+  readInt,
+  readOptionalString,
+  readString,
+  readTable,
+} from './env';
 
 /** The unit of an integer variable; the reference prints it and converts large values (ms → min, days). */
 export type VarUnit = 'ms' | 'minutes' | 'bytes' | 'count';
@@ -176,4 +185,26 @@ export function readTableVar(env: Env, spec: TableVarSpec): TableRef {
 /** Reads a name variable's raw value (default applied); the loader checks `spec.pattern` with its own message. */
 export function readNameVar(env: Env, spec: NameVarSpec): string {
   return readString(env, spec.name, spec.default);
+}
+
+/**
+ * Reads a choice variable through its spec: one of `spec.choices` (case-insensitive), or `fallback` (the spec's
+ * default unless given) when unset or empty.
+ * @throws ConfigError naming the variable and the choices for any other value
+ */
+export function readChoiceVar<T extends string>(
+  env: Env,
+  spec: ChoiceVarSpec<T>,
+  fallback: T = spec.default,
+): T {
+  const raw = readOptionalString(env, spec.name);
+  if (raw === undefined) return fallback;
+  const found = spec.choices.find((c) => c.toLowerCase() === raw.toLowerCase());
+  if (found === undefined) {
+    throw new ConfigError(
+      spec.name,
+      `expected one of ${spec.choices.join(', ')}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return found;
 }
