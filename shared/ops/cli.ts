@@ -238,6 +238,23 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
       }
     };
 
+  /** The action of a re-drive command: its options from the flags, the run, its report; exit 1 when a row failed. */
+  const redriveAction = (kind: 'quarantine' | 'bad-data', run: typeof reprocess, what: string) =>
+    action(async (open, flags, opts: RedriveFlags) => {
+      const options = {
+        selection: selectionOf(opts, deps.now(), kind, choosePipeline(flags.pipeline)),
+        fix: await loadFix(opts, deps.cwd),
+        dryRun: opts.dryRun === true,
+        concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),
+        operator: operatorName(opts.by),
+        sampleSize: parsePositiveInt(opts.sample, '--sample', 1000),
+      };
+      const io = flags.json ? { ...deps.io, progressStream: undefined } : deps.io;
+      const report = await run(open(), options, io, deps.now);
+      deps.io.out(flags.json ? toJson(report) : formatReprocess(report, what));
+      return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
+    });
+
   program
     .command('status')
     .description(
@@ -326,32 +343,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         '  offvia quarantine reprocess --ids 17,18 --set currency=EUR\n' +
         '  offvia quarantine reprocess --stage PARSE_JSON --fix-module ./fixes/close-brace.ts',
     )
-    .action(
-      action(async (open, flags, opts: RedriveFlags) => {
-        const selection = selectionOf(
-          opts,
-          deps.now(),
-          'quarantine',
-          choosePipeline(flags.pipeline),
-        );
-        const options = {
-          selection,
-          fix: await loadFix(opts, deps.cwd),
-          dryRun: opts.dryRun === true,
-          concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),
-          operator: operatorName(opts.by),
-          sampleSize: parsePositiveInt(opts.sample, '--sample', 1000),
-        };
-        const report = await reprocess(
-          open(),
-          options,
-          flags.json ? { ...deps.io, progressStream: undefined } : deps.io,
-          deps.now,
-        );
-        deps.io.out(flags.json ? toJson(report) : formatReprocess(report));
-        return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
-      }),
-    );
+    .action(redriveAction('quarantine', reprocess, 'quarantine reprocess'));
 
   const badData = program
     .command('bad-data')
@@ -373,22 +365,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         '  offvia bad-data redrive --error "no such field" --dry-run\n' +
         '  offvia bad-data redrive --error INCOMPATIBLE_WITH_COLUMN --drop loyalty_points',
     )
-    .action(
-      action(async (open, flags, opts: RedriveFlags) => {
-        const options = {
-          selection: selectionOf(opts, deps.now(), 'bad-data', choosePipeline(flags.pipeline)),
-          fix: await loadFix(opts, deps.cwd),
-          dryRun: opts.dryRun === true,
-          concurrency: parsePositiveInt(opts.concurrency, '--concurrency', 256),
-          operator: operatorName(opts.by),
-          sampleSize: parsePositiveInt(opts.sample, '--sample', 1000),
-        };
-        const io = flags.json ? { ...deps.io, progressStream: undefined } : deps.io;
-        const report = await redrive(open(), options, io, deps.now);
-        deps.io.out(flags.json ? toJson(report) : formatReprocess(report, 'bad-data redrive'));
-        return report.failed.length > 0 ? EXIT.failure : EXIT.ok;
-      }),
-    );
+    .action(redriveAction('bad-data', redrive, 'bad-data redrive'));
 
   program
     .command('query')
