@@ -10,6 +10,7 @@ import { formatReprocess, reprocess } from './reprocess';
 import { redrive } from './redrive';
 import { operatorName } from './run';
 import {
+  collect,
   parseDuration,
   parseIdList,
   parsePattern,
@@ -64,8 +65,6 @@ interface RedriveFlags extends FixFlags {
   sample: string;
   by?: string;
 }
-
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /** Adds the fix flags and the run flags to a re-drive command. */
 function redriveOptions(command: Command): Command {

@@ -8,8 +8,7 @@ import { replay, replayDeps } from './replay';
 import { formatReplay } from './replay-format';
 import { DEFAULT_CHUNK_MINUTES, parseReplayFlags, type ReplayFlags } from './replay-plan';
 import { operatorName } from './run';
-
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+import { collect } from './selection';
 
 /** Registers `offvia replay` on the program (called from shared/ops/cli.ts). */
 export function addReplayCommand(program: Command, action: CliAction, deps: CliDeps): void {

@@ -43,6 +43,9 @@ export function parseTimeFlag(text: string, flag: string, nowMs: number): number
   return ms;
 }
 
+/** Commander's collector for a repeatable flag: each value appended to the ones before. */
+export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
 /** Comma-separated ids (`--ids a,b,c`), trimmed, empty entries dropped; repeated flags are concatenated. */
 export function parseIdList(values: readonly string[]): string[] {
   return [
