@@ -29,13 +29,11 @@ import {
   type TableWrite,
 } from './functions';
 import {
-  conditionFlag,
-  datasetGrant,
+  bqGrant,
   invokerGrant,
   projectGrant,
-  removeUnconditionedStep,
+  removeProjectBindingStep,
   resourceGrant,
-  tableGrant,
 } from './iam';
 import { FUNCTION_IMAGES_REPOSITORY, type KmsKey } from './kms';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
@@ -555,7 +553,7 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
-          command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
+          command: bqGrant(o.project, member, DATASET_METADATA_ROLE, 'dataset', dataset),
           retry: true,
         });
       }
@@ -563,10 +561,11 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
-          command: tableGrant(
+          command: bqGrant(
             o.project,
             member,
             names.customRoleName(CUSTOM_ROLES[kind].id),
+            'table',
             `${o.project}:${id}`,
           ),
           retry: true,
@@ -582,7 +581,7 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${REFERENCE_READER_ROLE} on reference table ${id} only (side input)`,
-          command: tableGrant(o.project, member, REFERENCE_READER_ROLE, `${o.project}:${id}`),
+          command: bqGrant(o.project, member, REFERENCE_READER_ROLE, 'table', `${o.project}:${id}`),
           retry: true,
         });
       }
@@ -600,11 +599,13 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         // Earlier deploys granted the role without its condition: that binding would still reach every database.
         if (condition !== undefined && d.earlierDeploys) {
           steps.push(
-            removeUnconditionedStep(
+            removeProjectBindingStep(
               o.project,
               member,
               role,
               `${spec.entryPoint}: remove an earlier deploy's unconditioned ${role} on the project`,
+              undefined,
+              true,
             ),
           );
         }
@@ -756,10 +757,11 @@ export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDepl
       steps.push({
         kind: 'run',
         title: `${names.serviceAccountId(writerBase)}: roles/bigquery.dataEditor on table ${table} only`,
-        command: tableGrant(
+        command: bqGrant(
           o.project,
           `serviceAccount:${writer}`,
           'roles/bigquery.dataEditor',
+          'table',
           `${o.project}:${table}`,
         ),
         retry: true,
@@ -1381,37 +1383,40 @@ export function deleteAccountStep(o: DeployOptions, names: Names, base: string):
   );
 }
 
-/** Removes a project-level role from an account, when it holds it. */
-export function removeProjectRoleStep(
+/**
+ * Removes a project-level role from an account, when it holds it; with `mendEarlier` and a conditioned role first the
+ * unconditioned binding earlier deploys made.
+ */
+export function removeProjectRoleSteps(
   o: DeployOptions,
   names: Names,
   base: string,
   { role, condition }: { role: string; condition?: { expression: string; title: string } },
-): Step {
-  const email = names.serviceAccountEmail(base);
-  return {
-    kind: 'ensure',
-    title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'projects get-iam-policy',
-        o.project,
-        '--flatten=bindings[].members',
-        `--filter=bindings.members=serviceAccount:${email}`,
-        '--format=value(bindings.role)',
-      ),
-      line: role,
-    },
-    present: gcloud(
-      'projects remove-iam-policy-binding',
+  mendEarlier: boolean,
+): Step[] {
+  const member = `serviceAccount:${names.serviceAccountEmail(base)}`;
+  const id = names.serviceAccountId(base);
+  return [
+    ...(condition !== undefined && mendEarlier
+      ? [
+          removeProjectBindingStep(
+            o.project,
+            member,
+            role,
+            `Remove an unconditioned ${role} on the project from ${id} (earlier deploys)`,
+            undefined,
+            true,
+          ),
+        ]
+      : []),
+    removeProjectBindingStep(
       o.project,
-      `--member=serviceAccount:${email}`,
-      `--role=${role}`,
-      conditionFlag(condition),
-      '--format=none',
+      member,
+      role,
+      `Remove ${role} on the project from ${id}`,
+      condition,
     ),
-  };
+  ];
 }
 
 /**
@@ -1510,17 +1515,9 @@ export function pipelineTeardownSteps(
   // Dataset and resource bindings go away with the account (or the resource).
   for (const spec of specs) {
     for (const role of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
-      if (role.condition !== undefined && deployedBeforeRegistry(p)) {
-        steps.push(
-          removeUnconditionedStep(
-            o.project,
-            `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
-            role.role,
-            `Remove an unconditioned ${role.role} on the project from ${names.serviceAccountId(spec.serviceAccount)} (earlier deploys)`,
-          ),
-        );
-      }
-      steps.push(removeProjectRoleStep(o, names, spec.serviceAccount, role));
+      steps.push(
+        ...removeProjectRoleSteps(o, names, spec.serviceAccount, role, deployedBeforeRegistry(p)),
+      );
     }
   }
   const accounts = [
