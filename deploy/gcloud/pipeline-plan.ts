@@ -50,7 +50,14 @@ import {
 } from './options';
 import { BOOKING, isPartitioned, monitoringPrefix } from './pipelines';
 import { datasetsCreated, type SqlFile, tablesCreated } from './sql';
-import { bq, type Command, gcloud, type Step } from './steps';
+import {
+  bq,
+  type Command,
+  deleteByDisplayName,
+  gcloud,
+  type Step,
+  upsertByDisplayName,
+} from './steps';
 import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 
 /**
@@ -1272,17 +1279,6 @@ export function policyVariable(o: DeployOptions, displayName: string): string {
   return `POLICY_${displayName.slice(o.namePrefix.length).replace(/-/g, '_').toUpperCase()}`;
 }
 
-/** Lists the alert policy with this display name (prints its resource name, or nothing). */
-export function findPolicy(p: string, displayName: string): Command {
-  return gcloud(
-    'alpha monitoring policies list',
-    p,
-    `--filter=displayName="${displayName}"`,
-    '--limit=1',
-    '--format=value(name)',
-  );
-}
-
 /**
  * Each pipeline's log-based metrics, then the alert policies that read them, then its dashboard; their JSON files go
  * to the out dir.
@@ -1311,22 +1307,17 @@ export function monitoringSteps(
         'policies',
         `${policy.displayName.slice(o.namePrefix.length)}.json`,
       );
-      const variable = policyVariable(o, policy.displayName);
       files.push({ path: file, content: `${JSON.stringify(policy, null, 2)}\n` });
-      steps.push({
-        kind: 'ensure',
-        title: `Alert policy ${policy.displayName}`,
-        probe: { kind: 'lookup', variable, command: findPolicy(p, policy.displayName) },
-        absent: gcloud('alpha monitoring policies create', `--policy-from-file=${file}`, p),
-        present: gcloud(
-          'alpha monitoring policies update',
-          `\${${variable}}`,
+      steps.push(
+        upsertByDisplayName(
+          `Alert policy ${policy.displayName}`,
+          'alpha monitoring policies',
+          policyVariable(o, policy.displayName),
+          policy.displayName,
           `--policy-from-file=${file}`,
           p,
         ),
-        // A policy on a log-based metric created a moment ago may be refused until the metric is known.
-        retry: true,
-      });
+      );
     }
     addMonitoringDashboard(o, d.monitoring, steps, files, d.dashboardVariable);
   }
@@ -1372,14 +1363,22 @@ export function deleteIfPresent(title: string, probe: Command, remove: Command):
   return { kind: 'ensure', title, probe: { kind: 'status', command: probe }, present: remove };
 }
 
+/** Deletes `id` of the gcloud group `group` (e.g. `pubsub topics`) when `describe` finds it; `where` locates it. */
+function deleteGcloud(title: string, group: string, id: string, ...where: string[]): Step {
+  return deleteIfPresent(
+    `Delete ${title}`,
+    gcloud(`${group} describe`, id, ...where),
+    gcloud(`${group} delete`, id, ...where, '--quiet'),
+  );
+}
+
 /** Deletes a service account when it exists. */
 export function deleteAccountStep(o: DeployOptions, names: Names, base: string): Step {
-  const email = names.serviceAccountEmail(base);
-  const proj = `--project=${o.project}`;
-  return deleteIfPresent(
-    `Delete service account ${names.serviceAccountId(base)}`,
-    gcloud('iam service-accounts describe', email, proj),
-    gcloud('iam service-accounts delete', email, proj, '--quiet'),
+  return deleteGcloud(
+    `service account ${names.serviceAccountId(base)}`,
+    'iam service-accounts',
+    names.serviceAccountEmail(base),
+    `--project=${o.project}`,
   );
 }
 
@@ -1437,61 +1436,41 @@ export function pipelineTeardownSteps(
   const steps: Step[] = [];
   const specs = pipelineFunctionSpecs(p).map((f) => f.spec);
   const targets = pipelineMonitoringTargets({ ...o, notificationChannels: [] }, p);
+  const regional = (flag: string): string[] => [`${flag}=${o.region}`, proj];
   for (const job of targets.schedulerJobs) {
-    const where = [`--location=${o.region}`, proj];
     steps.push(
-      deleteIfPresent(
-        `Delete Cloud Scheduler job ${job}`,
-        gcloud('scheduler jobs describe', job, ...where),
-        gcloud('scheduler jobs delete', job, ...where, '--quiet'),
+      deleteGcloud(`Cloud Scheduler job ${job}`, 'scheduler jobs', job, ...regional('--location')),
+    );
+  }
+  for (const { displayName } of alertPolicies(targets)) {
+    steps.push(
+      deleteByDisplayName(
+        `Delete alert policy ${displayName}`,
+        'alpha monitoring policies',
+        policyVariable(o, displayName),
+        displayName,
+        proj,
       ),
     );
   }
-  for (const policy of alertPolicies(targets)) {
-    const variable = policyVariable(o, policy.displayName);
-    steps.push({
-      kind: 'ensure',
-      title: `Delete alert policy ${policy.displayName}`,
-      probe: { kind: 'lookup', variable, command: findPolicy(proj, policy.displayName) },
-      present: gcloud('alpha monitoring policies delete', `\${${variable}}`, proj, '--quiet'),
-    });
-  }
-  for (const metric of logMetrics(targets)) {
-    steps.push(
-      deleteIfPresent(
-        `Delete log-based metric ${metric.name}`,
-        gcloud('logging metrics describe', metric.name, proj),
-        gcloud('logging metrics delete', metric.name, proj, '--quiet'),
-      ),
-    );
+  for (const { name } of logMetrics(targets)) {
+    steps.push(deleteGcloud(`log-based metric ${name}`, 'logging metrics', name, proj));
   }
   const dashboard = `${targets.prefix}pipeline`;
-  const dashboardVar = dashboardVariable(p);
-  steps.push({
-    kind: 'ensure',
-    title: `Delete Cloud Monitoring dashboard ${dashboard}`,
-    probe: {
-      kind: 'lookup',
-      variable: dashboardVar,
-      command: gcloud(
-        'monitoring dashboards list',
-        proj,
-        `--filter=displayName="${dashboard}"`,
-        '--limit=1',
-        '--format=value(name)',
-      ),
-    },
-    present: gcloud('monitoring dashboards delete', `\${${dashboardVar}}`, proj, '--quiet'),
-  });
+  steps.push(
+    deleteByDisplayName(
+      `Delete Cloud Monitoring dashboard ${dashboard}`,
+      'monitoring dashboards',
+      dashboardVariable(p),
+      dashboard,
+      proj,
+    ),
+  );
   for (const spec of specs) {
     const name = names.functionName(spec.baseName);
-    const where = [`--region=${o.region}`, proj];
+    const trigger = spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : '';
     steps.push(
-      deleteIfPresent(
-        `Delete function ${name}${spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : ''}`,
-        gcloud('functions describe', name, ...where),
-        gcloud('functions delete', name, ...where, '--quiet'),
-      ),
+      deleteGcloud(`function ${name}${trigger}`, 'functions', name, ...regional('--region')),
     );
   }
   const s = p.pubsub.subscriptions;
@@ -1504,11 +1483,7 @@ export function pipelineTeardownSteps(
       : []),
   ]) {
     steps.push(
-      deleteIfPresent(
-        `Delete subscription ${subscription}`,
-        gcloud('pubsub subscriptions describe', subscription, proj),
-        gcloud('pubsub subscriptions delete', subscription, proj, '--quiet'),
-      ),
+      deleteGcloud(`subscription ${subscription}`, 'pubsub subscriptions', subscription, proj),
     );
   }
   // Project-level bindings before their accounts: a deleted account's bindings can no longer be removed by email.
@@ -1529,13 +1504,7 @@ export function pipelineTeardownSteps(
   const roots = pipelineFirestoreRoots(p);
   if (deleteData) {
     for (const topic of [...pipelineTopics(p)].reverse()) {
-      steps.push(
-        deleteIfPresent(
-          `Delete topic ${topic}`,
-          gcloud('pubsub topics describe', topic, proj),
-          gcloud('pubsub topics delete', topic, proj, '--quiet'),
-        ),
-      );
+      steps.push(deleteGcloud(`topic ${topic}`, 'pubsub topics', topic, proj));
     }
     for (const dataset of [...datasets].reverse()) {
       const ref = `${o.project}:${dataset}`;
