@@ -23,7 +23,8 @@ import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import { countFirestoreOps, opsLines } from '../../../bench/lib/firestore-ops';
 import { stackBigQuery, stackEnv } from '../layers';
 import { seedDirectory } from './directory';
-import { planTelemetryRun, publishPhases, seededRandom } from './plan';
+import { prng } from '../../../test/support/events';
+import { planTelemetryRun, publishPhases } from './plan';
 
 const USAGE =
   'usage: ingest-rate.ts [--devices N (300)] [--minutes M (3)] [--concurrency C (16)] [--order planned|shuffled|phased]';
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
       subscription: undefined,
     },
   }));
-  const random = seededRandom(11);
+  const random = prng(11);
   const shuffle = <T>(xs: T[]): T[] => {
     for (let i = xs.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
