@@ -2,6 +2,7 @@
 // (readings of contract versions 1 and 2, malformed ones, skewed clocks, readings without eventTs) in publish order,
 // each with the outcome the pipeline's contract should give it. Pure and seeded: the same options give the same run.
 import type { TelemetryStage } from '../../../shared/pipelines/telemetry/contract';
+import type { DecodeResult } from '../../../shared/pubsub/message';
 import { prng } from '../../../test/support/events';
 
 /** What a run simulates. Times are epoch ms UTC. */
@@ -398,4 +399,26 @@ export function publishPhases(
   }
   if (messages.length > 0) ends.push(messages.length);
   return ends;
+}
+
+/**
+ * The plan's messages as the ingest receives them from Pub/Sub, all published at `publishTimeMs` (epoch ms UTC) with
+ * ids `<idPrefix>-<publishTimeMs>-<index>`: for measuring the ingest in process, without the push.
+ */
+export function plannedDeliveries(
+  plan: TelemetryPlan,
+  idPrefix: string,
+  publishTimeMs: number = Date.now(),
+): DecodeResult[] {
+  return plan.messages.map((m, i) => ({
+    ok: true as const,
+    message: {
+      messageId: `${idPrefix}-${publishTimeMs}-${i}`,
+      publishTime: new Date(publishTimeMs).toISOString(),
+      publishTimeMs,
+      attributes: { ...m.attributes },
+      data: Buffer.from(m.data, 'utf8'),
+      subscription: undefined,
+    },
+  }));
 }
