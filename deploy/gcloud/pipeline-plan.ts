@@ -55,6 +55,7 @@ import {
   type Command,
   deleteByDisplayName,
   gcloud,
+  requireLine,
   type Step,
   upsertByDisplayName,
 } from './steps';
@@ -631,30 +632,24 @@ export function passengerIdKeySteps(
   deployments: readonly PipelineDeployment[],
 ): void {
   const { secret, version } = passengerIdSecret(o);
-  steps.push({
-    kind: 'ensure',
-    title: `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
+  steps.push(
+    requireLine(
+      `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
+      gcloud(
         'secrets versions describe',
         version,
         `--secret=${secret}`,
         p,
         '--format=value(state)',
       ),
-      line: 'ENABLED',
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
-        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)" >&2; exit 1',
+      'ENABLED',
+      'secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
+        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)',
       o.project,
       secret,
       version,
-    ],
-  });
+    ),
+  );
   for (const spec of deployments.flatMap(readsPassengerIdKey)) {
     steps.push({
       kind: 'run',
@@ -953,27 +948,16 @@ export function functionSteps(ctx: PlanContext, deployments: readonly PipelineDe
 function topicRetentionCheck({ o, p, steps }: PlanContext, pipeline: AnyPipelineDefinition): void {
   const topic = pipeline.pubsub.topic;
   const retained = `${durationSeconds(o.topicRetention)}s`;
-  steps.push({
-    kind: 'ensure',
-    title: `${topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'pubsub topics describe',
-        topic,
-        p,
-        '--format=value(messageRetentionDuration)',
-      ),
-      line: retained,
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay" >&2; exit 1',
+  steps.push(
+    requireLine(
+      `${topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
+      gcloud('pubsub topics describe', topic, p, '--format=value(messageRetentionDuration)'),
+      retained,
+      'the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay',
       topic,
       retained,
-    ],
-  });
+    ),
+  );
 }
 
 /** One function, then its invoker grant and its Eventarc subscription, push subscription or schedule. */

@@ -267,3 +267,22 @@ export function deleteByDisplayName(
     present: gcloud(`${group} delete`, `\${${variable}}`, p, '--quiet'),
   };
 }
+
+/**
+ * A read-back the run cannot go on without: unless `command` prints `line`, it stops with `message` on stderr (shell
+ * text in double quotes, whose `$0`, `$1`, … are `args`).
+ */
+export function requireLine(
+  title: string,
+  command: Command,
+  line: string,
+  message: string,
+  ...args: string[]
+): Step {
+  return {
+    kind: 'ensure',
+    title,
+    probe: { kind: 'line', command, line },
+    absent: ['bash', '-c', `echo "${message}" >&2; exit 1`, ...args],
+  };
+}
