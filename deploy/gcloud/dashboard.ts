@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { ingestSubscriptionFilter, metricNames, type MonitoringTargets } from './monitoring';
 import type { DeployOptions, GeneratedFile } from './options';
-import { type Step, upsertByDisplayName } from './steps';
+import { byDisplayName, type Step } from './steps';
 
 /** Cloud Monitoring `Aggregation` of a chart's time series. */
 interface ChartAggregation {
@@ -259,13 +259,13 @@ export function addMonitoringDashboard(
   const file = path.posix.join(o.outDir, 'dashboards', `${base}.json`);
   files.push({ path: file, content: `${JSON.stringify(dashboard, null, 2)}\n` });
   steps.push(
-    upsertByDisplayName(
+    byDisplayName(
       `Cloud Monitoring dashboard ${dashboard.displayName}`,
       'monitoring dashboards',
       variable,
       dashboard.displayName,
-      `--config-from-file=${file}`,
       p,
+      `--config-from-file=${file}`,
     ),
   );
 }

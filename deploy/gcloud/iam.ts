@@ -49,15 +49,19 @@ export function bqGrant(
   );
 }
 
-/** A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. */
+/**
+ * A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. `verb`
+ * `remove` removes that binding instead.
+ */
 export function projectGrant(
   project: string,
   member: string,
   role: string,
   condition?: IamCondition,
+  verb: 'add' | 'remove' = 'add',
 ): string[] {
   return gcloud(
-    'projects add-iam-policy-binding',
+    `projects ${verb}-iam-policy-binding`,
     project,
     `--member=${member}`,
     `--role=${role}`,
@@ -94,14 +98,7 @@ export function removeProjectBindingStep(
       ),
       line: role,
     },
-    present: gcloud(
-      'projects remove-iam-policy-binding',
-      project,
-      `--member=${member}`,
-      `--role=${role}`,
-      conditionFlag(condition),
-      '--format=none',
-    ),
+    present: projectGrant(project, member, role, condition, 'remove'),
   };
 }
 

@@ -50,15 +50,7 @@ import {
 } from './options';
 import { BOOKING, isPartitioned, monitoringPrefix } from './pipelines';
 import { datasetsCreated, type SqlFile, tablesCreated } from './sql';
-import {
-  bq,
-  type Command,
-  deleteByDisplayName,
-  gcloud,
-  requireLine,
-  type Step,
-  upsertByDisplayName,
-} from './steps';
+import { bq, byDisplayName, type Command, gcloud, requireLine, type Step } from './steps';
 import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 
 /**
@@ -1293,13 +1285,13 @@ export function monitoringSteps(
       );
       files.push({ path: file, content: `${JSON.stringify(policy, null, 2)}\n` });
       steps.push(
-        upsertByDisplayName(
+        byDisplayName(
           `Alert policy ${policy.displayName}`,
           'alpha monitoring policies',
           policyVariable(o, policy.displayName),
           policy.displayName,
-          `--policy-from-file=${file}`,
           p,
+          `--policy-from-file=${file}`,
         ),
       );
     }
@@ -1428,7 +1420,7 @@ export function pipelineTeardownSteps(
   }
   for (const { displayName } of alertPolicies(targets)) {
     steps.push(
-      deleteByDisplayName(
+      byDisplayName(
         `Delete alert policy ${displayName}`,
         'alpha monitoring policies',
         policyVariable(o, displayName),
@@ -1442,7 +1434,7 @@ export function pipelineTeardownSteps(
   }
   const dashboard = `${targets.prefix}pipeline`;
   steps.push(
-    deleteByDisplayName(
+    byDisplayName(
       `Delete Cloud Monitoring dashboard ${dashboard}`,
       'monitoring dashboards',
       dashboardVariable(p),

@@ -216,56 +216,32 @@ export function bq(project: string, words: string, ...args: string[]): string[] 
 }
 
 /**
- * Lists the resource of the gcloud group `group` with this display name, printing its resource name or nothing:
- * alert policies and dashboards are found this way, since the API names them.
+ * A resource of `group` the API names itself (alert policies, dashboards), found by display name into the plan
+ * variable `variable`. With `fileFlag` (e.g. `--config-from-file=F`) it is created from the file or updated to it,
+ * retried (a policy or chart on a log-based metric created a moment ago may be refused until the metric is known);
+ * without, it is deleted when found.
  */
-export function findByDisplayName(group: string, p: string, displayName: string): Command {
-  return gcloud(
-    `${group} list`,
-    p,
-    `--filter=displayName="${displayName}"`,
-    '--limit=1',
-    '--format=value(name)',
-  );
-}
-
-/**
- * Creates a resource of `group` from a file (`fileFlag`, e.g. `--config-from-file=F`), or updates the one found by
- * display name into the plan variable `variable`. Retried: a policy or chart on a log-based metric created a moment
- * ago may be refused until the metric is known.
- */
-export function upsertByDisplayName(
-  title: string,
-  group: string,
-  variable: string,
-  displayName: string,
-  fileFlag: string,
-  p: string,
-): Step {
-  return {
-    kind: 'ensure',
-    title,
-    probe: { kind: 'lookup', variable, command: findByDisplayName(group, p, displayName) },
-    absent: gcloud(`${group} create`, fileFlag, p),
-    present: gcloud(`${group} update`, `\${${variable}}`, fileFlag, p),
-    retry: true,
-  };
-}
-
-/** Deletes the resource of `group` found by display name into `variable`, when there is one. */
-export function deleteByDisplayName(
+export function byDisplayName(
   title: string,
   group: string,
   variable: string,
   displayName: string,
   p: string,
+  fileFlag?: string,
 ): Step {
-  return {
-    kind: 'ensure',
-    title,
-    probe: { kind: 'lookup', variable, command: findByDisplayName(group, p, displayName) },
-    present: gcloud(`${group} delete`, `\${${variable}}`, p, '--quiet'),
-  };
+  const list = [`--filter=displayName="${displayName}"`, '--limit=1', '--format=value(name)'];
+  const probe: Probe = { kind: 'lookup', variable, command: gcloud(`${group} list`, p, ...list) };
+  const found = `\${${variable}}`;
+  return fileFlag === undefined
+    ? { kind: 'ensure', title, probe, present: gcloud(`${group} delete`, found, p, '--quiet') }
+    : {
+        kind: 'ensure',
+        title,
+        probe,
+        absent: gcloud(`${group} create`, fileFlag, p),
+        present: gcloud(`${group} update`, found, fileFlag, p),
+        retry: true,
+      };
 }
 
 /**
