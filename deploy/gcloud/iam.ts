@@ -1,5 +1,5 @@
 // The IAM grants of a plan: the commands that make them, and the check that none is broad.
-import { bq, type Command, commandsOf, gcloud, type Step } from './steps';
+import { bq, type Command, commandsOf, flagValue, gcloud, type Step } from './steps';
 
 /**
  * Roles no plan may grant: owner, editor, viewer, BigQuery admin anywhere; any admin role on the project unless
@@ -147,14 +147,11 @@ export interface Grant {
   readonly command: Command;
 }
 
-const valueOf = (command: Command, flag: string): string =>
-  command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1) ?? '';
-
 /** Every IAM grant of a plan: `add-iam-policy-binding` commands and `functions add-invoker-policy-binding`. */
 export function grantsOf(steps: readonly Step[]): Grant[] {
   const grants: Grant[] = [];
   for (const command of steps.flatMap(commandsOf)) {
-    const member = valueOf(command, '--member');
+    const member = flagValue(command, '--member') ?? '';
     const at = command.indexOf('add-iam-policy-binding');
     if (command[0] === 'gcloud' && command[2] === 'add-invoker-policy-binding') {
       grants.push({
@@ -170,10 +167,10 @@ export function grantsOf(steps: readonly Step[]): Grant[] {
       const projectLevel = command[0] === 'gcloud' && command[1] === 'projects';
       const resource =
         command[0] === 'bq' ? command.at(-1) : projectLevel ? 'project' : command[at + 1];
-      const condition = valueOf(command, '--condition');
+      const condition = flagValue(command, '--condition') ?? '';
       const conditioned = condition !== '' && condition !== 'None';
       grants.push({
-        role: valueOf(command, '--role'),
+        role: flagValue(command, '--role') ?? '',
         member,
         resource: resource ?? '',
         projectLevel,

@@ -262,3 +262,8 @@ export function requireLine(
     absent: ['bash', '-c', `echo "${message}" >&2; exit 1`, ...args],
   };
 }
+
+/** The value of `--flag=value` in a command, or undefined. */
+export function flagValue(command: Command, flag: string): string | undefined {
+  return command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+}
