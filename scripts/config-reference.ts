@@ -58,6 +58,26 @@ function functionVars(): ToolingVar[] {
 }
 
 /**
+ * Tooling variables from one-line rows `NAME | default | meaning` (Markdown as the table shows it; no `|` inside a
+ * field). A leading `*` marks a name the script builds (ToolingVar.builtName).
+ * @throws Error for a row without three fields.
+ */
+function rows(lines: readonly string[]): ToolingVar[] {
+  return lines.map((line) => {
+    const fields = line.split(' | ');
+    const [name = '', value = '', meaning = ''] = fields;
+    if (fields.length !== 3) throw new Error(`tooling row without three fields: ${line}`);
+    const built = name.startsWith('*');
+    return {
+      name: built ? name.slice(1) : name,
+      default: value,
+      meaning,
+      ...(built && { builtName: true as const }),
+    };
+  });
+}
+
+/**
  * Variables read only by the local stack, the benchmarks and the test harnesses, never by a deployed function.
  * Hand-written (their scripts read them with their own small parsers): keep this list in step when a script gains
  * or drops one. The unit test fails when a name in the code is in neither this list, the specs, nor
@@ -69,316 +89,94 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
     readBy:
       '`deploy/local/` (`stack.sh`, `with-stack.sh`, `install.sh`, the stand-ins, `npm run demo`)',
     vars: [
-      {
-        name: 'OFFVIA_PROJECT_ID',
-        default: '`offvia-local`',
-        meaning: 'project id of the local stack (the functions read it too, above)',
-      },
-      { name: 'OFFVIA_PUBSUB_PORT', default: '`8085`', meaning: 'Pub/Sub emulator port' },
-      {
-        name: 'OFFVIA_FIRESTORE_PORT',
-        default: '`8086`',
-        meaning: "Firestore emulator port (the gate's, with `OFFVIA_FIRESTORE_GATE=1`)",
-      },
-      {
-        name: 'OFFVIA_FIRESTORE_BACKEND_PORT',
-        default: 'a free port',
-        meaning:
-          "the Firestore emulator's own port behind the gate (`OFFVIA_FIRESTORE_GATE=1` only)",
-      },
-      { name: 'OFFVIA_BQ_REST_PORT', default: '`9050`', meaning: 'BigQuery emulator REST port' },
-      {
-        name: 'OFFVIA_BQ_GRPC_PORT',
-        default: '`9060`',
-        meaning: 'BigQuery emulator gRPC port (Storage Write API)',
-      },
+      ...rows([
+        'OFFVIA_PROJECT_ID | `offvia-local` | project id of the local stack (the functions read it too, above)',
+        'OFFVIA_PUBSUB_PORT | `8085` | Pub/Sub emulator port',
+        "OFFVIA_FIRESTORE_PORT | `8086` | Firestore emulator port (the gate's, with `OFFVIA_FIRESTORE_GATE=1`)",
+        "OFFVIA_FIRESTORE_BACKEND_PORT | a free port | the Firestore emulator's own port behind the gate (`OFFVIA_FIRESTORE_GATE=1` only)",
+        'OFFVIA_BQ_REST_PORT | `9050` | BigQuery emulator REST port',
+        'OFFVIA_BQ_GRPC_PORT | `9060` | BigQuery emulator gRPC port (Storage Write API)',
+      ]),
       ...functionVars(),
-      {
-        name: 'OFFVIA_BQ_LOCATION',
-        default: '`US`',
-        meaning: 'location of the local datasets (`deploy/local/apply-sql.ts`)',
-      },
-      {
-        name: 'OFFVIA_BQ_PERSISTENT',
-        default: '`0`',
-        meaning:
-          '`1`: the BigQuery emulator keeps its tables in a file, so they survive a stop (the reliability harness)',
-      },
-      {
-        name: 'OFFVIA_FIRESTORE_GATE',
-        default: '`0`',
-        meaning:
-          '`1`: the Firestore emulator sits behind a TCP gate that can cut every client off (the reliability harness)',
-      },
-      {
-        name: 'OFFVIA_STACK_DIR',
-        default: '`.local/stack`',
-        meaning:
-          'state directory of a stack (pids, logs, `env`); another one lets a second stack run beside it, with other ports',
-      },
-      {
-        name: 'OFFVIA_READY_TIMEOUT_S',
-        default: '`90`',
-        meaning: 'seconds a service may take to become ready',
-      },
-      {
-        name: 'OFFVIA_STOP_TIMEOUT_S',
-        default: '`20`',
-        meaning: 'seconds a service may take to exit after SIGTERM before SIGKILL',
-      },
-      {
-        name: 'OFFVIA_CACHE_DIR',
-        default: 'an `offvia` folder in the user cache directory',
-        meaning:
-          'where install.sh builds Node.js 22 and the Python venvs once, keyed by their pins, and links them from `.local`; `off` builds inside `.local`',
-      },
-      {
-        name: 'OFFVIA_STACK_LOCK_WAIT_S',
-        default: '`120`',
-        meaning: "seconds a `stack.sh` command waits for another one holding the stack's lock",
-      },
-      {
-        name: 'OFFVIA_FUNCTIONS_SOURCE',
-        default: 'the repository',
-        meaning: 'serve the functions from another built checkout (no build)',
-      },
-      {
-        name: 'OFFVIA_PYTHON',
-        default: '`python3`',
-        meaning: "the Python that creates the emulator's venv",
-      },
-      {
-        name: 'OFFVIA_SCHEDULE_SCHEMA_SWEEP_SECONDS',
-        builtName: true,
-        default: '`60`',
-        meaning:
-          "cadence of the local scheduler loop's `schemaSweep` calls (`0` pauses it); `OFFVIA_SCHEDULE_<FUNCTION>_SECONDS` for any job in `deploy/schedules.ts`",
-      },
-      {
-        name: 'OFFVIA_SCHEDULE_FIRE_WINDOWS_SECONDS',
-        builtName: true,
-        default: '`60`',
-        meaning: "cadence of the local scheduler loop's `fireWindows` calls (`0` pauses it)",
-      },
-      {
-        name: 'OFFVIA_BRONZE_MAX_BATCH_ROWS',
-        default: '`500`',
-        meaning: 'rows per `insertAll` of the Bronze stand-in',
-      },
-      {
-        name: 'OFFVIA_BRONZE_MAX_BATCH_DELAY_MS',
-        default: '`50`',
-        meaning: 'how long the Bronze stand-in gathers a batch',
-      },
-      {
-        name: 'OFFVIA_BRONZE_NACK_DELAY_MS',
-        default: '`1000`',
-        meaning: 'wait before the Bronze stand-in nacks a batch it could not write',
-      },
-      {
-        name: 'OFFVIA_TOPIC',
-        default: '`booking-events`',
-        meaning: 'the topic `npm run demo` publishes to',
-      },
-      {
-        name: 'OFFVIA_DEMO_TIMEOUT_MS',
-        default: '60000 + 50 per event',
-        meaning: 'how long `npm run demo` waits for the layers',
-      },
-      {
-        name: 'OFFVIA_DEMO_BASE_DIR',
-        default: 'set by `demo.sh`',
-        meaning:
-          'where `npm run demo` was typed: a relative events file is resolved from there (`deploy/local/demo-args.ts`)',
-      },
-      {
-        name: 'OFFVIA_TELEMETRY_E2E_DEVICES',
-        default: '`300`',
-        meaning:
-          'devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`; 2000 with `OFFVIA_TELEMETRY_E2E_MINUTES=3` is the acceptance run)',
-      },
-      {
-        name: 'OFFVIA_TELEMETRY_E2E_MINUTES',
-        default: '`3`',
-        meaning: 'minutes of readings of the telemetry simulator end-to-end test',
-      },
-      {
-        name: 'OFFVIA_TELEMETRY_E2E_PUSH_RELAY',
-        default: '`0`',
-        meaning:
-          "deliveries in flight through the simulator's push relay in the telemetry end-to-end test (`0`: the stack's push subscription)",
-      },
+      ...rows([
+        'OFFVIA_BQ_LOCATION | `US` | location of the local datasets (`deploy/local/apply-sql.ts`)',
+        'OFFVIA_BQ_PERSISTENT | `0` | `1`: the BigQuery emulator keeps its tables in a file, so they survive a stop (the reliability harness)',
+        'OFFVIA_FIRESTORE_GATE | `0` | `1`: the Firestore emulator sits behind a TCP gate that can cut every client off (the reliability harness)',
+        'OFFVIA_STACK_DIR | `.local/stack` | state directory of a stack (pids, logs, `env`); another one lets a second stack run beside it, with other ports',
+        'OFFVIA_READY_TIMEOUT_S | `90` | seconds a service may take to become ready',
+        'OFFVIA_STOP_TIMEOUT_S | `20` | seconds a service may take to exit after SIGTERM before SIGKILL',
+        'OFFVIA_CACHE_DIR | an `offvia` folder in the user cache directory | where install.sh builds Node.js 22 and the Python venvs once, keyed by their pins, and links them from `.local`; `off` builds inside `.local`',
+        "OFFVIA_STACK_LOCK_WAIT_S | `120` | seconds a `stack.sh` command waits for another one holding the stack's lock",
+        'OFFVIA_FUNCTIONS_SOURCE | the repository | serve the functions from another built checkout (no build)',
+        "OFFVIA_PYTHON | `python3` | the Python that creates the emulator's venv",
+        "*OFFVIA_SCHEDULE_SCHEMA_SWEEP_SECONDS | `60` | cadence of the local scheduler loop's `schemaSweep` calls (`0` pauses it); `OFFVIA_SCHEDULE_<FUNCTION>_SECONDS` for any job in `deploy/schedules.ts`",
+        "*OFFVIA_SCHEDULE_FIRE_WINDOWS_SECONDS | `60` | cadence of the local scheduler loop's `fireWindows` calls (`0` pauses it)",
+        'OFFVIA_BRONZE_MAX_BATCH_ROWS | `500` | rows per `insertAll` of the Bronze stand-in',
+        'OFFVIA_BRONZE_MAX_BATCH_DELAY_MS | `50` | how long the Bronze stand-in gathers a batch',
+        'OFFVIA_BRONZE_NACK_DELAY_MS | `1000` | wait before the Bronze stand-in nacks a batch it could not write',
+        'OFFVIA_TOPIC | `booking-events` | the topic `npm run demo` publishes to',
+        'OFFVIA_DEMO_TIMEOUT_MS | 60000 + 50 per event | how long `npm run demo` waits for the layers',
+        'OFFVIA_DEMO_BASE_DIR | set by `demo.sh` | where `npm run demo` was typed: a relative events file is resolved from there (`deploy/local/demo-args.ts`)',
+        'OFFVIA_TELEMETRY_E2E_DEVICES | `300` | devices of the telemetry simulator end-to-end test (`test/e2e/telemetry-demo.test.ts`; 2000 with `OFFVIA_TELEMETRY_E2E_MINUTES=3` is the acceptance run)',
+        'OFFVIA_TELEMETRY_E2E_MINUTES | `3` | minutes of readings of the telemetry simulator end-to-end test',
+        "OFFVIA_TELEMETRY_E2E_PUSH_RELAY | `0` | deliveries in flight through the simulator's push relay in the telemetry end-to-end test (`0`: the stack's push subscription)",
+      ]),
     ],
   },
   {
     title: 'Reliability harness',
     readBy:
       '`npm run reliability` (`deploy/local/reliability.ts`; its flags are in [reliability](reliability.md))',
-    vars: [
-      {
-        name: 'OFFVIA_RELIABILITY_MIN_BACKOFF_MS',
-        default: '`1000`',
-        meaning: 'first retry backoff of a failed delivery',
-      },
-      {
-        name: 'OFFVIA_RELIABILITY_MAX_BACKOFF_MS',
-        default: '`10000`',
-        meaning: 'largest retry backoff of a failed delivery',
-      },
-    ],
+    vars: rows([
+      'OFFVIA_RELIABILITY_MIN_BACKOFF_MS | `1000` | first retry backoff of a failed delivery',
+      'OFFVIA_RELIABILITY_MAX_BACKOFF_MS | `10000` | largest retry backoff of a failed delivery',
+    ]),
   },
   {
     title: 'Benchmarks',
     readBy:
-      '`npm run bench` (`bench/run.ts`), `npm run bench:state` (`bench/state-updates.ts`) and `npm run bench:keys` ' +
-      '(`bench/key-cardinality.ts`); see [performance](performance.md)',
-    vars: [
-      {
-        name: 'OFFVIA_BENCH_EVENTS',
-        default: '`10000` (bench), `2000` (bench:state), `5000` per row (bench:keys)',
-        meaning: 'events in the generated stream',
-      },
-      {
-        name: 'OFFVIA_BENCH_SLOW_EVENTS',
-        default: '`1000`',
-        meaning: 'events of the slow configurations (coalescing off, the whole stack)',
-      },
-      {
-        name: 'OFFVIA_BENCH_CONCURRENCY',
-        default: '`80` (bench, bench:keys), `32` (bench:state)',
-        meaning:
-          'invocations (bench, bench:keys) or events per writer process (bench:state) in flight',
-      },
-      {
-        name: 'OFFVIA_BENCH_FUNCTION_PORT',
-        default: 'the ingest port + 100',
-        meaning: 'port of the in-process function server',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRESTORE_PORT',
-        default: '`8187`',
-        meaning:
-          'port of the Firestore emulator `bench:state` and `bench:keys` start (unless `FIRESTORE_EMULATOR_HOST` is set)',
-      },
-      {
-        name: 'OFFVIA_BENCH_PROCESSES',
-        default: '`4`',
-        meaning: 'writer processes of `bench:state`',
-      },
-      {
-        name: 'OFFVIA_BENCH_SHARDS',
-        default: '`4`',
-        meaning: 'shards per window in `bench:state`',
-      },
-      {
-        name: 'OFFVIA_BENCH_KEYS',
-        default: '`1,100,1000,5000`',
-        meaning:
-          'key counts of the `bench:keys` rows (comma-separated; empty: no rows, the firing-rate row only)',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_KEYS',
-        default: '`50000`',
-        meaning: '(key, window)s due at once in the firing-rate row of `bench:keys` and `bench`',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_KEY_GROUPS',
-        default: "the product's `OFFVIA_WINDOW_KEY_GROUPS`",
-        meaning: 'key groups per window in the firing-rate row',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_PARTITIONS',
-        default: "the product's `OFFVIA_FIRE_WINDOWS_PARTITIONS`",
-        meaning: 'fireWindows partitions in the firing-rate row',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_CONCURRENCY',
-        default: "the product's `OFFVIA_FIRE_WINDOWS_CONCURRENCY`",
-        meaning: 'key groups each fireWindows call fires at once in the firing-rate row',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_CALLS',
-        default: 'one per partition',
-        meaning: 'fireWindows calls at once in the firing-rate row, as that many invocations would',
-      },
-      {
-        name: 'OFFVIA_BENCH_FIRING_SETUP',
-        default: '`seed`',
-        meaning:
-          '`ingest`: the firing-rate row ingests its events through the pipeline instead of seeding the ' +
-          'key-group documents with a BulkWriter',
-      },
-      {
-        name: 'OFFVIA_BENCH_KEYS_EVENTS',
-        default: '`5000`',
-        meaning: 'events per key-cardinality row of `npm run bench`',
-      },
-      {
-        name: 'OFFVIA_BENCH_SKIP_FIRING',
-        default: 'unset',
-        meaning: '`1`: `bench:keys` prints the key-cardinality rows only',
-      },
-      {
-        name: 'OFFVIA_BENCH_SKIP_TELEMETRY',
-        default: 'unset',
-        meaning: '`1`: `bench:keys` prints no telemetry row',
-      },
-      {
-        name: 'OFFVIA_BENCH_TELEMETRY_DEVICES',
-        default: '`500`',
-        meaning:
-          'devices of the telemetry row of `bench:keys` (3 minutes of one reading a minute each)',
-      },
-    ],
+      '`npm run bench` (`bench/run.ts`), `npm run bench:state` (`bench/state-updates.ts`) and `npm run bench:keys` (`bench/key-cardinality.ts`); see [performance](performance.md)',
+    vars: rows([
+      'OFFVIA_BENCH_EVENTS | `10000` (bench), `2000` (bench:state), `5000` per row (bench:keys) | events in the generated stream',
+      'OFFVIA_BENCH_SLOW_EVENTS | `1000` | events of the slow configurations (coalescing off, the whole stack)',
+      'OFFVIA_BENCH_CONCURRENCY | `80` (bench, bench:keys), `32` (bench:state) | invocations (bench, bench:keys) or events per writer process (bench:state) in flight',
+      'OFFVIA_BENCH_FUNCTION_PORT | the ingest port + 100 | port of the in-process function server',
+      'OFFVIA_BENCH_FIRESTORE_PORT | `8187` | port of the Firestore emulator `bench:state` and `bench:keys` start (unless `FIRESTORE_EMULATOR_HOST` is set)',
+      'OFFVIA_BENCH_PROCESSES | `4` | writer processes of `bench:state`',
+      'OFFVIA_BENCH_SHARDS | `4` | shards per window in `bench:state`',
+      'OFFVIA_BENCH_KEYS | `1,100,1000,5000` | key counts of the `bench:keys` rows (comma-separated; empty: no rows, the firing-rate row only)',
+      'OFFVIA_BENCH_FIRING_KEYS | `50000` | (key, window)s due at once in the firing-rate row of `bench:keys` and `bench`',
+      "OFFVIA_BENCH_FIRING_KEY_GROUPS | the product's `OFFVIA_WINDOW_KEY_GROUPS` | key groups per window in the firing-rate row",
+      "OFFVIA_BENCH_FIRING_PARTITIONS | the product's `OFFVIA_FIRE_WINDOWS_PARTITIONS` | fireWindows partitions in the firing-rate row",
+      "OFFVIA_BENCH_FIRING_CONCURRENCY | the product's `OFFVIA_FIRE_WINDOWS_CONCURRENCY` | key groups each fireWindows call fires at once in the firing-rate row",
+      'OFFVIA_BENCH_FIRING_CALLS | one per partition | fireWindows calls at once in the firing-rate row, as that many invocations would',
+      'OFFVIA_BENCH_FIRING_SETUP | `seed` | `ingest`: the firing-rate row ingests its events through the pipeline instead of seeding the key-group documents with a BulkWriter',
+      'OFFVIA_BENCH_KEYS_EVENTS | `5000` | events per key-cardinality row of `npm run bench`',
+      'OFFVIA_BENCH_SKIP_FIRING | unset | `1`: `bench:keys` prints the key-cardinality rows only',
+      'OFFVIA_BENCH_SKIP_TELEMETRY | unset | `1`: `bench:keys` prints no telemetry row',
+      'OFFVIA_BENCH_TELEMETRY_DEVICES | `500` | devices of the telemetry row of `bench:keys` (3 minutes of one reading a minute each)',
+    ]),
   },
   {
     title: 'Operator command',
     readBy:
       '`npm run offvia` (`shared/ops/cli.ts`; its commands are in [operations](operations.md))',
-    vars: [
-      {
-        name: 'OFFVIA_DEBUG',
-        default: 'unset',
-        meaning: 'set: a failing command prints the stack trace after its one-line message',
-      },
-    ],
+    vars: rows([
+      'OFFVIA_DEBUG | unset | set: a failing command prints the stack trace after its one-line message',
+    ]),
   },
   {
     title: 'Tests',
     readBy:
       '`npm run test:beam` ([testing](testing.md#the-differential-test-against-apache-beam)) and the deploy tests',
-    vars: [
-      {
-        name: 'OFFVIA_BEAM_SEED',
-        default: '`20261007`',
-        meaning: 'seed of the generated scenarios',
-      },
-      {
-        name: 'OFFVIA_BEAM_RUNS',
-        default: '`300`',
-        meaning: 'how many generated scenarios (0: hand-written only)',
-      },
-      {
-        name: 'OFFVIA_BEAM_SCENARIO',
-        default: 'unset',
-        meaning: 'one scenario alone (`hand/<name>` or `gen/<seed>/<n>`)',
-      },
-      { name: 'OFFVIA_BEAM_JOBS', default: 'min(2, CPUs)', meaning: 'Beam worker processes' },
-      {
-        name: 'OFFVIA_EXTRA_PIPELINE_DIRS',
-        default: 'unset',
-        meaning:
-          'comma-separated folders (relative to the repository root) whose pipeline folders are registered too: ' +
-          '`test/fixtures/pipelines` registers the payments fixture ([pipelines](pipelines.md#write-your-own-pipeline)); ' +
-          'the stack passes it to its functions',
-      },
-      {
-        name: 'OFFVIA_GCLOUD_CLI_CHECK',
-        default: 'unset',
-        meaning:
-          '`1`: check that the installed `gcloud` accepts every command of the deploy plan ([deploy](deploy.md#the-command))',
-      },
-    ],
+    vars: rows([
+      'OFFVIA_BEAM_SEED | `20261007` | seed of the generated scenarios',
+      'OFFVIA_BEAM_RUNS | `300` | how many generated scenarios (0: hand-written only)',
+      'OFFVIA_BEAM_SCENARIO | unset | one scenario alone (`hand/<name>` or `gen/<seed>/<n>`)',
+      'OFFVIA_BEAM_JOBS | min(2, CPUs) | Beam worker processes',
+      'OFFVIA_EXTRA_PIPELINE_DIRS | unset | comma-separated folders (relative to the repository root) whose pipeline folders are registered too: `test/fixtures/pipelines` registers the payments fixture ([pipelines](pipelines.md#write-your-own-pipeline)); the stack passes it to its functions',
+      'OFFVIA_GCLOUD_CLI_CHECK | unset | `1`: check that the installed `gcloud` accepts every command of the deploy plan ([deploy](deploy.md#the-command))',
+    ]),
   },
 ];
 

@@ -3,7 +3,7 @@
 // otherwise. The Pub/Sub emulator's own push keeps only ~2 requests in flight (measured: 2 connections to the
 // function during a run), so on the emulator the stack's throughput is 2 / (one message's latency); Pub/Sub in the
 // cloud raises the push window with successful deliveries, up to far more than a function instance's concurrency.
-import { startRelayLoop } from '../../deploy/local/push-relay-loop';
+import { type PushRelay, startRelayLoop } from '../../deploy/local/push-relay-loop';
 import { PubSub, type Message, type Subscription } from '@google-cloud/pubsub';
 import {
   BOOKING_TOPIC,
@@ -11,13 +11,6 @@ import {
   projectIdFromEnv,
   subscriptionPath,
 } from '../../deploy/local/resources';
-
-/** A running relay. */
-export interface PushRelay {
-  /** POSTs answered with a non-2xx status or failed (each message is then nacked and redelivered). */
-  readonly failures: () => number;
-  stop(): Promise<void>;
-}
 
 /** The relay's pull subscription on the booking topic. */
 export const RELAY_SUBSCRIPTION = 'booking-events-bench-relay';

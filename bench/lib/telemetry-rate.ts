@@ -12,7 +12,7 @@ import { ingestPipelineMessage } from '../../shared/pipeline/runtime/ingest';
 import { pipelineNamed } from '../../shared/pipelines';
 import { StaticDeviceDirectory } from '../../shared/pipelines/telemetry/device-directory';
 import type { InsertRow, RowResult, RowWriter } from '../../shared/sinks/row-writer';
-import { planTelemetryRun } from '../../deploy/local/telemetry-demo/plan';
+import { planTelemetryRun, plannedDeliveries } from '../../deploy/local/telemetry-demo/plan';
 import { countFirestoreOps, firestoreUsdPerMillion, type FirestoreOps } from './firestore-ops';
 
 /** What one telemetry run measured. */
@@ -78,18 +78,7 @@ export async function measureTelemetryRate(
     logger,
     now: parts.now,
   };
-  const publishTimeMs = Date.now();
-  const messages = plan.messages.map((m, i) => ({
-    ok: true as const,
-    message: {
-      messageId: `bench-${publishTimeMs}-${i}`,
-      publishTime: new Date(publishTimeMs).toISOString(),
-      publishTimeMs,
-      attributes: { ...m.attributes },
-      data: Buffer.from(m.data, 'utf8'),
-      subscription: undefined,
-    },
-  }));
+  const messages = plannedDeliveries(plan, 'bench');
   let next = 0;
   let allRouted = true;
   const started = Date.now();

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { ingestSubscriptionFilter, metricNames, type MonitoringTargets } from './monitoring';
 import type { DeployOptions, GeneratedFile } from './options';
-import { gcloud, type Step } from './steps';
+import { byDisplayName, type Step } from './steps';
 
 /** Cloud Monitoring `Aggregation` of a chart's time series. */
 interface ChartAggregation {
@@ -258,28 +258,14 @@ export function addMonitoringDashboard(
     variable === DASHBOARD_VARIABLE ? 'pipeline' : dashboard.displayName.slice(o.namePrefix.length);
   const file = path.posix.join(o.outDir, 'dashboards', `${base}.json`);
   files.push({ path: file, content: `${JSON.stringify(dashboard, null, 2)}\n` });
-  steps.push({
-    kind: 'ensure',
-    title: `Cloud Monitoring dashboard ${dashboard.displayName}`,
-    probe: {
-      kind: 'lookup',
+  steps.push(
+    byDisplayName(
+      `Cloud Monitoring dashboard ${dashboard.displayName}`,
+      'monitoring dashboards',
       variable,
-      command: gcloud(
-        'monitoring dashboards list',
-        p,
-        `--filter=displayName="${dashboard.displayName}"`,
-        '--limit=1',
-        '--format=value(name)',
-      ),
-    },
-    absent: gcloud('monitoring dashboards create', `--config-from-file=${file}`, p),
-    present: gcloud(
-      'monitoring dashboards update',
-      `\${${variable}}`,
-      `--config-from-file=${file}`,
+      dashboard.displayName,
       p,
+      `--config-from-file=${file}`,
     ),
-    // Charts on a log-based metric created a moment ago may be refused until the metric is known.
-    retry: true,
-  });
+  );
 }

@@ -42,7 +42,7 @@ import {
 } from './pipeline-plan';
 import { checkPipelineAccounts, selectPipelines } from './pipelines';
 import { datasetsCreated, type SqlFile } from './sql';
-import { bq, gcloud, type Step } from './steps';
+import { bq, gcloud, requireLine, type Step } from './steps';
 
 /**
  * The deploy plan for the pipelines `o.pipelines` names (absent: booking alone, the deployment as it was before
@@ -277,48 +277,31 @@ function firestore({ o, p, steps, kms }: PlanContext): void {
   if (kms !== undefined) {
     // Firestore takes its key only when the database is created: an existing database without it stays
     // Google-encrypted, which the run must not pass over quietly.
-    steps.push({
-      kind: 'ensure',
-      title: `Firestore database ${o.firestoreDatabase} is encrypted with ${kms.key}`,
-      probe: {
-        kind: 'line',
-        command: gcloud(
-          'firestore databases describe',
-          db,
-          p,
-          '--format=value(cmekConfig.kmsKeyName)',
-        ),
-        line: kms.name,
-      },
-      absent: [
-        'bash',
-        '-c',
-        'echo "the Firestore database $1 of $0 is not encrypted with --kms-key $2 (Firestore sets the key only ' +
-          'when it creates a database): use a new --firestore-database" >&2; exit 1',
+    steps.push(
+      requireLine(
+        `Firestore database ${o.firestoreDatabase} is encrypted with ${kms.key}`,
+        gcloud('firestore databases describe', db, p, '--format=value(cmekConfig.kmsKeyName)'),
+        kms.name,
+        'the Firestore database $1 of $0 is not encrypted with --kms-key $2 (Firestore sets the key only ' +
+          'when it creates a database): use a new --firestore-database',
         o.project,
         o.firestoreDatabase,
         kms.name,
-      ],
-    });
+      ),
+    );
   }
   // A Datastore-mode database also answers describe: the window and drift stores need Native mode.
-  steps.push({
-    kind: 'ensure',
-    title: `Firestore database ${o.firestoreDatabase} is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)`,
-    probe: {
-      kind: 'line',
-      command: gcloud('firestore databases describe', db, p, '--format=value(type)'),
-      line: 'FIRESTORE_NATIVE',
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the Firestore database $1 of $0 is not in Native mode; the functions need Firestore ' +
-        'Native: use another --firestore-database" >&2; exit 1',
+  steps.push(
+    requireLine(
+      `Firestore database ${o.firestoreDatabase} is in Native mode (FIRESTORE_NATIVE, not DATASTORE_MODE)`,
+      gcloud('firestore databases describe', db, p, '--format=value(type)'),
+      'FIRESTORE_NATIVE',
+      'the Firestore database $1 of $0 is not in Native mode; the functions need Firestore ' +
+        'Native: use another --firestore-database',
       o.project,
       o.firestoreDatabase,
-    ],
-  });
+    ),
+  );
   for (const group of o.ttlCollectionGroups) {
     steps.push(ttlPolicyStep(o, p, group, `Firestore TTL policy on ${group}.${TTL_FIELD}`));
   }
@@ -546,29 +529,17 @@ function functionImagesRepository(
     ),
     retry: true,
   });
-  steps.push({
-    kind: 'ensure',
-    title: `Artifact Registry repository ${id} is encrypted with ${kms.key}`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'artifacts repositories describe',
-        id,
-        location,
-        p,
-        '--format=value(kmsKeyName)',
-      ),
-      line: kms.name,
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the Artifact Registry repository $0 is not encrypted with --kms-key $1 (its key is set when it is ' +
-        'created): delete it or use another --name-prefix" >&2; exit 1',
+  steps.push(
+    requireLine(
+      `Artifact Registry repository ${id} is encrypted with ${kms.key}`,
+      gcloud('artifacts repositories describe', id, location, p, '--format=value(kmsKeyName)'),
+      kms.name,
+      'the Artifact Registry repository $0 is not encrypted with --kms-key $1 (its key is set when it is ' +
+        'created): delete it or use another --name-prefix',
       id,
       kms.name,
-    ],
-  });
+    ),
+  );
   if (deployments.some((d) => d.functions.some(({ spec }) => spec.trigger === 'topic'))) {
     // The Google channel is the project's one for the region, shared with every other Eventarc trigger there: set
     // our key on a channel without one (or keep it), never replace another application's key.

@@ -195,18 +195,28 @@ export interface FunctionSpec {
   readonly readsBacklogMetric?: boolean;
 }
 
+/** What booking's three functions share: one vCPU, no warm instance, Firestore access. */
+const COMMON = {
+  memory: '512Mi',
+  cpu: '1',
+  minInstances: 0,
+  runsQueryJobs: false,
+  usesFirestore: true,
+} as const;
+
+/** A scheduled function's: one request at a time (a pass holds the lease), at most two instances. */
+const SCHEDULED = { ...COMMON, trigger: 'http', concurrency: 1, maxInstances: 2 } as const;
+
 const SPECS: readonly FunctionSpec[] = [
   {
+    ...COMMON,
     role: 'ingest',
     entryPoint: 'ingestBooking',
     baseName: 'ingest-booking',
     trigger: 'topic',
     serviceAccount: 'ingest',
-    memory: '512Mi',
-    cpu: '1',
     concurrency: 80,
     maxInstances: 20,
-    minInstances: 0,
     timeoutSeconds: 60,
     writes: ({ ingest, window }) => [
       // Silver: rows, and its schema read by the drift gate (tables.get); the sweep adds its columns.
@@ -216,46 +226,32 @@ const SPECS: readonly FunctionSpec[] = [
       // Element-driven early/late panes (windowing issue) are written by ingestBooking too.
       { table: window.goldTable, access: 'rows', whenCreatedBySql: true },
     ],
-    runsQueryJobs: false,
-    usesFirestore: true,
   },
   {
+    ...SCHEDULED,
     role: 'schemaSweep',
     entryPoint: 'schemaSweep',
     baseName: 'schema-sweep',
-    trigger: 'http',
     serviceAccount: 'sweep',
     memory: '1Gi',
-    cpu: '1',
-    concurrency: 1,
-    maxInstances: 2,
-    minInstances: 0,
     timeoutSeconds: 300,
     writes: ({ ingest, drift }) => [
       ...drift.targetTables.map((table) => ({ table, access: 'schema' as const })),
       { table: ingest.badDataTable, access: 'rows' },
     ],
     runsQueryJobs: true,
-    usesFirestore: true,
   },
   {
+    ...SCHEDULED,
     role: 'fireWindows',
     entryPoint: 'fireWindows',
     baseName: 'fire-windows',
-    trigger: 'http',
     serviceAccount: 'windows',
-    memory: '512Mi',
-    cpu: '1',
-    concurrency: 1,
-    maxInstances: 2,
-    minInstances: 0,
     timeoutSeconds: 180,
     writes: ({ ingest, window }) => [
       { table: window.goldTable, access: 'rows' },
       { table: ingest.badDataTable, access: 'rows' },
     ],
-    runsQueryJobs: false,
-    usesFirestore: true,
   },
 ];
 

@@ -1,5 +1,5 @@
 // The IAM grants of a plan: the commands that make them, and the check that none is broad.
-import { bq, type Command, commandsOf, gcloud, type Step } from './steps';
+import { bq, type Command, commandsOf, flagValue, gcloud, type Step } from './steps';
 
 /**
  * Roles no plan may grant: owner, editor, viewer, BigQuery admin anywhere; any admin role on the project unless
@@ -28,44 +28,40 @@ export function conditionFlag(condition: IamCondition | undefined): string {
   return `--condition=expression=${condition.expression},title=${condition.title}`;
 }
 
-/** A dataset-level BigQuery grant (`project:dataset`); adding an existing binding changes nothing. */
-export function datasetGrant(
+/**
+ * A BigQuery grant on one dataset (`project:dataset`) or one table (`project:dataset.table`); adding an existing
+ * binding changes nothing.
+ */
+export function bqGrant(
   project: string,
   member: string,
   role: string,
-  dataset: string,
+  on: 'dataset' | 'table',
+  resource: string,
 ): string[] {
   return bq(
     project,
     'add-iam-policy-binding',
-    '--dataset',
+    `--${on}`,
     `--member=${member}`,
     `--role=${role}`,
-    dataset,
+    resource,
   );
 }
 
-/** A table-level BigQuery grant (`project:dataset.table`); adding an existing binding changes nothing. */
-export function tableGrant(project: string, member: string, role: string, table: string): string[] {
-  return bq(
-    project,
-    'add-iam-policy-binding',
-    '--table',
-    `--member=${member}`,
-    `--role=${role}`,
-    table,
-  );
-}
-
-/** A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. */
+/**
+ * A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. `verb`
+ * `remove` removes that binding instead.
+ */
 export function projectGrant(
   project: string,
   member: string,
   role: string,
   condition?: IamCondition,
+  verb: 'add' | 'remove' = 'add',
 ): string[] {
   return gcloud(
-    'projects add-iam-policy-binding',
+    `projects ${verb}-iam-policy-binding`,
     project,
     `--member=${member}`,
     `--role=${role}`,
@@ -75,15 +71,18 @@ export function projectGrant(
 }
 
 /**
- * Removes an unconditioned project-level binding of `role` for `member` when there is one: the binding an earlier
- * deploy made before the role was narrowed by an IAM condition, which adding the conditioned binding leaves in
- * place (a policy holds both). The probe lists the member's roles that carry no condition.
+ * Removes the project-level binding of `role` for `member` with `condition` (absent: the unconditioned one), when the
+ * member holds the role. `unconditionedOnly`: the probe lists only the member's roles that carry no condition, to
+ * find the binding an earlier deploy made before the role was narrowed by an IAM condition, which adding the
+ * conditioned binding leaves in place (a policy holds both).
  */
-export function removeUnconditionedStep(
+export function removeProjectBindingStep(
   project: string,
   member: string,
   role: string,
   title: string,
+  condition?: IamCondition,
+  unconditionedOnly = false,
 ): Step {
   return {
     kind: 'ensure',
@@ -94,19 +93,12 @@ export function removeUnconditionedStep(
         'projects get-iam-policy',
         project,
         '--flatten=bindings[].members',
-        `--filter=bindings.members=${member} AND -bindings.condition:*`,
+        `--filter=bindings.members=${member}${unconditionedOnly ? ' AND -bindings.condition:*' : ''}`,
         '--format=value(bindings.role)',
       ),
       line: role,
     },
-    present: gcloud(
-      'projects remove-iam-policy-binding',
-      project,
-      `--member=${member}`,
-      `--role=${role}`,
-      conditionFlag(undefined),
-      '--format=none',
-    ),
+    present: projectGrant(project, member, role, condition, 'remove'),
   };
 }
 
@@ -155,42 +147,36 @@ export interface Grant {
   readonly command: Command;
 }
 
-const valueOf = (command: Command, flag: string): string =>
-  command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1) ?? '';
-
 /** Every IAM grant of a plan: `add-iam-policy-binding` commands and `functions add-invoker-policy-binding`. */
 export function grantsOf(steps: readonly Step[]): Grant[] {
   const grants: Grant[] = [];
   for (const command of steps.flatMap(commandsOf)) {
-    const member = valueOf(command, '--member');
-    const role = valueOf(command, '--role');
-    if (command[0] === 'bq' && command.includes('add-iam-policy-binding')) {
-      grants.push({
-        role,
-        member,
-        resource: command.at(-1) ?? '',
-        projectLevel: false,
-        conditioned: false,
-        command,
-      });
-    } else if (command[0] === 'gcloud' && command[2] === 'add-invoker-policy-binding') {
-      const resource = command[3] ?? '';
+    const member = flagValue(command, '--member') ?? '';
+    const at = command.indexOf('add-iam-policy-binding');
+    if (command[0] === 'gcloud' && command[2] === 'add-invoker-policy-binding') {
       grants.push({
         role: 'roles/run.invoker',
         member,
-        resource,
+        resource: command[3] ?? '',
         projectLevel: false,
         conditioned: false,
         command,
       });
-    } else if (command[0] === 'gcloud' && command.includes('add-iam-policy-binding')) {
-      const projectLevel = command[1] === 'projects';
-      const resource = projectLevel
-        ? 'project'
-        : (command[command.indexOf('add-iam-policy-binding') + 1] ?? '');
-      const condition = valueOf(command, '--condition');
+    } else if ((command[0] === 'bq' || command[0] === 'gcloud') && at >= 0) {
+      // bq names the resource last; gcloud after the command words, or the project for `projects`.
+      const projectLevel = command[0] === 'gcloud' && command[1] === 'projects';
+      const resource =
+        command[0] === 'bq' ? command.at(-1) : projectLevel ? 'project' : command[at + 1];
+      const condition = flagValue(command, '--condition') ?? '';
       const conditioned = condition !== '' && condition !== 'None';
-      grants.push({ role, member, resource, projectLevel, conditioned, command });
+      grants.push({
+        role: flagValue(command, '--role') ?? '',
+        member,
+        resource: resource ?? '',
+        projectLevel,
+        conditioned,
+        command,
+      });
     }
   }
   return grants;

@@ -174,6 +174,21 @@ export function ingestSubscriptionFilter(t: MonitoringTargets): string {
     : q(t.ingestSubscription);
 }
 
+/** A DELTA metric's descriptor, with at most one string label `[key, description]`. */
+function descriptor(
+  valueType: LogMetric['metricDescriptor']['valueType'],
+  unit: string,
+  label?: [string, string],
+): LogMetric['metricDescriptor'] {
+  const labels =
+    label === undefined
+      ? []
+      : [{ key: label[0], valueType: 'STRING' as const, description: label[1] }];
+  return { metricKind: 'DELTA', valueType, unit, labels };
+}
+
+const PIPELINE_LABEL: [string, string] = ['pipeline', 'Windowed pipeline (jsonPayload.pipeline)'];
+
 /** The log-based metrics. */
 export function logMetrics(t: MonitoringTargets): LogMetric[] {
   const names = metricNames(t.prefix);
@@ -209,18 +224,10 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       description:
         'Messages quarantined by ingestBooking, by error_stage (shared/logging/logs.ts messageQuarantined)',
       filter: `${ours} AND ${lineFilter(quarantined)}`,
-      metricDescriptor: {
-        metricKind: 'DELTA',
-        valueType: 'INT64',
-        unit: '1',
-        labels: [
-          {
-            key: 'error_stage',
-            valueType: 'STRING',
-            description: 'Validation stage that rejected the message',
-          },
-        ],
-      },
+      metricDescriptor: descriptor('INT64', '1', [
+        'error_stage',
+        'Validation stage that rejected the message',
+      ]),
       labelExtractors: { error_stage: 'EXTRACT(jsonPayload.error_stage)' },
     },
     {
@@ -229,7 +236,7 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       filter:
         `${ours} AND jsonPayload.outcome=${q(badData.outcome)} AND ` +
         `NOT (${announcements.map((a) => `jsonPayload.message=${q(a.message)}`).join(' OR ')})`,
-      metricDescriptor: { metricKind: 'DELTA', valueType: 'INT64', unit: '1', labels: [] },
+      metricDescriptor: descriptor('INT64', '1'),
     },
     {
       name: names.watermarkLag,
@@ -237,18 +244,7 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
         'Watermark lag in ms (processing time minus watermark), logged by every completed fireWindows run ' +
         '(shared/logging/logs.ts fireWindowsDone), so a stuck watermark keeps reporting a growing lag',
       filter: `${ours} AND ${lineFilter(fireWindowsRun)} AND jsonPayload.watermark_lag_ms:*`,
-      metricDescriptor: {
-        metricKind: 'DELTA',
-        valueType: 'DISTRIBUTION',
-        unit: 'ms',
-        labels: [
-          {
-            key: 'pipeline',
-            valueType: 'STRING',
-            description: 'Windowed pipeline (jsonPayload.pipeline)',
-          },
-        ],
-      },
+      metricDescriptor: descriptor('DISTRIBUTION', 'ms', PIPELINE_LABEL),
       labelExtractors: { pipeline: 'EXTRACT(jsonPayload.pipeline)' },
       valueExtractor: 'EXTRACT(jsonPayload.watermark_lag_ms)',
       // 100 ms … ~14 minutes in doublings, then overflow.
@@ -259,18 +255,7 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       description:
         'Completed fireWindows runs (fireWindowsDone lines); the absence alert fires when they stop',
       filter: `${ours} AND ${lineFilter(fireWindowsRun)}`,
-      metricDescriptor: {
-        metricKind: 'DELTA',
-        valueType: 'INT64',
-        unit: '1',
-        labels: [
-          {
-            key: 'pipeline',
-            valueType: 'STRING',
-            description: 'Windowed pipeline (jsonPayload.pipeline)',
-          },
-        ],
-      },
+      metricDescriptor: descriptor('INT64', '1', PIPELINE_LABEL),
       labelExtractors: { pipeline: 'EXTRACT(jsonPayload.pipeline)' },
     },
   ];
@@ -280,12 +265,7 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       description:
         'Failed Cloud Scheduler attempts of our jobs (severity >= ERROR: OIDC 401/403, function 5xx, deadline)',
       filter: `${schedulerJobsLogFilter(t.schedulerJobs)} AND severity>=ERROR`,
-      metricDescriptor: {
-        metricKind: 'DELTA',
-        valueType: 'INT64',
-        unit: '1',
-        labels: [{ key: 'job_id', valueType: 'STRING', description: 'Cloud Scheduler job id' }],
-      },
+      metricDescriptor: descriptor('INT64', '1', ['job_id', 'Cloud Scheduler job id']),
       labelExtractors: { job_id: 'EXTRACT(resource.labels.job_id)' },
     });
   }
@@ -294,6 +274,42 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
 
 const userMetric = (name: string, resourceType = 'cloud_run_revision'): string =>
   `metric.type="logging.googleapis.com/user/${name}" AND resource.type=${q(resourceType)}`;
+
+/** A Cloud Monitoring `Aggregation` (the fields in the API's order; an absent reducer leaves the series apart). */
+function agg(period: string, aligner: string, reducer?: string, groupBy?: string[]): Aggregation {
+  return {
+    alignmentPeriod: period,
+    perSeriesAligner: aligner,
+    ...(reducer === undefined ? {} : { crossSeriesReducer: reducer }),
+    ...(groupBy === undefined ? {} : { groupByFields: groupBy }),
+  };
+}
+
+/**
+ * A condition that holds while the series is above `thresholdValue` for `duration`; `ratio` makes the series the
+ * quotient of `filter` by its denominator.
+ */
+function above(
+  displayName: string,
+  filter: string,
+  aggregations: Aggregation[],
+  thresholdValue: number,
+  duration: string,
+  ratio?: { denominatorFilter: string; denominatorAggregations: Aggregation[] },
+): ThresholdCondition {
+  return {
+    displayName,
+    conditionThreshold: {
+      filter,
+      aggregations,
+      ...ratio,
+      comparison: 'COMPARISON_GT',
+      thresholdValue,
+      duration,
+      trigger: { count: 1 },
+    },
+  };
+}
 
 /** The alert policies, one file each. */
 export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
@@ -312,18 +328,21 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
     alertStrategy: { autoClose: '1800s' },
     notificationChannels: [...t.notificationChannels],
   });
-  const subscription = (id: string): string =>
+  const subscription = (metric: string, id: string): string =>
     'resource.type="pubsub_subscription" AND ' +
-    'metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND ' +
+    `metric.type="pubsub.googleapis.com/subscription/${metric}" AND ` +
     `resource.label.subscription_id=${id}`;
+  const oldestUnacked = (what: string, id: string): ThresholdCondition =>
+    above(
+      `Oldest unacked message age, ${what} subscription`,
+      subscription('oldest_unacked_message_age', id),
+      [agg('60s', 'ALIGN_MAX')],
+      THRESHOLDS.oldestUnackedSeconds,
+      '300s',
+    );
   const requests = `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND resource.label.service_name=one_of(${t.services.map(q).join(',')})`;
-  const rate = (groupBy: string[]): Aggregation[] => [
-    {
-      alignmentPeriod: '300s',
-      perSeriesAligner: 'ALIGN_RATE',
-      crossSeriesReducer: 'REDUCE_SUM',
-      groupByFields: groupBy,
-    },
+  const rate = (groupBy: string): Aggregation[] => [
+    agg('300s', 'ALIGN_RATE', 'REDUCE_SUM', [groupBy]),
   ];
 
   const policies: AlertPolicy[] = [
@@ -334,17 +353,13 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
         'a broken or changed contract. Query the quarantine table by `error_stage` and `error_reason` for the ' +
         'last hour, then contact the producer.',
       [
-        {
-          displayName: 'Quarantined messages per second, by error_stage',
-          conditionThreshold: {
-            filter: userMetric(names.quarantined),
-            aggregations: rate(['metric.label.error_stage']),
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.quarantinePerSecond,
-            duration: '300s',
-            trigger: { count: 1 },
-          },
-        },
+        above(
+          'Quarantined messages per second, by error_stage',
+          userMetric(names.quarantined),
+          rate('metric.label.error_stage'),
+          THRESHOLDS.quarantinePerSecond,
+          '300s',
+        ),
       ],
     ),
     policy(
@@ -353,28 +368,8 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
         'throttled, or the Bronze BigQuery subscription cannot write. Check the function error rate and logs ' +
         '(`outcome: retry`), BigQuery and Firestore health, and the Bronze subscription state in the console.',
       [
-        {
-          displayName: 'Oldest unacked message age, function subscription',
-          conditionThreshold: {
-            filter: subscription(ingestSubscriptionFilter(t)),
-            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.oldestUnackedSeconds,
-            duration: '300s',
-            trigger: { count: 1 },
-          },
-        },
-        {
-          displayName: 'Oldest unacked message age, Bronze subscription',
-          conditionThreshold: {
-            filter: subscription(q(t.bronzeSubscription)),
-            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.oldestUnackedSeconds,
-            duration: '300s',
-            trigger: { count: 1 },
-          },
-        },
+        oldestUnacked('function', ingestSubscriptionFilter(t)),
+        oldestUnacked('Bronze', q(t.bronzeSubscription)),
       ],
     ),
     policy(
@@ -385,27 +380,17 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
         `\`${t.bronzeDeadLetterHoldSubscription}\` are ones the Bronze subscription could not write to ` +
         '`offvia_bronze.raw_bookings` (a permission or the table): fix it, then republish them to `booking-events`.',
       [
-        ...[
-          ['the dead-letter subscription', t.deadLetterHoldSubscription],
-          [
-            "the Bronze subscription's dead-letter subscription",
-            t.bronzeDeadLetterHoldSubscription,
-          ],
-        ].map(([what, id]) => ({
-          displayName: `Undelivered messages in ${what}`,
-          conditionThreshold: {
-            filter:
-              'resource.type="pubsub_subscription" AND ' +
-              'metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND ' +
-              `resource.label.subscription_id=${q(id ?? '')}`,
-            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' as const }],
-            comparison: 'COMPARISON_GT' as const,
-            thresholdValue: 0,
-            duration: '0s',
-            trigger: { count: 1 },
-          },
-        })),
-      ],
+        ['the dead-letter subscription', t.deadLetterHoldSubscription],
+        ["the Bronze subscription's dead-letter subscription", t.bronzeDeadLetterHoldSubscription],
+      ].map(([what = '', id = '']) =>
+        above(
+          `Undelivered messages in ${what}`,
+          subscription('num_undelivered_messages', q(id)),
+          [agg('60s', 'ALIGN_MAX')],
+          0,
+          '0s',
+        ),
+      ),
     ),
     policy(
       'function-error-rate',
@@ -413,19 +398,17 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
         'sweep failed (`schema_sweep_failed`). Usually BigQuery or Firestore is unavailable or a permission is ' +
         'missing; the function logs name the operation.',
       [
-        {
-          displayName: 'Share of 5xx responses, by function',
-          conditionThreshold: {
-            filter: `${requests} AND metric.label.response_code_class="5xx"`,
-            aggregations: rate(['resource.label.service_name']),
+        above(
+          'Share of 5xx responses, by function',
+          `${requests} AND metric.label.response_code_class="5xx"`,
+          rate('resource.label.service_name'),
+          THRESHOLDS.errorRatio,
+          '300s',
+          {
             denominatorFilter: requests,
-            denominatorAggregations: rate(['resource.label.service_name']),
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.errorRatio,
-            duration: '300s',
-            trigger: { count: 1 },
+            denominatorAggregations: rate('resource.label.service_name'),
           },
-        },
+        ),
       ],
     ),
     policy(
@@ -433,23 +416,13 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
       'Rows were written to `offvia_quarantine.bad_data`: valid events BigQuery refused, or rows whose schema ' +
         'change did not land within the retry budget. Read `error` and `target_dest` there.',
       [
-        {
-          displayName: 'Rows written to the bad-data table in 10 minutes',
-          conditionThreshold: {
-            filter: userMetric(names.badData),
-            aggregations: [
-              {
-                alignmentPeriod: '600s',
-                perSeriesAligner: 'ALIGN_DELTA',
-                crossSeriesReducer: 'REDUCE_SUM',
-              },
-            ],
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.badDataRows,
-            duration: '0s',
-            trigger: { count: 1 },
-          },
-        },
+        above(
+          'Rows written to the bad-data table in 10 minutes',
+          userMetric(names.badData),
+          [agg('600s', 'ALIGN_DELTA', 'REDUCE_SUM')],
+          THRESHOLDS.badDataRows,
+          '0s',
+        ),
       ],
     ),
     policy(
@@ -457,24 +430,13 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
       'The watermark is far behind processing time: windows are not closing, so on-time panes are late. Check ' +
         'that Cloud Scheduler calls `fireWindows` every minute and that it succeeds.',
       [
-        {
-          displayName: 'Watermark lag p99, by pipeline',
-          conditionThreshold: {
-            filter: userMetric(names.watermarkLag),
-            aggregations: [
-              {
-                alignmentPeriod: '300s',
-                perSeriesAligner: 'ALIGN_PERCENTILE_99',
-                crossSeriesReducer: 'REDUCE_MAX',
-                groupByFields: ['metric.label.pipeline'],
-              },
-            ],
-            comparison: 'COMPARISON_GT',
-            thresholdValue: THRESHOLDS.watermarkLagMs,
-            duration: '300s',
-            trigger: { count: 1 },
-          },
-        },
+        above(
+          'Watermark lag p99, by pipeline',
+          userMetric(names.watermarkLag),
+          [agg('300s', 'ALIGN_PERCENTILE_99', 'REDUCE_MAX', ['metric.label.pipeline'])],
+          THRESHOLDS.watermarkLagMs,
+          '300s',
+        ),
       ],
     ),
   ];
@@ -491,14 +453,7 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
             displayName: 'No completed fireWindows run',
             conditionAbsent: {
               filter: userMetric(names.fireWindowsRuns),
-              aggregations: [
-                {
-                  alignmentPeriod: '300s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                  groupByFields: ['metric.label.pipeline'],
-                },
-              ],
+              aggregations: [agg('300s', 'ALIGN_DELTA', 'REDUCE_SUM', ['metric.label.pipeline'])],
               duration: `${THRESHOLDS.fireWindowsAbsentSeconds}s`,
               trigger: { count: 1 },
             },
@@ -517,24 +472,13 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
           'a paused job logs nothing (`gcloud scheduler jobs describe` shows `state: PAUSED`; the ' +
           'fire-windows-absent alert catches it for fireWindows).',
         [
-          {
-            displayName: 'Failed Cloud Scheduler attempts in 10 minutes, by job',
-            conditionThreshold: {
-              filter: userMetric(names.schedulerErrors, 'cloud_scheduler_job'),
-              aggregations: [
-                {
-                  alignmentPeriod: '600s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                  groupByFields: ['metric.label.job_id'],
-                },
-              ],
-              comparison: 'COMPARISON_GT',
-              thresholdValue: THRESHOLDS.schedulerErrors,
-              duration: '0s',
-              trigger: { count: 1 },
-            },
-          },
+          above(
+            'Failed Cloud Scheduler attempts in 10 minutes, by job',
+            userMetric(names.schedulerErrors, 'cloud_scheduler_job'),
+            [agg('600s', 'ALIGN_DELTA', 'REDUCE_SUM', ['metric.label.job_id'])],
+            THRESHOLDS.schedulerErrors,
+            '0s',
+          ),
         ],
       ),
     );

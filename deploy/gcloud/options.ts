@@ -98,13 +98,6 @@ export const SCHEDULER_SA = 'scheduler';
 export const BUILD_SA = 'build';
 /** Service account the Bronze BigQuery subscription writes as (`--bigquery-service-account-email`). */
 export const BRONZE_SA = 'bronze';
-/**
- * The Bronze subscription's own dead-letter topic and the subscription that keeps its dead letters: a message
- * BigQuery refuses is set aside there, apart from the function subscription's dead letters (another failure, and
- * another owner).
- */
-export const BRONZE_DLQ_TOPIC = 'booking-events-bronze-dlq';
-export const BRONZE_DLQ_SUBSCRIPTION = 'booking-events-bronze-dlq-hold';
 
 /** Every service account base name a deployment may create. */
 export const ACCOUNT_BASES: readonly string[] = [

@@ -29,13 +29,11 @@ import {
   type TableWrite,
 } from './functions';
 import {
-  conditionFlag,
-  datasetGrant,
+  bqGrant,
   invokerGrant,
   projectGrant,
-  removeUnconditionedStep,
+  removeProjectBindingStep,
   resourceGrant,
-  tableGrant,
 } from './iam';
 import { FUNCTION_IMAGES_REPOSITORY, type KmsKey } from './kms';
 import { alertPolicies, logMetrics, type MonitoringTargets } from './monitoring';
@@ -52,7 +50,7 @@ import {
 } from './options';
 import { BOOKING, isPartitioned, monitoringPrefix } from './pipelines';
 import { datasetsCreated, type SqlFile, tablesCreated } from './sql';
-import { bq, type Command, gcloud, type Step } from './steps';
+import { bq, byDisplayName, type Command, gcloud, requireLine, type Step } from './steps';
 import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 
 /**
@@ -555,7 +553,7 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${DATASET_METADATA_ROLE} on dataset ${dataset} (metadata, no rows)`,
-          command: datasetGrant(o.project, member, DATASET_METADATA_ROLE, dataset),
+          command: bqGrant(o.project, member, DATASET_METADATA_ROLE, 'dataset', dataset),
           retry: true,
         });
       }
@@ -563,10 +561,11 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${names.customRoleId(CUSTOM_ROLES[kind].id)} on table ${id} only`,
-          command: tableGrant(
+          command: bqGrant(
             o.project,
             member,
             names.customRoleName(CUSTOM_ROLES[kind].id),
+            'table',
             `${o.project}:${id}`,
           ),
           retry: true,
@@ -582,7 +581,7 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         steps.push({
           kind: 'run',
           title: `${spec.entryPoint}: ${REFERENCE_READER_ROLE} on reference table ${id} only (side input)`,
-          command: tableGrant(o.project, member, REFERENCE_READER_ROLE, `${o.project}:${id}`),
+          command: bqGrant(o.project, member, REFERENCE_READER_ROLE, 'table', `${o.project}:${id}`),
           retry: true,
         });
       }
@@ -600,11 +599,13 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
         // Earlier deploys granted the role without its condition: that binding would still reach every database.
         if (condition !== undefined && d.earlierDeploys) {
           steps.push(
-            removeUnconditionedStep(
+            removeProjectBindingStep(
               o.project,
               member,
               role,
               `${spec.entryPoint}: remove an earlier deploy's unconditioned ${role} on the project`,
+              undefined,
+              true,
             ),
           );
         }
@@ -623,30 +624,24 @@ export function passengerIdKeySteps(
   deployments: readonly PipelineDeployment[],
 ): void {
   const { secret, version } = passengerIdSecret(o);
-  steps.push({
-    kind: 'ensure',
-    title: `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
+  steps.push(
+    requireLine(
+      `Secret ${secret} version ${version} (the passenger_id HMAC key) exists and is enabled`,
+      gcloud(
         'secrets versions describe',
         version,
         `--secret=${secret}`,
         p,
         '--format=value(state)',
       ),
-      line: 'ENABLED',
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
-        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)" >&2; exit 1',
+      'ENABLED',
+      'secret $1 version $2 of $0 is missing or not enabled: create the key first, e.g. openssl rand ' +
+        '-base64 32 | gcloud secrets create $1 --data-file=- (docs/privacy.md)',
       o.project,
       secret,
       version,
-    ],
-  });
+    ),
+  );
   for (const spec of deployments.flatMap(readsPassengerIdKey)) {
     steps.push({
       kind: 'run',
@@ -756,10 +751,11 @@ export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDepl
       steps.push({
         kind: 'run',
         title: `${names.serviceAccountId(writerBase)}: roles/bigquery.dataEditor on table ${table} only`,
-        command: tableGrant(
+        command: bqGrant(
           o.project,
           `serviceAccount:${writer}`,
           'roles/bigquery.dataEditor',
+          'table',
           `${o.project}:${table}`,
         ),
         retry: true,
@@ -944,27 +940,16 @@ export function functionSteps(ctx: PlanContext, deployments: readonly PipelineDe
 function topicRetentionCheck({ o, p, steps }: PlanContext, pipeline: AnyPipelineDefinition): void {
   const topic = pipeline.pubsub.topic;
   const retained = `${durationSeconds(o.topicRetention)}s`;
-  steps.push({
-    kind: 'ensure',
-    title: `${topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'pubsub topics describe',
-        topic,
-        p,
-        '--format=value(messageRetentionDuration)',
-      ),
-      line: retained,
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay" >&2; exit 1',
+  steps.push(
+    requireLine(
+      `${topic} retains messages ${o.topicRetention} (what offvia seek --time replays)`,
+      gcloud('pubsub topics describe', topic, p, '--format=value(messageRetentionDuration)'),
+      retained,
+      'the topic $0 does not retain messages $1 after the update: offvia seek --time cannot replay',
       topic,
       retained,
-    ],
-  });
+    ),
+  );
 }
 
 /** One function, then its invoker grant and its Eventarc subscription, push subscription or schedule. */
@@ -1270,17 +1255,6 @@ export function policyVariable(o: DeployOptions, displayName: string): string {
   return `POLICY_${displayName.slice(o.namePrefix.length).replace(/-/g, '_').toUpperCase()}`;
 }
 
-/** Lists the alert policy with this display name (prints its resource name, or nothing). */
-export function findPolicy(p: string, displayName: string): Command {
-  return gcloud(
-    'alpha monitoring policies list',
-    p,
-    `--filter=displayName="${displayName}"`,
-    '--limit=1',
-    '--format=value(name)',
-  );
-}
-
 /**
  * Each pipeline's log-based metrics, then the alert policies that read them, then its dashboard; their JSON files go
  * to the out dir.
@@ -1309,22 +1283,17 @@ export function monitoringSteps(
         'policies',
         `${policy.displayName.slice(o.namePrefix.length)}.json`,
       );
-      const variable = policyVariable(o, policy.displayName);
       files.push({ path: file, content: `${JSON.stringify(policy, null, 2)}\n` });
-      steps.push({
-        kind: 'ensure',
-        title: `Alert policy ${policy.displayName}`,
-        probe: { kind: 'lookup', variable, command: findPolicy(p, policy.displayName) },
-        absent: gcloud('alpha monitoring policies create', `--policy-from-file=${file}`, p),
-        present: gcloud(
-          'alpha monitoring policies update',
-          `\${${variable}}`,
-          `--policy-from-file=${file}`,
+      steps.push(
+        byDisplayName(
+          `Alert policy ${policy.displayName}`,
+          'alpha monitoring policies',
+          policyVariable(o, policy.displayName),
+          policy.displayName,
           p,
+          `--policy-from-file=${file}`,
         ),
-        // A policy on a log-based metric created a moment ago may be refused until the metric is known.
-        retry: true,
-      });
+      );
     }
     addMonitoringDashboard(o, d.monitoring, steps, files, d.dashboardVariable);
   }
@@ -1370,48 +1339,59 @@ export function deleteIfPresent(title: string, probe: Command, remove: Command):
   return { kind: 'ensure', title, probe: { kind: 'status', command: probe }, present: remove };
 }
 
-/** Deletes a service account when it exists. */
-export function deleteAccountStep(o: DeployOptions, names: Names, base: string): Step {
-  const email = names.serviceAccountEmail(base);
-  const proj = `--project=${o.project}`;
+/** Deletes `id` of the gcloud group `group` (e.g. `pubsub topics`) when `describe` finds it; `where` locates it. */
+function deleteGcloud(title: string, group: string, id: string, ...where: string[]): Step {
   return deleteIfPresent(
-    `Delete service account ${names.serviceAccountId(base)}`,
-    gcloud('iam service-accounts describe', email, proj),
-    gcloud('iam service-accounts delete', email, proj, '--quiet'),
+    `Delete ${title}`,
+    gcloud(`${group} describe`, id, ...where),
+    gcloud(`${group} delete`, id, ...where, '--quiet'),
   );
 }
 
-/** Removes a project-level role from an account, when it holds it. */
-export function removeProjectRoleStep(
+/** Deletes a service account when it exists. */
+export function deleteAccountStep(o: DeployOptions, names: Names, base: string): Step {
+  return deleteGcloud(
+    `service account ${names.serviceAccountId(base)}`,
+    'iam service-accounts',
+    names.serviceAccountEmail(base),
+    `--project=${o.project}`,
+  );
+}
+
+/**
+ * Removes a project-level role from an account, when it holds it; with `mendEarlier` and a conditioned role first the
+ * unconditioned binding earlier deploys made.
+ */
+export function removeProjectRoleSteps(
   o: DeployOptions,
   names: Names,
   base: string,
   { role, condition }: { role: string; condition?: { expression: string; title: string } },
-): Step {
-  const email = names.serviceAccountEmail(base);
-  return {
-    kind: 'ensure',
-    title: `Remove ${role} on the project from ${names.serviceAccountId(base)}`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
-        'projects get-iam-policy',
-        o.project,
-        '--flatten=bindings[].members',
-        `--filter=bindings.members=serviceAccount:${email}`,
-        '--format=value(bindings.role)',
-      ),
-      line: role,
-    },
-    present: gcloud(
-      'projects remove-iam-policy-binding',
+  mendEarlier: boolean,
+): Step[] {
+  const member = `serviceAccount:${names.serviceAccountEmail(base)}`;
+  const id = names.serviceAccountId(base);
+  return [
+    ...(condition !== undefined && mendEarlier
+      ? [
+          removeProjectBindingStep(
+            o.project,
+            member,
+            role,
+            `Remove an unconditioned ${role} on the project from ${id} (earlier deploys)`,
+            undefined,
+            true,
+          ),
+        ]
+      : []),
+    removeProjectBindingStep(
       o.project,
-      `--member=serviceAccount:${email}`,
-      `--role=${role}`,
-      conditionFlag(condition),
-      '--format=none',
+      member,
+      role,
+      `Remove ${role} on the project from ${id}`,
+      condition,
     ),
-  };
+  ];
 }
 
 /**
@@ -1432,61 +1412,41 @@ export function pipelineTeardownSteps(
   const steps: Step[] = [];
   const specs = pipelineFunctionSpecs(p).map((f) => f.spec);
   const targets = pipelineMonitoringTargets({ ...o, notificationChannels: [] }, p);
+  const regional = (flag: string): string[] => [`${flag}=${o.region}`, proj];
   for (const job of targets.schedulerJobs) {
-    const where = [`--location=${o.region}`, proj];
     steps.push(
-      deleteIfPresent(
-        `Delete Cloud Scheduler job ${job}`,
-        gcloud('scheduler jobs describe', job, ...where),
-        gcloud('scheduler jobs delete', job, ...where, '--quiet'),
+      deleteGcloud(`Cloud Scheduler job ${job}`, 'scheduler jobs', job, ...regional('--location')),
+    );
+  }
+  for (const { displayName } of alertPolicies(targets)) {
+    steps.push(
+      byDisplayName(
+        `Delete alert policy ${displayName}`,
+        'alpha monitoring policies',
+        policyVariable(o, displayName),
+        displayName,
+        proj,
       ),
     );
   }
-  for (const policy of alertPolicies(targets)) {
-    const variable = policyVariable(o, policy.displayName);
-    steps.push({
-      kind: 'ensure',
-      title: `Delete alert policy ${policy.displayName}`,
-      probe: { kind: 'lookup', variable, command: findPolicy(proj, policy.displayName) },
-      present: gcloud('alpha monitoring policies delete', `\${${variable}}`, proj, '--quiet'),
-    });
-  }
-  for (const metric of logMetrics(targets)) {
-    steps.push(
-      deleteIfPresent(
-        `Delete log-based metric ${metric.name}`,
-        gcloud('logging metrics describe', metric.name, proj),
-        gcloud('logging metrics delete', metric.name, proj, '--quiet'),
-      ),
-    );
+  for (const { name } of logMetrics(targets)) {
+    steps.push(deleteGcloud(`log-based metric ${name}`, 'logging metrics', name, proj));
   }
   const dashboard = `${targets.prefix}pipeline`;
-  const dashboardVar = dashboardVariable(p);
-  steps.push({
-    kind: 'ensure',
-    title: `Delete Cloud Monitoring dashboard ${dashboard}`,
-    probe: {
-      kind: 'lookup',
-      variable: dashboardVar,
-      command: gcloud(
-        'monitoring dashboards list',
-        proj,
-        `--filter=displayName="${dashboard}"`,
-        '--limit=1',
-        '--format=value(name)',
-      ),
-    },
-    present: gcloud('monitoring dashboards delete', `\${${dashboardVar}}`, proj, '--quiet'),
-  });
+  steps.push(
+    byDisplayName(
+      `Delete Cloud Monitoring dashboard ${dashboard}`,
+      'monitoring dashboards',
+      dashboardVariable(p),
+      dashboard,
+      proj,
+    ),
+  );
   for (const spec of specs) {
     const name = names.functionName(spec.baseName);
-    const where = [`--region=${o.region}`, proj];
+    const trigger = spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : '';
     steps.push(
-      deleteIfPresent(
-        `Delete function ${name}${spec.trigger === 'topic' ? ' (and its Eventarc trigger and subscription)' : ''}`,
-        gcloud('functions describe', name, ...where),
-        gcloud('functions delete', name, ...where, '--quiet'),
-      ),
+      deleteGcloud(`function ${name}${trigger}`, 'functions', name, ...regional('--region')),
     );
   }
   const s = p.pubsub.subscriptions;
@@ -1499,28 +1459,16 @@ export function pipelineTeardownSteps(
       : []),
   ]) {
     steps.push(
-      deleteIfPresent(
-        `Delete subscription ${subscription}`,
-        gcloud('pubsub subscriptions describe', subscription, proj),
-        gcloud('pubsub subscriptions delete', subscription, proj, '--quiet'),
-      ),
+      deleteGcloud(`subscription ${subscription}`, 'pubsub subscriptions', subscription, proj),
     );
   }
   // Project-level bindings before their accounts: a deleted account's bindings can no longer be removed by email.
   // Dataset and resource bindings go away with the account (or the resource).
   for (const spec of specs) {
     for (const role of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
-      if (role.condition !== undefined && deployedBeforeRegistry(p)) {
-        steps.push(
-          removeUnconditionedStep(
-            o.project,
-            `serviceAccount:${names.serviceAccountEmail(spec.serviceAccount)}`,
-            role.role,
-            `Remove an unconditioned ${role.role} on the project from ${names.serviceAccountId(spec.serviceAccount)} (earlier deploys)`,
-          ),
-        );
-      }
-      steps.push(removeProjectRoleStep(o, names, spec.serviceAccount, role));
+      steps.push(
+        ...removeProjectRoleSteps(o, names, spec.serviceAccount, role, deployedBeforeRegistry(p)),
+      );
     }
   }
   const accounts = [
@@ -1532,13 +1480,7 @@ export function pipelineTeardownSteps(
   const roots = pipelineFirestoreRoots(p);
   if (deleteData) {
     for (const topic of [...pipelineTopics(p)].reverse()) {
-      steps.push(
-        deleteIfPresent(
-          `Delete topic ${topic}`,
-          gcloud('pubsub topics describe', topic, proj),
-          gcloud('pubsub topics delete', topic, proj, '--quiet'),
-        ),
-      );
+      steps.push(deleteGcloud(`topic ${topic}`, 'pubsub topics', topic, proj));
     }
     for (const dataset of [...datasets].reverse()) {
       const ref = `${o.project}:${dataset}`;

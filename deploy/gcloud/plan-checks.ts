@@ -7,12 +7,7 @@ import { KEY_USERS, KMS_ROLE } from './kms';
 import type { DeployOptions } from './options';
 import { Names } from './options';
 import { REFERENCE_READER_ROLE } from './pipeline-plan';
-import { type Command, commandsOf, type Step } from './steps';
-
-/** The value of `--flag=value` in a command, or undefined. */
-export function flagValue(command: Command, flag: string): string | undefined {
-  return command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
-}
+import { type Command, commandsOf, flagValue, type Step } from './steps';
 
 const starts = (command: Command, ...words: string[]): boolean =>
   words.every((w, i) => command[i] === w);

@@ -214,3 +214,56 @@ export function gcloud(words: string, ...args: string[]): string[] {
 export function bq(project: string, words: string, ...args: string[]): string[] {
   return ['bq', `--project_id=${project}`, '--headless', ...words.split(' '), ...args];
 }
+
+/**
+ * A resource of `group` the API names itself (alert policies, dashboards), found by display name into the plan
+ * variable `variable`. With `fileFlag` (e.g. `--config-from-file=F`) it is created from the file or updated to it,
+ * retried (a policy or chart on a log-based metric created a moment ago may be refused until the metric is known);
+ * without, it is deleted when found.
+ */
+export function byDisplayName(
+  title: string,
+  group: string,
+  variable: string,
+  displayName: string,
+  p: string,
+  fileFlag?: string,
+): Step {
+  const list = [`--filter=displayName="${displayName}"`, '--limit=1', '--format=value(name)'];
+  const probe: Probe = { kind: 'lookup', variable, command: gcloud(`${group} list`, p, ...list) };
+  const found = `\${${variable}}`;
+  return fileFlag === undefined
+    ? { kind: 'ensure', title, probe, present: gcloud(`${group} delete`, found, p, '--quiet') }
+    : {
+        kind: 'ensure',
+        title,
+        probe,
+        absent: gcloud(`${group} create`, fileFlag, p),
+        present: gcloud(`${group} update`, found, fileFlag, p),
+        retry: true,
+      };
+}
+
+/**
+ * A read-back the run cannot go on without: unless `command` prints `line`, it stops with `message` on stderr (shell
+ * text in double quotes, whose `$0`, `$1`, … are `args`).
+ */
+export function requireLine(
+  title: string,
+  command: Command,
+  line: string,
+  message: string,
+  ...args: string[]
+): Step {
+  return {
+    kind: 'ensure',
+    title,
+    probe: { kind: 'line', command, line },
+    absent: ['bash', '-c', `echo "${message}" >&2; exit 1`, ...args],
+  };
+}
+
+/** The value of `--flag=value` in a command, or undefined. */
+export function flagValue(command: Command, flag: string): string | undefined {
+  return command.find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+}

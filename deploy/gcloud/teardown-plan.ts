@@ -5,7 +5,6 @@ import { COLLECTIONS } from '../../shared/state/firestore-window-store';
 import { pipelineSqlFiles } from './deploy-plan';
 import { functionEnv } from './env';
 import { BUILD_ROLES } from './functions';
-import { removeUnconditionedStep } from './iam';
 import { assertPlanSecure } from './plan-checks';
 import {
   BUILD_SA,
@@ -20,7 +19,7 @@ import {
   deleteAccountStep,
   deployedBeforeRegistry,
   pipelineTeardownSteps,
-  removeProjectRoleStep,
+  removeProjectRoleSteps,
 } from './pipeline-plan';
 import { SHARED_ACCOUNT_BASES, selectPipelines } from './pipelines';
 
@@ -82,20 +81,8 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
     pipelineTeardownSteps(o, p, pipelineSqlFiles(facts, p), o.deleteData, bulkDelete ? ids : []),
   );
   if (deleteShared) {
-    const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
-    for (const role of BUILD_ROLES) {
-      if (role.condition !== undefined) {
-        steps.push(
-          removeUnconditionedStep(
-            o.project,
-            member,
-            role.role,
-            `Remove an unconditioned ${role.role} on the project from ${names.serviceAccountId(BUILD_SA)} (earlier deploys)`,
-          ),
-        );
-      }
-      steps.push(removeProjectRoleStep(o, names, BUILD_SA, role));
-    }
+    for (const role of BUILD_ROLES)
+      steps.push(...removeProjectRoleSteps(o, names, BUILD_SA, role, true));
     for (const base of SHARED_ACCOUNT_BASES) steps.push(deleteAccountStep(o, names, base));
   }
   if (bulkDelete) {

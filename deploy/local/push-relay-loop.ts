@@ -2,7 +2,16 @@
 // subscription with at most N messages in flight and POST each to a push endpoint as the push request Pub/Sub sends,
 // acking on 2xx and nacking otherwise (the message is then delivered again). The emulator's own push keeps only about
 // 2 deliveries in flight (docs/local-stack.md); Pub/Sub in the cloud raises its push window far above that.
-import type { Message, Subscription } from '@google-cloud/pubsub';
+import type { Message, PubSub, Subscription } from '@google-cloud/pubsub';
+import { subscriptionPath } from './resources';
+
+/** A running push relay. */
+export interface PushRelay {
+  /** Deliveries answered with a non-2xx status or failed (each message was nacked and is delivered again). */
+  readonly failures: () => number;
+  /** Stops relaying and puts the subscriptions back as they were. */
+  stop(): Promise<void>;
+}
 
 /** A running relay loop. */
 export interface RelayLoop {
@@ -64,6 +73,35 @@ export function startRelayLoop(
     close: async () => {
       subscription.removeListener('message', onMessage);
       await subscription.close();
+    },
+  };
+}
+
+/**
+ * Relays a push subscription of the emulator to its own push endpoint with at most `maxInFlight` requests at once:
+ * its push is detached (it becomes a pull subscription: the messages wait there, in order per key) until `stop`
+ * restores it. The telemetry simulator's relay.
+ * @throws Error when the subscription has no push endpoint or the push cannot be detached
+ */
+export async function relayPushSubscription(
+  pubsub: PubSub,
+  projectId: string,
+  subscriptionName: string,
+  maxInFlight: number,
+): Promise<PushRelay> {
+  const subscription = pubsub.subscription(subscriptionName);
+  const [metadata] = await subscription.getMetadata();
+  const endpoint = metadata.pushConfig?.pushEndpoint ?? '';
+  if (endpoint === '')
+    throw new Error(`subscription ${subscriptionName} has no push endpoint to relay to`);
+  await subscription.modifyPushConfig({});
+  const name = subscriptionPath(projectId, subscriptionName);
+  const loop = startRelayLoop(subscription, endpoint, name, maxInFlight);
+  return {
+    failures: loop.failures,
+    stop: async () => {
+      await loop.close();
+      await pubsub.subscription(subscriptionName).modifyPushConfig({ pushEndpoint: endpoint });
     },
   };
 }

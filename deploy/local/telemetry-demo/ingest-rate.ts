@@ -23,7 +23,9 @@ import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import { countFirestoreOps, opsLines } from '../../../bench/lib/firestore-ops';
 import { stackBigQuery, stackEnv } from '../layers';
 import { seedDirectory } from './directory';
-import { planTelemetryRun, publishPhases, seededRandom } from './plan';
+import { prng } from '../../../test/support/events';
+import { planTelemetryRun, plannedDeliveries, publishPhases } from './plan';
+import { pool } from '../../../shared/ops/run';
 
 const USAGE =
   'usage: ingest-rate.ts [--devices N (300)] [--minutes M (3)] [--concurrency C (16)] [--order planned|shuffled|phased]';
@@ -39,16 +41,6 @@ class CountingWriter implements RowWriter {
     this.calls.set(table.tableId, c);
     return this.inner.insertRows(table, rows);
   }
-}
-
-/** Runs `work` over `items` with at most `concurrency` at once, in order of start. */
-async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await work(items[next++] as T);
-    }),
-  );
 }
 
 function positive(name: string, text: string | undefined, fallback: number): number {
@@ -118,19 +110,8 @@ async function main(): Promise<void> {
       firestore,
     },
   );
-  const publishTimeMs = Date.now();
-  const messages = plan.messages.map((m, i) => ({
-    ok: true as const,
-    message: {
-      messageId: `rate-${publishTimeMs}-${i}`,
-      publishTime: new Date(publishTimeMs).toISOString(),
-      publishTimeMs,
-      attributes: { ...m.attributes },
-      data: Buffer.from(m.data, 'utf8'),
-      subscription: undefined,
-    },
-  }));
-  const random = seededRandom(11);
+  const messages = plannedDeliveries(plan, 'rate');
+  const random = prng(11);
   const shuffle = <T>(xs: T[]): T[] => {
     for (let i = xs.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
@@ -151,14 +132,19 @@ async function main(): Promise<void> {
   const kinds = new Map<string, number>();
   const startMs = Date.now();
   for (const batch of batches) {
-    await pool(batch, concurrency, async (m) => {
-      const outcome = await ingestPipelineMessage(m, deps);
-      const kind =
-        outcome.destination === 'silver'
-          ? `silver ${Object.values(outcome.windows).join('/')}`
-          : outcome.destination;
-      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
-    });
+    await pool(
+      batch,
+      concurrency,
+      async (m) => {
+        const outcome = await ingestPipelineMessage(m, deps);
+        const kind =
+          outcome.destination === 'silver'
+            ? `silver ${Object.values(outcome.windows).join('/')}`
+            : outcome.destination;
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      },
+      () => undefined,
+    );
   }
   const seconds = (Date.now() - startMs) / 1000;
   const n = messages.length;

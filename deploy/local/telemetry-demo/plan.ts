@@ -2,6 +2,8 @@
 // (readings of contract versions 1 and 2, malformed ones, skewed clocks, readings without eventTs) in publish order,
 // each with the outcome the pipeline's contract should give it. Pure and seeded: the same options give the same run.
 import type { TelemetryStage } from '../../../shared/pipelines/telemetry/contract';
+import type { DecodeResult } from '../../../shared/pubsub/message';
+import { prng } from '../../../test/support/events';
 
 /** What a run simulates. Times are epoch ms UTC. */
 export interface PlanOptions {
@@ -102,18 +104,6 @@ export const REORDER_JITTER_MS = 8_000;
 /** How much later a "delayed" reading (a device that buffered it) is published than its event time says, ms. */
 export const DELAYED_DELIVERY_MS = 90_000;
 
-/** mulberry32: a small, fast, seedable generator; the plan must be reproducible from its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `sim-00042` for index 41 (five digits up to 99,999 devices). */
 export function simDeviceId(index: number): string {
   return `${SIM_DEVICE_PREFIX}${String(index + 1).padStart(5, '0')}`;
@@ -184,7 +174,7 @@ export function planTelemetryRun(options: PlanOptions): TelemetryPlan {
     throw new RangeError(
       `readingsPerMinute must be an integer from 1 to 6, got ${readingsPerMinute}`,
     );
-  const random = seededRandom(seed);
+  const random = prng(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
   const { startMs, endMs } = windowRange(nowMs, minutes);
 
@@ -344,55 +334,30 @@ function readingData(
   return `{"temp":${milliText(milli, 1)}}`;
 }
 
-/** The i-th malformed message (cycling through the faults the contract must dead-letter). */
+/**
+ * The malformed messages the contract must dead-letter: data, contract version, stage, fault, and the `eventTs`
+ * attribute when it is itself the fault.
+ */
+const MALFORMED: readonly [string, string, TelemetryStage, string, string?][] = [
+  ['{"temperatureC": 21.', '2', 'PARSE_JSON', 'truncated JSON'],
+  ['{"temperatureC":180.25}', '2', 'RANGE_VALIDATION', 'reading out of range'],
+  ['{"tempF":70.1}', '0', 'SCHEMA_VALIDATION', 'retired version 0'],
+  ['{"temperatureC":21.5}', '7', 'SCHEMA_VALIDATION', 'unknown version 7'],
+  ['{"temperatureC":21.1234}', '2', 'RANGE_VALIDATION', 'four fraction digits'],
+  ['{"temperatureC":21.5}', '2', 'EVENT_TIME_VALIDATION', 'malformed eventTs', 'yesterday at noon'],
+];
+
+/** The i-th malformed message (cycling through MALFORMED). */
 function malformed(i: number, deviceId: string, eventTs: string): PlannedMessage {
-  const base = { orderingKey: deviceId };
-  const rejected = (stage: TelemetryStage, fault: string) =>
-    ({ kind: 'rejected', deviceId, stage, fault }) as const;
-  switch (i % 6) {
-    case 0:
-      return {
-        ...base,
-        data: '{"temperatureC": 21.',
-        attributes: { deviceId, eventTs, contractVersion: '2' },
-        expect: rejected('PARSE_JSON', 'truncated JSON'),
-      };
-    case 1:
-      return {
-        ...base,
-        data: '{"temperatureC":180.25}',
-        attributes: { deviceId, eventTs, contractVersion: '2' },
-        expect: rejected('RANGE_VALIDATION', 'reading out of range'),
-      };
-    case 2:
-      return {
-        ...base,
-        data: '{"tempF":70.1}',
-        attributes: { deviceId, eventTs, contractVersion: '0' },
-        expect: rejected('SCHEMA_VALIDATION', 'retired version 0'),
-      };
-    case 3:
-      return {
-        ...base,
-        data: '{"temperatureC":21.5}',
-        attributes: { deviceId, eventTs, contractVersion: '7' },
-        expect: rejected('SCHEMA_VALIDATION', 'unknown version 7'),
-      };
-    case 4:
-      return {
-        ...base,
-        data: '{"temperatureC":21.1234}',
-        attributes: { deviceId, eventTs, contractVersion: '2' },
-        expect: rejected('RANGE_VALIDATION', 'four fraction digits'),
-      };
-    default:
-      return {
-        ...base,
-        data: '{"temperatureC":21.5}',
-        attributes: { deviceId, eventTs: 'yesterday at noon', contractVersion: '2' },
-        expect: rejected('EVENT_TIME_VALIDATION', 'malformed eventTs'),
-      };
-  }
+  const [data, contractVersion, stage, fault, badEventTs] = MALFORMED[
+    i % MALFORMED.length
+  ] as (typeof MALFORMED)[number];
+  return {
+    orderingKey: deviceId,
+    data,
+    attributes: { deviceId, eventTs: badEventTs ?? eventTs, contractVersion },
+    expect: { kind: 'rejected', deviceId, stage, fault },
+  };
 }
 
 /**
@@ -434,4 +399,26 @@ export function publishPhases(
   }
   if (messages.length > 0) ends.push(messages.length);
   return ends;
+}
+
+/**
+ * The plan's messages as the ingest receives them from Pub/Sub, all published at `publishTimeMs` (epoch ms UTC) with
+ * ids `<idPrefix>-<publishTimeMs>-<index>`: for measuring the ingest in process, without the push.
+ */
+export function plannedDeliveries(
+  plan: TelemetryPlan,
+  idPrefix: string,
+  publishTimeMs: number = Date.now(),
+): DecodeResult[] {
+  return plan.messages.map((m, i) => ({
+    ok: true as const,
+    message: {
+      messageId: `${idPrefix}-${publishTimeMs}-${i}`,
+      publishTime: new Date(publishTimeMs).toISOString(),
+      publishTimeMs,
+      attributes: { ...m.attributes },
+      data: Buffer.from(m.data, 'utf8'),
+      subscription: undefined,
+    },
+  }));
 }

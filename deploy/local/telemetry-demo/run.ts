@@ -15,7 +15,7 @@ import {
 import { stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
-import { startPushRelay, type PushRelay } from './push-relay';
+import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
 import { expectedOutcome, type ExpectedOutcome } from './expected';
 import {
@@ -35,7 +35,7 @@ export interface TelemetryDemoOptions {
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
   /**
-   * Relay the ingest subscription with up to this many deliveries in flight (push-relay.ts) instead of the emulator's
+   * Relay the ingest subscription with up to this many deliveries in flight (push-relay-loop.ts) instead of the emulator's
    * own push (about 2 in flight); undefined: the emulator's push.
    */
   readonly pushRelayInFlight?: number | undefined;
@@ -215,7 +215,7 @@ export async function runTelemetryDemo(
     const plan = planTelemetryRun({ ...options, nowMs: startedMs });
     const seeded = await seedDirectory(bq, n.devices, plan);
     if (options.pushRelayInFlight !== undefined) {
-      relay = await startPushRelay(
+      relay = await relayPushSubscription(
         pubsub,
         env.projectId,
         pipelineNamed('telemetry').pubsub.subscriptions.ingest,

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import { DASHBOARD_VARIABLE, type MonitoringDashboard } from '../../../deploy/gcloud/dashboard';
-import { BRONZE_DLQ_SUBSCRIPTION, type Plan } from '../../../deploy/gcloud/options';
+import type { Plan } from '../../../deploy/gcloud/options';
 import { renderPlan } from '../../../deploy/gcloud/steps';
 import { BOOKING_DLQ_SUBSCRIPTION, BRONZE_SUBSCRIPTION } from '../../../deploy/local/resources';
 
@@ -95,7 +95,7 @@ describe('deploy plan: the Cloud Monitoring dashboard', () => {
     assert.ok(text.includes('pubsub.googleapis.com/subscription/dead_letter_message_count'));
     assert.ok(
       text.includes(
-        `num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.label.subscription_id=one_of("${BOOKING_DLQ_SUBSCRIPTION}","${BRONZE_DLQ_SUBSCRIPTION}")`,
+        `num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.label.subscription_id=one_of("${BOOKING_DLQ_SUBSCRIPTION}","booking-events-bronze-dlq-hold")`,
       ),
     );
   });

@@ -8,14 +8,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KEY_USERS, KMS_ROLE, parseKmsKey } from '../../../deploy/gcloud/kms';
 import type { Plan } from '../../../deploy/gcloud/options';
-import {
-  flagValue,
-  kmsCoverageViolations,
-  planViolations,
-} from '../../../deploy/gcloud/plan-checks';
+import { kmsCoverageViolations, planViolations } from '../../../deploy/gcloud/plan-checks';
 import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { readRepoFacts, REPO_ROOT } from '../../../deploy/gcloud/cli';
-import { type Command, commandsOf, renderPlan, type Step } from '../../../deploy/gcloud/steps';
+import {
+  type Command,
+  commandsOf,
+  flagValue,
+  renderPlan,
+  type Step,
+} from '../../../deploy/gcloud/steps';
 
 import { P, PRINT_DESCRIBED, renderCli, withFakeGcloud } from '../../support/deploy-plans';
 

@@ -15,9 +15,9 @@ import {
 import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
 import type { DeployOptions, Plan, RepoFacts } from '../../../deploy/gcloud/options';
 import { parseDeleteRootArgs } from '../../../deploy/gcloud/delete-firestore-root';
-import { flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
+import { planViolations } from '../../../deploy/gcloud/plan-checks';
 import { monitoringPrefix, selectPipelines } from '../../../deploy/gcloud/pipelines';
-import { type Command, renderPlan } from '../../../deploy/gcloud/steps';
+import { type Command, flagValue, renderPlan } from '../../../deploy/gcloud/steps';
 import { buildTeardownPlan } from '../../../deploy/gcloud/teardown-plan';
 import { datasetsCreated } from '../../../deploy/gcloud/sql';
 import { alertPolicies, logMetrics } from '../../../deploy/gcloud/monitoring';

@@ -52,22 +52,18 @@ const starts = (command: Command, ...words: string[]): boolean =>
   words.every((w, i) => command[i] === w);
 
 /** The one command starting with `words` and holding `args`; fails when there are none or several. */
-function only(plan: Plan, words: string[], ...args: string[]): Command {
-  const found = allCommands(plan).filter((c) => starts(c, ...words) && has(c, ...args));
-  assert.equal(
-    found.length,
-    1,
-    `expected one "${words.join(' ')} ${args.join(' ')}", found ${found.length}`,
-  );
+function only(plan: Plan, words: string, ...args: string[]): Command {
+  const found = allCommands(plan).filter((c) => starts(c, ...words.split(' ')) && has(c, ...args));
+  assert.equal(found.length, 1, `expected one "${words} ${args.join(' ')}", found ${found.length}`);
   return found[0] ?? [];
 }
 
 /** Index of the first step with a command starting with `words` and holding `args`. */
-function stepIndex(plan: Plan, words: string[], ...args: string[]): number {
+function stepIndex(plan: Plan, words: string, ...args: string[]): number {
   const i = plan.steps.findIndex((s) =>
-    commandsOf(s).some((c) => starts(c, ...words) && has(c, ...args)),
+    commandsOf(s).some((c) => starts(c, ...words.split(' ')) && has(c, ...args)),
   );
-  assert.notEqual(i, -1, `no step runs "${words.join(' ')} ${args.join(' ')}"`);
+  assert.notEqual(i, -1, `no step runs "${words} ${args.join(' ')}"`);
   return i;
 }
 
@@ -80,7 +76,7 @@ describe('gcloud deploy plan', () => {
 
   describe('resources and their key flags', () => {
     it('enables the APIs, then runs every sql/ file in name order with project and location filled in', () => {
-      const enable = only(plan, ['gcloud', 'services', 'enable']);
+      const enable = only(plan, 'gcloud services enable');
       for (const api of [
         'cloudfunctions',
         'run',
@@ -124,26 +120,14 @@ describe('gcloud deploy plan', () => {
     });
 
     it('creates the topic, the dead-letter topic, the dead-letter hold subscription and Bronze with --write-metadata', () => {
-      only(plan, ['gcloud', 'pubsub', 'topics', 'create', 'booking-events']);
-      only(plan, ['gcloud', 'pubsub', 'topics', 'create', 'booking-events-dlq']);
-      const hold = only(plan, [
-        'gcloud',
-        'pubsub',
-        'subscriptions',
-        'create',
-        'booking-events-dlq-hold',
-      ]);
+      only(plan, 'gcloud pubsub topics create booking-events');
+      only(plan, 'gcloud pubsub topics create booking-events-dlq');
+      const hold = only(plan, 'gcloud pubsub subscriptions create booking-events-dlq-hold');
       assert.ok(
         has(hold, '--topic=booking-events-dlq', '--expiration-period=never'),
         "has(hold, '--topic=booking-events-dlq', '--expiration-period=never')",
       );
-      const bronze = only(plan, [
-        'gcloud',
-        'pubsub',
-        'subscriptions',
-        'create',
-        'booking-events-bronze',
-      ]);
+      const bronze = only(plan, 'gcloud pubsub subscriptions create booking-events-bronze');
       assert.ok(
         has(
           bronze,
@@ -153,20 +137,20 @@ describe('gcloud deploy plan', () => {
         ),
         "has( bronze, '--topic=booking-events', `--bigquery-table=${P}.offvia_bronze.raw_",
       );
-      const grant = only(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`);
+      const grant = only(plan, 'bq', 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`);
       assert.ok(
         has(grant, '--table', `--member=${SA('bronze')}`, '--role=roles/bigquery.dataEditor'),
         'the Bronze writer account, on the Bronze table only',
       );
       assert.ok(
-        stepIndex(plan, ['bq'], 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`) <
-          stepIndex(plan, ['gcloud', 'pubsub', 'subscriptions', 'create', 'booking-events-bronze']),
+        stepIndex(plan, 'bq', 'add-iam-policy-binding', `${P}:offvia_bronze.raw_bookings`) <
+          stepIndex(plan, 'gcloud pubsub subscriptions create booking-events-bronze'),
         'the writer can write before the subscription is created',
       );
     });
 
     it('deploys ingestBooking gen2 from source with --trigger-topic, --retry, its own identity and sizing', () => {
-      const deploy = only(plan, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
+      const deploy = only(plan, 'gcloud functions deploy offvia-ingest-booking');
       assert.ok(
         has(
           deploy,
@@ -223,13 +207,10 @@ describe('gcloud deploy plan', () => {
     });
 
     it('sets the dead-letter topic and retry policy on the Eventarc subscription, with the agent roles Google documents', () => {
-      const update = only(plan, [
-        'gcloud',
-        'pubsub',
-        'subscriptions',
-        'update',
-        '${INGEST_BOOKING_SUBSCRIPTION}',
-      ]);
+      const update = only(
+        plan,
+        'gcloud pubsub subscriptions update ${INGEST_BOOKING_SUBSCRIPTION}',
+      );
       assert.ok(
         has(update, `--dead-letter-topic=projects/${P}/topics/booking-events-dlq`),
         'has(update, `--dead-letter-topic=projects/${P}/topics/booking-events-dlq`)',
@@ -240,41 +221,29 @@ describe('gcloud deploy plan', () => {
       );
       assert.equal(flag(update, '--min-retry-delay'), '10s');
       assert.equal(flag(update, '--max-retry-delay'), '600s');
-      const publisher = only(plan, [
-        'gcloud',
-        'pubsub',
-        'topics',
-        'add-iam-policy-binding',
-        'booking-events-dlq',
-      ]);
+      const publisher = only(
+        plan,
+        'gcloud pubsub topics add-iam-policy-binding booking-events-dlq',
+      );
       assert.ok(
         has(publisher, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.publisher'),
         "has(publisher, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.publisher')",
       );
-      const subscriber = only(plan, [
-        'gcloud',
-        'pubsub',
-        'subscriptions',
-        'add-iam-policy-binding',
-        '${INGEST_BOOKING_SUBSCRIPTION}',
-      ]);
+      const subscriber = only(
+        plan,
+        'gcloud pubsub subscriptions add-iam-policy-binding ${INGEST_BOOKING_SUBSCRIPTION}',
+      );
       assert.ok(
         has(subscriber, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.subscriber'),
         "has(subscriber, `--member=${PUBSUB_AGENT}`, '--role=roles/pubsub.subscriber')",
       );
-      const deploy = stepIndex(plan, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
-      const capture = stepIndex(plan, ['gcloud', 'eventarc', 'triggers', 'describe']);
+      const deploy = stepIndex(plan, 'gcloud functions deploy offvia-ingest-booking');
+      const capture = stepIndex(plan, 'gcloud eventarc triggers describe');
       assert.ok(
         deploy < capture &&
           capture <
-            stepIndex(plan, [
-              'gcloud',
-              'pubsub',
-              'subscriptions',
-              'update',
-              '${INGEST_BOOKING_SUBSCRIPTION}',
-            ]),
-        "deploy < capture && capture < stepIndex(plan, ['gcloud', 'pubsub', 'subscription",
+            stepIndex(plan, 'gcloud pubsub subscriptions update ${INGEST_BOOKING_SUBSCRIPTION}'),
+        'the deploy, then the trigger capture, then the subscription update',
       );
     });
 
@@ -283,7 +252,7 @@ describe('gcloud deploy plan', () => {
         ['schemaSweep', 'offvia-schema-sweep'],
         ['fireWindows', 'offvia-fire-windows'],
       ] as const) {
-        const deploy = only(full, ['gcloud', 'functions', 'deploy', name]);
+        const deploy = only(full, `gcloud functions deploy ${name}`);
         assert.ok(
           has(
             deploy,
@@ -299,7 +268,7 @@ describe('gcloud deploy plan', () => {
         );
         const schedule = SCHEDULES.find((s) => s.functionName === entryPoint);
         for (const verb of ['create', 'update']) {
-          const job = only(full, ['gcloud', 'scheduler', 'jobs', verb, 'http', name]);
+          const job = only(full, `gcloud scheduler jobs ${verb} http ${name}`);
           const url = `\${${entryPoint.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}_URL}`;
           assert.ok(
             has(
@@ -314,7 +283,7 @@ describe('gcloud deploy plan', () => {
             'has( job, `--schedule=${schedule?.cron}`, `--oidc-service-account-email=${email(',
           );
         }
-        const invoker = only(full, ['gcloud', 'functions', 'add-invoker-policy-binding', name]);
+        const invoker = only(full, `gcloud functions add-invoker-policy-binding ${name}`);
         assert.ok(
           has(invoker, `--member=${SA('scheduler')}`),
           "has(invoker, `--member=${SA('scheduler')}`)",
@@ -328,19 +297,12 @@ describe('gcloud deploy plan', () => {
     });
 
     it("sizes fireWindows' timeout and Scheduler deadline for its timer loop and lease, and refuses a loop as long as the schedule", () => {
-      const deploy = only(full, ['gcloud', 'functions', 'deploy', 'offvia-fire-windows']);
+      const deploy = only(full, 'gcloud functions deploy offvia-fire-windows');
       // 58 s of loop + 120 s of lease + 30 s margin (deploy/gcloud/fire-windows-timeout.ts).
       assert.equal(flag(deploy, '--timeout'), '208s');
-      const job = only(full, [
-        'gcloud',
-        'scheduler',
-        'jobs',
-        'create',
-        'http',
-        'offvia-fire-windows',
-      ]);
+      const job = only(full, 'gcloud scheduler jobs create http offvia-fire-windows');
       assert.equal(flag(job, '--attempt-deadline'), '238s');
-      const ingest = only(full, ['gcloud', 'functions', 'deploy', 'offvia-ingest-booking']);
+      const ingest = only(full, 'gcloud functions deploy offvia-ingest-booking');
       assert.equal(flag(ingest, '--timeout'), '60s');
       assert.throws(
         () =>
@@ -356,12 +318,12 @@ describe('gcloud deploy plan', () => {
         repoFacts(),
       );
       assert.equal(
-        flag(only(long, ['gcloud', 'functions', 'deploy', 'offvia-fire-windows']), '--timeout'),
+        flag(only(long, 'gcloud functions deploy offvia-fire-windows'), '--timeout'),
         '1888s',
       );
       assert.equal(
         flag(
-          only(long, ['gcloud', 'scheduler', 'jobs', 'create', 'http', 'offvia-fire-windows']),
+          only(long, 'gcloud scheduler jobs create http offvia-fire-windows'),
           '--attempt-deadline',
         ),
         '1800s',
@@ -377,7 +339,7 @@ describe('gcloud deploy plan', () => {
       for (const group of DEFAULT_TTL_COLLECTION_GROUPS) {
         const ttl = only(
           plan,
-          ['gcloud', 'firestore', 'fields', 'ttls', 'update', 'expireAt'],
+          'gcloud firestore fields ttls update expireAt',
           `--collection-group=${group}`,
         );
         assert.ok(
@@ -385,15 +347,15 @@ describe('gcloud deploy plan', () => {
           "has(ttl, '--enable-ttl', '--database=offvia')",
         );
       }
-      const create = only(plan, ['gcloud', 'firestore', 'databases', 'create']);
+      const create = only(plan, 'gcloud firestore databases create');
       assert.ok(
         has(create, '--location=eur3', '--type=firestore-native'),
         "has(create, '--location=eur3', '--type=firestore-native')",
       );
       assert.ok(
-        stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']) <
-          stepIndex(plan, ['gcloud', 'firestore', 'fields', 'ttls', 'update']),
-        "stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']) < stepIndex(plan",
+        stepIndex(plan, 'gcloud firestore databases create') <
+          stepIndex(plan, 'gcloud firestore fields ttls update'),
+        "stepIndex(plan, 'gcloud firestore databases create') < stepIndex(plan",
       );
     });
 
@@ -448,18 +410,18 @@ describe('gcloud deploy plan', () => {
       for (const f of plan.files.filter((x) => x.path.includes('/policies/'))) {
         const create = only(
           plan,
-          ['gcloud', 'alpha', 'monitoring', 'policies', 'create'],
+          'gcloud alpha monitoring policies create',
           `--policy-from-file=${f.path}`,
         );
         assert.ok(create.includes(`--project=${P}`), 'create.includes(`--project=${P}`)');
       }
       for (const f of plan.files.filter((x) => x.path.includes('/metrics/'))) {
-        only(plan, ['gcloud', 'logging', 'metrics', 'create'], `--config-from-file=${f.path}`);
+        only(plan, 'gcloud logging metrics create', `--config-from-file=${f.path}`);
       }
       assert.ok(
-        stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) <
-          stepIndex(plan, ['gcloud', 'alpha', 'monitoring', 'policies', 'create']),
-        "stepIndex(plan, ['gcloud', 'logging', 'metrics', 'create']) < stepIndex(plan, ['",
+        stepIndex(plan, 'gcloud logging metrics create') <
+          stepIndex(plan, 'gcloud alpha monitoring policies create'),
+        'the log-based metrics are created before the policies that read them',
       );
     });
 
@@ -641,13 +603,7 @@ describe('gcloud deploy plan', () => {
       }
       assert.equal(accounts.size, 3);
       for (const id of ['ingest', 'sweep', 'windows', 'trigger', 'scheduler']) {
-        const created = stepIndex(full, [
-          'gcloud',
-          'iam',
-          'service-accounts',
-          'create',
-          `offvia-${id}`,
-        ]);
+        const created = stepIndex(full, `gcloud iam service-accounts create offvia-${id}`);
         const firstGrant = full.steps.findIndex((s) =>
           commandsOf(s).some(
             (c) =>
@@ -821,7 +777,7 @@ describe('gcloud deploy plan', () => {
       assert.ok(step?.probe.kind === 'line' && step.absent);
       assert.equal(flag(step.probe.command, '--format'), 'value(type)');
       assert.ok(
-        plan.steps.indexOf(step) > stepIndex(plan, ['gcloud', 'firestore', 'databases', 'create']),
+        plan.steps.indexOf(step) > stepIndex(plan, 'gcloud firestore databases create'),
         'checked after the create-if-missing step',
       );
       const script = renderPlan([], [step]);

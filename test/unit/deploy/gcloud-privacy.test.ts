@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { parseCli, planFor } from '../../../deploy/gcloud/cli';
 import type { Plan } from '../../../deploy/gcloud/options';
-import { flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
-import { type Command, commandsOf, type Step } from '../../../deploy/gcloud/steps';
+import { planViolations } from '../../../deploy/gcloud/plan-checks';
+import { type Command, commandsOf, flagValue, type Step } from '../../../deploy/gcloud/steps';
 
 const P = 'offvia-test';
 const BASE = ['--project', P, '--region', 'europe-west1'];

@@ -28,8 +28,9 @@ describe('deploy.sh and teardown.sh', function () {
 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  const script = (name: string, args: string[], input = '') =>
-    spawnSync('bash', [path.join(REPO_ROOT, 'deploy', 'gcloud', name), ...args], {
+  /** Runs a script of deploy/gcloud with `args`, space-separated. */
+  const script = (name: string, args: string, input = '') =>
+    spawnSync('bash', [path.join(REPO_ROOT, 'deploy', 'gcloud', name), ...args.split(' ')], {
       cwd: dir,
       env,
       input,
@@ -39,17 +40,10 @@ describe('deploy.sh and teardown.sh', function () {
 
   it('deploy.sh --dry-run prints the plan, writes its JSON files, and calls neither gcloud nor bq', () => {
     const outDir = path.join(dir, 'gen');
-    const args = [
-      '--project',
-      'offvia-test',
-      '--region',
-      'us-central1',
-      '--dry-run',
-      `--out-dir=${outDir}`,
-    ];
+    const args = `--project offvia-test --region us-central1 --dry-run --out-dir=${outDir}`;
     const first = script('deploy.sh', args);
     assert.equal(first.status, 0, first.stderr);
-    const expected = planFor(parseCli(['deploy', ...args]));
+    const expected = planFor(parseCli(['deploy', ...args.split(' ')]));
     assert.equal(first.stdout, renderPlan(expected.header, expected.steps));
     assert.ok(
       existsSync(path.join(outDir, 'policies', 'quarantine-rate.json')),
@@ -61,12 +55,10 @@ describe('deploy.sh and teardown.sh', function () {
   });
 
   it('teardown.sh --dry-run prints the teardown plan and calls nothing', () => {
-    const result = script('teardown.sh', [
-      '--project=offvia-test',
-      '--region=us-central1',
-      '--all',
-      '--dry-run',
-    ]);
+    const result = script(
+      'teardown.sh',
+      '--project=offvia-test --region=us-central1 --all --dry-run',
+    );
     assert.equal(result.status, 0, result.stderr);
     assert.match(result.stdout, /TEARDOWN plan for project offvia-test/);
     assert.match(result.stdout, /gcloud functions delete offvia-ingest-booking/);
@@ -74,13 +66,7 @@ describe('deploy.sh and teardown.sh', function () {
   });
 
   it('teardown.sh refuses without --yes when it cannot ask', () => {
-    const result = script('teardown.sh', [
-      '--project',
-      'offvia-test',
-      '--region',
-      'us-central1',
-      '--all',
-    ]);
+    const result = script('teardown.sh', '--project offvia-test --region us-central1 --all');
     assert.equal(result.status, 1);
     assert.match(result.stderr, /pass --yes to confirm/);
     assert.equal(recorded(), '');
@@ -104,30 +90,24 @@ describe('deploy.sh and teardown.sh', function () {
   });
 
   it('rejects bad flags before anything runs', () => {
-    const result = script('deploy.sh', [
-      '--project',
-      'offvia-test',
-      '--region',
-      'us-central1',
-      '--name-prefix',
-      'BAD',
-    ]);
+    const result = script(
+      'deploy.sh',
+      '--project offvia-test --region us-central1 --name-prefix BAD',
+    );
     assert.equal(result.status, 2);
     assert.match(result.stderr, /--name-prefix/);
-    const missing = script('deploy.sh', ['--region', 'us-central1', '--dry-run']);
+    const missing = script('deploy.sh', '--region us-central1 --dry-run');
     assert.equal(missing.status, 2);
     assert.match(missing.stderr, /--project and --region are required/);
     assert.equal(recorded(), '');
   });
 
   it('a real run checks for an active gcloud account before the first step', () => {
-    const result = script('deploy.sh', [
-      '--project',
-      'offvia-test',
-      '--region',
-      'us-central1',
-      `--out-dir=${path.join(dir, 'gen2')}`,
-    ]);
+    const gen = path.join(dir, 'gen2');
+    const result = script(
+      'deploy.sh',
+      `--project offvia-test --region us-central1 --out-dir=${gen}`,
+    );
     assert.equal(result.status, 1);
     assert.match(result.stderr, /no active gcloud account/);
     assert.equal(recorded(), 'gcloud auth list --filter=status:ACTIVE --format=value(account)\n');

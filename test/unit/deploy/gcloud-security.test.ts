@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { projectGrant } from '../../../deploy/gcloud/iam';
 import type { Plan } from '../../../deploy/gcloud/options';
-import { assertPlanSecure, flagValue, planViolations } from '../../../deploy/gcloud/plan-checks';
+import { assertPlanSecure, planViolations } from '../../../deploy/gcloud/plan-checks';
 import {
+  flagValue,
   bq,
   type Command,
   commandsOf,

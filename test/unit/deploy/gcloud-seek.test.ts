@@ -2,26 +2,17 @@
 // back after the update, and the ingest subscription's name printed for OFFVIA_INGEST_SUBSCRIPTION.
 import assert from 'node:assert/strict';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
-import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from '../../../deploy/gcloud/deploy-plan';
-import { DEFAULT_RUNTIME } from '../../../deploy/gcloud/functions';
+import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
 import type { DeployOptions } from '../../../deploy/gcloud/options';
 import { commandsOf } from '../../../deploy/gcloud/steps';
+import { OPTIONS as TEST_OPTIONS } from '../../support/deploy-plans';
 
+/** The unit tests' options with a 3-day topic retention (and a ledger TTL that outlives it) and a channel. */
 const OPTIONS: DeployOptions = {
-  project: 'offvia-test',
-  region: 'europe-west1',
-  bqLocation: 'EU',
-  firestoreLocation: 'eur3',
-  firestoreDatabase: 'offvia',
-  namePrefix: 'offvia-',
+  ...TEST_OPTIONS,
   notificationChannels: ['projects/offvia-test/notificationChannels/1'],
-  publishers: [],
-  quarantineRetentionDays: 90,
   topicRetention: '3d',
   envOverrides: { OFFVIA_WINDOW_LEDGER_TTL_MS: String(8 * 86_400_000) },
-  ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
-  outDir: 'deploy/gcloud/generated/test',
-  runtime: DEFAULT_RUNTIME,
 };
 
 describe('deploy plan: what offvia seek needs', () => {

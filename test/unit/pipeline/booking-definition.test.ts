@@ -17,7 +17,6 @@ import { decodeVersioned } from '../../../shared/pipeline/versioning';
 import { BOOKING_PIPELINE as booking } from '../../../shared/pipelines/booking/definition';
 import { createdObjects } from '../../../deploy/local/apply-sql';
 import * as local from '../../../deploy/local/resources';
-import { BRONZE_DLQ_SUBSCRIPTION, BRONZE_DLQ_TOPIC } from '../../../deploy/gcloud/options';
 import { FUNCTION_SPECS } from '../../../deploy/gcloud/functions';
 import { pipelineSchedules } from '../../../deploy/schedules';
 import { LAB_UNCLOSED, LAB_NEGATIVE_FARE, LAB_VALID, RECEIVED_AT_MS } from '../contract/fixtures';
@@ -38,8 +37,11 @@ describe('pipeline definitions: the booking pipeline as it runs today', () => {
     assert.equal(booking.pubsub.subscriptions.ingest, local.INGEST_PUSH_SUBSCRIPTION);
     assert.equal(booking.pubsub.subscriptions.bronze, local.BRONZE_SUBSCRIPTION);
     assert.equal(booking.pubsub.subscriptions.deadLetterHold, local.BOOKING_DLQ_SUBSCRIPTION);
-    assert.equal(booking.pubsub.bronzeDeadLetterTopic, BRONZE_DLQ_TOPIC);
-    assert.equal(booking.pubsub.subscriptions.bronzeDeadLetterHold, BRONZE_DLQ_SUBSCRIPTION);
+    assert.equal(booking.pubsub.bronzeDeadLetterTopic, 'booking-events-bronze-dlq');
+    assert.equal(
+      booking.pubsub.subscriptions.bronzeDeadLetterHold,
+      'booking-events-bronze-dlq-hold',
+    );
   });
 
   it("names the tables the functions' configuration defaults to", () => {

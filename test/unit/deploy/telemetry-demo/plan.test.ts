@@ -6,6 +6,7 @@ import {
   TELEMETRY_CONTRACT,
   type TelemetrySettings,
 } from '../../../../shared/pipelines/telemetry/contract';
+import { loadTelemetryConfig } from '../../../../shared/pipelines/telemetry/config';
 import { TELEMETRY_STRATEGY } from '../../../../shared/pipelines/telemetry/definition';
 import { StaticDeviceDirectory } from '../../../../shared/pipelines/telemetry/device-directory';
 import {
@@ -22,12 +23,8 @@ const NOW_MS = Date.UTC(2026, 11, 2, 1, 0, 45, 123);
 
 function settings(plan: TelemetryPlan): TelemetrySettings {
   return {
-    limits: {
-      minTemperatureC: -55,
-      maxTemperatureC: 125,
-      maxFutureSkewMs: 5 * 60_000,
-      maxEventAgeMs: 7 * 86_400_000,
-    },
+    // The deployed defaults: -55 to 125 °C, 5 minutes of future skew, 7 days of age.
+    limits: loadTelemetryConfig({}),
     devices: new StaticDeviceDirectory(
       new Map(plan.directory.map((d) => [d.device_id, { region: d.region, site: d.site }])),
     ),
@@ -35,30 +32,12 @@ function settings(plan: TelemetryPlan): TelemetrySettings {
 }
 
 describe('telemetry simulator: plan', () => {
-  const plan = planTelemetryRun({
-    devices: 500,
-    minutes: 3,
-    readingsPerMinute: 2,
-    seed: 7,
-    nowMs: NOW_MS,
-  });
+  const options = { devices: 500, minutes: 3, readingsPerMinute: 2, seed: 7, nowMs: NOW_MS };
+  const plan = planTelemetryRun(options);
 
   it('is reproducible from its seed, and another seed gives another stream', () => {
-    const again = planTelemetryRun({
-      devices: 500,
-      minutes: 3,
-      readingsPerMinute: 2,
-      seed: 7,
-      nowMs: NOW_MS,
-    });
-    assert.deepEqual(again, plan);
-    const other = planTelemetryRun({
-      devices: 500,
-      minutes: 3,
-      readingsPerMinute: 2,
-      seed: 8,
-      nowMs: NOW_MS,
-    });
+    assert.deepEqual(planTelemetryRun({ ...options }), plan);
+    const other = planTelemetryRun({ ...options, seed: 8 });
     assert.notDeepEqual(other.messages, plan.messages);
   });
 
