@@ -15,7 +15,6 @@ import {
 import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline/runtime/ingest';
 import { bookingIngestDeps } from '../../support/booking-ingest';
 import { MAX_REASON_CHARS } from '../../../shared/ingest/quarantine-row';
-import { Logger } from '../../../shared/logging/logger';
 import { decodeMessagePublished, type DecodeResult } from '../../../shared/pubsub/message';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 
@@ -47,15 +46,7 @@ class RecordingWriter implements RowWriter {
 /** Runs one decoded message through ingestMessage; asserts one row, in Silver or quarantine, with a known stage. */
 async function ingestOnce(decoded: DecodeResult) {
   const writer = new RecordingWriter();
-  const deps = bookingIngestDeps({
-    writer,
-    logger: new Logger(
-      'fuzz',
-      () => undefined,
-      () => NOW,
-    ),
-    now: () => NOW,
-  });
+  const deps = bookingIngestDeps({ writer, now: () => NOW });
   const outcome = await ingestMessage(decoded, deps);
   assert.equal(writer.rows.length, 1, 'exactly one row');
   const [written] = writer.rows;
