@@ -28,9 +28,16 @@ started_ms="$(offvia_now_ms)"
 mocha --timeout 600000 'test/unit/**/*.test.ts' >"$UNIT_LOG" 2>&1 &
 UNIT_PID=$!
 
+# Each line of the stack half gets the wall-clock time (HH:MM:SS): mocha prints a test's duration but not its suite's
+# before/after hooks, where much of the stack half's waiting is; the gaps between lines show them.
+stamp() {
+  local line
+  while IFS= read -r line; do printf '%(%T)T %s\n' -1 "$line"; done
+}
+
 stack_status=0
-bash deploy/local/with-stack.sh mocha --timeout 600000 'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts' ||
-  stack_status=$?
+bash deploy/local/with-stack.sh mocha --timeout 600000 'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts' 2>&1 |
+  stamp || stack_status=$?
 
 unit_status=0
 wait "$UNIT_PID" || unit_status=$?

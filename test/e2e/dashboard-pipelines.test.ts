@@ -2,14 +2,8 @@
 // view is the default, the selector lists every registered pipeline, and the telemetry view shows the numbers of
 // `collectStatus` and the settled regional ranking the tables hold.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { fillPlaceholders } from '../../deploy/local/apply-sql';
-import { startDashboard, type RunningDashboard } from '../../shared/dashboard/server';
-import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
+import type { Page } from 'playwright-core';
+import type { OpsContext } from '../../shared/ops/context';
 import { collectStatus } from '../../shared/ops/status';
 import { PIPELINES } from '../../shared/pipelines';
 import { regionTopNFn } from '../../shared/pipelines/telemetry/combine';
@@ -17,9 +11,14 @@ import { TELEMETRY_PIPELINE, TOP_N } from '../../shared/pipelines/telemetry/defi
 import { BigQueryRowWriter } from '../../shared/sinks/bigquery-writer';
 import { paneInsertId } from '../../shared/state/ids';
 import type { Pane } from '../../shared/windowing';
-import { runTag, stackClients } from '../support/drift-stack';
+import { applyPipelineDdl, runTag, stackClients } from '../support/drift-stack';
+import {
+  closeDashboard,
+  openDashboard,
+  requireChromium,
+  type DashboardInBrowser,
+} from '../support/dashboard-browser';
 
-const CHROMIUM = '/usr/bin/chromium';
 const MINUTE = 60_000;
 
 /** What the telemetry view shows, read from its DOM and its chart (evaluated in the browser). */
@@ -63,9 +62,7 @@ const READ_VIEW = `(() => {
 describe('e2e: the dashboard over the pipeline registry in headless Chromium', function () {
   this.timeout(300_000);
   let ctx: OpsContext;
-  let dashboard: RunningDashboard | undefined;
-  let browser: BrowserContext | undefined;
-  let userDataDir: string | undefined;
+  let opened: DashboardInBrowser | undefined;
   let page: Page;
   const tag = runTag();
   const region = `r-${tag.slice(0, 8)}`;
@@ -78,20 +75,9 @@ describe('e2e: the dashboard over the pipeline registry in headless Chromium', f
     if (!process.env.BIGQUERY_EMULATOR_HOST) {
       throw new Error('the local stack is not running: run through `npm test`');
     }
-    if (!existsSync(CHROMIUM)) {
-      if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing`);
-      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
-      this.skip();
-    }
+    requireChromium(this);
     const { bigquery, projectId } = stackClients();
-    for (const file of TELEMETRY_PIPELINE.tables.ddlFiles) {
-      await bigquery.query({
-        query: fillPlaceholders(await readFile(path.join(repositoryRoot(), file), 'utf8'), {
-          project: projectId,
-          location: 'US',
-        }),
-      });
-    }
+    await applyPipelineDdl(bigquery, projectId, TELEMETRY_PIPELINE);
     // Two ranking panes of this test's region: window A settled (its end 7 min behind the newest watermark),
     // window B not yet (1 min behind), so the page must show A's ranking.
     const regionAggregation = TELEMETRY_PIPELINE.aggregations[1];
@@ -129,32 +115,11 @@ describe('e2e: the dashboard over the pipeline registry in headless Chromium', f
     );
     assert.deepEqual(written, [{ ok: true }, { ok: true }]);
 
-    ctx = connect({});
-    dashboard = await startDashboard(ctx, {
-      port: 0,
-      host: '127.0.0.1',
-      lookBackMs: 3_600_000,
-      refreshMs: 1000,
-      onError: (err) => console.error('dashboard: collecting failed:', err),
-    });
-    userDataDir = mkdtempSync(path.join(os.tmpdir(), 'offvia-chromium-'));
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1280, height: 1000 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'],
-    });
-    page = await browser.newPage();
-    page.on('pageerror', (err) => console.error('page error:', err.message));
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-status-now]', { timeout: 60_000 });
+    opened = await openDashboard(1000);
+    ({ ctx, page } = opened);
   });
 
-  after(async () => {
-    await browser?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
-    await dashboard?.close();
-    await ctx?.close();
-  });
+  after(() => closeDashboard(opened));
 
   it("opens on booking's view; the selector lists every registered pipeline", async function () {
     const view = await readView();

@@ -1,31 +1,25 @@
 // End to end in a real browser: a known mix published to the local stack shows on the dashboard page (headless
 // Chromium, Debian's package, driven by playwright-core) with the numbers the tables hold and `collectStatus` gives.
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startDashboard, type RunningDashboard } from '../../shared/dashboard/server';
-import { connect, repositoryRoot, type OpsContext } from '../../shared/ops/context';
+import type { Page } from 'playwright-core';
+import { repositoryRoot, type OpsContext } from '../../shared/ops/context';
 import { collectStatus, type StatusReport } from '../../shared/ops/status';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import { waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingStackClients, testRoute } from '../support/booking-stack';
 import { fireWindowsOnce } from '../support/fire-windows-http';
+import {
+  closeDashboard,
+  openDashboard,
+  REFRESH_MS,
+  requireChromium,
+  type DashboardInBrowser,
+} from '../support/dashboard-browser';
 
-/** Debian's Chromium (apt-get install chromium; deploy/local/install.sh installs it). */
-const CHROMIUM = '/usr/bin/chromium';
 /** Where the test leaves its screenshot (docs/images/dashboard.png is a copy of one). */
 const SCREENSHOT = path.join(repositoryRoot(), '.local', 'test-output', 'dashboard.png');
-const LOOK_BACK_MS = 3_600_000;
-const REFRESH_MS = 1000;
-
-/** A random airport code no other test uses (Y + two letters). */
-function airport(): string {
-  const letter = () => String.fromCharCode(65 + randomInt(26));
-  return `Y${letter()}${letter()}`;
-}
 
 /** What the page shows, read from its DOM and its charts (evaluated in the browser, hence a string). */
 interface PageNumbers {
@@ -111,9 +105,7 @@ describe('e2e: the dashboard in headless Chromium', function () {
   this.timeout(300_000);
   const { env, topic, bq } = bookingStackClients();
   let ctx: OpsContext;
-  let dashboard: RunningDashboard | undefined;
-  let browser: BrowserContext | undefined;
-  let userDataDir: string | undefined;
+  let opened: DashboardInBrowser | undefined;
   let page: Page;
 
   const readPage = async (): Promise<PageNumbers> => page.evaluate<PageNumbers>(READ_PAGE);
@@ -134,56 +126,15 @@ describe('e2e: the dashboard in headless Chromium', function () {
     if (!process.env.OFFVIA_FIRE_WINDOWS_URL || !process.env.BIGQUERY_EMULATOR_HOST) {
       throw new Error('the local stack is not running: run through `npm test`');
     }
-    if (!existsSync(CHROMIUM)) {
-      // CI must run it: there a missing browser is a failure, not a skip.
-      if (process.env.CI === 'true') {
-        throw new Error(
-          `${CHROMIUM} is missing (apt-get install chromium; deploy/local/install.sh)`,
-        );
-      }
-      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
-      this.skip();
-    }
-    ctx = connect({});
-    dashboard = await startDashboard(ctx, {
-      port: 0,
-      host: '127.0.0.1',
-      lookBackMs: LOOK_BACK_MS,
-      refreshMs: REFRESH_MS,
-      onError: (err) => console.error('dashboard: collecting failed:', err),
-    });
-    userDataDir = mkdtempSync(path.join(os.tmpdir(), 'offvia-chromium-'));
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1280, height: 1400 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage();
-    page.on('pageerror', (err) => console.error('page error:', err.message));
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-status-now]', { timeout: 60_000 });
+    requireChromium(this);
+    opened = await openDashboard(1400);
+    ({ ctx, page } = opened);
   });
 
-  after(async () => {
-    await browser?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
-    await dashboard?.close();
-    await ctx?.close();
-  });
+  after(() => closeDashboard(opened));
 
   it('shows a published mix: quarantine by stage and the latest pane as the tables hold them, and equals collectStatus', async () => {
-    const origin = airport();
-    let destination = airport();
-    while (destination === origin) destination = airport();
+    const { origin, destination } = testRoute('Y');
     const windowStartMs = Math.floor((Date.now() - 180_000) / 60_000) * 60_000;
     const booking = (n: number, fare: string, fields: Record<string, unknown> = {}) =>
       JSON.stringify({

@@ -2,18 +2,50 @@
 // it: its window's EARLY pane (30 s after the pane's first element) reaches gold by its deadline + 5 s, fired by the
 // stack's scheduled fireWindows run while it loops (shared/state/timer-loop.ts), not at the next scheduler minute.
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import { waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingStackClients, testRoute } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
 
-/** A random airport code no other test uses (Y + two letters). */
-function airport(): string {
-  const letter = () => String.fromCharCode(65 + randomInt(26));
-  return `Y${letter()}${letter()}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const MINUTE_MS = 60_000;
+/**
+ * Where in its minute (ms after it) a pane deadline may fall: the scheduler calls fireWindows on each minute and its
+ * timer loop runs until 58 s after (OFFVIA_FIRE_WINDOWS_LOOP_MS), polling for new timers at most every 5 s
+ * (OFFVIA_FIRE_WINDOWS_POLL_MS); a deadline 8 to 50 s into a minute is certainly served by a looping run.
+ */
+const DEADLINE_IN_MINUTE_MS = { min: 8_000, max: 50_000 } as const;
+/** Publish to receipt by ingestBooking, at most, for placing the deadline (a loaded machine takes a second or two). */
+const RECEIPT_MS = 2_000;
+
+/** When the stack's scheduler started (its ready file, written by stack.sh), epoch ms; now when unknown. */
+function schedulerStartedMs(): number {
+  const dir = process.env.OFFVIA_STACK_DIR ?? path.resolve(__dirname, '../../.local/stack');
+  try {
+    return statSync(path.join(dir, 'scheduler.ready')).mtimeMs;
+  } catch {
+    return Date.now();
+  }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long to wait before publishing, ms: until a publish whose deadline (receipt + `delayMs`) falls inside
+ * DEADLINE_IN_MINUTE_MS of a minute whose scheduled fireWindows run comes after the scheduler started: at most about
+ * 20 s on a stack up for a minute, against 33 s on average for waiting until just after the next minute.
+ */
+function waitBeforePublishMs(nowMs: number, delayMs: number, startedMs: number): number {
+  for (let waitMs = 0; ; waitMs += 500) {
+    // Received between the publish and RECEIPT_MS after it: the deadline lies in [earliest, earliest + RECEIPT_MS].
+    const earliestMs = nowMs + waitMs + delayMs;
+    const inMinuteMs = earliestMs % MINUTE_MS;
+    const inside =
+      inMinuteMs >= DEADLINE_IN_MINUTE_MS.min &&
+      inMinuteMs + RECEIPT_MS <= DEADLINE_IN_MINUTE_MS.max;
+    if (inside && earliestMs - inMinuteMs > startedMs) return waitMs;
+  }
+}
 
 describe('e2e: an early pane fires on its processing-time timer with no further element', function () {
   this.timeout(300_000);
@@ -29,13 +61,11 @@ describe('e2e: an early pane fires on its processing-time timer with no further 
     const config = loadWindowConfig(process.env);
     const delayMs = config.strategy.trigger.earlyFirings?.processingTimeDelayMs;
     assert.ok(delayMs !== undefined, 'the stack runs the lab strategy, with early firings');
-    // The stack's scheduler calls fireWindows on each minute; its run loops until just before the next. Start 3 s
-    // after a minute so that a scheduled run is certainly looping (a fresh stack has had no tick yet).
-    await sleep(60_000 - (Date.now() % 60_000) + 3_000);
+    // The stack's scheduler calls fireWindows on each minute; its run loops until just before the next. Publish so
+    // that the deadline falls well inside a minute whose run is certainly looping (a fresh stack has had no tick yet).
+    await sleep(waitBeforePublishMs(Date.now(), delayMs, schedulerStartedMs()));
 
-    const origin = airport();
-    let destination = airport();
-    while (destination === origin) destination = airport();
+    const { origin, destination } = testRoute('Y');
     // Two minutes ahead (the contract accepts 5): the event never moves the watermark (it is beyond its receipt +
     // OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS), so other tests' traffic cannot close its window before the early pane.
     const eventTimeMs = Date.now() + 120_000;

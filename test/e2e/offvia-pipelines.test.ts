@@ -4,20 +4,15 @@
 // their numbers equal what is read independently from BigQuery and Firestore. The readings are decoded by the
 // telemetry contract and written with the functions' writer and the keyed window store, as its ingest path will.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 
-import { fillPlaceholders } from '../../deploy/local/apply-sql';
 import { decodeVersioned } from '../../shared/pipeline/versioning';
 import type { VersionAccepted } from '../../shared/pipeline/definition';
 import { TELEMETRY_PIPELINE } from '../../shared/pipelines/telemetry/definition';
-import { StaticDeviceDirectory } from '../../shared/pipelines/telemetry/device-directory';
 import { deadLetterRow } from '../../shared/pipelines/telemetry/rows';
 import type {
   TelemetryElement,
-  TelemetrySettings,
   TelemetrySilverRow,
 } from '../../shared/pipelines/telemetry/contract';
 import { BigQueryRowWriter } from '../../shared/sinks/bigquery-writer';
@@ -36,9 +31,9 @@ import type { TraceReport } from '../../shared/ops/trace';
 import type { ReplayReport } from '../../shared/ops/replay';
 import type { ReprocessReport } from '../../shared/ops/reprocess';
 import { offvia, offviaJson } from '../support/offvia-cli';
-import { requireStack, runTag, stackClients } from '../support/drift-stack';
+import { telemetrySettings } from '../support/telemetry-settings';
+import { applyPipelineDdl, requireStack, runTag, stackClients } from '../support/drift-stack';
 
-const ROOT = path.resolve(__dirname, '../..');
 const pipeline = TELEMETRY_PIPELINE;
 
 describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, quarantine list)', function () {
@@ -55,29 +50,14 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
   const expectedOutcome = new Map<string, string>();
   const watermarkSeen = new Map<string, number>();
 
-  const settings: TelemetrySettings = {
-    limits: {
-      minTemperatureC: -55,
-      maxTemperatureC: 125,
-      maxFutureSkewMs: 300_000,
-      maxEventAgeMs: 86_400_000,
-    },
-    devices: new StaticDeviceDirectory(
-      new Map([[`dev-${tag}`, { region: `r-${tag.slice(0, 8)}`, site: 'Milano' }]]),
-    ),
-  };
+  const settings = telemetrySettings([
+    [`dev-${tag}`, { region: `r-${tag.slice(0, 8)}`, site: 'Milano' }],
+  ]);
 
   before(async function () {
     requireStack();
     ({ bigquery, firestore, projectId } = stackClients());
-    // The pipeline's own DDL, as the appliers will run it once they read sql/pipelines/ (idempotent).
-    for (const file of pipeline.tables.ddlFiles) {
-      const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
-        project: projectId,
-        location: 'US',
-      });
-      await bigquery.query({ query: sql });
-    }
+    await applyPipelineDdl(bigquery, projectId, pipeline);
     const message = (id: string, data: string, eventTs: string) => ({
       messageId: id,
       data: Buffer.from(data),

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readLayers, waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingStackClients, testRoute } from '../support/booking-stack';
 import { EXIT } from '../../shared/ops/errors';
 import type { StatusReport } from '../../shared/ops/status';
 import type { TraceReport } from '../../shared/ops/trace';
@@ -27,17 +27,11 @@ async function poll<T>(
   }
 }
 
-/** Three upper-case letters nobody else's test uses, so the route and its gold panes are this test's own. */
-function code(): string {
-  return [...randomBytes(3)].map((b) => String.fromCharCode(65 + (b % 26))).join('');
-}
-
 describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', function () {
   this.timeout(900_000);
   const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
-  const origin = code();
-  const destination = code();
+  const { origin, destination } = testRoute();
   const tag = randomBytes(4).toString('hex');
   // One event time for all: one window, so the gold pane's values can be checked exactly. Taken when the suite's
   // first test starts, not when mocha loads the file: on a shared stack the files before this one can run longer
@@ -182,20 +176,6 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
   });
 
   it('reprocess and redrive put every booking in the dedup view and gold exactly once; a second run changes nothing', async () => {
-    const dry = await offviaJson<ReprocessReport>(
-      'quarantine',
-      'reprocess',
-      '--ids',
-      quarantined().join(','),
-      '--upper',
-      'origin',
-      '--upper',
-      'destination',
-      '--dry-run',
-    );
-    assert.equal(dry.selected, 3);
-    assert.deepEqual(dry.outcomes, { silver: 3 });
-    assert.equal(dry.runId, null);
     const reprocessArgs = [
       'quarantine',
       'reprocess',
@@ -206,6 +186,10 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
       '--upper',
       'destination',
     ];
+    const dry = await offviaJson<ReprocessReport>(...reprocessArgs, '--dry-run');
+    assert.equal(dry.selected, 3);
+    assert.deepEqual(dry.outcomes, { silver: 3 });
+    assert.equal(dry.runId, null);
     const redriveArgs = ['bad-data', 'redrive', '--ids', bad().join(','), '--drop', 'loyalty-tier'];
     const rp = await offviaJson<ReprocessReport>(...reprocessArgs);
     assert.deepEqual(rp.outcomes, { silver: 3 });

@@ -4,26 +4,16 @@
 // gold's latest panes and the dropped-late counters identical, row by row.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { Firestore } from '@google-cloud/firestore';
-import { bookingStackClients } from '../support/booking-stack';
-import { createBookingWindows, type BookingWindows } from '../support/booking-window-assembly';
+import { bookingStackClients, stackBookingWindows, testAirport } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
-import { Logger } from '../../shared/logging/logger';
 import { EXIT } from '../../shared/ops/errors';
 import { cellText } from '../../shared/ops/output';
 import type { ReplayReport } from '../../shared/ops/replay';
 import { REPLAY_COLLECTION, type ReplayRunRecord } from '../../shared/ops/replay-store';
 import { fireWindowsOnce } from '../support/fire-windows-http';
-import { emulatorFirestore } from '../support/firestore-windows';
 import { mixedEvents, prng } from '../support/events';
 import { offvia } from '../support/offvia-cli';
-
-/** Three upper-case letters, so this test's routes (and their gold panes) are its own. */
-function code(): string {
-  return [...randomBytes(3)].map((b) => String.fromCharCode(65 + (b % 26))).join('');
-}
 
 type Row = Record<string, unknown>;
 
@@ -49,12 +39,11 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
   this.timeout(1_800_000);
   const { env, pubsub, bq } = bookingStackClients();
   const p = env.projectId;
-  const origins = [code(), code()];
-  const destinations = [code(), code()];
+  const origins = [testAirport(), testAirport()];
+  const destinations = [testAirport(), testAirport()];
   const ids: string[] = [];
   const routeKeys = new Set<string>();
-  let firestore: Firestore;
-  let windows: BookingWindows;
+  const state = stackBookingWindows('replay.test');
   let fromIso = '';
   let toIso = '';
   const expected = { silver: 0, quarantine: 0, late: 0, duplicates: 0 };
@@ -82,7 +71,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       `SELECT COUNT(*) AS n FROM \`${p}.offvia_quarantine.bad_data_open\` WHERE source_message_id IN UNNEST(@ids)`,
       { ids },
     );
-    const dropped = (await windows.store.readDropped()).map((c) => JSON.stringify(c));
+    const dropped = (await state().windows.store.readDropped()).map((c) => JSON.stringify(c));
     return {
       silverDedup: silverDedup.map(canonical).sort(),
       quarantineOpen: quarantineOpen.map(canonical).sort(),
@@ -147,13 +136,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
   }
 
   before(async function () {
-    if (!process.env.PUBSUB_EMULATOR_HOST || !process.env.OFFVIA_FIRE_WINDOWS_URL) {
-      throw new Error('the local stack is not running: run through deploy/local/with-stack.sh');
-    }
-    firestore = emulatorFirestore();
-    windows = createBookingWindows(process.env, new Logger('replay.test', () => undefined), {
-      firestore,
-    });
+    const { windows } = state();
     const config = loadWindowConfig(process.env);
     const t0 = Date.now();
     fromIso = new Date(Math.floor(t0 / 1000) * 1000 - 1000).toISOString();
@@ -181,10 +164,11 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       }
       const event = JSON.parse(g.payload) as Record<string, unknown>;
       route(event);
-      // 170 to 270 s old: inside the allowed lateness (300 s) of a watermark at about now, so they are counted
+      // 240 to 290 s old: inside the allowed lateness (300 s) of a watermark at about now, so they are counted
       // (or, on a loaded machine that delivers some after their window closed, dropped as late: either way the
-      // replays below must leave it as the stream did), and their windows close about 3 minutes after t0, not 6.
-      const eventTimeMs = t0 - 170_000 - Math.floor(rnd() * 100_000);
+      // replays below must leave it as the stream did), and their windows close at most 120 s after t0 (when the
+      // watermark is the clock), so the wait below for them to close is about the routing time, not minutes more.
+      const eventTimeMs = t0 - 240_000 - Math.floor(rnd() * 50_000);
       lastEventTimeMs = Math.max(lastEventTimeMs, eventTimeMs);
       event.event_time = new Date(eventTimeMs).toISOString();
       const text = JSON.stringify(event);
@@ -222,7 +206,8 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     // The late ones after the others moved the watermark to about now: 20 minutes old is then past their windows'
     // end + allowed lateness, whatever order Pub/Sub delivers in.
     await publish(late);
-    toIso = new Date(Date.now() + 1000).toISOString();
+    const routedMs = Date.now();
+    toIso = new Date(routedMs + 1000).toISOString();
 
     // Let every window of these routes close (watermark past end + allowed lateness), so the scheduler's own
     // fireWindows runs cannot change gold between two captures: only a replay could.
@@ -237,6 +222,11 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     // Two more runs: the first garbage-collects the windows, the second re-emits anything left in the outbox.
     await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
     await fireWindowsOnce(String(process.env.OFFVIA_FIRE_WINDOWS_URL));
+    const closedMs = Date.now();
+    console.log(
+      `      routed 2000 messages in ${((routedMs - t0) / 1000).toFixed(1)} s; their windows closed ` +
+        `${((closedMs - routedMs) / 1000).toFixed(1)} s later`,
+    );
     baseline = await capture();
     // The capture is the data this test published: a replay that changed nothing would show nothing otherwise.
     assert.equal(baseline.silverDedup.length, expected.silver + expected.late);
@@ -248,8 +238,6 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       `dropped-late counters hold the late events (${droppedTotal})`,
     );
   });
-
-  after(() => firestore?.terminate());
 
   it('--dry-run counts the range and estimates its scan, writing nothing', async () => {
     const r = await replayJson('--from', fromIso, '--to', toIso, '--dry-run');
@@ -311,8 +299,9 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     await new Promise((r) => child.once('close', r));
     const runId = /run (offvia-replay-\S+) started/.exec(stderr)?.[1];
     assert.ok(runId, stderr);
-    const killed = (await firestore.collection(REPLAY_COLLECTION).doc(runId).get()).data() as
-      ReplayRunRecord | undefined;
+    const killed = (
+      await state().firestore.collection(REPLAY_COLLECTION).doc(runId).get()
+    ).data() as ReplayRunRecord | undefined;
     // Killed mid-run: the run record says it is still running, and no final status was written.
     assert.equal(killed?.status, 'running');
     assert.ok(killedAt < 2000);

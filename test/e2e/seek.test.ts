@@ -5,15 +5,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingStackClients, testRoute } from '../support/booking-stack';
 import { EXIT } from '../../shared/ops/errors';
 import type { SeekReport, SnapshotInfo } from '../../shared/ops/snapshot';
 import { fireWindowsOnce } from '../support/fire-windows-http';
 import { offvia, offviaJson } from '../support/offvia-cli';
-
-function code(): string {
-  return `S${[...randomBytes(2)].map((b) => String.fromCharCode(65 + (b % 26))).join('')}`;
-}
 
 /** Cells as text (NUMERIC without trailing zeros, TIMESTAMP as its text) so rows compare with deepEqual. */
 function plain(row: Record<string, unknown>): Record<string, unknown> {
@@ -31,9 +27,7 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
   this.timeout(600_000);
   const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
-  const origin = code();
-  let destination = code();
-  while (destination === origin) destination = code();
+  const { origin, destination } = testRoute();
   const routeKey = `${origin}-${destination}-USD`;
   const tag = randomBytes(4).toString('hex');
   const snapshotName = `seek-test-${tag}`;

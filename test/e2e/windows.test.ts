@@ -1,44 +1,19 @@
 // End to end on the local stack: bookings published to Pub/Sub reach the gold table as panes of their route window,
 // through ingestBooking (Silver, then window state on the Firestore emulator) and fireWindows (HTTP).
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import type { Firestore } from '@google-cloud/firestore';
 import { waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingStackClients, stackBookingWindows, testRoute } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
-import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
-import { Logger } from '../../shared/logging/logger';
-import { emulatorFirestore } from '../support/firestore-windows';
 import { fireWindowsOnce } from '../support/fire-windows-http';
-
-/** A random airport code no other test uses (Z + two letters). */
-function airport(): string {
-  const letter = () => String.fromCharCode(65 + randomInt(26));
-  return `Z${letter()}${letter()}`;
-}
 
 describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → gold', function () {
   this.timeout(180_000);
   const { env, topic, bq } = bookingStackClients();
   // The functions' window state on the Firestore emulator (its watermark), read as fireWindows reads it.
-  let firestore: Firestore | undefined;
-  let windows: BookingWindows;
-
-  before(function () {
-    if (!process.env.OFFVIA_FIRE_WINDOWS_URL || !process.env.FIRESTORE_EMULATOR_HOST) {
-      throw new Error('the local stack is not running: run through `npm test`');
-    }
-    firestore = emulatorFirestore();
-    windows = createBookingWindows(process.env, new Logger('windows.test', () => undefined), {
-      firestore,
-    });
-  });
-  after(() => firestore?.terminate());
+  const state = stackBookingWindows('windows.test');
 
   it("writes the route window's pane with the exact count and fare total", async () => {
-    const origin = airport();
-    let destination = airport();
-    while (destination === origin) destination = airport();
+    const { origin, destination } = testRoute('Z');
     const windowStartMs = Math.floor((Date.now() - 180_000) / 60_000) * 60_000;
     const booking = (id: string, fare: string, atMs: number) =>
       JSON.stringify({
@@ -80,7 +55,8 @@ describe('e2e: Pub/Sub → ingestBooking → window state → fireWindows → go
       assert.ok((await waitForLayers(bq, env.projectId, [clock], 60_000)).complete);
       const until = Date.now() + watermarkWriteIntervalMs + 1_000;
       for (;;) {
-        watermarkMs = (await windows.store.readWatermark())?.state.watermarkMs ?? watermarkMs;
+        watermarkMs =
+          (await state().windows.store.readWatermark())?.state.watermarkMs ?? watermarkMs;
         if (watermarkMs >= windowEndMs || Date.now() > until) break;
         await new Promise((r) => setTimeout(r, 200));
       }

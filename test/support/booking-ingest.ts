@@ -3,7 +3,7 @@
 import type { Env } from '../../shared/config/env';
 import { loadIngestConfig } from '../../shared/config/ingest-config';
 import type { PassengerIdConfig } from '../../shared/config/passenger-id-config';
-import type { Logger } from '../../shared/logging/logger';
+import { Logger, type LogEntry } from '../../shared/logging/logger';
 import { configuredDefinition } from '../../shared/pipeline/definition';
 import type {
   IngestAggregation,
@@ -18,9 +18,11 @@ import type { ElementOutcome, WindowElement } from '../../shared/state/keyed-win
 /** What a test sets; the rest comes from `env` as the functions read it. */
 export interface BookingIngestOptions {
   readonly writer: RowWriter;
-  readonly logger: Logger;
   /** Processing time, epoch ms UTC. */
   readonly now: () => number;
+  /** Default: a logger on `now`'s clock that appends each entry to `logs` (or drops it when `logs` is not given). */
+  readonly logger?: Logger;
+  readonly logs?: LogEntry[];
   readonly env?: Env;
   readonly passengerId?: PassengerIdConfig;
   readonly schemaDrift?: SchemaDriftGate;
@@ -54,7 +56,7 @@ export function bookingIngestDeps(options: BookingIngestOptions): MutableIngestD
     writer: options.writer,
     projectId: config.projectId,
     aggregations: options.aggregations ?? [],
-    logger: options.logger,
+    logger: options.logger ?? new Logger('test', (e) => options.logs?.push(e), options.now),
     now: options.now,
     maxRetryAgeMs: config.maxRetryAgeMs,
     attemptDeadlineMs: config.attemptDeadlineMs,

@@ -31,46 +31,52 @@ function stripComments(sql: string): string {
   return sql.replace(/--[^\n]*/g, (c) => ' '.repeat(c.length));
 }
 
-/** Splits `text` at top-level commas (outside parentheses and quotes). */
-function splitTopLevel(text: string): string[] {
-  const parts: string[] = [];
+/**
+ * Walks `text` from `from`, passing over quoted strings (backslash escapes included), and calls `visit` at each comma
+ * and parenthesis outside them with its index and the nesting depth after it. Stops at the first `true` from `visit`.
+ * @returns the index `visit` stopped at, or -1 at the end of the text
+ */
+function scanOutsideQuotes(
+  text: string,
+  from: number,
+  visit: (i: number, c: string, depth: number) => boolean,
+): number {
   let depth = 0;
   let quote: string | undefined;
-  let start = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i];
+  for (let i = from; i < text.length; i += 1) {
+    const c = text[i] ?? '';
     if (quote !== undefined) {
       if (c === '\\') i += 1;
       else if (c === quote) quote = undefined;
     } else if (c === "'" || c === '"') quote = c;
-    else if (c === '(') depth += 1;
-    else if (c === ')') depth -= 1;
-    else if (c === ',' && depth === 0) {
+    else if (c === '(' || c === ')' || c === ',') {
+      depth += c === '(' ? 1 : c === ')' ? -1 : 0;
+      if (visit(i, c, depth)) return i;
+    }
+  }
+  return -1;
+}
+
+/** Splits `text` at top-level commas (outside parentheses and quotes). */
+function splitTopLevel(text: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  scanOutsideQuotes(text, 0, (i, c, depth) => {
+    if (c === ',' && depth === 0) {
       parts.push(text.slice(start, i));
       start = i + 1;
     }
-  }
+    return false;
+  });
   parts.push(text.slice(start));
   return parts.map((p) => p.trim()).filter((p) => p !== '');
 }
 
 /** The text between the `(` at `open` and its matching `)`. @throws Error when unbalanced. */
 function parenthesised(text: string, open: number): string {
-  let depth = 0;
-  let quote: string | undefined;
-  for (let i = open; i < text.length; i += 1) {
-    const c = text[i];
-    if (quote !== undefined) {
-      if (c === '\\') i += 1;
-      else if (c === quote) quote = undefined;
-    } else if (c === "'" || c === '"') quote = c;
-    else if (c === '(') depth += 1;
-    else if (c === ')') {
-      depth -= 1;
-      if (depth === 0) return text.slice(open + 1, i);
-    }
-  }
-  throw new Error(`unbalanced parenthesis at offset ${open}`);
+  const close = scanOutsideQuotes(text, open, (_i, c, depth) => c === ')' && depth === 0);
+  if (close < 0) throw new Error(`unbalanced parenthesis at offset ${open}`);
+  return text.slice(open + 1, close);
 }
 
 /** `name TYPE [NOT NULL] [OPTIONS (…)]` → a column. @throws Error for anything else. */

@@ -1,4 +1,4 @@
-// Helpers for drift tests on the local stack: Silver-shaped scratch tables, clients, Firestore roots.
+// Helpers for tests on the local stack: clients, a pipeline's DDL, Silver-shaped scratch tables, Firestore roots.
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,7 +7,10 @@ import { readFirestoreDatabase } from '../../shared/config/ingest-config';
 import { firestoreClient } from '../../shared/drift/runtime';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableRef } from '../../shared/config/env';
+import { fillPlaceholders } from '../../deploy/local/apply-sql';
 import { stackBigQuery, stackEnv } from '../../deploy/local/layers';
+
+const ROOT = path.resolve(__dirname, '../..');
 
 /** Fails fast outside the stack (the tests need the emulators). */
 export function requireStack(): void {
@@ -29,6 +32,24 @@ export function stackClients(): { projectId: string; bigquery: BigQuery; firesto
     bigquery: stackBigQuery(env),
     firestore: firestoreClient(env.projectId, readFirestoreDatabase(process.env)),
   };
+}
+
+/**
+ * Applies a pipeline's DDL (`tables.ddlFiles`) to the stack's BigQuery, file by file, filled as deploy/local/apply-sql
+ * fills it; idempotent (CREATE IF NOT EXISTS, CREATE OR REPLACE VIEW). @throws what the emulator answers to a file
+ */
+export async function applyPipelineDdl(
+  bigquery: BigQuery,
+  projectId: string,
+  pipeline: { readonly tables: { readonly ddlFiles: readonly string[] } },
+): Promise<void> {
+  for (const file of pipeline.tables.ddlFiles) {
+    const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
+      project: projectId,
+      location: 'US',
+    });
+    await bigquery.query({ query: sql });
+  }
 }
 
 /** A short random suffix for scratch names (letters and digits). */

@@ -40,6 +40,18 @@ describe('integration: drift gate and schema sweep on the emulators', function (
 
   before(requireStack);
 
+  /** The bad-data row of one of this run's messages (`<name>-<tag>-<suffix>`), if any. */
+  const badDataRow = async (name: string, suffix: string) =>
+    (
+      await rowsOf(
+        bigquery,
+        projectId,
+        BAD_DATA,
+        ['*'],
+        `source_message_id = '${name}-${tag}-${suffix}'`,
+      )
+    )[0];
+
   /** A scratch target table with its own gate, sweep deps and clocks. */
   async function scenario(name: string, env: Record<string, string> = {}) {
     const target = await createSilverLikeTable(bigquery, projectId, `drift_${name}_${tag}`);
@@ -215,13 +227,7 @@ describe('integration: drift gate and schema sweep on the emulators', function (
     assert.equal(held.action, 'held');
     // A STRING can never fit the INT64 column: bad data at ingest, not after the budget.
     await s.hold('c', { conflict_points: 'lots' });
-    const [now] = await rowsOf(
-      bigquery,
-      projectId,
-      BAD_DATA,
-      ['*'],
-      `source_message_id = 'conflict-${tag}-c'`,
-    );
+    const now = await badDataRow('conflict', 'c');
     assert.equal(now?.retry_count, 0);
     assert.match(
       String(now?.error),
@@ -238,13 +244,7 @@ describe('integration: drift gate and schema sweep on the emulators', function (
     s.setNow(processed + 7 * MIN);
     const result = await runSchemaSweep(s.deps);
     assert.equal(result.tables[0]?.rows.badData, 1);
-    const [bad] = await rowsOf(
-      bigquery,
-      projectId,
-      BAD_DATA,
-      ['*'],
-      `source_message_id = 'conflict-${tag}-b'`,
-    );
+    const bad = await badDataRow('conflict', 'b');
     assert.equal(bad?.target_dest, s.key);
     assert.equal(bad?.retry_count, 2);
     assert.match(
@@ -317,13 +317,7 @@ describe('integration: drift gate and schema sweep on the emulators', function (
       'BK-stopped-4',
       'BK-stopped-5',
     ]);
-    const [bad] = await rowsOf(
-      bigquery,
-      projectId,
-      BAD_DATA,
-      ['*'],
-      `source_message_id = 'stopped-${tag}-3'`,
-    );
+    const bad = await badDataRow('stopped', '3');
     assert.equal(bad?.target_dest, s.key);
     assert.match(String(bad?.error), /^INSERT_INVALID: invalid: Invalid NUMERIC value: 1e400/);
     assert.equal((await s.store.waitingRows(s.key, 10)).rows.length, 0);

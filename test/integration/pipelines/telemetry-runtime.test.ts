@@ -2,15 +2,12 @@
 // messages through the generic ingest (Silver, dead letter, the keyed windows of both aggregations), then the generic
 // fireWindows past the window's end (device panes and the regional top-N in gold), with a redelivery counted once.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../../functions';
 
-import { fillPlaceholders } from '../../../deploy/local/apply-sql';
 import { DeliveryRefused, TransientError } from '../../../shared/errors';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
@@ -26,10 +23,8 @@ import {
 } from '../../../shared/pipeline/runtime/ingest';
 import { aggregationNamespace, aggregationPaths } from '../../../shared/pipeline/runtime/namespace';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
-import { requireStack, runTag, stackClients } from '../../support/drift-stack';
+import { applyPipelineDdl, requireStack, runTag, stackClients } from '../../support/drift-stack';
 import { uniqueRoot } from '../../support/firestore-windows';
-
-const ROOT = path.resolve(__dirname, '../../..');
 
 /**
  * A NUMERIC as its shortest decimal text: the emulator renders CAST(NUMERIC AS STRING) with all nine fraction
@@ -43,20 +38,6 @@ function decimal(value: unknown): string | null {
   return String(Number(value));
 }
 const MINUTE = 60_000;
-
-/**
- * The stack applies booking's sql/ only: the telemetry DDL, file by file, as deploy/local/apply-sql fills it
- * (idempotent: CREATE IF NOT EXISTS, CREATE OR REPLACE VIEW).
- */
-async function applyTelemetryDdl(bigquery: BigQuery, projectId: string): Promise<void> {
-  for (const file of TELEMETRY_PIPELINE.tables.ddlFiles) {
-    const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
-      project: projectId,
-      location: 'US',
-    });
-    await bigquery.query({ query: sql });
-  }
-}
 
 describe('telemetry functions from the definition, on the emulators', function () {
   let bigquery: BigQuery;
@@ -81,7 +62,7 @@ describe('telemetry functions from the definition, on the emulators', function (
   before(async function () {
     requireStack();
     ({ bigquery, projectId } = stackClients());
-    await applyTelemetryDdl(bigquery, projectId);
+    await applyPipelineDdl(bigquery, projectId, TELEMETRY_PIPELINE);
     await bigquery
       .dataset('offvia_telemetry_ref')
       .table('devices')
@@ -418,7 +399,7 @@ describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', 
   before(async function () {
     requireStack();
     const { bigquery, projectId } = stackClients();
-    await applyTelemetryDdl(bigquery, projectId);
+    await applyPipelineDdl(bigquery, projectId, TELEMETRY_PIPELINE);
     // A 2 s timer loop instead of 58 s for the Cloud Scheduler call: read once, at the first call.
     process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = '2000';
     ingestServer = getTestServer('ingestTelemetry');

@@ -15,14 +15,14 @@ import {
 } from '../../../shared/pipelines/telemetry/device-directory';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
 import { TELEMETRY_CONTRACT } from '../../../shared/pipelines/telemetry/contract';
-import { StaticDeviceDirectory } from '../../../shared/pipelines/telemetry/device-directory';
 import { deviceStatsFn, regionTopNFn } from '../../../shared/pipelines/telemetry/combine';
 import { deadLetterRow } from '../../../shared/pipelines/telemetry/rows';
 import { decodeVersioned } from '../../../shared/pipeline/versioning';
 import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
 import { paneInsertId } from '../../../shared/state/ids';
 import type { Pane } from '../../../shared/windowing';
-import { requireStack, runTag, stackClients } from '../../support/drift-stack';
+import { telemetrySettings } from '../../support/telemetry-settings';
+import { applyPipelineDdl, requireStack, runTag, stackClients } from '../../support/drift-stack';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const REF_DATASET = 'offvia_telemetry_ref';
@@ -34,14 +34,7 @@ describe('telemetry pipeline on the BigQuery emulator', function () {
   before(async function () {
     requireStack();
     ({ bigquery, projectId } = stackClients());
-    // The pipeline's own DDL, file by file, as the appliers will run it once they read sql/pipelines/.
-    for (const file of TELEMETRY_PIPELINE.tables.ddlFiles) {
-      const sql = fillPlaceholders(await readFile(path.join(ROOT, file), 'utf8'), {
-        project: projectId,
-        location: 'US',
-      });
-      await bigquery.query({ query: sql });
-    }
+    await applyPipelineDdl(bigquery, projectId, TELEMETRY_PIPELINE);
   });
 
   it('creates every dataset, table and view of the definition', async function () {
@@ -63,17 +56,7 @@ describe('telemetry pipeline on the BigQuery emulator', function () {
     const MINUTE = 60_000;
     // Recent times: the settled views look two days back from CURRENT_TIMESTAMP().
     const windowStart = Math.floor(Date.now() / MINUTE) * MINUTE - 10 * MINUTE;
-    const settings = {
-      limits: {
-        minTemperatureC: -55,
-        maxTemperatureC: 125,
-        maxFutureSkewMs: 300_000,
-        maxEventAgeMs: 86_400_000,
-      },
-      devices: new StaticDeviceDirectory(
-        new Map([['dev-1', { region: 'eu-west', site: 'Milano' }]]),
-      ),
-    };
+    const settings = telemetrySettings([['dev-1', { region: 'eu-west', site: 'Milano' }]]);
     const [device, region] = TELEMETRY_PIPELINE.aggregations;
 
     function pane<T>(

@@ -3,6 +3,16 @@ import assert from 'node:assert/strict';
 import { loadCoalescingConfig } from '../../../shared/config/coalescing-config';
 import { ConfigError } from '../../../shared/errors';
 
+/** Every coalescing variable set to a non-default value. */
+const EVERY_VARIABLE = {
+  OFFVIA_BQ_COALESCE: 'false',
+  OFFVIA_BQ_COALESCE_MAX_ROWS: '50',
+  OFFVIA_BQ_COALESCE_MAX_BYTES: '2048',
+  OFFVIA_BQ_COALESCE_LINGER_MS: '0',
+  OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT: '4',
+  OFFVIA_BQ_COALESCE_MAX_HOLD_MS: '250',
+};
+
 describe('loadCoalescingConfig', () => {
   it('defaults to coalescing on, 500 rows, 5 MiB, 5 ms, 1 call in flight per table, 1000 ms hold', () => {
     assert.deepEqual(loadCoalescingConfig({}), {
@@ -16,14 +26,7 @@ describe('loadCoalescingConfig', () => {
   });
 
   it('reads every variable', () => {
-    const config = loadCoalescingConfig({
-      OFFVIA_BQ_COALESCE: 'false',
-      OFFVIA_BQ_COALESCE_MAX_ROWS: '50',
-      OFFVIA_BQ_COALESCE_MAX_BYTES: '2048',
-      OFFVIA_BQ_COALESCE_LINGER_MS: '0',
-      OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT: '4',
-      OFFVIA_BQ_COALESCE_MAX_HOLD_MS: '250',
-    });
+    const config = loadCoalescingConfig(EVERY_VARIABLE);
     assert.deepEqual(config, {
       enabled: false,
       maxRows: 50,

@@ -3,6 +3,14 @@ import assert from 'node:assert/strict';
 import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import { ConfigError } from '../../../shared/errors';
 
+/** Table, skew and project overrides, with the BigQuery emulator's host. */
+const OVERRIDES = {
+  GOOGLE_CLOUD_PROJECT: 'my-proj',
+  BIGQUERY_EMULATOR_HOST: '127.0.0.1:9050',
+  OFFVIA_SILVER_TABLE: 'other-proj.ds.t',
+  OFFVIA_MAX_FUTURE_SKEW_MS: '1000',
+};
+
 describe('loadIngestConfig', () => {
   it('has the documented defaults', () => {
     const c = loadIngestConfig({});
@@ -33,12 +41,7 @@ describe('loadIngestConfig', () => {
   });
 
   it('reads overrides, project fallbacks and the emulator host', () => {
-    const c = loadIngestConfig({
-      GOOGLE_CLOUD_PROJECT: 'my-proj',
-      BIGQUERY_EMULATOR_HOST: '127.0.0.1:9050',
-      OFFVIA_SILVER_TABLE: 'other-proj.ds.t',
-      OFFVIA_MAX_FUTURE_SKEW_MS: '1000',
-    });
+    const c = loadIngestConfig(OVERRIDES);
     assert.equal(c.projectId, 'my-proj');
     assert.equal(c.bigQueryEndpoint, 'http://127.0.0.1:9050');
     assert.deepEqual(c.silverTable, { projectId: 'other-proj', datasetId: 'ds', tableId: 't' });

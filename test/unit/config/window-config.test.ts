@@ -8,6 +8,20 @@ import {
 import { ConfigError } from '../../../shared/errors';
 import { labStrategy, labWatermarkPolicy } from '../windowing/lab-config';
 
+/** Sliding 2-minute windows every minute, discarding, an early count trigger only, windows off. */
+const SLIDING_DISCARDING = {
+  OFFVIA_WINDOW_SIZE_MS: '120000',
+  OFFVIA_WINDOW_PERIOD_MS: '60000',
+  OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0',
+  OFFVIA_WINDOW_EARLY_FIRING_COUNT: '100',
+  OFFVIA_WINDOW_LATE_FIRING_COUNT: '0',
+  OFFVIA_WINDOW_ACCUMULATION_MODE: 'DISCARDING',
+  OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS: '2000',
+  // The contract's bound no longer drives the watermark's.
+  OFFVIA_MAX_FUTURE_SKEW_MS: '60000',
+  OFFVIA_WINDOWS_ENABLED: 'false',
+};
+
 describe('config: windows', () => {
   it("defaults to the lab's windowing: 1-minute fixed windows, 5 min lateness, early 30 s, late per element", () => {
     const c = loadWindowConfig({});
@@ -24,18 +38,7 @@ describe('config: windows', () => {
   });
 
   it('builds sliding windows, discarding panes, no early or late firings from the variables', () => {
-    const c = loadWindowConfig({
-      OFFVIA_WINDOW_SIZE_MS: '120000',
-      OFFVIA_WINDOW_PERIOD_MS: '60000',
-      OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0',
-      OFFVIA_WINDOW_EARLY_FIRING_COUNT: '100',
-      OFFVIA_WINDOW_LATE_FIRING_COUNT: '0',
-      OFFVIA_WINDOW_ACCUMULATION_MODE: 'DISCARDING',
-      OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS: '2000',
-      // The contract's bound no longer drives the watermark's.
-      OFFVIA_MAX_FUTURE_SKEW_MS: '60000',
-      OFFVIA_WINDOWS_ENABLED: 'false',
-    });
+    const c = loadWindowConfig(SLIDING_DISCARDING);
     assert.deepEqual(c.strategy.windowFn, {
       kind: 'sliding',
       sizeMs: 120_000,

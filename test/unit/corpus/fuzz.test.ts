@@ -8,14 +8,12 @@ import {
   BOOKING_CONTRACT_VERSION,
   CONTRACT_FIELDS,
   ERROR_STAGES,
-  parseNumeric,
   validateBooking,
-  type ValidationResult,
 } from '../../../shared/contract';
 import { ingestPipelineMessage as ingestMessage } from '../../../shared/pipeline/runtime/ingest';
 import { bookingIngestDeps } from '../../support/booking-ingest';
+import { assertWellFormed } from '../../support/validation-invariants';
 import { MAX_REASON_CHARS } from '../../../shared/ingest/quarantine-row';
-import { Logger } from '../../../shared/logging/logger';
 import { decodeMessagePublished, type DecodeResult } from '../../../shared/pubsub/message';
 import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 
@@ -28,7 +26,6 @@ const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const CONFIG = loadIngestConfig({});
 const SILVER = `${CONFIG.silverTable.datasetId}.${CONFIG.silverTable.tableId}`;
 const QUARANTINE = `${CONFIG.quarantineTable.datasetId}.${CONFIG.quarantineTable.tableId}`;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const OPTIONS = {
   messageId: 'm-fuzz',
   receivedAtMs: NOW,
@@ -47,15 +44,7 @@ class RecordingWriter implements RowWriter {
 /** Runs one decoded message through ingestMessage; asserts one row, in Silver or quarantine, with a known stage. */
 async function ingestOnce(decoded: DecodeResult) {
   const writer = new RecordingWriter();
-  const deps = bookingIngestDeps({
-    writer,
-    logger: new Logger(
-      'fuzz',
-      () => undefined,
-      () => NOW,
-    ),
-    now: () => NOW,
-  });
+  const deps = bookingIngestDeps({ writer, now: () => NOW });
   const outcome = await ingestMessage(decoded, deps);
   assert.equal(writer.rows.length, 1, 'exactly one row');
   const [written] = writer.rows;
@@ -85,27 +74,6 @@ function cloudEvent(bytes: Uint8Array): unknown {
       publishTime: '2026-10-07T14:10:59Z',
     },
   };
-}
-
-function assertWellFormed(result: ValidationResult): void {
-  if (!result.ok) {
-    assert.ok(ERROR_STAGES.includes(result.stage), result.stage);
-    assert.ok(result.reason.length > 0, 'non-empty reason');
-    assert.ok(result.issues.length > 0, 'at least one issue');
-    for (const issue of result.issues) assert.ok(issue.message.length > 0);
-    return;
-  }
-  const { row } = result;
-  assert.match(row.origin_airport, /^[A-Z]{3}$/);
-  assert.match(row.destination_airport, /^[A-Z]{3}$/);
-  assert.notEqual(row.origin_airport, row.destination_airport);
-  assert.match(row.currency, /^[A-Z]{3}$/);
-  assert.match(row.event_timestamp, TIMESTAMP);
-  const fare = parseNumeric(row.fare_amount);
-  assert.ok(fare.ok && fare.scaled > 0n && fare.scaled === result.fareScaled, row.fare_amount);
-  for (const id of [row.booking_id, row.passenger_id, row.flight_number]) {
-    assert.ok(id.trim() !== '' && id.length <= 1024);
-  }
 }
 
 /** How often each place was reached across the properties: the generators must reach Silver and every stage. */

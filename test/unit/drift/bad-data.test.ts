@@ -2,19 +2,22 @@
 import assert from 'node:assert/strict';
 import { badDataRowOf, boundedInsertId } from '../../../shared/drift';
 
+/** A drift row as the retry store keeps it, past its retry budget. */
+const STORED_ROW = {
+  rowJson: '{"booking_id":"BK-1","fare_amount":"749.5"}',
+  extraFieldsJson: '{"fare_amount":1,"big":12345678901234567890}',
+  targetDest: 'p.d.t',
+  error: 'E',
+  nowMs: Date.UTC(2026, 9, 7, 14, 20),
+  processedTimestampMs: Date.UTC(2026, 9, 7, 14, 10),
+  retryCount: 3,
+  sourceMessageId: 'm1',
+  insertId: 'e1',
+};
+
 describe('badDataRowOf', () => {
   it('keeps the stored texts verbatim and fills every column of sql/040', () => {
-    const row = badDataRowOf({
-      rowJson: '{"booking_id":"BK-1","fare_amount":"749.5"}',
-      extraFieldsJson: '{"fare_amount":1,"big":12345678901234567890}',
-      targetDest: 'p.d.t',
-      error: 'E',
-      nowMs: Date.UTC(2026, 9, 7, 14, 20),
-      processedTimestampMs: Date.UTC(2026, 9, 7, 14, 10),
-      retryCount: 3,
-      sourceMessageId: 'm1',
-      insertId: 'e1',
-    });
+    const row = badDataRowOf(STORED_ROW);
     assert.equal(row.insertId, 'bad:e1');
     assert.deepEqual(row.json, {
       bad_data:

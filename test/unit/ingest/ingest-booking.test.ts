@@ -17,7 +17,7 @@ import {
   decodedMessage,
   type MutableIngestDeps,
 } from '../../support/booking-ingest';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import type { LogEntry } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
@@ -27,15 +27,7 @@ const VALID =
 function setup() {
   const writer = new RecordingWriter();
   const logs: LogEntry[] = [];
-  const deps: MutableIngestDeps = bookingIngestDeps({
-    writer,
-    logger: new Logger(
-      'test',
-      (e) => logs.push(e),
-      () => NOW,
-    ),
-    now: () => NOW,
-  });
+  const deps: MutableIngestDeps = bookingIngestDeps({ writer, logs, now: () => NOW });
   return { writer, logs, deps };
 }
 

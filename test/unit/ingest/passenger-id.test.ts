@@ -18,7 +18,6 @@ import {
   PSEUDONYM_PREFIX,
   pseudonymisePassengerId,
 } from '../../../shared/ingest/passenger-id';
-import { Logger } from '../../../shared/logging/logger';
 import type { DecodeResult } from '../../../shared/pubsub/message';
 import type { InsertRow, RowWriter } from '../../../shared/sinks/row-writer';
 
@@ -33,16 +32,7 @@ const msg = (data: string | Buffer, messageId?: string): DecodeResult =>
   decodedMessage(NOW, data, messageId);
 
 function deps(writer: RowWriter, passengerId?: PassengerIdConfig): PipelineIngestDeps {
-  return bookingIngestDeps({
-    writer,
-    logger: new Logger(
-      'test',
-      () => undefined,
-      () => NOW,
-    ),
-    now: () => NOW,
-    ...(passengerId ? { passengerId } : {}),
-  });
+  return bookingIngestDeps({ writer, now: () => NOW, ...(passengerId ? { passengerId } : {}) });
 }
 
 describe('pseudonymisePassengerId', () => {

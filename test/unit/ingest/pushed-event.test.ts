@@ -8,7 +8,7 @@ import {
   bookingWindowStub,
   type MutableIngestDeps,
 } from '../../support/booking-ingest';
-import { Logger, type LogEntry } from '../../../shared/logging/logger';
+import type { LogEntry } from '../../../shared/logging/logger';
 import { BODY_HASH_ID_PREFIX, type PushedEvent } from '../../../shared/pubsub/message';
 import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
 import { PartialInsertError, withInsertIds } from '../../../shared/sinks/row-writer';
@@ -22,11 +22,7 @@ function setup() {
   const lines: LogEntry[] = [];
   const deps: MutableIngestDeps = bookingIngestDeps({
     writer: new CoalescingRowWriter(inner),
-    logger: new Logger(
-      'test',
-      (e) => lines.push(e),
-      () => NOW,
-    ),
+    logs: lines,
     now: () => NOW,
   });
   return { inner, lines, deps };

@@ -120,30 +120,15 @@ describe('pipeline runtime entry points', function () {
 
   it('builds the dependencies at cold start only for the FUNCTION_TARGET entry point', function () {
     const framework: FunctionsFramework = { cloudEvent: silent, http: silent };
-    const calls = fresh();
-    registerPipelineFunctions(
-      framework,
-      PIPELINES,
-      { FUNCTION_TARGET: 'fireTelemetryWindows' },
-      stubs(calls),
-    );
-    assert.deepEqual([calls.ingestBuilds, calls.fireBuilds], [0, 1]);
-    const other = fresh();
-    registerPipelineFunctions(
-      framework,
-      PIPELINES,
-      { FUNCTION_TARGET: 'ingestTelemetry' },
-      stubs(other),
-    );
-    assert.deepEqual([other.ingestBuilds, other.fireBuilds], [1, 0]);
-    const sweep = fresh();
-    registerPipelineFunctions(
-      framework,
-      PIPELINES,
-      { FUNCTION_TARGET: 'schemaSweep' },
-      stubs(sweep),
-    );
-    assert.deepEqual([sweep.ingestBuilds, sweep.fireBuilds, sweep.sweepBuilds], [0, 0, 1]);
+    /** Builds of ingest, fireWindows and the sweep when the process serves `target`. */
+    const builds = (target: string) => {
+      const calls = fresh();
+      registerPipelineFunctions(framework, PIPELINES, { FUNCTION_TARGET: target }, stubs(calls));
+      return [calls.ingestBuilds, calls.fireBuilds, calls.sweepBuilds];
+    };
+    assert.deepEqual(builds('fireTelemetryWindows'), [0, 1, 0]);
+    assert.deepEqual(builds('ingestTelemetry'), [1, 0, 0]);
+    assert.deepEqual(builds('schemaSweep'), [0, 0, 1]);
   });
 
   it('schemaSweep takes POST only and answers 200, 500 when a table failed or the dependencies cannot be built', async function () {

@@ -4,6 +4,14 @@ import assert from 'node:assert/strict';
 import { ConfigError } from '../../../../shared/errors';
 import { loadTelemetryConfig } from '../../../../shared/pipelines/telemetry/config';
 
+/** The temperature range, the reference table and its refresh set to non-default values. */
+const EVERY_VARIABLE = {
+  OFFVIA_TELEMETRY_MIN_TEMPERATURE_C: '-40',
+  OFFVIA_TELEMETRY_MAX_TEMPERATURE_C: '85',
+  OFFVIA_TELEMETRY_REFERENCE_TABLE: 'p-roject1.ref.devices_v2',
+  OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS: '60000',
+};
+
 describe('config: telemetry', () => {
   it('defaults to a -55..125 °C plausible range, 5 min future skew, 7 days age, 5 min reference refresh', () => {
     assert.deepEqual(loadTelemetryConfig({}), {
@@ -18,12 +26,7 @@ describe('config: telemetry', () => {
   });
 
   it('reads every variable', () => {
-    const config = loadTelemetryConfig({
-      OFFVIA_TELEMETRY_MIN_TEMPERATURE_C: '-40',
-      OFFVIA_TELEMETRY_MAX_TEMPERATURE_C: '85',
-      OFFVIA_TELEMETRY_REFERENCE_TABLE: 'p-roject1.ref.devices_v2',
-      OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS: '60000',
-    });
+    const config = loadTelemetryConfig(EVERY_VARIABLE);
     assert.equal(config.minTemperatureC, -40);
     assert.equal(config.maxTemperatureC, 85);
     assert.deepEqual(config.referenceTable, {
