@@ -203,9 +203,9 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
     const dry = await offviaJson<RestateReport>('gold', 'restate', ...range, '--dry-run');
     assert.equal(dry.written, 0);
     assert.equal(dry.changes.length, 1);
-    assert.equal(dry.changes[0]?.current?.count ?? 0, streamCount);
+    assert.equal(Number(dry.changes[0]?.current?.values.booking_count ?? 0), streamCount);
     assert.deepEqual(
-      [dry.changes[0]?.restated.count, dry.changes[0]?.restated.total],
+      [Number(dry.changes[0]?.restated.booking_count), dry.changes[0]?.restated.fare_total],
       [3, '107.48'],
     );
     assert.equal(await goldRows(), rowsBefore, 'the dry run wrote nothing');
