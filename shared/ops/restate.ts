@@ -11,7 +11,7 @@ import type { RowResult } from '../sinks/row-writer';
 import type { IntervalWindow } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
-import { keyValues, plainRow, section, table, toJson, type Io } from './output';
+import { cellText, keyValues, plainRow, section, table, toJson, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
 import {
   heldSilverRow,
@@ -238,15 +238,17 @@ async function latestPanes(
     },
     { pipeline: 'STRING', fromMs: 'INT64', toMs: 'INT64', ...keysParam(keys).types },
   );
+  // The raw cells, not `plainRow`: a ranking's ARRAY<STRUCT> must stay a list to compare (canonicalCell unwraps).
   return rows.map((r) => {
-    const { window_start_ms: startMs, is_restatement: restatement, ...row } = plainRow(r);
+    const { window_start_ms: startMs, is_restatement: restatement, ...row } = r;
+    const onTime = row.pane_on_time_index;
     return {
-      key: String(row[keyColumn]),
-      windowStartMs: Number(startMs),
+      key: cellText(row[keyColumn]),
+      windowStartMs: Number(cellText(startMs)),
       values: paneValues(row, aggregation.columns.restatementColumns),
       restatement: restatement === true,
-      paneIndex: Number(row.pane_index),
-      paneOnTimeIndex: row.pane_on_time_index === undefined ? -1 : Number(row.pane_on_time_index),
+      paneIndex: Number(cellText(row.pane_index)),
+      paneOnTimeIndex: onTime === undefined || onTime === null ? -1 : Number(cellText(onTime)),
     };
   });
 }
