@@ -34,6 +34,17 @@ const booking = BOOKING_PIPELINE as unknown as AnyPipelineDefinition;
 const telemetry = TELEMETRY_PIPELINE as unknown as AnyPipelineDefinition;
 const [route] = restatableAggregations(booking);
 if (route === undefined) throw new Error('booking has a route aggregation');
+/** Telemetry as if its regional top-N did not say how a Silver row becomes its combine's input. */
+const withoutValue: AnyPipelineDefinition = {
+  ...telemetry,
+  operatorColumns: {
+    ...telemetry.operatorColumns,
+    aggregations: {
+      ...telemetry.operatorColumns.aggregations,
+      telemetry_region_top_1m: { silverKey: () => null, goldKeyColumn: 'region' },
+    },
+  },
+};
 const T = Date.UTC(2026, 9, 7, 14, 10);
 const MIN = 60_000;
 
@@ -487,16 +498,6 @@ describe("gold restate: panes recomputed from Silver with the aggregation's comb
   });
 
   it('refuses, in one line naming it, an aggregation it cannot restate from Silver', () => {
-    const withoutValue: AnyPipelineDefinition = {
-      ...telemetry,
-      operatorColumns: {
-        ...telemetry.operatorColumns,
-        aggregations: {
-          ...telemetry.operatorColumns.aggregations,
-          telemetry_region_top_1m: { silverKey: () => null, goldKeyColumn: 'region' },
-        },
-      },
-    };
     assert.throws(
       () => restatableAggregations(withoutValue),
       /gold restate: aggregation telemetry_region_top_1m of pipeline telemetry cannot be restated from Silver: its combine's input cannot be read back from a Silver row/,
@@ -541,6 +542,16 @@ describe('offvia gold restate: flags', () => {
     return { code, out: out.join(''), err: err.join(''), connected };
   }
 
+  /** `gold restate` of one closed minute, then `extra` flags. */
+  const oneMinute = (...extra: string[]) => [
+    'gold',
+    'restate',
+    '--from',
+    '2026-10-07T14:10:00Z',
+    '--to',
+    '2026-10-07T14:10:00Z',
+    ...extra,
+  ];
   const cases: [string[], RegExp][] = [
     [['gold', 'restate'], /--from and --to are required/],
     [['gold', 'restate', '--from', '2026-10-07T14:10:00Z'], /--from and --to are required/],
@@ -548,37 +559,13 @@ describe('offvia gold restate: flags', () => {
       ['gold', 'restate', '--from', 'noon', '--to', '2026-10-07T14:10:00Z'],
       /--from: expected a window start/,
     ],
-    [
-      [
-        'gold',
-        'restate',
-        '--from',
-        '2026-10-07T14:10:00Z',
-        '--to',
-        '2026-10-07T14:10:00Z',
-        '--key',
-        'JFK',
-      ],
-      /--key: expected ORIGIN-DESTINATION-CURRENCY/,
-    ],
+    [oneMinute('--key', 'JFK'), /--key: expected ORIGIN-DESTINATION-CURRENCY/],
     [
       ['gold', 'restate', '--from', '2026-10-07T14:10:30Z', '--to', '2026-10-07T14:11:00Z'],
       /is not a window start/,
     ],
     [['gold', 'restate', '--bogus'], /unknown option '--bogus'/],
-    [
-      [
-        'gold',
-        'restate',
-        '--from',
-        '2026-10-07T14:10:00Z',
-        '--to',
-        '2026-10-07T14:10:00Z',
-        '--aggregation',
-        'x',
-      ],
-      /--aggregation "x": pipeline booking has booking_routes_1m/,
-    ],
+    [oneMinute('--aggregation', 'x'), /--aggregation "x": pipeline booking has booking_routes_1m/],
   ];
   for (const [argv, message] of cases) {
     it(`${argv.slice(2).join(' ') || '(no flags)'}: one line, exit 2, no backend call`, async () => {
@@ -600,27 +587,9 @@ describe('offvia gold restate: flags', () => {
   });
 
   it('--pipeline telemetry with an aggregation it cannot restate: one line naming it, exit 2, nothing written', async () => {
-    pipeline = {
-      ...telemetry,
-      operatorColumns: {
-        ...telemetry.operatorColumns,
-        aggregations: {
-          ...telemetry.operatorColumns.aggregations,
-          telemetry_region_top_1m: { silverKey: () => null, goldKeyColumn: 'region' },
-        },
-      },
-    };
+    pipeline = withoutValue;
     try {
-      const r = await run([
-        '--pipeline',
-        'telemetry',
-        'gold',
-        'restate',
-        '--from',
-        '2026-10-07T14:10:00Z',
-        '--to',
-        '2026-10-07T14:10:00Z',
-      ]);
+      const r = await run(['--pipeline', 'telemetry', ...oneMinute()]);
       assert.equal(r.code, EXIT.usage, r.err);
       assert.match(
         r.err,
