@@ -28,6 +28,7 @@ import { restatableAggregations } from '../../../shared/ops/restate';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
 import { BOOKING_PIPELINE } from '../../../shared/pipelines/booking/definition';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
+import { PAYMENTS_PIPELINE } from '../../fixtures/pipelines/payments/definition';
 import { fixed, sessions, sliding, type IntervalWindow } from '../../../shared/windowing';
 
 const booking = BOOKING_PIPELINE as unknown as AnyPipelineDefinition;
@@ -488,6 +489,25 @@ describe("gold restate: panes recomputed from Silver with the aggregation's comb
     assert.deepEqual([row.pane_timing, row.pane_index, row.is_final], ['LATE', 0, true]);
     assert.match(String(row.insert_id), /^restate~telemetry_region_top_1m~/);
     assert.equal('source' in row, false);
+  });
+
+  it('payments (the fixture pipeline): count and exact sum per currency from Silver amounts', () => {
+    const [currency] = restatableAggregations(PAYMENTS_PIPELINE);
+    if (currency === undefined) throw new Error('payments has an aggregation');
+    const payment = (amount: string, atMs: number) => ({
+      eventMs: atMs,
+      row: { currency: 'EUR', amount },
+    });
+    const [pane, ...others] = recomputePanes(
+      currency,
+      [payment('12.3', T + 1000), payment('0.70', T + 2000), payment('1', T + 5 * MIN)],
+      windowsOfRange(fixed(5 * MIN), T, T),
+      [],
+    );
+    assert.deepEqual(others, []);
+    assert.deepEqual(pane?.output, { count: 2, sumCents: 1300 });
+    assert.deepEqual(pane?.values, { amount_sum: '13', currency: 'EUR', payment_count: '2' });
+    assert.throws(() => currency.columns.silverValue({ amount: '1.234' }), /not cents/);
   });
 
   it("a held row (bad data, retry store) is the Silver row, inside the drift gate's wrapper or bare", () => {
