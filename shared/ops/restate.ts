@@ -399,11 +399,8 @@ export async function restate(
   for (const [i, plan] of plans.entries()) {
     const aggregation = aggregations[i];
     if (aggregation === undefined || plan.rows.length === 0) continue;
-    try {
-      await writeRows(ctx, aggregation.definition.goldTable, plan.report, plan.rows);
-    } finally {
-      report.written = plans.reduce((n, p) => n + p.report.written, 0);
-    }
+    await writeRows(ctx, aggregation.definition.goldTable, plan.report, plan.rows);
+    report.written += plan.report.written;
   }
   return report;
 }
