@@ -29,7 +29,8 @@ export function choosePipeline(
 /**
  * The commands that run for every registered pipeline whose definition declares what they need: `replay` its
  * Bronze table, `quarantine reprocess` and `bad-data redrive` their open views and resolutions table
- * (`operatorColumns.openViews`, `operatorColumns.resolutions`). The others (`gold restate`) run for booking only.
+ * (`operatorColumns.openViews`, `operatorColumns.resolutions`); `gold restate` refuses an aggregation it cannot
+ * recompute from Silver itself (restate.ts), naming it.
  */
 export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
   'status',
@@ -44,6 +45,7 @@ export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
   'snapshot delete',
   'seek',
   'replay',
+  'gold restate',
 ];
 
 /**
@@ -65,10 +67,6 @@ export function unavailableReason(pipeline: AnyPipelineDefinition, command: stri
       : `it selects open rows and records their resolutions, and ${name} declares none (${missing.join(', ')})`;
   }
   if (name === DEFAULT_PIPELINE || MULTI_PIPELINE_COMMANDS.includes(command)) return null;
-  if (command.startsWith('gold ')) {
-    const aggregations = pipeline.aggregations.map((a) => a.name).join(', ');
-    return `it recomputes booking's route panes with booking's SQL over its Silver; ${name}'s aggregations (${aggregations}) have no restatement query`;
-  }
   return `offvia runs only ${MULTI_PIPELINE_COMMANDS.join(', ')} for pipelines other than ${DEFAULT_PIPELINE}`;
 }
 

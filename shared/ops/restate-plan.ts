@@ -1,65 +1,89 @@
-// `offvia gold restate`'s pure part: the windows of a range, the recomputation query, which windows change, and the
-// restatement pane each gets (its row and its insertId). No I/O: restate.ts reads and writes.
+// `offvia gold restate`'s pure part, for any aggregation of any pipeline: the windows of a range, the panes
+// recomputed from Silver with the aggregation's own combine, which windows change, and each restatement pane's row.
+// No I/O: restate.ts reads and writes.
 import { createHash } from 'node:crypto';
-import { parseRouteKey } from '../aggregates/route-key';
-import { parseScaledText } from '../aggregates/booking-aggregates';
-import { formatScaled } from '../contract/numeric';
-import type { GoldPaneRow } from '../aggregates/gold-row';
 import { boundedInsertId } from '../drift/bad-data';
-import { windowId, type IntervalWindow, type WindowFnSpec } from '../windowing';
+import type { AggregationDefinition, OperatorColumns } from '../pipeline/definition';
+import {
+  assignWindows,
+  windowId,
+  type IntervalWindow,
+  type JsonValue,
+  type WindowFnSpec,
+} from '../windowing';
 import { UsageError } from './errors';
 
-/** Most windows one restate may cover (a week of one-minute windows is 10,080): the query takes them as an array. */
+/** Most windows one restate may cover per aggregation (a week of one-minute windows is 10,080). */
 export const MAX_RESTATE_WINDOWS = 50_000;
 
-/** `source` of a gold row (sql/085): fireWindows' panes, or `offvia gold restate`'s. */
-export type PaneSource = 'stream' | 'restatement';
-
-/** A gold row with its `source` column (sql/085). */
-export interface RestatementRow extends GoldPaneRow {
-  source: 'restatement';
+/** An aggregation as restate uses it: its definition and its operator columns (`silverValue` present). */
+export interface RestatableAggregation {
+  readonly definition: AggregationDefinition<unknown, unknown, never, JsonValue, unknown>;
+  readonly columns: OperatorColumns['aggregations'][string] & {
+    silverValue(row: Readonly<Record<string, unknown>>): unknown;
+  };
 }
 
 /**
- * One window's aggregate as gold shows it: count, and NUMERIC amounts as canonical decimal text (`formatScaled`,
- * e.g. `"749.5"`); `min`, `max`, `mean` are null for an empty window.
+ * The gold columns every pane row has that say which pane it is rather than what it counted (Beam's `PaneInfo`,
+ * the pipeline column, the insertId); the other columns of `goldRow` are the pane's values and key, and only they
+ * are compared.
  */
-export interface WindowAggregate {
-  count: number;
-  total: string;
-  min: string | null;
-  max: string | null;
-  mean: string | null;
-}
+const PANE_COLUMNS = new Set([
+  'pipeline',
+  'window_start',
+  'window_end',
+  'pane_timing',
+  'pane_index',
+  'pane_on_time_index',
+  'is_first',
+  'is_final',
+  'accumulation_mode',
+  'watermark_at_emission',
+  'emitted_at',
+  'insert_id',
+]);
 
-/** A window's latest pane in `route_panes_latest`, as restate compares it. */
-export interface LatestPane extends WindowAggregate {
-  routeKey: string;
+/** Key and window of a pane, and its value columns in canonical form (`canonicalCell`). */
+export interface PaneValues {
+  key: string;
   /** Window start, epoch ms (UTC). */
   windowStartMs: number;
-  source: PaneSource;
+  values: Readonly<Record<string, unknown>>;
+}
+
+/** A window's latest pane in gold, as restate compares it. */
+export interface LatestPane extends PaneValues {
+  /** A restatement pane (insertId `restate~…`), not a stream pane. */
+  restatement: boolean;
   paneIndex: number;
+  /** `pane_on_time_index`; −1 when the gold table has no such column or the pane was EARLY. */
   paneOnTimeIndex: number;
 }
 
-/** A (route, window)'s recomputed aggregate. */
-export interface Recomputed extends WindowAggregate {
-  routeKey: string;
-  /** Window start, epoch ms (UTC). */
-  windowStartMs: number;
+/** A (key, window) recomputed from Silver: the combine's output and its gold values. */
+export interface Recomputed extends PaneValues {
+  /** `extractOutput` of the window's accumulator. */
+  output: unknown;
 }
 
-/** What restate decided for one (route, window) whose latest pane differs from the recomputation. */
+/** What restate decided for one (key, window) whose latest pane differs from the recomputation. */
 export interface WindowChange {
-  routeKey: string;
+  key: string;
   window: IntervalWindow;
   current: LatestPane | null;
-  restated: WindowAggregate;
+  restated: Recomputed;
   /**
    * `restate`: closed (end + allowed lateness passed by the watermark) or forced; `open`: not closed, left alone
    * without --force.
    */
   action: 'restate' | 'open';
+}
+
+/** One event of the range: its event time (epoch ms UTC) and its Silver row (cells as plain JSON values). */
+export interface SilverEvent {
+  eventMs: number;
+  row: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -80,10 +104,14 @@ export function parseUtcTime(text: string, flag: string): number {
 }
 
 /**
- * Route keys from `--key` (repeatable, comma-separated), each `ORIGIN-DESTINATION-CURRENCY` in capitals.
- * @throws UsageError for a value that is not a route key, or a flag given with no value.
+ * Keys from `--key` (repeatable, comma-separated), deduplicated and sorted. A key every aggregation's `checkKey`
+ * refuses is refused with the first one's reason.
+ * @throws UsageError for such a key, or a flag given with no value.
  */
-export function parseRouteKeys(values: readonly string[]): string[] {
+export function parseKeys(
+  values: readonly string[],
+  aggregations: readonly Pick<RestatableAggregation, 'columns'>[],
+): string[] {
   const keys = [
     ...new Set(
       values
@@ -94,21 +122,18 @@ export function parseRouteKeys(values: readonly string[]): string[] {
   ];
   if (values.length > 0 && keys.length === 0) throw new UsageError('--key: no value given');
   for (const key of keys) {
-    try {
-      parseRouteKey(key);
-    } catch {
-      // parseRouteKey's RangeError says only "not a route key": the usage line says what one looks like.
-      throw new UsageError(
-        `--key: expected ORIGIN-DESTINATION-CURRENCY in capitals (e.g. JFK-LHR-USD), got ${JSON.stringify(key)}`,
-      );
+    const reasons = aggregations.map((a) => a.columns.checkKey?.(key) ?? null);
+    const reason = reasons[0];
+    if (reasons.length > 0 && reason && reasons.every((r) => r !== null)) {
+      throw new UsageError(`--key: ${reason}, got ${JSON.stringify(key)}`);
     }
   }
   return keys.sort();
 }
 
 /**
- * The windows whose start is in [fromMs, toMs] (both inclusive), by the pipeline's window function: fixed windows
- * start every `sizeMs` from `offsetMs`, sliding windows every `periodMs` from `offsetMs` (Beam's `FixedWindows` /
+ * The windows whose start is in [fromMs, toMs] (both inclusive), by the window function: fixed windows start every
+ * `sizeMs` from `offsetMs`, sliding windows every `periodMs` from `offsetMs` (Beam's `FixedWindows` /
  * `SlidingWindows`; the same grid `assignWindows` uses).
  * @throws UsageError when `fromMs` is after `toMs`, `fromMs` is not a window start, the window function is
  *   sessions (no fixed grid), or the range holds more than `MAX_RESTATE_WINDOWS` windows.
@@ -155,242 +180,295 @@ export function isClosed(
   return watermarkMs !== null && window.endMs - 1 + allowedLatenessMs < watermarkMs;
 }
 
-/** The tables and values the recomputation query reads. */
-export interface RestateQueryInput {
-  /** `project.dataset.table` of Silver (the table: the query dedups by event as the dedup view does). */
-  silverTable: string;
-  badDataTable: string;
-  /** The window grid: size, step between starts (size for fixed windows, the period for sliding ones), offset; ms. */
-  grid: { sizeMs: number; stepMs: number; offsetMs: number };
-  /** Route keys to restrict to; empty for all. */
-  keys: readonly string[];
-}
-
 /**
- * One Silver-shaped value out of a bad-data `bad_data` text or a retry-store row: the drift gate writes
- * `{"row": {...}, "extra_fields": {...}}`, BigQuery-refused rows are the Silver row itself.
- */
-function rowField(json: string, field: string): string {
-  return `COALESCE(JSON_VALUE(${json}, '$.row.${field}'), JSON_VALUE(${json}, '$.${field}'))`;
-}
-
-/** The Silver-shaped columns of a JSON row (bad data, the retry store). */
-function jsonRowColumns(json: string, sourceRank: number): string {
-  return `${rowField(json, 'event_id')} AS event_key,
-      ${rowField(json, 'origin_airport')} AS origin_airport,
-      ${rowField(json, 'destination_airport')} AS destination_airport,
-      ${rowField(json, 'currency')} AS currency,
-      CAST(${rowField(json, 'fare_amount')} AS NUMERIC(38, 9)) AS fare,
-      UNIX_MILLIS(TIMESTAMP(${rowField(json, 'event_timestamp')})) AS event_ms,
-      ${sourceRank} AS source_rank`;
-}
-
-/**
- * The recomputation of every (route, window) of the range from what gold counts (docs/windows.md, "What gold
- * counts"): the Silver events (one per `COALESCE(event_id, source_message_id)`, as `fact_bookings_dedup` keeps
- * them), the retry store's Silver rows (parameter `@retryRows`, JSON texts) and bad-data rows whose `target_dest`
- * is Silver, each event once. Exact NUMERIC(38, 9) arithmetic: count, SUM, MIN, MAX; the mean is total / count
- * rounded half-even to 9 decimals as the stream's combiner does (`divideHalfEven`), computed on the total × 10^9 as
- * INT64 (exact; a window's total must stay below 9,223,372,036.854775807, or the CAST fails the query).
- *
- * Parameters: `@starts` (ARRAY<INT64>, window starts in epoch ms), `@loMs` / `@hiMs` (INT64, the event-time range
- * [first start, last end)), `@silverTable` (STRING), `@retryRows` (ARRAY<STRING>), `@keys` (ARRAY<STRING>, only
- * when `keys` is not empty). Silver is read through its partition column (`event_timestamp`, DATE partitions), so
- * BigQuery scans only the range's partitions; the dedup view could not be pruned (its ROW_NUMBER spans the table).
- *
- * Output columns: window_start_ms, route_key, booking_count, fare_total, fare_min, fare_max, fare_mean (NUMERIC
- * as STRING).
- */
-export function restatementSql(input: RestateQueryInput): string {
-  // `MOD(x, n) * 2`, not `2 * MOD(x, n)`: the local emulator evaluates the latter wrongly (0 for 2 * MOD(3, 2)).
-  const halfEven = (t: string, n: string): string =>
-    `SIGN(${t}) * (DIV(ABS(${t}), ${n}) + IF(MOD(ABS(${t}), ${n}) * 2 > ${n} OR (MOD(ABS(${t}), ${n}) * 2 = ${n} AND MOD(DIV(ABS(${t}), ${n}), 2) = 1), 1, 0))`;
-  const keyFilter = input.keys.length > 0 ? 'WHERE route_key IN UNNEST(@keys)' : '';
-  // Each event's windows by arithmetic (Beam's assignWindows: the latest start at or before it, then every step
-  // back while the window still holds it), joined on equality with the range's starts: a range join of every event
-  // with every start would be events × windows comparisons.
-  const { sizeMs, stepMs, offsetMs } = input.grid;
-  const perEvent = Math.ceil(sizeMs / stepMs);
-  return `WITH candidates AS (
-  SELECT COALESCE(event_id, source_message_id) AS event_key, origin_airport, destination_airport, currency,
-      CAST(fare_amount AS NUMERIC(38, 9)) AS fare, UNIX_MILLIS(event_timestamp) AS event_ms, 1 AS source_rank,
-      ingestion_timestamp, source_message_id
-  FROM \`${input.silverTable}\`
-  WHERE event_timestamp >= TIMESTAMP_MILLIS(@loMs) AND event_timestamp < TIMESTAMP_MILLIS(@hiMs)
-),
-silver AS (
-  SELECT * EXCEPT (ingestion_timestamp, source_message_id, copy_rank)
-  FROM (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY event_key ORDER BY ingestion_timestamp, source_message_id) AS copy_rank
-    FROM candidates
-  )
-  WHERE copy_rank = 1
-),
-held AS (
-  SELECT ${jsonRowColumns('bad_data', 2)}
-  FROM \`${input.badDataTable}\`
-  WHERE target_dest = @silverTable
-  UNION ALL
-  SELECT ${jsonRowColumns('retry_row', 3)}
-  FROM UNNEST(@retryRows) AS retry_row
-),
-events AS (
-  SELECT * EXCEPT (event_rank)
-  FROM (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY event_key ORDER BY source_rank) AS event_rank
-    FROM (
-      SELECT * FROM silver
-      UNION ALL
-      SELECT * FROM held WHERE event_ms >= @loMs AND event_ms < @hiMs
-    )
-  )
-  WHERE event_rank = 1
-),
-windowed AS (
-  SELECT * FROM (
-    SELECT window_start_ms, CONCAT(origin_airport, '-', destination_airport, '-', currency) AS route_key, fare
-    FROM events
-    CROSS JOIN UNNEST(GENERATE_ARRAY(0, ${perEvent - 1})) AS k
-    JOIN UNNEST(@starts) AS window_start_ms
-      ON window_start_ms = event_ms - MOD(event_ms - ${offsetMs}, ${stepMs}) - k * ${stepMs}
-    WHERE event_ms < window_start_ms + ${sizeMs}
-  )
-  ${keyFilter}
-),
-totals AS (
-  SELECT window_start_ms, route_key, COUNT(*) AS booking_count, SUM(fare) AS fare_total, MIN(fare) AS fare_min,
-      MAX(fare) AS fare_max, CAST(SUM(fare) * 1000000000 AS INT64) AS total_scaled
-  FROM windowed
-  GROUP BY window_start_ms, route_key
-)
-SELECT window_start_ms, route_key, booking_count,
-    CAST(fare_total AS STRING) AS fare_total,
-    CAST(fare_min AS STRING) AS fare_min,
-    CAST(fare_max AS STRING) AS fare_max,
-    CAST(CAST(${halfEven('total_scaled', 'booking_count')} AS NUMERIC(38, 9)) / 1000000000 AS STRING) AS fare_mean
-FROM totals
-ORDER BY window_start_ms, route_key`;
-}
-
-/**
- * NUMERIC text as BigQuery or the emulator prints it (`"100.100"`, `"749.5"`, `"3"`) → canonical decimal text
- * (`formatScaled`), so amounts compare as text. Null stays null.
- * @throws AccumulatorFormatError for text that is not a decimal with at most 9 fraction digits
+ * Decimal text or a number as canonical decimal text: no trailing fraction zeros, no `+`, `-0` as `0`
+ * (`"100.100"` → `"100.1"`), so NUMERIC cells compare whatever scale BigQuery or the emulator printed. Null stays
+ * null; other text is returned as is.
  */
 export function canonicalAmount(text: string | null): string | null {
-  return text === null ? null : formatScaled(parseScaledText(text));
+  if (text === null) return null;
+  const match = /^([+-]?)(\d+)(?:\.(\d*))?$/.exec(text);
+  if (match === null) return text;
+  const integer = (match[2] ?? '0').replace(/^0+(?=\d)/, '');
+  const fraction = (match[3] ?? '').replace(/0+$/, '');
+  const digits = fraction === '' ? integer : `${integer}.${fraction}`;
+  return match[1] === '-' && /[1-9]/.test(digits) ? `-${digits}` : digits;
 }
 
-/** Same count and amounts (min, max and mean too). */
-export function sameAggregate(a: WindowAggregate, b: WindowAggregate): boolean {
-  return (
-    a.count === b.count &&
-    a.total === b.total &&
-    a.min === b.min &&
-    a.max === b.max &&
-    a.mean === b.mean
+/**
+ * A gold cell as restate compares it: numbers and decimal text canonical (`canonicalAmount`), NUMERIC and TIMESTAMP
+ * wrappers of the BigQuery client unwrapped, arrays and records (a ranking's rows) cell by cell with sorted keys.
+ */
+export function canonicalCell(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return value.map(canonicalCell);
+  if (typeof value === 'number' || typeof value === 'bigint') return canonicalAmount(String(value));
+  if (typeof value === 'string') return canonicalAmount(value);
+  if (typeof value === 'object') {
+    if ('value' in value && typeof value.value === 'string') return value.value;
+    if (value.constructor?.name === 'Big' && 'toFixed' in value) {
+      return canonicalAmount((value as { toFixed(): string }).toFixed());
+    }
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonicalCell((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+/** A gold row's key and value columns (all but the pane columns and `skip`), canonical. */
+export function paneValues(
+  row: Readonly<Record<string, unknown>>,
+  skip: Readonly<Record<string, string>> = {},
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(row).sort()) {
+    if (!PANE_COLUMNS.has(name) && !(name in skip) && name !== 'pane_rank') {
+      out[name] = canonicalCell(row[name]);
+    }
+  }
+  return out;
+}
+
+/** The same key and value columns on both sides (the latest pane's own extra columns, e.g. `source`, aside). */
+function sameValues(
+  current: Readonly<Record<string, unknown>>,
+  restated: Readonly<Record<string, unknown>>,
+): boolean {
+  return Object.keys(restated).every(
+    (k) => JSON.stringify(current[k] ?? null) === JSON.stringify(restated[k] ?? null),
   );
 }
 
-const EMPTY: WindowAggregate = { count: 0, total: '0', min: null, max: null, mean: null };
+/**
+ * A pane's gold row as `goldRow` writes it, for a pane value `output`; `pane` gives the pane info (a comparison
+ * pane when omitted: its pane columns are not compared).
+ */
+export function goldRowOf(
+  aggregation: RestatableAggregation['definition'],
+  key: string,
+  window: IntervalWindow,
+  output: unknown,
+  insertId: string,
+  pane: { index: number; onTimeIndex: number; watermarkMs: number; nowMs: number } = {
+    index: 0,
+    onTimeIndex: 0,
+    watermarkMs: Number.NEGATIVE_INFINITY,
+    nowMs: window.endMs,
+  },
+): Record<string, unknown> {
+  return aggregation.goldRow(
+    {
+      key,
+      window,
+      value: output,
+      timing: 'LATE',
+      index: pane.index,
+      onTimeIndex: pane.onTimeIndex,
+      isFirst: pane.index === 0,
+      isLast: true,
+      firedAtProcessingTimeMs: pane.nowMs,
+      watermarkMs: pane.watermarkMs,
+    },
+    insertId,
+    'ACCUMULATING',
+  );
+}
 
 /**
- * The (route, window)s whose latest pane differs from the recomputation, oldest window first, then by route: a
- * window with events but no pane, with a pane that counts differently, or with a pane but no event left (restated
- * as an empty pane). Each is `restate` when closed by the watermark (or `force`), else `open`.
+ * The panes of `windows` recomputed from the range's events: each event's key and value from its Silver row
+ * (`silverKey`, `silverValue`; a row with no key takes no part), assigned to its windows as the stream does
+ * (`assignWindows`), folded with the aggregation's combine, one accumulator per (key, window) as a single shard.
+ * `keys` non-empty keeps only those keys. Oldest window first, then by key.
+ * @throws Error from `silverValue` for a row that is not what the contract wrote
+ */
+export function recomputePanes(
+  aggregation: RestatableAggregation,
+  events: readonly SilverEvent[],
+  windows: readonly IntervalWindow[],
+  keys: readonly string[],
+): Recomputed[] {
+  const { definition, columns } = aggregation;
+  const combine = definition.combineFn as unknown as {
+    createAccumulator(): JsonValue;
+    addInput(acc: JsonValue, input: unknown): JsonValue;
+    extractOutput(acc: JsonValue): unknown;
+  };
+  const starts = new Map(windows.map((w) => [w.startMs, w]));
+  const wanted = new Set(keys);
+  const accs = new Map<string, { key: string; window: IntervalWindow; acc: JsonValue }>();
+  for (const { eventMs, row } of events) {
+    const key = columns.silverKey(row);
+    if (key === null || (wanted.size > 0 && !wanted.has(key))) continue;
+    const value = columns.silverValue(row);
+    for (const assigned of assignWindows(definition.strategy.windowFn, eventMs)) {
+      const window = starts.get(assigned.startMs);
+      if (window === undefined) continue;
+      const id = `${window.startMs}|${key}`;
+      const slot = accs.get(id) ?? { key, window, acc: combine.createAccumulator() };
+      slot.acc = combine.addInput(slot.acc, value);
+      accs.set(id, slot);
+    }
+  }
+  return [...accs.values()]
+    .map(({ key, window, acc }) =>
+      recomputedOf(aggregation, key, window, combine.extractOutput(acc)),
+    )
+    .sort((a, b) => a.windowStartMs - b.windowStartMs || a.key.localeCompare(b.key));
+}
+
+/** A (key, window)'s recomputation from the combine's output. */
+export function recomputedOf(
+  aggregation: Pick<RestatableAggregation, 'definition' | 'columns'>,
+  key: string,
+  window: IntervalWindow,
+  output: unknown,
+): Recomputed {
+  const row = goldRowOf(aggregation.definition, key, window, output, '');
+  return {
+    key,
+    windowStartMs: window.startMs,
+    output,
+    values: paneValues(row, aggregation.columns.restatementColumns),
+  };
+}
+
+/**
+ * The (key, window)s whose latest pane differs from the recomputation, oldest window first, then by key: a window
+ * with events but no pane, with a pane that counts differently, or with a pane but no event left (restated as
+ * `empty(key, window)`, the combine's empty pane). Each is `restate` when closed by the watermark (or `force`),
+ * else `open`.
  */
 export function planChanges(
   windows: readonly IntervalWindow[],
   recomputed: readonly Recomputed[],
   latest: readonly LatestPane[],
+  empty: (key: string, window: IntervalWindow) => Recomputed,
   closedAt: (window: IntervalWindow) => boolean,
   force: boolean,
 ): WindowChange[] {
   const byStart = new Map(windows.map((w) => [w.startMs, w]));
-  const id = (routeKey: string, startMs: number): string => `${startMs}|${routeKey}`;
-  const current = new Map(latest.map((p) => [id(p.routeKey, p.windowStartMs), p]));
-  const fresh = new Map(recomputed.map((r) => [id(r.routeKey, r.windowStartMs), r]));
+  const id = (p: PaneValues): string => `${p.windowStartMs}|${p.key}`;
+  const current = new Map(latest.map((p) => [id(p), p]));
+  const fresh = new Map(recomputed.map((r) => [id(r), r]));
   const changes: WindowChange[] = [];
-  for (const key of new Set([...fresh.keys(), ...current.keys()])) {
-    const pane = current.get(key) ?? null;
-    const r = fresh.get(key);
-    const startMs = r?.windowStartMs ?? pane?.windowStartMs ?? 0;
-    const window = byStart.get(startMs);
+  for (const slot of new Set([...fresh.keys(), ...current.keys()])) {
+    const pane = current.get(slot) ?? null;
+    const r = fresh.get(slot);
+    const key = r?.key ?? pane?.key ?? '';
+    const window = byStart.get(r?.windowStartMs ?? pane?.windowStartMs ?? Number.NaN);
     if (window === undefined) continue; // a pane outside the windows asked for
-    const restated = r ? stripKey(r) : EMPTY;
-    if (pane !== null && sameAggregate(pane, restated)) continue;
+    const restated = r ?? empty(key, window);
+    if (pane !== null && sameValues(pane.values, restated.values)) continue;
     changes.push({
-      routeKey: r?.routeKey ?? pane?.routeKey ?? '',
+      key,
       window,
       current: pane,
       restated,
       action: force || closedAt(window) ? 'restate' : 'open',
     });
   }
-  return changes.sort(
-    (a, b) => a.window.startMs - b.window.startMs || a.routeKey.localeCompare(b.routeKey),
-  );
-}
-
-function stripKey(r: Recomputed): WindowAggregate {
-  return { count: r.count, total: r.total, min: r.min, max: r.max, mean: r.mean };
+  return changes.sort((a, b) => a.window.startMs - b.window.startMs || a.key.localeCompare(b.key));
 }
 
 /**
- * The insertId of a restatement pane: `restate~pipeline~window id~route key~` + 16 hex characters of SHA-256 over
- * the aggregate (count, total, min, max, mean). The same data restated twice gives the same id (BigQuery drops the
- * second copy, best effort; restate also writes nothing when the latest pane already equals the recomputation);
- * data that changed gives a new id. Bounded to BigQuery's 128 characters.
+ * The insertId of a restatement pane: `restate~aggregation~window id~key~` + 16 hex characters of SHA-256 over the
+ * pane's canonical values. The same data restated twice gives the same id (BigQuery drops the second copy, best
+ * effort; restate also writes nothing when the latest pane already equals the recomputation); data that changed
+ * gives a new id. Bounded to BigQuery's 128 characters.
  */
 export function restatementInsertId(
-  pipeline: string,
-  routeKey: string,
+  aggregation: string,
+  key: string,
   window: IntervalWindow,
-  value: WindowAggregate,
+  values: Readonly<Record<string, unknown>>,
 ): string {
   const digest = createHash('sha256')
-    .update(JSON.stringify([value.count, value.total, value.min, value.max, value.mean]))
+    .update(JSON.stringify(canonicalCell(values)))
     .digest('hex')
     .slice(0, 16);
-  return boundedInsertId('restate~', `${pipeline}~${windowId(window)}~${routeKey}~${digest}`);
+  return boundedInsertId('restate~', `${aggregation}~${windowId(window)}~${key}~${digest}`);
 }
 
 /**
- * The gold row of a restatement. It carries the whole window (so `accumulation_mode` is ACCUMULATING whatever the
- * pipeline's mode), `pane_timing` LATE (it comes after the watermark passed the window: Beam has no other timing
- * for that), the next pane index after the window's latest pane, `is_final` true, and `source` `restatement`.
- * @throws RangeError when `routeKey` is not a route key
+ * The gold row of a restatement: the aggregation's own `goldRow` of a pane carrying the whole window (so
+ * `accumulation_mode` is ACCUMULATING whatever the pipeline's mode), timing LATE (it comes after the watermark
+ * passed the window: Beam has no other timing for that), the next pane index after the window's latest pane, final,
+ * plus the aggregation's `restatementColumns`. `watermarkMs` null: none yet.
+ * @throws RangeError from `goldRow` when the key or a time cannot be represented
  */
 export function restatementRow(
-  pipeline: string,
+  aggregation: Pick<RestatableAggregation, 'definition' | 'columns'>,
   change: WindowChange,
   watermarkMs: number | null,
   nowMs: number,
-): RestatementRow {
-  const route = parseRouteKey(change.routeKey);
-  const v = change.restated;
+): Record<string, unknown> {
+  const { definition, columns } = aggregation;
+  const insertId = restatementInsertId(
+    definition.name,
+    change.key,
+    change.window,
+    change.restated.values,
+  );
   return {
-    pipeline,
-    window_start: new Date(change.window.startMs).toISOString(),
-    window_end: new Date(change.window.endMs).toISOString(),
-    route_key: change.routeKey,
-    origin_airport: route.origin,
-    destination_airport: route.destination,
-    currency: route.currency,
-    booking_count: v.count,
-    fare_total: v.total,
-    fare_min: v.min,
-    fare_max: v.max,
-    fare_mean: v.mean,
-    pane_timing: 'LATE',
-    pane_index: change.current === null ? 0 : change.current.paneIndex + 1,
-    pane_on_time_index: change.current === null ? 0 : change.current.paneOnTimeIndex + 1,
-    is_first: change.current === null,
-    is_final: true,
-    accumulation_mode: 'ACCUMULATING',
-    watermark_at_emission: watermarkMs === null ? null : new Date(watermarkMs).toISOString(),
-    emitted_at: new Date(nowMs).toISOString(),
-    insert_id: restatementInsertId(pipeline, change.routeKey, change.window, v),
-    source: 'restatement',
+    ...goldRowOf(definition, change.key, change.window, change.restated.output, insertId, {
+      index: change.current === null ? 0 : change.current.paneIndex + 1,
+      onTimeIndex: change.current === null ? 0 : Math.max(change.current.paneOnTimeIndex, -1) + 1,
+      watermarkMs: watermarkMs ?? Number.NEGATIVE_INFINITY,
+      nowMs,
+    }),
+    ...columns.restatementColumns,
   };
+}
+
+/**
+ * The latest pane of every (key, window) of one aggregation in its gold table, windows starting in
+ * [`@fromMs`, `@toMs`] (INT64 epoch ms: the emulator does not compare TIMESTAMP parameters), `@pipeline` the
+ * aggregation's name, `@keys` (ARRAY<STRING>) only when `withKeys`. A restatement (insertId `restate~…`) wins over
+ * every stream pane of its window, the newest restatement over older ones, else the highest pane index: the rule of
+ * booking's `route_panes_latest` (docs/windows.md, "Restatement panes"), for every gold table. `window_start` is a
+ * partition column of the ROW_NUMBER, so BigQuery prunes the table's DATE partitions.
+ */
+export function latestPaneSql(goldTable: string, keyColumn: string, withKeys: boolean): string {
+  const restatement = `insert_id LIKE 'restate~%'`;
+  return `SELECT * EXCEPT (pane_rank), UNIX_MILLIS(window_start) AS window_start_ms,
+    ${restatement} AS is_restatement
+FROM (
+  SELECT *, ROW_NUMBER() OVER (
+      PARTITION BY ${keyColumn}, window_start
+      ORDER BY IF(${restatement}, 1, 0) DESC, IF(${restatement}, emitted_at, NULL) DESC, pane_index DESC,
+        emitted_at DESC, insert_id
+    ) AS pane_rank
+  FROM \`${goldTable}\`
+  WHERE pipeline = @pipeline AND window_start >= TIMESTAMP_MILLIS(@fromMs)
+    AND window_start <= TIMESTAMP_MILLIS(@toMs)${withKeys ? `\n    AND ${keyColumn} IN UNNEST(@keys)` : ''}
+)
+WHERE pane_rank = 1`;
+}
+
+/**
+ * The Silver rows of the range from the pipeline's dedup view (one row per event, the view's rule), by its event-time
+ * column in [`@loMs`, `@hiMs`) (INT64 epoch ms), with the event time as `restate_event_ms`.
+ */
+export function silverSql(dedupView: string, eventTime: string): string {
+  return `SELECT *, UNIX_MILLIS(${eventTime}) AS restate_event_ms FROM \`${dedupView}\`
+WHERE ${eventTime} >= TIMESTAMP_MILLIS(@loMs) AND ${eventTime} < TIMESTAMP_MILLIS(@hiMs)`;
+}
+
+/**
+ * The Silver row inside a bad-data `bad_data` text or a retry-store row: the drift gate writes
+ * `{"row": {...}, "extra_fields": {...}}`, BigQuery-refused rows are the Silver row itself.
+ * @throws SyntaxError when the text is not a JSON object
+ */
+export function heldSilverRow(json: string): Record<string, unknown> {
+  const parsed = JSON.parse(json) as unknown;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new SyntaxError('not a JSON object');
+  }
+  const inner = (parsed as Record<string, unknown>).row;
+  return typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+    ? (inner as Record<string, unknown>)
+    : (parsed as Record<string, unknown>);
 }

@@ -1,55 +1,80 @@
-// `offvia gold restate`: recompute closed windows from what gold counts (Silver, the schema-retry store, bad data
-// for Silver) in BigQuery and write a restatement pane for each window whose latest gold pane differs.
+// `offvia gold restate`, for every pipeline and aggregation: recompute closed windows from what gold counts (the
+// pipeline's Silver dedup view, its schema-retry store and its bad data for Silver) with the aggregation's own
+// combine, and write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
-import { parseBookingAccumulator } from '../aggregates/booking-aggregates';
-import { tableName } from '../config/env';
+import type { TableRef } from '../config/env';
 import type { CliAction } from '../dashboard/command';
+import type { AnyPipelineDefinition } from '../pipeline/definition';
+import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import type { RowResult } from '../sinks/row-writer';
-import type { IntervalWindow, WindowFnSpec } from '../windowing';
+import type { IntervalWindow } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
-import { cellText, keyValues, section, table, toJson, type Io } from './output';
+import { cellText, keyValues, plainRow, section, table, toJson, type Io } from './output';
+import { qualifiedTable } from './pipeline-choice';
 import {
-  canonicalAmount,
+  heldSilverRow,
   isClosed,
-  planChanges,
-  restatementRow,
-  restatementSql,
-  parseRouteKeys,
+  latestPaneSql,
+  paneValues,
+  parseKeys,
   parseUtcTime,
+  planChanges,
+  recomputedOf,
+  recomputePanes,
+  restatementRow,
+  silverSql,
   windowsOfRange,
   type LatestPane,
-  type PaneSource,
-  type Recomputed,
-  type WindowAggregate,
+  type RestatableAggregation,
+  type SilverEvent,
   type WindowChange,
 } from './restate-plan';
 import { readWatermark, retryStoreRows, windowStoreAt } from './state-reader';
-import { choosePipeline, DEFAULT_PIPELINE } from './pipeline-choice';
 
 /** What the command was asked to do. */
 export interface RestateOptions {
   /** First and last window start, epoch ms (UTC), both inclusive. */
   fromMs: number;
   toMs: number;
-  /** Route keys to restate; empty for every route. */
+  /** Keys to restate (a route, a device, a region); empty for every key. */
   keys: readonly string[];
   dryRun: boolean;
   /** Restate windows the watermark has not closed yet (their stream panes would then be hidden: docs/windows.md). */
   force: boolean;
 }
 
-/** One window of the report: its latest pane now and the restated aggregate. */
+/** One window of the report: its latest pane now and the restated one (key and value columns, canonical). */
 export interface RestatedWindow {
+  aggregation: string;
   /** RFC 3339 UTC. */
   windowStart: string;
-  routeKey: string;
-  current: (WindowAggregate & { source: PaneSource; paneIndex: number }) | null;
-  restated: WindowAggregate;
-  /** `written` (or would be in a dry run), or `open`: not closed by the watermark, left alone (no --force). */
+  key: string;
+  current: {
+    values: Readonly<Record<string, unknown>>;
+    restatement: boolean;
+    paneIndex: number;
+  } | null;
+  restated: Readonly<Record<string, unknown>>;
+  /** `restate`: written (or would be in a dry run); `open`: not closed by the watermark, left alone (no --force). */
   action: 'restate' | 'open';
   insertId: string | null;
+}
+
+/** One aggregation's part of a run. */
+export interface AggregationRestate {
+  name: string;
+  goldTable: string;
+  /** Windows of the range on this aggregation's grid. */
+  windows: number;
+  /** The watermark the windows were judged closed by, RFC 3339 UTC; null before any event. */
+  watermark: string | null;
+  allowedLatenessMs: number;
+  /** (key, window)s whose latest pane already equals the recomputation. */
+  unchanged: number;
+  open: number;
+  written: number;
 }
 
 /** The result of a run (or a dry run); `--json` prints it. */
@@ -60,79 +85,63 @@ export interface RestateReport {
   from: string;
   to: string;
   keys: string[];
-  /** Windows in the range (per route: every route with data or a pane in them). */
+  aggregations: AggregationRestate[];
+  /** Windows in the range, summed over the aggregations. */
   windows: number;
-  /** The watermark restate judged closed windows by, RFC 3339 UTC; null before any event. */
-  watermark: string | null;
-  allowedLatenessMs: number;
-  /** (route, window)s whose latest pane already equals the recomputation. */
+  /** (key, window)s whose latest pane already equals the recomputation, all aggregations. */
   unchanged: number;
-  /** Only the (route, window)s that differ. */
+  /** Only the (key, window)s that differ, by aggregation. */
   changes: RestatedWindow[];
   /** Restatement panes written (0 in a dry run). */
   written: number;
   /** Windows left alone because the watermark has not closed them (see --force). */
   open: number;
-  /** Retry-store rows of Silver passed to the query. */
-  retryStoreRows: number;
+  /** Silver events of the range read (the dedup view, then bad data and the retry store for events it lacks). */
+  events: number;
+  /** Of those, events held in bad data or the retry store rather than Silver. */
+  heldEvents: number;
 }
 
-/** A cell as text (NUMERIC and TIMESTAMP wrappers unwrapped); null stays null. */
-function text(v: unknown): string | null {
-  return v === null || v === undefined ? null : cellText(v);
-}
-
-/** The grid of a fixed or sliding window function (windowsOfRange refuses sessions before this is called). */
-function gridOf(windowFn: WindowFnSpec): { sizeMs: number; stepMs: number; offsetMs: number } {
-  if (windowFn.kind === 'sessions')
-    throw new UsageError('gold restate: session windows have no grid');
-  return {
-    sizeMs: windowFn.sizeMs,
-    stepMs: windowFn.kind === 'fixed' ? windowFn.sizeMs : windowFn.periodMs,
-    offsetMs: windowFn.offsetMs,
-  };
-}
-
-/** The recomputed aggregates of the range (restatementSql), with the retry store's Silver rows as a parameter. */
-async function recompute(
-  ctx: OpsContext,
-  windows: readonly IntervalWindow[],
-  keys: readonly string[],
-  retryRows: readonly string[],
-): Promise<Recomputed[]> {
-  const first = windows[0];
-  const last = windows[windows.length - 1];
-  if (first === undefined || last === undefined) return [];
-  const sql = restatementSql({
-    silverTable: ctx.tables.silver,
-    badDataTable: ctx.tables.badData,
-    grid: gridOf(ctx.windows.strategy.windowFn),
-    keys,
+/**
+ * The aggregations to restate: those named (all when `names` is empty), each with a fixed or sliding window and a
+ * `silverValue` in the pipeline's operator columns.
+ * @throws UsageError, one line naming the aggregation and why it cannot be restated from Silver, or an unknown name
+ */
+export function restatableAggregations(
+  pipeline: AnyPipelineDefinition,
+  names: readonly string[] = [],
+): RestatableAggregation[] {
+  const known = pipeline.aggregations.map((a) => a.name);
+  const unknown = names.find((n) => !known.includes(n));
+  if (unknown !== undefined) {
+    throw new UsageError(
+      `--aggregation ${JSON.stringify(unknown)}: pipeline ${pipeline.name} has ${known.join(', ') || 'no aggregation'}`,
+    );
+  }
+  const chosen = pipeline.aggregations.filter((a) => names.length === 0 || names.includes(a.name));
+  if (chosen.length === 0) {
+    throw new UsageError(`gold restate: pipeline ${pipeline.name} has no aggregation to restate`);
+  }
+  return chosen.map((definition) => {
+    const columns = pipeline.operatorColumns.aggregations[definition.name];
+    const refuse = (why: string): never => {
+      throw new UsageError(
+        `gold restate: aggregation ${definition.name} of pipeline ${pipeline.name} cannot be restated from Silver: ${why}`,
+      );
+    };
+    if (definition.strategy.windowFn.kind === 'sessions') {
+      refuse('session windows have no fixed grid to restate');
+    }
+    if (columns?.silverValue === undefined) {
+      refuse(
+        `its combine's input cannot be read back from a Silver row (no operatorColumns.aggregations.${definition.name}.silverValue)`,
+      );
+    }
+    return { definition, columns } as RestatableAggregation;
   });
-  const rows = await query<Record<string, unknown>>(
-    ctx,
-    sql,
-    {
-      starts: windows.map((w) => w.startMs),
-      loMs: first.startMs,
-      hiMs: last.endMs,
-      silverTable: ctx.tables.silver,
-      retryRows: [...retryRows],
-      ...keysParam(keys).params,
-    },
-    {
-      starts: ['INT64'],
-      loMs: 'INT64',
-      hiMs: 'INT64',
-      silverTable: 'STRING',
-      retryRows: ['STRING'],
-      ...keysParam(keys).types,
-    },
-  );
-  return rows.map(recomputedOf);
 }
 
-/** The `@keys` query parameter and its type when routes are chosen (`--key`); nothing for every route. */
+/** The `@keys` query parameter and its type when keys are chosen (`--key`); nothing for every key. */
 function keysParam(keys: readonly string[]): {
   params: { keys?: string[] };
   types: { keys?: string[] };
@@ -142,209 +151,295 @@ function keysParam(keys: readonly string[]): {
     : { params: {}, types: {} };
 }
 
-/** A (route, window)'s aggregate as the recomputation and the latest-pane view both return it. */
-function recomputedOf(r: Record<string, unknown>): Recomputed {
-  return {
-    routeKey: text(r.route_key) ?? '',
-    windowStartMs: Number(text(r.window_start_ms)),
-    count: Number(text(r.booking_count)),
-    total: canonicalAmount(text(r.fare_total)) ?? '0',
-    min: canonicalAmount(text(r.fare_min)),
-    max: canonicalAmount(text(r.fare_max)),
-    mean: canonicalAmount(text(r.fare_mean)),
-  };
+/**
+ * The events of [loMs, hiMs) that gold counts (docs/windows.md, "What gold counts"): the dedup view's rows, then
+ * the retry store's rows waiting for Silver and bad-data rows whose `target_dest` is Silver, each event
+ * (`COALESCE(event id, message id)`) once, Silver first.
+ * @throws OpsError when a held row is not JSON with an event time (restating without it would undercount its window)
+ */
+async function eventsOfRange(
+  ctx: OpsContext,
+  loMs: number,
+  hiMs: number,
+): Promise<{ events: SilverEvent[]; held: number }> {
+  const { silver } = ctx.pipeline.operatorColumns;
+  const [silverRows, badRows, retry] = await Promise.all([
+    query<Record<string, unknown>>(
+      ctx,
+      silverSql(qualifiedTable(silver.dedupView, ctx.projectId), silver.eventTime),
+      { loMs, hiMs },
+      { loMs: 'INT64', hiMs: 'INT64' },
+    ),
+    query<{ bad_data: string; insert_id: unknown }>(
+      ctx,
+      `SELECT bad_data, insert_id FROM \`${ctx.tables.badData}\` WHERE target_dest = @silverTable`,
+      { silverTable: ctx.tables.silver },
+    ),
+    retryStoreRows(ctx, ctx.pipeline),
+  ]);
+  const eventKey = (row: Readonly<Record<string, unknown>>): string =>
+    JSON.stringify(row[silver.eventId] ?? row[silver.messageId] ?? null);
+  const byEvent = new Map<string, SilverEvent>();
+  for (const r of silverRows) {
+    const row = plainRow(r);
+    byEvent.set(eventKey(row), { eventMs: Number(row.restate_event_ms), row });
+  }
+  const held = [
+    ...badRows.map((r) => ({ where: `bad-data row ${String(r.insert_id)}`, json: r.bad_data })),
+    ...retry
+      .filter((t) => t.table === ctx.tables.silver)
+      .flatMap((t) =>
+        t.rows.map((r) => ({ where: `retry store row ${r.id} (${t.table})`, json: r.rowJson })),
+      ),
+  ];
+  let heldCount = 0;
+  for (const { where, json } of held) {
+    let row: Record<string, unknown>;
+    try {
+      row = heldSilverRow(json);
+    } catch (err) {
+      throw new OpsError(
+        `${where} is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    const eventMs = Date.parse(String(row[silver.eventTime]));
+    if (Number.isNaN(eventMs)) throw new OpsError(`${where} has no ${silver.eventTime}`);
+    const key = eventKey(row);
+    if (eventMs < loMs || eventMs >= hiMs || byEvent.has(key)) continue;
+    byEvent.set(key, { eventMs, row });
+    heldCount += 1;
+  }
+  return { events: [...byEvent.values()], held: heldCount };
 }
 
-/** The latest pane of every (route, window) of the range, from the gold table's latest-pane view. */
+/** The latest pane of every (key, window) of the range in the aggregation's gold table. */
 async function latestPanes(
   ctx: OpsContext,
+  aggregation: RestatableAggregation,
   windows: readonly IntervalWindow[],
   keys: readonly string[],
 ): Promise<LatestPane[]> {
   const first = windows[0];
   const last = windows[windows.length - 1];
   if (first === undefined || last === undefined) return [];
-  const view = tableName(
-    { ...ctx.windows.goldTable, tableId: `${ctx.windows.goldTable.tableId}_latest` },
-    ctx.projectId,
-  );
-  // window_start is a partition column of the view's ROW_NUMBER, so BigQuery prunes gold's DATE partitions. The
-  // emulator does not compare TIMESTAMP parameters: INT64 epoch ms through TIMESTAMP_MILLIS.
+  const keyColumn = aggregation.columns.goldKeyColumn;
   const rows = await query<Record<string, unknown>>(
     ctx,
-    `SELECT route_key, UNIX_MILLIS(window_start) AS window_start_ms, booking_count,
-            CAST(fare_total AS STRING) AS fare_total, CAST(fare_min AS STRING) AS fare_min,
-            CAST(fare_max AS STRING) AS fare_max, CAST(fare_mean AS STRING) AS fare_mean,
-            source, pane_index, pane_on_time_index
-     FROM \`${view}\`
-     WHERE pipeline = @pipeline AND window_start >= TIMESTAMP_MILLIS(@fromMs)
-       AND window_start <= TIMESTAMP_MILLIS(@toMs)
-       ${keys.length > 0 ? 'AND route_key IN UNNEST(@keys)' : ''}`,
+    latestPaneSql(
+      qualifiedTable(aggregation.definition.goldTable, ctx.projectId),
+      keyColumn,
+      keys.length > 0,
+    ),
     {
-      pipeline: ctx.windows.pipeline,
+      pipeline: aggregation.definition.name,
       fromMs: first.startMs,
       toMs: last.startMs,
       ...keysParam(keys).params,
     },
-    {
-      pipeline: 'STRING',
-      fromMs: 'INT64',
-      toMs: 'INT64',
-      ...keysParam(keys).types,
-    },
+    { pipeline: 'STRING', fromMs: 'INT64', toMs: 'INT64', ...keysParam(keys).types },
   );
-  return rows.map((r) => ({
-    ...recomputedOf(r),
-    source: r.source === 'restatement' ? 'restatement' : 'stream',
-    paneIndex: Number(text(r.pane_index)),
-    paneOnTimeIndex: Number(text(r.pane_on_time_index)),
-  }));
+  // The raw cells, not `plainRow`: a ranking's ARRAY<STRUCT> must stay a list to compare (canonicalCell unwraps).
+  return rows.map((r) => {
+    const { window_start_ms: startMs, is_restatement: restatement, ...row } = r;
+    const onTime = row.pane_on_time_index;
+    return {
+      key: cellText(row[keyColumn]),
+      windowStartMs: Number(cellText(startMs)),
+      values: paneValues(row, aggregation.columns.restatementColumns),
+      restatement: restatement === true,
+      paneIndex: Number(cellText(row.pane_index)),
+      paneOnTimeIndex: onTime === undefined || onTime === null ? -1 : Number(cellText(onTime)),
+    };
+  });
 }
 
-/**
- * The retry store's rows waiting for Silver whose event time is in [loMs, hiMs), as their Silver row JSON texts.
- * Gold counted them when they arrived (docs/windows.md), so the recomputation must too.
- * @throws OpsError when a stored row is not JSON with an `event_timestamp` (a corrupt document: restating without
- *   it would undercount its window).
- */
-async function heldRows(ctx: OpsContext, loMs: number, hiMs: number): Promise<string[]> {
-  const out: string[] = [];
-  for (const { table: target, rows } of await retryStoreRows(
-    ctx,
-    choosePipeline(DEFAULT_PIPELINE),
-  )) {
-    if (target !== ctx.tables.silver) continue;
-    for (const row of rows) {
-      let eventMs: number;
-      try {
-        eventMs = Date.parse(
-          String((JSON.parse(row.rowJson) as Record<string, unknown>).event_timestamp),
-        );
-      } catch (err) {
-        throw new OpsError(
-          `retry store row ${row.id} (${target}) is not JSON: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
-      if (Number.isNaN(eventMs)) {
-        throw new OpsError(`retry store row ${row.id} (${target}) has no event_timestamp`);
-      }
-      if (eventMs >= loMs && eventMs < hiMs) out.push(row.rowJson);
-    }
-  }
-  return out;
-}
-
-/**
- * Runs `gold restate`: recomputes every (route, window) of the range, compares it with the latest pane, and (unless
- * a dry run) writes a restatement pane for each closed window that differs, 500 rows a call (BigQuery's recommended
- * insertAll size). Windows still open by the watermark are reported and left alone unless `force`.
- * @throws OpsError when BigQuery or Firestore fail, or gold refuses a row (the rows already written stand: running
- *   the command again writes only what is still missing, as the latest panes then equal the recomputation).
- */
-export async function restate(
+/** One aggregation's plan: its windows, watermark and changes, and the restatement rows to write. */
+async function planAggregation(
   ctx: OpsContext,
+  aggregation: RestatableAggregation,
   options: RestateOptions,
-  now: () => number,
-): Promise<RestateReport> {
-  const { strategy, pipeline } = ctx.windows;
+  events: readonly SilverEvent[],
+  nowMs: number,
+): Promise<{
+  report: AggregationRestate;
+  changes: WindowChange[];
+  rows: Record<string, unknown>[];
+}> {
+  const { strategy, name, goldTable } = aggregation.definition;
   const windows = windowsOfRange(strategy.windowFn, options.fromMs, options.toMs);
-  const first = windows[0] as IntervalWindow;
-  const last = windows[windows.length - 1] as IntervalWindow;
-  // Booking's window state, under its configured namespace (OFFVIA_WINDOW_FIRESTORE_ROOT / OFFVIA_WINDOW_PIPELINE).
-  const watermark = await readWatermark(
+  const store = windowStoreAt(
     ctx,
-    windowStoreAt(ctx, { root: ctx.windows.firestoreRoot, pipeline }, parseBookingAccumulator),
+    aggregationNamespace(ctx.pipeline, aggregation.definition),
+    (v) => aggregation.definition.parseAccumulator(v),
   );
-  const retryRows = await heldRows(ctx, first.startMs, last.endMs);
-  const [recomputed, latest] = await Promise.all([
-    recompute(ctx, windows, options.keys, retryRows),
-    latestPanes(ctx, windows, options.keys),
+  const [watermark, latest] = await Promise.all([
+    readWatermark(ctx, store),
+    latestPanes(ctx, aggregation, windows, options.keys),
   ]);
+  const recomputed = recomputePanes(aggregation, events, windows, options.keys);
+  const combine = aggregation.definition.combineFn as unknown as {
+    createAccumulator(): unknown;
+    extractOutput(acc: unknown): unknown;
+  };
   const changes = planChanges(
     windows,
     recomputed,
     latest,
+    (key, window) =>
+      recomputedOf(aggregation, key, window, combine.extractOutput(combine.createAccumulator())),
     (w) => isClosed(w, strategy.allowedLatenessMs, watermark.watermarkMs),
     options.force,
   );
-  const examined = new Set([
-    ...recomputed.map((r) => `${r.windowStartMs}|${r.routeKey}`),
-    ...latest.map((p) => `${p.windowStartMs}|${p.routeKey}`),
-  ]).size;
-  const nowMs = now();
+  const examined = new Set([...recomputed, ...latest].map((p) => `${p.windowStartMs}|${p.key}`))
+    .size;
   const rows = changes
     .filter((c) => c.action === 'restate')
-    .map((c) => restatementRow(pipeline, c, watermark.watermarkMs, nowMs));
-  const insertIds = new Map(rows.map((r) => [`${r.window_start}|${r.route_key}`, r.insert_id]));
-  const report: RestateReport = {
-    dryRun: options.dryRun,
-    pipeline,
-    from: new Date(first.startMs).toISOString(),
-    to: new Date(last.startMs).toISOString(),
-    keys: [...options.keys],
-    windows: windows.length,
-    watermark:
-      watermark.watermarkMs === null ? null : new Date(watermark.watermarkMs).toISOString(),
-    allowedLatenessMs: strategy.allowedLatenessMs,
-    unchanged: examined - changes.length,
-    changes: changes.map((c) => reported(c, insertIds)),
-    written: 0,
-    open: changes.filter((c) => c.action === 'open').length,
-    retryStoreRows: retryRows.length,
+    .map((c) => restatementRow(aggregation, c, watermark.watermarkMs, nowMs));
+  return {
+    report: {
+      name,
+      goldTable: qualifiedTable(goldTable, ctx.projectId),
+      windows: windows.length,
+      watermark:
+        watermark.watermarkMs === null ? null : new Date(watermark.watermarkMs).toISOString(),
+      allowedLatenessMs: strategy.allowedLatenessMs,
+      unchanged: examined - changes.length,
+      open: changes.filter((c) => c.action === 'open').length,
+      written: 0,
+    },
+    changes,
+    rows,
   };
-  if (options.dryRun || rows.length === 0) return report;
+}
 
+/**
+ * Writes one aggregation's restatement rows, 500 a call (BigQuery's recommended insertAll size).
+ * @throws OpsError when gold fails or refuses a row (the rows already written stand: running the command again
+ *   writes only what is still missing, as the latest panes then equal the recomputation)
+ */
+async function writeRows(
+  ctx: OpsContext,
+  goldTable: TableRef,
+  report: AggregationRestate,
+  rows: readonly Record<string, unknown>[],
+): Promise<void> {
   const writer = new BigQueryRowWriter(ctx.bigquery);
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
     let results: RowResult[];
     try {
       results = await writer.insertRows(
-        ctx.windows.goldTable,
-        chunk.map((r) => ({ insertId: r.insert_id, json: { ...r } })),
+        goldTable,
+        chunk.map((r) => ({ insertId: String(r.insert_id), json: { ...r } })),
       );
     } catch (err) {
       throw new OpsError(
-        `${report.written} of ${rows.length} restatement panes written, then ${ctx.tables.gold} failed ` +
+        `${report.written} of ${rows.length} restatement panes written, then ${report.goldTable} failed ` +
           `(${err instanceof Error ? err.message : String(err)}); run the same command again: it writes only what is still missing`,
       );
     }
     const refused = results.filter((r) => !r.ok);
     if (refused.length > 0) {
       throw new OpsError(
-        `${refused.length} restatement panes refused by ${ctx.tables.gold}: ${JSON.stringify(refused[0])}`,
+        `${refused.length} restatement panes refused by ${report.goldTable}: ${JSON.stringify(refused[0])}`,
       );
     }
     report.written += chunk.length;
   }
+}
+
+/**
+ * Runs `gold restate` on `aggregations` of the context's pipeline: recomputes every (key, window) of the range from
+ * the events gold counts, compares it with the latest gold pane, and (unless a dry run) writes a restatement pane
+ * for each closed window that differs. Windows still open by the watermark are reported and left alone unless
+ * `force`.
+ * @throws UsageError for a range off an aggregation's grid; OpsError when BigQuery or Firestore fail, a held row is
+ *   corrupt, or gold refuses a row
+ */
+export async function restate(
+  ctx: OpsContext,
+  aggregations: readonly RestatableAggregation[],
+  options: RestateOptions,
+  now: () => number,
+): Promise<RestateReport> {
+  const grids = aggregations.map((a) =>
+    windowsOfRange(a.definition.strategy.windowFn, options.fromMs, options.toMs),
+  );
+  const loMs = Math.min(...grids.map((w) => w[0]?.startMs ?? options.fromMs));
+  const hiMs = Math.max(...grids.map((w) => w[w.length - 1]?.endMs ?? options.toMs));
+  const { events, held } = await eventsOfRange(ctx, loMs, hiMs);
+  const nowMs = now();
+  const plans = await Promise.all(
+    aggregations.map((a) => planAggregation(ctx, a, options, events, nowMs)),
+  );
+  const changes = plans.flatMap(({ report, changes: own, rows }) => {
+    // `rows` are the `restate` changes' rows, in order.
+    const restated = own.filter((c) => c.action === 'restate');
+    return own.map((c) => {
+      const row = rows[restated.indexOf(c)];
+      return reported(report.name, c, row === undefined ? null : String(row.insert_id));
+    });
+  });
+  const report: RestateReport = {
+    dryRun: options.dryRun,
+    pipeline: ctx.pipeline.name,
+    from: new Date(options.fromMs).toISOString(),
+    to: new Date(options.toMs).toISOString(),
+    keys: [...options.keys],
+    aggregations: plans.map((p) => p.report),
+    windows: plans.reduce((n, p) => n + p.report.windows, 0),
+    unchanged: plans.reduce((n, p) => n + p.report.unchanged, 0),
+    changes,
+    written: 0,
+    open: plans.reduce((n, p) => n + p.report.open, 0),
+    events: events.length,
+    heldEvents: held,
+  };
+  if (options.dryRun) return report;
+  for (const [i, plan] of plans.entries()) {
+    const aggregation = aggregations[i];
+    if (aggregation === undefined || plan.rows.length === 0) continue;
+    await writeRows(ctx, aggregation.definition.goldTable, plan.report, plan.rows);
+    report.written += plan.report.written;
+  }
   return report;
 }
 
-function reported(c: WindowChange, insertIds: Map<string, string>): RestatedWindow {
-  const start = new Date(c.window.startMs).toISOString();
+function reported(aggregation: string, c: WindowChange, insertId: string | null): RestatedWindow {
   return {
-    windowStart: start,
-    routeKey: c.routeKey,
+    aggregation,
+    windowStart: new Date(c.window.startMs).toISOString(),
+    key: c.key,
     current:
       c.current === null
         ? null
         : {
-            count: c.current.count,
-            total: c.current.total,
-            min: c.current.min,
-            max: c.current.max,
-            mean: c.current.mean,
-            source: c.current.source,
+            values: c.current.values,
+            restatement: c.current.restatement,
             paneIndex: c.current.paneIndex,
           },
-    restated: c.restated,
+    restated: c.restated.values,
     action: c.action,
-    insertId: insertIds.get(`${start}|${c.routeKey}`) ?? null,
+    insertId,
   };
 }
 
-/** The report as text: a summary, then one line per window that changes (current pane → restated). */
-export function formatRestate(r: RestateReport): string {
+/** Value columns as short text: `name=value` joined by spaces (the key columns aside). */
+function valuesText(
+  values: Readonly<Record<string, unknown>>,
+  keyColumns: ReadonlySet<string>,
+): string {
+  return Object.entries(values)
+    .filter(([k]) => !keyColumns.has(k))
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
+}
+
+/** The report as text: a summary, the aggregations, then one line per window that changes (latest → restated). */
+export function formatRestate(
+  r: RestateReport,
+  keyColumns: ReadonlySet<string> = new Set(),
+): string {
   const head = r.dryRun
     ? `gold restate --dry-run: ${r.changes.length - r.open} window(s) would be restated; nothing written`
     : `gold restate: ${r.written} restatement pane(s) written`;
@@ -354,35 +449,54 @@ export function formatRestate(r: RestateReport): string {
       'Range',
       keyValues([
         ['pipeline', r.pipeline],
-        ['window starts', `${r.from} … ${r.to} (${r.windows} windows)`],
-        ['routes', r.keys.length > 0 ? r.keys.join(', ') : 'all'],
-        ['watermark', r.watermark ?? 'none (no event counted yet)'],
-        ['allowed lateness', `${r.allowedLatenessMs / 1000} s`],
-        ['retry-store rows in range', r.retryStoreRows],
-        ['unchanged (route, window)s', r.unchanged],
+        ['window starts', `${r.from} … ${r.to}`],
+        ['keys', r.keys.length > 0 ? r.keys.join(', ') : 'all'],
+        ['events read', `${r.events} (${r.heldEvents} held in bad data or the retry store)`],
+        ['unchanged (key, window)s', r.unchanged],
         ['open, left alone (see --force)', r.open],
       ]),
     ),
-  ];
-  out.push(
+    section(
+      'Aggregations',
+      table(
+        ['aggregation', 'windows', 'watermark', 'allowed lateness', 'unchanged', 'open', 'written'],
+        r.aggregations.map((a) => [
+          a.name,
+          a.windows,
+          a.watermark ?? 'none (no event counted yet)',
+          `${a.allowedLatenessMs / 1000} s`,
+          a.unchanged,
+          a.open,
+          a.written,
+        ]),
+        80,
+      ),
+    ),
     section(
       r.dryRun ? 'Windows that would change' : 'Windows that changed',
       table(
-        ['window start', 'route', 'latest pane now', 'restated', r.dryRun ? 'would' : 'done'],
+        [
+          'aggregation',
+          'window start',
+          'key',
+          'latest pane now',
+          'restated',
+          r.dryRun ? 'would' : 'done',
+        ],
         r.changes.map((c) => [
+          c.aggregation,
           c.windowStart,
-          c.routeKey,
+          c.key,
           c.current === null
             ? '(no pane)'
-            : `${c.current.count} / ${c.current.total} (${c.current.source})`,
-          `${c.restated.count} / ${c.restated.total}`,
+            : `${valuesText(c.current.values, keyColumns)} (${c.current.restatement ? 'restatement' : 'stream'})`,
+          valuesText(c.restated, keyColumns),
           c.action === 'open' ? 'skip: window still open' : r.dryRun ? 'restate' : 'restated',
         ]),
         80,
       ),
     ),
-  );
-  if (r.changes.length > 0) out.push('\n(count / fare total)');
+  ];
   if (r.open > 0) {
     out.push(
       `\n${r.open} window(s) not yet past end + allowed lateness by the watermark were left alone: the stream may ` +
@@ -397,6 +511,7 @@ interface RestateFlags {
   from?: string;
   to?: string;
   key?: string[];
+  aggregation?: string[];
   dryRun?: boolean;
   force?: boolean;
 }
@@ -405,24 +520,31 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 
 /**
  * Registers `offvia gold restate` (called from shared/ops/cli.ts). Exit codes: 0 done, 1 a backend failed or windows
- * were left open (without --force), 2 bad flags.
+ * were left open (without --force), 2 bad flags or an aggregation that cannot be restated from Silver.
  */
 export function addGoldCommand(
   program: Command,
   action: CliAction,
   deps: { readonly io: Io; readonly now: () => number },
 ): void {
-  const gold = program
-    .command('gold')
-    .description('work on the gold table (offvia_gold.route_panes)');
+  const gold = program.command('gold').description("work on the pipeline's gold tables");
   gold
     .command('restate')
     .description(
-      'recompute closed windows from Silver, the schema-retry store and bad data (exact NUMERIC in BigQuery) and write a restatement pane where the latest pane differs',
+      "recompute closed windows from Silver's dedup view, the schema-retry store and bad data with each aggregation's own combine, and write a restatement pane where the latest pane differs",
     )
     .option('--from <time>', 'first window start, RFC 3339 UTC (e.g. 2026-10-07T14:10:00Z)')
     .option('--to <time>', 'last window start, RFC 3339 UTC, inclusive')
-    .option('--key <route>', 'only this route, ORIGIN-DESTINATION-CURRENCY (repeatable)', collect)
+    .option(
+      '--key <key>',
+      'only this key of the aggregations (booking: a route ORIGIN-DESTINATION-CURRENCY; telemetry: a device or a region); repeatable',
+      collect,
+    )
+    .option(
+      '--aggregation <name>',
+      'only this aggregation (default: every one); repeatable',
+      collect,
+    )
     .option(
       '--dry-run',
       'print each window that would change (latest pane now, restated); write nothing',
@@ -433,28 +555,36 @@ export function addGoldCommand(
     )
     .addHelpText(
       'after',
-      '\nA restatement pane (source = restatement) wins over the stream panes of its window in route_panes_latest.\n' +
+      '\nA restatement pane (insertId restate~…; booking: source = restatement) wins over the stream panes of its window.\n' +
         'Restating unchanged data again writes nothing.\nExamples:\n' +
         '  offvia gold restate --from 2026-10-07T14:00:00Z --to 2026-10-07T14:59:00Z --dry-run\n' +
-        '  offvia gold restate --from 2026-10-07T14:10:00Z --to 2026-10-07T14:10:00Z --key JFK-LHR-USD',
+        '  offvia gold restate --from 2026-10-07T14:10:00Z --to 2026-10-07T14:10:00Z --key JFK-LHR-USD\n' +
+        '  offvia --pipeline telemetry gold restate --from 2026-10-07T14:10:00Z --to 2026-10-07T14:10:00Z --aggregation telemetry_device_1m',
     )
     .action(
       action(async (open, flags, opts: RestateFlags) => {
         if (opts.from === undefined || opts.to === undefined) {
           throw new UsageError('gold restate: --from and --to are required');
         }
+        const fromMs = parseUtcTime(opts.from, '--from');
+        const toMs = parseUtcTime(opts.to, '--to');
+        // The pipeline as this deployment runs it (its overrides applied); connecting makes no backend call, so
+        // the checks below are usage errors even with no stack up.
+        const ctx = open();
+        const aggregations = restatableAggregations(ctx.pipeline, opts.aggregation ?? []);
         const options: RestateOptions = {
-          fromMs: parseUtcTime(opts.from, '--from'),
-          toMs: parseUtcTime(opts.to, '--to'),
-          keys: parseRouteKeys(opts.key ?? []),
+          fromMs,
+          toMs,
+          keys: parseKeys(opts.key ?? [], aggregations),
           dryRun: opts.dryRun === true,
           force: opts.force === true,
         };
-        const ctx = open();
-        // The grid is checked before any backend call, so a bad range is a usage error even with no stack up.
-        windowsOfRange(ctx.windows.strategy.windowFn, options.fromMs, options.toMs);
-        const report = await restate(ctx, options, deps.now);
-        deps.io.out(flags.json ? toJson(report) : formatRestate(report));
+        for (const a of aggregations) windowsOfRange(a.definition.strategy.windowFn, fromMs, toMs);
+        const report = await restate(ctx, aggregations, options, deps.now);
+        const keyColumns = new Set(
+          Object.values(ctx.pipeline.operatorColumns.aggregations).map((c) => c.goldKeyColumn),
+        );
+        deps.io.out(flags.json ? toJson(report) : formatRestate(report, keyColumns));
         return report.open > 0 ? EXIT.failure : EXIT.ok;
       }),
     );

@@ -414,6 +414,25 @@ export interface OperatorColumns {
       {
         silverKey(row: Readonly<Record<string, unknown>>): string | null;
         readonly goldKeyColumn: string;
+        /**
+         * The value the aggregation's `input` folds in for this Silver row's event (its combine's input; the key
+         * is `silverKey`'s), so `offvia gold restate` can recompute a closed window from Silver. Cells are plain
+         * JSON values (NUMERIC and TIMESTAMP as text), from the dedup view or a bad-data or retry-store row. Absent
+         * when the row does not hold what the input needs (e.g. a side input read at ingest and not kept): then
+         * `gold restate` refuses the aggregation, naming it.
+         * @throws Error when a cell is not what the contract wrote (a corrupt row)
+         */
+        silverValue?(row: Readonly<Record<string, unknown>>): unknown;
+        /**
+         * Why `key` can never be this aggregation's key, as `expected …` (the `--key` usage line), or `null` when it
+         * can be; absent: any text can.
+         */
+        checkKey?(key: string): string | null;
+        /**
+         * Columns a restatement pane's gold row carries besides `goldRow`'s (booking: `source = 'restatement'`,
+         * which its latest-pane view prefers); every restatement is also known by its insertId prefix `restate~`.
+         */
+        readonly restatementColumns?: Readonly<Record<string, string>>;
       }
     >
   >;

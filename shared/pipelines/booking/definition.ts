@@ -1,8 +1,12 @@
 // The booking pipeline as a definition run by the one pipeline runtime: the lab's contract (with passenger-id
 // protection), tables, route windows and schema drift, and `configure`, which applies booking's OFFVIA_* overrides.
-import { parseBookingAccumulator, bookingAggregatesFn } from '../../aggregates/booking-aggregates';
+import {
+  bookingAggregatesFn,
+  parseBookingAccumulator,
+  parseScaledText,
+} from '../../aggregates/booking-aggregates';
 import { goldPaneRow } from '../../aggregates/gold-row';
-import { routeKey } from '../../aggregates/route-key';
+import { parseRouteKey, routeKey } from '../../aggregates/route-key';
 import { protectPassengerId } from '../../ingest/passenger-id';
 import { quarantineRow } from '../../ingest/quarantine-row';
 import type { Env, TableRef } from '../../config/env';
@@ -170,6 +174,17 @@ function bookingOperatorColumns(aggregationName: string): OperatorColumns {
             currency: String(row.currency),
           }),
         goldKeyColumn: 'route_key',
+        // The exact fare as the contract wrote it: NUMERIC text, at most 9 fraction digits.
+        silverValue: (row) => parseScaledText(String(row.fare_amount)),
+        checkKey: (key) => {
+          try {
+            parseRouteKey(key);
+            return null;
+          } catch {
+            return 'expected ORIGIN-DESTINATION-CURRENCY in capitals (e.g. JFK-LHR-USD)';
+          }
+        },
+        restatementColumns: { source: 'restatement' },
       },
     },
   };

@@ -1,6 +1,7 @@
 // The telemetry pipeline (the study guide's NovaTrack scenario) as a definition: per-device minute statistics and
 // the regional top-N hottest devices, with its own topic, tables, functions and Firestore namespace.
 import { loadIngestConfig } from '../../config/ingest-config';
+import { parseNumeric } from '../../contract/numeric';
 import { TELEMETRY_VAR_GROUP, loadTelemetryConfig } from './config';
 import { aggregation, type PipelineDefinition } from '../../pipeline/definition';
 import type { WatermarkPolicy, WindowingStrategy } from '../../windowing';
@@ -198,9 +199,18 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       [DEVICE_AGGREGATION]: {
         silverKey: (row) => textOrNull(row.device_id),
         goldKeyColumn: 'device_id',
+        silverValue: (row) => silverMilliC(row),
       },
-      // An unknown device has no region in Silver: it ranks nowhere.
-      [REGION_AGGREGATION]: { silverKey: (row) => textOrNull(row.region), goldKeyColumn: 'region' },
+      // An unknown device has no region in Silver: it ranks nowhere. The region is the directory's at ingest, kept
+      // in the row, so a restatement ranks the device where the stream did.
+      [REGION_AGGREGATION]: {
+        silverKey: (row) => textOrNull(row.region),
+        goldKeyColumn: 'region',
+        silverValue: (row): TelemetryElement => ({
+          deviceId: String(row.device_id),
+          temperatureMilliC: silverMilliC(row),
+        }),
+      },
     },
   },
 };
@@ -208,4 +218,16 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
 /** A Silver cell as a key: its text, or `null` when it is NULL or empty. */
 function textOrNull(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
+}
+
+/**
+ * A Silver row's `temperature_c` (NUMERIC text, at most 3 fraction digits as the contract checks) in milli-degrees.
+ * @throws RangeError for anything else
+ */
+function silverMilliC(row: Readonly<Record<string, unknown>>): number {
+  const parsed = parseNumeric(String(row.temperature_c));
+  if (!parsed.ok || parsed.scaled % 1_000_000n !== 0n) {
+    throw new RangeError(`temperature_c ${JSON.stringify(row.temperature_c)} is not milli-degrees`);
+  }
+  return Number(parsed.scaled / 1_000_000n);
 }
