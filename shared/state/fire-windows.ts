@@ -69,19 +69,6 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
    * windows, which stay empty; partitioned by the key's group as the key-groups layout is.
    */
   readonly sessions?: SessionFiring<In, Acc, Out>;
-  /**
-   * Windows of the per-window layout still open after an update to key groups: fired with the per-window code path
-   * under the pipeline's lease until none remains (docs/windows.md, migration).
-   */
-  readonly legacy?: {
-    readonly store: WindowStore<Acc>;
-    readonly keyed: KeyedWindows<In, Acc, Out>;
-    /**
-     * Whether per-window layout windows may still be open (given the run's watermark, epoch ms); absent: always.
-     * When false the run skips the per-window queries and lease.
-     */
-    readonly active?: (watermarkMs: number) => Promise<boolean>;
-  };
 }
 
 /** What fireWindows needs of the session layout. */
@@ -426,9 +413,8 @@ function addressId(a: WindowAddress): string {
 }
 
 /**
- * One run, for every layout: advances the watermark once (behind the backlog's hold), drains the per-window
- * layout's windows still open after an update to key groups (migration), then runs the firing loop over the
- * layout's partitions. Safe when several run at once: a partition is fired only under its lease, each firing is a
+ * One run, for every layout: advances the watermark once (behind the backlog's hold), then runs the firing loop
+ * over the layout's partitions. Safe when several run at once: a partition is fired only under its lease, each firing is a
  * transaction over the unit's documents (a firing cannot happen twice), and pane rows carry stable insertIds.
  * `status` is `busy` when every partition was leased by another run.
  * @throws TransientError when the watermark, a lease or a query fails; errors of a single unit are counted
@@ -461,11 +447,6 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
       maxEventTimeMs: update.state.maxEventTimeMs,
       nowMs: pt,
     });
-  }
-  const { legacy } = deps;
-  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
-    const firing = perWindowFiring(deps, legacy.store, legacy.keyed);
-    await fireLoop(deps, legacy.store, firing, watermarkMs, pt, counts);
   }
   const loop =
     deps.sessions !== undefined

@@ -218,8 +218,8 @@ function hasNextTimers(store: unknown): store is TimedGroupStore {
 
 /**
  * The earliest processing-time timer (epoch ms) over the deployed layout: key groups answer their earliest
- * `processing_timer_ms` (a deadline already); the per-window layout (and its windows still open during the
- * migration to key groups) its earliest pending first element + the smallest delay. The earlier of the two.
+ * `processing_timer_ms` (a deadline already); a store without key groups its earliest pending first element + the
+ * smallest delay.
  */
 export function nextTimerQuery<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
@@ -235,8 +235,8 @@ export function nextTimerQuery<In, Acc extends JsonValue, Out>(
       const t = (await grouped.nextTimers()).processingTimeMs;
       if (t !== null) found.push(t);
     }
-    if (deps.groups === undefined || deps.legacy !== undefined) {
-      const since = await (deps.legacy?.store ?? deps.store).earliestPendingSinceMs();
+    if (deps.groups === undefined) {
+      const since = await deps.store.earliestPendingSinceMs();
       if (since !== null) found.push(since + delayMs);
     }
     return found.length === 0 ? null : Math.min(...found);

@@ -16,7 +16,7 @@ import * as logs from '../../shared/logging/logs';
 import { assertGoldTableIsOwn } from '../../shared/pipelines/booking/definition';
 import { BigQueryRowWriter, bigQueryClient } from '../../shared/sinks/bigquery-writer';
 import type { RowWriter } from '../../shared/sinks/row-writer';
-import { FirestoreWindowStore, type StoreMetrics } from '../../shared/state/firestore-window-store';
+import { type StoreMetrics } from '../../shared/state/firestore-window-store';
 import { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
 import type { WindowStore } from '../../shared/state/window-store';
 import type { FireWindowsDeps } from '../../shared/state/fire-windows';
@@ -67,13 +67,15 @@ export interface BookingWindows {
   readonly holds: WatermarkHoldStore | undefined;
   /** The subscription backlog's reader (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent with the `local` source. */
   readonly backlog?: BacklogSampleReader;
-  /** Key-groups layout: the store's group queries, and the per-window layout's code path for windows still open. */
+  /** Key-groups layout: the store's group queries (fireWindows fires partitions of key groups). */
   readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
-  readonly legacy?: {
-    readonly store: WindowStore<BookingAccumulator>;
-    readonly keyed: KeyedWindows<bigint, BookingAccumulator, BookingAggregate>;
-  };
 }
+
+/**
+ * Shards per (key, window) of a store without key groups (the in-memory store of the unit tests, one record per
+ * (key, window)): the value `OFFVIA_WINDOW_SHARDS` had before the per-window layout was retired.
+ */
+const MEMORY_STORE_SHARDS = 4;
 
 /**
  * How far ahead of the first key-groups instance's clock the migration cutover is placed, ms: longer than a rollout
@@ -106,8 +108,6 @@ export interface BookingWindowsParts {
   readonly pickShard?: (shardCount: number) => number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
   readonly holds?: WatermarkHoldStore;
-  /** The per-window layout's store over the same root, when `store` is a key-groups store (migration). */
-  readonly legacyStore?: WindowStore<BookingAccumulator>;
   /** The subscription backlog's reader, for the `monitoring` hold source. */
   readonly backlog?: BacklogSampleReader;
   /** Session windows: the session layout's store (usually `store` itself, a FirestoreSessionStore). */
@@ -127,7 +127,7 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount: over.dedup === 'in-state' ? config.groupShards : config.shards,
+      shardCount: over.dedup === 'in-state' ? config.groupShards : MEMORY_STORE_SHARDS,
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
@@ -140,10 +140,6 @@ export function assembleBookingWindows(
     store instanceof GroupedFirestoreWindowStore
       ? (store as GroupedFirestoreWindowStore<BookingAccumulator>)
       : undefined;
-  const legacy =
-    parts.legacyStore === undefined
-      ? undefined
-      : { store: parts.legacyStore, keyed: keyedOver(parts.legacyStore) };
   const tracker = new WatermarkTracker(store, {
     policy: config.watermarkPolicy,
     cacheMs: config.watermarkCacheMs,
@@ -183,13 +179,6 @@ export function assembleBookingWindows(
     emitter,
     logger,
     maxBundle: config.maxBundle,
-    ...(legacy !== undefined &&
-      groups !== undefined && {
-        legacy: {
-          keyed: legacy.keyed,
-          cutoverMs: () => groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS),
-        },
-      }),
   });
   const pipeline: ElementRecorder<bigint> =
     sessions === undefined
@@ -215,7 +204,6 @@ export function assembleBookingWindows(
     now,
     holds,
     ...(groups !== undefined && { groups }),
-    ...(legacy !== undefined && { legacy }),
   };
 }
 
@@ -240,7 +228,6 @@ export function createBookingWindows(
     parseAccumulator: parseBookingAccumulator,
     ...(overrides.metrics && { metrics: overrides.metrics }),
   };
-  const perWindow = new FirestoreWindowStore<BookingAccumulator>(firestore, storeOptions);
   const { earlyFirings, lateFirings } = config.strategy.trigger;
   const sessionStore =
     config.strategy.windowFn.kind === 'sessions'
@@ -252,17 +239,15 @@ export function createBookingWindows(
   const store =
     sessionStore !== undefined
       ? sessionStore
-      : config.layout === 'key-groups'
-        ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
-            ...storeOptions,
-            keyGroups: config.keyGroups,
-            shards: config.groupShards,
-            earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
-            lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
-            dedupTtlMs: config.ledgerTtlMs,
-            ...(overrides.now && { now: overrides.now }),
-          })
-        : perWindow;
+      : new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
+          ...storeOptions,
+          keyGroups: config.keyGroups,
+          shards: config.groupShards,
+          earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+          lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+          dedupTtlMs: config.ledgerTtlMs,
+          ...(overrides.now && { now: overrides.now }),
+        });
   const writer = overrides.writer ?? new BigQueryRowWriter(bigQueryClient(ingest));
   return assembleBookingWindows(config, {
     store,
@@ -273,7 +258,6 @@ export function createBookingWindows(
     now: overrides.now ?? Date.now,
     ...(overrides.pickShard && { pickShard: overrides.pickShard }),
     holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
-    ...(store !== perWindow && sessionStore === undefined && { legacyStore: perWindow }),
     ...(sessionStore !== undefined && { sessionStore }),
     ...(config.holdSource === 'monitoring' &&
       config.holdSubscription !== undefined && {
@@ -317,23 +301,6 @@ export function fireWindowsDepsOf(
         partitionsInFlight: config.firePartitionsInFlight,
       },
     }),
-    ...(windows.legacy !== undefined && {
-      legacy: { ...windows.legacy, active: legacyActive(windows) },
-    }),
-  };
-}
-
-/**
- * Whether windows of the per-window layout may still be open: only if it held windows when key groups took over (a
- * cutover after 0), and while its `windows` collection is not empty (one document read per run).
- */
-function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise<boolean> {
-  const { groups, legacy } = windows;
-  return async () => {
-    if (groups === undefined || legacy === undefined) return true;
-    const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
-    if (cutoverMs === 0) return false;
-    return !(legacy.store instanceof FirestoreWindowStore) || (await legacy.store.hasWindows());
   };
 }
 
