@@ -72,8 +72,8 @@ export interface BookingWindows {
 }
 
 /**
- * Shards per (key, window) of a store without key groups (the in-memory store of the unit tests, one record per
- * (key, window)): the value `OFFVIA_WINDOW_SHARDS` had before the per-window layout was retired.
+ * Default shards per (key, window) of a store without key groups (the in-memory store of the unit tests, one record
+ * per (key, window)): the default `OFFVIA_WINDOW_SHARDS` had before the per-window layout was retired.
  */
 const MEMORY_STORE_SHARDS = 4;
 
@@ -106,6 +106,8 @@ export interface BookingWindowsParts {
   /** Epoch ms. */
   readonly now: () => number;
   readonly pickShard?: (shardCount: number) => number;
+  /** Shards per new (key, window) of a store without key groups (default 4); key groups take `groupShards`. */
+  readonly shards?: number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
   readonly holds?: WatermarkHoldStore;
   /** The subscription backlog's reader, for the `monitoring` hold source. */
@@ -127,7 +129,7 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount: over.dedup === 'in-state' ? config.groupShards : MEMORY_STORE_SHARDS,
+      shardCount: over.dedup === 'in-state' ? config.groupShards : (parts.shards ?? MEMORY_STORE_SHARDS),
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({

@@ -105,7 +105,13 @@ export class Clock {
 /** The booking pipeline on the in-memory store with a recording writer and a manual clock. */
 export function memoryBookingWindows(
   env: Record<string, string> = {},
-  options: { clock?: Clock; pickShard?: (n: number) => number; logs?: LogEntry[] } = {},
+  options: {
+    clock?: Clock;
+    pickShard?: (n: number) => number;
+    logs?: LogEntry[];
+    /** Shards per new (key, window) (default 4). */
+    shards?: number;
+  } = {},
 ): {
   windows: BookingWindows;
   store: MemoryWindowStore<BookingAccumulator>;
@@ -124,6 +130,7 @@ export function memoryBookingWindows(
     logger: new Logger('test', (e) => options.logs?.push(e), clock.now),
     now: clock.now,
     ...(options.pickShard && { pickShard: options.pickShard }),
+    ...(options.shards !== undefined && { shards: options.shards }),
   });
   return {
     windows,

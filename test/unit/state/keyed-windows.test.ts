@@ -21,8 +21,8 @@ describe('state: keyed windows', () => {
   it('splits a window over N shards and merges them into exactly the core state', async () => {
     let next = 0;
     const { sink, store, windows, clock, writer } = memoryBookingWindows(
-      { OFFVIA_WINDOW_SHARDS: '3', OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0' },
-      { pickShard: (n) => next++ % n },
+      { OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0' },
+      { shards: 3, pickShard: (n) => next++ % n },
     );
     for (let i = 0; i < 9; i++)
       await record(sink, { id: `s${i}`, fare: `${i + 1}.5`, at: T + i * S }, T + i * S);
@@ -100,10 +100,10 @@ describe('state: keyed windows', () => {
   });
 
   it('keeps the shard count a window was created with when N changes', async () => {
-    const first = memoryBookingWindows({ OFFVIA_WINDOW_SHARDS: '2' }, { pickShard: () => 1 });
+    const first = memoryBookingWindows({}, { shards: 2, pickShard: () => 1 });
     await record(first.sink, { id: 'a', fare: '1', at: T + S }, T + 2 * S);
     // Same store, a new instance configured with 4 shards, writing "shard 3" (→ 3 mod 2 = 1 for this window).
-    const second = memoryBookingWindows({ OFFVIA_WINDOW_SHARDS: '4' }, { pickShard: () => 3 });
+    const second = memoryBookingWindows({}, { shards: 4, pickShard: () => 3 });
     Object.assign(second.store.state, first.store.state);
     const store = second.store;
     await record(second.sink, { id: 'b', fare: '2', at: T + 2 * S }, T + 3 * S);
