@@ -129,7 +129,8 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount: over.dedup === 'in-state' ? config.groupShards : (parts.shards ?? MEMORY_STORE_SHARDS),
+      shardCount:
+        over.dedup === 'in-state' ? config.groupShards : (parts.shards ?? MEMORY_STORE_SHARDS),
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
