@@ -18,6 +18,7 @@ import { BigQueryRowWriter, bigQueryClient } from '../../shared/sinks/bigquery-w
 import type { RowWriter } from '../../shared/sinks/row-writer';
 import { type StoreMetrics } from '../../shared/state/firestore-window-store';
 import { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
+import { MemoryWindowStore } from './memory-window-store';
 import type { WindowStore } from '../../shared/state/window-store';
 import type { FireWindowsDeps } from '../../shared/state/fire-windows';
 import { KeyedWindows, minProcessingTimeDelayMs } from '../../shared/state/keyed-windows';
@@ -72,12 +73,6 @@ export interface BookingWindows {
 }
 
 /**
- * Default shards per (key, window) of a store without key groups (the in-memory store of the unit tests, one record
- * per (key, window)): the default `OFFVIA_WINDOW_SHARDS` had before the per-window layout was retired.
- */
-const MEMORY_STORE_SHARDS = 4;
-
-/**
  * How far ahead of the first key-groups instance's clock the migration cutover is placed, ms: longer than a rollout
  * of the functions takes (gen2 rollouts replace instances within minutes), so no instance of the previous version
  * writes a window that starts after it.
@@ -106,7 +101,7 @@ export interface BookingWindowsParts {
   /** Epoch ms. */
   readonly now: () => number;
   readonly pickShard?: (shardCount: number) => number;
-  /** Shards per new (key, window) of a store without key groups (default 4); key groups take `groupShards`. */
+  /** Shards per key group and window instead of `OFFVIA_WINDOW_GROUP_SHARDS` (the in-memory store's tests). */
   readonly shards?: number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
   readonly holds?: WatermarkHoldStore;
@@ -129,8 +124,7 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount:
-        over.dedup === 'in-state' ? config.groupShards : (parts.shards ?? MEMORY_STORE_SHARDS),
+      shardCount: parts.shards ?? config.groupShards,
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
@@ -275,6 +269,9 @@ export function fireWindowsDepsOf(
   windows: BookingWindows,
 ): FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> {
   const { config } = windows;
+  // The in-memory store of the unit tests is a key-groups store too.
+  const groupStore =
+    windows.groups ?? (windows.store instanceof MemoryWindowStore ? windows.store : undefined);
   return {
     pipeline: config.pipeline,
     store: windows.store,
@@ -290,9 +287,9 @@ export function fireWindowsDepsOf(
     outboxGraceMs: config.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
     ...watermarkHoldOf(windows),
-    ...(windows.groups !== undefined && {
+    ...(groupStore !== undefined && {
       groups: {
-        store: windows.groups,
+        store: groupStore,
         partitions: config.firePartitions,
         partitionsInFlight: config.firePartitionsInFlight,
       },

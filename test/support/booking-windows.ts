@@ -109,7 +109,7 @@ export function memoryBookingWindows(
     clock?: Clock;
     pickShard?: (n: number) => number;
     logs?: LogEntry[];
-    /** Shards per new (key, window) (default 4). */
+    /** Shards per key group and window (default `OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
     shards?: number;
   } = {},
 ): {
@@ -119,10 +119,16 @@ export function memoryBookingWindows(
   clock: Clock;
   sink: BookingWindowSink;
 } {
-  const store = new MemoryWindowStore<BookingAccumulator>();
+  const config = loadWindowConfig(env);
+  const { earlyFirings, lateFirings } = config.strategy.trigger;
+  const store = new MemoryWindowStore<BookingAccumulator>({
+    keyGroups: config.keyGroups,
+    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+  });
   const writer = new RecordingWriter();
   const clock = options.clock ?? new Clock(T);
-  const windows = assembleBookingWindows(loadWindowConfig(env), {
+  const windows = assembleBookingWindows(config, {
     store,
     writer,
     badDataTable: { datasetId: 'offvia_quarantine', tableId: 'bad_data' },
