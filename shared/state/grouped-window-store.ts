@@ -338,7 +338,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
    * document in each of its windows and their spills, outside any transaction (`windows`: the event's windows).
    * @throws TransientError when Firestore fails
    */
-  override async eventOutcome(
+  async eventOutcome(
     eventId: string,
     key: string,
     windows: readonly IntervalWindow[],
@@ -370,8 +370,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         if (texts.some((t) => has(t.dropped))) outcome ??= 'dropped';
         else if (texts.some((t) => has(t.seen))) outcome = 'counted';
       }
-      // Windows still in the per-window layout (before the migration cutover) have ledger documents.
-      return outcome ?? (await super.eventOutcome(eventId, key, windows));
+      return outcome;
     });
   }
 

@@ -291,9 +291,6 @@ export type TransactionResult<T> =
   | { readonly kind: 'committed'; readonly value: T; readonly attempts: number }
   | { readonly kind: 'ledger_conflict'; readonly attempts: number };
 
-/** Which timer of the bookkeeping records a query looks at. */
-export type WindowTimer = 'endOfWindow' | 'gc';
-
 /** The keyed window store of one pipeline. Every method throws TransientError when the store is unreachable. */
 export interface WindowStore<Acc extends JsonValue> {
   /**
@@ -332,16 +329,6 @@ export interface WindowStore<Acc extends JsonValue> {
   ): Promise<Lease | null>;
   /** Gives the lease up if still held with this fence (a lost lease is left alone). */
   releaseLease(lease: Lease): Promise<void>;
-  /** Bookkeeping records whose `timer` is before `beforeMs` (ascending, at most `limit`). */
-  findWindowsDue(timer: WindowTimer, beforeMs: number, limit: number): Promise<WindowAddress[]>;
-  /** Windows with a shard whose first pending element arrived at or before `atOrBeforeMs` (at most `limit` shards). */
-  findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]>;
-  /**
-   * Seam for fireWindows' timer loop: the processing time (epoch ms) of the earliest first pending element of any
-   * pane, the base of every processing-time timer, or `null` when no pane has pending elements. Must be cheap (it
-   * is polled every few seconds): on Firestore one indexed query with limit 1, one document read.
-   */
-  earliestPendingSinceMs(): Promise<number | null>;
   /** Outbox panes created at or before `createdAtOrBeforeMs` (oldest first, at most `limit`). */
   listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]>;
   /** Deletes outbox panes once they are in the gold table. */

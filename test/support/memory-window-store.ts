@@ -20,7 +20,6 @@ import {
   type TransactionResult,
   type WindowAddress,
   type WindowStore,
-  type WindowTimer,
   type WindowTransaction,
 } from '../../shared/state/window-store';
 import { newStoreMetrics, type StoreMetrics } from '../../shared/state/firestore-window-store';
@@ -317,37 +316,6 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
       this.state.leases.set(lease.name ?? DEFAULT_LEASE, { ...current, expiresAtMs: 0 });
     }
     return Promise.resolve();
-  }
-
-  findWindowsDue(timer: WindowTimer, beforeMs: number, limit: number): Promise<WindowAddress[]> {
-    const due = [...this.state.windows.values()]
-      .map((w) => ({ w, at: timer === 'endOfWindow' ? w.endOfWindowTimerMs : w.gcTimerMs }))
-      .filter((x): x is { w: StoredWindow; at: number } => x.at !== null && x.at < beforeMs)
-      .sort((a, b) => a.at - b.at)
-      .slice(0, limit)
-      .map(({ w }) => ({ key: w.key, window: { ...w.window } }));
-    return Promise.resolve(due);
-  }
-
-  findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]> {
-    const found = new Map<string, WindowAddress>();
-    const shards = [...this.state.shards.values()]
-      .filter((s) => {
-        const first = s.contribution.firstElementInPaneAtMs;
-        return first !== null && first <= atOrBeforeMs;
-      })
-      .slice(0, limit);
-    for (const s of shards) found.set(windowKey(s), { key: s.key, window: { ...s.window } });
-    return Promise.resolve([...found.values()]);
-  }
-
-  earliestPendingSinceMs(): Promise<number | null> {
-    let earliest: number | null = null;
-    for (const s of this.state.shards.values()) {
-      const first = s.contribution.firstElementInPaneAtMs;
-      if (first !== null && (earliest === null || first < earliest)) earliest = first;
-    }
-    return Promise.resolve(earliest);
   }
 
   listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]> {
