@@ -2,10 +2,10 @@
 // transaction, emit the panes they fired, log drops and duplicates, and feed the event time to the watermark.
 import type { JsonValue } from '../windowing';
 import type { Logger } from '../logging/logger';
-import * as logs from '../logging/logs';
 import { Bundler } from './bundler';
-import type { BundleResult, ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
+import type { ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
+import { logBundleOutcomes } from './session-pipeline';
 import type { WatermarkTracker } from './watermark-tracker';
 
 /** Wiring of a WindowedPipeline. */
@@ -79,7 +79,7 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     keys.forEach(([key, entry], k) => {
       const result = results[k];
       if (result === undefined) throw new Error(`no bundle result for key ${key}`);
-      this.report(key, entry.elements, result);
+      logBundleOutcomes(this.deps.logger, this.deps.pipeline, key, entry.elements, result);
       entry.positions.forEach((position, j) => {
         const outcome = result.outcomes[j];
         if (outcome === undefined) throw new Error(`no outcome for element ${j} of key ${key}`);
@@ -88,35 +88,5 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     });
     await this.deps.emitter.emitOrDefer(results.flatMap((r) => r.panes));
     return outcomes;
-  }
-
-  /** Logs a bundle's duplicates and drops. */
-  private report(key: string, elements: readonly WindowElement<In>[], result: BundleResult): void {
-    result.outcomes.forEach((outcome, i) => {
-      const element = elements[i];
-      if (element === undefined) return;
-      const ref = { messageId: element.messageId };
-      if (outcome.kind === 'duplicate') {
-        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
-      }
-      for (const drop of outcome.dropped) {
-        logs.windowElementDropped(
-          this.deps.logger,
-          ref,
-          {
-            pipeline: this.deps.pipeline,
-            key,
-            windowStartMs: drop.window.startMs,
-            windowEndMs: drop.window.endMs,
-          },
-          {
-            eventId: element.eventId,
-            eventTimeMs: element.timestampMs,
-            reason: drop.reason,
-            watermarkMs: result.watermarkMs,
-          },
-        );
-      }
-    });
   }
 }
