@@ -26,6 +26,8 @@ import {
   type StoredWatermark,
   type StoredWindow,
   type WindowAddress,
+  type WindowReadRequest,
+  type WindowReadResult,
   type TransactionResult,
   type WindowStore,
   type WindowTransaction,
@@ -465,9 +467,7 @@ export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransa
   /** Queues buffered writes before the commit (layouts that write at once have nothing to do). */
   finish(): void {}
 
-  read(
-    _request: Parameters<WindowTransaction<Acc>['read']>[0],
-  ): ReturnType<WindowTransaction<Acc>['read']> {
+  read(_request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
     return Promise.reject(noWindowState('read'));
   }
   putWindow(_record: StoredWindow): void {

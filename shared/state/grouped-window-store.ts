@@ -21,12 +21,13 @@ import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPa
 import type {
   LedgerEntry,
   OutboxPane,
-  SeenProbe,
   ShardAddress,
   StoredShard,
   StoredWindow,
   TransactionResult,
   WindowAddress,
+  WindowReadRequest,
+  WindowReadResult,
   WindowTransaction,
 } from './window-store';
 
@@ -730,18 +731,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     return image.seenSet;
   }
 
-  override async read(request: {
-    windows?: readonly WindowAddress[];
-    shards?: readonly ShardAddress[];
-    ledger?: readonly string[];
-    seen?: readonly SeenProbe[];
-  }): Promise<{
-    windows: (StoredWindow | null)[];
-    shards: (StoredShard<Acc> | null)[];
-    ledger: boolean[];
-    seen?: boolean[];
-    floors?: (number | null)[];
-  }> {
+  override async read(request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
     if ((request.ledger ?? []).length > 0) {
       throw new Error('the key-groups layout keeps dedup in the state: read `seen`, not `ledger`');
     }

@@ -229,32 +229,39 @@ export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
 }
 
+/** What one transaction reads in one round trip (`WindowTransaction.read`). */
+export interface WindowReadRequest {
+  windows?: readonly WindowAddress[];
+  shards?: readonly ShardAddress[];
+  /** Ledger entries: none since the per-window layout was retired (stores answer `false`). */
+  ledger?: readonly string[];
+  /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
+  seen?: readonly SeenProbe[];
+}
+
+/** The answer to a `WindowReadRequest`, in request order (`null` for a missing document). */
+export interface WindowReadResult<Acc extends JsonValue> {
+  windows: (StoredWindow | null)[];
+  shards: (StoredShard<Acc> | null)[];
+  /** Whether each requested event id has a ledger entry. */
+  ledger: boolean[];
+  /** One answer per `seen` probe (absent when none were asked). */
+  seen?: boolean[];
+  /**
+   * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
+   * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
+   * exist. A lower bound of the pipeline watermark that closed any key of the group.
+   */
+  floors?: (number | null)[];
+}
+
 /**
  * Reads and writes of one transaction. All reads must come before the first write (Firestore's rule); reads
  * of missing documents return `null`.
  */
 export interface WindowTransaction<Acc extends JsonValue> {
-  /** Reads bookkeeping records, shards and ledger entries in one round trip. */
-  read(request: {
-    windows?: readonly WindowAddress[];
-    shards?: readonly ShardAddress[];
-    ledger?: readonly string[];
-    /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
-    seen?: readonly SeenProbe[];
-  }): Promise<{
-    windows: (StoredWindow | null)[];
-    shards: (StoredShard<Acc> | null)[];
-    /** Whether each requested event id has a ledger entry. */
-    ledger: boolean[];
-    /** One answer per `seen` probe (absent when none were asked). */
-    seen?: boolean[];
-    /**
-     * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
-     * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
-     * exist. A lower bound of the pipeline watermark that closed any key of the group.
-     */
-    floors?: (number | null)[];
-  }>;
+  /** Reads bookkeeping records, shards and dedup probes in one round trip. */
+  read(request: WindowReadRequest): Promise<WindowReadResult<Acc>>;
   /**
    * Key-group stores: the (key, window)s kept in one key group of `window` (reads the group's bookkeeping document).
    */
