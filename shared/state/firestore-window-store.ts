@@ -44,6 +44,9 @@ const NOT_FOUND = 5;
  * that a drained deployment's entries expire, docs/windows.md "Draining the per-window layout").
  */
 export const COLLECTIONS = {
+  /** The retired per-window layout's records and shards: written by no code, kept so teardown deletes them. */
+  windows: 'windows',
+  shards: 'shards',
   ledger: 'eventLedger',
   dropped: 'droppedLate',
   outbox: 'paneOutbox',
