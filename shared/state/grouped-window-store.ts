@@ -54,7 +54,7 @@ export interface GroupedWindowStoreOptions<
   /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`). */
   readonly keyGroups: number;
   /**
-   * Shards per key group (`OFFVIA_WINDOW_SHARDS`). With 1, a group's bookkeeping and contributions share one
+   * Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). With 1, a group's bookkeeping and contributions share one
    * document (a bundle reads and writes one document); with more, the bookkeeping has its own document (`~h`),
    * written only when a key's pane state changes, so bundles on different shards do not contend on it.
    */
