@@ -1,6 +1,6 @@
 // Benchmark (not a test): Firestore reads / writes / deletes per event and USD per million events of the keyed window
-// store at 1, 100, 1,000 and 5,000 keys, the per-window layout and the key-groups layout side by side, with an
-// independent count of every event; then the firing rate of 50,000 (key, window)s due at once. In-process ingest
+// store at 1, 100, 1,000 and 5,000 keys in the key-groups layout beside the retired per-window layout's recorded
+// figures, with an independent count of every event; then the firing rate of 50,000 (key, window)s due at once. In-process ingest
 // (the booking pipeline with the real Firestore client, 80 events in flight as one instance), fireWindows run until
 // every window is closed, operations counted at the client. Uses FIRESTORE_EMULATOR_HOST when set, else starts a
 // Firestore emulator of its own (port OFFVIA_BENCH_FIRESTORE_PORT).
@@ -47,7 +47,7 @@ const CARDINALITIES = (process.env.OFFVIA_BENCH_KEYS ?? '1,100,1000,5000')
       throw new Error(`OFFVIA_BENCH_KEYS: ${k} is not a key count >= 1`);
     return n;
   });
-const LAYOUTS = ['per-window', 'key-groups'] as const;
+const LAYOUTS = ['key-groups'] as const;
 /** Event time spanned by the stream (the issue's shape: 2 minutes). */
 const SPAN_MS = 2 * MIN;
 /** Processing time after event time at which each event is received. */
@@ -170,7 +170,7 @@ async function cardinalityRow(
   const clock = new Clock(T);
   const { windows, writer } = firestoreBookingWindows(
     db,
-    { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: layout },
+    { OFFVIA_WINDOW_FIRESTORE_ROOT: root },
     { clock, metrics },
   );
   const specs = stream(keys, events);
@@ -414,7 +414,7 @@ export interface KeyCardinalityReport {
 
 /**
  * Measures the cardinality rows and the firing-rate row on `db` (the Firestore emulator) and formats them, each
- * key-groups row beside the per-window baseline (this run's per-window row when measured, else the issue's figures).
+ * key-groups row beside the retired per-window layout's baseline (the issue's figures, not measured by this run).
  * @throws when Firestore fails or the seeded state does not read back as seeded
  */
 export async function measureKeyCardinality(
@@ -439,7 +439,7 @@ export async function measureKeyCardinality(
   for (const keys of options.cardinalities) {
     const measured = rows.filter((r) => r.keys === keys);
     const baseline = PER_WINDOW_BASELINE.get(keys);
-    if (!measured.some((r) => r.layout === 'per-window') && baseline !== undefined) {
+    if (baseline !== undefined) {
       lines.push(
         `| ${keys.toLocaleString('en-US')} | per-window (baseline: the issue's measurement, not this run) | ` +
           `${baseline.ops} |  | ${baseline.usd.toFixed(2)} |  |  |  |  |`,

@@ -28,7 +28,7 @@ interface Run {
 function jobs(run: Run): WriterJob[] {
   const env = {
     OFFVIA_WINDOW_FIRESTORE_ROOT: uniqueRoot('bench'),
-    OFFVIA_WINDOW_SHARDS: String(run.shards),
+    OFFVIA_WINDOW_GROUP_SHARDS: String(run.shards),
     OFFVIA_WINDOW_MAX_BUNDLE: String(run.maxBundle),
   };
   const specs: BookingSpec[] = Array.from({ length: run.events }, (_, i) => ({

@@ -186,6 +186,8 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
  * variable someone forgot to document.
  */
 export const INTERNAL_NAMES: readonly string[] = [
+  // Retired: loadWindowConfig refuses any value but `key-groups` (docs/windows.md, draining the per-window layout).
+  'OFFVIA_WINDOW_LAYOUT',
   'OFFVIA_ROOT',
   'OFFVIA_LOCAL_DIR',
   'OFFVIA_VENV_BQ',

@@ -6,7 +6,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
 import { createAggregationFireDeps } from '../../shared/pipeline/runtime/compose';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
-import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
+import type { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
 import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-config';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import { Logger } from '../../shared/logging/logger';
@@ -104,8 +104,8 @@ export async function fireAndReadWindows(
   try {
     const logger = new Logger('demo', () => undefined);
     const probe = createAggregationFireDeps(BOOKING_PIPELINE, env, logger, { firestore });
-    // Silver is written before the window state: wait for the events' ledger entries, then for the watermark.
-    const store = probe.store as FirestoreWindowStore<BookingAccumulator>;
+    // Silver is written before the window state: wait for the events' dedup ids, then for the watermark.
+    const store = probe.store as GroupedFirestoreWindowStore<BookingAccumulator>;
     const maxEventMs = Math.max(...silver.map((r) => Date.parse(String(r.event_timestamp))));
     const routeOf = (r: Row) =>
       `${String(r.origin_airport)}-${String(r.destination_airport)}-${String(r.currency)}`;

@@ -17,7 +17,7 @@ import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows } from '../../shared/windowing';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
-import type { FirestoreWindowStore } from '../../shared/state/firestore-window-store';
+import type { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
 import { stackBigQuery, stackEnv, type Row } from './layers';
 import {
   BOOKING_TOPIC,
@@ -92,7 +92,7 @@ async function queryByIds(
 async function observe(
   bq: BigQuery,
   firestore: Firestore,
-  store: FirestoreWindowStore<BookingAccumulator>,
+  store: GroupedFirestoreWindowStore<BookingAccumulator>,
   projectId: string,
   pipeline: string,
   scenario: Scenario,
@@ -141,8 +141,7 @@ async function observe(
   const retryStore = retryDocs.docs
     .filter((d) => d.ref.path.startsWith(`${SCHEMA_ROOT}/`))
     .map((d) => String(d.get('source_message_id')));
-  // The window state's dedup record of each valid event (a ledger document in the per-window layout, the dedup ids
-  // of its key group in the key-groups layout), read through the store so both layouts answer the same way.
+  // The window state's dedup record of each valid event (the dedup ids of its key group), read through the store.
   const ledger = new Map<string, string>();
   const { windowFn } = loadWindowConfig(process.env).strategy;
   const valid = new Map<string, { routeKey: string; eventTimeMs: number }>();
@@ -276,7 +275,7 @@ async function main(): Promise<void> {
       firestore,
     },
   );
-  const store = windows.store as FirestoreWindowStore<BookingAccumulator>;
+  const store = windows.store as GroupedFirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
   const windowSizeMs =
     'sizeMs' in windowConfig.strategy.windowFn ? windowConfig.strategy.windowFn.sizeMs : 60_000;

@@ -36,13 +36,9 @@ export interface WindowConfig {
   strategy: WindowingStrategy;
   /** The heuristic watermark (`OFFVIA_WATERMARK_*`). */
   watermarkPolicy: WatermarkPolicy;
-  /** Shard documents per new (key, window) (`OFFVIA_WINDOW_SHARDS`, default 4). */
-  shards: number;
-  /** Firestore layout of the window state (`OFFVIA_WINDOW_LAYOUT`, default `key-groups`). */
-  layout: WindowLayout;
-  /** Key groups per window in the `key-groups` layout (`OFFVIA_WINDOW_KEY_GROUPS`, default 16). */
+  /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`, default 16). */
   keyGroups: number;
-  /** Shard documents per key group and window in the `key-groups` layout (`OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
+  /** Shard documents per key group and window (`OFFVIA_WINDOW_GROUP_SHARDS`, default 1). */
   groupShards: number;
   /** Partitions fireWindows splits the key groups into, one lease each (`OFFVIA_FIRE_WINDOWS_PARTITIONS`, 4). */
   firePartitions: number;
@@ -107,11 +103,10 @@ const PIPELINE = /^[a-z][a-z0-9_]{0,39}$/;
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 
 /**
- * How the keyed store lays out window state in Firestore: `key-groups` (many keys of a window per document, dedup
- * ids inside the state) or `per-window` (one record per (key, window) plus a ledger document per event, the layout
- * before key groups; still read by fireWindows until its windows are drained, see docs/windows.md#migration).
+ * The variable that chose the retired per-window layout. Only `key-groups` (the one layout) is accepted; a deployment
+ * still holding per-window windows drains them with its previous release first (docs/windows.md).
  */
-export type WindowLayout = 'key-groups' | 'per-window';
+const RETIRED_LAYOUT_VAR = 'OFFVIA_WINDOW_LAYOUT';
 
 /** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
 export const MAX_WINDOWS_PER_EVENT = 60;
@@ -161,7 +156,7 @@ export const WINDOW_VARS = {
     unit: 'ms',
     rangeText:
       'with it, `OFFVIA_WINDOW_SIZE_MS`, `OFFVIA_WINDOW_PERIOD_MS`, `OFFVIA_WINDOW_OFFSET_MS` must be unset, ' +
-      '`OFFVIA_WINDOW_LAYOUT` not `per-window` and `OFFVIA_WINDOW_GROUP_SHARDS` 1',
+      'and `OFFVIA_WINDOW_GROUP_SHARDS` 1',
     meaning:
       "above 0: session windows with this gap (Beam's `Sessions.withGapDuration`) instead of fixed or sliding " +
       "windows, kept in the session layout (one Firestore document per key holding the key's open sessions, see " +
@@ -258,23 +253,6 @@ export const WINDOW_VARS = {
       'ahead of the clock and current data would be dropped as late',
   }),
   // Firestore: at most 500 writes per transaction; closing a window deletes every shard in one.
-  shards: intVar({
-    name: 'OFFVIA_WINDOW_SHARDS',
-    default: 4,
-    min: 1,
-    max: 100,
-    unit: 'count',
-    meaning: 'shard documents per new (key, window): spreads a hot window over several documents',
-  }),
-  layout: choiceVar<WindowLayout>({
-    name: 'OFFVIA_WINDOW_LAYOUT',
-    choices: ['key-groups', 'per-window'],
-    default: 'key-groups',
-    meaning:
-      'Firestore layout of the window state: `key-groups` (the keys of a window hashed into key-group documents, ' +
-      'dedup ids kept in the state) or `per-window` (a record per (key, window), a ledger document per event; the ' +
-      'layout before key groups). fireWindows drains windows of the other layout either way',
-  }),
   // Sized for Firestore's sustained write rate per document (about 1 write/s, best-practices page) and its 1 MiB
   // document limit: 16 groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
   keyGroups: intVar({
@@ -284,7 +262,8 @@ export const WINDOW_VARS = {
     max: 1024,
     unit: 'count',
     meaning:
-      'key groups per window (`key-groups` layout): hash(key) mod this picks the document a key lives in. Fewer ' +
+      'key groups per window (the keys of a window hashed into key-group documents, dedup ids kept in the state, ' +
+      'docs/windows.md): hash(key) mod this picks the document a key lives in. Fewer ' +
       'groups bundle more events per transaction; more groups spread writes and keep documents under 1 MiB. ' +
       'Change it only while no window is open (a key would move to another group)',
   }),
@@ -295,8 +274,8 @@ export const WINDOW_VARS = {
     max: 16,
     unit: 'count',
     meaning:
-      'shard documents per key group and window (`key-groups` layout; `OFFVIA_WINDOW_SHARDS` is the per-window ' +
-      "layout's): events go to hash(event id) mod this. 1 keeps a group in one document (one read and one write " +
+      'shard documents per key group and window: events go to hash(event id) mod this. 1 keeps a group in one ' +
+      'document (one read and one write ' +
       'per transaction); raise it when one key takes more writes than one document sustains (a hot key written by ' +
       'many instances). Change it only while no window is open',
   }),
@@ -509,7 +488,6 @@ export const WINDOW_DEFAULTS = {
   maxOutOfOrdernessMs: WINDOW_VARS.maxOutOfOrdernessMs.default,
   idleTimeoutMs: WINDOW_VARS.idleTimeoutMs.default,
   watermarkMaxFutureSkewMs: WINDOW_VARS.watermarkMaxFutureSkewMs.default,
-  shards: WINDOW_VARS.shards.default,
   ledgerTtlMs: WINDOW_VARS.ledgerTtlMs.default,
 };
 
@@ -559,16 +537,19 @@ function readMode(env: Env): AccumulationMode {
   return mode;
 }
 
-function readLayout(env: Env): WindowLayout {
-  const spec = WINDOW_VARS.layout;
-  const layout = readString(env, spec.name, spec.default);
-  if (layout !== 'key-groups' && layout !== 'per-window') {
+/**
+ * Refuses the retired per-window layout in one line naming the drain procedure (docs/windows.md "Draining the
+ * per-window layout"): its windows would otherwise never fire.
+ * @throws ConfigError when `OFFVIA_WINDOW_LAYOUT` is set to anything but `key-groups`
+ */
+function refuseRetiredLayout(env: Env): void {
+  const layout = readOptionalString(env, RETIRED_LAYOUT_VAR);
+  if (layout !== undefined && layout !== 'key-groups') {
     throw new ConfigError(
-      spec.name,
-      `expected key-groups or per-window, got ${JSON.stringify(layout)}`,
+      RETIRED_LAYOUT_VAR,
+      `${JSON.stringify(layout)} is retired, key groups are the only layout: drain per-window windows with the previous release first (docs/windows.md#draining-the-per-window-layout), then unset it`,
     );
   }
-  return layout;
 }
 
 function readName(env: Env, spec: NameVarSpec): string {
@@ -619,7 +600,7 @@ function readHoldSource(
 
 /**
  * Session windows (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), refusing the variables that do not apply to them: the
- * window size, period and offset (sessions have none), the per-window layout and group shards (a key's sessions are
+ * window size, period and offset (sessions have none) and group shards (a key's sessions are
  * one document, merged in one transaction). `null` when sessions are off.
  * @throws ConfigError naming the variable that conflicts
  */
@@ -634,12 +615,6 @@ function readSessionGap(env: Env): number | null {
         `must be unset with session windows (OFFVIA_WINDOW_SESSION_GAP_MS=${gapMs}): sessions have no size, period or offset`,
       );
     }
-  }
-  if (readLayout(env) === 'per-window') {
-    throw new ConfigError(
-      v.layout.name,
-      'per-window is not offered with session windows (OFFVIA_WINDOW_SESSION_GAP_MS): sessions use their own layout, one document per key',
-    );
   }
   if (readIntVar(env, v.groupShards) !== 1) {
     throw new ConfigError(
@@ -659,6 +634,7 @@ function readSessionGap(env: Env): number | null {
  */
 export function loadWindowConfig(env: Env): WindowConfig {
   const v = WINDOW_VARS;
+  refuseRetiredLayout(env);
   const sessionGapMs = readSessionGap(env);
   const sizeMs = readIntVar(env, v.sizeMs);
   const periodMs = readIntVar(env, v.periodMs, { fallback: sizeMs, max: sizeMs });
@@ -707,8 +683,6 @@ export function loadWindowConfig(env: Env): WindowConfig {
     pipeline: readName(env, v.pipeline),
     strategy,
     watermarkPolicy,
-    shards: readIntVar(env, v.shards),
-    layout: readLayout(env),
     keyGroups: readIntVar(env, v.keyGroups),
     groupShards: readIntVar(env, v.groupShards),
     firePartitions: readIntVar(env, v.firePartitions),

@@ -1,4 +1,4 @@
-// Reads the Firestore side of the pipeline for the operator: window state, watermark, dedup ledger, dropped-late
+// Reads the Firestore side of the pipeline for the operator: window state, watermark, leases, dropped-late
 // counters and the schema-retry store, through the same adapters the functions use.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,8 +22,8 @@ export interface WindowNamespace {
 }
 
 /**
- * A window store over `namespace`, for the reads that do not look inside accumulators (watermark, ledger,
- * dropped-late counters); `parseAccumulator` is the aggregation's own check.
+ * A window store over `namespace`, for the reads that do not look inside accumulators (watermark, dropped-late
+ * counters); `parseAccumulator` is the aggregation's own check.
  */
 export function windowStoreAt(
   ctx: OpsContext,
@@ -98,17 +98,14 @@ export async function watermarkHolds(
 }
 
 /**
- * (key, window)s not yet CLOSED (their panes may still change): per-window layout records, plus the keys in the
- * bookkeeping of open key groups (key-groups layout: the documents with an event-time timer, read whole).
+ * (key, window)s not yet CLOSED (their panes may still change): the keys in the bookkeeping of open key groups (the
+ * documents with an event-time timer, read whole).
  */
 export async function countOpenWindows(
   ctx: OpsContext,
   namespace: WindowNamespace,
 ): Promise<number> {
   const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
-  const snap = await firestoreCall(ctx, 'open windows', () =>
-    base.collection(COLLECTIONS.windows).where('phase', 'in', ['EARLY', 'LATE']).count().get(),
-  );
   const groups = await firestoreCall(ctx, 'open key groups', () =>
     base
       .collection(GROUP_COLLECTIONS.groups)
@@ -120,7 +117,7 @@ export async function countOpenWindows(
     const w = d.get('w') as Record<string, { p?: unknown }> | undefined;
     keys += Object.values(w ?? {}).filter((e) => e.p === 'EARLY' || e.p === 'LATE').length;
   }
-  return snap.data().count + keys;
+  return keys;
 }
 
 /** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
@@ -138,26 +135,32 @@ export async function droppedLate(
 }
 
 /**
- * The last fireWindows lease of one windowed pipeline: who took it, its fencing token (one per run) and when it was
- * taken (epoch ms); `null` before the first run.
+ * The last fireWindows lease of one windowed pipeline: the newest of its partition leases (`meta/fireWindowsLease~p{n}`,
+ * read with the other few `meta` documents): who took it, its fencing token (one per run and partition) and when it
+ * was taken (epoch ms); `null` before the first run.
  */
 export async function fireWindowsLease(
   ctx: OpsContext,
   namespace: WindowNamespace,
 ): Promise<{ holder: string; fence: number; acquiredAtMs: number } | null> {
   const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
-  const snap = await firestoreCall(ctx, 'fireWindows lease', () =>
-    base.collection(COLLECTIONS.meta).doc('fireWindowsLease').get(),
+  const snap = await firestoreCall(ctx, 'fireWindows leases', () =>
+    base.collection(COLLECTIONS.meta).get(),
   );
-  const data = snap.data() as
-    { holder?: unknown; fence?: unknown; acquired_at_ms?: unknown } | undefined;
-  if (!data || typeof data.acquired_at_ms !== 'number') return null;
-  // acquired_at_ms is the run's processing clock: the demo's fast-forwarded run shows here as a time ahead.
-  return {
-    holder: String(data.holder),
-    fence: Number(data.fence),
-    acquiredAtMs: data.acquired_at_ms,
-  };
+  let newest: { holder: string; fence: number; acquiredAtMs: number } | null = null;
+  for (const d of snap.docs) {
+    const acquired: unknown = d.get('acquired_at_ms');
+    if (!d.id.startsWith('fireWindowsLease') || typeof acquired !== 'number') continue;
+    // acquired_at_ms is the run's processing clock: the demo's fast-forwarded run shows here as a time ahead.
+    if (newest === null || acquired > newest.acquiredAtMs) {
+      newest = {
+        holder: String(d.get('holder')),
+        fence: Number(d.get('fence')),
+        acquiredAtMs: acquired,
+      };
+    }
+  }
+  return newest;
 }
 
 /**
@@ -181,29 +184,6 @@ export async function retryStoreRows(
     out.push({ table, rows });
   }
   return out;
-}
-
-/** The dedup ledger entry of an event id, as stored (`null` when the event was never counted in a window). */
-export async function ledgerEntry(
-  ctx: OpsContext,
-  eventId: string,
-  store: FirestoreWindowStore<JsonValue>,
-): Promise<Record<string, unknown> | null> {
-  const snap = await firestoreCall(ctx, 'dedup ledger', () => store.ledgerRef(eventId).get());
-  return snap.exists ? (snap.data() ?? null) : null;
-}
-
-/** A window's bookkeeping document (`windows/{key}~{windowId}`), or `null`. */
-export async function windowDoc(
-  ctx: OpsContext,
-  docId: string,
-  namespace: WindowNamespace,
-): Promise<Record<string, unknown> | null> {
-  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
-  const snap = await firestoreCall(ctx, 'window state', () =>
-    base.collection(COLLECTIONS.windows).doc(docId).get(),
-  );
-  return snap.exists ? (snap.data() ?? null) : null;
 }
 
 /** A line of a local log: the service (log file name) and the line as written. */

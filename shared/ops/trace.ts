@@ -6,44 +6,34 @@ import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
-import { keyIdPart } from '../state/ids';
 import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
 import { cellText, keyValues, plainRow, section, table, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
-import {
-  ledgerEntry,
-  localLogLines,
-  pipelineLogs,
-  retryStoreRows,
-  windowDoc,
-  windowStoreAt,
-  type LogLine,
-} from './state-reader';
+import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
 type Row = Record<string, unknown>;
 
 /** Most rows a trace reads per layer (a booking_id with a long history stays readable). */
 const MAX_ROWS = 50;
 
-/** One aggregation's dedup entry for an event, with the windows it was counted in and their state. */
+/** What one aggregation's state says about an event: its key, outcome and the windows it was assigned to. */
 export interface TraceWindows {
   /** The aggregation (windowed pipeline) name. */
   aggregation: string;
   eventId: string;
-  /** The message that first delivered the event, as the ledger says; `null` when only the key groups know it. */
+  /** The message that delivered the event's Silver row; `null` when the row names none. */
   messageId: string | null;
   /** The key the event was counted under (a route, a device id, a region). */
   key: string;
   /** `counted` or `dropped` (too late for every window). */
   outcome: string;
-  appliedAt: string | null;
   /**
-   * The windows `windowStart_windowEnd` (epoch ms); phase and panes emitted where a per-window record keeps them.
-   * For session windows these are the event's own proto-sessions, before merging.
+   * The windows `windowStart_windowEnd` (epoch ms). For session windows these are the event's own proto-sessions,
+   * before merging.
    */
-  windows: { windowId: string; phase: string | null; panesEmitted: number | null }[];
+  windows: { windowId: string }[];
 }
 
 /** Everything `trace` found; `--json` prints it as is (rows as plain values, times RFC 3339 UTC). */
@@ -63,7 +53,7 @@ export interface TraceReport {
   retryStore: Row[];
   /** Per aggregation, the dedup entries and windows of the event ids. */
   windows: TraceWindows[];
-  /** Gold panes of those windows, each with its `aggregation`, `event_id` and `includes_event`. */
+  /** Gold panes of those windows, each with its `aggregation` and `event_id`. */
   gold: Row[];
   logs: LogLine[];
   /** Where the log lines are when they cannot be read here (the cloud). */
@@ -254,8 +244,7 @@ export async function trace(
 }
 
 /**
- * What one aggregation's state says about an event: its per-window ledger document with the windows it links, else
- * the outcome kept in its key-group documents (`GroupedFirestoreWindowStore.eventOutcome`, the store built as the
+ * What one aggregation's state says about an event: the outcome kept in its key-group documents (`GroupedFirestoreWindowStore.eventOutcome`, the store built as the
  * pipeline runtime builds it: the aggregation's namespace, shards and trigger delays, `OFFVIA_WINDOW_KEY_GROUPS`),
  * with the key from the Silver row (`operatorColumns.aggregations`) and the windows from its event time. `null` when
  * the state never saw the event here (or its tombstones expired).
@@ -272,32 +261,6 @@ async function windowsOf(
   if (aggregation === undefined) return null;
   const namespace = aggregationNamespace(pipeline, aggregation);
   const parse = (v: unknown): JsonValue => aggregation.parseAccumulator(v);
-  const entry = await ledgerEntry(ctx, eventId, windowStoreAt(ctx, namespace, parse));
-  if (entry !== null) {
-    const key = String(entry.key);
-    const windowIds = Array.isArray(entry.window_ids) ? entry.window_ids.map(String) : [];
-    return {
-      aggregation: aggregation.name,
-      eventId,
-      messageId: typeof entry.message_id === 'string' ? entry.message_id : null,
-      key,
-      outcome: String(entry.outcome),
-      appliedAt:
-        typeof entry.applied_at_ms === 'number'
-          ? new Date(entry.applied_at_ms).toISOString()
-          : null,
-      windows: await Promise.all(
-        windowIds.map(async (windowId) => {
-          const doc = await windowDoc(ctx, `${keyIdPart(key)}~${windowId}`, namespace);
-          return {
-            windowId,
-            phase: doc === null ? null : String(doc.phase),
-            panesEmitted: doc === null ? null : Number(doc.panes_emitted),
-          };
-        }),
-      ),
-    };
-  }
   const s = pipeline.operatorColumns.silver;
   const keyOf = pipeline.operatorColumns.aggregations[aggregation.name];
   const row = silver.find((r) => String(r[s.eventId]) === eventId);
@@ -327,18 +290,12 @@ async function windowsOf(
     messageId: typeof row[s.messageId] === 'string' ? String(row[s.messageId]) : null,
     key,
     outcome,
-    appliedAt: null,
-    windows: assigned.map((w) => ({
-      windowId: `${w.startMs}_${w.endMs}`,
-      phase: null,
-      panesEmitted: null,
-    })),
+    windows: assigned.map((w) => ({ windowId: `${w.startMs}_${w.endMs}` })),
   };
 }
 
 /**
- * The gold panes of the traced windows, each marked with whether it counts the event: a pane counts it when it was
- * emitted after the event was applied (always, when the apply time is unknown).
+ * The gold panes of the traced windows, for the event's key, each with the aggregation and the traced event id.
  */
 async function goldPanes(
   ctx: OpsContext,
@@ -359,13 +316,11 @@ async function goldPanes(
       { pipeline: aggregation.name, key: w.key, starts },
       { pipeline: 'STRING', key: 'STRING', starts: ['INT64'] },
     );
-    const appliedMs = w.appliedAt === null ? 0 : Date.parse(w.appliedAt);
     for (const r of rows) {
       gold.push({
         aggregation: w.aggregation,
         ...plainRow(r),
         event_id: w.eventId,
-        includes_event: Date.parse(cellText(r.emitted_at)) >= appliedMs,
       });
     }
   }
@@ -449,13 +404,7 @@ export function formatTrace(r: TraceReport): string {
                 ['first delivered by', w.messageId ?? ''],
                 ['key', w.key],
                 ['outcome', w.outcome],
-                ['applied at', w.appliedAt],
-                [
-                  'windows',
-                  w.windows
-                    .map((x) => `${x.windowId} ${x.phase ?? 'gone'} (${x.panesEmitted ?? 0} panes)`)
-                    .join('; '),
-                ],
+                ['windows', w.windows.map((x) => x.windowId).join('; ')],
               ]),
             )
             .join('\n'),

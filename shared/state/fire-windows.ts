@@ -4,25 +4,13 @@
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
-import {
-  compareWindows,
-  windowId,
-  type IntervalWindow,
-  type JsonValue,
-  type WatermarkHold,
-} from '../windowing';
+import { type IntervalWindow, type JsonValue, type WatermarkHold } from '../windowing';
 import type { KeyedWindows } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { SessionStore } from './session-store';
 import type { SessionWindows } from './session-windows';
 import type { WatermarkTracker } from './watermark-tracker';
-import {
-  LeaseLostError,
-  type Lease,
-  type OutboxPane,
-  type WindowAddress,
-  type WindowStore,
-} from './window-store';
+import { LeaseLostError, type Lease, type OutboxPane, type WindowStore } from './window-store';
 
 /** Wiring and limits of a fireWindows run. */
 export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
@@ -55,7 +43,7 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
   /**
    * The key-groups layout: the store's key groups are split into `partitions` (group mod partitions), each fired
    * under its own lease, so concurrent runs share the work. `only` limits a run to some partitions (default all,
-   * starting at a random one). Absent: the per-window layout (one lease, `store` and `keyed` as they are).
+   * starting at a random one). Either this or `sessions` must be given.
    */
   readonly groups?: {
     readonly store: KeyGroupStore;
@@ -69,19 +57,6 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
    * windows, which stay empty; partitioned by the key's group as the key-groups layout is.
    */
   readonly sessions?: SessionFiring<In, Acc, Out>;
-  /**
-   * Windows of the per-window layout still open after an update to key groups: fired with the per-window code path
-   * under the pipeline's lease until none remains (docs/windows.md, migration).
-   */
-  readonly legacy?: {
-    readonly store: WindowStore<Acc>;
-    readonly keyed: KeyedWindows<In, Acc, Out>;
-    /**
-     * Whether per-window layout windows may still be open (given the run's watermark, epoch ms); absent: always.
-     * When false the run skips the per-window queries and lease.
-     */
-    readonly active?: (watermarkMs: number) => Promise<boolean>;
-  };
 }
 
 /** What fireWindows needs of the session layout. */
@@ -94,15 +69,18 @@ export interface SessionFiring<In, Acc extends JsonValue, Out> {
   readonly partitionsInFlight?: number;
 }
 
-/** What fireWindows needs of a key-groups store. */
+/** What fireWindows and its timer loop need of a key-groups store (`GroupedFirestoreWindowStore`). */
 export interface KeyGroupStore {
   readonly keyGroups: number;
+  /** Key groups of `groups` with a timer due at the watermark or processing time (epoch ms), at most `limit`. */
   findGroupsDue(
     groups: readonly number[],
     watermarkMs: number,
     processingTimeMs: number,
     limit: number,
   ): Promise<{ window: IntervalWindow; group: number }[]>;
+  /** The earliest processing-time deadline of any key (epoch ms), `null` when none is pending. */
+  nextTimers(): Promise<{ processingTimeMs: number | null }>;
 }
 
 /** The hold part of a run summary. */
@@ -168,8 +146,7 @@ interface UnitFired {
 /**
  * A layout as the firing loop sees it: its state is spread over `partitions`, each fired under its own lease
  * (`leaseName`), and a partition's due units are found by `findDue` and fired one transaction each by `fire`.
- * Key groups and session keys are partitioned by key group (group mod partitions); the per-window layout is one
- * partition under the pipeline's single lease.
+ * Key groups and session keys are both partitioned by key group (group mod partitions).
  */
 interface Firing<U> {
   readonly partitions: number;
@@ -199,6 +176,19 @@ type Counts = {
     >
   ]-?: number;
 };
+
+/**
+ * The key groups of a run that fires no session layout.
+ * @throws Error when neither `groups` nor `sessions` is wired (a composition bug: the per-window layout is retired)
+ */
+export function keyGroupsOf<In, Acc extends JsonValue, Out>(
+  deps: FireWindowsDeps<In, Acc, Out>,
+): NonNullable<FireWindowsDeps<In, Acc, Out>['groups']> {
+  if (deps.groups === undefined) {
+    throw new Error(`fireWindows of ${deps.pipeline}: neither key groups nor sessions are wired`);
+  }
+  return deps.groups;
+}
 
 /** The partition lease of the key-groups and session layouts. */
 function partitionLease(partition: number): string {
@@ -267,38 +257,6 @@ function sessionFiring<In, Acc extends JsonValue, Out>(
       return { due: 1, fired, closed: result.closed, panes: result.panes };
     },
     where: (key) => ({ key, windowStartMs: 0, windowEndMs: 0 }),
-  };
-}
-
-/** The per-window layout: one partition under the pipeline's lease, a unit is one (key, window). */
-function perWindowFiring<In, Acc extends JsonValue, Out>(
-  deps: FireWindowsDeps<In, Acc, Out>,
-  store: WindowStore<Acc>,
-  keyed: KeyedWindows<In, Acc, Out>,
-): Firing<WindowAddress> {
-  return {
-    partitions: 1,
-    partitionsInFlight: 1,
-    leaseName: () => undefined,
-    findDue: async (_partition, watermarkMs, pt) => {
-      const found = [
-        ...(await store.findWindowsDue('endOfWindow', watermarkMs, deps.maxWindows)),
-        ...(await store.findWindowsDue('gc', watermarkMs, deps.maxWindows)),
-        ...(deps.processingTimeDelayMs === null
-          ? []
-          : await store.findPendingSince(pt - deps.processingTimeDelayMs, deps.maxWindows)),
-      ];
-      const unique = new Map(found.map((a) => [addressId(a), a]));
-      return [...unique.values()]
-        .sort((a, b) => compareWindows(a.window, b.window) || a.key.localeCompare(b.key))
-        .slice(0, deps.maxWindows);
-    },
-    fire: async (address, watermarkMs, pt, lease) => {
-      const result = await keyed.fireWindow(address, watermarkMs, pt, lease);
-      const fired = result.panes.length > 0 || result.closed ? 1 : 0;
-      return { due: 1, fired, closed: result.closed ? 1 : 0, panes: result.panes };
-    },
-    where: (a) => ({ key: a.key, windowStartMs: a.window.startMs, windowEndMs: a.window.endMs }),
   };
 }
 
@@ -421,14 +379,9 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
   return { held, stopped, fence };
 }
 
-function addressId(a: WindowAddress): string {
-  return `${a.key}|${windowId(a.window)}`;
-}
-
 /**
- * One run, for every layout: advances the watermark once (behind the backlog's hold), drains the per-window
- * layout's windows still open after an update to key groups (migration), then runs the firing loop over the
- * layout's partitions. Safe when several run at once: a partition is fired only under its lease, each firing is a
+ * One run, for every layout: advances the watermark once (behind the backlog's hold), then runs the firing loop
+ * over the layout's partitions. Safe when several run at once: a partition is fired only under its lease, each firing is a
  * transaction over the unit's documents (a firing cannot happen twice), and pane rows carry stable insertIds.
  * `status` is `busy` when every partition was leased by another run.
  * @throws TransientError when the watermark, a lease or a query fails; errors of a single unit are counted
@@ -462,11 +415,6 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
       nowMs: pt,
     });
   }
-  const { legacy } = deps;
-  if (legacy !== undefined && (legacy.active === undefined || (await legacy.active(watermarkMs)))) {
-    const firing = perWindowFiring(deps, legacy.store, legacy.keyed);
-    await fireLoop(deps, legacy.store, firing, watermarkMs, pt, counts);
-  }
   const loop =
     deps.sessions !== undefined
       ? await fireLoop(
@@ -477,23 +425,14 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
           pt,
           counts,
         )
-      : deps.groups !== undefined
-        ? await fireLoop(
-            deps,
-            deps.store,
-            keyGroupFiring(deps, deps.groups),
-            watermarkMs,
-            pt,
-            counts,
-          )
-        : await fireLoop(
-            deps,
-            deps.store,
-            perWindowFiring(deps, deps.store, deps.keyed),
-            watermarkMs,
-            pt,
-            counts,
-          );
+      : await fireLoop(
+          deps,
+          deps.store,
+          keyGroupFiring(deps, keyGroupsOf(deps)),
+          watermarkMs,
+          pt,
+          counts,
+        );
   const summary: FireWindowsSummary = {
     ...counts,
     status: loop.held === 0 ? 'busy' : loop.stopped ? 'partial' : 'done',

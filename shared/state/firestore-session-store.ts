@@ -16,7 +16,6 @@ import type {
   SessionTransaction,
   StoredSessionKey,
 } from './session-store';
-import { LeaseLostError, type Lease } from './window-store';
 
 /** The session layout's collection under `{root}/{pipeline}`. */
 export const SESSION_COLLECTION = 'sessionKeys';
@@ -64,7 +63,7 @@ const StateJson = v.object({
  *   pane bookkeeping and contribution, the key's watermark and processing-time clamps), `seen` (session id → its
  *   events' concatenated 16-character dedup ids), timers `event_timer_ms` / `processing_timer_ms` (fireWindows'
  *   single-field range queries). Deleted when the key's last session is garbage-collected.
- * Everything else (watermark, leases, `droppedLate`, `paneOutbox`) is the per-window layout's (inherited), so the
+ * Everything else (watermark, leases, `droppedLate`, `paneOutbox`) is the shared documents' (inherited), so the
  * pane emitter and the outbox re-emission work unchanged.
  */
 export class FirestoreSessionStore<Acc extends JsonValue>
@@ -87,11 +86,6 @@ export class FirestoreSessionStore<Acc extends JsonValue>
   sessionRef(key: string): DocumentReference {
     const group = keyGroupOf(key, this.sessionOptions.keyGroups);
     return this.collection(SESSION_COLLECTION).doc(`g${group}~${keyIdPart(key)}`);
-  }
-
-  /** A lease document under `meta/`. */
-  leaseDoc(name: string): DocumentReference {
-    return this.collection('meta').doc(name);
   }
 
   /** Parses a session document. @throws TransientError naming the document when it is malformed */
@@ -226,21 +220,6 @@ class SessionAttempt<Acc extends JsonValue>
     return snap.exists
       ? this.sessions.sessionOf(`${SESSION_COLLECTION}/${ref.id}`, snap.data())
       : null;
-  }
-
-  /** Checks the named lease (`lease.name`, default the pipeline's) in this transaction. */
-  override async checkLease(lease: Lease): Promise<void> {
-    const name = lease.name ?? 'fireWindowsLease';
-    const snap = await this.sessions.sdk(() => this.tx.get(this.sessions.leaseDoc(name)));
-    this.sessions.metrics.reads++;
-    const fence: unknown = snap.get('fence');
-    const holder: unknown = snap.get('holder');
-    if (!snap.exists || fence !== lease.fence || holder !== lease.holder) {
-      throw new LeaseLostError(
-        `fireWindows lease ${name} (fence ${lease.fence}) is lost: it is at fence ${String(fence)} held by ` +
-          String(holder),
-      );
-    }
   }
 
   putSessionKey(record: StoredSessionKey<Acc>, timers: SessionTimers): void {

@@ -1,5 +1,5 @@
-// WindowStore on Firestore: one pipeline's window state, dedup ledger, dropped-late counters, pane outbox,
-// watermark and fireWindows lease, under `{root}/{pipeline}`.
+// The documents every Firestore window store shares, under `{root}/{pipeline}`: watermark, fireWindows leases,
+// dropped-late counters, pane outbox, and the transaction runner; the key-groups and session stores build on it.
 import {
   FieldValue,
   Timestamp,
@@ -12,29 +12,24 @@ import {
 import * as v from 'valibot';
 import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
-import {
-  windowId,
-  type IntervalWindow,
-  type JsonValue,
-  type WatermarkState,
-  type WindowContribution,
-} from '../windowing';
-import { keyIdPart, ledgerDocId, shardDocId, windowDocId } from './ids';
+import type { JsonValue, WatermarkState } from '../windowing';
+import { keyIdPart } from './ids';
 import {
   LeaseLostError,
   type DroppedCounter,
   type DroppedIncrement,
-  type LedgerEntry,
   type Lease,
+  type LedgerEntry,
   type OutboxPane,
   type ShardAddress,
   type StoredShard,
   type StoredWatermark,
   type StoredWindow,
-  type TransactionResult,
   type WindowAddress,
+  type WindowReadRequest,
+  type WindowReadResult,
+  type TransactionResult,
   type WindowStore,
-  type WindowTimer,
   type WindowTransaction,
 } from './window-store';
 
@@ -43,8 +38,13 @@ const ALREADY_EXISTS = 6;
 const FAILED_PRECONDITION = 9;
 const NOT_FOUND = 5;
 
-/** Collection names under `{root}/{pipeline}`. `eventLedger` and `droppedLate` carry the TTL field `expireAt`. */
+/**
+ * Collection names under `{root}/{pipeline}`. `droppedLate` carries the TTL field `expireAt`; so does `eventLedger`,
+ * the retired per-window layout's dedup ledger, which no code writes any more (the deploy keeps its TTL policy so
+ * that a drained deployment's entries expire, docs/windows.md "Draining the per-window layout").
+ */
 export const COLLECTIONS = {
+  /** The retired per-window layout's records and shards: written by no code, kept so teardown deletes them. */
   windows: 'windows',
   shards: 'shards',
   ledger: 'eventLedger',
@@ -65,13 +65,11 @@ export interface StoreMetrics {
   writes: number;
   /** Document deletes committed (Firestore bills them apart; TTL deletes are not counted here). */
   deletes: number;
-  /** Transactions refused because a ledger entry existed. */
-  ledgerConflicts: number;
 }
 
 /** A fresh, zeroed metrics record. */
 export function newStoreMetrics(): StoreMetrics {
-  return { transactions: 0, attempts: 0, reads: 0, writes: 0, deletes: 0, ledgerConflicts: 0 };
+  return { transactions: 0, attempts: 0, reads: 0, writes: 0, deletes: 0 };
 }
 
 /** Options of the adapter. */
@@ -89,29 +87,6 @@ export interface FirestoreWindowStoreOptions<Acc extends JsonValue> {
 }
 
 const int = v.pipe(v.number(), v.safeInteger());
-const WindowDoc = v.object({
-  key: v.string(),
-  window_start_ms: int,
-  window_end_ms: int,
-  phase: v.picklist(['EARLY', 'LATE', 'CLOSED']),
-  panes_emitted: int,
-  non_early_panes_emitted: int,
-  shard_count: v.pipe(int, v.minValue(1)),
-  end_of_window_timer_ms: v.nullable(int),
-  gc_timer_ms: int,
-  pane_first_element_at_ms: v.nullable(int),
-  watermark_ms: int,
-  processing_time_ms: int,
-});
-const ShardDoc = v.object({
-  key: v.string(),
-  window_start_ms: int,
-  window_end_ms: int,
-  shard: int,
-  accumulator_json: v.string(),
-  elements_in_pane: int,
-  first_element_in_pane_at_ms: v.nullable(int),
-});
 const WatermarkDoc = v.object({
   watermark_ms: int,
   max_event_time_ms: v.nullable(int),
@@ -155,18 +130,13 @@ function codeOf(err: unknown): unknown {
 }
 
 /**
- * Firestore layout (`{root}/{pipeline}/…`, snake_case fields, times in epoch ms):
- * - `windows/{key}~{start}_{end}`: pane bookkeeping (`phase`, `panes_emitted`, `non_early_panes_emitted`,
- *   `shard_count`, timers `end_of_window_timer_ms` / `gc_timer_ms`, last `watermark_ms` / `processing_time_ms`);
- * - `shards/{key}~{start}_{end}~{n}`: one shard's contribution (`accumulator_json`, `elements_in_pane`,
- *   `first_element_in_pane_at_ms`);
- * - `eventLedger/{sha256(event_id)}`: dedup ledger (`event_id`, `message_id`, `key`, `window_ids`, `outcome`,
- *   `applied_at_ms`, TTL field `expireAt`);
+ * Firestore layout of the shared documents (`{root}/{pipeline}/…`, snake_case fields, times in epoch ms):
  * - `droppedLate/{window_start_ms}~{key}~{shard}`: too-late counters (`count`, `expired_window`, `closed_window`,
  *   TTL `expireAt`), summed per window start by `readDropped`;
  * - `paneOutbox/{insertId}`: panes committed but not yet in the gold table;
- * - `meta/watermark` and `meta/fireWindowsLease`.
- * Every query is a single-field range on one collection, so Firestore's automatic indexes serve them.
+ * - `meta/watermark` and the leases `meta/fireWindowsLease~p{n}` (fireWindows' partitions).
+ * The window state itself is the subclass's (`GroupedFirestoreWindowStore`, `FirestoreSessionStore`): their attempts
+ * implement the (key, window) operations of `WindowTransaction`; this class alone reads and writes only the above.
  */
 export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
   protected readonly base: DocumentReference;
@@ -189,32 +159,13 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return this.base.collection(name);
   }
 
-  /** The bookkeeping document of a (key, window). */
-  windowRef(a: WindowAddress): DocumentReference {
-    return this.collection(COLLECTIONS.windows).doc(windowDocId(a.key, a.window));
-  }
-
-  /** One shard document of a (key, window). */
-  shardRef(a: ShardAddress): DocumentReference {
-    return this.collection(COLLECTIONS.shards).doc(shardDocId(a.key, a.window, a.shard));
-  }
-
-  /** The dedup ledger document of an event id (hashed: producer ids may contain '/'). */
-  ledgerRef(eventId: string): DocumentReference {
-    return this.collection(COLLECTIONS.ledger).doc(ledgerDocId(eventId));
-  }
-
   private get watermarkRef(): DocumentReference {
     return this.collection(COLLECTIONS.meta).doc('watermark');
   }
 
-  private get leaseRef(): DocumentReference {
-    return this.collection(COLLECTIONS.meta).doc('fireWindowsLease');
-  }
-
-  /** A lease document under `meta/` (`fireWindowsLease`, or a partition's `fireWindowsLease~p<n>`). */
-  private leaseRefOf(name: string | undefined): DocumentReference {
-    return name === undefined ? this.leaseRef : this.collection(COLLECTIONS.meta).doc(name);
+  /** A lease document under `meta/` (a partition's `fireWindowsLease~p<n>`; default `fireWindowsLease`). */
+  leaseRefOf(name: string | undefined): DocumentReference {
+    return this.collection(COLLECTIONS.meta).doc(name ?? 'fireWindowsLease');
   }
 
   /** Tags errors of Firestore calls made inside a transaction callback, so `transact` can tell them from ours. */
@@ -284,15 +235,11 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
       return { kind: 'committed', value, attempts };
     } catch (err) {
       if (own !== undefined && own.error === err) throw err;
-      if (codeOf(err) === ALREADY_EXISTS && attempt?.createsLedger) {
-        this.metrics.ledgerConflicts++;
-        return { kind: 'ledger_conflict', attempts };
-      }
       throw new TransientError(`firestore ${operation}`, errorText(err), { cause: err });
     }
   }
 
-  /** One attempt's transaction object (layouts override it). */
+  /** One attempt's transaction object (layouts override it with their own (key, window) operations). */
   protected newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
     return new FirestoreTransaction(tx, this);
   }
@@ -400,87 +347,6 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     );
   }
 
-  /**
-   * What the dedup state says about an event: `counted`, `dropped` (too late for all its windows) or `null` (no
-   * ledger entry). The per-window layout reads the event's ledger document; `key` and `windows` (the event's) are
-   * what the key-groups layout needs to find it.
-   * @throws TransientError when Firestore fails
-   */
-  async eventOutcome(
-    eventId: string,
-    _key: string,
-    _windows: readonly IntervalWindow[],
-  ): Promise<'counted' | 'dropped' | null> {
-    return this.call('read dedup ledger', async () => {
-      const snap = await this.ledgerRef(eventId).get();
-      this.metrics.reads++;
-      if (!snap.exists) return null;
-      return snap.get('outcome') === 'dropped' ? 'dropped' : 'counted';
-    });
-  }
-
-  /** Whether any (key, window) record exists (one query, `limit(1)`: 1 document read). */
-  async hasWindows(): Promise<boolean> {
-    return this.call('query any window', async () => {
-      const snap = await this.collection(COLLECTIONS.windows).limit(1).get();
-      this.metrics.reads += 1;
-      return !snap.empty;
-    });
-  }
-
-  async findWindowsDue(
-    timer: WindowTimer,
-    beforeMs: number,
-    limit: number,
-  ): Promise<WindowAddress[]> {
-    const field = timer === 'endOfWindow' ? 'end_of_window_timer_ms' : 'gc_timer_ms';
-    return this.call(`query windows by ${field}`, async () => {
-      const snap = await this.collection(COLLECTIONS.windows)
-        .where(field, '<', beforeMs)
-        .orderBy(field)
-        .limit(limit)
-        .get();
-      this.metrics.reads += Math.max(1, snap.size);
-      return snap.docs.map((d) => {
-        const doc = this.parse(`windows/${d.id}`, WindowDoc, d.data());
-        return { key: doc.key, window: { startMs: doc.window_start_ms, endMs: doc.window_end_ms } };
-      });
-    });
-  }
-
-  async findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]> {
-    return this.call('query pending shards', async () => {
-      const snap = await this.collection(COLLECTIONS.shards)
-        .where('first_element_in_pane_at_ms', '<=', atOrBeforeMs)
-        .orderBy('first_element_in_pane_at_ms')
-        .limit(limit)
-        .get();
-      this.metrics.reads += Math.max(1, snap.size);
-      const found = new Map<string, WindowAddress>();
-      for (const d of snap.docs) {
-        const doc = this.parse(`shards/${d.id}`, ShardDoc, d.data());
-        const window = { startMs: doc.window_start_ms, endMs: doc.window_end_ms };
-        found.set(`${doc.key}|${windowId(window)}`, { key: doc.key, window });
-      }
-      return [...found.values()];
-    });
-  }
-
-  async earliestPendingSinceMs(): Promise<number | null> {
-    return this.call('query earliest pending shard', async () => {
-      // The range filter keeps out shards whose pane is empty (null sorts before every number in Firestore).
-      const snap = await this.collection(COLLECTIONS.shards)
-        .where('first_element_in_pane_at_ms', '>=', Number.MIN_SAFE_INTEGER)
-        .orderBy('first_element_in_pane_at_ms')
-        .limit(1)
-        .get();
-      this.metrics.reads += Math.max(1, snap.size);
-      const first = snap.docs[0];
-      if (first === undefined) return null;
-      return this.parse(`shards/${first.id}`, ShardDoc, first.data()).first_element_in_pane_at_ms;
-    });
-  }
-
   async listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]> {
     return this.call('list pane outbox', async () => {
       const snap = await this.collection(COLLECTIONS.outbox)
@@ -560,173 +426,71 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return result.output;
   }
 
-  /** Parses a window record. */
-  windowOf(where: string, data: unknown): StoredWindow {
-    const doc = this.parse(where, WindowDoc, data);
-    return {
-      key: doc.key,
-      window: { startMs: doc.window_start_ms, endMs: doc.window_end_ms },
-      pane: {
-        phase: doc.phase,
-        panesEmitted: doc.panes_emitted,
-        nonEarlyPanesEmitted: doc.non_early_panes_emitted,
-      },
-      shardCount: doc.shard_count,
-      endOfWindowTimerMs: doc.end_of_window_timer_ms,
-      gcTimerMs: doc.gc_timer_ms,
-      paneFirstElementAtMs: doc.pane_first_element_at_ms,
-      watermarkMs: doc.watermark_ms,
-      processingTimeMs: doc.processing_time_ms,
-    };
-  }
-
-  /** Parses a shard. */
-  shardOf(where: string, data: unknown): StoredShard<Acc> {
-    const doc = this.parse(where, ShardDoc, data);
-    let accumulator: Acc;
-    try {
-      accumulator = this.options.parseAccumulator(JSON.parse(doc.accumulator_json));
-    } catch (err) {
-      throw new TransientError(
-        `firestore read ${this.options.pipeline}/${where}`,
-        `malformed accumulator: ${errorText(err)}`,
-      );
-    }
-    const contribution: WindowContribution<Acc> = {
-      accumulator,
-      elementsInPane: doc.elements_in_pane,
-      firstElementInPaneAtMs: doc.first_element_in_pane_at_ms,
-    };
-    return {
-      key: doc.key,
-      window: { startMs: doc.window_start_ms, endMs: doc.window_end_ms },
-      shard: doc.shard,
-      contribution,
-    };
-  }
-
-  /** Reads the lease in `tx` and throws LeaseLostError unless it is still `lease`. */
+  /**
+   * Reads the lease named `lease.name` (default `fireWindowsLease`) in `tx`.
+   * @throws LeaseLostError unless it is still `lease` (holder and fence)
+   */
   async checkLease(tx: Transaction, lease: Lease): Promise<void> {
-    const snap = await this.sdk(() => tx.get(this.leaseRef));
+    const ref = this.leaseRefOf(lease.name);
+    const snap = await this.sdk(() => tx.get(ref));
     this.metrics.reads++;
-    const doc = snap.exists ? this.parse('meta/fireWindowsLease', LeaseDoc, snap.data()) : null;
+    const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
     if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) {
       throw new LeaseLostError(
-        `fireWindows lease (fence ${lease.fence}) is lost: the lease is at fence ${String(doc?.fence)} held by ` +
+        `fireWindows lease ${ref.id} (fence ${lease.fence}) is lost: it is at fence ${String(doc?.fence)} held by ` +
           String(doc?.holder),
       );
     }
   }
 }
 
-/** One attempt of a transaction, mapping the port's records to documents. */
+/** The error of a (key, window) operation on a store that keeps none (the shared documents, or sessions). */
+function noWindowState(operation: string): Error {
+  return new Error(
+    `${operation}: this store keeps no (key, window) state (a layout's attempt implements it)`,
+  );
+}
+
+/**
+ * One attempt of a transaction: the shared writes (dropped-late counters, outbox panes) and the lease check. A
+ * layout's attempt overrides the (key, window) operations (`read`, `putWindow`, … of `WindowTransaction`); here
+ * they throw.
+ */
 export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<Acc> {
   /** Writes queued by this attempt (committed only if the attempt commits), deletes excluded. */
   writes = 0;
   /** Deletes queued by this attempt (Firestore bills them apart from writes). */
   deletes = 0;
-  /** The attempt creates ledger entries (an ALREADY_EXISTS at commit is then a duplicate event). */
-  createsLedger = false;
 
   constructor(
     protected readonly tx: Transaction,
     protected readonly store: FirestoreWindowStore<Acc>,
   ) {}
 
-  /** Queues buffered writes before the commit (this layout writes at once: nothing to do). */
+  /** Queues buffered writes before the commit (layouts that write at once have nothing to do). */
   finish(): void {}
 
-  async read(request: {
-    windows?: readonly WindowAddress[];
-    shards?: readonly ShardAddress[];
-    ledger?: readonly string[];
-  }): Promise<{
-    windows: (StoredWindow | null)[];
-    shards: (StoredShard<Acc> | null)[];
-    ledger: boolean[];
-  }> {
-    const windows = request.windows ?? [];
-    const shards = request.shards ?? [];
-    const ledger = request.ledger ?? [];
-    const refs = [
-      ...windows.map((w) => this.store.windowRef(w)),
-      ...shards.map((s) => this.store.shardRef(s)),
-      ...ledger.map((id) => this.store.ledgerRef(id)),
-    ];
-    if (refs.length === 0) return { windows: [], shards: [], ledger: [] };
-    const snaps = await this.store.sdk(() => this.tx.getAll(...refs));
-    this.store.metrics.reads += refs.length;
-    const w = snaps.slice(0, windows.length);
-    const s = snaps.slice(windows.length, windows.length + shards.length);
-    const l = snaps.slice(windows.length + shards.length);
-    return {
-      windows: w.map((snap) =>
-        snap.exists ? this.store.windowOf(snap.ref.path, snap.data()) : null,
-      ),
-      shards: s.map((snap) =>
-        snap.exists ? this.store.shardOf(snap.ref.path, snap.data()) : null,
-      ),
-      ledger: l.map((snap) => snap.exists),
-    };
+  read(_request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
+    return Promise.reject(noWindowState('read'));
+  }
+  putWindow(_record: StoredWindow): void {
+    throw noWindowState('putWindow');
+  }
+  deleteWindow(_address: WindowAddress, _watermarkMs?: number): void {
+    throw noWindowState('deleteWindow');
+  }
+  putShard(_shard: StoredShard<Acc>): void {
+    throw noWindowState('putShard');
+  }
+  deleteShard(_address: ShardAddress): void {
+    throw noWindowState('deleteShard');
+  }
+  createLedgerEntry(_entry: LedgerEntry): void {
+    throw noWindowState('createLedgerEntry');
   }
 
   checkLease(lease: Lease): Promise<void> {
     return this.store.checkLease(this.tx, lease);
-  }
-
-  putWindow(record: StoredWindow): void {
-    this.writes++;
-    this.tx.set(this.store.windowRef(record), {
-      key: record.key,
-      window_start_ms: record.window.startMs,
-      window_end_ms: record.window.endMs,
-      phase: record.pane.phase,
-      panes_emitted: record.pane.panesEmitted,
-      non_early_panes_emitted: record.pane.nonEarlyPanesEmitted,
-      shard_count: record.shardCount,
-      end_of_window_timer_ms: record.endOfWindowTimerMs,
-      gc_timer_ms: record.gcTimerMs,
-      pane_first_element_at_ms: record.paneFirstElementAtMs,
-      watermark_ms: record.watermarkMs,
-      processing_time_ms: record.processingTimeMs,
-    });
-  }
-
-  deleteWindow(address: WindowAddress): void {
-    this.deletes++;
-    this.tx.delete(this.store.windowRef(address));
-  }
-
-  putShard(shard: StoredShard<Acc>): void {
-    this.writes++;
-    this.tx.set(this.store.shardRef(shard), {
-      key: shard.key,
-      window_start_ms: shard.window.startMs,
-      window_end_ms: shard.window.endMs,
-      shard: shard.shard,
-      accumulator_json: JSON.stringify(shard.contribution.accumulator),
-      elements_in_pane: shard.contribution.elementsInPane,
-      first_element_in_pane_at_ms: shard.contribution.firstElementInPaneAtMs,
-    });
-  }
-
-  deleteShard(address: ShardAddress): void {
-    this.deletes++;
-    this.tx.delete(this.store.shardRef(address));
-  }
-
-  createLedgerEntry(entry: LedgerEntry): void {
-    this.writes++;
-    this.createsLedger = true;
-    this.tx.create(this.store.ledgerRef(entry.eventId), {
-      event_id: entry.eventId,
-      message_id: entry.messageId,
-      key: entry.key,
-      window_ids: [...entry.windowIds],
-      outcome: entry.outcome,
-      applied_at_ms: entry.appliedAtMs,
-      expireAt: Timestamp.fromMillis(entry.expireAtMs),
-    });
   }
 
   addDropped(increment: DroppedIncrement): void {

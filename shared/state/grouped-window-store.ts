@@ -21,12 +21,13 @@ import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPa
 import type {
   LedgerEntry,
   OutboxPane,
-  SeenProbe,
   ShardAddress,
   StoredShard,
   StoredWindow,
   TransactionResult,
   WindowAddress,
+  WindowReadRequest,
+  WindowReadResult,
   WindowTransaction,
 } from './window-store';
 
@@ -53,7 +54,7 @@ export interface GroupedWindowStoreOptions<
   /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`). */
   readonly keyGroups: number;
   /**
-   * Shards per key group (`OFFVIA_WINDOW_SHARDS`). With 1, a group's bookkeeping and contributions share one
+   * Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). With 1, a group's bookkeeping and contributions share one
    * document (a bundle reads and writes one document); with more, the bookkeeping has its own document (`~h`),
    * written only when a key's pane state changes, so bundles on different shards do not contend on it.
    */
@@ -338,7 +339,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
    * document in each of its windows and their spills, outside any transaction (`windows`: the event's windows).
    * @throws TransientError when Firestore fails
    */
-  override async eventOutcome(
+  async eventOutcome(
     eventId: string,
     key: string,
     windows: readonly IntervalWindow[],
@@ -370,8 +371,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         if (texts.some((t) => has(t.dropped))) outcome ??= 'dropped';
         else if (texts.some((t) => has(t.seen))) outcome = 'counted';
       }
-      // Windows still in the per-window layout (before the migration cutover) have ledger documents.
-      return outcome ?? (await super.eventOutcome(eventId, key, windows));
+      return outcome;
     });
   }
 
@@ -731,18 +731,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     return image.seenSet;
   }
 
-  override async read(request: {
-    windows?: readonly WindowAddress[];
-    shards?: readonly ShardAddress[];
-    ledger?: readonly string[];
-    seen?: readonly SeenProbe[];
-  }): Promise<{
-    windows: (StoredWindow | null)[];
-    shards: (StoredShard<Acc> | null)[];
-    ledger: boolean[];
-    seen?: boolean[];
-    floors?: (number | null)[];
-  }> {
+  override async read(request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
     if ((request.ledger ?? []).length > 0) {
       throw new Error('the key-groups layout keeps dedup in the state: read `seen`, not `ledger`');
     }

@@ -16,24 +16,6 @@ export function keyIdPart(key: string): string {
     : `h-${createHash('sha256').update(key, 'utf8').digest('hex').slice(0, 32)}`;
 }
 
-/** Document id of a (key, window) bookkeeping record: `<key>~<start>_<end>`. */
-export function windowDocId(key: string, window: IntervalWindow): string {
-  return `${keyIdPart(key)}~${windowId(window)}`;
-}
-
-/** Document id of one shard of a (key, window): `<key>~<start>_<end>~<shard>`. */
-export function shardDocId(key: string, window: IntervalWindow, shard: number): string {
-  return `${windowDocId(key, window)}~${shard}`;
-}
-
-/**
- * Document id of an event's dedup ledger entry: SHA-256 of the event id (hex). Producer ids are arbitrary text
- * (they may contain '/'), and hashed ids also spread writes over Firestore's key range.
- */
-export function ledgerDocId(eventId: string): string {
-  return createHash('sha256').update(eventId, 'utf8').digest('hex');
-}
-
 /**
  * The gold row's streaming insertId (and outbox document id): pipeline, window id, key and pane index, e.g.
  * `booking_routes_1m~1791382200000_1791382260000~JFK-LHR-USD~0`. A re-run of the same firing produces the same id, so

@@ -30,7 +30,6 @@ import { eventShardOf, keyGroupOf } from './ids';
 import {
   droppedIncrementsOf,
   outboxPaneOf,
-  type Lease,
   type OutboxPane,
   type ShardAddress,
   type StoredShard,
@@ -151,14 +150,6 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     this.pickShard = options.pickShard ?? ((n) => this.stickyShard % n);
   }
 
-  /** After a transaction: on contention, the default picker moves to another shard. */
-  private noteAttempts(attempts: number): void {
-    const n = this.options.shardCount;
-    if (attempts > 1 && n > 1) {
-      this.stickyShard = (this.stickyShard + 1 + Math.floor(Math.random() * (n - 1))) % n;
-    }
-  }
-
   /**
    * The shard an event's state and dedup id go to in a key-groups store: hash(event id) mod shards, so every
    * delivery of the event finds its id in the same document.
@@ -185,7 +176,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
 
   /**
    * Applies a bundle of elements of one key whose event times fall into the same windows. Elements with the same
-   * event id count once (later copies are `duplicate`), and so do elements whose ledger entry exists.
+   * event id count once (later copies are `duplicate`), and so do elements whose dedup id the state keeps.
    * @throws WindowingInputError when the bundle is empty or its elements have different windows (caller bug)
    * @throws TransientError when the store fails
    */
@@ -194,51 +185,9 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     elements: readonly WindowElement<In>[],
     watermark: WatermarkReader,
   ): Promise<BundleResult> {
-    const first = elements[0];
-    if (first === undefined) throw new WindowingInputError('empty bundle');
-    const windows = this.assign(first.timestampMs);
-    const ids = windows.map(windowId).join(',');
-    for (const e of elements) {
-      if (this.assign(e.timestampMs).map(windowId).join(',') !== ids) {
-        throw new WindowingInputError(`bundle mixes windows: ${e.eventId} is not in ${ids}`);
-      }
-    }
-    if (this.options.store.dedup === 'in-state') {
-      const [result] = await this.processGroupBundle([{ key, elements }], watermark);
-      if (result === undefined) throw new Error('group bundle returned no result');
-      return result;
-    }
-    const unique = new Map<string, WindowElement<In>>();
-    for (const e of elements) if (!unique.has(e.eventId)) unique.set(e.eventId, e);
-    const processingTimeMs = Math.max(...elements.map((e) => e.receivedAtMs));
-    const fresh = [...unique.values()];
-    let result = await this.options.store.transact('apply bundle', (tx) =>
-      this.applyBundle(tx, key, windows, fresh, processingTimeMs, watermark, false),
-    );
-    this.noteAttempts(result.attempts);
-    if (result.kind === 'ledger_conflict') {
-      // Some event of the bundle was counted before (a redelivery): read the ledger to leave those out.
-      result = await this.options.store.transact('apply bundle (ledger read)', (tx) =>
-        this.applyBundle(tx, key, windows, fresh, processingTimeMs, watermark, true),
-      );
-      this.noteAttempts(result.attempts);
-      if (result.kind === 'ledger_conflict') {
-        throw new TransientError('apply bundle', 'ledger entry appeared after it was read');
-      }
-    }
-    const applied = result.value;
-    const seen = new Set<string>();
-    const outcomes = elements.map((e): ElementOutcome => {
-      if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
-      seen.add(e.eventId);
-      return applied.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
-    });
-    return {
-      outcomes,
-      panes: applied.panes,
-      watermarkMs: applied.watermarkMs,
-      processingTimeMs: applied.processingTimeMs,
-    };
+    const [result] = await this.processGroupBundle([{ key, elements }], watermark);
+    if (result === undefined) throw new Error('group bundle returned no result');
+    return result;
   }
 
   /**
@@ -316,7 +265,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
 
   /**
    * Runs the timers of every key of one key group of `window` in one transaction (key-groups stores): the same
-   * firing as `fireWindow` for each key, with one read of the group's documents and one write of each changed one.
+   * firing as `fireInTransaction` for each key, with one read of the group's documents and one write of each changed one.
    * @throws TransientError when the store fails
    */
   async fireGroup(
@@ -348,28 +297,10 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Runs the timers of one window at watermark `watermarkMs` and processing time `processingTimeMs` (epoch ms):
-   * the on-time pane once the watermark passed the end, processing-time early/late firings that are due, and
-   * garbage collection past end + allowed lateness. With a lease, the transaction first checks its fence.
-   * @throws LeaseLostError when `lease` was taken over; TransientError when the store fails
+   * Runs the timers of one (key, window) inside `tx` at watermark `watermarkMs` and processing time
+   * `processingTimeMs` (epoch ms): the on-time pane once the watermark passed the end, processing-time early/late
+   * firings that are due, and garbage collection past end + allowed lateness.
    */
-  async fireWindow(
-    address: WindowAddress,
-    watermarkMs: number,
-    processingTimeMs: number,
-    lease: Lease | null,
-  ): Promise<FireResult> {
-    const result = await this.options.store.transact('fire window', async (tx) => {
-      if (lease) await tx.checkLease(lease);
-      return this.fireInTransaction(tx, address, watermarkMs, processingTimeMs);
-    });
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError('fire window', 'unexpected ledger conflict (no ledger write)');
-    }
-    return result.value;
-  }
-
-  /** `fireWindow`'s work inside a transaction. */
   private async fireInTransaction(
     tx: WindowTransaction<Acc>,
     address: WindowAddress,

@@ -4,7 +4,7 @@ import type { JsonValue } from '../windowing';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import { Bundler } from './bundler';
-import type { ElementOutcome, WindowElement } from './keyed-windows';
+import type { BundleResult, ElementOutcome, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { SessionWindows } from './session-windows';
 import type { WatermarkTracker } from './watermark-tracker';
@@ -16,6 +16,41 @@ export interface ElementRecorder<In> {
    * @throws TransientError when the store fails (the caller must not ack)
    */
   record(key: string, element: WindowElement<In>): Promise<ElementOutcome>;
+}
+
+/**
+ * Logs what a bundle of one key did to its elements (same order as `result.outcomes`): each duplicate, and each
+ * window an element was dropped from with the reason and the watermark it was decided against. Both the
+ * fixed/sliding and the session pipelines log through it.
+ */
+export function logBundleOutcomes(
+  logger: Logger,
+  pipeline: string,
+  key: string,
+  elements: readonly WindowElement<unknown>[],
+  result: Pick<BundleResult, 'outcomes' | 'watermarkMs'>,
+): void {
+  result.outcomes.forEach((outcome, i) => {
+    const element = elements[i];
+    if (element === undefined) return;
+    const ref = { messageId: element.messageId };
+    if (outcome.kind === 'duplicate') {
+      logs.windowDuplicateIgnored(logger, ref, pipeline, element.eventId);
+    }
+    for (const drop of outcome.dropped) {
+      logs.windowElementDropped(
+        logger,
+        ref,
+        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
+        {
+          eventId: element.eventId,
+          eventTimeMs: element.timestampMs,
+          reason: drop.reason,
+          watermarkMs: result.watermarkMs,
+        },
+      );
+    }
+  });
 }
 
 /** Wiring of a SessionPipeline. */
@@ -58,32 +93,7 @@ export class SessionPipeline<In, Acc extends JsonValue, Out> implements ElementR
     const result = await this.deps.sessions.processBundle(key, items, (pt, fresh) =>
       this.deps.tracker.watermarkMs(pt, fresh),
     );
-    result.outcomes.forEach((outcome, i) => {
-      const element = items[i];
-      if (element === undefined) return;
-      const ref = { messageId: element.messageId };
-      if (outcome.kind === 'duplicate') {
-        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
-      }
-      for (const drop of outcome.dropped) {
-        logs.windowElementDropped(
-          this.deps.logger,
-          ref,
-          {
-            pipeline: this.deps.pipeline,
-            key,
-            windowStartMs: drop.window.startMs,
-            windowEndMs: drop.window.endMs,
-          },
-          {
-            eventId: element.eventId,
-            eventTimeMs: element.timestampMs,
-            reason: drop.reason,
-            watermarkMs: result.watermarkMs,
-          },
-        );
-      }
-    });
+    logBundleOutcomes(this.deps.logger, this.deps.pipeline, key, items, result);
     await this.deps.emitter.emitOrDefer(result.panes);
     return [...result.outcomes];
   }

@@ -6,12 +6,9 @@ import {
   processingTimeDeadlineMs,
   windowId,
   WindowingInputError,
-  type CombineFn,
   type IntervalWindow,
   type JsonValue,
   type KeyState,
-  type Pane,
-  type ReduceFnRunner,
   type StepResult,
   type TimestampedElement,
 } from '../windowing';
@@ -19,6 +16,7 @@ import { dedupIdOf } from './ids';
 import type {
   BundleResult,
   ElementOutcome,
+  KeyedWindowsOptions,
   WatermarkReader,
   WindowDrop,
   WindowElement,
@@ -38,19 +36,12 @@ export const MAX_SESSIONS_PER_KEY = 1_000;
 /** Most dedup ids one key's open sessions may hold (16 bytes each: ~480 KiB at the limit). */
 export const MAX_DEDUP_IDS_PER_KEY = 30_000;
 
-/** Wiring of the session layout. */
-export interface SessionWindowsOptions<In, Acc extends JsonValue, Out> {
-  /** Pipeline name (insertIds). */
-  readonly pipeline: string;
-  /** The core for a sessions strategy. */
-  readonly runner: ReduceFnRunner<In, Acc, Out>;
-  /** The same combiner. */
-  readonly combineFn: CombineFn<In, Acc, Out>;
+/** Wiring of the session layout: as the key-groups layout's (`runner` for a sessions strategy), on a session store. */
+export interface SessionWindowsOptions<In, Acc extends JsonValue, Out> extends Pick<
+  KeyedWindowsOptions<In, Acc, Out>,
+  'pipeline' | 'runner' | 'combineFn' | 'droppedTtlMs' | 'paneRow'
+> {
   readonly store: SessionStore<Acc>;
-  /** Dropped-late counter lifetime, ms. */
-  readonly droppedTtlMs: number;
-  /** The gold row of a pane. */
-  readonly paneRow: (pane: Pane<Out>, insertId: string) => Record<string, unknown>;
   /** Limits of one key's record (default `MAX_SESSIONS_PER_KEY`, `MAX_DEDUP_IDS_PER_KEY`). */
   readonly maxSessionsPerKey?: number;
   readonly maxDedupIdsPerKey?: number;

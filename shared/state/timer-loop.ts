@@ -8,6 +8,7 @@ import * as logs from '../logging/logs';
 import type { JsonValue } from '../windowing';
 import {
   fireWindows,
+  keyGroupsOf,
   type FireWindowsDeps,
   type FireWindowsSummary,
   type HttpAnswer,
@@ -203,43 +204,18 @@ export async function runTimerLoop(
   return { ...combineSummaries(passes, startedMs, endedMs), loop };
 }
 
-/** A key-groups store that can answer its earliest timers (`GroupedFirestoreWindowStore.nextTimers`). */
-interface TimedGroupStore {
-  nextTimers(): Promise<{ processingTimeMs: number | null }>;
-}
-
-function hasNextTimers(store: unknown): store is TimedGroupStore {
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    typeof (store as Partial<TimedGroupStore>).nextTimers === 'function'
-  );
-}
-
 /**
  * The earliest processing-time timer (epoch ms) over the deployed layout: key groups answer their earliest
- * `processing_timer_ms` (a deadline already); the per-window layout (and its windows still open during the
- * migration to key groups) its earliest pending first element + the smallest delay. The earlier of the two.
+ * `processing_timer_ms`, sessions their earliest session timer (deadlines both).
  */
 export function nextTimerQuery<In, Acc extends JsonValue, Out>(
   deps: FireWindowsDeps<In, Acc, Out>,
 ): () => Promise<number | null> {
   return async () => {
-    const delayMs = deps.processingTimeDelayMs;
-    if (delayMs === null) return null;
-    const found: number[] = [];
-    // Session records carry the deadline itself, not the pane's first arrival.
+    if (deps.processingTimeDelayMs === null) return null;
+    // Session records and key groups carry the deadline itself, not the pane's first arrival.
     if (deps.sessions !== undefined) return deps.sessions.store.earliestSessionTimerMs();
-    const grouped = deps.groups?.store;
-    if (hasNextTimers(grouped)) {
-      const t = (await grouped.nextTimers()).processingTimeMs;
-      if (t !== null) found.push(t);
-    }
-    if (deps.groups === undefined || deps.legacy !== undefined) {
-      const since = await (deps.legacy?.store ?? deps.store).earliestPendingSinceMs();
-      if (since !== null) found.push(since + delayMs);
-    }
-    return found.length === 0 ? null : Math.min(...found);
+    return (await keyGroupsOf(deps).store.nextTimers()).processingTimeMs;
   };
 }
 

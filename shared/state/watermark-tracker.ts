@@ -111,30 +111,18 @@ export class WatermarkTracker {
   }
 
   /** Writes the pending maximum if it changes the record and the interval has passed. */
-  private async flush(processingTimeMs: number): Promise<WatermarkUpdate> {
-    const { policy } = this.options;
-    let stored = await this.read(processingTimeMs, false);
-    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
-      const base = stored?.state ?? INITIAL_WATERMARK_STATE;
-      const pending = this.pending;
-      if (pending === null) return { state: base, futureDated: false, written: false };
+  private flush(processingTimeMs: number): Promise<WatermarkUpdate> {
+    const { policy, minWriteIntervalMs } = this.options;
+    return this.update(processingTimeMs, false, (base, pending, stored) => {
+      if (pending === null) return null;
       const next = observeEventTime(policy, base, pending.eventTimeMs, pending.seenAtMs).state;
       if (sameState(next, base)) {
         if (this.pending === pending) this.pending = null;
-        return { state: base, futureDated: false, written: false };
+        return null;
       }
-      const spaced =
-        stored === null || processingTimeMs - stored.updatedAtMs >= this.options.minWriteIntervalMs;
-      if (!spaced) return { state: base, futureDated: false, written: false };
-      const committed = await this.commit(next, processingTimeMs, stored, pending);
-      if (committed !== null) return committed;
-      stored = await this.read(processingTimeMs, true);
-    }
-    return {
-      state: stored?.state ?? INITIAL_WATERMARK_STATE,
-      futureDated: false,
-      written: false,
-    };
+      const spaced = stored === null || processingTimeMs - stored.updatedAtMs >= minWriteIntervalMs;
+      return spaced ? next : null;
+    });
   }
 
   /**
@@ -145,15 +133,9 @@ export class WatermarkTracker {
    * advance goes no further than it, and never back (`applyWatermarkHold`).
    * @throws TransientError when the store fails
    */
-  async advance(
-    processingTimeMs: number,
-    holdCapMs: number | null = null,
-  ): Promise<WatermarkUpdate> {
+  advance(processingTimeMs: number, holdCapMs: number | null = null): Promise<WatermarkUpdate> {
     const { policy } = this.options;
-    let stored = await this.read(processingTimeMs, true);
-    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
-      const base = stored?.state ?? INITIAL_WATERMARK_STATE;
-      const pending = this.pending;
+    return this.update(processingTimeMs, true, (base, pending) => {
       const observed =
         pending === null
           ? base
@@ -163,16 +145,37 @@ export class WatermarkTracker {
         advanceWatermarkByProcessingTime(policy, observed, processingTimeMs),
         holdCapMs,
       );
-      if (sameState(next, base)) return { state: base, futureDated: false, written: false };
-      const committed = await this.commit(next, processingTimeMs, stored, pending);
+      return sameState(next, base) ? null : next;
+    });
+  }
+
+  /**
+   * The compare-and-set loop of `flush` and `advance`: reads the record (`fresh`: strongly consistent), asks `next`
+   * for the state to write given the record, this instance's pending maximum and the stored version (`null`: leave
+   * the record as it is), and writes it under compare-and-set, re-reading after a lost race (at most
+   * `maxAttempts` times; then the record as last read, unwritten).
+   * @throws TransientError when the store fails
+   */
+  private async update(
+    processingTimeMs: number,
+    fresh: boolean,
+    next: (
+      base: WatermarkState,
+      pending: Pending | null,
+      stored: StoredWatermark | null,
+    ) => WatermarkState | null,
+  ): Promise<WatermarkUpdate> {
+    let stored = await this.read(processingTimeMs, fresh);
+    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      const base = stored?.state ?? INITIAL_WATERMARK_STATE;
+      const pending = this.pending;
+      const state = next(base, pending, stored);
+      if (state === null) return { state: base, futureDated: false, written: false };
+      const committed = await this.commit(state, processingTimeMs, stored, pending);
       if (committed !== null) return committed;
       stored = await this.read(processingTimeMs, true);
     }
-    return {
-      state: stored?.state ?? INITIAL_WATERMARK_STATE,
-      futureDated: false,
-      written: false,
-    };
+    return { state: stored?.state ?? INITIAL_WATERMARK_STATE, futureDated: false, written: false };
   }
 
   /**

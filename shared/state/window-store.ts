@@ -229,32 +229,39 @@ export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
 }
 
+/** What one transaction reads in one round trip (`WindowTransaction.read`). */
+export interface WindowReadRequest {
+  windows?: readonly WindowAddress[];
+  shards?: readonly ShardAddress[];
+  /** Ledger entries: none since the per-window layout was retired (stores answer `false`). */
+  ledger?: readonly string[];
+  /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
+  seen?: readonly SeenProbe[];
+}
+
+/** The answer to a `WindowReadRequest`, in request order (`null` for a missing document). */
+export interface WindowReadResult<Acc extends JsonValue> {
+  windows: (StoredWindow | null)[];
+  shards: (StoredShard<Acc> | null)[];
+  /** Whether each requested event id has a ledger entry. */
+  ledger: boolean[];
+  /** One answer per `seen` probe (absent when none were asked). */
+  seen?: boolean[];
+  /**
+   * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
+   * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
+   * exist. A lower bound of the pipeline watermark that closed any key of the group.
+   */
+  floors?: (number | null)[];
+}
+
 /**
  * Reads and writes of one transaction. All reads must come before the first write (Firestore's rule); reads
  * of missing documents return `null`.
  */
 export interface WindowTransaction<Acc extends JsonValue> {
-  /** Reads bookkeeping records, shards and ledger entries in one round trip. */
-  read(request: {
-    windows?: readonly WindowAddress[];
-    shards?: readonly ShardAddress[];
-    ledger?: readonly string[];
-    /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
-    seen?: readonly SeenProbe[];
-  }): Promise<{
-    windows: (StoredWindow | null)[];
-    shards: (StoredShard<Acc> | null)[];
-    /** Whether each requested event id has a ledger entry. */
-    ledger: boolean[];
-    /** One answer per `seen` probe (absent when none were asked). */
-    seen?: boolean[];
-    /**
-     * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
-     * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
-     * exist. A lower bound of the pipeline watermark that closed any key of the group.
-     */
-    floors?: (number | null)[];
-  }>;
+  /** Reads bookkeeping records, shards and dedup probes in one round trip. */
+  read(request: WindowReadRequest): Promise<WindowReadResult<Acc>>;
   /**
    * Key-group stores: the (key, window)s kept in one key group of `window` (reads the group's bookkeeping document).
    */
@@ -290,9 +297,6 @@ export interface WindowTransaction<Acc extends JsonValue> {
 export type TransactionResult<T> =
   | { readonly kind: 'committed'; readonly value: T; readonly attempts: number }
   | { readonly kind: 'ledger_conflict'; readonly attempts: number };
-
-/** Which timer of the bookkeeping records a query looks at. */
-export type WindowTimer = 'endOfWindow' | 'gc';
 
 /** The keyed window store of one pipeline. Every method throws TransientError when the store is unreachable. */
 export interface WindowStore<Acc extends JsonValue> {
@@ -332,16 +336,6 @@ export interface WindowStore<Acc extends JsonValue> {
   ): Promise<Lease | null>;
   /** Gives the lease up if still held with this fence (a lost lease is left alone). */
   releaseLease(lease: Lease): Promise<void>;
-  /** Bookkeeping records whose `timer` is before `beforeMs` (ascending, at most `limit`). */
-  findWindowsDue(timer: WindowTimer, beforeMs: number, limit: number): Promise<WindowAddress[]>;
-  /** Windows with a shard whose first pending element arrived at or before `atOrBeforeMs` (at most `limit` shards). */
-  findPendingSince(atOrBeforeMs: number, limit: number): Promise<WindowAddress[]>;
-  /**
-   * Seam for fireWindows' timer loop: the processing time (epoch ms) of the earliest first pending element of any
-   * pane, the base of every processing-time timer, or `null` when no pane has pending elements. Must be cheap (it
-   * is polled every few seconds): on Firestore one indexed query with limit 1, one document read.
-   */
-  earliestPendingSinceMs(): Promise<number | null>;
   /** Outbox panes created at or before `createdAtOrBeforeMs` (oldest first, at most `limit`). */
   listOutbox(createdAtOrBeforeMs: number, limit: number): Promise<OutboxPane[]>;
   /** Deletes outbox panes once they are in the gold table. */

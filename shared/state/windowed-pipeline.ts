@@ -2,10 +2,10 @@
 // transaction, emit the panes they fired, log drops and duplicates, and feed the event time to the watermark.
 import type { JsonValue } from '../windowing';
 import type { Logger } from '../logging/logger';
-import * as logs from '../logging/logs';
 import { Bundler } from './bundler';
-import type { BundleResult, ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
+import type { ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
+import { logBundleOutcomes } from './session-pipeline';
 import type { WatermarkTracker } from './watermark-tracker';
 
 /** Wiring of a WindowedPipeline. */
@@ -17,14 +17,6 @@ export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> {
   readonly logger: Logger;
   /** Most events per transaction for one (key, windows). */
   readonly maxBundle: number;
-  /**
-   * Migration to key groups: windows starting before `cutoverMs()` (epoch ms) are still kept in the per-window
-   * layout by `keyed`; an event with such a window goes there (docs/windows.md, migration).
-   */
-  readonly legacy?: {
-    readonly keyed: KeyedWindows<In, Acc, Out>;
-    readonly cutoverMs: () => Promise<number>;
-  };
 }
 
 interface Item<In> {
@@ -39,34 +31,11 @@ interface Item<In> {
 export class WindowedPipeline<In, Acc extends JsonValue, Out> {
   private readonly bundler: Bundler<Item<In>, ElementOutcome>;
 
-  private readonly legacyBundler: Bundler<Item<In>, ElementOutcome>;
-  /** The migration cutover once read (epoch ms). */
-  private cutoverMs: number | undefined;
-
   constructor(private readonly deps: WindowedPipelineDeps<In, Acc, Out>) {
     this.bundler = new Bundler(
       (_queueKey, items) => this.applyBundle(deps.keyed, items),
       deps.maxBundle,
     );
-    const legacyKeyed = deps.legacy?.keyed ?? deps.keyed;
-    this.legacyBundler = new Bundler(
-      (_queueKey, items) => this.applyBundle(legacyKeyed, items),
-      deps.maxBundle,
-    );
-  }
-
-  /**
-   * Reads the cutover before the first event (cached for the instance's life: it never changes once decided).
-   * Until then `cutover` answers +∞, i.e. the per-window layout: `init` must run first (`record` awaits it).
-   */
-  async init(): Promise<void> {
-    if (this.deps.legacy !== undefined && this.cutoverMs === undefined) {
-      this.cutoverMs = await this.deps.legacy.cutoverMs();
-    }
-  }
-
-  private cutover(_legacy: NonNullable<WindowedPipelineDeps<In, Acc, Out>['legacy']>): number {
-    return this.cutoverMs ?? Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -76,19 +45,11 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
    * @throws TransientError when Firestore fails (the caller must not ack; the ledger makes a retry safe)
    */
   async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
-    await this.init();
     const windows = this.deps.keyed.assign(element.timestampMs);
-    const { legacy } = this.deps;
-    const old = legacy !== undefined && windows.some((w) => w.startMs < this.cutover(legacy));
-    const outcome = old
-      ? await this.legacyBundler.submit(legacy.keyed.bundleQueueKey(key, windows), {
-          key,
-          element,
-        })
-      : await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, windows), {
-          key,
-          element,
-        });
+    const outcome = await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, windows), {
+      key,
+      element,
+    });
     await this.deps.tracker.observe(element.timestampMs, element.receivedAtMs);
     return outcome;
   }
@@ -118,7 +79,7 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     keys.forEach(([key, entry], k) => {
       const result = results[k];
       if (result === undefined) throw new Error(`no bundle result for key ${key}`);
-      this.report(key, entry.elements, result);
+      logBundleOutcomes(this.deps.logger, this.deps.pipeline, key, entry.elements, result);
       entry.positions.forEach((position, j) => {
         const outcome = result.outcomes[j];
         if (outcome === undefined) throw new Error(`no outcome for element ${j} of key ${key}`);
@@ -127,35 +88,5 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     });
     await this.deps.emitter.emitOrDefer(results.flatMap((r) => r.panes));
     return outcomes;
-  }
-
-  /** Logs a bundle's duplicates and drops. */
-  private report(key: string, elements: readonly WindowElement<In>[], result: BundleResult): void {
-    result.outcomes.forEach((outcome, i) => {
-      const element = elements[i];
-      if (element === undefined) return;
-      const ref = { messageId: element.messageId };
-      if (outcome.kind === 'duplicate') {
-        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
-      }
-      for (const drop of outcome.dropped) {
-        logs.windowElementDropped(
-          this.deps.logger,
-          ref,
-          {
-            pipeline: this.deps.pipeline,
-            key,
-            windowStartMs: drop.window.startMs,
-            windowEndMs: drop.window.endMs,
-          },
-          {
-            eventId: element.eventId,
-            eventTimeMs: element.timestampMs,
-            reason: drop.reason,
-            watermarkMs: result.watermarkMs,
-          },
-        );
-      }
-    });
   }
 }

@@ -16,8 +16,9 @@ import * as logs from '../../shared/logging/logs';
 import { assertGoldTableIsOwn } from '../../shared/pipelines/booking/definition';
 import { BigQueryRowWriter, bigQueryClient } from '../../shared/sinks/bigquery-writer';
 import type { RowWriter } from '../../shared/sinks/row-writer';
-import { FirestoreWindowStore, type StoreMetrics } from '../../shared/state/firestore-window-store';
+import { type StoreMetrics } from '../../shared/state/firestore-window-store';
 import { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
+import { MemoryWindowStore } from './memory-window-store';
 import type { WindowStore } from '../../shared/state/window-store';
 import type { FireWindowsDeps } from '../../shared/state/fire-windows';
 import { KeyedWindows, minProcessingTimeDelayMs } from '../../shared/state/keyed-windows';
@@ -67,12 +68,8 @@ export interface BookingWindows {
   readonly holds: WatermarkHoldStore | undefined;
   /** The subscription backlog's reader (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent with the `local` source. */
   readonly backlog?: BacklogSampleReader;
-  /** Key-groups layout: the store's group queries, and the per-window layout's code path for windows still open. */
+  /** Key-groups layout: the store's group queries (fireWindows fires partitions of key groups). */
   readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
-  readonly legacy?: {
-    readonly store: WindowStore<BookingAccumulator>;
-    readonly keyed: KeyedWindows<bigint, BookingAccumulator, BookingAggregate>;
-  };
 }
 
 /**
@@ -104,10 +101,10 @@ export interface BookingWindowsParts {
   /** Epoch ms. */
   readonly now: () => number;
   readonly pickShard?: (shardCount: number) => number;
+  /** Shards per key group and window instead of `OFFVIA_WINDOW_GROUP_SHARDS` (the in-memory store's tests). */
+  readonly shards?: number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
   readonly holds?: WatermarkHoldStore;
-  /** The per-window layout's store over the same root, when `store` is a key-groups store (migration). */
-  readonly legacyStore?: WindowStore<BookingAccumulator>;
   /** The subscription backlog's reader, for the `monitoring` hold source. */
   readonly backlog?: BacklogSampleReader;
   /** Session windows: the session layout's store (usually `store` itself, a FirestoreSessionStore). */
@@ -127,7 +124,7 @@ export function assembleBookingWindows(
       runner,
       combineFn: bookingAggregatesFn,
       store: over,
-      shardCount: over.dedup === 'in-state' ? config.groupShards : config.shards,
+      shardCount: parts.shards ?? config.groupShards,
       ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
@@ -140,10 +137,6 @@ export function assembleBookingWindows(
     store instanceof GroupedFirestoreWindowStore
       ? (store as GroupedFirestoreWindowStore<BookingAccumulator>)
       : undefined;
-  const legacy =
-    parts.legacyStore === undefined
-      ? undefined
-      : { store: parts.legacyStore, keyed: keyedOver(parts.legacyStore) };
   const tracker = new WatermarkTracker(store, {
     policy: config.watermarkPolicy,
     cacheMs: config.watermarkCacheMs,
@@ -183,13 +176,6 @@ export function assembleBookingWindows(
     emitter,
     logger,
     maxBundle: config.maxBundle,
-    ...(legacy !== undefined &&
-      groups !== undefined && {
-        legacy: {
-          keyed: legacy.keyed,
-          cutoverMs: () => groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS),
-        },
-      }),
   });
   const pipeline: ElementRecorder<bigint> =
     sessions === undefined
@@ -215,7 +201,6 @@ export function assembleBookingWindows(
     now,
     holds,
     ...(groups !== undefined && { groups }),
-    ...(legacy !== undefined && { legacy }),
   };
 }
 
@@ -240,7 +225,6 @@ export function createBookingWindows(
     parseAccumulator: parseBookingAccumulator,
     ...(overrides.metrics && { metrics: overrides.metrics }),
   };
-  const perWindow = new FirestoreWindowStore<BookingAccumulator>(firestore, storeOptions);
   const { earlyFirings, lateFirings } = config.strategy.trigger;
   const sessionStore =
     config.strategy.windowFn.kind === 'sessions'
@@ -252,17 +236,15 @@ export function createBookingWindows(
   const store =
     sessionStore !== undefined
       ? sessionStore
-      : config.layout === 'key-groups'
-        ? new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
-            ...storeOptions,
-            keyGroups: config.keyGroups,
-            shards: config.groupShards,
-            earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
-            lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
-            dedupTtlMs: config.ledgerTtlMs,
-            ...(overrides.now && { now: overrides.now }),
-          })
-        : perWindow;
+      : new GroupedFirestoreWindowStore<BookingAccumulator>(firestore, {
+          ...storeOptions,
+          keyGroups: config.keyGroups,
+          shards: config.groupShards,
+          earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+          lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+          dedupTtlMs: config.ledgerTtlMs,
+          ...(overrides.now && { now: overrides.now }),
+        });
   const writer = overrides.writer ?? new BigQueryRowWriter(bigQueryClient(ingest));
   return assembleBookingWindows(config, {
     store,
@@ -273,7 +255,6 @@ export function createBookingWindows(
     now: overrides.now ?? Date.now,
     ...(overrides.pickShard && { pickShard: overrides.pickShard }),
     holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
-    ...(store !== perWindow && sessionStore === undefined && { legacyStore: perWindow }),
     ...(sessionStore !== undefined && { sessionStore }),
     ...(config.holdSource === 'monitoring' &&
       config.holdSubscription !== undefined && {
@@ -288,6 +269,9 @@ export function fireWindowsDepsOf(
   windows: BookingWindows,
 ): FireWindowsDeps<bigint, BookingAccumulator, BookingAggregate> {
   const { config } = windows;
+  // The in-memory store of the unit tests is a key-groups store too.
+  const groupStore =
+    windows.groups ?? (windows.store instanceof MemoryWindowStore ? windows.store : undefined);
   return {
     pipeline: config.pipeline,
     store: windows.store,
@@ -303,9 +287,9 @@ export function fireWindowsDepsOf(
     outboxGraceMs: config.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(config.strategy),
     ...watermarkHoldOf(windows),
-    ...(windows.groups !== undefined && {
+    ...(groupStore !== undefined && {
       groups: {
-        store: windows.groups,
+        store: groupStore,
         partitions: config.firePartitions,
         partitionsInFlight: config.firePartitionsInFlight,
       },
@@ -317,23 +301,6 @@ export function fireWindowsDepsOf(
         partitionsInFlight: config.firePartitionsInFlight,
       },
     }),
-    ...(windows.legacy !== undefined && {
-      legacy: { ...windows.legacy, active: legacyActive(windows) },
-    }),
-  };
-}
-
-/**
- * Whether windows of the per-window layout may still be open: only if it held windows when key groups took over (a
- * cutover after 0), and while its `windows` collection is not empty (one document read per run).
- */
-function legacyActive(windows: BookingWindows): (watermarkMs: number) => Promise<boolean> {
-  const { groups, legacy } = windows;
-  return async () => {
-    if (groups === undefined || legacy === undefined) return true;
-    const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
-    if (cutoverMs === 0) return false;
-    return !(legacy.store instanceof FirestoreWindowStore) || (await legacy.store.hasWindows());
   };
 }
 

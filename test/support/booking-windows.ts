@@ -105,7 +105,13 @@ export class Clock {
 /** The booking pipeline on the in-memory store with a recording writer and a manual clock. */
 export function memoryBookingWindows(
   env: Record<string, string> = {},
-  options: { clock?: Clock; pickShard?: (n: number) => number; logs?: LogEntry[] } = {},
+  options: {
+    clock?: Clock;
+    pickShard?: (n: number) => number;
+    logs?: LogEntry[];
+    /** Shards per key group and window (default `OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
+    shards?: number;
+  } = {},
 ): {
   windows: BookingWindows;
   store: MemoryWindowStore<BookingAccumulator>;
@@ -113,10 +119,16 @@ export function memoryBookingWindows(
   clock: Clock;
   sink: BookingWindowSink;
 } {
-  const store = new MemoryWindowStore<BookingAccumulator>();
+  const config = loadWindowConfig(env);
+  const { earlyFirings, lateFirings } = config.strategy.trigger;
+  const store = new MemoryWindowStore<BookingAccumulator>({
+    keyGroups: config.keyGroups,
+    earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
+    lateDelayMs: lateFirings?.processingTimeDelayMs ?? null,
+  });
   const writer = new RecordingWriter();
   const clock = options.clock ?? new Clock(T);
-  const windows = assembleBookingWindows(loadWindowConfig(env), {
+  const windows = assembleBookingWindows(config, {
     store,
     writer,
     badDataTable: { datasetId: 'offvia_quarantine', tableId: 'bad_data' },
@@ -124,6 +136,7 @@ export function memoryBookingWindows(
     logger: new Logger('test', (e) => options.logs?.push(e), clock.now),
     now: clock.now,
     ...(options.pickShard && { pickShard: options.pickShard }),
+    ...(options.shards !== undefined && { shards: options.shards }),
   });
   return {
     windows,

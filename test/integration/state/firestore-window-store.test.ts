@@ -1,25 +1,14 @@
-// The keyed window store on the Firestore emulator (real client): atomic ledger + shard commits, the lab scenario,
-// the exactly-once property, the watermark's compare-and-set, the fireWindows lease, and gold rows in BigQuery.
+// The keyed window store on the Firestore emulator (real client): the exactly-once property, the watermark's
+// compare-and-set, and gold rows in BigQuery (key groups' own documents: key-groups.test.ts).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Timestamp } from '@google-cloud/firestore';
 import fc from 'fast-check';
 import { stackBigQuery, stackEnv } from '../../../deploy/local/layers';
 import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { parseNumeric } from '../../../shared/contract';
 import { fireWindows } from '../../../shared/state/fire-windows';
-import { COLLECTIONS } from '../../../shared/state/firestore-window-store';
-import { LeaseLostError } from '../../../shared/state/window-store';
 import { WatermarkTracker } from '../../../shared/state/watermark-tracker';
-import {
-  LAB_SCENARIO_PANES,
-  MIN,
-  paneSummary,
-  record,
-  runLabWindowScenario,
-  S,
-  T,
-} from '../../support/booking-windows';
+import { MIN, record, S, T } from '../../support/booking-windows';
 import {
   suiteFirestore,
   firestoreBookingWindows,
@@ -39,88 +28,16 @@ function numericText(value: unknown): string {
   return parsed.canonical;
 }
 
-/** The layout before key groups, for the tests of its own documents (ledger, per-window lease). */
-const PER_WINDOW = { OFFVIA_WINDOW_LAYOUT: 'per-window' };
-
 describe('integration: keyed window store on the Firestore emulator', function () {
   this.timeout(120_000);
   const db = suiteFirestore();
-
-  it('commits a ledger entry with its shard update atomically; a second create changes nothing (per-window layout)', async () => {
-    const { store } = firestoreBookingWindows(db(), PER_WINDOW);
-    const address = { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN }, shard: 0 };
-    const apply = (count: number) =>
-      store.transact('test', async (tx) => {
-        await tx.read({ shards: [address] });
-        tx.putShard({
-          ...address,
-          contribution: {
-            accumulator: { count, total: String(count), min: '1', max: '1' },
-            elementsInPane: count,
-            firstElementInPaneAtMs: T,
-          },
-        });
-        tx.createLedgerEntry({
-          eventId: 'ev/1',
-          messageId: 'm1',
-          key: address.key,
-          windowIds: [],
-          outcome: 'counted',
-          appliedAtMs: T,
-          expireAtMs: T + 8 * 24 * 3600 * S,
-        });
-        return count;
-      });
-    assert.deepEqual(await apply(1), { kind: 'committed', value: 1, attempts: 1 });
-    assert.deepEqual(await apply(2), { kind: 'ledger_conflict', attempts: 1 });
-    const shard = await store.shardRef(address).get();
-    assert.equal(shard.get('elements_in_pane'), 1, 'the refused transaction wrote nothing');
-    const ledger = await store.ledgerRef('ev/1').get();
-    assert.ok(
-      ledger.get('expireAt') instanceof Timestamp,
-      'expireAt is a Timestamp (TTL policy field)',
-    );
-    assert.equal(ledger.get('event_id'), 'ev/1');
-  });
-
-  it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window deleted; the late event counted once (per-window layout)', async () => {
-    const { windows, store, writer, clock, sink } = firestoreBookingWindows(db(), PER_WINDOW, {
-      pickShard: () => 0,
-    });
-    const run = await runLabWindowScenario(sink, windows, clock);
-    assert.deepEqual(paneSummary(writer.gold(), 'JFK-LHR-USD'), LAB_SCENARIO_PANES);
-    assert.equal(run.outcomes['e2-redelivered'], 'duplicate');
-    assert.equal(run.outcomes.e6, 'dropped');
-    assert.equal(run.outcomes['e6-redelivered'], 'duplicate');
-    assert.deepEqual(
-      (await store.readDropped()).map((d) => [d.windowStartMs, d.count, d.expiredWindow]),
-      [[T, 1, 1]],
-    );
-    const left = await Promise.all(
-      [COLLECTIONS.windows, COLLECTIONS.shards, COLLECTIONS.outbox].map(async (c) =>
-        (await store.collection(c).get()).docs
-          .map((d) => d.id)
-          .filter((id) => id.startsWith('JFK')),
-      ),
-    );
-    assert.deepEqual(
-      left,
-      [[], [], []],
-      'no window, shard or outbox document left for the closed window',
-    );
-    const ledger = await store.ledgerRef(`bk1-unused`).get();
-    assert.equal(ledger.exists, false);
-  });
 
   it('ends every permutation/duplication of events with the sorted single-delivery panes (emulator run)', async () => {
     await fc.assert(
       fc.asyncProperty(windowScenarios(12), async (scenario) => {
         const env = {
-          OFFVIA_WINDOW_SHARDS: String(scenario.shards),
           OFFVIA_WINDOW_GROUP_SHARDS: String(scenario.shards),
           OFFVIA_WINDOW_ACCUMULATION_MODE: scenario.mode,
-          // Both layouts, alternately (the seed picks): the property is the same.
-          OFFVIA_WINDOW_LAYOUT: Math.abs(scenario.seed) % 2 === 0 ? 'key-groups' : 'per-window',
         };
         await checkOrderIndependence(
           scenario,
@@ -152,29 +69,6 @@ describe('integration: keyed window store on the Firestore emulator', function (
     assert.equal(final?.state.maxEventTimeMs, T + 39 * S);
     assert.equal(final?.state.watermarkMs, T + 29 * S);
     assert.ok(seen.every((w) => w <= (final?.state.watermarkMs ?? 0)));
-  });
-
-  it('lets one fireWindows run work at a time and fences out a run whose lease was taken over (per-window layout)', async () => {
-    const { windows, clock, sink } = firestoreBookingWindows(db(), PER_WINDOW);
-    await record(sink, { id: 'l1', fare: '10', at: T + S }, T + 2 * S);
-    const first = fireWindowsDepsOf(windows);
-    const second = fireWindowsDepsOf(windows);
-    const lease = await windows.store.acquireLease(first.holder, clock.nowMs, 60 * S);
-    assert.ok(lease);
-    assert.equal((await fireWindows(second)).status, 'busy');
-    // The lease expires; the second run takes it over (fence + 1), and the first can no longer write.
-    clock.nowMs += 61 * S;
-    const taken = await windows.store.acquireLease(second.holder, clock.nowMs, 60 * S);
-    assert.equal(taken?.fence, lease.fence + 1);
-    await assert.rejects(
-      windows.keyed.fireWindow(
-        { key: 'JFK-LHR-USD', window: { startMs: T, endMs: T + MIN } },
-        T,
-        clock.nowMs,
-        lease,
-      ),
-      LeaseLostError,
-    );
   });
 
   it('writes pane rows to the gold table (BigQuery emulator) and the view keeps the latest pane per window', async function () {

@@ -1,18 +1,14 @@
 // The key-groups layout on the Firestore emulator (real client): many keys per document, dedup ids kept in the state
 // and in tombstones after garbage collection, the spill path, partitioned fireWindows with its own leases, the timer
-// query for a timer loop, and the migration from the per-window layout.
+// query for a timer loop, and the refusal of the retired per-window layout.
 import assert from 'node:assert/strict';
 import type { BookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
-import {
-  assembleBookingWindows,
-  fireWindowsDepsOf,
-  LAYOUT_ROLLOUT_MARGIN_MS,
-} from '../../support/booking-window-assembly';
+import { assembleBookingWindows, fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { BookingWindowSink } from '../../support/booking-window-assembly';
 import { loadWindowConfig } from '../../../shared/config/window-config';
 import { Logger } from '../../../shared/logging/logger';
 import { fireWindows } from '../../../shared/state/fire-windows';
-import { COLLECTIONS, FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
+import { COLLECTIONS } from '../../../shared/state/firestore-window-store';
 import { keyGroupOf } from '../../../shared/state/ids';
 import {
   GROUP_COLLECTIONS,
@@ -76,7 +72,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
       store.metrics.transactions - before.transactions < ROUTES.length,
       `${store.metrics.transactions - before.transactions} transactions for ${ROUTES.length} keys arriving together`,
     );
-    assert.equal(windows.config.layout, 'key-groups');
+    assert.ok(windows.groups instanceof GroupedFirestoreWindowStore, 'key groups, the one layout');
   });
 
   it('runs the lab scenario: EARLY, ON_TIME, LATE panes; the closed window left as a tombstone; the late event counted once', async () => {
@@ -245,63 +241,5 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
     assert.equal(onTime(), ROUTES.length, 'every key fired on time exactly once');
     const next = await groups.nextTimers();
     assert.equal(next.eventTimeMs, T + MIN - 1 + 5 * MIN, 'garbage collection is next');
-  });
-
-  it('migrates: windows open in the per-window layout are counted, fired and collected there; new windows use key groups', async () => {
-    const root = uniqueRoot('itMigrate');
-    const clock = new Clock(T);
-    const before = firestoreBookingWindows(
-      db(),
-      { OFFVIA_WINDOW_FIRESTORE_ROOT: root, OFFVIA_WINDOW_LAYOUT: 'per-window' },
-      { clock },
-    );
-    assert.equal(
-      (await record(before.sink, { id: 'mg-1', fare: '7', at: T + S }, T + 2 * S)).kind,
-      'counted',
-    );
-    // The update: same root, the key-groups layout is the default.
-    clock.nowMs = T + 3 * S;
-    const after = firestoreBookingWindows(db(), { OFFVIA_WINDOW_FIRESTORE_ROOT: root }, { clock });
-    assert.equal(after.windows.config.layout, 'key-groups');
-    // The open window goes on in the per-window layout: the redelivery is a duplicate there, a new event counted.
-    assert.equal(
-      (await record(after.sink, { id: 'mg-1', fare: '7', at: T + S }, T + 4 * S, 'again')).kind,
-      'duplicate',
-    );
-    assert.equal(
-      (await record(after.sink, { id: 'mg-2', fare: '3', at: T + 5 * S }, T + 6 * S)).kind,
-      'counted',
-    );
-    const cutover = await after.windows.groups?.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
-    assert.equal(
-      cutover,
-      T + 3 * S + LAYOUT_ROLLOUT_MARGIN_MS,
-      'decided by the first new instance',
-    );
-    const legacyStore = new FirestoreWindowStore<BookingAccumulator>(db(), {
-      root,
-      pipeline: after.windows.config.pipeline,
-      parseAccumulator: parseBookingAccumulator,
-    });
-    assert.equal((await legacyStore.collection(COLLECTIONS.ledger).count().get()).data().count, 2);
-    // A window after the cutover lives in key groups.
-    const lateWindow = T + 20 * MIN;
-    clock.nowMs = lateWindow + S;
-    assert.equal(
-      (await record(after.sink, { id: 'mg-3', fare: '1', at: lateWindow }, lateWindow + S)).kind,
-      'counted',
-    );
-    assert.ok((await after.store.collection(GROUP_COLLECTIONS.groups).get()).size > 0);
-    // fireWindows fires and collects both: the old window with the per-window code path.
-    clock.nowMs = lateWindow + 20 * MIN;
-    await fireWindows(fireWindowsDepsOf(after.windows));
-    const final = (start: number) =>
-      [...before.writer.gold(), ...after.writer.gold()]
-        .filter((r) => Date.parse(String(r.window_start)) === start)
-        .map((r) => [r.pane_timing, r.booking_count]);
-    assert.deepEqual(final(T).at(-1), ['ON_TIME', 2], 'the per-window window: both events once');
-    assert.deepEqual(final(lateWindow).at(-1), ['ON_TIME', 1]);
-    assert.equal((await legacyStore.collection(COLLECTIONS.windows).get()).size, 0, 'drained');
-    assert.equal((await legacyStore.collection(COLLECTIONS.shards).get()).size, 0);
   });
 });

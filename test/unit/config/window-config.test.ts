@@ -28,7 +28,7 @@ describe('config: windows', () => {
     assert.deepEqual(c.strategy, labStrategy());
     assert.deepEqual(c.watermarkPolicy, labWatermarkPolicy());
     assert.equal(c.enabled, true);
-    assert.equal(c.shards, 4);
+    assert.equal(c.keyGroups, 16);
     assert.equal(c.pipeline, 'booking_routes_1m');
     assert.deepEqual(c.goldTable, { datasetId: 'offvia_gold', tableId: 'route_panes' });
     assert.ok(
@@ -65,8 +65,8 @@ describe('config: windows', () => {
       [{ OFFVIA_WINDOW_ALLOWED_LATENESS_MS: '-1' }, 'OFFVIA_WINDOW_ALLOWED_LATENESS_MS'],
       [{ OFFVIA_WINDOW_ACCUMULATION_MODE: 'accumulate' }, 'OFFVIA_WINDOW_ACCUMULATION_MODE'],
       [{ OFFVIA_WATERMARK_IDLE_TIMEOUT_MS: '0' }, 'OFFVIA_WATERMARK_IDLE_TIMEOUT_MS'],
-      [{ OFFVIA_WINDOW_SHARDS: '0' }, 'OFFVIA_WINDOW_SHARDS'],
-      [{ OFFVIA_WINDOW_SHARDS: '101' }, 'OFFVIA_WINDOW_SHARDS'],
+      [{ OFFVIA_WINDOW_GROUP_SHARDS: '0' }, 'OFFVIA_WINDOW_GROUP_SHARDS'],
+      [{ OFFVIA_WINDOW_GROUP_SHARDS: '17' }, 'OFFVIA_WINDOW_GROUP_SHARDS'],
       [{ OFFVIA_WINDOW_PIPELINE: 'Has Spaces' }, 'OFFVIA_WINDOW_PIPELINE'],
       [{ OFFVIA_WINDOW_FIRESTORE_ROOT: 'a/b' }, 'OFFVIA_WINDOW_FIRESTORE_ROOT'],
       [{ OFFVIA_GOLD_TABLE: 'nodataset' }, 'OFFVIA_GOLD_TABLE'],
@@ -112,6 +112,17 @@ describe('config: windows', () => {
         err instanceof ConfigError && err.variable === 'OFFVIA_WINDOW_LEDGER_TTL_MS',
     );
   });
+  it('refuses the retired per-window layout in one line naming the drain procedure; key-groups is accepted', () => {
+    assert.equal(loadWindowConfig({ OFFVIA_WINDOW_LAYOUT: 'key-groups' }).keyGroups, 16);
+    assert.throws(
+      () => loadWindowConfig({ OFFVIA_WINDOW_LAYOUT: 'per-window' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.variable === 'OFFVIA_WINDOW_LAYOUT' &&
+        err.message.includes('docs/windows.md#draining-the-per-window-layout') &&
+        !err.message.includes('\n'),
+    );
+  });
   it('builds session windows from OFFVIA_WINDOW_SESSION_GAP_MS, and refuses what sessions do not support in one line', () => {
     const c = loadWindowConfig({ OFFVIA_WINDOW_SESSION_GAP_MS: '30000' });
     assert.deepEqual(c.strategy.windowFn, { kind: 'sessions', gapMs: 30_000 });
@@ -128,7 +139,7 @@ describe('config: windows', () => {
       ],
       [{ OFFVIA_WINDOW_PERIOD_MS: '30000' }, 'OFFVIA_WINDOW_PERIOD_MS', /sessions have no size/],
       [{ OFFVIA_WINDOW_OFFSET_MS: '1' }, 'OFFVIA_WINDOW_OFFSET_MS', /must be unset/],
-      [{ OFFVIA_WINDOW_LAYOUT: 'per-window' }, 'OFFVIA_WINDOW_LAYOUT', /one document per key/],
+      [{ OFFVIA_WINDOW_LAYOUT: 'per-window' }, 'OFFVIA_WINDOW_LAYOUT', /is retired/],
       [{ OFFVIA_WINDOW_GROUP_SHARDS: '2' }, 'OFFVIA_WINDOW_GROUP_SHARDS', /must be 1/],
       [{ OFFVIA_WINDOW_SESSION_GAP_MS: '-1' }, 'OFFVIA_WINDOW_SESSION_GAP_MS', /./],
     ];

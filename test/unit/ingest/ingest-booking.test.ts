@@ -7,6 +7,7 @@ import { loadIngestConfig } from '../../../shared/config/ingest-config';
 import type { Firestore } from '@google-cloud/firestore';
 import { TransientError } from '../../../shared/errors';
 import { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
+import { GroupedFirestoreWindowStore } from '../../../shared/state/grouped-window-store';
 import { FirestoreDriftStore } from '../../../shared/drift/firestore-store';
 import { schemaWindowOf } from '../../../shared/schema/retry';
 import type { JsonValue } from '../../../shared/windowing';
@@ -396,17 +397,22 @@ describe('ingestMessage: retry-age guard (OFFVIA_MAX_RETRY_AGE_MS)', () => {
         throw last;
       },
     };
-    const store = new FirestoreWindowStore(downDb as unknown as Firestore, {
+    const store = new GroupedFirestoreWindowStore(downDb as unknown as Firestore, {
       root: 'r',
       pipeline: 'p',
       parseAccumulator: (value) => value as JsonValue,
+      keyGroups: 1,
+      shards: 1,
+      earlyDelayMs: null,
+      lateDelayMs: null,
+      dedupTtlMs: 1,
     });
     const { deps } = setup();
     deps.attemptDeadlineMs = 100;
     deps.aggregations = [
       bookingWindowStub(async () => {
         await store.transact('apply bundle', async (tx) => {
-          await tx.read({ ledger: ['e1'] });
+          await tx.read({ windows: [{ key: 'k', window: { startMs: 0, endMs: 60_000 } }] });
         });
       }),
     ];

@@ -1,4 +1,4 @@
-// fireWindows over the in-memory store: the lease (busy, lost), per-window failures, the HTTP mapping, the outbox
+// fireWindows over the in-memory key-groups store: the partition leases (busy, lost), a key group's failure, the HTTP mapping, the outbox
 // re-emission after a failed emission, the pane emitter's bad-data routing, and the schedule.
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
@@ -27,9 +27,11 @@ async function twoDueWindows(logs: LogEntry[] = []) {
 afterEach(() => sinon.restore());
 
 describe('state: fireWindows', () => {
-  it('does nothing while another run holds the lease, and answers 200 busy', async () => {
+  it('does nothing while other runs hold every partition lease, and answers 200 busy', async () => {
     const { windows, store, clock } = await twoDueWindows();
-    await store.acquireLease('someone-else', clock.nowMs, 60_000);
+    for (let p = 0; p < windows.config.firePartitions; p++) {
+      await store.acquireLease('someone-else', clock.nowMs, 60_000, `fireWindowsLease~p${p}`);
+    }
     const answer = await fireWindowsHttp(fireWindowsDepsOf(windows));
     assert.equal(answer.status, 200);
     assert.equal(answer.body.status, 'busy');
@@ -39,9 +41,7 @@ describe('state: fireWindows', () => {
   it('stops when its lease is taken over, leaving the rest to the new holder (partial)', async () => {
     const logs: LogEntry[] = [];
     const { windows } = await twoDueWindows(logs);
-    const fired = sinon
-      .stub(windows.keyed, 'fireWindow')
-      .rejects(new LeaseLostError('fence moved'));
+    const fired = sinon.stub(windows.keyed, 'fireGroup').rejects(new LeaseLostError('fence moved'));
     const summary = await fireWindows({ ...fireWindowsDepsOf(windows), concurrency: 1 });
     assert.equal(summary.status, 'partial');
     assert.equal(fired.callCount, 1);
@@ -51,13 +51,13 @@ describe('state: fireWindows', () => {
   it('counts a window that fails transiently, fires the others, and answers 503 so Scheduler retries', async () => {
     const logs: LogEntry[] = [];
     const { windows, writer } = await twoDueWindows(logs);
-    const real = windows.keyed.fireWindow.bind(windows.keyed);
+    const real = windows.keyed.fireGroup.bind(windows.keyed);
     sinon
-      .stub(windows.keyed, 'fireWindow')
-      .callsFake((address, ...rest) =>
-        address.window.startMs === T
-          ? Promise.reject(new TransientError('firestore fire window', 'UNAVAILABLE'))
-          : real(address, ...rest),
+      .stub(windows.keyed, 'fireGroup')
+      .callsFake((window, ...rest) =>
+        window.startMs === T
+          ? Promise.reject(new TransientError('firestore fire key group', 'UNAVAILABLE'))
+          : real(window, ...rest),
       );
     const answer = await fireWindowsHttp(fireWindowsDepsOf(windows));
     assert.equal(answer.status, 503);
@@ -69,11 +69,15 @@ describe('state: fireWindows', () => {
   it('answers 500 and logs an unexpected error', async () => {
     const logs: LogEntry[] = [];
     const { windows, store } = await twoDueWindows(logs);
-    sinon.stub(store, 'findWindowsDue').rejects(new Error('bug'));
+    sinon.stub(store, 'findGroupsDue').rejects(new Error('bug'));
     const answer = await fireWindowsHttp(fireWindowsDepsOf(windows));
     assert.equal(answer.status, 500);
     assert.ok(logs.some((l) => l.outcome === 'fire_windows_failed'));
-    assert.equal(store.state.lease?.expiresAtMs, 0, 'the lease was given back');
+    const leases = [...store.state.leases.values()];
+    assert.ok(
+      leases.length > 0 && leases.every((l) => l.expiresAtMs === 0),
+      'the lease was given back',
+    );
   });
 
   it('keeps panes BigQuery could not take in the outbox and writes them on a later run', async () => {

@@ -1,6 +1,5 @@
 // FirestoreWindowStore's error mapping with a stubbed client (the emulator suite covers the happy paths): Firestore
-// failures become TransientError, ALREADY_EXISTS on a ledger create is a ledger conflict, our own errors pass
-// through unchanged, a failed compare-and-set is `null`, and malformed documents are reported, not acked away.
+// failures become TransientError, our own errors pass through unchanged, a failed compare-and-set is `null`, and malformed documents are reported, not acked away.
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
 import sinon from 'sinon';
@@ -49,32 +48,6 @@ describe('state: FirestoreWindowStore error mapping', () => {
     db.runTransaction.rejects(new Error('Exceeded maximum number of retries allowed.'));
     await assert.rejects(
       store.transact('apply bundle', () => Promise.resolve(1)),
-      TransientError,
-    );
-  });
-
-  it('reports ALREADY_EXISTS as a ledger conflict only when the attempt created ledger entries', async () => {
-    const { db, store } = fakeFirestore();
-    const tx = { create: sinon.stub(), set: sinon.stub() };
-    db.runTransaction.callsFake(async (fn: (t: unknown) => Promise<unknown>) => {
-      await fn(tx);
-      throw grpcError(6, 'ALREADY_EXISTS');
-    });
-    const created = await store.transact('t', (wtx) => {
-      wtx.createLedgerEntry({
-        eventId: 'e',
-        messageId: 'm',
-        key: 'k',
-        windowIds: [],
-        outcome: 'counted',
-        appliedAtMs: 0,
-        expireAtMs: 1,
-      });
-      return Promise.resolve(1);
-    });
-    assert.deepEqual(created, { kind: 'ledger_conflict', attempts: 1 });
-    await assert.rejects(
-      store.transact('t', () => Promise.resolve(1)),
       TransientError,
     );
   });

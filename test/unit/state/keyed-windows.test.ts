@@ -7,6 +7,7 @@ import { ingestPipelineMessage } from '../../../shared/pipeline/runtime/ingest';
 import { bookingIngestDeps, bookingWindowStub } from '../../support/booking-ingest';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import { Bundler } from '../../../shared/state/bundler';
+import { eventShardOf } from '../../../shared/state/ids';
 import {
   bookingEvent,
   fire,
@@ -18,20 +19,24 @@ import {
 } from '../../support/booking-windows';
 
 describe('state: keyed windows', () => {
-  it('splits a window over N shards and merges them into exactly the core state', async () => {
-    let next = 0;
+  it('splits a window over N shards (each bundle on its event shard) and merges them into exactly the core state', async () => {
     const { sink, store, windows, clock, writer } = memoryBookingWindows(
-      { OFFVIA_WINDOW_SHARDS: '3', OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0' },
-      { pickShard: (n) => next++ % n },
+      { OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS: '0' },
+      { shards: 3 },
     );
-    for (let i = 0; i < 9; i++)
-      await record(sink, { id: `s${i}`, fare: `${i + 1}.5`, at: T + i * S }, T + i * S);
+    const perShard = new Map<number, number>();
+    for (let i = 0; i < 9; i++) {
+      const spec = { id: `s${i}`, fare: `${i + 1}.5`, at: T + i * S };
+      const shard = eventShardOf(bookingEvent(spec).eventId, 3);
+      perShard.set(shard, (perShard.get(shard) ?? 0) + 1);
+      await record(sink, spec, T + i * S);
+    }
+    assert.ok(perShard.size > 1, 'the events spread over several shards');
     const shards = [...store.state.shards.values()];
-    assert.deepEqual(shards.map((s) => [s.shard, s.contribution.elementsInPane]).sort(), [
-      [0, 3],
-      [1, 3],
-      [2, 3],
-    ]);
+    assert.deepEqual(
+      shards.map((s) => [s.shard, s.contribution.elementsInPane]).sort(),
+      [...perShard.entries()].sort(),
+    );
     await fire(windows, clock, T + 3 * 24 * 3600 * S);
     assert.deepEqual(
       writer.gold().map((r) => [r.pane_timing, r.booking_count, r.fare_total]),
@@ -100,16 +105,27 @@ describe('state: keyed windows', () => {
   });
 
   it('keeps the shard count a window was created with when N changes', async () => {
-    const first = memoryBookingWindows({ OFFVIA_WINDOW_SHARDS: '2' }, { pickShard: () => 1 });
-    await record(first.sink, { id: 'a', fare: '1', at: T + S }, T + 2 * S);
-    // Same store, a new instance configured with 4 shards, writing "shard 3" (→ 3 mod 2 = 1 for this window).
-    const second = memoryBookingWindows({ OFFVIA_WINDOW_SHARDS: '4' }, { pickShard: () => 3 });
+    const first = memoryBookingWindows({}, { shards: 2 });
+    const a = { id: 'a', fare: '1', at: T + S };
+    await record(first.sink, a, T + 2 * S);
+    // Same store, a new instance configured with 4 shards: b's event shard, reduced mod 2 for this window.
+    const second = memoryBookingWindows({}, { shards: 4 });
     Object.assign(second.store.state, first.store.state);
     const store = second.store;
-    await record(second.sink, { id: 'b', fare: '2', at: T + 2 * S }, T + 3 * S);
+    const b = { id: 'b', fare: '2', at: T + 2 * S };
+    await record(second.sink, b, T + 3 * S);
+    const shardOf = (spec: typeof a, n: number) => eventShardOf(bookingEvent(spec).eventId, n) % 2;
+    const expected = new Map<number, number>();
+    for (const shard of [shardOf(a, 2), shardOf(b, 4)]) {
+      expected.set(shard, (expected.get(shard) ?? 0) + 1);
+    }
     assert.deepEqual(
-      [...store.state.shards.values()].map((s) => [s.shard, s.contribution.elementsInPane]),
-      [[1, 2]],
+      [...store.state.shards.values()].map((s) => [s.shard, s.contribution.elementsInPane]).sort(),
+      [...expected.entries()].sort(),
+    );
+    assert.ok(
+      [...store.state.shards.values()].every((s) => s.shard < 2),
+      'the window keeps its 2 shards',
     );
     await fire(second.windows, second.clock, T + 3 * 24 * 3600 * S);
     assert.deepEqual(
@@ -138,7 +154,7 @@ describe('state: keyed windows', () => {
       result.outcomes.map((o) => o.kind),
       ['counted', 'duplicate'],
     );
-    assert.equal(store.state.ledger.size, 1);
+    assert.equal(store.dedupIds().size, 1);
   });
 
   it('rejects a bundle mixing windows (a caller bug)', async () => {
@@ -165,7 +181,7 @@ describe('state: keyed windows', () => {
       .stub(store, 'transact')
       .rejects(new TransientError('firestore apply bundle', 'UNAVAILABLE'));
     await assert.rejects(record(sink, { id: 'x', fare: '1', at: T }, T + S), TransientError);
-    assert.equal(store.state.ledger.size, 0);
+    assert.equal(store.dedupIds().size, 0);
     assert.ok(
       logs.some((l) => l.outcome === 'retry' && String(l.operation).includes('apply bundle')),
     );
@@ -202,7 +218,7 @@ describe('state: keyed windows', () => {
       2,
       'Silver is at-least-once (insertId)',
     );
-    assert.equal(store.state.ledger.size, 1, 'the window counted it once');
+    assert.equal(store.dedupIds().size, 1, 'the window counted it once');
     const shard = [...store.state.shards.values()][0];
     assert.deepEqual(shard?.contribution.accumulator, {
       count: 1,

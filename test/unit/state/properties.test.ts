@@ -19,8 +19,8 @@ import {
 
 function pipelineFor(shards: number, mode: string, seed: number): PipelineUnderTest {
   const built = memoryBookingWindows(
-    { OFFVIA_WINDOW_SHARDS: String(shards), OFFVIA_WINDOW_ACCUMULATION_MODE: mode },
-    { pickShard: seededPick(seed) },
+    { OFFVIA_WINDOW_ACCUMULATION_MODE: mode },
+    { shards, pickShard: seededPick(seed) },
   );
   return { ...built };
 }
