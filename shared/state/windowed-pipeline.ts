@@ -3,8 +3,11 @@
 import type { JsonValue } from '../windowing';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
+import { windowId } from '../windowing';
 import { Bundler } from './bundler';
-import type { BundleResult, ElementOutcome, KeyedWindows, WindowElement } from './keyed-windows';
+import { joinTransaction } from './grouped-window-store';
+import { KeyedWindows } from './keyed-windows';
+import type { BundleResult, ElementOutcome, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
 import type { WatermarkTracker } from './watermark-tracker';
 
@@ -118,7 +121,7 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     keys.forEach(([key, entry], k) => {
       const result = results[k];
       if (result === undefined) throw new Error(`no bundle result for key ${key}`);
-      this.report(key, entry.elements, result);
+      reportOutcomes(this.deps.logger, this.deps.pipeline, key, entry.elements, result);
       entry.positions.forEach((position, j) => {
         const outcome = result.outcomes[j];
         if (outcome === undefined) throw new Error(`no outcome for element ${j} of key ${key}`);
@@ -128,34 +131,156 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     await this.deps.emitter.emitOrDefer(results.flatMap((r) => r.panes));
     return outcomes;
   }
+}
 
-  /** Logs a bundle's duplicates and drops. */
-  private report(key: string, elements: readonly WindowElement<In>[], result: BundleResult): void {
-    result.outcomes.forEach((outcome, i) => {
-      const element = elements[i];
-      if (element === undefined) return;
-      const ref = { messageId: element.messageId };
-      if (outcome.kind === 'duplicate') {
-        logs.windowDuplicateIgnored(this.deps.logger, ref, this.deps.pipeline, element.eventId);
-      }
-      for (const drop of outcome.dropped) {
-        logs.windowElementDropped(
-          this.deps.logger,
-          ref,
-          {
-            pipeline: this.deps.pipeline,
-            key,
-            windowStartMs: drop.window.startMs,
-            windowEndMs: drop.window.endMs,
-          },
-          {
-            eventId: element.eventId,
-            eventTimeMs: element.timestampMs,
-            reason: drop.reason,
-            watermarkMs: result.watermarkMs,
-          },
-        );
-      }
+/** Logs a bundle's duplicates and drops (`pipeline`: the aggregation's name). */
+function reportOutcomes<In>(
+  logger: Logger,
+  pipeline: string,
+  key: string,
+  elements: readonly WindowElement<In>[],
+  result: BundleResult,
+): void {
+  result.outcomes.forEach((outcome, i) => {
+    const element = elements[i];
+    if (element === undefined) return;
+    const ref = { messageId: element.messageId };
+    if (outcome.kind === 'duplicate') {
+      logs.windowDuplicateIgnored(logger, ref, pipeline, element.eventId);
+    }
+    for (const drop of outcome.dropped) {
+      logs.windowElementDropped(
+        logger,
+        ref,
+        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
+        {
+          eventId: element.eventId,
+          eventTimeMs: element.timestampMs,
+          reason: drop.reason,
+          watermarkMs: result.watermarkMs,
+        },
+      );
+    }
+  });
+}
+
+/** One aggregation of a {@link JointWindowedPipeline}: its name, keyed store path, watermark and pane emitter. */
+export interface WindowedMember<In, Acc extends JsonValue, Out> {
+  readonly pipeline: string;
+  readonly keyed: KeyedWindows<In, Acc, Out>;
+  readonly tracker: WatermarkTracker;
+  readonly emitter: PaneEmitter;
+}
+
+/** One event's element for one member (index into the members) under its key. */
+export interface JointInput<In> {
+  readonly member: number;
+  readonly key: string;
+  readonly element: WindowElement<In>;
+}
+
+/**
+ * The per-event path of a pipeline with several aggregations in the key-groups layout: the events in flight in one
+ * instance whose (first) windows are the same form one bundle, applied to every aggregation in ONE Firestore
+ * transaction (`KeyedWindows.processJointBundle`): each key group touched is read and written once per bundle
+ * whatever the number of events and keys in it, and each event's dedup id is kept once, by the first aggregation it
+ * takes part in. Beam's bundles: the outcome per element is what each aggregation alone would decide.
+ */
+export class JointWindowedPipeline<In, Acc extends JsonValue, Out> {
+  private readonly bundler: Bundler<readonly JointInput<In>[], ElementOutcome[]>;
+
+  /** @param deps.maxBundle most events per transaction (`OFFVIA_WINDOW_MAX_BUNDLE`) */
+  constructor(
+    private readonly deps: {
+      readonly members: readonly WindowedMember<In, Acc, Out>[];
+      readonly logger: Logger;
+      readonly maxBundle: number;
+    },
+  ) {
+    this.bundler = new Bundler((_queueKey, items) => this.applyBundle(items), deps.maxBundle);
+  }
+
+  private member(index: number): WindowedMember<In, Acc, Out> {
+    const member = this.deps.members[index];
+    if (member === undefined) throw new Error(`no aggregation ${index} in the joint pipeline`);
+    return member;
+  }
+
+  /**
+   * Applies one event to the members it takes part in (`inputs`, one per member, all with the same event id):
+   * resolves once committed in all of them (or found a duplicate, or dropped as too late), after the panes it fired
+   * were written or deferred and each member's watermark saw its event time.
+   * @returns one outcome per input, in order
+   * @throws TransientError when Firestore fails (the caller must not ack; the dedup ids make a retry safe)
+   */
+  async record(inputs: readonly JointInput<In>[]): Promise<ElementOutcome[]> {
+    const first = inputs[0];
+    if (first === undefined) return [];
+    const windows = this.member(first.member).keyed.assign(first.element.timestampMs);
+    const outcomes = await this.bundler.submit(windows.map(windowId).join(','), inputs);
+    for (const input of inputs) {
+      await this.member(input.member).tracker.observe(
+        input.element.timestampMs,
+        input.element.receivedAtMs,
+      );
+    }
+    return outcomes;
+  }
+
+  /** One bundle of events: per member, its elements grouped by (key, windows), all applied in one transaction. */
+  private async applyBundle(
+    items: readonly (readonly JointInput<In>[])[],
+  ): Promise<ElementOutcome[][]> {
+    type Group = { key: string; elements: WindowElement<In>[]; slots: [number, number][] };
+    const groups = this.deps.members.map(() => new Map<string, Group>());
+    const homes = new Map<string, number>();
+    items.forEach((inputs, i) =>
+      inputs.forEach((input, j) => {
+        const { eventId, timestampMs } = input.element;
+        homes.set(eventId, Math.min(homes.get(eventId) ?? input.member, input.member));
+        const windows = this.member(input.member).keyed.assign(timestampMs);
+        const id = `${input.key}|${windows.map(windowId).join(',')}`;
+        const byKey = groups[input.member] as Map<string, Group>;
+        const group = byKey.get(id) ?? { key: input.key, elements: [], slots: [] };
+        group.elements.push(input.element);
+        group.slots.push([i, j]);
+        byKey.set(id, group);
+      }),
+    );
+    const used = groups.flatMap((g, m) => (g.size > 0 ? [m] : []));
+    const partOf = new Map(used.map((m, p) => [m, p]));
+    const results = await KeyedWindows.processJointBundle(
+      used.map((m) => {
+        const member = this.member(m);
+        return {
+          keyed: member.keyed,
+          bundles: [...(groups[m] ?? new Map<string, Group>()).values()],
+          watermark: (pt: number, fresh: boolean) => member.tracker.watermarkMs(pt, fresh),
+        };
+      }),
+      new Map([...homes].map(([id, m]) => [id, partOf.get(m) ?? 0])),
+      joinTransaction,
+    );
+    const outcomes = items.map((inputs) => new Array<ElementOutcome>(inputs.length));
+    used.forEach((m, p) => {
+      const member = this.member(m);
+      [...(groups[m] ?? new Map<string, Group>()).values()].forEach((group, b) => {
+        const result = results[p]?.[b];
+        if (result === undefined) throw new Error(`no bundle result for key ${group.key}`);
+        reportOutcomes(this.deps.logger, member.pipeline, group.key, group.elements, result);
+        group.slots.forEach(([i, j], e) => {
+          const outcome = result.outcomes[e];
+          const row = outcomes[i];
+          if (outcome === undefined || row === undefined) throw new Error('joint bundle lost an outcome');
+          row[j] = outcome;
+        });
+      });
     });
+    await Promise.all(
+      used.map((m, p) =>
+        this.member(m).emitter.emitOrDefer((results[p] ?? []).flatMap((r) => r.panes)),
+      ),
+    );
+    return outcomes;
   }
 }

@@ -22,9 +22,10 @@ import {
 import { type InsertRow, type RowWriter, insertIdProblem } from '../../sinks/row-writer';
 import type { ElementOutcome } from '../../state/keyed-windows';
 import type { ElementRecorder } from '../../state/session-pipeline';
+import type { JointInput } from '../../state/windowed-pipeline';
 import type { AnyPipelineDefinition, ContractMessage, VersionAccepted } from '../definition';
 import { decodeVersioned } from '../versioning';
-import type { AnyAggregation } from './windows';
+import type { AnyAggregation, JointMembership } from './windows';
 
 /** Payload bytes kept in quarantine and retry-age rows when the deps name no limit (the variable's default). */
 const DEFAULT_PAYLOAD_MAX_BYTES = INGEST_VARS.quarantinePayloadMaxBytes.default;
@@ -123,6 +124,8 @@ export interface IngestAggregation {
   readonly aggregation: AnyAggregation;
   /** Counts an element once (dedup by event id) and emits the element-driven panes. */
   readonly pipeline: ElementRecorder<never>;
+  /** Set when the aggregation shares its pipeline's joint per-event path (used instead of `pipeline`). */
+  readonly joint?: JointMembership;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds:
     | {
@@ -480,7 +483,8 @@ async function retryAgeExceeded(
 }
 
 /**
- * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently; each resolves
+ * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently: the members of
+ * a joint per-event path in one call (one transaction for all of them), the others each on its own; each resolves
  * once committed (or found a duplicate, or dropped as too late).
  * @throws the first failure once all have settled (the others are committed; a redelivery is deduplicated there)
  */
@@ -490,27 +494,48 @@ async function countInWindows(
   receivedAtMs: number,
   deps: PipelineIngestDeps,
 ): Promise<WindowOutcomes> {
-  const settled = await Promise.allSettled(
-    deps.aggregations.map(async (a) => {
-      const input = a.aggregation.input(event);
-      if (input === null) return 'skipped' as const;
-      const outcome = await a.pipeline.record(input.key, {
-        eventId: event.eventId,
-        messageId: message.messageId,
-        value: input.value,
-        timestampMs: event.eventTimeMs,
-        receivedAtMs,
-      });
-      return outcome.kind;
-    }),
-  );
-  const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
-  for (const [i, s] of settled.entries()) {
-    const name = deps.aggregations[i]?.aggregation.name ?? String(i);
-    // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
-    if (s.status === 'rejected') throw s.reason;
-    result[name] = s.value;
+  const kinds = new Map<number, ElementOutcome['kind'] | 'skipped'>();
+  const joints = new Map<JointMembership['pipeline'], JointInput<never>[]>();
+  const jointIndexes = new Map<JointMembership['pipeline'], number[]>();
+  const work: Promise<void>[] = [];
+  deps.aggregations.forEach((a, i) => {
+    const input = a.aggregation.input(event);
+    if (input === null) {
+      kinds.set(i, 'skipped');
+      return;
+    }
+    const element = {
+      eventId: event.eventId,
+      messageId: message.messageId,
+      value: input.value,
+      timestampMs: event.eventTimeMs,
+      receivedAtMs,
+    };
+    if (a.joint === undefined) {
+      work.push(a.pipeline.record(input.key, element).then((o) => void kinds.set(i, o.kind)));
+      return;
+    }
+    const inputs = joints.get(a.joint.pipeline) ?? [];
+    inputs.push({ member: a.joint.member, key: input.key, element });
+    joints.set(a.joint.pipeline, inputs);
+    jointIndexes.set(a.joint.pipeline, [...(jointIndexes.get(a.joint.pipeline) ?? []), i]);
+  });
+  for (const [joint, inputs] of joints) {
+    const indexes = jointIndexes.get(joint) ?? [];
+    work.push(
+      joint.record(inputs).then((outcomes) =>
+        outcomes.forEach((o, k) => kinds.set(indexes[k] ?? -1, o.kind)),
+      ),
+    );
   }
+  const settled = await Promise.allSettled(work);
+  // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
+  for (const s of settled) if (s.status === 'rejected') throw s.reason;
+  const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
+  deps.aggregations.forEach((a, i) => {
+    const kind = kinds.get(i);
+    if (kind !== undefined) result[a.aggregation.name] = kind;
+  });
   return result;
 }
 
