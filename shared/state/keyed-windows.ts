@@ -318,6 +318,27 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     guests: ReadonlySet<string>,
   ): Promise<AppliedBundle[]> {
     const shard = this.eventShard(prepared[0]?.fresh[0]?.eventId ?? '');
+    // Every key group document the bundles need, in one round trip (the keys' reads below find them cached).
+    await tx.read({
+      windows: prepared.flatMap((b) => b.windows.map((window) => ({ key: b.key, window }))),
+      shards: prepared.flatMap((b) => b.windows.map((window) => ({ key: b.key, window, shard }))),
+      seen: prepared.flatMap((b) =>
+        b.fresh
+          .filter((e) => !guests.has(e.eventId))
+          .flatMap((e) =>
+            b.windows.map((window) => ({
+              eventId: e.eventId,
+              key: b.key,
+              window,
+              shard: this.eventShard(e.eventId),
+            })),
+          ),
+      ),
+    });
+    // One strongly consistent watermark read per attempt, after the documents were read, serves every key.
+    let freshRead: Promise<number> | undefined;
+    const read: WatermarkReader = (pt, fresh) =>
+      fresh ? (freshRead ??= watermark(pt, true)) : watermark(pt, false);
     const applied: AppliedBundle[] = [];
     for (const b of prepared) {
       applied.push(
@@ -327,7 +348,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
           b.windows,
           b.fresh,
           b.processingTimeMs,
-          watermark,
+          read,
           false,
           shard,
           guests,
