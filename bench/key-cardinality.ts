@@ -517,7 +517,9 @@ async function main(): Promise<void> {
               };
         // The per-collection lines name which aggregation's documents the reads and writes went to.
         const byCollection = opsLines(telemetry.ops, telemetry.messages).slice(1);
-        process.stdout.write(`\n${telemetryLine(telemetry, booking)}\n${byCollection.join('\n')}\n`);
+        process.stdout.write(
+          `\n${telemetryLine(telemetry, booking)}\n${byCollection.join('\n')}\n`,
+        );
         if (!telemetry.allRouted) process.exitCode = 1;
       } finally {
         await telemetryDb.terminate();

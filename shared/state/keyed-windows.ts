@@ -411,27 +411,37 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       for (const [i, part] of parts.entries()) {
         const own = i === 0 ? tx : join(tx, part.keyed.options.store);
         const guests = new Set<string>();
-        const bundles = (prepared[i] ?? [])
-          .map((b) => {
-            const fresh = b.fresh.filter((e) => {
-              const home = homes.get(e.eventId) ?? i;
-              if (home === i) return true;
-              guests.add(e.eventId);
-              return applied.has(e.eventId);
-            });
-            return { ...b, fresh };
+        const bundles = (prepared[i] ?? []).map((b) => {
+          const fresh = b.fresh.filter((e) => {
+            const home = homes.get(e.eventId) ?? i;
+            if (home === i) return true;
+            guests.add(e.eventId);
+            return applied.has(e.eventId);
           });
+          return { ...b, fresh };
+        });
         const kept = bundles.filter((b) => b.fresh.length > 0);
-        const done = kept.length === 0 ? [] : await part.keyed.applyPrepared(own, kept, part.watermark, guests);
+        const done =
+          kept.length === 0
+            ? []
+            : await part.keyed.applyPrepared(own, kept, part.watermark, guests);
         for (const d of done) for (const id of d.outcomes.keys()) applied.add(id);
-        const empty: AppliedBundle = { outcomes: new Map(), panes: [], watermarkMs: 0, processingTimeMs: 0 };
+        const empty: AppliedBundle = {
+          outcomes: new Map(),
+          panes: [],
+          watermarkMs: 0,
+          processingTimeMs: 0,
+        };
         let k = 0;
         all.push(bundles.map((b) => (b.fresh.length > 0 ? (done[k++] ?? empty) : empty)));
       }
       return all;
     });
     if (result.kind === 'ledger_conflict') {
-      throw new TransientError('apply pipeline bundle', 'unexpected ledger conflict (in-state dedup)');
+      throw new TransientError(
+        'apply pipeline bundle',
+        'unexpected ledger conflict (in-state dedup)',
+      );
     }
     return parts.map((p, i) => p.keyed.resultsOf(prepared[i] ?? [], result.value[i] ?? []));
   }

@@ -283,7 +283,8 @@ export class JointWindowedPipeline<In, Acc extends JsonValue, Out> {
         group.slots.forEach(([i, j], e) => {
           const outcome = result.outcomes[e];
           const row = outcomes[i];
-          if (outcome === undefined || row === undefined) throw new Error('joint bundle lost an outcome');
+          if (outcome === undefined || row === undefined)
+            throw new Error('joint bundle lost an outcome');
           row[j] = outcome;
         });
       });

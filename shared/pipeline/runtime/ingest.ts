@@ -523,9 +523,9 @@ async function countInWindows(
   for (const [joint, inputs] of joints) {
     const indexes = jointIndexes.get(joint) ?? [];
     work.push(
-      joint.record(inputs).then((outcomes) =>
-        outcomes.forEach((o, k) => kinds.set(indexes[k] ?? -1, o.kind)),
-      ),
+      joint
+        .record(inputs)
+        .then((outcomes) => outcomes.forEach((o, k) => kinds.set(indexes[k] ?? -1, o.kind))),
     );
   }
   const settled = await Promise.allSettled(work);
