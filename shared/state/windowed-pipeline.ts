@@ -9,6 +9,7 @@ import { joinTransaction } from './grouped-window-store';
 import { KeyedWindows } from './keyed-windows';
 import type { BundleResult, ElementOutcome, WindowElement } from './keyed-windows';
 import type { PaneEmitter } from './pane-emitter';
+import type { ElementRecorder } from './session-pipeline';
 import type { WatermarkTracker } from './watermark-tracker';
 
 /** Wiring of a WindowedPipeline. */
@@ -295,5 +296,23 @@ export class JointWindowedPipeline<In, Acc extends JsonValue, Out> {
       ),
     );
     return outcomes;
+  }
+}
+
+/**
+ * A member of a joint pipeline as an `ElementRecorder`: the ingest finds these and records each event in all the
+ * members it takes part in with one `joint.record` call. `record` alone is right only for an event that takes part
+ * in this member and in no other (its dedup id is then kept here).
+ */
+export class JointMemberRecorder<In, Acc extends JsonValue, Out> implements ElementRecorder<In> {
+  constructor(
+    readonly joint: JointWindowedPipeline<In, Acc, Out>,
+    readonly member: number,
+  ) {}
+
+  async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
+    const [outcome] = await this.joint.record([{ member: this.member, key, element }]);
+    if (outcome === undefined) throw new Error('joint pipeline returned no outcome');
+    return outcome;
   }
 }

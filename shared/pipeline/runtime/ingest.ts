@@ -22,10 +22,10 @@ import {
 import { type InsertRow, type RowWriter, insertIdProblem } from '../../sinks/row-writer';
 import type { ElementOutcome } from '../../state/keyed-windows';
 import type { ElementRecorder } from '../../state/session-pipeline';
-import type { JointInput } from '../../state/windowed-pipeline';
+import { JointMemberRecorder, type JointInput } from '../../state/windowed-pipeline';
 import type { AnyPipelineDefinition, ContractMessage, VersionAccepted } from '../definition';
 import { decodeVersioned } from '../versioning';
-import type { AnyAggregation, JointMembership } from './windows';
+import type { AnyAggregation } from './windows';
 
 /** Payload bytes kept in quarantine and retry-age rows when the deps name no limit (the variable's default). */
 const DEFAULT_PAYLOAD_MAX_BYTES = INGEST_VARS.quarantinePayloadMaxBytes.default;
@@ -122,10 +122,11 @@ export interface SchemaDriftGate {
 /** One aggregation as the ingest uses it: its definition, its per-event path and its delivery holds. */
 export interface IngestAggregation {
   readonly aggregation: AnyAggregation;
-  /** Counts an element once (dedup by event id) and emits the element-driven panes. */
+  /**
+   * Counts an element once (dedup by event id) and emits the element-driven panes; a `JointMemberRecorder` when
+   * the aggregation shares its pipeline's joint per-event path (the event is then recorded there for all at once).
+   */
   readonly pipeline: ElementRecorder<never>;
-  /** Set when the aggregation shares its pipeline's joint per-event path (used instead of `pipeline`). */
-  readonly joint?: JointMembership;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds:
     | {
@@ -482,6 +483,11 @@ async function retryAgeExceeded(
   return { destination: 'bad_data', messageId: message.messageId, targetDest: step, error: reason };
 }
 
+/** The joint per-event path as the ingest calls it. */
+interface JointRecording {
+  record(inputs: readonly JointInput<never>[]): Promise<ElementOutcome[]>;
+}
+
 /**
  * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently: the members of
  * a joint per-event path in one call (one transaction for all of them), the others each on its own; each resolves
@@ -495,8 +501,11 @@ async function countInWindows(
   deps: PipelineIngestDeps,
 ): Promise<WindowOutcomes> {
   const kinds = new Map<number, ElementOutcome['kind'] | 'skipped'>();
-  const joints = new Map<JointMembership['pipeline'], JointInput<never>[]>();
-  const jointIndexes = new Map<JointMembership['pipeline'], number[]>();
+  // Per joint pipeline: the event's inputs to its members, and their aggregations' indexes.
+  const joints = new Map<
+    object,
+    { joint: JointRecording; inputs: JointInput<never>[]; indexes: number[] }
+  >();
   const work: Promise<void>[] = [];
   deps.aggregations.forEach((a, i) => {
     const input = a.aggregation.input(event);
@@ -511,17 +520,17 @@ async function countInWindows(
       timestampMs: event.eventTimeMs,
       receivedAtMs,
     };
-    if (a.joint === undefined) {
-      work.push(a.pipeline.record(input.key, element).then((o) => void kinds.set(i, o.kind)));
+    const recorder = a.pipeline;
+    if (!(recorder instanceof JointMemberRecorder)) {
+      work.push(recorder.record(input.key, element).then((o) => void kinds.set(i, o.kind)));
       return;
     }
-    const inputs = joints.get(a.joint.pipeline) ?? [];
-    inputs.push({ member: a.joint.member, key: input.key, element });
-    joints.set(a.joint.pipeline, inputs);
-    jointIndexes.set(a.joint.pipeline, [...(jointIndexes.get(a.joint.pipeline) ?? []), i]);
+    const entry = joints.get(recorder.joint) ?? { joint: recorder.joint, inputs: [], indexes: [] };
+    entry.inputs.push({ member: recorder.member, key: input.key, element });
+    entry.indexes.push(i);
+    joints.set(recorder.joint, entry);
   });
-  for (const [joint, inputs] of joints) {
-    const indexes = jointIndexes.get(joint) ?? [];
+  for (const { joint, inputs, indexes } of joints.values()) {
     work.push(
       joint
         .record(inputs)

@@ -29,7 +29,11 @@ import {
 } from '../../state/backlog-hold';
 
 import { WatermarkTracker } from '../../state/watermark-tracker';
-import { JointWindowedPipeline, WindowedPipeline } from '../../state/windowed-pipeline';
+import {
+  JointMemberRecorder,
+  JointWindowedPipeline,
+  WindowedPipeline,
+} from '../../state/windowed-pipeline';
 import { createReduceFnRunner, type JsonValue } from '../../windowing';
 import type { AggregationDefinition } from '../definition';
 import { aggregationNamespace, type AggregationNamespace } from './namespace';
@@ -101,25 +105,13 @@ export interface AggregationWindows {
   readonly holds: DeliveryHolds | undefined;
   /** fireWindows' dependencies (a fresh lease holder id per instance). */
   readonly fire: FireWindowsDeps<never, JsonValue, unknown>;
-  /**
-   * Set when the pipeline's key-groups aggregations share one per-event path (`joinAggregations`): the ingest
-   * records an event in all of them at once there, instead of through `pipeline`.
-   */
-  readonly joint?: JointMembership;
-}
-
-/** An aggregation's place in its pipeline's joint per-event path. */
-export interface JointMembership {
-  readonly pipeline: JointWindowedPipeline<never, JsonValue, unknown>;
-  /** Its index among the joint pipeline's members. */
-  readonly member: number;
 }
 
 /**
  * The aggregations of one pipeline, those in the key-groups layout sharing one per-event path when there are two
  * or more (`JointWindowedPipeline`: a bundle of events is applied to all of them in one transaction and each
  * event's dedup id is kept once, by the first of them it takes part in). Session aggregations, and a pipeline's
- * single key-groups aggregation, keep their own (`pipeline`).
+ * single key-groups aggregation, keep their own `pipeline`; the joint ones get a `JointMemberRecorder`.
  */
 export function joinAggregations(
   aggregations: readonly AggregationWindows[],
@@ -140,7 +132,7 @@ export function joinAggregations(
   });
   return aggregations.map((a) => {
     const member = grouped.indexOf(a);
-    return member < 0 ? a : { ...a, joint: { pipeline: joint, member } };
+    return member < 0 ? a : { ...a, pipeline: new JointMemberRecorder(joint, member) };
   });
 }
 
