@@ -359,8 +359,9 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
 
   /**
    * What the dedup state says about an event (operators, the demo, the reliability harness): `counted`, `dropped`
-   * (too late for all its windows) or `null` (never applied, or its tombstone expired). Reads the event's shard
-   * document in each of its windows and their spills, outside any transaction (`windows`: the event's windows).
+   * (too late for all its windows) or `null` (never applied, or its tombstone expired). Reads the shard documents
+   * of the key's group in each of its windows (the event's shard first) and their spills, outside any transaction
+   * (`windows`: the event's windows).
    * @throws TransientError when Firestore fails
    */
   override async eventOutcome(
@@ -377,8 +378,15 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     };
     return this.call('read dedup ids', async () => {
       let outcome: 'counted' | 'dropped' | null = null;
-      for (const window of windows) {
-        const ref = this.groupRef(window, this.groupOf(key), eventShardOf(eventId, this.shards));
+      // The event's shard first (where its home aggregation keeps it), then the others (a guest of a joint bundle
+      // keeps it in the shard that bundle wrote).
+      const first = eventShardOf(eventId, this.shards);
+      const order = [
+        first,
+        ...Array.from({ length: this.shards }, (_, i) => i).filter((i) => i !== first),
+      ];
+      for (const [window, shard] of windows.flatMap((w) => order.map((s) => [w, s] as const))) {
+        const ref = this.groupRef(window, this.groupOf(key), shard);
         const snap = await ref.get();
         this.metrics.reads++;
         if (!snap.exists) continue;

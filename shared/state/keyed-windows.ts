@@ -776,7 +776,6 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       const dropped = drops.get(e.eventId) ?? [];
       const kind = dropped.length === windows.length ? 'dropped' : 'counted';
       outcomes.set(e.eventId, { kind, dropped });
-      if (guests.has(e.eventId)) continue;
       tx.createLedgerEntry({
         eventId: e.eventId,
         messageId: e.messageId,
@@ -785,7 +784,12 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         outcome: kind,
         appliedAtMs: pt,
         expireAtMs,
-        ...(inState && { windows, shards: dedupShards.get(e.eventId) ?? ownIndex }),
+        // A guest's id goes to the document the bundle writes anyway: its home decides dedup, the id is for
+        // operators (`eventOutcome`), so it need not be where a redelivery would probe.
+        ...(inState && {
+          windows,
+          shards: guests.has(e.eventId) ? ownIndex : (dedupShards.get(e.eventId) ?? ownIndex),
+        }),
       });
     }
     for (const increment of droppedIncrementsOf(
