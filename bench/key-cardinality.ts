@@ -23,6 +23,7 @@ import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer
 import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
 import { seedKeyGroups } from './lib/seed-key-groups';
+import { opsLines } from './lib/firestore-ops';
 import { measureTelemetryRate, telemetryLine } from './lib/telemetry-rate';
 import { Clock, MIN, record, S, T, type BookingSpec } from '../test/support/booking-windows';
 import {
@@ -514,7 +515,11 @@ async function main(): Promise<void> {
                 perSecond: row.events / (row.ingestMs / 1000),
                 label: `key-groups, ${row.keys.toLocaleString('en-US')} keys, ingest and firing`,
               };
-        process.stdout.write(`\n${telemetryLine(telemetry, booking)}\n`);
+        // The per-collection lines name which aggregation's documents the reads and writes went to.
+        const byCollection = opsLines(telemetry.ops, telemetry.messages).slice(1);
+        process.stdout.write(
+          `\n${telemetryLine(telemetry, booking)}\n${byCollection.join('\n')}\n`,
+        );
         if (!telemetry.allRouted) process.exitCode = 1;
       } finally {
         await telemetryDb.terminate();

@@ -23,6 +23,7 @@ export class Bundler<Item, Result> {
   /**
    * @param process applies one bundle and returns one result per item, in order
    * @param maxBundle items per bundle (>= 1)
+   * @param lingerMs how long a bundle of fewer than `maxBundle` items waits for more before it starts, ms (0: none)
    */
   constructor(
     private readonly process: (
@@ -30,6 +31,7 @@ export class Bundler<Item, Result> {
       items: readonly Item[],
     ) => Promise<readonly Result[]>,
     private readonly maxBundle: number,
+    private readonly lingerMs = 0,
   ) {
     if (!Number.isSafeInteger(maxBundle) || maxBundle < 1) {
       throw new RangeError(`maxBundle must be an integer >= 1, got ${maxBundle}`);
@@ -60,6 +62,9 @@ export class Bundler<Item, Result> {
   private async drain(queueKey: string, queue: Queue<Item, Result>): Promise<void> {
     queue.running = true;
     while (queue.waiting.length > 0) {
+      if (this.lingerMs > 0 && queue.waiting.length < this.maxBundle) {
+        await new Promise((resolve) => setTimeout(resolve, this.lingerMs));
+      }
       const bundle = queue.waiting.splice(0, this.maxBundle);
       try {
         const results = await this.process(

@@ -19,6 +19,7 @@ import {
 } from './firestore-window-store';
 import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
 import type {
+  DroppedIncrement,
   LedgerEntry,
   OutboxPane,
   ShardAddress,
@@ -28,6 +29,7 @@ import type {
   WindowAddress,
   WindowReadRequest,
   WindowReadResult,
+  WindowStore,
   WindowTransaction,
 } from './window-store';
 
@@ -68,6 +70,21 @@ export interface GroupedWindowStoreOptions<
   readonly maxSeenPerDocument?: number;
   /** Wall clock for TTL stamps, epoch ms (default `Date.now`). */
   readonly now?: () => number;
+}
+
+/**
+ * Another key-groups store's part of `tx` (a transaction of a key-groups store on the same database): what the
+ * returned transaction writes commits with `tx`. Used to apply one bundle to all aggregations of a pipeline at once.
+ * @throws Error when `tx` or `store` is not of the key-groups layout
+ */
+export function joinTransaction<Acc extends JsonValue>(
+  tx: WindowTransaction<Acc>,
+  store: WindowStore<Acc>,
+): WindowTransaction<Acc> {
+  if (!(tx instanceof GroupTransaction) || !(store instanceof GroupedFirestoreWindowStore)) {
+    throw new Error('a joint transaction needs key-groups stores');
+  }
+  return (tx as GroupTransaction<Acc>).join(store as GroupedFirestoreWindowStore<Acc>);
 }
 
 /** A due key group: one window's group, and the timer that made it due. */
@@ -265,6 +282,14 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   protected override afterCommit(attempt: FirestoreTransaction<Acc>): void {
     if (!(attempt instanceof GroupTransaction)) return;
     for (const [batchId, ids] of attempt.batches) this.trackBatch(batchId, ids);
+    for (const joined of attempt.joined) joined.grouped.afterJoinedCommit(joined);
+  }
+
+  /** A joined attempt (another aggregation's part of a transaction this store ran) committed: its writes count here. */
+  private afterJoinedCommit(attempt: GroupTransaction<Acc>): void {
+    this.metrics.writes += attempt.writes;
+    this.metrics.deletes += attempt.deletes;
+    this.afterCommit(attempt);
   }
 
   private trackBatch(batchId: string, insertIds: readonly string[]): void {
@@ -335,8 +360,9 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
 
   /**
    * What the dedup state says about an event (operators, the demo, the reliability harness): `counted`, `dropped`
-   * (too late for all its windows) or `null` (never applied, or its tombstone expired). Reads the event's shard
-   * document in each of its windows and their spills, outside any transaction (`windows`: the event's windows).
+   * (too late for all its windows) or `null` (never applied, or its tombstone expired). Reads the shard documents
+   * of the key's group in each of its windows (the event's shard first) and their spills, outside any transaction
+   * (`windows`: the event's windows).
    * @throws TransientError when Firestore fails
    */
   async eventOutcome(
@@ -353,8 +379,15 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     };
     return this.call('read dedup ids', async () => {
       let outcome: 'counted' | 'dropped' | null = null;
-      for (const window of windows) {
-        const ref = this.groupRef(window, this.groupOf(key), eventShardOf(eventId, this.shards));
+      // The event's shard first (where its home aggregation keeps it), then the others (a guest of a joint bundle
+      // keeps it in the shard that bundle wrote).
+      const first = eventShardOf(eventId, this.shards);
+      const order = [
+        first,
+        ...Array.from({ length: this.shards }, (_, i) => i).filter((i) => i !== first),
+      ];
+      for (const [window, shard] of windows.flatMap((w) => order.map((s) => [w, s] as const))) {
+        const ref = this.groupRef(window, this.groupOf(key), shard);
         const snap = await ref.get();
         this.metrics.reads++;
         if (!snap.exists) continue;
@@ -677,11 +710,34 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   private readonly panes: OutboxPane[] = [];
   /** Batch documents written by this attempt: id → insertIds (registered with the store once committed). */
   readonly batches = new Map<string, string[]>();
-  private readonly grouped: GroupedFirestoreWindowStore<Acc>;
+  readonly grouped: GroupedFirestoreWindowStore<Acc>;
+  /** Other stores' attempts sharing this transaction (`join`): written by this attempt's `finish`. */
+  readonly joined: GroupTransaction<Acc>[] = [];
+  /** Dropped-late increments, written at `finish` (a write before a joined attempt's read would be refused). */
+  private readonly droppedIncrements: DroppedIncrement[] = [];
 
-  constructor(tx: Transaction, store: GroupedFirestoreWindowStore<Acc>) {
+  /** @param tagger the store whose `transact` runs the transaction (it tells Firestore's errors from ours) */
+  constructor(
+    tx: Transaction,
+    store: GroupedFirestoreWindowStore<Acc>,
+    private readonly tagger: GroupedFirestoreWindowStore<Acc> = store,
+  ) {
     super(tx, store);
     this.grouped = store;
+  }
+
+  /**
+   * `store`'s part of this transaction: its documents are read and written in the same Firestore transaction and
+   * committed together with this attempt's (another aggregation of the same pipeline, on the same database).
+   */
+  join(store: GroupedFirestoreWindowStore<Acc>): GroupTransaction<Acc> {
+    const attempt = new GroupTransaction(this.tx, store, this.tagger);
+    this.joined.push(attempt);
+    return attempt;
+  }
+
+  override addDropped(increment: DroppedIncrement): void {
+    this.droppedIncrements.push(increment);
   }
 
   /** Loads the images of these (window, group, shard)s that are not cached yet, in one round trip. */
@@ -696,7 +752,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     if (missing.size === 0) return;
     const list = [...missing.values()];
     const refs = list.map((w) => this.grouped.groupRef(w.window, w.group, w.shard));
-    const snaps = await this.grouped.sdk(() => this.tx.getAll(...refs));
+    const snaps = await this.tagger.sdk(() => this.tx.getAll(...refs));
     this.grouped.metrics.reads += refs.length;
     list.forEach((w, i) => {
       const ref = refs[i] as DocumentReference;
@@ -756,7 +812,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
       }
     }
     if (spillRefs.length > 0) {
-      const snaps = await this.grouped.sdk(() => this.tx.getAll(...spillRefs));
+      const snaps = await this.tagger.sdk(() => this.tx.getAll(...spillRefs));
       this.grouped.metrics.reads += spillRefs.length;
       snaps.forEach((snap, i) => {
         const ref = spillRefs[i] as DocumentReference;
@@ -911,6 +967,8 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
 
   /** Writes every changed key-group document once, spills full dedup sets, and the fired panes in batches. */
   override finish(): void {
+    for (const increment of this.droppedIncrements) super.addDropped(increment);
+    for (const attempt of this.joined) attempt.finish();
     const expireAt = this.grouped.expireAt();
     for (const image of this.images.values()) {
       if (!image.dirty) continue;

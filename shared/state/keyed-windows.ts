@@ -119,6 +119,23 @@ export interface KeyedWindowsOptions<In, Acc extends JsonValue, Out> {
   readonly pickShard?: (shardCount: number) => number;
 }
 
+/** A bundle of one key checked and ready to apply: its elements, their windows, the unique ones, the latest arrival. */
+interface PreparedBundle<In> {
+  readonly key: string;
+  readonly elements: readonly WindowElement<In>[];
+  readonly windows: readonly IntervalWindow[];
+  readonly fresh: readonly WindowElement<In>[];
+  readonly processingTimeMs: number;
+}
+
+/** What applying one bundle inside a transaction did (per unique event id applied; absent: a duplicate). */
+interface AppliedBundle {
+  readonly outcomes: Map<string, ElementOutcome>;
+  readonly panes: OutboxPane[];
+  readonly watermarkMs: number;
+  readonly processingTimeMs: number;
+}
+
 /** The plan for one window inside a bundle transaction. */
 type Plan = 'fast' | 'slow' | 'drop-expired' | 'drop-closed';
 
@@ -203,8 +220,21 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     bundles: readonly { key: string; elements: readonly WindowElement<In>[] }[],
     watermark: WatermarkReader,
   ): Promise<BundleResult[]> {
-    const shard = this.eventShard(bundles[0]?.elements[0]?.eventId ?? '');
-    const prepared = bundles.map(({ key, elements }) => {
+    const prepared = this.prepareGroupBundles(bundles);
+    const result = await this.options.store.transact('apply group bundle', (tx) =>
+      this.applyPrepared(tx, prepared, watermark, new Set()),
+    );
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError('apply group bundle', 'unexpected ledger conflict (in-state dedup)');
+    }
+    return this.resultsOf(prepared, result.value);
+  }
+
+  /** Checks the bundles of `processGroupBundle` and leaves out each one's repeated event ids. */
+  private prepareGroupBundles(
+    bundles: readonly { key: string; elements: readonly WindowElement<In>[] }[],
+  ): PreparedBundle<In>[] {
+    return bundles.map(({ key, elements }) => {
       const first = elements[0];
       if (first === undefined) throw new WindowingInputError('empty bundle');
       const windows = this.assign(first.timestampMs);
@@ -224,43 +254,145 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         processingTimeMs: Math.max(...elements.map((e) => e.receivedAtMs)),
       };
     });
-    const result = await this.options.store.transact('apply group bundle', async (tx) => {
-      const applied = [];
-      for (const b of prepared) {
-        applied.push(
-          await this.applyBundle(
-            tx,
-            b.key,
-            b.windows,
-            b.fresh,
-            b.processingTimeMs,
-            watermark,
-            false,
-            shard,
+  }
+
+  /**
+   * Applies prepared bundles inside `tx`, their contributions to one shard (the first element's event shard).
+   * `guests`: event ids whose dedup id another aggregation of the same transaction keeps (not probed, not added).
+   */
+  private async applyPrepared(
+    tx: WindowTransaction<Acc>,
+    prepared: readonly PreparedBundle<In>[],
+    watermark: WatermarkReader,
+    guests: ReadonlySet<string>,
+  ): Promise<AppliedBundle[]> {
+    const shard = this.eventShard(prepared[0]?.fresh[0]?.eventId ?? '');
+    // Every key group document the bundles need, in one round trip (the keys' reads below find them cached).
+    await tx.read({
+      windows: prepared.flatMap((b) => b.windows.map((window) => ({ key: b.key, window }))),
+      shards: prepared.flatMap((b) => b.windows.map((window) => ({ key: b.key, window, shard }))),
+      seen: prepared.flatMap((b) =>
+        b.fresh
+          .filter((e) => !guests.has(e.eventId))
+          .flatMap((e) =>
+            b.windows.map((window) => ({
+              eventId: e.eventId,
+              key: b.key,
+              window,
+              shard: this.eventShard(e.eventId),
+            })),
           ),
-        );
-      }
-      return applied;
+      ),
     });
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError('apply group bundle', 'unexpected ledger conflict (in-state dedup)');
+    // One strongly consistent watermark read per attempt, after the documents were read, serves every key.
+    let freshRead: Promise<number> | undefined;
+    const read: WatermarkReader = (pt, fresh) =>
+      fresh ? (freshRead ??= watermark(pt, true)) : watermark(pt, false);
+    const applied: AppliedBundle[] = [];
+    for (const b of prepared) {
+      applied.push(
+        await this.applyBundle(
+          tx,
+          b.key,
+          b.windows,
+          b.fresh,
+          b.processingTimeMs,
+          read,
+          false,
+          shard,
+          guests,
+        ),
+      );
     }
+    return applied;
+  }
+
+  /** One result per prepared bundle: an element not applied (repeated, or already counted) is a `duplicate`. */
+  private resultsOf(
+    prepared: readonly PreparedBundle<In>[],
+    applied: readonly AppliedBundle[],
+  ): BundleResult[] {
     return prepared.map((b, i) => {
-      const applied = result.value[i];
-      if (applied === undefined) throw new Error('group bundle lost a result');
+      const done = applied[i];
+      if (done === undefined) throw new Error('group bundle lost a result');
       const seen = new Set<string>();
       const outcomes = b.elements.map((e): ElementOutcome => {
         if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
         seen.add(e.eventId);
-        return applied.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
+        return done.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
       });
       return {
         outcomes,
-        panes: applied.panes,
-        watermarkMs: applied.watermarkMs,
-        processingTimeMs: applied.processingTimeMs,
+        panes: done.panes,
+        watermarkMs: done.watermarkMs,
+        processingTimeMs: done.processingTimeMs,
       };
     });
+  }
+
+  /**
+   * Applies the bundles of several aggregations (key-groups stores on one Firestore database) in ONE transaction:
+   * a pipeline bundle's updates to all its aggregations share one commit. Each event's dedup id is kept once, by
+   * its home aggregation (`homes`: event id → index into `parts` of the first aggregation the event takes part
+   * in); the others apply the event only when its home found it new, so under redelivery it is counted once in
+   * every aggregation or in none. The home's bundles are applied first (Firestore reads precede writes: the stores
+   * buffer their writes until the commit).
+   * @returns per part, one result per bundle, in order
+   * @throws WindowingInputError when a bundle is empty or mixes windows (caller bug); TransientError when the store
+   * fails; Error when a part's store is not a key-groups store on the first part's database
+   */
+  static async processJointBundle<In, Acc extends JsonValue, Out>(
+    parts: readonly {
+      readonly keyed: KeyedWindows<In, Acc, Out>;
+      readonly bundles: readonly { key: string; elements: readonly WindowElement<In>[] }[];
+      readonly watermark: WatermarkReader;
+    }[],
+    homes: ReadonlyMap<string, number>,
+    join: (tx: WindowTransaction<Acc>, store: WindowStore<Acc>) => WindowTransaction<Acc>,
+  ): Promise<BundleResult[][]> {
+    const first = parts[0];
+    if (first === undefined) return [];
+    const prepared = parts.map((p) => p.keyed.prepareGroupBundles(p.bundles));
+    const result = await first.keyed.options.store.transact('apply pipeline bundle', async (tx) => {
+      // Per event id: whether its home applied it (counted or dropped) in this attempt.
+      const applied = new Set<string>();
+      const all: AppliedBundle[][] = [];
+      for (const [i, part] of parts.entries()) {
+        const own = i === 0 ? tx : join(tx, part.keyed.options.store);
+        const guests = new Set<string>();
+        const bundles = (prepared[i] ?? []).map((b) => {
+          const fresh = b.fresh.filter((e) => {
+            const home = homes.get(e.eventId) ?? i;
+            if (home === i) return true;
+            guests.add(e.eventId);
+            return applied.has(e.eventId);
+          });
+          return { ...b, fresh };
+        });
+        const kept = bundles.filter((b) => b.fresh.length > 0);
+        const done =
+          kept.length === 0
+            ? []
+            : await part.keyed.applyPrepared(own, kept, part.watermark, guests);
+        for (const d of done) for (const id of d.outcomes.keys()) applied.add(id);
+        const empty: AppliedBundle = {
+          outcomes: new Map(),
+          panes: [],
+          watermarkMs: 0,
+          processingTimeMs: 0,
+        };
+        let k = 0;
+        all.push(bundles.map((b) => (b.fresh.length > 0 ? (done[k++] ?? empty) : empty)));
+      }
+      return all;
+    });
+    if (result.kind === 'ledger_conflict') {
+      throw new TransientError(
+        'apply pipeline bundle',
+        'unexpected ledger conflict (in-state dedup)',
+      );
+    }
+    return parts.map((p, i) => p.keyed.resultsOf(prepared[i] ?? [], result.value[i] ?? []));
   }
 
   /**
@@ -417,12 +549,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     watermark: WatermarkReader,
     readLedger: boolean,
     eventShard?: number,
-  ): Promise<{
-    outcomes: Map<string, ElementOutcome>;
-    panes: OutboxPane[];
-    watermarkMs: number;
-    processingTimeMs: number;
-  }> {
+    guests: ReadonlySet<string> = new Set(),
+  ): Promise<AppliedBundle> {
     const { shardCount } = this.options;
     const inState = this.options.store.dedup === 'in-state';
     const guess = eventShard ?? this.pickShard(shardCount);
@@ -445,17 +573,21 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     );
     if (inState) {
       const probes = elements.flatMap((e) =>
-        windows.map((window, i) => ({
+        (guests.has(e.eventId) ? [] : windows).map((window, i) => ({
           eventId: e.eventId,
           key,
           window,
           shard: dedupShards.get(e.eventId)?.[i] ?? 0,
         })),
       );
-      const seen = (await tx.read({ seen: probes })).seen ?? [];
-      elements = elements.filter((_, j) =>
-        windows.every((_w, i) => seen[j * windows.length + i] !== true),
-      );
+      const seen = probes.length === 0 ? [] : ((await tx.read({ seen: probes })).seen ?? []);
+      let at = 0;
+      elements = elements.filter((e) => {
+        if (guests.has(e.eventId)) return true;
+        const answers = seen.slice(at, at + windows.length);
+        at += windows.length;
+        return answers.every((s) => s !== true);
+      });
     }
     const own = await Promise.all(
       stored.map(async (s, i) => {
@@ -583,7 +715,12 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
         outcome: kind,
         appliedAtMs: pt,
         expireAtMs,
-        ...(inState && { windows, shards: dedupShards.get(e.eventId) ?? ownIndex }),
+        // A guest's id goes to the document the bundle writes anyway: its home decides dedup, the id is for
+        // operators (`eventOutcome`), so it need not be where a redelivery would probe.
+        ...(inState && {
+          windows,
+          shards: guests.has(e.eventId) ? ownIndex : (dedupShards.get(e.eventId) ?? ownIndex),
+        }),
       });
     }
     for (const increment of droppedIncrementsOf(

@@ -1,5 +1,4 @@
 // Seeded generator of booking-event payloads (valid and every kind of invalid) for tests and benchmarks.
-import { seededRandom } from '../../deploy/local/telemetry-demo/plan';
 import type { ErrorStage } from '../../shared/contract';
 
 /** One generated payload and where it must end. */
@@ -8,8 +7,17 @@ export interface GeneratedEvent {
   expected: 'silver' | ErrorStage;
 }
 
-/** Mulberry32, the telemetry simulator's seeded generator: every run publishes the same stream. Floats in [0, 1). */
-export const prng: (seed: number) => () => number = seededRandom;
+/** Mulberry32: a tiny seeded PRNG, so every run publishes the same stream. Returns floats in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 const AIRPORTS = ['JFK', 'LHR', 'SFO', 'HND', 'CDG', 'FCO', 'MXP', 'BCN'];
 

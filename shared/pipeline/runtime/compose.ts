@@ -23,6 +23,7 @@ import type { PipelineIngestDeps } from './ingest';
 import { pipelineNamespaces } from './namespace';
 import {
   createAggregationWindows,
+  joinAggregations,
   type AggregationWindows,
   type SharedWindowKnobs,
 } from './windows';
@@ -118,7 +119,7 @@ export function createPipelineParts(
     (window.holdSource === 'monitoring' && window.holdSubscription !== undefined
       ? monitoringBacklogReader(ingest.projectId, window.holdSubscription)
       : undefined);
-  const aggregations = definition.aggregations.map((aggregation) =>
+  const built = definition.aggregations.map((aggregation) =>
     createAggregationWindows(definition, aggregation, {
       firestore,
       writer,
@@ -131,6 +132,7 @@ export function createPipelineParts(
       ...(backlog !== undefined && { backlog }),
     }),
   );
+  const aggregations = joinAggregations(built, knobs, logger);
   logs.configLoaded(logger, {
     pipeline: definition.name,
     projectId: ingest.projectId,

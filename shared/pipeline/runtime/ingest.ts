@@ -22,6 +22,7 @@ import {
 import { type InsertRow, type RowWriter, insertIdProblem } from '../../sinks/row-writer';
 import type { ElementOutcome } from '../../state/keyed-windows';
 import type { ElementRecorder } from '../../state/session-pipeline';
+import { JointMemberRecorder, type JointInput } from '../../state/windowed-pipeline';
 import type { AnyPipelineDefinition, ContractMessage, VersionAccepted } from '../definition';
 import { decodeVersioned } from '../versioning';
 import type { AnyAggregation } from './windows';
@@ -121,7 +122,10 @@ export interface SchemaDriftGate {
 /** One aggregation as the ingest uses it: its definition, its per-event path and its delivery holds. */
 export interface IngestAggregation {
   readonly aggregation: AnyAggregation;
-  /** Counts an element once (dedup by event id) and emits the element-driven panes. */
+  /**
+   * Counts an element once (dedup by event id) and emits the element-driven panes; a `JointMemberRecorder` when
+   * the aggregation shares its pipeline's joint per-event path (the event is then recorded there for all at once).
+   */
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds:
@@ -479,8 +483,14 @@ async function retryAgeExceeded(
   return { destination: 'bad_data', messageId: message.messageId, targetDest: step, error: reason };
 }
 
+/** The joint per-event path as the ingest calls it. */
+interface JointRecording {
+  record(inputs: readonly JointInput<never>[]): Promise<ElementOutcome[]>;
+}
+
 /**
- * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently; each resolves
+ * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently: the members of
+ * a joint per-event path in one call (one transaction for all of them), the others each on its own; each resolves
  * once committed (or found a duplicate, or dropped as too late).
  * @throws the first failure once all have settled (the others are committed; a redelivery is deduplicated there)
  */
@@ -490,27 +500,51 @@ async function countInWindows(
   receivedAtMs: number,
   deps: PipelineIngestDeps,
 ): Promise<WindowOutcomes> {
-  const settled = await Promise.allSettled(
-    deps.aggregations.map(async (a) => {
-      const input = a.aggregation.input(event);
-      if (input === null) return 'skipped' as const;
-      const outcome = await a.pipeline.record(input.key, {
-        eventId: event.eventId,
-        messageId: message.messageId,
-        value: input.value,
-        timestampMs: event.eventTimeMs,
-        receivedAtMs,
-      });
-      return outcome.kind;
-    }),
-  );
-  const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
-  for (const [i, s] of settled.entries()) {
-    const name = deps.aggregations[i]?.aggregation.name ?? String(i);
-    // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
-    if (s.status === 'rejected') throw s.reason;
-    result[name] = s.value;
+  const kinds = new Map<number, ElementOutcome['kind'] | 'skipped'>();
+  // Per joint pipeline: the event's inputs to its members, and their aggregations' indexes.
+  const joints = new Map<
+    object,
+    { joint: JointRecording; inputs: JointInput<never>[]; indexes: number[] }
+  >();
+  const work: Promise<void>[] = [];
+  deps.aggregations.forEach((a, i) => {
+    const input = a.aggregation.input(event);
+    if (input === null) {
+      kinds.set(i, 'skipped');
+      return;
+    }
+    const element = {
+      eventId: event.eventId,
+      messageId: message.messageId,
+      value: input.value,
+      timestampMs: event.eventTimeMs,
+      receivedAtMs,
+    };
+    const recorder = a.pipeline;
+    if (!(recorder instanceof JointMemberRecorder)) {
+      work.push(recorder.record(input.key, element).then((o) => void kinds.set(i, o.kind)));
+      return;
+    }
+    const entry = joints.get(recorder.joint) ?? { joint: recorder.joint, inputs: [], indexes: [] };
+    entry.inputs.push({ member: recorder.member, key: input.key, element });
+    entry.indexes.push(i);
+    joints.set(recorder.joint, entry);
+  });
+  for (const { joint, inputs, indexes } of joints.values()) {
+    work.push(
+      joint
+        .record(inputs)
+        .then((outcomes) => outcomes.forEach((o, k) => kinds.set(indexes[k] ?? -1, o.kind))),
+    );
   }
+  const settled = await Promise.allSettled(work);
+  // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
+  for (const s of settled) if (s.status === 'rejected') throw s.reason;
+  const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
+  deps.aggregations.forEach((a, i) => {
+    const kind = kinds.get(i);
+    if (kind !== undefined) result[a.aggregation.name] = kind;
+  });
   return result;
 }
 

@@ -1,5 +1,5 @@
 // Where a pipeline's window state lives in Firestore: one sub-namespace per aggregation under the pipeline's
-// windows root, so two aggregations never share a watermark, a fireWindows lease, dedup ids or window state.
+// windows root, so two aggregations never share a watermark, a fireWindows lease or window state.
 // Operator commands (`offvia status --pipeline`) read the layout from here rather than spelling paths themselves.
 import type { AggregationDefinition, AnyPipelineDefinition } from '../definition';
 import { COLLECTIONS } from '../../state/firestore-window-store';

@@ -29,7 +29,11 @@ import {
 } from '../../state/backlog-hold';
 
 import { WatermarkTracker } from '../../state/watermark-tracker';
-import { WindowedPipeline } from '../../state/windowed-pipeline';
+import {
+  JointMemberRecorder,
+  JointWindowedPipeline,
+  WindowedPipeline,
+} from '../../state/windowed-pipeline';
 import { createReduceFnRunner, type JsonValue } from '../../windowing';
 import type { AggregationDefinition } from '../definition';
 import { aggregationNamespace, type AggregationNamespace } from './namespace';
@@ -101,6 +105,35 @@ export interface AggregationWindows {
   readonly holds: DeliveryHolds | undefined;
   /** fireWindows' dependencies (a fresh lease holder id per instance). */
   readonly fire: FireWindowsDeps<never, JsonValue, unknown>;
+}
+
+/**
+ * The aggregations of one pipeline, those in the key-groups layout sharing one per-event path when there are two
+ * or more (`JointWindowedPipeline`: a bundle of events is applied to all of them in one transaction and each
+ * event's dedup id is kept once, by the first of them it takes part in). Session aggregations, and a pipeline's
+ * single key-groups aggregation, keep their own `pipeline`; the joint ones get a `JointMemberRecorder`.
+ */
+export function joinAggregations(
+  aggregations: readonly AggregationWindows[],
+  knobs: Pick<SharedWindowKnobs, 'maxBundle'>,
+  logger: Logger,
+): AggregationWindows[] {
+  const grouped = aggregations.filter((a) => a.fire.groups !== undefined);
+  if (grouped.length < 2) return [...aggregations];
+  const joint = new JointWindowedPipeline<never, JsonValue, unknown>({
+    members: grouped.map((a) => ({
+      pipeline: a.aggregation.name,
+      keyed: a.fire.keyed,
+      tracker: a.fire.tracker,
+      emitter: a.fire.emitter,
+    })),
+    logger,
+    maxBundle: knobs.maxBundle,
+  });
+  return aggregations.map((a) => {
+    const member = grouped.indexOf(a);
+    return member < 0 ? a : { ...a, pipeline: new JointMemberRecorder(joint, member) };
+  });
 }
 
 /**

@@ -118,9 +118,10 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       description: 'count, average, minimum and maximum temperature per device and minute',
       strategy: TELEMETRY_STRATEGY,
       watermarkPolicy: TELEMETRY_WATERMARK_POLICY,
-      // A device sends a few readings a minute; two shards keep one device under Firestore's sustained rate of
-      // about one write per second per document even when it bursts.
-      shards: 2,
+      // One shard: a device sends about one reading a minute, so nearly every bundle adds keys to its key group's
+      // bookkeeping; with one shard that is the same document as the contributions and dedup ids (one read and one
+      // write per key group and bundle). Key groups, not shards, spread a window's devices over documents.
+      shards: 1,
       combineFn: deviceStatsFn,
       parseAccumulator: parseDeviceStatsAccumulator,
       input: (event: { element: TelemetryElement }) => ({

@@ -118,7 +118,7 @@ describe('telemetry definition: contract and aggregations end to end on the wind
         a.shards,
       ]),
       [
-        ['telemetry_device_1m', true, 2],
+        ['telemetry_device_1m', true, 1],
         ['telemetry_region_top_1m', true, 16],
       ],
     );
