@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_telemetry_silver.readings` (
   extra_fields JSON OPTIONS (description = 'Payload fields the contract version does not know'),
   publish_time TIMESTAMP,
   ingestion_timestamp TIMESTAMP NOT NULL,
-  source_message_id STRING NOT NULL
+  source_message_id STRING NOT NULL,
+  reprocess_run_id STRING OPTIONS (description = 'The offvia run that re-drove the row (080); NULL for live traffic')
 )
 PARTITION BY DATE(event_timestamp)
 CLUSTER BY device_id

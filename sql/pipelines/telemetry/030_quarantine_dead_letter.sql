@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS `{{project}}.offvia_telemetry_quarantine.dead_letter`
   source_message_id STRING NOT NULL,
   publish_time TIMESTAMP,
   attributes JSON,
-  contract_version STRING OPTIONS (description = 'The version decoded as; NULL for an unknown or missing version')
+  contract_version STRING OPTIONS (description = 'The version decoded as; NULL for an unknown or missing version'),
+  reprocess_run_id STRING OPTIONS (description = 'The offvia run whose re-drive was rejected again (080); NULL for live traffic')
 )
 PARTITION BY DATE(parse_time)
 CLUSTER BY stage, device_id

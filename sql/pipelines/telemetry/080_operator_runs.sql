@@ -1,6 +1,8 @@
 -- What the operator command (offvia) writes when it re-drives telemetry rows, as booking's sql/045 and sql/070 (see
 -- them for the columns' meaning): the run id on the Silver and dead-letter rows a run wrote, the resolutions of
 -- dead-letter and bad-data rows, and the views of the rows still open (the latest row per key, unresolved).
+-- 020 and 030 declare reprocess_run_id at creation (the BigQuery emulator counts an ALTER-added column as a value
+-- every insert must supply); these ALTERs add it to tables created before that.
 ALTER TABLE `{{project}}.offvia_telemetry_silver.readings` ADD COLUMN IF NOT EXISTS reprocess_run_id STRING;
 ALTER TABLE `{{project}}.offvia_telemetry_quarantine.dead_letter` ADD COLUMN IF NOT EXISTS reprocess_run_id STRING;
 

@@ -3,6 +3,8 @@
 // may change; its kind, probe, commands, retry and captured variable may not, but for the console labels PROSE lists.
 // Booking's deploy and telemetry's teardowns keep their order; the other plans list each pipeline's steps concept by
 // concept now (ORDER says why that is safe), so they are compared as multisets. ADDED lists the steps a plan gained.
+// One pinned command changed on purpose: telemetry's Silver and dead-letter DDL declare reprocess_run_id at creation
+// (the BigQuery emulator refuses streamed rows into a column added by ALTER), so those two steps were re-pinned.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
