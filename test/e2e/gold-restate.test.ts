@@ -2,7 +2,8 @@
 // (end + allowed lateness) and fired, then fixed with `offvia quarantine reprocess`, reaches Silver but not gold;
 // `offvia gold restate` of its window makes route_panes_latest equal an independent recomputation from the Silver
 // dedup view (count and exact fare total), and a second restate changes nothing. Telemetry: a reading whose Silver
-// row BigQuery refused (bad data) is counted by gold restate, which writes each of its two aggregations' panes once.
+// row BigQuery refused (bad data) is counted by gold restate, which writes each of its two aggregations' panes once;
+// `offvia bad-data redrive` then puts it in Silver, resolved, and gold still counts it once.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
@@ -392,8 +393,7 @@ describe('e2e: offvia --pipeline telemetry gold restate of a reading held in bad
     ]);
     assert.deepEqual(await goldRows(), [0, 0], 'the dry run wrote nothing');
 
-    // Restate: one pane per aggregation; a second run writes nothing. (A `bad-data redrive` of the row to Silver is
-    // not run here: the local emulator refuses the telemetry Silver insert, docs/local-stack.md.)
+    // Restate: one pane per aggregation; a second run writes nothing.
     const run = await offviaJson<RestateReport>(...tel('gold', 'restate', ...range));
     assert.equal(run.heldEvents, 1);
     assert.equal(run.written, 2);
@@ -407,6 +407,48 @@ describe('e2e: offvia --pipeline telemetry gold restate of a reading held in bad
       [second.written, second.changes.length, second.unchanged],
       [0, 0, 2],
       JSON.stringify(second.changes),
+    );
+    assert.deepEqual(await goldRows(), [1, 1]);
+  });
+
+  it('bad-data redrive puts the reading in Silver once, resolved, and gold still counts it once', async () => {
+    const p = projectId;
+    const silverTable = `${p}.offvia_telemetry_silver.readings`;
+    const redrive = tel('bad-data', 'redrive', '--ids', messageId);
+    const dry = await offviaJson<ReprocessReport>(...redrive, '--dry-run');
+    assert.deepEqual([dry.selected, dry.runId], [1, null]);
+    const run = await offviaJson<ReprocessReport>(...redrive);
+    assert.deepEqual(run.outcomes, { [silverTable]: 1 });
+    assert.equal(run.resolutionsWritten, 1);
+    const byMessage = async (table: string) => {
+      const [rows] = await bigquery.query({
+        query: `SELECT * FROM \`${p}.${table}\` WHERE source_message_id = @id`,
+        params: { id: messageId },
+      });
+      return rows as Record<string, unknown>[];
+    };
+    // Silver: the reading once, with its event id, device, exact temperature and the run id.
+    const silver = await byMessage('offvia_telemetry_silver.readings');
+    assert.deepEqual(
+      silver.map((r) => [r.event_id, r.device_id, amount(r.temperature_c), r.reprocess_run_id]),
+      [[eventId, device, '21.375', run.runId]],
+    );
+    const resolved = await byMessage('offvia_telemetry_quarantine.resolutions');
+    assert.deepEqual(
+      resolved.map((r) => [r.layer, r.action, r.outcome, r.run_id]),
+      [['bad_data', 'redrive', silverTable, run.runId]],
+    );
+    assert.deepEqual(await byMessage('offvia_telemetry_quarantine.bad_data_open'), []);
+    // Resolved: the same command selects nothing and writes nothing.
+    const again = await offviaJson<ReprocessReport>(...redrive);
+    assert.equal(again.selected, 0);
+    assert.equal((await byMessage('offvia_telemetry_silver.readings')).length, 1);
+    // Gold counts the reading wherever its row is, once: now from Silver, the restated panes unchanged.
+    const restate = await offviaJson<RestateReport>(...tel('gold', 'restate', ...range));
+    assert.deepEqual(
+      [restate.heldEvents, restate.written, restate.changes.length, restate.unchanged],
+      [0, 0, 0, 2],
+      JSON.stringify(restate.changes),
     );
     assert.deepEqual(await goldRows(), [1, 1]);
   });
