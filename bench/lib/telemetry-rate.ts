@@ -7,12 +7,19 @@ import type { TableRef } from '../../shared/config/env';
 import { loadTelemetryConfig } from '../../shared/pipelines/telemetry/config';
 import { Logger } from '../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
-import { createPipelineParts } from '../../shared/pipeline/runtime/compose';
-import { ingestPipelineMessage } from '../../shared/pipeline/runtime/ingest';
+import { createPipelineParts, type PipelineParts } from '../../shared/pipeline/runtime/compose';
+import {
+  ingestPipelineMessage,
+  type PipelineIngestDeps,
+} from '../../shared/pipeline/runtime/ingest';
 import { pipelineNamed } from '../../shared/pipelines';
 import { StaticDeviceDirectory } from '../../shared/pipelines/telemetry/device-directory';
 import type { InsertRow, RowResult, RowWriter } from '../../shared/sinks/row-writer';
-import { planTelemetryRun, plannedDeliveries } from '../../deploy/local/telemetry-demo/plan';
+import {
+  planTelemetryRun,
+  plannedDeliveries,
+  type TelemetryPlan,
+} from '../../deploy/local/telemetry-demo/plan';
 import { countFirestoreOps, firestoreUsdPerMillion, type FirestoreOps } from './firestore-ops';
 
 /** What one telemetry run measured. */
@@ -34,6 +41,37 @@ class DiscardingWriter implements RowWriter {
   insertRows(_table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     return Promise.resolve(rows.map(() => ({ ok: true as const })));
   }
+}
+
+/**
+ * Telemetry's generic ingest in process on `db`: the parts of `definition` and the ingest's dependencies, with
+ * `plan`'s device directory in memory and every BigQuery row accepted unwritten (only Firestore is exercised).
+ */
+export function inProcessTelemetry(
+  definition: AnyPipelineDefinition,
+  plan: TelemetryPlan,
+  db: Firestore,
+  logger: Logger,
+): { parts: PipelineParts; deps: PipelineIngestDeps } {
+  const parts = createPipelineParts(definition, process.env, logger, {
+    firestore: db,
+    writer: new DiscardingWriter(),
+  });
+  const deps = {
+    definition,
+    settings: {
+      limits: loadTelemetryConfig(process.env),
+      devices: new StaticDeviceDirectory(
+        new Map(plan.directory.map((d) => [d.device_id, { region: d.region, site: d.site }])),
+      ),
+    },
+    writer: parts.writer,
+    projectId: parts.projectId,
+    aggregations: parts.aggregations,
+    logger,
+    now: parts.now,
+  };
+  return { parts, deps };
 }
 
 /**
@@ -59,25 +97,12 @@ export async function measureTelemetryRate(
     nowMs: Date.now(),
   });
   const ops = countFirestoreOps(db);
-  const logger = new Logger('benchTelemetry', () => undefined);
-  const parts = createPipelineParts(definition, process.env, logger, {
-    firestore: db,
-    writer: new DiscardingWriter(),
-  });
-  const deps = {
+  const { deps } = inProcessTelemetry(
     definition,
-    settings: {
-      limits: loadTelemetryConfig(process.env),
-      devices: new StaticDeviceDirectory(
-        new Map(plan.directory.map((d) => [d.device_id, { region: d.region, site: d.site }])),
-      ),
-    },
-    writer: parts.writer,
-    projectId: parts.projectId,
-    aggregations: parts.aggregations,
-    logger,
-    now: parts.now,
-  };
+    plan,
+    db,
+    new Logger('benchTelemetry', () => undefined),
+  );
   const messages = plannedDeliveries(plan, 'bench');
   let next = 0;
   let allRouted = true;

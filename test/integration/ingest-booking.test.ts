@@ -1,12 +1,12 @@
 // ingestBooking through the Functions Framework's real HTTP server, writing to the BigQuery emulator.
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createHash, randomUUID } from 'node:crypto';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../functions';
 import { stackBigQuery, stackEnv, waitForLayers } from '../../deploy/local/layers';
 import { LAB_EVENTS } from '../../deploy/local/demo';
+import { closeServer, listenLocal } from '../support/fire-windows-http';
 import { ingestPipelineMessage } from '../../shared/pipeline/runtime/ingest';
 import { createPipelineIngestDeps } from '../../shared/pipeline/runtime/compose';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
@@ -53,10 +53,9 @@ describe('integration: ingestBooking on the Functions Framework → BigQuery emu
     if (!process.env.BIGQUERY_EMULATOR_HOST)
       throw new Error('run through `npm test`: the local stack is not up');
     server = getTestServer('ingestBooking');
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    base = await listenLocal(server);
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => closeServer(server));
 
   it('writes the valid lab event to Silver and quarantines the others, acking all three', async () => {
     const ids = LAB_EVENTS.map(() => `it-${randomUUID()}`);

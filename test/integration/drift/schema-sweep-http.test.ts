@@ -1,10 +1,10 @@
 // schemaSweep through the Functions Framework's real HTTP server, against the emulators.
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../../functions';
 import { requireStack } from '../../support/drift-stack';
+import { closeServer, listenLocal, schedulerPost } from '../../support/fire-windows-http';
 
 describe('integration: schemaSweep on the Functions Framework', function () {
   this.timeout(60_000);
@@ -14,17 +14,12 @@ describe('integration: schemaSweep on the Functions Framework', function () {
   before(async function () {
     requireStack();
     server = getTestServer('schemaSweep');
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    base = await listenLocal(server);
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => closeServer(server));
 
   it('answers a POST with 200 and the JSON summary of every configured target table', async () => {
-    const res = await fetch(base, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-cloudscheduler': 'true' },
-      body: '{}',
-    });
+    const res = await schedulerPost(base);
     const body = (await res.json()) as {
       ok: boolean;
       mode: string;

@@ -3,7 +3,6 @@
 // fireWindows past the window's end (device panes and the regional top-N in gold), with a redelivery counted once.
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../../functions';
@@ -24,6 +23,7 @@ import {
 import { aggregationNamespace, aggregationPaths } from '../../../shared/pipeline/runtime/namespace';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
 import { applyPipelineDdl, requireStack, runTag, stackClients } from '../../support/drift-stack';
+import { closeServer, listenLocal, schedulerPost } from '../../support/fire-windows-http';
 import { uniqueRoot } from '../../support/firestore-windows';
 
 /**
@@ -391,11 +391,6 @@ describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', 
   const tag = runTag();
   const loopBefore = process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
 
-  async function listen(server: Server): Promise<string> {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  }
-
   before(async function () {
     requireStack();
     const { bigquery, projectId } = stackClients();
@@ -408,13 +403,11 @@ describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', 
   after(async function () {
     if (loopBefore === undefined) delete process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
     else process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = loopBefore;
-    for (const server of [ingestServer, fireServer]) {
-      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    for (const server of [ingestServer, fireServer]) await closeServer(server);
   });
 
   it('acks a binary-mode CloudEvent (Eventarc) once the reading is in Silver or the dead-letter table', async function () {
-    const base = await listen(ingestServer);
+    const base = await listenLocal(ingestServer);
     const deliver = async (messageId: string, data: string, attributes: Record<string, string>) =>
       fetch(base, {
         method: 'POST',
@@ -454,15 +447,11 @@ describe('ingestTelemetry and fireTelemetryWindows on the Functions Framework', 
   });
 
   it('fireTelemetryWindows takes POST only and answers one summary per aggregation', async function () {
-    const base = await listen(fireServer);
+    const base = await listenLocal(fireServer);
     const get = await fetch(base);
     assert.equal(get.status, 405);
     assert.equal(get.headers.get('allow'), 'POST');
-    const scheduled = await fetch(base, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-cloudscheduler': 'true' },
-      body: '{}',
-    });
+    const scheduled = await schedulerPost(base);
     const body = (await scheduled.json()) as {
       pipeline: string;
       aggregations: Record<string, { status: string; loop?: { loopMs: number } }>;

@@ -3,9 +3,9 @@
 // methods are refused.
 import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import '../../../functions';
+import { closeServer, listenLocal, schedulerPost } from '../../support/fire-windows-http';
 
 /** The run summary of booking's route aggregation in the answer `{ pipeline: 'booking', status, aggregations }`. */
 async function routeSummary(res: Response): Promise<Record<string, unknown>> {
@@ -34,21 +34,16 @@ describe('integration: fireWindows on the Functions Framework', function () {
     // A 3 s timer loop instead of 58 s: read once, at the first call.
     process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = '3000';
     server = getTestServer('fireWindows');
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    base = await listenLocal(server);
   });
   after(() => {
     if (loopBefore === undefined) delete process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS;
     else process.env.OFFVIA_FIRE_WINDOWS_LOOP_MS = loopBefore;
-    return new Promise<void>((resolve) => server.close(() => resolve()));
+    return closeServer(server);
   });
 
   it('answers a Cloud Scheduler POST with the run summary', async () => {
-    const res = await fetch(base, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-cloudscheduler': 'true' },
-      body: '{}',
-    });
+    const res = await schedulerPost(base);
     assert.equal(res.status, 200);
     const body = await routeSummary(res);
     // The stack's own scheduler may hold the lease this minute: then the run is `busy`, which is fine.
@@ -62,11 +57,7 @@ describe('integration: fireWindows on the Functions Framework', function () {
   });
 
   it('answers any other POST with one pass', async () => {
-    const res = await fetch(base, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{}',
-    });
+    const res = await schedulerPost(base, false);
     assert.equal(res.status, 200);
     const body = await routeSummary(res);
     assert.ok(['done', 'busy'].includes(String(body.status)), JSON.stringify(body));

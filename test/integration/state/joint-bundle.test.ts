@@ -5,30 +5,18 @@
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
 import { countFirestoreOps, type FirestoreOps } from '../../../bench/lib/firestore-ops';
-import { planTelemetryRun } from '../../../deploy/local/telemetry-demo/plan';
+import { inProcessTelemetry } from '../../../bench/lib/telemetry-rate';
+import { planTelemetryRun, plannedDeliveries } from '../../../deploy/local/telemetry-demo/plan';
 import { Logger } from '../../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
-import { createPipelineParts } from '../../../shared/pipeline/runtime/compose';
 import {
   ingestPipelineMessage,
-  type PipelineIngestDeps,
   type PipelineIngestOutcome,
 } from '../../../shared/pipeline/runtime/ingest';
-import { loadTelemetryConfig } from '../../../shared/pipelines/telemetry/config';
 import { TELEMETRY_PIPELINE } from '../../../shared/pipelines/telemetry/definition';
-import { StaticDeviceDirectory } from '../../../shared/pipelines/telemetry/device-directory';
-import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
 import { KeyedWindows } from '../../../shared/state/keyed-windows';
 import { JointMemberRecorder } from '../../../shared/state/windowed-pipeline';
-import type { TableRef } from '../../../shared/config/env';
 import { emulatorFirestore, uniqueRoot } from '../../support/firestore-windows';
-
-/** Accepts every row: BigQuery is not under test here. */
-class AcceptingWriter implements RowWriter {
-  insertRows(_table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    return Promise.resolve(rows.map(() => ({ ok: true as const })));
-  }
-}
 
 /** Per aggregation name, an outcome kind (`counted`, `duplicate`, `dropped`, `skipped`). */
 type Kinds = Readonly<Record<string, string>>;
@@ -65,48 +53,24 @@ describe('joint ingest bundles: all aggregations of a pipeline in one transactio
     seed: 11,
     nowMs: Date.now(),
   });
-  const readings = plan.messages.filter((m) => m.expect.kind === 'reading');
-  const publishTimeMs = Date.now();
-  const runId = `joint-${publishTimeMs}`;
+  // The plan's readings (rejected messages left out) as Pub/Sub delivers them, the same ids in every run.
+  const deliveries = plannedDeliveries(plan, 'joint');
+  const readings = plan.messages.flatMap((m, i) =>
+    m.expect.kind === 'reading' ? [{ expect: m.expect, delivery: deliveries[i] }] : [],
+  );
 
   /** Runs every reading through `definition`: twice at once (a redelivery racing the first), then once more. */
   async function runPath(definition: AnyPipelineDefinition): Promise<PathRun> {
-    const logger = new Logger('jointBundle', () => undefined);
-    const parts = createPipelineParts(definition, process.env, logger, {
-      firestore: db,
-      writer: new AcceptingWriter(),
-    });
-    const deps: PipelineIngestDeps = {
+    const { deps } = inProcessTelemetry(
       definition,
-      settings: {
-        limits: loadTelemetryConfig(process.env),
-        devices: new StaticDeviceDirectory(
-          new Map(plan.directory.map((d) => [d.device_id, { region: d.region, site: d.site }])),
-        ),
-      },
-      writer: parts.writer,
-      projectId: parts.projectId,
-      aggregations: parts.aggregations,
-      logger,
-      now: parts.now,
-    };
+      plan,
+      db,
+      new Logger('jointBundle', () => undefined),
+    );
     const deliver = async (i: number): Promise<Kinds> => {
-      const m = readings[i];
-      if (m === undefined) throw new Error(`no reading ${i}`);
-      const outcome: PipelineIngestOutcome = await ingestPipelineMessage(
-        {
-          ok: true,
-          message: {
-            messageId: `${runId}-${i}`,
-            publishTime: new Date(publishTimeMs).toISOString(),
-            publishTimeMs,
-            attributes: { ...m.attributes },
-            data: Buffer.from(m.data, 'utf8'),
-            subscription: undefined,
-          },
-        },
-        deps,
-      );
+      const delivery = readings[i]?.delivery;
+      if (delivery === undefined) throw new Error(`no reading ${i}`);
+      const outcome: PipelineIngestOutcome = await ingestPipelineMessage(delivery, deps);
       assert.equal(outcome.destination, 'silver', `reading ${i}`);
       assert.ok('windows' in outcome && outcome.windows !== undefined, `reading ${i} windows`);
       return outcome.windows;
@@ -140,14 +104,11 @@ describe('joint ingest bundles: all aggregations of a pipeline in one transactio
 
   it('decides per element what each aggregation alone decides, counting each reading once', async function () {
     assert.ok(
-      readings.some((m) => m.expect.kind === 'reading' && m.expect.region === null),
+      readings.some((m) => m.expect.region === null),
       'the plan has readings the regional aggregation skips',
     );
     const jointDefinition = withRoot('jointBundle');
-    const parts = createPipelineParts(jointDefinition, process.env, new Logger('probe', () => {}), {
-      firestore: db,
-      writer: new AcceptingWriter(),
-    });
+    const { parts } = inProcessTelemetry(jointDefinition, plan, db, new Logger('probe', () => {}));
     assert.ok(
       parts.aggregations.every((a) => a.pipeline instanceof JointMemberRecorder),
       'both key-groups aggregations are members of one joint path',
@@ -162,7 +123,7 @@ describe('joint ingest bundles: all aggregations of a pipeline in one transactio
         assert.deepEqual(of(joint), of(alone), `reading ${i} in ${name}, racing`);
         assert.deepEqual(
           of(joint),
-          m.expect.kind === 'reading' && m.expect.region === null && name !== AGGREGATIONS[0]
+          m.expect.region === null && name !== AGGREGATIONS[0]
             ? ['skipped', 'skipped']
             : ['counted', 'duplicate'],
           `reading ${i} in ${name}: counted once`,
