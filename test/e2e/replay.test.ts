@@ -1,10 +1,13 @@
 // offvia replay end to end on the local stack: 2,000 mixed messages (valid, quarantined at every stage, duplicates,
-// too late for their window) go through Pub/Sub, Bronze and ingestBooking; replaying their whole Bronze range twice,
+// too late for their window) go through Pub/Sub, Bronze and ingestBooking, each to Silver or quarantine at the stage
+// its kind names (the lab's mixed-stream acceptance check, at this scale); replaying their whole Bronze range twice,
 // and once more killed with SIGKILL halfway and resumed, leaves the Silver dedup view, the quarantine open view,
 // gold's latest panes and the dropped-late counters identical, row by row.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { checkEveryMessageRouted } from '../../deploy/local/demo';
+import { waitForLayers } from '../../deploy/local/layers';
 import { bookingStackClients, stackBookingWindows, testAirport } from '../support/booking-stack';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { EXIT } from '../../shared/ops/errors';
@@ -147,6 +150,8 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     const rnd = prng(17);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
     const payloads: string[] = [];
+    /** Per message in publish order, where it must end: `silver` or the quarantine stage. */
+    const endsIn: string[] = [];
     let lastEventTimeMs = Number.NEGATIVE_INFINITY;
     const valid: string[] = [];
     const route = (event: Record<string, unknown>) => {
@@ -157,6 +162,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       );
     };
     for (const g of mixedEvents(1800, 17, t0)) {
+      endsIn.push(g.expected);
       if (g.expected !== 'silver') {
         payloads.push(g.payload);
         expected.quarantine++;
@@ -178,6 +184,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     }
     for (let i = 0; i < 100; i++) {
       payloads.push(pick(valid));
+      endsIn.push('silver');
       expected.duplicates++;
     }
     const late: string[] = [];
@@ -186,6 +193,7 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
       event.booking_id = `LATE-${origins[0]}-${i}`;
       event.event_time = new Date(t0 - 20 * 60_000 - i * 1000).toISOString();
       late.push(JSON.stringify(event));
+      endsIn.push('silver');
       expected.late++;
     }
     assert.equal(payloads.length + late.length, 2000);
@@ -208,6 +216,20 @@ describe('e2e: offvia replay of Bronze is idempotent', function () {
     await publish(late);
     const routedMs = Date.now();
     toIso = new Date(routedMs + 1000).toISOString();
+    // Each message once in Bronze and once in Silver or quarantine, at the stage its kind names; none in bad data.
+    const { layers, complete } = await waitForLayers(bq, p, ids, 120_000);
+    assert.ok(complete, `not every message routed: ${layers.silver.length} in Silver`);
+    assert.deepEqual(checkEveryMessageRouted(layers, ids), []);
+    assert.equal(layers.bronze.length, ids.length);
+    assert.equal(layers.badData.length, 0);
+    const landed = new Map<string, string>();
+    for (const r of layers.silver) landed.set(String(r.source_message_id), 'silver');
+    for (const r of layers.quarantine)
+      landed.set(String(r.source_message_id), String(r.error_stage));
+    const wrong = ids.flatMap((id, i) =>
+      landed.get(id) === endsIn[i] ? [] : [`${id} → ${landed.get(id)}, expected ${endsIn[i]}`],
+    );
+    assert.deepEqual(wrong, []);
 
     // Let every window of these routes close (watermark past end + allowed lateness), so the scheduler's own
     // fireWindows runs cannot change gold between two captures: only a replay could.
