@@ -17,7 +17,7 @@ import { requireStack, runTag, stackClients } from '../support/drift-stack';
 import { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
 import { WatermarkTracker } from '../../shared/state/watermark-tracker';
 import type { JsonValue } from '../../shared/windowing';
-import { bookingStackClients } from '../support/booking-stack';
+import { bookingJson, bookingStackClients, testAirport, testRoute } from '../support/booking-stack';
 import { type BookingWindows, createBookingWindows } from '../support/booking-window-assembly';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
@@ -28,11 +28,6 @@ import type { TraceReport } from '../../shared/ops/trace';
 import { emulatorFirestore } from '../support/firestore-windows';
 import { fireWindowsOnce } from '../support/fire-windows-http';
 import { offvia, offviaJson } from '../support/offvia-cli';
-
-/** Three capitals nobody else's test uses (Q + two letters), so the route's gold panes are this test's own. */
-function code(): string {
-  return `Q${[...randomBytes(2)].map((b) => String.fromCharCode(65 + (b % 26))).join('')}`;
-}
 
 /** NUMERIC as the emulator or BigQuery prints it, without trailing zeros: "107.480" → "107.48". */
 function amount(v: unknown): string {
@@ -47,18 +42,15 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
   this.timeout(600_000);
   const { env, topic, bq } = bookingStackClients();
   const p = env.projectId;
-  const origin = code();
-  let destination = code();
-  while (destination === origin) destination = code();
+  // Airports nobody else's test uses (Q + two letters), so the route's gold panes are this test's own.
+  const { origin, destination } = testRoute('Q');
   const routeKey = `${origin}-${destination}-EUR`;
   const tag = randomBytes(4).toString('hex');
   // Nine minutes back: closed once the watermark follows current traffic (end + 300 s allowed lateness < now).
   const windowStartMs = Math.floor((Date.now() - 9 * 60_000) / 60_000) * 60_000;
   const windowStart = new Date(windowStartMs).toISOString();
   const booking = (n: number, fare: string, atMs: number, o = origin, d = destination) =>
-    JSON.stringify({
-      booking_id: `BK-${tag}-${n}`,
-      passenger_id: `PAX-${n}`,
+    bookingJson(tag, n, {
       flight_number: 'OF-7',
       origin: o,
       destination: d,
@@ -185,8 +177,8 @@ describe('e2e: offvia gold restate of a window closed before its booking was fix
     // An open window is left alone without --force: a fresh booking of now on a third route, restated at once
     // (before the stream could have fired any pane for it, so its window differs from gold).
     const openAtMs = Date.now();
-    let third = code();
-    while (third === origin || third === destination) third = code();
+    let third = testAirport('Q');
+    while (third === origin || third === destination) third = testAirport('Q');
     const openRoute = `${origin}-${third}-EUR`;
     const openId = await topic.publishMessage({
       data: Buffer.from(booking(30, '5', openAtMs, origin, third)),

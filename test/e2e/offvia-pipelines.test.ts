@@ -282,17 +282,10 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
   });
 
   it('quarantine list --stage RANGE_VALIDATION: the rejected reading, with its device and reason', async function () {
+    const argv =
+      '--pipeline telemetry quarantine list --stage RANGE_VALIDATION --since 1h --limit 1000';
     const report = await offviaJson<{ table: string; rows: Record<string, unknown>[] }>(
-      '--pipeline',
-      'telemetry',
-      'quarantine',
-      'list',
-      '--stage',
-      'RANGE_VALIDATION',
-      '--since',
-      '1h',
-      '--limit',
-      '1000',
+      ...argv.split(' '),
     );
     assert.equal(report.table, `${projectId}.offvia_telemetry_quarantine.dead_letter`);
     const row = report.rows.find((r) => r.source_message_id === badId);

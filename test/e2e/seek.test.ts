@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { waitForLayers } from '../../deploy/local/layers';
-import { bookingStackClients, testRoute } from '../support/booking-stack';
+import { bookingJson, bookingStackClients, testRoute } from '../support/booking-stack';
 import { EXIT } from '../../shared/ops/errors';
 import type { SeekReport, SnapshotInfo } from '../../shared/ops/snapshot';
 import { fireWindowsOnce } from '../support/fire-windows-http';
@@ -37,9 +37,7 @@ describe('e2e: offvia snapshot and seek, then idempotent reprocessing', function
   const atEventTime = () =>
     new Date(Math.floor((Date.now() - 60_000) / 60_000) * 60_000 + 15_000).toISOString();
   const booking = (n: number, fare: string, extra: Record<string, unknown> = {}) =>
-    JSON.stringify({
-      booking_id: `BK-${tag}-${n}`,
-      passenger_id: `PAX-${n}`,
+    bookingJson(tag, n, {
       flight_number: 'OF-3',
       origin,
       destination,

@@ -46,6 +46,14 @@ export function testRoute(first = ''): { origin: string; destination: string } {
   return { origin, destination };
 }
 
+/**
+ * A booking payload of a suite: `booking_id` `BK-{tag}-{n}` and `passenger_id` `PAX-{n}` first, then `fields` (the
+ * flight, route, fare, currency, event time and any extra field) in their order.
+ */
+export function bookingJson(tag: string, n: number, fields: Record<string, unknown>): string {
+  return JSON.stringify({ booking_id: `BK-${tag}-${n}`, passenger_id: `PAX-${n}`, ...fields });
+}
+
 /** The functions' booking window state on the stack's Firestore emulator, and the client it reads with. */
 export interface StackBookingWindows {
   readonly firestore: Firestore;

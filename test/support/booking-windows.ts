@@ -22,6 +22,24 @@ export const T = Date.parse('2026-10-07T14:10:00Z');
 export const S = 1000;
 export const MIN = 60 * S;
 
+/**
+ * Routes as [origin, destination, currency] from their route keys, space-separated (`'JFK-LHR-USD SFO-HND-USD'`).
+ * @throws Error for a key without three parts
+ */
+export function routesOf(keys: string): [string, string, string][] {
+  return keys.split(' ').map((key) => {
+    const [origin, destination, currency, ...rest] = key.split('-');
+    if (
+      origin === undefined ||
+      destination === undefined ||
+      currency === undefined ||
+      rest.length > 0
+    )
+      throw new Error(`not a route key: ${key}`);
+    return [origin, destination, currency];
+  });
+}
+
 /** The fields of a booking event that matter to the aggregates. */
 export interface BookingSpec {
   id: string;

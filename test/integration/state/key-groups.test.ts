@@ -22,6 +22,7 @@ import {
   paneSummary,
   RecordingWriter,
   record,
+  routesOf,
   runLabWindowScenario,
   S,
   T,
@@ -32,14 +33,7 @@ import {
   uniqueRoot,
 } from '../../support/firestore-windows';
 
-const ROUTES: [string, string, string][] = [
-  ['JFK', 'LHR', 'USD'],
-  ['SFO', 'HND', 'USD'],
-  ['CDG', 'JFK', 'EUR'],
-  ['LHR', 'DXB', 'GBP'],
-  ['BOS', 'MIA', 'USD'],
-  ['ORD', 'LAX', 'USD'],
-];
+const ROUTES = routesOf('JFK-LHR-USD SFO-HND-USD CDG-JFK-EUR LHR-DXB-GBP BOS-MIA-USD ORD-LAX-USD');
 
 describe('integration: key-groups layout on the Firestore emulator', function () {
   this.timeout(180_000);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { SESSION_COLLECTION } from '../../../shared/state/firestore-session-store';
 import { keyGroupOf } from '../../../shared/state/ids';
-import { fire, paneSummary, record, S, T } from '../../support/booking-windows';
+import { fire, paneSummary, record, routesOf, S, T } from '../../support/booking-windows';
 import { firestoreBookingWindows, suiteFirestore } from '../../support/firestore-windows';
 
 const JFK: [string, string, string] = ['JFK', 'LHR', 'USD'];
@@ -120,15 +120,10 @@ describe('integration: session windows on the Firestore emulator', function () {
       OFFVIA_FIRE_WINDOWS_PARTITIONS: '4',
     });
     const { keyGroups, firePartitions } = windows.config;
-    const routes: [string, string, string][] = [
+    const routes = [
       JFK,
       SFO,
-      ['CDG', 'JFK', 'EUR'],
-      ['LHR', 'SIN', 'GBP'],
-      ['FRA', 'ORD', 'EUR'],
-      ['SYD', 'AKL', 'AUD'],
-      ['NRT', 'LAX', 'JPY'],
-      ['MAD', 'BOG', 'EUR'],
+      ...routesOf('CDG-JFK-EUR LHR-SIN-GBP FRA-ORD-EUR SYD-AKL-AUD NRT-LAX-JPY MAD-BOG-EUR'),
     ];
     const partitionOf = (route: [string, string, string]) =>
       keyGroupOf(route.join('-'), keyGroups) % firePartitions;
