@@ -102,8 +102,8 @@ describe('e2e: offvia on the local stack (trace, status, reprocess, redrive)', f
       valid.bronze.length === 1 && valid.silver.length === 1 && valid.silverDedup.length === 1,
     );
     assert.equal(valid.windows[0]?.outcome, 'counted');
-    // A pane of its window and key in gold, counting it (trace no longer tells whether a pane was emitted after the
-    // event was applied: that apply time went with the per-window layout).
+    // The key-groups layout keeps no apply time per event, so a pane is tied to the event by its window and key
+    // (what trace selects) and by counting it: the valid booking is the first of its route in this window.
     const [counted] = valid.windows;
     assert.ok(
       valid.gold.some(
