@@ -22,6 +22,9 @@ import {
 } from '../../deploy/local/telemetry-demo/plan';
 import { countFirestoreOps, firestoreUsdPerMillion, type FirestoreOps } from './firestore-ops';
 
+/** The plan's messages as the ingest receives them (also for the joint-bundle integration test). */
+export { plannedDeliveries };
+
 /** What one telemetry run measured. */
 export interface TelemetryRate {
   readonly devices: number;

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import type { Firestore } from '@google-cloud/firestore';
 import { countFirestoreOps, type FirestoreOps } from '../../../bench/lib/firestore-ops';
-import { inProcessTelemetry } from '../../../bench/lib/telemetry-rate';
-import { planTelemetryRun, plannedDeliveries } from '../../../deploy/local/telemetry-demo/plan';
+import { inProcessTelemetry, plannedDeliveries } from '../../../bench/lib/telemetry-rate';
+import { planTelemetryRun } from '../../../deploy/local/telemetry-demo/plan';
 import { Logger } from '../../../shared/logging/logger';
 import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
 import {
