@@ -2,7 +2,7 @@
 import { ConfigError } from '../errors';
 import type { CoalescingOptions } from '../sinks/coalescing-writer';
 import type { Env } from './env';
-import { type VarGroup, boolVar, intVar, readBoolVar, readIntVar } from './spec';
+import { type VarGroup, boolVar, intVar, readVars } from './spec';
 
 /** Whether rows of concurrent invocations share insertAll calls, and the limits of one call. */
 export interface CoalescingConfig extends CoalescingOptions {
@@ -72,6 +72,8 @@ export const COALESCING_VAR_GROUP: VarGroup = {
   vars: Object.values(COALESCING_VARS),
 };
 
+const COALESCING_KEYS = Object.keys(COALESCING_VARS) as (keyof typeof COALESCING_VARS)[];
+
 /**
  * Reads the `COALESCING_VARS` (defaults, ranges and meanings there).
  * @throws ConfigError naming the first bad variable (OFFVIA_BQ_COALESCE_MAX_HOLD_MS also when it is below
@@ -79,14 +81,7 @@ export const COALESCING_VAR_GROUP: VarGroup = {
  */
 export function loadCoalescingConfig(env: Env): CoalescingConfig {
   const v = COALESCING_VARS;
-  const config: CoalescingConfig = {
-    enabled: readBoolVar(env, v.enabled),
-    maxRows: readIntVar(env, v.maxRows),
-    maxBytes: readIntVar(env, v.maxBytes),
-    lingerMs: readIntVar(env, v.lingerMs),
-    maxInFlight: readIntVar(env, v.maxInFlight),
-    maxHoldMs: readIntVar(env, v.maxHoldMs),
-  };
+  const config: CoalescingConfig = readVars(env, v, COALESCING_KEYS);
   if (config.maxHoldMs < config.lingerMs) {
     throw new ConfigError(
       'OFFVIA_BQ_COALESCE_MAX_HOLD_MS',

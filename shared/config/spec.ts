@@ -116,36 +116,39 @@ export function intVar(spec: Omit<IntVarSpec, 'kind'>): IntVarSpec {
 }
 
 /** Builds a boolean spec. */
-export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
-  return { kind: 'bool', ...spec };
-}
+export const boolVar = (spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec => ({
+  kind: 'bool',
+  ...spec,
+});
 
 /** Builds a choice spec. */
-export function choiceVar<T extends string>(
+export const choiceVar = <T extends string>(
   spec: Omit<ChoiceVarSpec<T>, 'kind'>,
-): ChoiceVarSpec<T> {
-  return { kind: 'choice', ...spec };
-}
+): ChoiceVarSpec<T> => ({ kind: 'choice', ...spec });
 
 /** Builds a table spec. */
-export function tableVar(spec: Omit<TableVarSpec, 'kind'>): TableVarSpec {
-  return { kind: 'table', ...spec };
-}
+export const tableVar = (spec: Omit<TableVarSpec, 'kind'>): TableVarSpec => ({
+  kind: 'table',
+  ...spec,
+});
 
 /** Builds a table-list spec. */
-export function tableListVar(spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec {
-  return { kind: 'tables', ...spec };
-}
+export const tableListVar = (spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec => ({
+  kind: 'tables',
+  ...spec,
+});
 
 /** Builds a name spec. */
-export function nameVar(spec: Omit<NameVarSpec, 'kind'>): NameVarSpec {
-  return { kind: 'name', ...spec };
-}
+export const nameVar = (spec: Omit<NameVarSpec, 'kind'>): NameVarSpec => ({
+  kind: 'name',
+  ...spec,
+});
 
 /** Builds a free-text spec. */
-export function textVar(spec: Omit<TextVarSpec, 'kind'>): TextVarSpec {
-  return { kind: 'text', ...spec };
-}
+export const textVar = (spec: Omit<TextVarSpec, 'kind'>): TextVarSpec => ({
+  kind: 'text',
+  ...spec,
+});
 
 /**
  * Reads an integer variable through its spec. `bounds` replaces the default or a bound that depends on another
@@ -182,9 +185,16 @@ export function readTableVar(env: Env, spec: TableVarSpec): TableRef {
   return readTable(env, spec.name, spec.default);
 }
 
-/** Reads a name variable's raw value (default applied); the loader checks `spec.pattern` with its own message. */
+/**
+ * Reads a name variable through its spec (default applied) and checks it against `spec.pattern`.
+ * @throws ConfigError naming the variable: `expected <patternText>, got "<value>"`
+ */
 export function readNameVar(env: Env, spec: NameVarSpec): string {
-  return readString(env, spec.name, spec.default);
+  const value = readString(env, spec.name, spec.default);
+  if (!spec.pattern.test(value)) {
+    throw new ConfigError(spec.name, `expected ${spec.patternText}, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 /**
@@ -207,4 +217,55 @@ export function readChoiceVar<T extends string>(
     );
   }
   return found;
+}
+
+/** A spec the generic reader reads with its own default and range (not a list, not free text). */
+export type PlainVarSpec = IntVarSpec | BoolVarSpec | ChoiceVarSpec | TableVarSpec | NameVarSpec;
+
+/** The value a plain spec reads to. */
+export type VarValue<S> = S extends IntVarSpec
+  ? number
+  : S extends BoolVarSpec
+    ? boolean
+    : S extends ChoiceVarSpec<infer T>
+      ? T
+      : S extends TableVarSpec
+        ? TableRef
+        : S extends NameVarSpec
+          ? string
+          : never;
+
+/** The values of the listed keys of a spec table, one field per key (what a loader returns for them). */
+export type VarValues<V, K extends keyof V = keyof V> = { -readonly [P in K]: VarValue<V[P]> };
+
+/** Reads one plain variable through its spec (`readIntVar`, `readBoolVar`, ... by kind). */
+export function readVar<S extends PlainVarSpec>(env: Env, spec: S): VarValue<S>;
+export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
+  switch (spec.kind) {
+    case 'int':
+      return readIntVar(env, spec);
+    case 'bool':
+      return readBoolVar(env, spec);
+    case 'choice':
+      return readChoiceVar(env, spec);
+    case 'table':
+      return readTableVar(env, spec);
+    case 'name':
+      return readNameVar(env, spec);
+  }
+}
+
+/**
+ * Reads the listed variables of a spec table through their specs, in the order listed (so the first bad one is
+ * the one reported), each with its spec's default and range.
+ * @throws ConfigError naming the first bad variable
+ */
+export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
+  env: Env,
+  vars: V,
+  keys: readonly K[],
+): VarValues<V, K> {
+  const values: Partial<Record<K, unknown>> = {};
+  for (const key of keys) values[key] = readVar(env, vars[key]);
+  return values as VarValues<V, K>;
 }
