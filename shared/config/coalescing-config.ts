@@ -72,8 +72,6 @@ export const COALESCING_VAR_GROUP: VarGroup = {
   vars: Object.values(COALESCING_VARS),
 };
 
-const COALESCING_KEYS = Object.keys(COALESCING_VARS) as (keyof typeof COALESCING_VARS)[];
-
 /**
  * Reads the `COALESCING_VARS` (defaults, ranges and meanings there).
  * @throws ConfigError naming the first bad variable (OFFVIA_BQ_COALESCE_MAX_HOLD_MS also when it is below
@@ -81,7 +79,7 @@ const COALESCING_KEYS = Object.keys(COALESCING_VARS) as (keyof typeof COALESCING
  */
 export function loadCoalescingConfig(env: Env): CoalescingConfig {
   const v = COALESCING_VARS;
-  const config: CoalescingConfig = readVars(env, v, COALESCING_KEYS);
+  const config: CoalescingConfig = readVars(env, v);
   if (config.maxHoldMs < config.lingerMs) {
     throw new ConfigError(
       'OFFVIA_BQ_COALESCE_MAX_HOLD_MS',

@@ -116,39 +116,36 @@ export function intVar(spec: Omit<IntVarSpec, 'kind'>): IntVarSpec {
 }
 
 /** Builds a boolean spec. */
-export const boolVar = (spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec => ({
-  kind: 'bool',
-  ...spec,
-});
+export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
+  return { kind: 'bool', ...spec };
+}
 
 /** Builds a choice spec. */
-export const choiceVar = <T extends string>(
+export function choiceVar<T extends string>(
   spec: Omit<ChoiceVarSpec<T>, 'kind'>,
-): ChoiceVarSpec<T> => ({ kind: 'choice', ...spec });
+): ChoiceVarSpec<T> {
+  return { kind: 'choice', ...spec };
+}
 
 /** Builds a table spec. */
-export const tableVar = (spec: Omit<TableVarSpec, 'kind'>): TableVarSpec => ({
-  kind: 'table',
-  ...spec,
-});
+export function tableVar(spec: Omit<TableVarSpec, 'kind'>): TableVarSpec {
+  return { kind: 'table', ...spec };
+}
 
 /** Builds a table-list spec. */
-export const tableListVar = (spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec => ({
-  kind: 'tables',
-  ...spec,
-});
+export function tableListVar(spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec {
+  return { kind: 'tables', ...spec };
+}
 
 /** Builds a name spec. */
-export const nameVar = (spec: Omit<NameVarSpec, 'kind'>): NameVarSpec => ({
-  kind: 'name',
-  ...spec,
-});
+export function nameVar(spec: Omit<NameVarSpec, 'kind'>): NameVarSpec {
+  return { kind: 'name', ...spec };
+}
 
 /** Builds a free-text spec. */
-export const textVar = (spec: Omit<TextVarSpec, 'kind'>): TextVarSpec => ({
-  kind: 'text',
-  ...spec,
-});
+export function textVar(spec: Omit<TextVarSpec, 'kind'>): TextVarSpec {
+  return { kind: 'text', ...spec };
+}
 
 /**
  * Reads an integer variable through its spec. `bounds` replaces the default or a bound that depends on another
@@ -256,16 +253,20 @@ export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
 }
 
 /**
- * Reads the listed variables of a spec table through their specs, in the order listed (so the first bad one is
- * the one reported), each with its spec's default and range.
+ * Reads the listed variables of a spec table (every one when `keys` is left out) through their specs, in the order
+ * listed (so the first bad one is the one reported), each with its spec's default and range.
  * @throws ConfigError naming the first bad variable
  */
+export function readVars<V extends Record<string, PlainVarSpec>>(env: Env, vars: V): VarValues<V>;
 export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
   env: Env,
   vars: V,
   keys: readonly K[],
-): VarValues<V, K> {
-  const values: Partial<Record<K, unknown>> = {};
-  for (const key of keys) values[key] = readVar(env, vars[key]);
-  return values as VarValues<V, K>;
+): VarValues<V, K>;
+export function readVars(
+  env: Env,
+  vars: Record<string, PlainVarSpec>,
+  keys: readonly string[] = Object.keys(vars),
+): Record<string, unknown> {
+  return Object.fromEntries(keys.map((key) => [key, readVar(env, vars[key] as PlainVarSpec)]));
 }

@@ -93,21 +93,17 @@ export const TELEMETRY_VAR_GROUP: VarGroup = {
   vars: Object.values(TELEMETRY_VARS),
 };
 
-const TELEMETRY_KEYS = Object.keys(TELEMETRY_VARS) as (keyof typeof TELEMETRY_VARS)[];
-
 /**
  * Reads and validates the telemetry configuration.
  * @throws ConfigError naming the first bad variable (also when the maximum temperature is not above the minimum)
  */
 export function loadTelemetryConfig(env: Env): TelemetryConfig {
   const v = TELEMETRY_VARS;
-  const config = readVars(env, v, TELEMETRY_KEYS);
-  const { minTemperatureC, maxTemperatureC } = config;
-  if (maxTemperatureC <= minTemperatureC) {
-    throw new ConfigError(
-      v.maxTemperatureC.name,
-      `${maxTemperatureC} °C is not above OFFVIA_TELEMETRY_MIN_TEMPERATURE_C (${minTemperatureC} °C)`,
-    );
-  }
-  return config;
+  const config = readVars(env, v);
+  const { minTemperatureC: min, maxTemperatureC: max } = config;
+  if (max > min) return config;
+  throw new ConfigError(
+    v.maxTemperatureC.name,
+    `${max} °C is not above OFFVIA_TELEMETRY_MIN_TEMPERATURE_C (${min} °C)`,
+  );
 }
