@@ -457,19 +457,6 @@ const PLAIN_WINDOW_KEYS = [
 ] as const;
 type PlainWindowKey = (typeof PLAIN_WINDOW_KEYS)[number];
 
-/** The lab's windowing: one-minute fixed windows, 5 min allowed lateness, early every 30 s, late per element. */
-export const WINDOW_DEFAULTS = {
-  windowSizeMs: WINDOW_VARS.sizeMs.default,
-  allowedLatenessMs: WINDOW_VARS.allowedLatenessMs.default,
-  earlyFiringDelayMs: WINDOW_VARS.earlyFiringDelayMs.default,
-  lateFiringCount: WINDOW_VARS.lateFiringCount.default,
-  accumulationMode: WINDOW_VARS.accumulationMode.default,
-  maxOutOfOrdernessMs: WINDOW_VARS.maxOutOfOrdernessMs.default,
-  idleTimeoutMs: WINDOW_VARS.idleTimeoutMs.default,
-  watermarkMaxFutureSkewMs: WINDOW_VARS.watermarkMaxFutureSkewMs.default,
-  ledgerTtlMs: WINDOW_VARS.ledgerTtlMs.default,
-};
-
 /** Strategy paths reported by the windowing core → the variable that sets them. */
 const VARIABLE_OF_PATH: Record<string, string> = {
   'windowFn.sizeMs': 'OFFVIA_WINDOW_SIZE_MS',

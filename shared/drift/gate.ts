@@ -109,10 +109,12 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
         verdict = classifyExtraFields(event.extraFields, cached.schema, rules);
       }
       if (verdict.nullFields.length > 0) {
-        logs.nullExtraFieldsLeftOut(this.deps.logger, message, {
-          eventId: event.eventId,
+        logs.nullExtraFieldsLeftOut(this.deps.logger, {
+          message_id: message.messageId,
+          event_id: event.eventId,
           table: this.tableKey,
-          fields: verdict.nullFields,
+          null_fields: verdict.nullFields.slice(0, 20),
+          null_field_count: verdict.nullFields.length,
         });
       }
       if (verdict.errors.length === 0)
@@ -215,13 +217,15 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
       lastError,
       lastAttemptMs: null,
     });
-    logs.rowHeldForSchema(logger, message, {
-      eventId: event.eventId,
+    logs.rowHeldForSchema(logger, {
+      message_id: message.messageId,
+      event_id: event.eventId,
       table: this.tableKey,
-      windowId,
-      proposed: [...proposed.keys()],
-      errors: errorsText(errors, 5),
-      stored,
+      schema_window: windowId,
+      proposed_fields: [...proposed.keys()].slice(0, 20),
+      proposed_count: proposed.size,
+      error: errorsText(errors, 5),
+      retry_store: stored === 'created' ? 'stored' : 'already stored (redelivery)',
     });
     return { action: 'held', reason: errorsText(errors, 5) };
   }

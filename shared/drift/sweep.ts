@@ -497,9 +497,9 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
         run.notAppliedReason = 'update_rate';
         logs.schemaUpdateRateLimited(deps.logger, {
           table: run.key,
-          updateId: update.updateId,
-          added: ddl.added,
-          remaining: run.notApplied,
+          update_id: update.updateId,
+          added_columns: ddl.added,
+          remaining_columns: run.notApplied,
           reason: ddl.stop.error,
         });
       } else {
@@ -516,12 +516,12 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
     };
     logs.schemaUpdateApplied(deps.logger, {
       table: run.key,
-      updateId: update.updateId,
-      windows: run.windows,
-      columns: ddl.added,
-      statements: ddl.statements,
-      catalogPatched: ddl.catalogPatched,
-      rejected: plan.rejected.length,
+      update_id: update.updateId,
+      schema_windows: run.windows,
+      added_columns: ddl.added,
+      ddl: ddl.statements,
+      catalog_patched: ddl.catalogPatched,
+      rejected_fields: plan.rejected.length,
     });
     run.schema = await deps.admin.getSchema(run.target);
     return;
@@ -692,7 +692,8 @@ async function insertWithResends(
       }
     });
     if (next.length > 0 && attempt < MAX_INSERT_ATTEMPTS) {
-      logs.sweepRowsResent(deps.logger, tableName(table, deps.projectId), {
+      logs.sweepRowsResent(deps.logger, {
+        table: tableName(table, deps.projectId),
         attempt: attempt + 1,
         rows: next.length,
         reasons: [...reasons].sort(),
@@ -845,19 +846,19 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
           deletes.push(b.row.id);
           run.rows.badData++;
           logs.driftRowToBadData(deps.logger, {
-            messageId: b.row.sourceMessageId,
-            insertId: b.row.insertId,
-            targetDest: run.key,
-            retryCount: b.retryCount,
+            message_id: b.row.sourceMessageId,
+            insert_id: b.row.insertId,
+            target_dest: run.key,
+            retry_count: b.retryCount,
+            bad_data_cause: b.cause,
             error: b.error,
-            cause: b.cause,
           });
           return;
         }
         // Nowhere durable to move it: it stays, with the refusal on record, and is tried again next sweep.
         logs.badDataRefused(deps.logger, {
-          messageId: b.row.sourceMessageId,
-          insertId: b.row.insertId,
+          message_id: b.row.sourceMessageId,
+          insert_id: b.row.insertId,
           table: tableName(deps.badDataTable, deps.projectId),
           error: result.error,
         });

@@ -37,6 +37,18 @@ function event<A extends unknown[]>(
     );
 }
 
+/**
+ * Declares an event whose caller passes the jsonPayload fields as logged (`F`, snake_case); `outcome`, when given,
+ * comes first.
+ */
+function fieldsEvent<F extends LogFields>(
+  severity: Severity,
+  message: string,
+  outcome?: string,
+): LogEvent<[F]> {
+  return event(severity, message, (fields: F) => ({ ...(outcome && { outcome }), ...fields }));
+}
+
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 function windowFields(ref: WindowRef): LogFields {
@@ -156,31 +168,17 @@ export const configLoaded = event(
 // ---- schema drift: the ingest gate and the schemaSweep function ---------------------------------------------------
 
 /** A valid event's row waits in the schema-retry store (its extra fields are not all columns yet). */
-export const rowHeldForSchema = event(
-  'NOTICE',
-  'row held for a schema change',
-  (
-    ref: MessageRef,
-    d: {
-      eventId: string;
-      table: string;
-      windowId: string;
-      proposed: readonly string[];
-      errors: string;
-      stored: 'created' | 'exists';
-    },
-  ) => ({
-    outcome: 'schema_retry',
-    message_id: ref.messageId,
-    event_id: d.eventId,
-    table: d.table,
-    schema_window: d.windowId,
-    proposed_fields: d.proposed.slice(0, 20),
-    proposed_count: d.proposed.length,
-    error: d.errors,
-    retry_store: d.stored === 'created' ? 'stored' : 'already stored (redelivery)',
-  }),
-);
+export const rowHeldForSchema = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  table: string;
+  schema_window: string;
+  /** The first 20 proposed names; `proposed_count` counts them all. */
+  proposed_fields: readonly string[];
+  proposed_count: number;
+  error: string;
+  retry_store: 'stored' | 'already stored (redelivery)';
+}>('NOTICE', 'row held for a schema change', 'schema_retry');
 
 /** A drift row is too large for the retry store (a Firestore document holds 1 MiB): it goes to bad data now. */
 export const driftRowTooLarge = event(
@@ -203,28 +201,15 @@ export const sweepTableBusy = event(
 );
 
 /** A table update (DDL) was applied for the listed schema windows. */
-export const schemaUpdateApplied = event(
-  'NOTICE',
-  'schema update applied',
-  (d: {
-    table: string;
-    updateId: string;
-    windows: readonly string[];
-    columns: readonly string[];
-    statements: readonly string[];
-    catalogPatched: readonly string[];
-    rejected: number;
-  }) => ({
-    outcome: 'schema_update',
-    table: d.table,
-    update_id: d.updateId,
-    schema_windows: d.windows,
-    added_columns: d.columns,
-    ddl: d.statements,
-    catalog_patched: d.catalogPatched,
-    rejected_fields: d.rejected,
-  }),
-);
+export const schemaUpdateApplied = fieldsEvent<{
+  table: string;
+  update_id: string;
+  schema_windows: readonly string[];
+  added_columns: readonly string[];
+  ddl: readonly string[];
+  catalog_patched: readonly string[];
+  rejected_fields: number;
+}>('NOTICE', 'schema update applied', 'schema_update');
 
 /** A table update failed; its changes stay pending and are retried by the next sweep. */
 export const schemaUpdateFailed = event(
@@ -274,52 +259,36 @@ export const schemaUpdateDeferred = event(
  * sweep's pacing budget spent): the columns added so far stay, the rest are added by the next sweep, which plans
  * against the table as it is (never from the start).
  */
-export const schemaUpdateRateLimited = event(
+export const schemaUpdateRateLimited = fieldsEvent<{
+  table: string;
+  update_id: string;
+  added_columns: readonly string[];
+  remaining_columns: readonly string[];
+  reason: string;
+}>(
   'WARNING',
   'schema update stopped at the table-update rate, the rest next sweep',
-  (d: {
-    table: string;
-    updateId: string;
-    added: readonly string[];
-    remaining: readonly string[];
-    reason: string;
-  }) => ({
-    outcome: 'schema_update_rate_limited',
-    table: d.table,
-    update_id: d.updateId,
-    added_columns: d.added,
-    remaining_columns: d.remaining,
-    reason: d.reason,
-  }),
+  'schema_update_rate_limited',
 );
 
 /**
  * BigQuery did not write some waiting rows for a reason that is not their data (`stopped` beside a refused row,
  * `timeout`, `backendError`): they are re-sent at once, within the same sweep.
  */
-export const sweepRowsResent = event(
-  'INFO',
-  'waiting rows not written, re-sent at once',
-  (table: string, d: { attempt: number; rows: number; reasons: readonly string[] }) => ({
-    table,
-    attempt: d.attempt,
-    rows: d.rows,
-    reasons: d.reasons,
-  }),
-);
+export const sweepRowsResent = fieldsEvent<{
+  table: string;
+  attempt: number;
+  rows: number;
+  reasons: readonly string[];
+}>('INFO', 'waiting rows not written, re-sent at once');
 
 /** An insertAll call of the sweep failed as a whole; its rows stay in the retry store, within their budget. */
-export const sweepInsertFailed = event(
-  'ERROR',
-  'sweep insert failed, rows stay in the retry store',
-  (d: { table: string; rows: number; attempt: number; error: string }) => ({
-    outcome: 'retry',
-    table: d.table,
-    rows: d.rows,
-    attempt: d.attempt,
-    error: d.error,
-  }),
-);
+export const sweepInsertFailed = fieldsEvent<{
+  table: string;
+  rows: number;
+  attempt: number;
+  error: string;
+}>('ERROR', 'sweep insert failed, rows stay in the retry store', 'retry');
 
 /**
  * Why a waiting row went to bad data. `retry_budget`: retryable errors outlived the budget; `permanent_error`: a
@@ -337,23 +306,15 @@ const DRIFT_BAD_DATA_MESSAGE: Record<DriftBadDataCause, string> = {
 /** A waiting row passed its retry budget (or cannot be cleared, see `cause`) and was written to the bad-data table. */
 export const driftRowToBadData = event(
   'WARNING',
-  (d: { cause: DriftBadDataCause }) => DRIFT_BAD_DATA_MESSAGE[d.cause],
+  (d: { bad_data_cause: DriftBadDataCause }) => DRIFT_BAD_DATA_MESSAGE[d.bad_data_cause],
   (d: {
-    messageId: string;
-    insertId: string;
-    targetDest: string;
-    retryCount: number;
+    message_id: string;
+    insert_id: string;
+    target_dest: string;
+    retry_count: number;
+    bad_data_cause: DriftBadDataCause;
     error: string;
-    cause: DriftBadDataCause;
-  }) => ({
-    outcome: 'bad_data',
-    message_id: d.messageId,
-    insert_id: d.insertId,
-    target_dest: d.targetDest,
-    retry_count: d.retryCount,
-    bad_data_cause: d.cause,
-    error: d.error,
-  }),
+  }) => ({ outcome: 'bad_data', ...d }),
 );
 
 /**
@@ -390,17 +351,14 @@ export const schemaContestResolved = event(
  * Extra fields of an event whose value is `null` and that are no column: nothing to store and no type to
  * propose, so they are left out of the row (Bronze keeps the raw message). Logged once per event, at ingest.
  */
-export const nullExtraFieldsLeftOut = event(
-  'INFO',
-  'null extra fields left out of the row',
-  (ref: MessageRef, d: { eventId: string; table: string; fields: readonly string[] }) => ({
-    message_id: ref.messageId,
-    event_id: d.eventId,
-    table: d.table,
-    null_fields: d.fields.slice(0, 20),
-    null_field_count: d.fields.length,
-  }),
-);
+export const nullExtraFieldsLeftOut = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  table: string;
+  /** The first 20 names; `null_field_count` counts them all. */
+  null_fields: readonly string[];
+  null_field_count: number;
+}>('INFO', 'null extra fields left out of the row');
 
 /** A held row's extra fields carry an error no schema change can clear: it goes to bad data at ingest. */
 export const driftRowRejectedAtIngest = event(
@@ -417,17 +375,12 @@ export const driftRowRejectedAtIngest = event(
 );
 
 /** BigQuery refused a bad-data row; the row stays in the retry store (nothing is dropped). */
-export const badDataRefused = event(
-  'ERROR',
-  'bad-data row refused, row kept in the retry store',
-  (d: { messageId: string; insertId: string; table: string; error: string }) => ({
-    outcome: 'retry',
-    message_id: d.messageId,
-    insert_id: d.insertId,
-    table: d.table,
-    error: d.error,
-  }),
-);
+export const badDataRefused = fieldsEvent<{
+  message_id: string;
+  insert_id: string;
+  table: string;
+  error: string;
+}>('ERROR', 'bad-data row refused, row kept in the retry store', 'retry');
 
 /** A retry-store document could not be read; it is left in place for an operator. */
 export const driftRowMalformed = event(
@@ -724,36 +677,24 @@ export const fireWindowsLoopDone = event(
  * WARNING when any row was skipped.
  */
 export const deviceDirectoryLoaded = event(
-  (load: { invalidRows: number; duplicateRows: number }) =>
-    load.invalidRows + load.duplicateRows > 0 ? 'WARNING' : 'INFO',
+  (load: { invalid_rows: number; duplicate_rows: number }) =>
+    load.invalid_rows + load.duplicate_rows > 0 ? 'WARNING' : 'INFO',
   'device directory loaded',
   (load: {
     table: string;
     devices: number;
-    invalidRows: number;
-    duplicateRows: number;
-    loadMs: number;
-  }) => ({
-    outcome: 'side_input_loaded',
-    table: load.table,
-    devices: load.devices,
-    invalid_rows: load.invalidRows,
-    duplicate_rows: load.duplicateRows,
-    load_ms: load.loadMs,
-  }),
+    invalid_rows: number;
+    duplicate_rows: number;
+    load_ms: number;
+  }) => ({ outcome: 'side_input_loaded', ...load }),
 );
 
 /**
  * A background reload of the device directory failed; the last snapshot (`snapshot_age_ms` old) keeps serving and
  * the next lookup after the refresh interval tries again.
  */
-export const deviceDirectoryReloadFailed = event(
-  'ERROR',
-  'device directory reload failed, serving the last snapshot',
-  (d: { table: string; error: string; snapshotAgeMs: number }) => ({
-    outcome: 'side_input_stale',
-    table: d.table,
-    error: d.error,
-    snapshot_age_ms: d.snapshotAgeMs,
-  }),
-);
+export const deviceDirectoryReloadFailed = fieldsEvent<{
+  table: string;
+  error: string;
+  snapshot_age_ms: number;
+}>('ERROR', 'device directory reload failed, serving the last snapshot', 'side_input_stale');
