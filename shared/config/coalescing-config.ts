@@ -1,4 +1,4 @@
-// Configuration of coalesced BigQuery writes in ingestBooking (issue 8), read once at cold start.
+// Configuration of coalesced BigQuery writes in ingestBooking, read once at cold start.
 import { ConfigError } from '../errors';
 import type { CoalescingOptions } from '../sinks/coalescing-writer';
 import type { Env } from './env';

@@ -58,7 +58,7 @@ type Held = { action: 'held'; reason: string };
 export type RoutedToBadData = { action: 'bad_data'; targetDest: string; error: string };
 
 /**
- * `SchemaDriftGate` over the Firestore retry store (issue 5, item 1). For a valid event:
+ * `SchemaDriftGate` over the Firestore retry store. For a valid event:
  * - no extra top-level fields: write, no I/O;
  * - every extra field fits a column of the cached target schema (`classifyExtraFields`): write with those values;
  * - an extra field with an error no schema change can clear (`isPermanentError`: a name BigQuery or the guard

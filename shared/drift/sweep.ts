@@ -146,7 +146,7 @@ export interface SweepResult {
 }
 
 /**
- * The schema sweep (bad-data design; issue 5): for each configured target table, in order, under the table's
+ * The schema sweep (bad-data design): for each configured target table, in order, under the table's
  * lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
  * 1. The pending changes of closed windows (`isWindowClosed` with the grace) are merged and planned against the
  *    current schema (`planSchemaChange`). In `apply` mode a plan with columns becomes ONE table update: the
