@@ -146,29 +146,16 @@ export interface SweepResult {
 }
 
 /**
- * The schema sweep (bad-data design): for each configured target table, in order, under the table's
- * lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
- * 1. The pending changes of closed windows (`isWindowClosed` with the grace) are merged and planned against the
- *    current schema (`planSchemaChange`). In `apply` mode a plan with columns becomes ONE table update: the
- *    changes are marked `applying` in a fenced transaction that also checks they did not grow since the plan,
- *    the DDL runs, and the changes are closed `applied` with an audit record. Not within
- *    `minUpdateIntervalMs` of the table's last update. Every DDL statement is paced under BigQuery's table
- *    metadata update rate (5 per 10 s per table, `runDdlSteps`); a 403 `rateLimitExceeded` or a spent pacing
- *    budget stops the DDL, keeps the columns added, and leaves the rest to the next sweep, which plans against
- *    the table as it then is (never from the start). In `propose` mode the plan is only recorded. A failure
- *    here does not skip step 2.
- * 2. Up to `sweepMaxRows` waiting rows, oldest first, are judged against the schema: rows whose fields all fit
- *    are inserted (insertId as stored) and leave the store; rows BigQuery did not write for a reason that is not
- *    theirs (`stopped` beside a refused row, `timeout`, `backendError`) are re-sent at once, in the same sweep;
- *    a row refused as `invalid` (e.g. "Invalid NUMERIC value") goes to bad data at once, except "no such field"
- *    in the minutes after a column was added, which waits. Rows that still do not fit, or were not written, stay
- *    with `retry_count = retryCount(processed, now, windowMinutes)`, unless past the budget (`isPastBudget`),
- *    when they go to the bad-data table with their errors. A failed insertAll call or bad-data write fails only
- *    its own rows (they wait); every batch still runs and every row read gets its budget check. Every write is
- *    fenced by the lease, renewed before each batch and each re-send, so a sweep that lost its lease stops before
- *    inserting again.
- * 3. Fields of still-waiting rows that may still become columns are proposed again into the current window
- *    (a field held back by a cap, or proposed after its window was swept, gets its column later).
+ * The schema sweep (docs/schema-drift.md, "The sweep"): for each configured target table, in order, under the
+ * table's lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
+ * 1. the closed windows' pending changes are merged and planned against the current schema (`planSchemaChange`);
+ *    in `apply` mode the plan becomes ONE table update (fenced `beginUpdate`, the DDL paced under BigQuery's
+ *    table-update rate by `runDdlSteps`, `finishUpdate`), never within `minUpdateIntervalMs` of the last; in
+ *    `propose` mode it is only recorded. A failure here does not skip step 2;
+ * 2. up to `sweepMaxRows` waiting rows, oldest first, are judged and inserted, re-sent, kept (with their retry
+ *    count) or, past the budget (`isPastBudget`) or with a permanent error, written to bad data; every write is
+ *    fenced by the lease, renewed before each batch and re-send;
+ * 3. fields of still-waiting rows that may still become columns are proposed again into the current window.
  * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
  */
 export async function runSchemaSweep(deps: SweepDeps): Promise<SweepResult> {
