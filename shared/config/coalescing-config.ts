@@ -1,8 +1,8 @@
-// Configuration of coalesced BigQuery writes in ingestBooking (issue 8), read once at cold start.
+// Configuration of coalesced BigQuery writes in ingestBooking, read once at cold start.
 import { ConfigError } from '../errors';
 import type { CoalescingOptions } from '../sinks/coalescing-writer';
 import type { Env } from './env';
-import { type VarGroup, boolVar, intVar, readBoolVar, readIntVar } from './spec';
+import { type VarGroup, boolVar, intVar, readVars } from './spec';
 
 /** Whether rows of concurrent invocations share insertAll calls, and the limits of one call. */
 export interface CoalescingConfig extends CoalescingOptions {
@@ -79,14 +79,7 @@ export const COALESCING_VAR_GROUP: VarGroup = {
  */
 export function loadCoalescingConfig(env: Env): CoalescingConfig {
   const v = COALESCING_VARS;
-  const config: CoalescingConfig = {
-    enabled: readBoolVar(env, v.enabled),
-    maxRows: readIntVar(env, v.maxRows),
-    maxBytes: readIntVar(env, v.maxBytes),
-    lingerMs: readIntVar(env, v.lingerMs),
-    maxInFlight: readIntVar(env, v.maxInFlight),
-    maxHoldMs: readIntVar(env, v.maxHoldMs),
-  };
+  const config: CoalescingConfig = readVars(env, v);
   if (config.maxHoldMs < config.lingerMs) {
     throw new ConfigError(
       'OFFVIA_BQ_COALESCE_MAX_HOLD_MS',

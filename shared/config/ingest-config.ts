@@ -1,59 +1,27 @@
 // Configuration of ingestBooking, read from the environment once at cold start (design.md, "Configuration").
 import { DEFAULT_CURRENCY } from '../contract/fields';
 import { ConfigError } from '../errors';
-import { type Env, type TableRef, readOptionalString } from './env';
+import { type Env, readOptionalString } from './env';
 import {
   type VarGroup,
+  type VarValues,
   intVar,
   nameVar,
-  readIntVar,
   readNameVar,
-  readTableVar,
+  readVars,
   tableVar,
   textVar,
 } from './spec';
 
-/** Everything ingestBooking needs to know; all durations in ms. */
-export interface IngestConfig {
+/**
+ * Everything ingestBooking needs to know; all durations in ms. The fields named in `PLAIN_INGEST_KEYS` are the
+ * variables of `INGEST_VARS` as read (meaning, default, range and unit there).
+ */
+export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainIngestKey> {
   /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
   projectId: string | undefined;
-  /**
-   * The Firestore database holding the system's state (window store, dedup ledger, drift retry store): a named
-   * database of its own, so nothing else in the project shares its collections and `teardown.sh --delete-data`
-   * deletes only what the system wrote. Default `offvia`; the deploy plan sets it from `--firestore-database`.
-   */
-  firestoreDatabase: string;
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
   bigQueryEndpoint: string | undefined;
-  silverTable: TableRef;
-  quarantineTable: TableRef;
-  badDataTable: TableRef;
-  /**
-   * Events stamped later than receipt + this are rejected at EVENT_TIME_VALIDATION (design.md). Default 5 min; at
-   * most {@link MAX_FUTURE_SKEW_LIMIT_MS} (BigQuery's streaming window, see there).
-   */
-  maxFutureSkewMs: number;
-  /**
-   * Events stamped earlier than receipt − this are rejected at EVENT_TIME_VALIDATION. Default
-   * {@link DEFAULT_MAX_EVENT_AGE_MS} (730 days); at most {@link MAX_EVENT_AGE_LIMIT_MS} (BigQuery's streaming window).
-   */
-  maxEventAgeMs: number;
-  /** Longest raw_payload kept in a quarantine row, in UTF-8 bytes; Bronze keeps the full message. Default 1 MiB. */
-  quarantinePayloadMaxBytes: number;
-  /**
-   * Retry-age guard: a message still failing this long after its publish time goes to the bad-data table instead
-   * of being retried again. Must stay below the subscription's dead-letter horizon (15 attempts with 10–600 s
-   * backoff: about 90 min), so the message ends in a table, not in the dead-letter topic. Default 45 min.
-   */
-  maxRetryAgeMs: number;
-  /**
-   * Longest one delivery may take before ingestBooking gives up on it, ms: a dependency that hangs instead of
-   * failing (the Firestore emulator stopped, a network black hole) is then a transient failure like any other, so
-   * the invocation answers 5xx (redelivery) or, past `maxRetryAgeMs`, the retry-age guard routes it to bad data.
-   * Keep it below the function's timeout (deployed: 60 s), or the platform kills the invocation first and the guard
-   * never runs. Default 45 s.
-   */
-  attemptDeadlineMs: number;
   /**
    * `currency` of a booking that has none: an ISO-4217-shaped code (three ASCII capitals), default "USD" (the lab's);
    * `null` when `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error rather
@@ -61,6 +29,20 @@ export interface IngestConfig {
    */
   defaultCurrency: string | null;
 }
+
+/** The variables an `IngestConfig` carries as read, in the order they are checked. */
+const PLAIN_INGEST_KEYS = [
+  'firestoreDatabase',
+  'silverTable',
+  'quarantineTable',
+  'badDataTable',
+  'maxFutureSkewMs',
+  'maxEventAgeMs',
+  'quarantinePayloadMaxBytes',
+  'maxRetryAgeMs',
+  'attemptDeadlineMs',
+] as const;
+type PlainIngestKey = (typeof PLAIN_INGEST_KEYS)[number];
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -223,12 +205,8 @@ export const INGEST_VAR_GROUP: VarGroup = {
 };
 
 /**
- * Reads and validates the configuration.
- * Variables: OFFVIA_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT), OFFVIA_FIRESTORE_DATABASE,
- * BIGQUERY_EMULATOR_HOST,
- * OFFVIA_SILVER_TABLE, OFFVIA_QUARANTINE_TABLE, OFFVIA_BAD_DATA_TABLE, OFFVIA_MAX_FUTURE_SKEW_MS,
- * OFFVIA_MAX_EVENT_AGE_MS, OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES, OFFVIA_MAX_RETRY_AGE_MS,
- * OFFVIA_ATTEMPT_DEADLINE_MS, OFFVIA_DEFAULT_CURRENCY (specs, defaults and ranges: `INGEST_VARS`).
+ * Reads and validates the configuration (specs, defaults and ranges: `INGEST_VARS`). The project is
+ * OFFVIA_PROJECT_ID, else GOOGLE_CLOUD_PROJECT, else GCLOUD_PROJECT.
  * @throws ConfigError naming the first bad variable.
  */
 export function loadIngestConfig(env: Env): IngestConfig {
@@ -238,16 +216,8 @@ export function loadIngestConfig(env: Env): IngestConfig {
       readOptionalString(env, v.projectId.name) ??
       readOptionalString(env, v.googleCloudProject.name) ??
       readOptionalString(env, v.gcloudProject.name),
-    firestoreDatabase: readFirestoreDatabase(env),
     bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
-    silverTable: readTableVar(env, v.silverTable),
-    quarantineTable: readTableVar(env, v.quarantineTable),
-    badDataTable: readTableVar(env, v.badDataTable),
-    maxFutureSkewMs: readIntVar(env, v.maxFutureSkewMs),
-    maxEventAgeMs: readIntVar(env, v.maxEventAgeMs),
-    quarantinePayloadMaxBytes: readIntVar(env, v.quarantinePayloadMaxBytes),
-    maxRetryAgeMs: readIntVar(env, v.maxRetryAgeMs),
-    attemptDeadlineMs: readIntVar(env, v.attemptDeadlineMs),
+    ...readVars(env, v, PLAIN_INGEST_KEYS),
     defaultCurrency: readDefaultCurrency(env),
   };
 }
@@ -278,15 +248,7 @@ function readDefaultCurrency(env: Env): string | null {
  * @throws ConfigError for any other value.
  */
 export function readFirestoreDatabase(env: Env): string {
-  const spec = INGEST_VARS.firestoreDatabase;
-  const id = readNameVar(env, spec);
-  if (!spec.pattern.test(id)) {
-    throw new ConfigError(
-      spec.name,
-      `expected a named Firestore database id (4-63 of a-z 0-9 -, starting with a letter), got ${JSON.stringify(id)}`,
-    );
-  }
-  return id;
+  return readNameVar(env, INGEST_VARS.firestoreDatabase);
 }
 
 /** `host:port` or a URL → a URL the BigQuery client accepts as apiEndpoint. */

@@ -3,14 +3,13 @@ import { ConfigError } from '../errors';
 import { type Env, type TableRef, readOptionalString, readTable, tableName } from './env';
 import {
   type VarGroup,
+  type VarValues,
   boolVar,
   choiceVar,
   intVar,
   nameVar,
-  readBoolVar,
   readChoiceVar,
-  readIntVar,
-  readNameVar,
+  readVars,
   tableListVar,
 } from './spec';
 
@@ -24,50 +23,35 @@ export type SchemaMode = 'propose' | 'apply';
  */
 export type DdlStyle = 'single' | 'per_column';
 
-/** Everything the drift gate and the schema sweep need. Durations carry their unit in the name. */
-export interface SchemaDriftConfig {
-  /** The gate is wired into ingestBooking (`OFFVIA_SCHEMA_DRIFT`, default true). */
-  enabled: boolean;
-  /** `OFFVIA_SCHEMA_MODE`, default `apply`. */
-  mode: SchemaMode;
-  /** Length of the schema-change window, minutes (`OFFVIA_SCHEMA_WINDOW_MINUTES`, default 3, bad-data design). */
-  windowMinutes: number;
-  /** Retry budget from first receipt, minutes (`OFFVIA_SCHEMA_RETRY_MINUTES`, default 30 = 10 windows). */
-  retryMinutes: number;
-  /** Wait after a window's end before it is swept, ms (`OFFVIA_SCHEMA_WINDOW_GRACE_MS`, default 10000). */
-  windowGraceMs: number;
-  /** New columns one window may add to one table (`OFFVIA_SCHEMA_MAX_NEW_COLUMNS_PER_WINDOW`, default 10). */
-  maxNewColumnsPerWindow: number;
-  /** Columns a target table may reach (`OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE`, default 1000; BigQuery: 10,000). */
-  maxColumnsPerTable: number;
-  /**
-   * Not-yet-column fields one event may propose (`OFFVIA_SCHEMA_MAX_NEW_FIELDS_PER_EVENT`, default 20); an
-   * event with more is a flood: it proposes none of them and its row carries `FIELD_FLOOD`.
-   */
-  maxNewFieldsPerEvent: number;
-  /**
-   * Distinct fields one pending change may hold (`OFFVIA_SCHEMA_MAX_PROPOSED_FIELDS_PER_WINDOW`, default 200):
-   * bounds the Firestore document; a field past it is an error on its row (`PROPOSAL_CAP`).
-   */
-  maxProposedFieldsPerWindow: number;
+/**
+ * Everything the drift gate and the schema sweep need. The fields named in `PLAIN_DRIFT_KEYS` are the variables of
+ * `SCHEMA_DRIFT_VARS` as read (meaning, default, range and unit there: `…Minutes` in minutes, `…Ms` in ms).
+ */
+export interface SchemaDriftConfig extends VarValues<typeof SCHEMA_DRIFT_VARS, PlainDriftKey> {
   /** Tables drift rows may target; configuration only, never a payload (`OFFVIA_SCHEMA_TARGET_TABLES`). */
   targetTables: TableRef[];
-  /** How long the gate trusts a cached table schema, ms (`OFFVIA_SCHEMA_CACHE_TTL_MS`, default 60000). */
-  schemaCacheTtlMs: number;
   /** `OFFVIA_SCHEMA_DDL_STYLE`; default `per_column` with BIGQUERY_EMULATOR_HOST set, else `single`. */
   ddlStyle: DdlStyle;
-  /** Sweep lease per table, ms (`OFFVIA_SCHEMA_LEASE_MS`, default 120000); renewed before every write step. */
-  leaseMs: number;
-  /**
-   * Least time between two updates of one table, ms (`OFFVIA_SCHEMA_MIN_UPDATE_INTERVAL_MS`, default 10000):
-   * BigQuery allows 5 table metadata updates per 10 s per table.
-   */
-  minUpdateIntervalMs: number;
-  /** Waiting rows one sweep retries per table, oldest first (`OFFVIA_SCHEMA_SWEEP_MAX_ROWS`, default 5000). */
-  sweepMaxRows: number;
-  /** Root Firestore collection of the drift state (`OFFVIA_SCHEMA_FIRESTORE_ROOT`, default `offviaSchemaDrift`). */
-  firestoreRoot: string;
 }
+
+/** The variables a `SchemaDriftConfig` carries as read, in the order they are checked. */
+const PLAIN_DRIFT_KEYS = [
+  'enabled',
+  'firestoreRoot',
+  'windowMinutes',
+  'retryMinutes',
+  'mode',
+  'windowGraceMs',
+  'maxNewColumnsPerWindow',
+  'maxColumnsPerTable',
+  'maxNewFieldsPerEvent',
+  'maxProposedFieldsPerWindow',
+  'schemaCacheTtlMs',
+  'leaseMs',
+  'minUpdateIntervalMs',
+  'sweepMaxRows',
+] as const;
+type PlainDriftKey = (typeof PLAIN_DRIFT_KEYS)[number];
 
 const WEEK_MINUTES = 7 * 24 * 60;
 const HOUR_MS = 3_600_000;
@@ -232,24 +216,16 @@ export function loadSchemaDriftConfig(
   projectId?: string,
 ): SchemaDriftConfig {
   const v = SCHEMA_DRIFT_VARS;
-  const enabled = readBoolVar(env, v.enabled);
+  const plain = readVars(env, v, PLAIN_DRIFT_KEYS);
   const targetTables = readTargetTables(env, silverTable, projectId);
   const silverName = tableName(silverTable, projectId);
-  if (enabled && !targetTables.some((t) => tableName(t, projectId) === silverName)) {
+  if (plain.enabled && !targetTables.some((t) => tableName(t, projectId) === silverName)) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_TARGET_TABLES',
       `must include the Silver table ${silverName} while OFFVIA_SCHEMA_DRIFT is on (or turn drift off)`,
     );
   }
-  const firestoreRoot = readNameVar(env, v.firestoreRoot);
-  if (!v.firestoreRoot.pattern.test(firestoreRoot)) {
-    throw new ConfigError(
-      'OFFVIA_SCHEMA_FIRESTORE_ROOT',
-      `expected a collection id (letter, then letters, digits, _ or -), got ${JSON.stringify(firestoreRoot)}`,
-    );
-  }
-  const windowMinutes = readIntVar(env, v.windowMinutes);
-  const retryMinutes = readIntVar(env, v.retryMinutes);
+  const { windowMinutes, retryMinutes } = plain;
   // 0 is an explicit "no retries" (rows go to bad data at the first sweep after their window); otherwise the
   // budget must cover two windows (see the spec).
   if (retryMinutes > 0 && retryMinutes < 2 * windowMinutes) {
@@ -260,27 +236,11 @@ export function loadSchemaDriftConfig(
         `${2 * windowMinutes}`,
     );
   }
+  const emulator = readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') !== undefined;
   return {
-    enabled,
-    mode: readChoiceVar(env, v.mode),
-    windowMinutes,
-    retryMinutes,
-    windowGraceMs: readIntVar(env, v.windowGraceMs),
-    maxNewColumnsPerWindow: readIntVar(env, v.maxNewColumnsPerWindow),
-    maxColumnsPerTable: readIntVar(env, v.maxColumnsPerTable),
-    maxNewFieldsPerEvent: readIntVar(env, v.maxNewFieldsPerEvent),
-    maxProposedFieldsPerWindow: readIntVar(env, v.maxProposedFieldsPerWindow),
+    ...plain,
     targetTables,
-    schemaCacheTtlMs: readIntVar(env, v.schemaCacheTtlMs),
-    ddlStyle: readChoiceVar(
-      env,
-      v.ddlStyle,
-      readOptionalString(env, 'BIGQUERY_EMULATOR_HOST') === undefined ? undefined : 'per_column',
-    ),
-    leaseMs: readIntVar(env, v.leaseMs),
-    minUpdateIntervalMs: readIntVar(env, v.minUpdateIntervalMs),
-    sweepMaxRows: readIntVar(env, v.sweepMaxRows),
-    firestoreRoot,
+    ddlStyle: readChoiceVar(env, v.ddlStyle, emulator ? 'per_column' : undefined),
   };
 }
 

@@ -182,9 +182,16 @@ export function readTableVar(env: Env, spec: TableVarSpec): TableRef {
   return readTable(env, spec.name, spec.default);
 }
 
-/** Reads a name variable's raw value (default applied); the loader checks `spec.pattern` with its own message. */
+/**
+ * Reads a name variable through its spec (default applied) and checks it against `spec.pattern`.
+ * @throws ConfigError naming the variable: `expected <patternText>, got "<value>"`
+ */
 export function readNameVar(env: Env, spec: NameVarSpec): string {
-  return readString(env, spec.name, spec.default);
+  const value = readString(env, spec.name, spec.default);
+  if (!spec.pattern.test(value)) {
+    throw new ConfigError(spec.name, `expected ${spec.patternText}, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 /**
@@ -207,4 +214,59 @@ export function readChoiceVar<T extends string>(
     );
   }
   return found;
+}
+
+/** A spec the generic reader reads with its own default and range (not a list, not free text). */
+export type PlainVarSpec = IntVarSpec | BoolVarSpec | ChoiceVarSpec | TableVarSpec | NameVarSpec;
+
+/** The value a plain spec reads to. */
+export type VarValue<S> = S extends IntVarSpec
+  ? number
+  : S extends BoolVarSpec
+    ? boolean
+    : S extends ChoiceVarSpec<infer T>
+      ? T
+      : S extends TableVarSpec
+        ? TableRef
+        : S extends NameVarSpec
+          ? string
+          : never;
+
+/** The values of the listed keys of a spec table, one field per key (what a loader returns for them). */
+export type VarValues<V, K extends keyof V = keyof V> = { -readonly [P in K]: VarValue<V[P]> };
+
+/** Reads one plain variable through its spec (`readIntVar`, `readBoolVar`, ... by kind). */
+export function readVar<S extends PlainVarSpec>(env: Env, spec: S): VarValue<S>;
+export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
+  switch (spec.kind) {
+    case 'int':
+      return readIntVar(env, spec);
+    case 'bool':
+      return readBoolVar(env, spec);
+    case 'choice':
+      return readChoiceVar(env, spec);
+    case 'table':
+      return readTableVar(env, spec);
+    case 'name':
+      return readNameVar(env, spec);
+  }
+}
+
+/**
+ * Reads the listed variables of a spec table (every one when `keys` is left out) through their specs, in the order
+ * listed (so the first bad one is the one reported), each with its spec's default and range.
+ * @throws ConfigError naming the first bad variable
+ */
+export function readVars<V extends Record<string, PlainVarSpec>>(env: Env, vars: V): VarValues<V>;
+export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
+  env: Env,
+  vars: V,
+  keys: readonly K[],
+): VarValues<V, K>;
+export function readVars(
+  env: Env,
+  vars: Record<string, PlainVarSpec>,
+  keys: readonly string[] = Object.keys(vars),
+): Record<string, unknown> {
+  return Object.fromEntries(keys.map((key) => [key, readVar(env, vars[key] as PlainVarSpec)]));
 }

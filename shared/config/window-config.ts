@@ -10,82 +10,34 @@ import {
   type WatermarkPolicy,
   type WindowingStrategy,
 } from '../windowing';
-import { type Env, type TableRef, readOptionalString, readString } from './env';
+import { type Env, readOptionalString, readString } from './env';
 import {
-  type NameVarSpec,
   type VarGroup,
+  type VarValues,
   boolVar,
   choiceVar,
   intVar,
   nameVar,
-  readBoolVar,
+  readChoiceVar,
   readIntVar,
-  readNameVar,
-  readTableVar,
+  readVars,
   tableVar,
   textVar,
 } from './spec';
 
-/** Everything the windowed pipeline needs. Durations in ms. */
-export interface WindowConfig {
-  /** The sink is wired into ingestBooking (`OFFVIA_WINDOWS_ENABLED`, default true). */
-  enabled: boolean;
-  /** Name of the windowed pipeline; namespaces its Firestore state and insertIds (`OFFVIA_WINDOW_PIPELINE`). */
-  pipeline: string;
+/**
+ * Everything the windowed pipeline needs; durations in ms. The fields named in `PLAIN_WINDOW_KEYS` are the
+ * variables of `WINDOW_VARS` as read (meaning, default and range there); the rest are derived from several.
+ */
+export interface WindowConfig extends VarValues<typeof WINDOW_VARS, PlainWindowKey> {
   /** Window function, allowed lateness, trigger and accumulation mode, validated by the windowing core. */
   strategy: WindowingStrategy;
   /** The heuristic watermark (`OFFVIA_WATERMARK_*`). */
   watermarkPolicy: WatermarkPolicy;
-  /** Key groups per window (`OFFVIA_WINDOW_KEY_GROUPS`, default 16). */
-  keyGroups: number;
-  /** Shard documents per key group and window (`OFFVIA_WINDOW_GROUP_SHARDS`, default 1). */
-  groupShards: number;
-  /** Partitions fireWindows splits the key groups into, one lease each (`OFFVIA_FIRE_WINDOWS_PARTITIONS`, 4). */
-  firePartitions: number;
-  /** Partitions one fireWindows run fires at a time (key-groups layout). */
-  firePartitionsInFlight: number;
-  /** Most events one Firestore transaction takes for one (key, window) (`OFFVIA_WINDOW_MAX_BUNDLE`, default 100). */
-  maxBundle: number;
-  /** Root collection of the window state (`OFFVIA_WINDOW_FIRESTORE_ROOT`, default `offviaWindows`). */
-  firestoreRoot: string;
-  /** Gold table the panes go to (`OFFVIA_GOLD_TABLE`, default `offvia_gold.route_panes`). */
-  goldTable: TableRef;
-  /** Dedup ledger entry lifetime; must cover Pub/Sub retention (`OFFVIA_WINDOW_LEDGER_TTL_MS`, default 8 days). */
-  ledgerTtlMs: number;
-  /** Lifetime of the dropped-late counters (`OFFVIA_WINDOW_DROPPED_TTL_MS`, default 30 days). */
-  droppedTtlMs: number;
-  /** How long an instance reuses the watermark it read (`OFFVIA_WATERMARK_CACHE_MS`, default 1000). */
-  watermarkCacheMs: number;
-  /** Least processing time between two watermark writes (`OFFVIA_WATERMARK_WRITE_INTERVAL_MS`, default 1000). */
-  watermarkWriteIntervalMs: number;
-  /** fireWindows lease (`OFFVIA_FIRE_WINDOWS_LEASE_MS`, default 120000). */
-  fireLeaseMs: number;
-  /** Windows fireWindows fires in parallel (`OFFVIA_FIRE_WINDOWS_CONCURRENCY`, default 8). */
-  fireConcurrency: number;
-  /** Due windows one fireWindows run handles; the rest wait a minute (`OFFVIA_FIRE_WINDOWS_MAX_WINDOWS`, 5000). */
-  fireMaxWindows: number;
-  /** Age at which fireWindows re-emits a pane still in the outbox (`OFFVIA_PANE_OUTBOX_GRACE_MS`, default 30000). */
-  outboxGraceMs: number;
-  /**
-   * How long a scheduled fireWindows run keeps serving processing-time timers after its first pass
-   * (`OFFVIA_FIRE_WINDOWS_LOOP_MS`, default 58000; 0: one pass per run).
-   */
-  fireLoopMs: number;
-  /** Longest sleep of the timer loop between two timer queries (`OFFVIA_FIRE_WINDOWS_POLL_MS`, default 5000). */
-  firePollMs: number;
-  /** Lease of a failed delivery's watermark hold (`OFFVIA_WATERMARK_HOLD_LEASE_MS`, default 11 min; 0: no holds). */
-  holdLeaseMs: number;
-  /** Age past which a hold no longer holds the watermark and is logged as stuck (`OFFVIA_WATERMARK_HOLD_MAX_MS`). */
-  holdMaxMs: number;
-  /**
-   * Where fireWindows' watermark hold comes from (`OFFVIA_WATERMARK_HOLD_SOURCE`): `local`, the holds of failing
-   * deliveries only; `monitoring`, also the ingest subscription's oldest unacknowledged message (Cloud Monitoring).
-   */
+  /** Where fireWindows' watermark hold comes from (`OFFVIA_WATERMARK_HOLD_SOURCE`). */
   holdSource: WatermarkHoldSource;
   /** The subscription whose backlog holds the watermark (`OFFVIA_WATERMARK_HOLD_SUBSCRIPTION`; `monitoring` only). */
   holdSubscription: string | undefined;
-  /** A backlog younger than this does not hold (`OFFVIA_WATERMARK_HOLD_MIN_BACKLOG_AGE_MS`, default 60000). */
-  holdMinBacklogAgeMs: number;
 }
 
 /** Where the watermark hold comes from: failing deliveries (`local`) or also the subscription backlog (`monitoring`). */
@@ -478,18 +430,32 @@ export const WINDOW_VAR_GROUP: VarGroup = {
   vars: Object.values(WINDOW_VARS),
 };
 
-/** The lab's windowing: one-minute fixed windows, 5 min allowed lateness, early every 30 s, late per element. */
-export const WINDOW_DEFAULTS = {
-  windowSizeMs: WINDOW_VARS.sizeMs.default,
-  allowedLatenessMs: WINDOW_VARS.allowedLatenessMs.default,
-  earlyFiringDelayMs: WINDOW_VARS.earlyFiringDelayMs.default,
-  lateFiringCount: WINDOW_VARS.lateFiringCount.default,
-  accumulationMode: WINDOW_VARS.accumulationMode.default,
-  maxOutOfOrdernessMs: WINDOW_VARS.maxOutOfOrdernessMs.default,
-  idleTimeoutMs: WINDOW_VARS.idleTimeoutMs.default,
-  watermarkMaxFutureSkewMs: WINDOW_VARS.watermarkMaxFutureSkewMs.default,
-  ledgerTtlMs: WINDOW_VARS.ledgerTtlMs.default,
-};
+/** The variables a `WindowConfig` carries as read, in the order they are checked. */
+const PLAIN_WINDOW_KEYS = [
+  'enabled',
+  'pipeline',
+  'keyGroups',
+  'groupShards',
+  'firePartitions',
+  'firePartitionsInFlight',
+  'maxBundle',
+  'firestoreRoot',
+  'goldTable',
+  'ledgerTtlMs',
+  'droppedTtlMs',
+  'watermarkCacheMs',
+  'watermarkWriteIntervalMs',
+  'fireLeaseMs',
+  'fireConcurrency',
+  'fireMaxWindows',
+  'outboxGraceMs',
+  'fireLoopMs',
+  'firePollMs',
+  'holdLeaseMs',
+  'holdMaxMs',
+  'holdMinBacklogAgeMs',
+] as const;
+type PlainWindowKey = (typeof PLAIN_WINDOW_KEYS)[number];
 
 /** Strategy paths reported by the windowing core → the variable that sets them. */
 const VARIABLE_OF_PATH: Record<string, string> = {
@@ -525,18 +491,6 @@ function firing(delayMs: number, count: number): FiringSpec | undefined {
   };
 }
 
-function readMode(env: Env): AccumulationMode {
-  const spec = WINDOW_VARS.accumulationMode;
-  const mode = readString(env, spec.name, spec.default);
-  if (mode !== 'ACCUMULATING' && mode !== 'DISCARDING') {
-    throw new ConfigError(
-      'OFFVIA_WINDOW_ACCUMULATION_MODE',
-      `expected ACCUMULATING or DISCARDING, got ${JSON.stringify(mode)}`,
-    );
-  }
-  return mode;
-}
-
 /**
  * Refuses the retired per-window layout in one line naming the drain procedure (docs/windows.md "Draining the
  * per-window layout"): its windows would otherwise never fire.
@@ -552,24 +506,11 @@ function refuseRetiredLayout(env: Env): void {
   }
 }
 
-function readName(env: Env, spec: NameVarSpec): string {
-  const value = readNameVar(env, spec);
-  if (!spec.pattern.test(value)) {
-    throw new ConfigError(
-      spec.name,
-      `expected ${spec.pattern.source}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return value;
-}
-
 /**
  * The watermark hold's source and, for `monitoring`, its subscription.
  * @throws ConfigError for an unknown source, or `monitoring` without a valid subscription id
  */
-function readHoldSource(
-  env: Env,
-): Pick<WindowConfig, 'holdSource' | 'holdSubscription' | 'holdMinBacklogAgeMs'> {
+function readHoldSource(env: Env): Pick<WindowConfig, 'holdSource' | 'holdSubscription'> {
   const v = WINDOW_VARS;
   const source = readString(env, v.holdSource.name, 'local');
   if (source !== 'local' && source !== 'monitoring') {
@@ -591,11 +532,7 @@ function readHoldSource(
       `not a Pub/Sub subscription id: ${JSON.stringify(subscription)}`,
     );
   }
-  return {
-    holdSource: source,
-    holdSubscription: subscription,
-    holdMinBacklogAgeMs: readIntVar(env, v.holdMinBacklogAgeMs),
-  };
+  return { holdSource: source, holdSubscription: subscription };
 }
 
 /**
@@ -668,7 +605,7 @@ export function loadWindowConfig(env: Env): WindowConfig {
             : { kind: 'sliding', sizeMs, periodMs, offsetMs },
       allowedLatenessMs: readIntVar(env, v.allowedLatenessMs),
       trigger: { ...(earlyFirings && { earlyFirings }), lateFirings: lateFirings ?? null },
-      accumulationMode: readMode(env),
+      accumulationMode: readChoiceVar(env, v.accumulationMode),
     });
     watermarkPolicy = validateWatermarkPolicy({
       maxOutOfOrdernessMs: readIntVar(env, v.maxOutOfOrdernessMs),
@@ -679,29 +616,9 @@ export function loadWindowConfig(env: Env): WindowConfig {
     asConfigError(err);
   }
   const config: WindowConfig = {
-    enabled: readBoolVar(env, v.enabled),
-    pipeline: readName(env, v.pipeline),
+    ...readVars(env, v, PLAIN_WINDOW_KEYS),
     strategy,
     watermarkPolicy,
-    keyGroups: readIntVar(env, v.keyGroups),
-    groupShards: readIntVar(env, v.groupShards),
-    firePartitions: readIntVar(env, v.firePartitions),
-    firePartitionsInFlight: readIntVar(env, v.firePartitionsInFlight),
-    maxBundle: readIntVar(env, v.maxBundle),
-    firestoreRoot: readName(env, v.firestoreRoot),
-    goldTable: readTableVar(env, v.goldTable),
-    ledgerTtlMs: readIntVar(env, v.ledgerTtlMs),
-    droppedTtlMs: readIntVar(env, v.droppedTtlMs),
-    watermarkCacheMs: readIntVar(env, v.watermarkCacheMs),
-    watermarkWriteIntervalMs: readIntVar(env, v.watermarkWriteIntervalMs),
-    fireLeaseMs: readIntVar(env, v.fireLeaseMs),
-    fireConcurrency: readIntVar(env, v.fireConcurrency),
-    fireMaxWindows: readIntVar(env, v.fireMaxWindows),
-    outboxGraceMs: readIntVar(env, v.outboxGraceMs),
-    fireLoopMs: readIntVar(env, v.fireLoopMs),
-    firePollMs: readIntVar(env, v.firePollMs),
-    holdLeaseMs: readIntVar(env, v.holdLeaseMs),
-    holdMaxMs: readIntVar(env, v.holdMaxMs),
     ...readHoldSource(env),
   };
   const lifetimeMs = longestWindowLifetimeMs(config);

@@ -58,22 +58,12 @@ type Held = { action: 'held'; reason: string };
 export type RoutedToBadData = { action: 'bad_data'; targetDest: string; error: string };
 
 /**
- * `SchemaDriftGate` over the Firestore retry store (issue 5, item 1). For a valid event:
- * - no extra top-level fields: write, no I/O;
- * - every extra field fits a column of the cached target schema (`classifyExtraFields`): write with those values;
- * - an extra field with an error no schema change can clear (`isPermanentError`: a name BigQuery or the guard
- *   rails refuse, a case collision with a column or within the event, a value an existing column can never
- *   take, a flood of fields): the row goes to the bad-data table at once with every reason (`held`); nothing is
- *   proposed. The cached schema may be stale, but columns are only ever added, so a collision with a cached
- *   column is real;
- * - otherwise: merge the fields that may become columns into the pending change of (target, current schema
- *   window) and store the row (Silver row + all extra fields, `processed_timestamp` = receipt time, insertId,
- *   message id, the errors) in the retry store; only then `held`. Retryable rejections (no column yet, the
- *   window's proposal cap, a column an operator may widen) are errors on the row, never silent drops.
- * Extra fields whose value is `null` and that are no column are left out of the row and logged once (INFO):
- * a null carries no value to store and no type to propose; Bronze keeps the raw message.
- * `holdRejected` covers BigQuery refusing a written row with "no such field" (a stale cache, or a new column not
- * yet accepted by streaming): the cache is dropped and the row is held the same way.
+ * `SchemaDriftGate` over the Firestore retry store (docs/schema-drift.md, "In `ingestBooking`"). For a valid event:
+ * no extra fields, or all of them fitting columns of the cached target schema (`classifyExtraFields`): `write`;
+ * an extra field with a permanent error (`isPermanentError`): the row goes to bad data at once with every reason;
+ * otherwise the fields that may become columns are merged into the pending change of (target, current schema
+ * window) and the row is stored in the retry store, then `held`. Null extra fields that are no column are left
+ * out and logged once. `holdRejected` holds a written row BigQuery refused with "no such field" the same way.
  * Throws TransientError when BigQuery or Firestore cannot be reached (the message is redelivered; holding is
  * idempotent per insertId).
  */
@@ -109,10 +99,12 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
         verdict = classifyExtraFields(event.extraFields, cached.schema, rules);
       }
       if (verdict.nullFields.length > 0) {
-        logs.nullExtraFieldsLeftOut(this.deps.logger, message, {
-          eventId: event.eventId,
+        logs.nullExtraFieldsLeftOut(this.deps.logger, {
+          message_id: message.messageId,
+          event_id: event.eventId,
           table: this.tableKey,
-          fields: verdict.nullFields,
+          null_fields: verdict.nullFields.slice(0, 20),
+          null_field_count: verdict.nullFields.length,
         });
       }
       if (verdict.errors.length === 0)
@@ -215,13 +207,15 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
       lastError,
       lastAttemptMs: null,
     });
-    logs.rowHeldForSchema(logger, message, {
-      eventId: event.eventId,
+    logs.rowHeldForSchema(logger, {
+      message_id: message.messageId,
+      event_id: event.eventId,
       table: this.tableKey,
-      windowId,
-      proposed: [...proposed.keys()],
-      errors: errorsText(errors, 5),
-      stored,
+      schema_window: windowId,
+      proposed_fields: [...proposed.keys()].slice(0, 20),
+      proposed_count: proposed.size,
+      error: errorsText(errors, 5),
+      retry_store: stored === 'created' ? 'stored' : 'already stored (redelivery)',
     });
     return { action: 'held', reason: errorsText(errors, 5) };
   }

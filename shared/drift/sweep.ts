@@ -146,29 +146,16 @@ export interface SweepResult {
 }
 
 /**
- * The schema sweep (bad-data design; issue 5): for each configured target table, in order, under the table's
- * lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
- * 1. The pending changes of closed windows (`isWindowClosed` with the grace) are merged and planned against the
- *    current schema (`planSchemaChange`). In `apply` mode a plan with columns becomes ONE table update: the
- *    changes are marked `applying` in a fenced transaction that also checks they did not grow since the plan,
- *    the DDL runs, and the changes are closed `applied` with an audit record. Not within
- *    `minUpdateIntervalMs` of the table's last update. Every DDL statement is paced under BigQuery's table
- *    metadata update rate (5 per 10 s per table, `runDdlSteps`); a 403 `rateLimitExceeded` or a spent pacing
- *    budget stops the DDL, keeps the columns added, and leaves the rest to the next sweep, which plans against
- *    the table as it then is (never from the start). In `propose` mode the plan is only recorded. A failure
- *    here does not skip step 2.
- * 2. Up to `sweepMaxRows` waiting rows, oldest first, are judged against the schema: rows whose fields all fit
- *    are inserted (insertId as stored) and leave the store; rows BigQuery did not write for a reason that is not
- *    theirs (`stopped` beside a refused row, `timeout`, `backendError`) are re-sent at once, in the same sweep;
- *    a row refused as `invalid` (e.g. "Invalid NUMERIC value") goes to bad data at once, except "no such field"
- *    in the minutes after a column was added, which waits. Rows that still do not fit, or were not written, stay
- *    with `retry_count = retryCount(processed, now, windowMinutes)`, unless past the budget (`isPastBudget`),
- *    when they go to the bad-data table with their errors. A failed insertAll call or bad-data write fails only
- *    its own rows (they wait); every batch still runs and every row read gets its budget check. Every write is
- *    fenced by the lease, renewed before each batch and each re-send, so a sweep that lost its lease stops before
- *    inserting again.
- * 3. Fields of still-waiting rows that may still become columns are proposed again into the current window
- *    (a field held back by a cap, or proposed after its window was swept, gets its column later).
+ * The schema sweep (docs/schema-drift.md, "The sweep"): for each configured target table, in order, under the
+ * table's lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
+ * 1. the closed windows' pending changes are merged and planned against the current schema (`planSchemaChange`);
+ *    in `apply` mode the plan becomes ONE table update (fenced `beginUpdate`, the DDL paced under BigQuery's
+ *    table-update rate by `runDdlSteps`, `finishUpdate`), never within `minUpdateIntervalMs` of the last; in
+ *    `propose` mode it is only recorded. A failure here does not skip step 2;
+ * 2. up to `sweepMaxRows` waiting rows, oldest first, are judged and inserted, re-sent, kept (with their retry
+ *    count) or, past the budget (`isPastBudget`) or with a permanent error, written to bad data; every write is
+ *    fenced by the lease, renewed before each batch and re-send;
+ * 3. fields of still-waiting rows that may still become columns are proposed again into the current window.
  * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
  */
 export async function runSchemaSweep(deps: SweepDeps): Promise<SweepResult> {
@@ -497,9 +484,9 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
         run.notAppliedReason = 'update_rate';
         logs.schemaUpdateRateLimited(deps.logger, {
           table: run.key,
-          updateId: update.updateId,
-          added: ddl.added,
-          remaining: run.notApplied,
+          update_id: update.updateId,
+          added_columns: ddl.added,
+          remaining_columns: run.notApplied,
           reason: ddl.stop.error,
         });
       } else {
@@ -516,12 +503,12 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
     };
     logs.schemaUpdateApplied(deps.logger, {
       table: run.key,
-      updateId: update.updateId,
-      windows: run.windows,
-      columns: ddl.added,
-      statements: ddl.statements,
-      catalogPatched: ddl.catalogPatched,
-      rejected: plan.rejected.length,
+      update_id: update.updateId,
+      schema_windows: run.windows,
+      added_columns: ddl.added,
+      ddl: ddl.statements,
+      catalog_patched: ddl.catalogPatched,
+      rejected_fields: plan.rejected.length,
     });
     run.schema = await deps.admin.getSchema(run.target);
     return;
@@ -692,7 +679,8 @@ async function insertWithResends(
       }
     });
     if (next.length > 0 && attempt < MAX_INSERT_ATTEMPTS) {
-      logs.sweepRowsResent(deps.logger, tableName(table, deps.projectId), {
+      logs.sweepRowsResent(deps.logger, {
+        table: tableName(table, deps.projectId),
         attempt: attempt + 1,
         rows: next.length,
         reasons: [...reasons].sort(),
@@ -845,19 +833,19 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
           deletes.push(b.row.id);
           run.rows.badData++;
           logs.driftRowToBadData(deps.logger, {
-            messageId: b.row.sourceMessageId,
-            insertId: b.row.insertId,
-            targetDest: run.key,
-            retryCount: b.retryCount,
+            message_id: b.row.sourceMessageId,
+            insert_id: b.row.insertId,
+            target_dest: run.key,
+            retry_count: b.retryCount,
+            bad_data_cause: b.cause,
             error: b.error,
-            cause: b.cause,
           });
           return;
         }
         // Nowhere durable to move it: it stays, with the refusal on record, and is tried again next sweep.
         logs.badDataRefused(deps.logger, {
-          messageId: b.row.sourceMessageId,
-          insertId: b.row.insertId,
+          message_id: b.row.sourceMessageId,
+          insert_id: b.row.insertId,
           table: tableName(deps.badDataTable, deps.projectId),
           error: result.error,
         });

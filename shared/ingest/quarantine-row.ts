@@ -73,13 +73,13 @@ export interface KeptPayload {
  * so a row stays far below BigQuery's 10 MB insertAll request limit whatever the message size (Pub/Sub allows 10 MB).
  * Bronze always has the full message.
  */
-export function keptPayload(bytes: Buffer, maxPayloadBytes: number): KeptPayload {
+export function keptPayload(bytes: Uint8Array, maxPayloadBytes: number): KeptPayload {
   const truncated = bytes.length > maxPayloadBytes;
   const kept = truncated ? bytes.subarray(0, maxPayloadBytes) : bytes;
   // A cut inside a multi-byte character would show as U+FFFD at the end; that is honest and flagged as truncated.
   return {
     raw_payload: lenientUtf8.decode(kept),
-    raw_payload_base64: isUtf8(bytes) ? null : kept.toString('base64'),
+    raw_payload_base64: isUtf8(bytes) ? null : Buffer.from(kept).toString('base64'),
     payload_bytes: bytes.length,
     payload_truncated: truncated,
   };

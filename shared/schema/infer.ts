@@ -66,7 +66,7 @@ function isPlainObject(value: object): boolean {
 }
 
 /**
- * Infers the BigQuery column type a JSON value needs. Decisions (issue 5; mission.md, "The bad-data design"):
+ * Infers the BigQuery column type a JSON value needs. Decisions (mission.md, "The bad-data design"):
  * - string → `STRING`, always. No TIMESTAMP/DATE detection: a later value that does not parse would break the
  *   column, and a typed column can still be made by an operator.
  * - number (as `JSON.parse` gives it): a safe integer → `INT64`; any other finite number → `FLOAT64`, as BigQuery's

@@ -21,7 +21,7 @@ import {
   type TargetTableRef,
 } from './types';
 
-/** The guard rails of a schema change (issue 5, "Guard rails"; design.md). */
+/** The guard rails of a schema change (design.md). */
 export interface GuardConfig {
   /**
    * Names no drift field may take, compared case-insensitively: the contract's input fields and Silver's

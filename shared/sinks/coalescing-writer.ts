@@ -78,27 +78,12 @@ function tableKey(table: TableRef): string {
 
 /**
  * A RowWriter that gathers the rows of concurrent `insertRows` calls for the same table into one call of the
- * wrapped writer, bounded by `maxRows`, `maxBytes` and `lingerMs`, with at most `maxInFlight` calls per table in
- * flight (group commit). A caller's rows are never split across calls.
- *
- * When a batch goes, per table:
- * - full (`maxRows` or `maxBytes` reached, or the next caller would overflow it): at once, whatever is in flight;
- *   a single caller too big to share a call goes alone, at once;
- * - `lingerMs` after its first row, if fewer than `maxInFlight` calls for the table are in flight; otherwise it
- *   stays open, still taking rows, and goes as soon as one of those calls settles (success or failure);
- * - `maxHoldMs` after its first row, whatever is in flight, so a slow or hung call does not hold the table's rows.
- *
- * So under light load a lone event pays only the linger; under load, rows that arrive while a call is in flight
- * ride the next call together, and a batch holds about (arrival rate × round trip) rows, up to `maxRows`, with no
- * fixed linger to tune. The price is at most one round trip of added latency (bounded by `maxHoldMs`, timed from
- * the linger's timer, so event-loop lag can add a little) for rows that wait behind an in-flight call; the gain is
- * fewer, fuller insertAll calls (BigQuery recommends up to 500 rows per request; a request is capped at 10 MB).
- *
- * Per-row results are handed back to the caller that sent the row, in its order. When the wrapped call throws
- * (a TransientError: the request failed, or some row was not written for a non-data reason), every caller of that
- * batch gets the error: none of them may ack, since BigQuery's response does not prove its rows were written.
- * Their redeliveries carry the same insertIds, so rows that did land are deduplicated (best effort, then the
- * `event_id` dedup view), as for any redelivery.
+ * wrapped writer (group commit; docs/performance.md, "Coalesced BigQuery writes"). A caller's rows are never
+ * split across calls. A table's batch goes when full (`maxRows` / `maxBytes`), `lingerMs` after its first row if
+ * fewer than `maxInFlight` calls for the table are in flight (else as soon as one settles), and at the latest
+ * `maxHoldMs` after its first row. Per-row results go back to the caller that sent the row, in its order; when the
+ * wrapped call throws (a TransientError), every caller of that batch gets the error and must not ack (their
+ * redeliveries carry the same insertIds).
  */
 export class CoalescingRowWriter implements RowWriter {
   private readonly open = new Map<string, Batch>();

@@ -12,9 +12,9 @@ import { quarantineRow } from '../../ingest/quarantine-row';
 import type { Env, TableRef } from '../../config/env';
 import { INGEST_VARS, type IngestConfig, loadIngestConfig } from '../../config/ingest-config';
 import { loadPassengerIdConfig, type PassengerIdConfig } from '../../config/passenger-id-config';
-import { loadSchemaDriftConfig, SCHEMA_DRIFT_VARS } from '../../config/schema-drift-config';
+import { loadSchemaDriftConfig } from '../../config/schema-drift-config';
 import { readTableVar } from '../../config/spec';
-import { loadWindowConfig, WINDOW_VARS, type WindowConfig } from '../../config/window-config';
+import { loadWindowConfig, type WindowConfig } from '../../config/window-config';
 import { ConfigError } from '../../errors';
 import * as logs from '../../logging/logs';
 import {
@@ -56,14 +56,6 @@ export type BookingSilverRow = SilverRow & {
 export interface BookingElement {
   readonly fareScaled: bigint;
 }
-
-/** The default of a table variable, as the loaders parse it. */
-function defaultTable(spec: Parameters<typeof readTableVar>[1]): TableRef {
-  return readTableVar({}, spec);
-}
-
-/** The windowing every booking instance runs when no variable overrides it (the lab's, see window-config.ts). */
-const WINDOW_DEFAULTS = loadWindowConfig({});
 
 /**
  * Version "1": the lab's booking event (JSON, validated by `validateBooking` through the lab's four stages). The
@@ -231,9 +223,9 @@ export function configureBooking(
   const drift = loadSchemaDriftConfig(env, ingest.silverTable, ingest.projectId);
   if (window.enabled) assertGoldTableIsOwn(window.goldTable, ingest);
   return {
-    ...BOOKING_PIPELINE,
+    ...BOOKING_BASE,
     tables: {
-      ...BOOKING_PIPELINE.tables,
+      ...BOOKING_BASE.tables,
       silver: ingest.silverTable,
       quarantine: ingest.quarantineTable,
       badData: ingest.badDataTable,
@@ -256,16 +248,10 @@ export function configureBooking(
   };
 }
 
-/**
- * The booking pipeline: the lab's Bronze / Silver / quarantine with bad data and the schema sweep, counted per route
- * in one-minute event-time windows to `offvia_gold.route_panes`. The names are the deployed defaults; at cold start
- * `configure` ({@link configureBooking}) applies the `OFFVIA_*` overrides of tables, windowing and schema drift
- * (docs/configuration.md).
- */
-export const BOOKING_PIPELINE: PipelineDefinition<
-  BookingSettings,
-  BookingSilverRow,
-  BookingElement
+/** What booking is whatever the environment says; `configureBooking` adds the tables, windows and drift. */
+const BOOKING_BASE: Omit<
+  PipelineDefinition<BookingSettings, BookingSilverRow, BookingElement>,
+  'aggregations' | 'schemaDrift' | 'firestore' | 'operatorColumns'
 > = {
   name: 'booking',
   description:
@@ -297,9 +283,9 @@ export const BOOKING_PIPELINE: PipelineDefinition<
   },
   tables: {
     bronze: { datasetId: 'offvia_bronze', tableId: 'raw_bookings' },
-    silver: defaultTable(INGEST_VARS.silverTable),
-    quarantine: defaultTable(INGEST_VARS.quarantineTable),
-    badData: defaultTable(INGEST_VARS.badDataTable),
+    silver: readTableVar({}, INGEST_VARS.silverTable),
+    quarantine: readTableVar({}, INGEST_VARS.quarantineTable),
+    badData: readTableVar({}, INGEST_VARS.badDataTable),
     reference: [],
     views: [
       { datasetId: 'offvia_silver', tableId: 'fact_bookings_dedup' },
@@ -331,13 +317,6 @@ export const BOOKING_PIPELINE: PipelineDefinition<
       maxPayloadBytes,
     ),
   }),
-  aggregations: [routeAggregation(WINDOW_DEFAULTS)],
-  schemaDrift: {
-    mode: 'sweep',
-    targetTables: [defaultTable(INGEST_VARS.silverTable)],
-    windowMinutes: SCHEMA_DRIFT_VARS.windowMinutes.default,
-    retryMinutes: SCHEMA_DRIFT_VARS.retryMinutes.default,
-  },
   functions: {
     ingest: { entryPoint: 'ingestBooking', baseName: 'ingest-booking' },
     fireWindows: { entryPoint: 'fireWindows', baseName: 'fire-windows' },
@@ -350,11 +329,14 @@ export const BOOKING_PIPELINE: PipelineDefinition<
     schemaSweep: 'sweep',
     bronze: 'bronze',
   },
-  firestore: {
-    windowsRoot: WINDOW_VARS.firestoreRoot.default,
-    schemaDriftRoot: SCHEMA_DRIFT_VARS.firestoreRoot.default,
-  },
   configure: configureBooking,
   samples: bookingSamples,
-  operatorColumns: bookingOperatorColumns(WINDOW_VARS.pipeline.default),
 };
+
+/**
+ * The booking pipeline: the lab's Bronze / Silver / quarantine with bad data and the schema sweep, counted per route
+ * in one-minute event-time windows to `offvia_gold.route_panes`. The names are the deployed defaults
+ * (`configureBooking` with no variable set); at cold start `configure` applies the `OFFVIA_*` overrides of tables,
+ * windowing and schema drift (docs/configuration.md).
+ */
+export const BOOKING_PIPELINE = configureBooking({});

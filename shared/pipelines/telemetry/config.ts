@@ -1,26 +1,14 @@
 // Configuration of the telemetry pipeline's contract and side input, read from the environment once at cold start.
 import { ConfigError } from '../../errors';
-import type { Env, TableRef } from '../../config/env';
+import type { Env } from '../../config/env';
 import { MAX_EVENT_AGE_LIMIT_MS, MAX_FUTURE_SKEW_LIMIT_MS } from '../../config/ingest-config';
-import { type VarGroup, intVar, readIntVar, readTableVar, tableVar } from '../../config/spec';
+import { type VarGroup, type VarValues, intVar, readVars, tableVar } from '../../config/spec';
 
-/** What the telemetry contract and its device directory need. Temperatures in whole °C, durations in ms. */
-export interface TelemetryConfig {
-  /** Lowest plausible reading, °C inclusive (`OFFVIA_TELEMETRY_MIN_TEMPERATURE_C`, default −55). */
-  minTemperatureC: number;
-  /** Highest plausible reading, °C inclusive (`OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`, default 125). */
-  maxTemperatureC: number;
-  /** `eventTs` later than receipt + this is rejected at EVENT_TIME_VALIDATION (default 5 min). */
-  maxFutureSkewMs: number;
-  /** `eventTs` earlier than receipt − this is rejected at EVENT_TIME_VALIDATION (default 7 days). */
-  maxEventAgeMs: number;
-  /** The reference table device → region, site (`OFFVIA_TELEMETRY_REFERENCE_TABLE`). */
-  referenceTable: TableRef;
-  /** How often the device directory is reloaded, ms (`OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS`, default 5 min). */
-  referenceRefreshMs: number;
-  /** Most devices the directory holds in memory (`OFFVIA_TELEMETRY_REFERENCE_MAX_DEVICES`, default 1,000,000). */
-  referenceMaxDevices: number;
-}
+/**
+ * What the telemetry contract and its device directory need: every variable of `TELEMETRY_VARS` as read
+ * (temperatures in whole °C, durations in ms; meaning, default and range there).
+ */
+export type TelemetryConfig = VarValues<typeof TELEMETRY_VARS>;
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -111,21 +99,11 @@ export const TELEMETRY_VAR_GROUP: VarGroup = {
  */
 export function loadTelemetryConfig(env: Env): TelemetryConfig {
   const v = TELEMETRY_VARS;
-  const minTemperatureC = readIntVar(env, v.minTemperatureC);
-  const maxTemperatureC = readIntVar(env, v.maxTemperatureC);
-  if (maxTemperatureC <= minTemperatureC) {
-    throw new ConfigError(
-      v.maxTemperatureC.name,
-      `${maxTemperatureC} °C is not above OFFVIA_TELEMETRY_MIN_TEMPERATURE_C (${minTemperatureC} °C)`,
-    );
-  }
-  return {
-    minTemperatureC,
-    maxTemperatureC,
-    maxFutureSkewMs: readIntVar(env, v.maxFutureSkewMs),
-    maxEventAgeMs: readIntVar(env, v.maxEventAgeMs),
-    referenceTable: readTableVar(env, v.referenceTable),
-    referenceRefreshMs: readIntVar(env, v.referenceRefreshMs),
-    referenceMaxDevices: readIntVar(env, v.referenceMaxDevices),
-  };
+  const config = readVars(env, v);
+  const { minTemperatureC: min, maxTemperatureC: max } = config;
+  if (max > min) return config;
+  throw new ConfigError(
+    v.maxTemperatureC.name,
+    `${max} °C is not above OFFVIA_TELEMETRY_MIN_TEMPERATURE_C (${min} °C)`,
+  );
 }

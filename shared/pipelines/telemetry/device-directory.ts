@@ -132,9 +132,9 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
     logs.deviceDirectoryLoaded(this.options.logger, {
       table: this.tableName,
       devices: snapshot.devices.size,
-      invalidRows: snapshot.invalidRows,
-      duplicateRows: snapshot.duplicateRows,
-      loadMs: this.options.now() - startedMs,
+      invalid_rows: snapshot.invalidRows,
+      duplicate_rows: snapshot.duplicateRows,
+      load_ms: this.options.now() - startedMs,
     });
     return snapshot;
   }
@@ -165,7 +165,7 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
           logs.deviceDirectoryReloadFailed(this.options.logger, {
             table: this.tableName,
             error: errorText(err),
-            snapshotAgeMs: this.options.now() - (this.snapshot?.loadedAtMs ?? 0),
+            snapshot_age_ms: this.options.now() - (this.snapshot?.loadedAtMs ?? 0),
           });
         },
       )

@@ -5,6 +5,7 @@ import {
   paneColumns,
   type PaneColumns,
 } from '../../aggregates/gold-row';
+import { keptPayload } from '../../ingest/quarantine-row';
 import type { ContractMessage, VersionRejected } from '../../pipeline/definition';
 import type { AccumulationMode, Pane } from '../../windowing';
 import type { DeviceStats, TopDevice } from './combine';
@@ -36,9 +37,6 @@ export interface DeadLetterRow {
   contract_version: string | null;
 }
 
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
-const LENIENT_UTF8 = new TextDecoder('utf-8');
-
 /**
  * The dead-letter row of a rejected message (the study guide: payload, error, deviceId and parse time, to a
  * partitioned table). `parseTimeMs` is epoch ms UTC. Its insertId is the message id, so a redelivery adds nothing.
@@ -49,20 +47,12 @@ export function deadLetterRow(
   rejection: Pick<VersionRejected, 'stage' | 'reason'> & { version: string | null },
   parseTimeMs: number,
 ): DeadLetterRow {
-  const truncated = message.data.length > DEAD_LETTER_PAYLOAD_MAX_BYTES;
-  const kept = truncated ? message.data.subarray(0, DEAD_LETTER_PAYLOAD_MAX_BYTES) : message.data;
-  let valid = true;
-  try {
-    STRICT_UTF8.decode(message.data);
-  } catch {
-    // Not an error to report: invalid UTF-8 is exactly what this row preserves, as base64 beside the text.
-    valid = false;
-  }
+  const kept = keptPayload(message.data, DEAD_LETTER_PAYLOAD_MAX_BYTES);
   const device = message.attributes[TELEMETRY_ATTRIBUTES.deviceId];
   return {
-    payload: LENIENT_UTF8.decode(kept),
-    payload_base64: valid ? null : Buffer.from(kept).toString('base64'),
-    payload_truncated: truncated,
+    payload: kept.raw_payload,
+    payload_base64: kept.raw_payload_base64,
+    payload_truncated: kept.payload_truncated,
     error: rejection.reason,
     stage: rejection.stage,
     device_id: device === undefined ? null : device.slice(0, 128),

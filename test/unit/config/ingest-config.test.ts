@@ -78,6 +78,17 @@ describe('loadIngestConfig', () => {
     }
   });
 
+  it('the retry-age guard defaults to 45 min and the attempt deadline to 45 s; out-of-range values are refused', () => {
+    for (const [name, field, fallback, good, bad] of [
+      ['OFFVIA_MAX_RETRY_AGE_MS', 'maxRetryAgeMs', 45 * 60_000, 120_000, '1000'],
+      ['OFFVIA_ATTEMPT_DEADLINE_MS', 'attemptDeadlineMs', 45_000, 20_000, '10'],
+    ] as const) {
+      assert.equal(loadIngestConfig({})[field], fallback, name);
+      assert.equal(loadIngestConfig({ [name]: String(good) })[field], good, name);
+      assert.throws(() => loadIngestConfig({ [name]: bad }), new RegExp(name));
+    }
+  });
+
   for (const [name, value] of [
     ['OFFVIA_MAX_FUTURE_SKEW_MS', 'soon'],
     ['OFFVIA_MAX_FUTURE_SKEW_MS', '-1'],
