@@ -144,10 +144,8 @@ export async function readLayers(
 }
 
 /**
- * Polls until Bronze holds every id (unless `requireBronze` is false: messages delivered straight to the
- * function never pass through Pub/Sub) and each id has landed in Silver, quarantine, bad data or the schema-retry
- * store, or `timeoutMs`
- * passes. Returns the last read and whether it completed.
+ * Polls until each id is in Bronze (when `requireBronze`) and in Silver, quarantine, bad data or the schema-retry
+ * store, or `timeoutMs` passes. Returns the last read and whether it completed.
  */
 export async function waitForLayers(
   bq: BigQuery,

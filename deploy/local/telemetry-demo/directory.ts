@@ -18,9 +18,8 @@ async function rows(bq: BigQuery, query: string, params: Record<string, unknown>
 }
 
 /**
- * Seeds the directory with the plan's devices that are not in it yet (the table belongs to provisioning: other rows
- * are left alone), and removes the plan's unknown devices if an earlier run seeded them. Resolves with the number of
- * rows inserted.
+ * Seeds the directory with the plan's devices not in it yet (other rows are left alone) and removes the plan's
+ * unknown devices; resolves with the number of rows inserted.
  */
 export async function seedDirectory(
   bq: BigQuery,
@@ -49,14 +48,10 @@ export async function seedDirectory(
 }
 
 /**
- * Makes sure the ingest function's directory snapshot was loaded after `seededAtMs`. The function loads the directory
- * on its first delivery and reloads it in the background on the first lookup once it is `refreshMs` old, answering
- * that lookup from the old snapshot; so a function warmed before the seed (an earlier run or test) would enrich the
- * first readings from a snapshot without the new devices. One probe reading published at least `refreshMs` after
- * the seed either finds the snapshot loaded after the seed or starts a reload that reads it; once the probe is in
- * Silver and the reload had time to finish, every later lookup sees the seeded devices. The probe's event time
- * `probeEventTimeMs` must lie before the simulated windows: a later one would move the watermark past them, and every
- * reading would then fire a LATE pane of its own.
+ * Makes sure the ingest function's directory snapshot was loaded after `seededAtMs` (a function warmed earlier
+ * answers from its old snapshot until a lookup `refreshMs` later reloads it): one probe reading published
+ * `refreshMs` after the seed, waited for in Silver. `probeEventTimeMs` lies before the simulated windows, so the
+ * probe moves no watermark past them.
  * @throws Error when the probe does not reach Silver within `timeoutMs`
  */
 export async function primeDirectory(

@@ -128,9 +128,8 @@ export function rfc3339At(ms: number, offsetMinutes: number): string {
 }
 
 /**
- * The range of the simulated windows: the `minutes` whole minutes ending at the last minute boundary at least 20 s
- * before `nowMs`. Every event time is then in the past when published, and the oldest window's end plus the
- * 10 minutes of allowed lateness is at least `10 − minutes + 1` minutes away (docs/pipelines.md, the simulator).
+ * The simulated windows: the `minutes` whole minutes ending at the last minute boundary at least 20 s before
+ * `nowMs`, so every event time is past when published (docs/pipelines.md, the simulator).
  */
 export function windowRange(nowMs: number, minutes: number): { startMs: number; endMs: number } {
   const endMs = Math.floor((nowMs - 20_000) / MINUTE_MS) * MINUTE_MS;
@@ -361,18 +360,10 @@ function malformed(i: number, deviceId: string, eventTs: string): PlannedMessage
 }
 
 /**
- * Cuts the publish order into phases the simulator publishes one after the other, each once every message of the
- * phases before it is routed (in Silver or the dead-letter table). Pub/Sub delivers an ordered subscription's keys
- * in no particular order among each other, so a whole run published at once lets the first deliveries carry the
- * last minute's event times: the watermark (largest event time seen − `maxOutOfOrdernessMs`) jumps past every window
- * and nearly every later reading fires a LATE pane of its own. Within a phase the watermark stays in the one-minute
- * bucket it would reach in publish order, so only the readings that are late in the planned order (the delayed ones,
- * the −40 s clock) fire LATE panes.
- *
- * A message's bucket is ⌊(largest event time of the readings up to it − `maxOutOfOrdernessMs`) ÷ 1 min⌋; a phase
- * ends where the bucket grows. Rejected messages (and the far-ahead clock) move no watermark and join the phase
- * they are in. The readings without `eventTs` (event time = publish time, after every window) form the last phase
- * of their own, so they close the windows only after every other message is routed.
+ * Cuts the publish order into phases, each published once the ones before it are routed: Pub/Sub delivers an
+ * ordered subscription's keys in any order among each other, so a run published at once would let the watermark jump
+ * past every window. A phase ends where ⌊(largest event time so far − `maxOutOfOrdernessMs`) ÷ 1 min⌋ grows
+ * (rejected messages move no watermark); the readings without `eventTs` form the last phase.
  * @returns the end index (exclusive) of each phase in `messages`, ascending; the last is `messages.length` (none
  *   for no messages)
  */

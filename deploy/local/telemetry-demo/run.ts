@@ -1,7 +1,5 @@
-// The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream with the
-// real Pub/Sub client (ordering key deviceId) phase by phase, each event-time minute once the ones before it are
-// routed (plan.ts, publishPhases), waits gently (a few counting queries every 3 s), reads back Silver, the
-// dead-letter table and the latest gold panes, and checks them (check.ts). `npm run demo -- --pipeline telemetry`.
+// The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream phase by
+// phase (plan.ts), reads back Silver, the dead-letter table and the latest panes, and checks them (check.ts).
 import { BigQuery } from '@google-cloud/bigquery';
 import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
@@ -34,10 +32,7 @@ export interface TelemetryDemoOptions {
   readonly seed: number;
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
-  /**
-   * Relay the ingest subscription with up to this many deliveries in flight (push-relay-loop.ts) instead of the emulator's
-   * own push (about 2 in flight); undefined: the emulator's push.
-   */
+  /** Deliveries in flight through the push relay (push-relay-loop.ts); undefined: the emulator's push. */
   readonly pushRelayInFlight?: number | undefined;
   /** Progress lines (stderr by default). */
   readonly log?: (line: string) => void;
@@ -194,9 +189,7 @@ async function latestPanes(
 }
 
 /**
- * Runs the simulator against the stack of the environment (`.local/stack/env`, or with-stack.sh's): plan, seed,
- * publish, wait for every message to be routed, compute the expected panes, wait until the latest panes match (or
- * the deadline), and check. Never throws for a mismatch: the result lists the failures.
+ * Runs the simulator against the environment's stack; never throws for a mismatch: the result lists the failures.
  * @throws on an infrastructure failure (the stack is down, a query fails)
  */
 export async function runTelemetryDemo(
@@ -323,8 +316,7 @@ export async function runTelemetryDemo(
       ...[...expected.devicePanes.values()].map((p) => p.windowStartMs),
     );
 
-    // Panes: accumulating, so the latest pane of a (device, window) is complete once it counts every reading. Count
-    // in SQL until the totals match, then read and compare; early panes fire 30 s after new elements.
+    // Accumulating panes: count in SQL until the totals match, then read and compare.
     const panesStartMs = Date.now();
     let result: CheckResult | undefined;
     let lastCount = '';
