@@ -67,10 +67,8 @@ export interface DemoFireClockInput {
 }
 
 /**
- * The processing time the demo runs fireWindows at. On a throw-away stack: far enough after the last event for the
- * idle rule to move the watermark past every window of the events (idle timeout + out-of-orderness + window size),
- * as Cloud Scheduler would after the traffic stopped. On a kept stack: the wall clock, because the watermark that a
- * run moves is shared and never goes back: a jump ahead would leave it ahead of the clock for every later event.
+ * The processing time the demo runs fireWindows at: on a throw-away stack far enough after the last event for the
+ * idle rule to close every window of the events; on a kept stack the wall clock (its watermark never goes back).
  */
 export function demoFireClockMs(input: DemoFireClockInput): number {
   if (!input.throwawayStack) return input.nowMs;
@@ -88,9 +86,7 @@ export function demoFireClockMs(input: DemoFireClockInput): number {
 }
 
 /**
- * Runs fireWindows once, in-process, at a processing time far enough after the last event for the idle rule to
- * move the watermark past every window of these events (idle timeout + out-of-orderness + window size), as Cloud
- * Scheduler would after the traffic stopped; then reads the gold table and the Firestore counters.
+ * Runs fireWindows once, in-process, at {@link demoFireClockMs}, then reads the gold table and the Firestore counters.
  * @throws TransientError when Firestore or BigQuery fails
  */
 export async function fireAndReadWindows(
