@@ -24,11 +24,8 @@ import { countFirestoreOps, opsLines } from './lib/firestore-ops';
 import { stackBigQuery, stackEnv } from '../deploy/local/layers';
 import { seedDirectory } from '../deploy/local/telemetry-demo/directory';
 import { prng } from '../test/support/events';
-import {
-  planTelemetryRun,
-  plannedDeliveries,
-  publishPhases,
-} from '../deploy/local/telemetry-demo/plan';
+import { planTelemetryRun, publishPhases } from '../deploy/local/telemetry-demo/plan';
+import { plannedDeliveries } from './lib/telemetry-rate';
 import { pool } from '../shared/ops/run';
 
 const USAGE =

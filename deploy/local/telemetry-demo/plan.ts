@@ -2,7 +2,6 @@
 // (readings of contract versions 1 and 2, malformed ones, skewed clocks, readings without eventTs) in publish order,
 // each with the outcome the pipeline's contract should give it. Pure and seeded: the same options give the same run.
 import type { TelemetryStage } from '../../../shared/pipelines/telemetry/contract';
-import type { DecodeResult } from '../../../shared/pubsub/message';
 import { prng } from '../../../test/support/events';
 
 /** What a run simulates. Times are epoch ms UTC. */
@@ -149,18 +148,9 @@ interface DeviceProfile {
 }
 
 /**
- * Plans a run (see {@link TelemetryPlan}). Choices, all from the seed:
- * - regions round-robin over {@link SIM_REGIONS}, 4 sites each; about 0.5 % of devices (at least 1) left out of the
- *   directory (unknown devices: Silver with `UNKNOWN_DEVICE`, counted per device, never ranked);
- * - firmware: 55 % version 2 (humidity on most readings), 30 % version 1 with the attribute, 15 % version 1
- *   without it (a message without `contractVersion` is version 1);
- * - clocks: three devices skewed −40 s, +25 s and −7 s (accepted, filed under the minute they claim), one device
- *   an hour ahead (every reading dead-lettered at EVENT_TIME_VALIDATION); a few devices write `+02:00` / `-05:00`;
- * - about 1 % of devices (at least 1) send their last reading without `eventTs` (the publish time counts), published
- *   last; at most one per device, since the event id is deviceId + event time;
- * - about 0.5 % of readings (at least 1) are delivered {@link DELAYED_DELIVERY_MS} late (LATE panes, never dropped);
- * - malformed messages, about 0.3 % of the readings (at least 6), cycling through bad JSON, an out-of-range
- *   reading, the retired version 0, an unknown version, four fraction digits and a malformed `eventTs`.
+ * Plans a run (see {@link TelemetryPlan}), every choice from the seed: unknown devices, firmware versions, skewed
+ * clocks, readings without `eventTs`, delayed and malformed messages, in the shares docs/pipelines.md ("The
+ * telemetry simulator") lists.
  * @throws RangeError for options outside their bounds
  */
 export function planTelemetryRun(options: PlanOptions): TelemetryPlan {
@@ -390,26 +380,4 @@ export function publishPhases(
   }
   if (messages.length > 0) ends.push(messages.length);
   return ends;
-}
-
-/**
- * The plan's messages as the ingest receives them from Pub/Sub, all published at `publishTimeMs` (epoch ms UTC) with
- * ids `<idPrefix>-<publishTimeMs>-<index>`: for measuring the ingest in process, without the push.
- */
-export function plannedDeliveries(
-  plan: TelemetryPlan,
-  idPrefix: string,
-  publishTimeMs: number = Date.now(),
-): DecodeResult[] {
-  return plan.messages.map((m, i) => ({
-    ok: true as const,
-    message: {
-      messageId: `${idPrefix}-${publishTimeMs}-${i}`,
-      publishTime: new Date(publishTimeMs).toISOString(),
-      publishTimeMs,
-      attributes: { ...m.attributes },
-      data: Buffer.from(m.data, 'utf8'),
-      subscription: undefined,
-    },
-  }));
 }
