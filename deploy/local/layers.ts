@@ -7,6 +7,7 @@ import { loadIngestConfig } from '../../shared/config/ingest-config';
 import { firestoreClient } from '../../shared/drift/runtime';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { FirestoreDriftStore } from '../../shared/drift/firestore-store';
+import { plainRow } from '../../shared/ops/output';
 
 /** Connection settings, from the stack's env file (`.local/stack/env`). */
 export interface StackEnv {
@@ -34,22 +35,6 @@ export function stackBigQuery(env: StackEnv = stackEnv()): BigQuery {
 }
 
 export type Row = Record<string, unknown>;
-
-/**
- * The client returns NUMERIC as Big.js objects and TIMESTAMP as `{ value }` wrappers; tables and checks want text.
- * NUMERIC becomes its canonical decimal text, TIMESTAMP its RFC 3339 UTC text.
- */
-function plainRow(row: Row): Row {
-  const out: Row = {};
-  for (const [k, v] of Object.entries(row)) {
-    if (v !== null && typeof v === 'object' && 'value' in v && typeof v.value === 'string')
-      out[k] = v.value;
-    else if (v !== null && typeof v === 'object' && v.constructor?.name === 'Big')
-      out[k] = (v as { toFixed(): string }).toFixed(); // Big.js: plain notation, never an exponent
-    else out[k] = v;
-  }
-  return out;
-}
 
 /** The four layers' rows for the given message ids, and the rows waiting in the schema-retry store. */
 export interface Layers {

@@ -4,6 +4,7 @@ import { BigQuery } from '@google-cloud/bigquery';
 import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { cellText } from '../../../shared/ops/output';
 import { pipelineNamed } from '../../../shared/pipelines';
 import {
   TELEMETRY_STRATEGY,
@@ -84,21 +85,9 @@ function names() {
   };
 }
 
-/** A BigQuery value as plain text: NUMERIC (Big.js) in plain notation, TIMESTAMP wrappers unwrapped. */
-function text(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') {
-    return String(value);
-  }
-  if (typeof value === 'object' && 'value' in value) return text(value.value);
-  if (typeof value === 'object' && 'toFixed' in value && typeof value.toFixed === 'function') {
-    return String((value as { toFixed(): string }).toFixed());
-  }
-  throw new TypeError(`unexpected BigQuery value ${JSON.stringify(value)}`);
-}
-
+/** A BigQuery cell as text (NUMERIC in plain notation), or null for NULL. */
 function textOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : text(value);
+  return value === null || value === undefined ? null : cellText(value);
 }
 
 async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
@@ -182,7 +171,7 @@ async function latestPanes(
       top_devices: ((r.top_devices as Record<string, unknown>[] | null) ?? []).map((t) => ({
         rank: Number(t.rank),
         device_id: String(t.device_id),
-        max_temperature_c: text(t.max_temperature_c),
+        max_temperature_c: cellText(t.max_temperature_c),
       })),
     })),
   };
