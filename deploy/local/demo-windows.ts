@@ -11,7 +11,7 @@ import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows, type IntervalWindow } from '../../shared/windowing';
-import { formatTable, type Row } from './layers';
+import { formatTable, pollUntil, type Row } from './layers';
 
 /** One window of the demo's Silver rows. */
 interface DemoWindow {
@@ -43,14 +43,6 @@ function windowsOf(silver: readonly Row[], env: NodeJS.ProcessEnv): DemoWindow[]
 }
 
 const iso = (ms: number | null): string => (ms === null ? 'NULL' : new Date(ms).toISOString());
-
-/** Polls `probe` every 200 ms until it is true or `timeoutMs` passes (then the demo goes on with what it has). */
-async function poll(timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** What the demo's fireWindows clock is computed from. */
 export interface DemoFireClockInput {
@@ -105,7 +97,7 @@ export async function fireAndReadWindows(
     const maxEventMs = Math.max(...silver.map((r) => Date.parse(String(r.event_timestamp))));
     const routeOf = (r: Row) =>
       `${String(r.origin_airport)}-${String(r.destination_airport)}-${String(r.currency)}`;
-    await poll(20_000, async () => {
+    await pollUntil(Date.now() + 20_000, 200, async () => {
       const outcomes = await Promise.all(
         silver.map((r) =>
           store.eventOutcome(
@@ -117,8 +109,9 @@ export async function fireAndReadWindows(
       );
       return outcomes.every((o) => o !== null);
     });
-    await poll(
-      5_000,
+    await pollUntil(
+      Date.now() + 5_000,
+      200,
       async () => ((await store.readWatermark())?.state.maxEventTimeMs ?? -Infinity) >= maxEventMs,
     );
     const stored = (await store.readWatermark())?.state;

@@ -158,6 +158,19 @@ export async function waitForLayers(
   }
 }
 
+/** Polls `done()` every `intervalMs` until it is true (resolves true) or `deadlineMs` (epoch ms) passes (false). */
+export async function pollUntil(
+  deadlineMs: number,
+  intervalMs: number,
+  done: () => Promise<boolean>,
+): Promise<boolean> {
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() >= deadlineMs) return false;
+    await new Promise((r) => setTimeout(r, Math.min(intervalMs, deadlineMs - Date.now())));
+  }
+}
+
 /** Renders rows as an aligned text table (long cells cut at `maxCell` characters). */
 export function formatTable(title: string, rows: readonly Row[], maxCell = 48): string {
   if (rows.length === 0) return `${title}: (no rows)\n`;

@@ -3,7 +3,6 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { cellText } from '../../../shared/ops/output';
 import { pipelineNamed } from '../../../shared/pipelines';
 import {
@@ -11,7 +10,7 @@ import {
   TELEMETRY_WATERMARK_POLICY,
   TOP_N,
 } from '../../../shared/pipelines/telemetry/definition';
-import { stackBigQuery, stackEnv } from '../layers';
+import { pollUntil, stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
@@ -117,15 +116,6 @@ async function publish(
       }),
     ),
   );
-}
-
-/** Waits until `done()` (polled every {@link POLL_MS}) or the deadline; resolves with whether it happened. */
-async function waitFor(deadlineMs: number, done: () => Promise<boolean>): Promise<boolean> {
-  for (;;) {
-    if (await done()) return true;
-    if (Date.now() >= deadlineMs) return false;
-    await sleep(Math.min(POLL_MS, Math.max(0, deadlineMs - Date.now())));
-  }
 }
 
 /** The latest pane per (device, window) and per (region, window) of the simulated devices and regions. */
@@ -240,7 +230,7 @@ export async function runTelemetryDemo(
       log(
         `published phase ${p + 1}/${phases.length}: messages ${ids.length}/${plan.messages.length} to ${n.topic}`,
       );
-      allRouted = await waitFor(deadlineMs, async () => {
+      allRouted = await pollUntil(deadlineMs, POLL_MS, async () => {
         const [r] = await rows(
           bq,
           `SELECT
@@ -273,7 +263,7 @@ export async function runTelemetryDemo(
       .map((m, i) => ({ m, i }))
       .filter(({ m }) => m.expect.kind === 'reading' && m.expect.eventTsMs === null);
     const publishTimes = new Map<string, number>();
-    await waitFor(Date.now() + 60_000, async () => {
+    await pollUntil(Date.now() + 60_000, POLL_MS, async () => {
       const found = await rows(
         bq,
         `SELECT message_id, UNIX_MILLIS(publish_time) AS ms FROM ${n.bronze} WHERE message_id IN UNNEST(@ids)`,
@@ -309,7 +299,7 @@ export async function runTelemetryDemo(
     const panesStartMs = Date.now();
     let result: CheckResult | undefined;
     let lastCount = '';
-    await waitFor(panesStartMs + timeoutMs, async () => {
+    await pollUntil(panesStartMs + timeoutMs, POLL_MS, async () => {
       const [c] = await rows(
         bq,
         `SELECT COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings FROM (
