@@ -48,38 +48,38 @@ export interface ObservedRegionPane {
 }
 
 /** Everything the checker reads back for a run. */
-export interface Observed {
-  readonly silver: readonly ObservedSilverRow[];
-  readonly deadLetter: readonly ObservedDeadLetterRow[];
-  readonly devicePanes: readonly ObservedDevicePane[];
-  readonly regionPanes: readonly ObservedRegionPane[];
-}
+export type Observed = Readonly<{
+  silver: readonly ObservedSilverRow[];
+  deadLetter: readonly ObservedDeadLetterRow[];
+  devicePanes: readonly ObservedDevicePane[];
+  regionPanes: readonly ObservedRegionPane[];
+}>;
 
 /** The counts the summary table prints. */
-export interface CheckSummary {
-  readonly published: number;
-  readonly expectedSilver: number;
-  readonly inSilver: number;
-  readonly expectedDeadLetter: number;
-  readonly inDeadLetter: number;
+export type CheckSummary = Readonly<{
+  published: number;
+  expectedSilver: number;
+  inSilver: number;
+  expectedDeadLetter: number;
+  inDeadLetter: number;
   /** Dead-lettered messages per stage (observed). */
-  readonly deadLetterByStage: Readonly<Record<string, number>>;
+  deadLetterByStage: Readonly<Record<string, number>>;
   /** Silver rows beyond the first per message (a retried insert; readers use readings_dedup). */
-  readonly silverDuplicateRows: number;
-  readonly unknownDeviceReadings: number;
-  readonly devicePanesExpected: number;
-  readonly devicePanesMatching: number;
-  readonly regionPanesExpected: number;
-  readonly regionPanesMatching: number;
+  silverDuplicateRows: number;
+  unknownDeviceReadings: number;
+  devicePanesExpected: number;
+  devicePanesMatching: number;
+  regionPanesExpected: number;
+  regionPanesMatching: number;
   /** Device panes whose latest pane is ON_TIME or LATE (the watermark passed the window). */
-  readonly devicePanesClosed: number;
+  devicePanesClosed: number;
   /**
    * Readings that reached the pipeline when its watermark could already be past their window's end + the allowed
    * lateness (an upper bound of the watermark from the ingestion order: {@link watermarkBoundsAtArrival}), so the
    * pipeline may have dropped them as late.
    */
-  readonly readingsPastLateness: number;
-}
+  readingsPastLateness: number;
+}>;
 
 /** The rules that decide whether a reading can be dropped as late: the strategy's and the watermark policy's. */
 export interface LatenessRules {

@@ -56,23 +56,23 @@ export interface PlannedMessage {
 }
 
 /** The planned run. */
-export interface TelemetryPlan {
-  readonly options: PlanOptions;
+export type TelemetryPlan = Readonly<{
+  options: PlanOptions;
   /** Start of the first simulated window, ms (a whole minute). */
-  readonly firstWindowStartMs: number;
+  firstWindowStartMs: number;
   /** End of the last simulated window, ms (a whole minute, before `nowMs`). */
-  readonly lastWindowEndMs: number;
+  lastWindowEndMs: number;
   /** Every device's id, `sim-00001` …, in order. */
-  readonly deviceIds: readonly string[];
+  deviceIds: readonly string[];
   /** The directory rows to seed: every device except the unknown ones. */
-  readonly directory: readonly DirectoryRow[];
+  directory: readonly DirectoryRow[];
   /** Devices deliberately left out of the directory. */
-  readonly unknownDevices: readonly string[];
+  unknownDevices: readonly string[];
   /** Devices whose clock is off, with the offset in ms (positive: ahead). */
-  readonly skewedClocks: Readonly<Record<string, number>>;
+  skewedClocks: Readonly<Record<string, number>>;
   /** The messages in publish order. */
-  readonly messages: readonly PlannedMessage[];
-}
+  messages: readonly PlannedMessage[];
+}>;
 
 /** Regions of the simulated fleet (the directory's `region`: `a-z 0-9 -`). */
 export const SIM_REGIONS = [
