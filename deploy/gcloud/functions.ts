@@ -54,10 +54,7 @@ export function firestoreDatabaseCondition(
   };
 }
 
-/**
- * The project-level roles of a function's runtime account: Firestore (no finer-grained IAM than the project,
- * hence the database condition) and BigQuery jobs (jobs exist only at project level).
- */
+/** Project roles of a function's account, where IAM has nothing finer: Firestore (by condition), jobs, metrics. */
 export function functionProjectRoles(
   spec: FunctionSpec,
   project: string,

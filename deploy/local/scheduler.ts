@@ -87,10 +87,7 @@ function log(severity: 'INFO' | 'WARNING' | 'ERROR', message: string, context: o
   else console.error(line);
 }
 
-/**
- * One call, as Cloud Scheduler makes it (POST, JSON body, its headers); resolves with the HTTP status. `stop` (the
- * scheduler stopping) aborts a call in flight, so a long fireWindows timer loop does not hold up `stack.sh down`.
- */
+/** One call as Cloud Scheduler makes it; resolves with the HTTP status. `stop` aborts a call in flight. */
 export async function callJob(
   job: LocalJob,
   timeoutMs: number,

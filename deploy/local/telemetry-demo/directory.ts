@@ -6,10 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TableRef } from '../../../shared/config/env';
 import { SIM_DEVICE_PREFIX, type TelemetryPlan } from './plan';
 
-/**
- * The device the directory probe reads as: outside the simulated prefix (the checker never reads it back) and never
- * in the directory (an unknown device: a Silver row and its own panes, no ranking).
- */
+/** The directory probe's device: outside the simulated prefix and never in the directory. */
 export const PROBE_DEVICE_ID = 'probe-directory';
 
 async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
