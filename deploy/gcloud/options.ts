@@ -1,6 +1,7 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { functionEnvName } from '../local/resources';
 import { SUPPORTED_RUNTIMES } from './functions';
 import { checkKmsKeyFits, parseKmsKey } from './kms';
 import type { SqlFile } from './sql';
@@ -115,7 +116,7 @@ export class Names {
 
   /** `ingestBooking`, `URL` → `INGEST_BOOKING_URL`, a plan variable. */
   variable(entryPoint: string, what: string): string {
-    return `${entryPoint.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_${what}`;
+    return `${functionEnvName(entryPoint)}_${what}`;
   }
 }
 
