@@ -356,17 +356,19 @@ async function main(): Promise<void> {
   log('2/4 ingestBooking in-process: coalescing off');
   const env = { ...process.env, OFFVIA_WINDOWS_ENABLED: 'true' };
   const tag = Date.now().toString(36);
-  const off = await runInProcess(
-    `off${tag}`,
-    slow,
-    { ...env, OFFVIA_BQ_COALESCE: 'false' },
-    CONCURRENCY,
-    `${OUT}/in-process.log`,
-  );
+  const onEnv = { ...env, OFFVIA_BQ_COALESCE: 'true' };
+  const inProcess = (label: string, stream: typeof events, coalesce: boolean) =>
+    runInProcess(
+      `${label}${tag}`,
+      stream,
+      coalesce ? onEnv : { ...env, OFFVIA_BQ_COALESCE: 'false' },
+      CONCURRENCY,
+      `${OUT}/in-process.log`,
+    );
+  const off = await inProcess('off', slow, false);
   rows.push(inProcessRow(off, 'coalescing off (one insertAll per row)'));
   log('2/4 ingestBooking in-process: coalescing on');
-  const onEnv = { ...env, OFFVIA_BQ_COALESCE: 'true' };
-  const on = await runInProcess(`on${tag}`, slow, onEnv, CONCURRENCY, `${OUT}/in-process.log`);
+  const on = await inProcess('on', slow, true);
   rows.push(inProcessRow(on, coalescingLabel(onEnv)));
   const [rowsOff, rowsOn] = await Promise.all([
     rowsOfRun(off.label, env),
@@ -384,13 +386,7 @@ async function main(): Promise<void> {
   let full = on;
   if (EVENTS > SLOW_EVENTS) {
     log(`2/4 ingestBooking in-process: coalescing on, all ${EVENTS} events`);
-    full = await runInProcess(
-      `full${tag}`,
-      events,
-      { ...env, OFFVIA_BQ_COALESCE: 'true' },
-      CONCURRENCY,
-      `${OUT}/in-process.log`,
-    );
+    full = await inProcess('full', events, true);
     rows.push(inProcessRow(full, 'coalescing on, whole stream'));
   }
   // ≥ 10× fewer insertAll calls with coalescing on, measured on the largest "on" run (the whole stream when it ran):

@@ -78,10 +78,8 @@ function rows(lines: readonly string[]): ToolingVar[] {
 }
 
 /**
- * Variables read only by the local stack, the benchmarks and the test harnesses, never by a deployed function.
- * Hand-written (their scripts read them with their own small parsers): keep this list in step when a script gains
- * or drops one. The unit test fails when a name in the code is in neither this list, the specs, nor
- * `INTERNAL_NAMES`.
+ * Variables read only by the local stack, benchmarks and test harnesses, hand-written: the unit test fails when a
+ * name in the code is in neither this list, the specs, nor `INTERNAL_NAMES`.
  */
 export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
   {
@@ -180,11 +178,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
   },
 ];
 
-/**
- * Names that appear in the scripts but are not settings: values a script computes for itself or hands to its
- * children (paths, pins, ready files, temporary files). Listed so the coverage test can tell them from a
- * variable someone forgot to document.
- */
+/** Names in the scripts that are not settings (paths, pins, ready files a script hands its children). */
 export const INTERNAL_NAMES: readonly string[] = [
   // Retired: loadWindowConfig refuses any value but `key-groups` (docs/windows.md, draining the per-window layout).
   'OFFVIA_WINDOW_LAYOUT',
@@ -286,36 +280,37 @@ function cell(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|');
 }
 
-function specTable(group: VarGroup): string {
-  const rows = group.vars.map(
-    (v) =>
-      `| \`${v.name}\` | ${cell(defaultCell(v))} | ${cell(allowedCell(v))} | ${cell(v.meaning)} |`,
-  );
+/** A titled Markdown table: the first column is the variable's name in backticks, then `cells` as cells. */
+function table(heading: string, intro: string, head: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  const body = rows.map(([name, ...cells]) => line([`\`${name}\``, ...cells.map(cell)]));
   return [
-    `## ${group.title}`,
+    heading,
     '',
-    group.intro,
+    intro,
     '',
-    '| variable | default | allowed | meaning |',
-    '|---|---|---|---|',
-    ...rows,
+    line(head),
+    line(head.map(() => '---')).replace(/ /g, ''),
+    ...body,
     '',
   ].join('\n');
 }
 
-function toolingTable(group: ToolingGroup): string {
-  const rows = group.vars.map((v) => `| \`${v.name}\` | ${cell(v.default)} | ${cell(v.meaning)} |`);
-  return [
-    `### ${group.title}`,
-    '',
-    `Read by ${group.readBy}.`,
-    '',
-    '| variable | default | meaning |',
-    '|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n');
-}
+const specTable = (g: VarGroup): string =>
+  table(
+    `## ${g.title}`,
+    g.intro,
+    ['variable', 'default', 'allowed', 'meaning'],
+    g.vars.map((v) => [v.name, defaultCell(v), allowedCell(v), v.meaning]),
+  );
+
+const toolingTable = (g: ToolingGroup): string =>
+  table(
+    `### ${g.title}`,
+    `Read by ${g.readBy}.`,
+    ['variable', 'default', 'meaning'],
+    g.vars.map((v) => [v.name, v.default, v.meaning]),
+  );
 
 /** The whole of docs/configuration.md, from the specs and the tooling list. Pure: same input, same text. */
 export function renderConfigReference(

@@ -15,15 +15,9 @@ import {
 import { pipelineNamed } from '../../shared/pipelines';
 import { StaticDeviceDirectory } from '../../shared/pipelines/telemetry/device-directory';
 import type { InsertRow, RowResult, RowWriter } from '../../shared/sinks/row-writer';
-import {
-  planTelemetryRun,
-  plannedDeliveries,
-  type TelemetryPlan,
-} from '../../deploy/local/telemetry-demo/plan';
+import type { DecodeResult } from '../../shared/pubsub/message';
+import { planTelemetryRun, type TelemetryPlan } from '../../deploy/local/telemetry-demo/plan';
 import { countFirestoreOps, firestoreUsdPerMillion, type FirestoreOps } from './firestore-ops';
-
-/** The plan's messages as the ingest receives them (also for the joint-bundle integration test). */
-export { plannedDeliveries };
 
 /** What one telemetry run measured. */
 export interface TelemetryRate {
@@ -150,4 +144,26 @@ export function telemetryLine(
     `${usd.toFixed(2)} per million messages (target ≤ 0.60${usd <= 0.6 ? ', met' : ', MISSED'}); ` +
     `${rate.toFixed(1)} messages/s${beside}${t.allRouted ? '' : '; SOME MESSAGES WENT TO BAD DATA'}`
   );
+}
+
+/**
+ * The plan's messages as the ingest receives them from Pub/Sub, all published at `publishTimeMs` (epoch ms UTC) with
+ * ids `<idPrefix>-<publishTimeMs>-<index>`: for measuring the ingest in process, without the push.
+ */
+export function plannedDeliveries(
+  plan: TelemetryPlan,
+  idPrefix: string,
+  publishTimeMs: number = Date.now(),
+): DecodeResult[] {
+  return plan.messages.map((m, i) => ({
+    ok: true as const,
+    message: {
+      messageId: `${idPrefix}-${publishTimeMs}-${i}`,
+      publishTime: new Date(publishTimeMs).toISOString(),
+      publishTimeMs,
+      attributes: { ...m.attributes },
+      data: Buffer.from(m.data, 'utf8'),
+      subscription: undefined,
+    },
+  }));
 }

@@ -94,9 +94,8 @@ const CLI_OPTIONS = {
 } as const satisfies ParseArgsConfig['options'];
 
 /**
- * node:util parseArgs with the flags of USAGE, refusing a single-valued flag given twice: parseArgs keeps the last
- * value while deploy.sh and teardown.sh read the first (`flag_value`), so teardown would ask to confirm one project
- * and delete in the other.
+ * node:util parseArgs with the flags of USAGE, refusing a single-valued flag given twice (the shell scripts read the
+ * first, parseArgs the last: teardown would confirm one project and delete in another).
  * @throws TypeError for an unknown flag or a missing value; Error for a repeated single-valued flag.
  */
 function parseCliFlags(args: string[]) {
@@ -215,10 +214,7 @@ export function planFor(
       );
 }
 
-/**
- * Why teardown.sh must not go on: it names no pipeline and no `--all` (which pipelines to delete is never
- * guessed); undefined for a deploy or a named teardown.
- */
+/** Why teardown.sh must not go on (no `--pipeline` and no `--all`: never guessed); undefined otherwise. */
 export function teardownScopeProblem(args: CliArgs): string | undefined {
   if (args.command !== 'teardown' || args.scope !== 'unnamed') return undefined;
   return `teardown: name the pipelines to delete with --pipeline NAME (registered: ${PIPELINES.map((p) => p.name).join(', ')}) or pass --all`;

@@ -1,17 +1,14 @@
 // The Cloud Monitoring dashboard of a deployment: the log-based metrics of monitoring.ts and Pub/Sub's and Cloud
 // Run's own metrics as charts, the JSON `gcloud monitoring dashboards create --config-from-file` reads.
 import path from 'node:path';
-import { ingestSubscriptionFilter, metricNames, type MonitoringTargets } from './monitoring';
+import {
+  type Aggregation,
+  ingestSubscriptionFilter,
+  metricNames,
+  type MonitoringTargets,
+} from './monitoring';
 import type { DeployOptions, GeneratedFile } from './options';
 import { byDisplayName, type Step } from './steps';
-
-/** Cloud Monitoring `Aggregation` of a chart's time series. */
-interface ChartAggregation {
-  readonly alignmentPeriod: string;
-  readonly perSeriesAligner: string;
-  readonly crossSeriesReducer?: string;
-  readonly groupByFields?: readonly string[];
-}
 
 /** One tile of a `mosaicLayout` holding an `xyChart` (Cloud Monitoring `Dashboard` API). */
 export interface ChartTile {
@@ -26,7 +23,7 @@ export interface ChartTile {
         readonly timeSeriesQuery: {
           readonly timeSeriesFilter: {
             readonly filter: string;
-            readonly aggregation: ChartAggregation;
+            readonly aggregation: Aggregation;
           };
         };
         readonly plotType: 'LINE' | 'STACKED_BAR' | 'STACKED_AREA';
@@ -57,18 +54,34 @@ interface Chart {
   dataSets: ChartTile['widget']['xyChart']['dataSets'];
 }
 
-const perMinute = (groupBy: string[] = []): ChartAggregation => ({
+const perMinute = (groupBy: string[] = []): Aggregation => ({
   alignmentPeriod: '60s',
   perSeriesAligner: 'ALIGN_SUM',
   crossSeriesReducer: 'REDUCE_SUM',
   ...(groupBy.length > 0 ? { groupByFields: groupBy } : {}),
 });
 
+type DataSet = Chart['dataSets'][number];
+
+/** One data set of a chart: `filter`'s series aggregated, plotted, and labelled by `legendTemplate` when given. */
+function series(
+  filter: string,
+  aggregation: Aggregation,
+  plotType: DataSet['plotType'],
+  legendTemplate?: string,
+): DataSet {
+  return {
+    timeSeriesQuery: { timeSeriesFilter: { filter, aggregation } },
+    plotType,
+    ...(legendTemplate === undefined ? {} : { legendTemplate }),
+  };
+}
+
+const MAX_PER_MINUTE: Aggregation = { alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' };
+
 /**
- * The dashboard: quarantined messages by stage, bad-data rows, watermark lag, fireWindows runs (log-based metrics
- * of the deployment), the oldest unacked message age of the function and Bronze subscriptions, messages sent to
- * the dead-letter topic and waiting in its hold subscription (Pub/Sub), and the functions' requests by response
- * class (Cloud Run).
+ * The dashboard: quarantined messages by stage, bad-data rows, watermark lag, fireWindows runs (log-based metrics),
+ * the oldest unacked message age, dead letters forwarded and waiting (Pub/Sub), and requests by class (Cloud Run).
  */
 export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
   const names = metricNames(t.prefix);
@@ -77,141 +90,93 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
   const subscriptionMetric = (metric: string, subscription: string): string =>
     `metric.type="pubsub.googleapis.com/subscription/${metric}" AND resource.type="pubsub_subscription" AND ` +
     `resource.label.subscription_id=${subscription}`;
-  // Eventarc names the function's push subscription eventarc-REGION-SERVICE-NNN (as the alert policy matches it),
-  // unless the plan creates the subscription itself.
-  const functionSubscription = ingestSubscriptionFilter(t);
+  const chart = (title: string, yLabel: string, ...dataSets: DataSet[]): Chart => ({
+    title,
+    yLabel,
+    dataSets,
+  });
   const charts: Chart[] = [
-    {
-      title: 'Quarantined messages per minute, by error_stage',
-      yLabel: 'messages / min',
-      dataSets: [
-        {
-          timeSeriesQuery: {
-            timeSeriesFilter: {
-              filter: user(names.quarantined),
-              aggregation: perMinute(['metric.label.error_stage']),
-            },
+    chart(
+      'Quarantined messages per minute, by error_stage',
+      'messages / min',
+      series(
+        user(names.quarantined),
+        perMinute(['metric.label.error_stage']),
+        'STACKED_BAR',
+        '${metric.labels.error_stage}',
+      ),
+    ),
+    chart(
+      'Rows written to the bad-data table per minute',
+      'rows / min',
+      series(user(names.badData), perMinute(), 'STACKED_BAR'),
+    ),
+    chart(
+      'Watermark lag behind the clock (p50 and p99, at each fireWindows run)',
+      'ms',
+      ...(['50', '99'] as const).map((p) =>
+        series(
+          user(names.watermarkLag),
+          {
+            alignmentPeriod: '60s',
+            perSeriesAligner: 'ALIGN_DELTA',
+            crossSeriesReducer: `REDUCE_PERCENTILE_${p}`,
+            groupByFields: ['metric.label.pipeline'],
           },
-          plotType: 'STACKED_BAR',
-          legendTemplate: '${metric.labels.error_stage}',
-        },
-      ],
-    },
-    {
-      title: 'Rows written to the bad-data table per minute',
-      yLabel: 'rows / min',
-      dataSets: [
-        {
-          timeSeriesQuery: {
-            timeSeriesFilter: { filter: user(names.badData), aggregation: perMinute() },
-          },
-          plotType: 'STACKED_BAR',
-        },
-      ],
-    },
-    {
-      title: 'Watermark lag behind the clock (p50 and p99, at each fireWindows run)',
-      yLabel: 'ms',
-      dataSets: (['50', '99'] as const).map((p) => ({
-        timeSeriesQuery: {
-          timeSeriesFilter: {
-            filter: user(names.watermarkLag),
-            aggregation: {
-              alignmentPeriod: '60s',
-              perSeriesAligner: 'ALIGN_DELTA',
-              crossSeriesReducer: `REDUCE_PERCENTILE_${p}`,
-              groupByFields: ['metric.label.pipeline'],
-            },
-          },
-        },
-        plotType: 'LINE' as const,
-        legendTemplate: `p${p} \${metric.labels.pipeline}`,
-      })),
-    },
-    {
-      title: 'Completed fireWindows runs per minute',
-      yLabel: 'runs / min',
-      dataSets: [
-        {
-          timeSeriesQuery: {
-            timeSeriesFilter: {
-              filter: user(names.fireWindowsRuns),
-              aggregation: perMinute(['metric.label.pipeline']),
-            },
-          },
-          plotType: 'LINE',
-        },
-      ],
-    },
-    {
-      title: 'Oldest unacked message age (function and Bronze subscriptions)',
-      yLabel: 'seconds',
-      dataSets: [functionSubscription, q(t.bronzeSubscription)].map((subscription) => ({
-        timeSeriesQuery: {
-          timeSeriesFilter: {
-            filter: subscriptionMetric('oldest_unacked_message_age', subscription),
-            aggregation: { alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' },
-          },
-        },
-        plotType: 'LINE' as const,
-        legendTemplate: '${resource.labels.subscription_id}',
-      })),
-    },
-    {
-      title: 'Dead letters: forwarded per minute, and waiting in the hold subscriptions',
-      yLabel: 'messages',
-      dataSets: [
-        {
-          // Counted on the subscriptions that forward (the function's push subscription and Bronze).
-          timeSeriesQuery: {
-            timeSeriesFilter: {
-              filter:
-                'metric.type="pubsub.googleapis.com/subscription/dead_letter_message_count" AND ' +
-                'resource.type="pubsub_subscription"',
-              aggregation: perMinute(['resource.label.subscription_id']),
-            },
-          },
-          plotType: 'STACKED_BAR',
-          legendTemplate: 'forwarded from ${resource.labels.subscription_id}',
-        },
-        {
-          timeSeriesQuery: {
-            timeSeriesFilter: {
-              // Both hold subscriptions: the function's dead letters and the rows the Bronze subscription could
-              // not write.
-              filter: subscriptionMetric(
-                'num_undelivered_messages',
-                `one_of(${[t.deadLetterHoldSubscription, t.bronzeDeadLetterHoldSubscription].map(q).join(',')})`,
-              ),
-              aggregation: { alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' },
-            },
-          },
-          plotType: 'LINE',
-          legendTemplate: 'waiting in ${resource.labels.subscription_id}',
-        },
-      ],
-    },
-    {
-      title: 'Function requests per minute, by service and response class',
-      yLabel: 'requests / min',
-      dataSets: [
-        {
-          timeSeriesQuery: {
-            timeSeriesFilter: {
-              filter:
-                'metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND ' +
-                `resource.label.service_name=one_of(${t.services.map(q).join(',')})`,
-              aggregation: perMinute([
-                'resource.label.service_name',
-                'metric.label.response_code_class',
-              ]),
-            },
-          },
-          plotType: 'STACKED_BAR',
-          legendTemplate: '${resource.labels.service_name} ${metric.labels.response_code_class}',
-        },
-      ],
-    },
+          'LINE',
+          `p${p} \${metric.labels.pipeline}`,
+        ),
+      ),
+    ),
+    chart(
+      'Completed fireWindows runs per minute',
+      'runs / min',
+      series(user(names.fireWindowsRuns), perMinute(['metric.label.pipeline']), 'LINE'),
+    ),
+    chart(
+      'Oldest unacked message age (function and Bronze subscriptions)',
+      'seconds',
+      ...[ingestSubscriptionFilter(t), q(t.bronzeSubscription)].map((subscription) =>
+        series(
+          subscriptionMetric('oldest_unacked_message_age', subscription),
+          MAX_PER_MINUTE,
+          'LINE',
+          '${resource.labels.subscription_id}',
+        ),
+      ),
+    ),
+    chart(
+      'Dead letters: forwarded per minute, and waiting in the hold subscriptions',
+      'messages',
+      // Forwarded: counted on the subscriptions that forward (the function's and Bronze's).
+      series(
+        'metric.type="pubsub.googleapis.com/subscription/dead_letter_message_count" AND ' +
+          'resource.type="pubsub_subscription"',
+        perMinute(['resource.label.subscription_id']),
+        'STACKED_BAR',
+        'forwarded from ${resource.labels.subscription_id}',
+      ),
+      series(
+        subscriptionMetric(
+          'num_undelivered_messages',
+          `one_of(${[t.deadLetterHoldSubscription, t.bronzeDeadLetterHoldSubscription].map(q).join(',')})`,
+        ),
+        MAX_PER_MINUTE,
+        'LINE',
+        'waiting in ${resource.labels.subscription_id}',
+      ),
+    ),
+    chart(
+      'Function requests per minute, by service and response class',
+      'requests / min',
+      series(
+        'metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND ' +
+          `resource.label.service_name=one_of(${t.services.map(q).join(',')})`,
+        perMinute(['resource.label.service_name', 'metric.label.response_code_class']),
+        'STACKED_BAR',
+        '${resource.labels.service_name} ${metric.labels.response_code_class}',
+      ),
+    ),
   ];
   return {
     displayName: `${t.prefix}pipeline`,
@@ -240,9 +205,8 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
 export const DASHBOARD_VARIABLE = 'MONITORING_DASHBOARD';
 
 /**
- * Adds the dashboard to a deploy plan: its JSON file in the out dir and one step that looks it up by display name
- * (`gcloud monitoring dashboards list`), then creates it or replaces its definition. Called after the log-based
- * metrics, which its charts read. `variable` is the plan variable of the lookup: one per dashboard (per pipeline).
+ * Adds the dashboard to a deploy plan, after the metrics its charts read: its JSON file, and a step that finds it by
+ * display name into `variable` (one per pipeline), then creates it or replaces its definition.
  */
 export function addMonitoringDashboard(
   o: DeployOptions,

@@ -1,7 +1,5 @@
-// The ordered deploy plan for one project: a pure function of the options and of what the repository holds (the
-// pipeline registry, its DDL files, the source digest). Project-wide sections (APIs, KMS, the Firestore database and
-// its TTL policies and indexes, the shared accounts and custom roles, the image repository) are planned once; each
-// concept of the selected pipelines by pipeline-plan.ts. No Google Cloud call happens here.
+// The ordered deploy plan for one project, a pure function of the options and the repository: project-wide sections
+// once here, each concept of the selected pipelines by pipeline-plan.ts. No Google Cloud call happens here.
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
 import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
 import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
@@ -45,11 +43,9 @@ import { datasetsCreated, type SqlFile } from './sql';
 import { bq, gcloud, requireLine, type Step } from './steps';
 
 /**
- * The deploy plan for the pipelines `o.pipelines` names (absent: booking alone, the deployment as it was before
- * pipelines were registered): the project-wide sections once, and each concept of every selected pipeline in turn,
- * in the order the resources need each other (tables before grants and the Bronze subscription; accounts and roles
- * before grants; topics before functions; functions before their subscriptions and schedules; metrics before the
- * policies and dashboards that read them).
+ * The deploy plan for the pipelines `o.pipelines` names (absent: booking alone), in the order the resources need
+ * each other (tables, accounts and roles before grants; topics before functions; functions before their
+ * subscriptions and schedules; metrics before the policies and dashboards reading them).
  * @throws Error for invalid options, an unknown pipeline, a pipeline account id too long for the prefix, a bad
  * OFFVIA_* value (ConfigError), a dedup ledger TTL shorter than the subscription's retention, a table a function
  * writes that its pipeline's DDL does not create, or a grant on a dataset of this project no DDL creates.
@@ -82,9 +78,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   const deployments = selected.map((p) =>
     pipelineDeployment(o, p, pipelineSqlFiles(facts, p), bookingEnv),
   );
-  // One delivery's budget inside the function must end before the function's timeout, which must end before
-  // Pub/Sub's push timeout (the ack deadline): otherwise a slow delivery is cut by the platform, or redelivered
-  // while it still runs.
+  // The attempt deadline ends before the function's timeout, which ends before the push timeout (ack deadline).
   for (const { spec } of deployments.flatMap((d) => d.functions)) {
     if (spec.role !== 'ingest') continue;
     if (config.ingest.attemptDeadlineMs >= spec.timeoutSeconds * 1000) {
@@ -201,12 +195,8 @@ function buildRoles({ o, names, steps }: PlanContext): void {
 /** Firestore field every TTL policy is on (shared/state/firestore-window-store.ts writes it as a Timestamp). */
 export const TTL_FIELD = 'expireAt';
 /**
- * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the dedup ledger,
- * the dropped-late counters and the watermark holds of the window store (shared/state; fireWindows also deletes
- * lapsed holds itself). The schema-drift store (shared/drift) gets none:
- * the sweep deletes the waiting rows it settles, but its audit records (the `changes` and `updates` documents
- * under each table) are kept without expiry, one per schema window with a change and one per applied update
- * (a few a day at most); `teardown.sh --delete-data` removes them.
+ * The collection groups with a TTL policy unless `--ttl-collection-group` says otherwise: the window store's dedup
+ * ledger, dropped-late counters and watermark holds. The drift store's audit records are kept (a few a day).
  */
 export const DEFAULT_TTL_COLLECTION_GROUPS: readonly string[] = [
   COLLECTIONS.ledger,
@@ -254,11 +244,7 @@ function foundation({ o, p, steps, kms }: PlanContext): void {
   });
 }
 
-/**
- * The system's own named database in Native mode, and its TTL policies. A database of its own keeps the
- * collection ids of the window and drift stores (`windows`, `meta`, `rows`, ...) apart from any other
- * application's, so teardown's bulk delete cannot reach them.
- */
+/** The system's own named database in Native mode (teardown's bulk delete reaches no one else's), and its TTLs. */
 function firestore({ o, p, steps, kms }: PlanContext): void {
   const db = `--database=${o.firestoreDatabase}`;
   steps.push({
@@ -275,8 +261,7 @@ function firestore({ o, p, steps, kms }: PlanContext): void {
     ),
   });
   if (kms !== undefined) {
-    // Firestore takes its key only when the database is created: an existing database without it stays
-    // Google-encrypted, which the run must not pass over quietly.
+    // Firestore takes its key only when it creates the database.
     steps.push(
       requireLine(
         `Firestore database ${o.firestoreDatabase} is encrypted with ${kms.key}`,
@@ -332,9 +317,9 @@ function ttlPolicyStep(o: DeployOptions, p: string, group: string, title: string
 }
 
 /**
- * Fields of the key-groups layout no query uses, exempted from Firestore's automatic single-field indexes: large maps
- * and strings written on every transaction (index fan-out is the main cost of write latency, and a map of thousands
- * of keys would come near the 40,000 index entries a document may have). Firestore's best-practices and quotas pages.
+ * Key-group fields no query uses, exempted from automatic single-field indexes: large maps and strings written on
+ * every transaction (index fan-out costs write latency; a document may have 40,000 index entries). Firestore's
+ * best-practices and quotas pages.
  */
 export const KEY_GROUP_INDEX_EXEMPTIONS: readonly (readonly [string, string])[] = [
   [GROUP_COLLECTIONS.groups, 'w'],
@@ -346,9 +331,8 @@ export const KEY_GROUP_INDEX_EXEMPTIONS: readonly (readonly [string, string])[] 
 ];
 
 /**
- * The composite indexes fireWindows' key-group queries need: `group in […]` with a range on a timer (Firestore
- * requires a composite index for an equality/in filter on one field with a range on another). Leading with the group
- * also spreads the timer index's entries, whose values only grow, over the groups' ranges.
+ * The composite indexes fireWindows' key-group queries need (`group in […]` with a range on a timer); leading with
+ * the group spreads the ever-growing timer values over the groups' ranges.
  */
 export const KEY_GROUP_COMPOSITE_INDEXES: readonly (readonly [string, string])[] = [
   ['group', 'event_timer_ms'],
@@ -370,7 +354,6 @@ function keyGroupIndexes({ o, p, steps }: PlanContext): void {
     );
   }
   for (const [group, field] of KEY_GROUP_INDEX_EXEMPTIONS) {
-    // An exempted field no longer inherits the database's automatic index settings (usesAncestorConfig false).
     steps.push({
       kind: 'ensure',
       title: `Firestore single-field index exemption: ${group}.${field} (no query uses it)`,
@@ -454,9 +437,8 @@ function customRoles({ o, p, names, steps }: PlanContext): void {
 }
 
 /**
- * The service agents that use the key exist (some only once asked for), and each gets `KMS_ROLE` on the key alone,
- * before anything is created with it (KEY_USERS, kms.ts). The grant is on the key, in the key's project; the
- * deployer needs `cloudkms.cryptoKeys.setIamPolicy` there (Cloud KMS Admin on the key).
+ * The service agents using the key (KEY_USERS) provisioned, then each granted `KMS_ROLE` on the key alone before
+ * anything is created with it (the deployer needs `cloudkms.cryptoKeys.setIamPolicy` on the key).
  */
 function kmsKeyGrants({ o, p, steps }: PlanContext, kms: KmsKey): void {
   for (const user of KEY_USERS) {
@@ -467,7 +449,6 @@ function kmsKeyGrants({ o, p, steps }: PlanContext, kms: KmsKey): void {
         command: gcloud('beta services identity create', `--service=${user.service}`, p),
       });
     } else if (user.provision === 'bigquery') {
-      // BigQuery creates its encryption account the first time it is asked for it.
       steps.push({
         kind: 'run',
         title: "Provision BigQuery's encryption service account",
@@ -498,11 +479,8 @@ function kmsKeyGrants({ o, p, steps }: PlanContext, kms: KmsKey): void {
 }
 
 /**
- * The Artifact Registry repository of the function images, encrypted with the key (Cloud Run functions with
- * `--kms-key` require `--docker-repository` in a repository with the same key), and the Eventarc Google channel of
- * the region set to the key for the Pub/Sub-triggered function ("Protect your data with CMEK",
- * cloud.google.com/functions/docs/securing/cmek). A repository's key is fixed when it is created: an existing one
- * with another key stops the run.
+ * The function images' repository with the key (functions with `--kms-key` need one) and the region's Eventarc
+ * Google channel set to it ("Protect your data with CMEK"). A repository's key is fixed at creation.
  */
 function functionImagesRepository(
   { o, p, names, steps }: PlanContext,
@@ -541,8 +519,7 @@ function functionImagesRepository(
     ),
   );
   if (deployments.some((d) => d.functions.some(({ spec }) => spec.trigger === 'topic'))) {
-    // The Google channel is the project's one for the region, shared with every other Eventarc trigger there: set
-    // our key on a channel without one (or keep it), never replace another application's key.
+    // The channel is shared with every Eventarc trigger of the region: never replace another key.
     steps.push({
       kind: 'run',
       title: `Eventarc Google channel of ${o.region} has no key or ${kms.key} (it is shared with other triggers)`,

@@ -7,11 +7,7 @@ import { loadCoalescingConfig } from '../../shared/config/coalescing-config';
 import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 import type { FunctionsConfig } from './functions';
 
-/**
- * Set explicitly (all are the code's defaults today) so the console shows the running configuration, and so the
- * ingest gate and the sweep, which must agree on the schema window, get the same values. Every function gets the
- * same set: one configuration, whichever instance reads it.
- */
+/** Set explicitly (the code's defaults) so the console shows them and every function reads the same set. */
 export const FUNCTION_ENV_DEFAULTS: Readonly<Record<string, string>> = {
   OFFVIA_SILVER_TABLE: 'offvia_silver.fact_bookings',
   OFFVIA_QUARANTINE_TABLE: 'offvia_quarantine.poisoned_events',
@@ -29,11 +25,9 @@ export const FUNCTION_ENV_DEFAULTS: Readonly<Record<string, string>> = {
 const OVERRIDABLE = /^OFFVIA_[A-Z0-9_]+$/;
 
 /**
- * The functions' environment: the defaults, `overrides` (`--env KEY=VALUE`), OFFVIA_PROJECT_ID = `project` and
- * OFFVIA_FIRESTORE_DATABASE = `firestoreDatabase` (`--firestore-database`: the plan creates that database and
- * scopes the grants to it, so the functions must not be pointed elsewhere by `--env`), and
- * OFFVIA_PASSENGER_ID_MODE=hmac-sha256 when `pseudonymisePassengerId` (`--passenger-id-hmac-secret`; the key itself
- * reaches ingestBooking as a secret, never through `--set-env-vars`, where the console and `describe` show it).
+ * The functions' environment: the defaults, `overrides` (`--env`), OFFVIA_PROJECT_ID, OFFVIA_FIRESTORE_DATABASE
+ * (the one the grants reach), and OFFVIA_PASSENGER_ID_MODE=hmac-sha256 when `pseudonymisePassengerId` (the key
+ * itself comes as a secret).
  * @returns the variables sorted by name, and the configuration they parse to.
  * @throws Error for a key outside OFFVIA_*, for OFFVIA_PROJECT_ID (it is `--project`),
  * OFFVIA_FIRESTORE_DATABASE (it is `--firestore-database`), OFFVIA_PASSENGER_ID_MODE or

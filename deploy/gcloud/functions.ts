@@ -6,23 +6,16 @@ import type { SchemaDriftConfig } from '../../shared/config/schema-drift-config'
 import type { WindowConfig } from '../../shared/config/window-config';
 
 /**
- * The Cloud Functions runtime a deploy uses unless `--runtime` says otherwise. Google's runtime support schedule
- * (cloud.google.com/functions/docs/runtime-support): nodejs20 deprecated 2026-04-30 and decommissioned
- * 2026-10-30 (no new deploys); nodejs22 decommissioned 2027-10-31; nodejs24 2028-10-31. The local stack serves
- * the functions, and CI runs the tests, on Node.js 22 (deploy/local/lib.sh OFFVIA_NODE_MAJOR; install.sh installs
- * it from the npm registry); package.json `engines` stays `>=20` for the tooling.
+ * The runtime unless `--runtime` says otherwise. Google's runtime support schedule: nodejs20 decommissioned
+ * 2026-10-30, nodejs22 2027-10-31, nodejs24 2028-10-31. The local stack and CI run Node.js 22 too.
  */
 export const DEFAULT_RUNTIME = 'nodejs22';
 /** The runtimes `--runtime` accepts: those still deployable on the schedule above. */
 export const SUPPORTED_RUNTIMES: readonly string[] = ['nodejs22', 'nodejs24'];
 
 /**
- * Project-level roles of the build service account (`<prefix>build`), as Google documents them for a custom
- * Cloud Build service account of Cloud Run functions ("Custom Service Account for Cloud Build",
- * cloud.google.com/functions/docs/securing/build-custom-sa): build logs, the build images in Artifact Registry
- * (the `gcf-artifacts` repository, created by the first deploy, so not grantable earlier), and the function
- * source in Cloud Storage, limited by an IAM condition to the `gcf-v2-sources-*` and `gcf-v2-uploads-*`
- * buckets Cloud Functions creates.
+ * Project roles of the build account (`<prefix>build`), as "Custom Service Account for Cloud Build" documents them:
+ * logs, build images, and the source buckets Cloud Functions creates (by IAM condition).
  */
 export const BUILD_ROLES: readonly ProjectRole[] = [
   { role: 'roles/logging.logWriter' },
@@ -39,11 +32,8 @@ export const BUILD_ROLES: readonly ProjectRole[] = [
 ];
 
 /**
- * `--ingress-settings` of every function: the most private setting. Cloud Run's `internal` ingress still admits
- * requests from Cloud Scheduler, Cloud Tasks, Eventarc, Pub/Sub, Workflows and BigQuery in the same project (or
- * VPC Service Controls perimeter), so the Eventarc Pub/Sub push to ingestBooking and the Scheduler OIDC calls to
- * the HTTP functions arrive; the internet does not (cloud.google.com/run/docs/securing/ingress, "Available
- * ingress settings"). IAM (`run.invoker`) is still enforced on top.
+ * `--ingress-settings` of every function: internal ingress still admits Pub/Sub, Eventarc and Cloud Scheduler of the
+ * project, not the internet (Cloud Run, "Available ingress settings"); `run.invoker` is enforced on top.
  */
 export const INGRESS_SETTINGS = 'internal-only';
 
@@ -53,12 +43,7 @@ export interface ProjectRole {
   readonly condition?: { readonly expression: string; readonly title: string };
 }
 
-/**
- * The IAM condition confining a Firestore role to one database. Firestore evaluates IAM conditions on the
- * database's resource name, so a project-level `roles/datastore.user` with this condition reaches only that
- * database ("Configure per-database access permissions", cloud.google.com/firestore/docs/manage-databases;
- * Firestore IAM, cloud.google.com/firestore/docs/security/iam).
- */
+/** The IAM condition confining a Firestore role to one database ("Configure per-database access permissions"). */
 export function firestoreDatabaseCondition(
   project: string,
   database: string,
@@ -69,10 +54,7 @@ export function firestoreDatabaseCondition(
   };
 }
 
-/**
- * The project-level roles of a function's runtime account: Firestore (no finer-grained IAM than the project,
- * hence the database condition) and BigQuery jobs (jobs exist only at project level).
- */
+/** Project roles of a function's account, where IAM has nothing finer: Firestore (by condition), jobs, metrics. */
 export function functionProjectRoles(
   spec: FunctionSpec,
   project: string,
@@ -99,21 +81,14 @@ export interface FunctionsConfig {
   readonly window: WindowConfig;
 }
 
-/**
- * What a function does to a BigQuery table, each a custom role with exactly the permissions it needs (below).
- * `rows`: streams rows (`tabledata.insertAll`) and reads the table's metadata (the drift gate's schema cache,
- * `tables.get`). `schema`: also adds columns (`ALTER TABLE … ADD COLUMN` as a query job; the sweep).
- */
+/** What a function does to a BigQuery table: `rows` streams rows and reads metadata; `schema` also adds columns. */
 export type TableAccess = 'rows' | 'schema';
 
 /** A BigQuery table a function writes, and how. */
 export interface TableWrite {
   readonly table: TableRef;
   readonly access: TableAccess;
-  /**
-   * Granted only when `sql/` creates the table: for a table another change is still adding, so the grant appears
-   * by itself once its DDL lands.
-   */
+  /** Granted only once `sql/` creates the table. */
   readonly whenCreatedBySql?: boolean;
 }
 
@@ -127,14 +102,9 @@ export interface CustomRole {
 }
 
 /**
- * The custom roles the functions get on single tables, instead of `roles/bigquery.dataEditor` (which also reads
- * every row, and deletes tables). Permissions from the BigQuery API reference: `tabledata.insertAll` needs
- * `bigquery.tables.updateData` and `bigquery.tables.get` on the table and `bigquery.datasets.get` on the dataset
- * (the last from `roles/bigquery.metadataViewer` on the dataset: metadata only, no rows); `tables.get` (the schema
- * cache) needs `bigquery.tables.get`; a schema change needs `bigquery.tables.get` and `bigquery.tables.update`
- * ("Modifying table schemas", cloud.google.com/bigquery/docs/managing-table-schemas), run as a query job, which
- * needs `bigquery.jobs.create` on the project (`roles/bigquery.jobUser`). No role holds
- * `bigquery.tables.getData` (reading rows: Silver and quarantine hold `passenger_id`) or `bigquery.tables.delete`.
+ * The custom roles on single tables, instead of `roles/bigquery.dataEditor` (which reads every row and deletes
+ * tables). Permissions from the BigQuery API reference (`tabledata.insertAll`, `tables.get`, "Modifying table
+ * schemas"); none reads rows (`bigquery.tables.getData`) or deletes a table.
  */
 export const CUSTOM_ROLES: Readonly<Record<TableAccess, CustomRole>> = {
   rows: {
@@ -188,10 +158,7 @@ export interface FunctionSpec {
   readonly runsQueryJobs: boolean;
   /** Reads and writes Firestore documents: roles/datastore.user, conditioned on the system's database. */
   readonly usesFirestore: boolean;
-  /**
-   * Reads the ingest subscription's backlog metric (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`, fireWindows' hold
-   * behind the oldest unacknowledged message): roles/monitoring.viewer, which exists only at project level.
-   */
+  /** Reads the ingest subscription's backlog metric (the watermark hold): roles/monitoring.viewer. */
   readonly readsBacklogMetric?: boolean;
 }
 
@@ -255,10 +222,7 @@ const SPECS: readonly FunctionSpec[] = [
   },
 ];
 
-/**
- * Booking's functions by entry point: the sizes and identities of the deployment made before pipelines were
- * registered, kept for booking and used as the sizes of every other pipeline's function of the same role.
- */
+/** Booking's functions by entry point; their sizes serve every other pipeline's function of the same role. */
 export const FUNCTION_SPECS: ReadonlyMap<string, FunctionSpec> = new Map(
   SPECS.map((s) => [s.entryPoint, s]),
 );

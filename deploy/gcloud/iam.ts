@@ -28,10 +28,7 @@ export function conditionFlag(condition: IamCondition | undefined): string {
   return `--condition=expression=${condition.expression},title=${condition.title}`;
 }
 
-/**
- * A BigQuery grant on one dataset (`project:dataset`) or one table (`project:dataset.table`); adding an existing
- * binding changes nothing.
- */
+/** A BigQuery grant on one dataset (`project:dataset`) or table (`project:dataset.table`); idempotent. */
 export function bqGrant(
   project: string,
   member: string,
@@ -49,10 +46,7 @@ export function bqGrant(
   );
 }
 
-/**
- * A project-level grant, for the roles IAM offers nowhere finer; `condition` narrows it to some resources. `verb`
- * `remove` removes that binding instead.
- */
+/** A project-level grant (`condition` narrows it), or with `verb` `remove` its removal. */
 export function projectGrant(
   project: string,
   member: string,
@@ -71,10 +65,8 @@ export function projectGrant(
 }
 
 /**
- * Removes the project-level binding of `role` for `member` with `condition` (absent: the unconditioned one), when the
- * member holds the role. `unconditionedOnly`: the probe lists only the member's roles that carry no condition, to
- * find the binding an earlier deploy made before the role was narrowed by an IAM condition, which adding the
- * conditioned binding leaves in place (a policy holds both).
+ * Removes the project binding of `role` for `member` with `condition` (absent: unconditioned) when held.
+ * `unconditionedOnly`: the probe finds only an unconditioned binding (one an earlier deploy made).
  */
 export function removeProjectBindingStep(
   project: string,
@@ -114,10 +106,7 @@ export function invokerGrant(project: string, region: string, fn: string, email:
   );
 }
 
-/**
- * A grant on a Pub/Sub topic or subscription, a service account or a Secret Manager secret (`kind` is the gcloud
- * group).
- */
+/** A grant on a topic, subscription, service account or secret (`kind` is the gcloud group). */
 export function resourceGrant(
   kind: 'pubsub topics' | 'pubsub subscriptions' | 'iam service-accounts' | 'secrets',
   resource: string,

@@ -18,9 +18,8 @@ export interface KmsKey {
 export const KMS_ROLE = 'roles/cloudkms.cryptoKeyEncrypterDecrypter';
 
 /**
- * The key's resource name: `projects/P/locations/L/keyRings/R/cryptoKeys/K`. Cloud KMS ids: a key ring or key id is
- * 1–63 of letters, digits, `_` and `-`; the project is a project id; the location lower-case letters, digits, `-`.
- * A key version (`…/cryptoKeyVersions/N`) is refused: every service here takes the key and uses its primary version.
+ * Parses `projects/P/locations/L/keyRings/R/cryptoKeys/K` (Cloud KMS ids; a key version is refused: every service
+ * here uses the key's primary version).
  * @throws Error, one line naming `--kms-key`, for anything else.
  */
 export function parseKmsKey(name: string): KmsKey {
@@ -37,22 +36,14 @@ export function parseKmsKey(name: string): KmsKey {
   return { name, project, location, keyRing, key };
 }
 
-/**
- * The Cloud KMS location a BigQuery dataset's key must be in: a regional dataset takes a key of the same region, the
- * multi-region `US` a key in `us` and `EU` a key in `europe` (BigQuery, "Customer-managed Cloud KMS keys": "create
- * the key ring in a location that matches the location of your BigQuery dataset").
- */
+/** The KMS location a dataset's key must be in: its region, `us` for `US`, `europe` for `EU` (BigQuery CMEK). */
 export function bigQueryKeyLocation(bqLocation: string): string {
   if (bqLocation === 'US') return 'us';
   if (bqLocation === 'EU') return 'europe';
   return bqLocation;
 }
 
-/**
- * The Cloud KMS location a Firestore database's key must be in: the same region for a regional database, `us` for
- * the `nam5` multi-region and `europe` for `eur3` (Firestore `CmekConfig.kms_key_name`: "Only keys in the same
- * location as this database are allowed").
- */
+/** The KMS location a Firestore database's key must be in: its region, `us` for `nam5`, `europe` for `eur3`. */
 export function firestoreKeyLocation(firestoreLocation: string): string {
   if (firestoreLocation === 'nam5') return 'us';
   if (firestoreLocation === 'eur3') return 'europe';
@@ -60,10 +51,8 @@ export function firestoreKeyLocation(firestoreLocation: string): string {
 }
 
 /**
- * Checks that one key can serve every place that holds data. Cloud Run functions take a single-region key in the
- * function's region (and an Artifact Registry repository there with the same key); the datasets and the Firestore
- * database take a key in their own location (above). So `--bq-location` and `--firestore-location` must be the
- * region too; Pub/Sub topics take a key in any location.
+ * Checks that one key serves every place holding data: functions need it in their region, datasets and the
+ * Firestore database in their own location (above); Pub/Sub takes any.
  * @throws Error, one line naming the flag that does not fit.
  */
 export function checkKmsKeyFits(
@@ -93,19 +82,21 @@ export interface KeyUser {
   readonly what: string;
   /** Its email; `${PROJECT_NUMBER}` is the plan's captured project number. */
   readonly email: string;
-  /** A command that provisions the agent when it may not exist yet (gcloud words and flags, before `--project`). */
+  /** How the plan provisions the agent when it may not exist yet. */
   readonly provision?: 'identity' | 'bigquery' | 'storage';
   /** `gcloud beta services identity create --service=` for `identity`. */
   readonly service?: string;
 }
 
+const agent = (domain: string): string =>
+  `service-\${PROJECT_NUMBER}@${domain}.iam.gserviceaccount.com`;
+const identity = (service: string) => ({ provision: 'identity' as const, service });
+
 /**
- * Every service agent that needs `KMS_ROLE` on the key. BigQuery: its encryption account `bq-N@bigquery-encryption`
- * (BigQuery CMEK page; created by `bq show --encryption_service_account`). Pub/Sub: `service-N@gcp-sa-pubsub`
- * (Pub/Sub `Topic.kms_key_name`). Cloud Run functions: the Cloud Functions, Artifact Registry, Cloud Storage, Cloud
- * Run and Eventarc service agents ("Protect your data with CMEK", cloud.google.com/functions/docs/securing/cmek,
- * "Grant service accounts access to the key"). Firestore: `service-N@gcp-sa-firestore` ("Use customer-managed
- * encryption keys", cloud.google.com/firestore/docs/use-cmek).
+ * Every service agent that needs `KMS_ROLE` on the key: BigQuery's encryption account (made by `bq show
+ * --encryption_service_account`), Pub/Sub's, Firestore's ("Use customer-managed encryption keys"), and those of Cloud
+ * Run functions: Cloud Functions, Artifact Registry, Cloud Storage, Cloud Run, Eventarc ("Protect your data with
+ * CMEK", "Grant service accounts access to the key").
  */
 export const KEY_USERS: readonly KeyUser[] = [
   {
@@ -113,46 +104,30 @@ export const KEY_USERS: readonly KeyUser[] = [
     email: 'bq-${PROJECT_NUMBER}@bigquery-encryption.iam.gserviceaccount.com',
     provision: 'bigquery',
   },
-  {
-    what: 'Pub/Sub topics',
-    email: 'service-${PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com',
-  },
+  { what: 'Pub/Sub topics', email: agent('gcp-sa-pubsub') },
   {
     what: 'Firestore database',
-    email: 'service-${PROJECT_NUMBER}@gcp-sa-firestore.iam.gserviceaccount.com',
-    provision: 'identity',
-    service: 'firestore.googleapis.com',
+    email: agent('gcp-sa-firestore'),
+    ...identity('firestore.googleapis.com'),
   },
-  {
-    what: 'Cloud Run functions (function image)',
-    email: 'service-${PROJECT_NUMBER}@gcf-admin-robot.iam.gserviceaccount.com',
-  },
+  { what: 'Cloud Run functions (function image)', email: agent('gcf-admin-robot') },
   {
     what: 'Artifact Registry (function images)',
-    email: 'service-${PROJECT_NUMBER}@gcp-sa-artifactregistry.iam.gserviceaccount.com',
-    provision: 'identity',
-    service: 'artifactregistry.googleapis.com',
+    email: agent('gcp-sa-artifactregistry'),
+    ...identity('artifactregistry.googleapis.com'),
   },
   {
     what: 'Cloud Storage (function source)',
-    email: 'service-${PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com',
+    email: agent('gs-project-accounts'),
     provision: 'storage',
   },
-  {
-    what: 'Cloud Run (function instances)',
-    email: 'service-${PROJECT_NUMBER}@serverless-robot-prod.iam.gserviceaccount.com',
-  },
+  { what: 'Cloud Run (function instances)', email: agent('serverless-robot-prod') },
   {
     what: 'Eventarc (trigger channel)',
-    email: 'service-${PROJECT_NUMBER}@gcp-sa-eventarc.iam.gserviceaccount.com',
-    provision: 'identity',
-    service: 'eventarc.googleapis.com',
+    email: agent('gcp-sa-eventarc'),
+    ...identity('eventarc.googleapis.com'),
   },
 ];
 
-/**
- * The Artifact Registry repository (id after the name prefix) that holds the function images when `--kms-key` is
- * set: Cloud Run functions with a key need `--docker-repository` in a repository encrypted with the same key (the
- * default `gcf-artifacts` one is not).
- */
+/** The function images' repository (id after the name prefix) under `--kms-key`, encrypted with the same key. */
 export const FUNCTION_IMAGES_REPOSITORY = 'functions';

@@ -1,5 +1,4 @@
-// Log-based metrics and alert policies, as the JSON files `gcloud logging metrics … --config-from-file` and
-// `gcloud alpha monitoring policies … --policy-from-file` read. Log filters are built from the log catalogue
+// Log-based metrics and alert policies as the JSON files gcloud reads. Log filters come from the log catalogue
 // (shared/logging/logs.ts) itself, so renaming a log line breaks a test instead of silently zeroing a metric.
 import { type LogEntry, Logger } from '../../shared/logging/logger';
 import * as logs from '../../shared/logging/logs';
@@ -81,10 +80,7 @@ export interface MonitoringTargets {
   readonly fireWindowsService?: string;
   /** Cloud Scheduler job ids (`resource.labels.job_id`) whose failed attempts are counted. */
   readonly schedulerJobs: readonly string[];
-  /**
-   * The ingest function's subscription when the plan creates it itself (a pipeline with ordered delivery); absent:
-   * the one Eventarc creates, `eventarc-REGION-SERVICE-NNN`, matched by pattern.
-   */
+  /** The plan's own ingest subscription; absent: Eventarc's `eventarc-REGION-SERVICE-NNN`, matched by pattern. */
   readonly ingestSubscription?: string;
   readonly bronzeSubscription: string;
   readonly deadLetterHoldSubscription: string;
@@ -94,9 +90,7 @@ export interface MonitoringTargets {
   readonly notificationChannels: readonly string[];
 }
 
-/**
- * Alert thresholds. Starting points for Offvia's volume (bookings, not clicks); tune them here and redeploy.
- */
+/** Alert thresholds: starting points for Offvia's volume (bookings, not clicks); tune them here and redeploy. */
 export const THRESHOLDS = {
   /** Quarantined messages per second, per error_stage, over 5 minutes: 0.1/s is 30 rejects in 5 minutes. */
   quarantinePerSecond: 0.1,
@@ -198,10 +192,7 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
   const quarantined = catalogued((log) =>
     logs.messageQuarantined(log, { messageId: 'm' }, 'PARSE_JSON', 'r', 't'),
   );
-  // Every row that lands in the bad-data table logs one line with outcome=bad_data (badDataWritten,
-  // driftRowToBadData, paneRowRefused), except that rowRejectedBySink, driftRowTooLarge and
-  // driftRowRejectedAtIngest announce a row whose badDataWritten follows: the metric counts outcome=bad_data
-  // without those three.
+  // One outcome=bad_data line per bad-data row, but for three announcing a row whose badDataWritten follows.
   const badData = catalogued((log) => logs.badDataWritten(log, { messageId: 'm' }, 't', 't'));
   // Every completed fireWindows run logs this line, with watermark_lag_ms whenever there is a watermark.
   const fireWindowsRun = catalogued((log) =>
@@ -285,10 +276,7 @@ function agg(period: string, aligner: string, reducer?: string, groupBy?: string
   };
 }
 
-/**
- * A condition that holds while the series is above `thresholdValue` for `duration`; `ratio` makes the series the
- * quotient of `filter` by its denominator.
- */
+/** A condition holding while the series (with `ratio`: `filter` ÷ denominator) is above the threshold for `duration`. */
 function above(
   displayName: string,
   filter: string,

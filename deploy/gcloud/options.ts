@@ -1,6 +1,7 @@
 // What a plan is built from: the user's options (deploy.sh flags), what the repository holds, and the names
 // that follow from them, checked against the rules of the services that receive them.
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
+import { functionEnvName } from '../local/resources';
 import { SUPPORTED_RUNTIMES } from './functions';
 import { checkKmsKeyFits, parseKmsKey } from './kms';
 import type { SqlFile } from './sql';
@@ -14,27 +15,15 @@ export interface DeployOptions {
   readonly bqLocation: string;
   /** Location of the Firestore database, used only when the plan creates it. */
   readonly firestoreLocation: string;
-  /**
-   * The named Firestore database of the system's state (`--firestore-database`, default `offvia`): created by the
-   * deploy, the only database the functions' Firestore grants reach, the only one teardown deletes from.
-   */
+  /** The system's own Firestore database (`--firestore-database`): the only one its grants and teardown reach. */
   readonly firestoreDatabase: string;
   /** Prefix of the names of functions, service accounts, scheduler jobs, metrics and alert policies. */
   readonly namePrefix: string;
-  /**
-   * Principals allowed to publish booking events (`--publisher`, repeatable): each gets `roles/pubsub.publisher`
-   * on the topic only, e.g. `serviceAccount:booking@other-project.iam.gserviceaccount.com`.
-   */
+  /** `--publisher` principals, each granted `roles/pubsub.publisher` on booking's topic only. */
   readonly publishers: readonly string[];
-  /**
-   * Days a partition of the quarantine and bad-data tables is kept (`--quarantine-retention-days`, default 90; 0
-   * keeps them forever): both hold raw `passenger_id`. Applied as `partition_expiration_days`.
-   */
+  /** `--quarantine-retention-days`: `partition_expiration_days` of the quarantine and bad-data tables; 0: forever. */
   readonly quarantineRetentionDays: number;
-  /**
-   * Message retention of the booking topic (`--topic-retention`, default `7d`, Pub/Sub allows 10 minutes to 31
-   * days): a subscription can seek back that far and replay, e.g. after a bad deploy.
-   */
+  /** `--topic-retention` (`7d`; 10m–31d): how far back a subscription can seek and replay. */
   readonly topicRetention: string;
   /** Alert notification channels, `projects/P/notificationChannels/ID`. */
   readonly notificationChannels: readonly string[];
@@ -46,32 +35,17 @@ export interface DeployOptions {
   readonly outDir: string;
   /** `gcloud functions deploy --runtime`: one of SUPPORTED_RUNTIMES (default DEFAULT_RUNTIME, functions.ts). */
   readonly runtime: string;
-  /**
-   * Customer-managed encryption key (`--kms-key`, optional), `projects/P/locations/L/keyRings/R/cryptoKeys/K`: the
-   * default key of every dataset, the key of every topic, of the functions (and their image repository) and of the
-   * Firestore database; unset: Google-managed encryption everywhere. Its location must be the region (kms.ts).
-   */
+  /** `--kms-key` (`projects/P/locations/L/keyRings/R/cryptoKeys/K`, in the region); unset: Google-managed. */
   readonly kmsKey?: string;
-  /**
-   * Secret Manager version of the key that pseudonymises `passenger_id` before Silver (`--passenger-id-hmac-secret`,
-   * optional), `projects/P/secrets/S/versions/N` or `S:N` in the deployment's project; a pinned version, never
-   * `latest`, so every instance hashes with the same key. Unset: `passenger_id` is stored as received.
-   */
+  /** `--passenger-id-hmac-secret`: `S:N` or `projects/P/secrets/S/versions/N`, a pinned version; unset: no HMAC. */
   readonly passengerIdHmacSecret?: string;
-  /**
-   * The registered pipelines the plan covers (`--pipeline`, names or comma lists). Absent: the booking pipeline
-   * alone, the deployment as it was before pipelines were registered; deploy.sh passes every registered pipeline
-   * unless `--pipeline` names some (docs/deploy.md, "Pipelines").
-   */
+  /** `--pipeline` names; absent: booking alone (deploy.sh passes every registered one; docs/deploy.md). */
   readonly pipelines?: readonly string[];
 }
 
 /** What the repository holds, read by the CLI. */
 export interface RepoFacts {
-  /**
-   * Every registered pipeline's DDL files (its definition's `tables.ddlFiles`, filled), by pipeline name; missing a
-   * selected pipeline: the plan refuses to plan it.
-   */
+  /** Every registered pipeline's DDL files, filled, by pipeline name. */
   readonly pipelineSqlFiles: Readonly<Record<string, readonly SqlFile[]>>;
   /** Digest of the files `.gcloudignore` lets through (upload.ts). */
   readonly sourceDigest: string;
@@ -142,14 +116,11 @@ export class Names {
 
   /** `ingestBooking`, `URL` → `INGEST_BOOKING_URL`, a plan variable. */
   variable(entryPoint: string, what: string): string {
-    return `${entryPoint.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_${what}`;
+    return `${functionEnvName(entryPoint)}_${what}`;
   }
 }
 
-/**
- * BigQuery's spelling of a location: the multi-regions `US` and `EU` in upper case (BigQuery itself accepts
- * `us`/`eu`), regions such as `europe-west1` in lower case.
- */
+/** BigQuery's spelling of a location: `US` and `EU` in upper case, regions such as `europe-west1` in lower case. */
 export function normaliseBqLocation(location: string): string {
   return /^(us|eu)$/i.test(location) ? location.toUpperCase() : location.toLowerCase();
 }
@@ -161,11 +132,7 @@ export function durationSeconds(duration: string): number {
   return Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
 }
 
-/**
- * Checks the options against the rules of the services that will receive them (and `--runtime` against
- * SUPPORTED_RUNTIMES).
- * @throws Error naming the flag.
- */
+/** Checks the options against the rules of the services that receive them. @throws Error naming the flag. */
 export function validateOptions(o: DeployOptions): void {
   const rules: [string, string, RegExp][] = [
     ['--project', o.project, /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/],
@@ -216,9 +183,7 @@ export function validateOptions(o: DeployOptions): void {
   if (o.kmsKey !== undefined) checkKmsKeyFits(parseKmsKey(o.kmsKey), o);
   if (o.passengerIdHmacSecret !== undefined) passengerIdSecret(o);
   for (const publisher of o.publishers) {
-    // IAM principal identifiers of one principal (or a group or domain the operator names); allUsers,
-    // allAuthenticatedUsers and principal sets (principalSet://…: every service account of an organization, every
-    // identity of a pool, or the public) would let far more than the booking service publish into Bronze.
+    // One principal (or a named group or domain): allUsers or a principalSet:// would let anyone publish.
     if (
       !/^(serviceAccount|user|group):[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+$|^domain:[a-z0-9.-]+$|^principal:\/\/[A-Za-z0-9._~:/@-]+$/.test(
         publisher,
@@ -246,22 +211,12 @@ export function validateOptions(o: DeployOptions): void {
   }
 }
 
-/** A Secret Manager secret version the functions read, as `--set-secrets` and IAM name it. */
-export interface SecretVersion {
-  /** The secret id, e.g. `offvia-passenger-id-key`. */
-  readonly secret: string;
-  /** The pinned version number, e.g. `3`. */
-  readonly version: string;
-}
-
 /**
- * The secret version of `--passenger-id-hmac-secret`: `S:N` or `projects/<this project>/secrets/S/versions/N`. Secret
- * Manager ids are 1–255 of letters, digits, `_` and `-`; the version must be a number: `latest` would let instances
- * started before and after a new version hash with different keys, and Silver's joins on `passenger_id` would break
- * silently (docs/privacy.md).
+ * The secret id and pinned version number of `--passenger-id-hmac-secret` (`S:N` or
+ * `projects/<this project>/secrets/S/versions/N`); never `latest`, or instances would hash with different keys.
  * @throws Error, one line naming the flag, for anything else.
  */
-export function passengerIdSecret(o: DeployOptions): SecretVersion {
+export function passengerIdSecret(o: DeployOptions): { secret: string; version: string } {
   const value = o.passengerIdHmacSecret ?? '';
   const match =
     /^([A-Za-z0-9_-]{1,255}):([1-9][0-9]*)$/.exec(value) ??

@@ -1,6 +1,5 @@
-// How each registered pipeline is deployed and torn down: one step generator per concept (BigQuery DDL, service
-// accounts and grants, Pub/Sub, functions with their trigger or push subscription and schedules, monitoring, teardown),
-// each iterating over the selected pipelines' deployments. Project-wide steps are deploy-plan.ts's.
+// How each registered pipeline is deployed and torn down: one step generator per concept, each iterating over the
+// selected pipelines' deployments. Project-wide steps are deploy-plan.ts's.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { TableRef } from '../../shared/config/env';
@@ -53,17 +52,10 @@ import { datasetsCreated, type SqlFile, tablesCreated } from './sql';
 import { bq, byDisplayName, type Command, gcloud, requireLine, type Step } from './steps';
 import { PASSENGER_ID_VARS } from '../../shared/config/passenger-id-config';
 
-/**
- * The role a reader of reference data gets on each reference table (a side input loaded with a query): read rows
- * and metadata of that table only. plan-checks.ts allows it to the pipeline's ingest account on its reference
- * tables and nowhere else.
- */
+/** A reader's role on each reference table (a side input): rows and metadata of that table only (plan-checks.ts). */
 export const REFERENCE_READER_ROLE = 'roles/bigquery.dataViewer';
 
-/**
- * Label carrying the digest of a function's source and deploy flags; equal digest and state LIVE_STATE → the
- * deploy is skipped.
- */
+/** Label of the digest of a function's source and deploy flags; equal digest and LIVE_STATE skip the deploy. */
 export const DEPLOY_LABEL = 'offvia_deploy';
 /** `state` of a v2 function that is deployed and serving (FAILED, DEPLOYING, UNKNOWN, DELETING are not). */
 export const LIVE_STATE = 'ACTIVE';
@@ -79,11 +71,8 @@ export const DELIVERY = {
   /** How long dead letters are kept in the hold subscriptions. */
   deadLetterRetention: '7d',
   /**
-   * Seconds added to the function's `--timeout` for the push subscription's ack deadline. For a push
-   * subscription the ack deadline is also the timeout of the push request (Pub/Sub `Subscription.ack_deadline_seconds`:
-   * "For push delivery, this value is also used to set the request timeout for the call to the push endpoint"), so
-   * a deadline at or below the function's timeout would redeliver a message still being processed. Pub/Sub allows
-   * 10–600 s.
+   * Seconds added to the function's `--timeout` for the ack deadline, which for a push subscription is also the
+   * push request's timeout (Pub/Sub `Subscription.ack_deadline_seconds`; 10–600 s).
    */
   ackDeadlineMarginSeconds: 30,
 } as const;
@@ -102,19 +91,18 @@ export function ackDeadlineSeconds(spec: FunctionSpec): number {
   return seconds;
 }
 
-/** What every step generator shares: the options, names, configuration and the plan being built. */
+/**
+ * What every step generator shares: the options, `p` (`--project=P`), the functions' configuration from booking's
+ * environment, the parsed `--kms-key` (undefined: Google-managed), the plan being built and the source digest.
+ */
 export interface PlanContext {
   readonly o: DeployOptions;
-  /** `--project=P`. */
   readonly p: string;
   readonly names: Names;
-  /** The functions' configuration parsed from booking's environment (window timings, attempt deadline). */
   readonly config: FunctionsConfig;
-  /** `--kms-key`, parsed; undefined: Google-managed encryption. */
   readonly kms: KmsKey | undefined;
   readonly steps: Step[];
   readonly files: GeneratedFile[];
-  /** Digest of the uploaded source (upload.ts), part of each function's deploy label. */
   readonly sourceDigest: string;
 }
 
@@ -130,34 +118,27 @@ export interface PipelineDeployment {
   /** Its DDL files (`tables.ddlFiles`), filled in. */
   readonly sqlFiles: readonly SqlFile[];
   /**
-   * Its functions: ingest, the schema sweep when schema drift is on, then fireWindows. An ingest spec with trigger
-   * `topic` is deployed with an Eventarc trigger (Eventarc creates and names the subscription); with `http` the plan
-   * creates the push subscription itself, under the definition's name, with message ordering when the contract
-   * has an ordering key (Pub/Sub fixes ordering when a subscription is created, and Eventarc sets none).
+   * Ingest, the schema sweep when drift is on, fireWindows. A `topic` ingest gets an Eventarc trigger (Eventarc
+   * names the subscription); an `http` one the plan's own push subscription, ordered when the contract has an
+   * ordering key (fixed at creation; Eventarc sets none).
    */
   readonly functions: readonly PipelineFunction[];
-  /** The functions' `--set-env-vars`, sorted by name. */
+  /** `--set-env-vars`, sorted by name. */
   readonly env: readonly (readonly [string, string])[];
-  /** Its monitoring targets (notification channels from the options). */
   readonly monitoring: MonitoringTargets;
-  /** The plan variable of its dashboard lookup. */
   readonly dashboardVariable: string;
   /** The dead-letter and bad-data tables, whose partitions expire after `--quarantine-retention-days`. */
   readonly expiringTables: readonly TableRef[];
-  /** Principals granted `roles/pubsub.publisher` on its topic (`--publisher`). */
+  /** `--publisher` principals, granted `roles/pubsub.publisher` on its topic. */
   readonly publishers: readonly string[];
   /**
-   * Deployed before pipelines were registered (booking): the plan also mends what those deploys left (an
-   * unconditioned Firestore grant, a Bronze made before it was partitioned), and its ingest may read the
-   * passenger_id key (`--passenger-id-hmac-secret`).
+   * Deployed before the registry (booking): the plan mends what those deploys left (an unconditioned Firestore
+   * grant, an unpartitioned Bronze), and its ingest may read the passenger_id key.
    */
   readonly earlierDeploys: boolean;
 }
 
-/**
- * Whether a pipeline was deployed before pipelines were registered (booking): it keeps that deployment's names,
- * function specs and environment, and its plan mends what those deploys left.
- */
+/** Whether a pipeline was deployed before the registry (booking): it keeps those names, specs and environment. */
 export function deployedBeforeRegistry(p: AnyPipelineDefinition): boolean {
   return p.name === BOOKING;
 }
@@ -178,10 +159,8 @@ function definitionFunctions(
 }
 
 /**
- * A pipeline's functions as deploy specs. Booking keeps the specs of the deployment made before pipelines were
- * registered (FUNCTION_SPECS: its Eventarc-triggered ingest, tables from its environment); every other pipeline's
- * function takes booking's sizes for the same role with the definition's entry point, name, account and tables, and
- * is an HTTP function (ingest is reached by the plan's own push subscription).
+ * A pipeline's functions as deploy specs: booking's are FUNCTION_SPECS; another pipeline's take booking's sizes for
+ * the role with the definition's names, account and tables, as HTTP functions (ingest behind the plan's push).
  * @throws Error for a function without a service account in its definition.
  */
 export function pipelineFunctionSpecs(p: AnyPipelineDefinition): PipelineFunction[] {
@@ -223,21 +202,16 @@ export function pipelineFunctionSpecs(p: AnyPipelineDefinition): PipelineFunctio
       trigger: 'http',
       serviceAccount: account,
       writes: () => writes[role],
-      // Reference data (a side input) is loaded with a query job.
+      // Reference data (a side input) is loaded with a query job; fireWindows reads the backlog (pipelineEnv).
       runsQueryJobs: template.runsQueryJobs || (role === 'ingest' && tables.reference.length > 0),
-      // The plan creates the ingest subscription under a fixed name, so fireWindows can hold the watermark behind
-      // its backlog (pipelineEnv): Cloud Monitoring's read permission.
       ...(role === 'fireWindows' && { readsBacklogMetric: true }),
     });
   });
 }
 
 /**
- * The environment of a pipeline's functions other than booking's (`--set-env-vars`): the project and the system's
- * Firestore database, the backlog watermark hold on the pipeline's ingest subscription, and the `--env` overrides
- * named for this pipeline (`OFFVIA_<PIPELINE>_…`, e.g. `OFFVIA_TELEMETRY_MAX_TEMPERATURE_C`). Not booking's table
- * and schema-drift variables: the pipeline's tables come from its definition, and an `OFFVIA_SILVER_TABLE` meant for
- * booking must not point another pipeline at booking's Silver.
+ * `--set-env-vars` of a pipeline other than booking: project, Firestore database, the backlog watermark hold on its
+ * ingest subscription, and the `--env` overrides named `OFFVIA_<PIPELINE>_…`. Never booking's table variables.
  */
 export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string, string][] {
   const own = `OFFVIA_${p.name.toUpperCase()}_`;
@@ -245,8 +219,7 @@ export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string
     ...Object.fromEntries(Object.entries(o.envOverrides).filter(([k]) => k.startsWith(own))),
     OFFVIA_PROJECT_ID: o.project,
     OFFVIA_FIRESTORE_DATABASE: o.firestoreDatabase,
-    // fireWindows holds the watermark behind the ingest subscription's oldest unacknowledged message, as Dataflow's
-    // Pub/Sub source does (docs/windows.md, the cloud hold source); the plan names that subscription itself.
+    // The hold behind the oldest unacknowledged message, as Dataflow's Pub/Sub source (docs/windows.md).
     OFFVIA_WATERMARK_HOLD_SOURCE: 'monitoring',
     OFFVIA_WATERMARK_HOLD_SUBSCRIPTION: p.pubsub.subscriptions.ingest,
   };
@@ -254,9 +227,8 @@ export function pipelineEnv(o: DeployOptions, p: AnyPipelineDefinition): [string
 }
 
 /**
- * A pipeline's monitoring targets: its functions, subscriptions and jobs. Booking's metrics, policies and dashboard
- * keep the bare name prefix and its Eventarc subscription is matched by pattern; another pipeline's are named
- * `<prefix><pipeline>-…` and name the plan's own ingest subscription.
+ * A pipeline's monitoring targets. Booking's keep the bare prefix and match its Eventarc subscription by pattern;
+ * another pipeline's are `<prefix><pipeline>-…` and name the plan's own ingest subscription.
  */
 export function pipelineMonitoringTargets(
   o: DeployOptions,
@@ -291,10 +263,7 @@ export function dashboardVariable(p: AnyPipelineDefinition): string {
     : `${DASHBOARD_VARIABLE}_${p.name.toUpperCase()}`;
 }
 
-/**
- * How one pipeline is deployed. `bookingEnv` is booking's environment (functionEnv: its defaults and `--env`); another
- * pipeline's is pipelineEnv.
- */
+/** How one pipeline is deployed; `bookingEnv` is functionEnv's (booking), another pipeline's env is pipelineEnv. */
 export function pipelineDeployment(
   o: DeployOptions,
   p: AnyPipelineDefinition,
@@ -361,9 +330,8 @@ function bqQuery(o: DeployOptions, sql: string): string[] {
 }
 
 /**
- * Each pipeline's datasets with the key as default (under `--kms-key`), its DDL files (every statement is CREATE … IF
- * NOT EXISTS or CREATE OR REPLACE, safe to run again), then the partition expiration of its dead-letter and bad-data
- * tables.
+ * Each pipeline's datasets keyed (under `--kms-key`), its DDL files (idempotent statements), then the partition
+ * expiration of its dead-letter and bad-data tables.
  */
 export function bigQuerySteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
   const { o, steps, kms } = ctx;
@@ -377,9 +345,8 @@ export function bigQuerySteps(ctx: PlanContext, deployments: readonly PipelineDe
       });
     }
     if (d.earlierDeploys) bronzePartitioningCheck(ctx, d.pipeline);
-    // The dead-letter and bad-data tables keep raw payloads (booking's: passenger_id): their partitions expire
-    // (BigQuery deletes a partition once its date is older than partition_expiration_days; NULL keeps them). Bronze's
-    // partitions never expire: it is the copy every replay starts from. Tables in another project are its business.
+    // Raw payloads (booking's: passenger_id) expire with their partitions (NULL keeps them); Bronze never does: every
+    // replay starts from it. Tables in another project are its business.
     const days = o.quarantineRetentionDays === 0 ? 'NULL' : String(o.quarantineRetentionDays);
     for (const t of d.expiringTables) {
       const id = `${t.datasetId}.${t.tableId}`;
@@ -398,9 +365,8 @@ export function bigQuerySteps(ctx: PlanContext, deployments: readonly PipelineDe
 }
 
 /**
- * Bronze is created partitioned by DAY(publish_time), so `offvia replay` of a range reads only its days; a Bronze
- * made before that is left unpartitioned by CREATE ... IF NOT EXISTS and keeps working. Say so, with where the
- * migration is described, rather than recreate a table the BigQuery subscription is writing to.
+ * A warning when Bronze predates its DAY(publish_time) partitioning (a replay then scans all of it), rather than
+ * recreating a table the BigQuery subscription writes to.
  */
 function bronzePartitioningCheck({ o, steps }: PlanContext, p: AnyPipelineDefinition): void {
   if (p.tables.bronze === null) return;
@@ -430,10 +396,8 @@ function bronzePartitioningCheck({ o, steps }: PlanContext, p: AnyPipelineDefini
 }
 
 /**
- * Every dataset the DDL creates exists with the key as its default (`bq mk --default_kms_key`, or `bq update` for one
- * that exists), before the DDL runs: BigQuery encrypts every table created later in the dataset with its default
- * key, including the ones the DDL creates next and any the schema sweep creates ("Customer-managed Cloud KMS keys",
- * "Set a dataset default key"). A table created before `--kms-key` was given keeps its encryption: a note says so.
+ * Each dataset the DDL creates, with the key as its default before the DDL runs: BigQuery encrypts every table
+ * created later with it ("Set a dataset default key"). Older tables keep their encryption: a note says so.
  */
 function datasetKeys({ o, steps }: PlanContext, kms: KmsKey, sqlFiles: readonly SqlFile[]): void {
   for (const datasetId of datasetsCreated(sqlFiles)) {
@@ -456,9 +420,8 @@ function datasetKeys({ o, steps }: PlanContext, kms: KmsKey, sqlFiles: readonly 
 }
 
 /**
- * Each pipeline's description and its Firestore namespace. Firestore sets TTL policies and single-field index
- * exemptions per collection group (a collection id, across the whole database), so the window-store subcollections
- * under every pipeline's roots are covered by the policies and exemptions the project-wide section sets once.
+ * Each pipeline's description and Firestore namespace (TTL policies and index exemptions are per collection group,
+ * set once by the project-wide section).
  */
 export function pipelineNotes(
   { o, steps }: PlanContext,
@@ -506,10 +469,9 @@ export function bronzeAccountSteps(
 }
 
 /**
- * Each function's grants on what it uses: `roles/bigquery.metadataViewer` on each dataset it writes or reads
- * (insertAll needs `bigquery.datasets.get`), a custom role per table it writes (the widest access asked for it),
- * `roles/bigquery.dataViewer` on its reference tables, and project-level roles only where IAM has nothing finer. A
- * table in another project gets no grant (custom roles are this project's): a note says so.
+ * Each function's grants: the metadata role on each dataset it writes or reads (insertAll needs
+ * `bigquery.datasets.get`), a custom role per table it writes, the reader role on its reference tables, and
+ * project-level roles only where IAM has nothing finer. Another project's table gets a note, no grant.
  * @throws Error for a table of this project the pipeline's DDL does not create (unless `whenCreatedBySql`).
  */
 export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
@@ -596,7 +558,7 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
           command: projectGrant(o.project, member, role, condition),
           retry: true,
         });
-        // Earlier deploys granted the role without its condition: that binding would still reach every database.
+        // Earlier deploys granted it unconditioned, which would still reach every database.
         if (condition !== undefined && d.earlierDeploys) {
           steps.push(
             removeProjectBindingStep(
@@ -615,9 +577,8 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
 }
 
 /**
- * The secret version of `--passenger-id-hmac-secret` exists (the plan never creates or reads a key: the operator
- * makes it, docs/privacy.md), and the ingest account of each pipeline deployed before the registry (booking's
- * contract pseudonymises passenger_id) may read that secret only (`secretAccessor` on the secret, not the project).
+ * The `--passenger-id-hmac-secret` version exists (the operator makes it, docs/privacy.md), and booking's ingest
+ * account may read that secret only.
  */
 export function passengerIdKeySteps(
   { o, p, names, steps }: PlanContext,
@@ -664,13 +625,10 @@ function readsPassengerIdKey(d: PipelineDeployment): FunctionSpec[] {
 }
 
 /**
- * Each pipeline's topics (its topic retains messages for seek, `--topic-retention`; with `--kms-key` every topic is
- * stored under the key, and Pub/Sub lets an existing topic change it), its publishers' grants, the subscriptions that
- * keep dead letters (a topic alone drops them), Bronze as a BigQuery subscription, and the Pub/Sub service agent's
- * grants. The Bronze subscription writes as the pipeline's own account (`--bigquery-service-account-email`; without
- * it Pub/Sub writes as its service agent, shared by every subscription of the project: Pub/Sub
- * `BigQueryConfig.service_account_email`), which holds `roles/bigquery.dataEditor` on the Bronze table only, the role
- * and scope Pub/Sub documents for the writer ("Create BigQuery subscriptions").
+ * Each pipeline's topics (retention for seek; the key under `--kms-key`), its publishers' grants, the subscriptions
+ * keeping dead letters, Bronze as a BigQuery subscription writing as the pipeline's own account (not the project's
+ * shared service agent) with `roles/bigquery.dataEditor` on the Bronze table only ("Create BigQuery subscriptions"),
+ * and the Pub/Sub service agent's grants.
  */
 export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
   const { o, p: proj, names, steps, kms } = ctx;
@@ -702,7 +660,6 @@ export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDepl
           : {}),
       });
     }
-    // The producer's grant: publish to this topic, nothing else (the producing service is not ours to create).
     for (const publisher of publishers) {
       steps.push({
         kind: 'run',
@@ -768,7 +725,6 @@ export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDepl
           'roles/iam.serviceAccountTokenCreator',
         ),
       );
-      // Created with these settings, and brought back to them on every run (an older deploy wrote as the agent).
       const settings = [
         `--bigquery-table=${o.project}.${table}`,
         `--bigquery-service-account-email=${writer}`,
@@ -823,7 +779,7 @@ export function pubSubSteps(ctx: PlanContext, deployments: readonly PipelineDepl
       ),
     );
   }
-  // Every ingest is pushed (by Eventarc's subscription or the plan's) with tokens signed as the trigger account.
+  // Every ingest push carries tokens signed as the trigger account.
   if (deployments.length > 0) {
     steps.push(
       agentGrant(
@@ -844,11 +800,7 @@ export function describeSubscription(
   return { kind: 'status', command: gcloud('pubsub subscriptions describe', subscription, p) };
 }
 
-/**
- * `OFFVIA_PASSENGER_ID_HMAC_KEY=SECRET:VERSION`: Cloud Run functions expose a pinned secret version as an
- * environment variable, read when an instance starts (`--set-secrets`, "Configure secrets",
- * cloud.google.com/functions/docs/configuring/secrets).
- */
+/** `OFFVIA_PASSENGER_ID_HMAC_KEY=SECRET:VERSION`: a pinned secret version as a variable (`--set-secrets`). */
 export function passengerIdSecretBinding(o: DeployOptions): string {
   const { secret, version } = passengerIdSecret(o);
   return `${PASSENGER_ID_VARS.key.name}=${secret}:${version}`;
@@ -889,8 +841,7 @@ function deployCommand(
     `--min-instances=${spec.minInstances}`,
     `--timeout=${deployedTimeoutSeconds(spec, config.window)}s`,
     `--set-env-vars=${setEnvVarsValue(d.env)}`,
-    // --set-secrets replaces a function's secrets; --clear-secrets removes one an earlier deploy mounted (a key left
-    // in the environment without OFFVIA_PASSENGER_ID_MODE=hmac-sha256 stops the ingest at cold start).
+    // --clear-secrets removes a key an earlier deploy mounted (without the hmac mode it stops the ingest at start).
     o.passengerIdHmacSecret !== undefined && readsPassengerIdKey(d).includes(spec)
       ? `--set-secrets=${passengerIdSecretBinding(o)}`
       : '--clear-secrets',
@@ -906,9 +857,8 @@ export function imagesRepository(o: DeployOptions, names: Names): string {
 }
 
 /**
- * Each pipeline's functions, then what needs each to exist (invoker grants, the Eventarc subscription's settings or
- * the plan's push subscription, the Cloud Scheduler job), then the read-back of its topic's retention (what seek
- * replays) and, for an Eventarc ingest, the subscription `offvia snapshot` and `offvia seek` act on.
+ * Each pipeline's functions with what needs them (invoker grants, subscriptions, schedules), the read-back of its
+ * topic's retention, and for an Eventarc ingest the subscription `offvia snapshot` and `offvia seek` act on.
  * @throws Error for a fireWindows loop longer than its schedule, or an ack deadline above Pub/Sub's maximum.
  */
 export function functionSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
@@ -931,12 +881,7 @@ export function functionSteps(ctx: PlanContext, deployments: readonly PipelineDe
   }
 }
 
-/**
- * Read back: a topic made by hand or by an older plan keeps its retention until updated, and seek depends on it.
- * Pub/Sub replays acknowledged messages only when they are retained, by the topic (`message_retention_duration`) or
- * by a subscription with `retain_acked_messages`; the topic's is the one the plan sets, so a subscription Eventarc
- * re-creates can seek too.
- */
+/** Reads back the topic's retention: seek replays acknowledged messages only while the topic retains them. */
 function topicRetentionCheck({ o, p, steps }: PlanContext, pipeline: AnyPipelineDefinition): void {
   const topic = pipeline.pubsub.topic;
   const retained = `${durationSeconds(o.topicRetention)}s`;
@@ -965,8 +910,7 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
   steps.push({
     kind: 'ensure',
     title: `Function ${name} (${spec.entryPoint}, pipeline ${d.pipeline.name}): deploy unless this source and configuration are live`,
-    // The label is sent with the deploy itself, so a failed build can leave it set on a function that is not
-    // serving this source: skip only when the function is ACTIVE too (Function.State of the v2 API).
+    // A failed build can leave the label set: skip only when the function is ACTIVE too.
     probe: {
       kind: 'line',
       command: describe(`value[separator=" "](state,labels.${DEPLOY_LABEL})`),
@@ -1013,9 +957,8 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
       '--message-body={}',
       `--oidc-service-account-email=${invokerEmail}`,
       `--oidc-token-audience=${url}`,
-      // Cloud Scheduler stops waiting at the deadline: give the function its whole timeout and a margin.
       `--attempt-deadline=${attemptDeadlineSeconds(deployedTimeoutSeconds(spec, ctx.config.window))}s`,
-      // The next tick is the retry: a failed call is not repeated in between.
+      // The next tick is the retry.
       '--max-retry-attempts=0',
       `--description=Calls ${spec.entryPoint} of pipeline ${d.pipeline.name} (deploy/schedules.ts)`,
       p,
@@ -1042,9 +985,8 @@ function deployDigest(sourceDigest: string, command: readonly string[]): string 
 }
 
 /**
- * Before an Eventarc-triggered deploy: a redeploy can replace the trigger and with it the subscription (deleted, then
- * created anew): what is published in between reaches no subscription. The name before and the time the deploy began
- * let the plan seek a new subscription back over that gap (the topic retains messages for --topic-retention).
+ * Before an Eventarc deploy, which can replace the trigger and its subscription: the subscription before and the
+ * start time, so the plan can seek a new subscription back over the gap.
  */
 function eventarcPreviousSubscription(
   { o, names, steps }: PlanContext,
@@ -1076,9 +1018,8 @@ function eventarcPreviousSubscription(
 }
 
 /**
- * The subscription Eventarc created for an ingest function: captured after every deploy step (deployed or skipped),
- * given the dead-letter and retry policy, read back, sought back over a replaced trigger's gap, and the agent's grant.
- * Eventarc owns it: a redeploy that replaces the trigger makes a new one with Eventarc's defaults.
+ * The subscription Eventarc created for an ingest function (a replaced trigger gets Eventarc's defaults): captured,
+ * given the dead-letter and retry policy, read back, sought back over the gap, and the agent's grant.
  */
 function eventarcSubscription(
   { o, p, names, steps }: PlanContext,
@@ -1118,7 +1059,6 @@ function eventarcSubscription(
       p,
     ),
   });
-  // Read back, so a run that leaves the settings otherwise fails instead of passing quietly.
   const expected = `${ackDeadlineSeconds(spec)} ${deadLetter} ${DELIVERY.maxDeliveryAttempts}`;
   steps.push({
     kind: 'ensure',
@@ -1186,12 +1126,9 @@ function subscriberGrant(project: string, what: string, subscription: string): S
 }
 
 /**
- * The ingest function's push subscription, created by the plan rather than by Eventarc: message ordering is fixed
- * when a subscription is created (Pub/Sub `enable_message_ordering` cannot be updated) and Eventarc creates its
- * subscription without it. With the contract's ordering key (`orderingKeyAttribute`) Pub/Sub delivers one key's
- * messages in publish order; delivery stays at-least-once. The push goes to `/projects/P/topics/T` on the function
- * (the Functions Framework takes it as the messagePublished event Eventarc would send), authenticated as the shared
- * trigger account (OIDC, audience the function's URL).
+ * The ingest's push subscription, made by the plan because ordering is fixed at creation and Eventarc sets none.
+ * It pushes to `/projects/P/topics/T` on the function (taken as Eventarc's messagePublished event), with OIDC as
+ * the trigger account.
  */
 function pushSubscription(
   { o, p: proj, names, steps }: PlanContext,
@@ -1255,10 +1192,7 @@ export function policyVariable(o: DeployOptions, displayName: string): string {
   return `POLICY_${displayName.slice(o.namePrefix.length).replace(/-/g, '_').toUpperCase()}`;
 }
 
-/**
- * Each pipeline's log-based metrics, then the alert policies that read them, then its dashboard; their JSON files go
- * to the out dir.
- */
+/** Each pipeline's log-based metrics, alert policies, then dashboard; their JSON files go to the out dir. */
 export function monitoringSteps(
   ctx: PlanContext,
   deployments: readonly PipelineDeployment[],
@@ -1300,10 +1234,8 @@ export function monitoringSteps(
 }
 
 /**
- * The header's warning for each pipeline whose fireWindows reads its watermark hold from Cloud Monitoring
- * (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`) without the plan granting it `roles/monitoring.viewer` on the project
- * (`monitoring.timeSeries.list`; docs/windows.md, "The cloud source"): every pass then logs the fallback to the
- * delivery holds. Empty otherwise.
+ * The header's warning for each pipeline whose fireWindows reads its hold from Cloud Monitoring without the plan
+ * granting `roles/monitoring.viewer` (docs/windows.md, "The cloud source").
  */
 export function monitoringHoldWarnings(
   o: DeployOptions,
@@ -1358,10 +1290,7 @@ export function deleteAccountStep(o: DeployOptions, names: Names, base: string):
   );
 }
 
-/**
- * Removes a project-level role from an account, when it holds it; with `mendEarlier` and a conditioned role first the
- * unconditioned binding earlier deploys made.
- */
+/** Removes a project role from an account; with `mendEarlier` first the unconditioned one earlier deploys made. */
 export function removeProjectRoleSteps(
   o: DeployOptions,
   names: Names,
@@ -1395,10 +1324,8 @@ export function removeProjectRoleSteps(
 }
 
 /**
- * The teardown steps of one pipeline: its scheduler jobs, alert policies, metrics, dashboard, functions (an Eventarc
- * trigger and its subscription go with theirs), subscriptions, its accounts' project bindings and the accounts; with
- * `deleteData` its topics, datasets and the documents under its Firestore roots (but those `bulkDeleted` covers).
- * Never a shared resource, nor a name another pipeline owns.
+ * One pipeline's teardown: jobs, policies, metrics, dashboard, functions, subscriptions, project bindings, accounts;
+ * with `deleteData` its topics, datasets and Firestore roots (not those `bulkDeleted` covers). Nothing shared.
  */
 export function pipelineTeardownSteps(
   o: DeployOptions,
@@ -1462,8 +1389,7 @@ export function pipelineTeardownSteps(
       deleteGcloud(`subscription ${subscription}`, 'pubsub subscriptions', subscription, proj),
     );
   }
-  // Project-level bindings before their accounts: a deleted account's bindings can no longer be removed by email.
-  // Dataset and resource bindings go away with the account (or the resource).
+  // Project bindings before their accounts: a deleted account's can no longer be removed by email.
   for (const spec of specs) {
     for (const role of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
       steps.push(
@@ -1492,8 +1418,7 @@ export function pipelineTeardownSteps(
         ),
       );
     }
-    // Not `gcloud firestore bulk-delete` per pipeline: it deletes collection groups, every collection with an id
-    // anywhere in the database, and the window-store subcollection ids are the same under every pipeline's root.
+    // Not bulk-delete: it deletes collection groups, which are the same under every pipeline's root.
     for (const root of roots.filter((r) => !bulkDeleted.includes(r))) {
       steps.push({
         kind: 'run',

@@ -10,17 +10,12 @@ import { FUNCTION_IMAGES_REPOSITORY } from './kms';
 import { BUILD_SA, type DeployOptions, Names, SCHEDULER_SA, TRIGGER_SA } from './options';
 import type { SqlFile } from './sql';
 
-/**
- * The pipeline whose resources the plan's hand-written sections create (its topic, sql/, FUNCTION_SPECS): the
- * deployment as it was before pipelines were registered, every name kept. Every other registered pipeline is
- * planned from its definition alone (pipeline-plan.ts).
- */
+/** The pipeline deployed before the registry, every name kept (FUNCTION_SPECS); others come from their definition. */
 export const BOOKING = 'booking';
 
 /**
- * Service accounts every pipeline uses, planned once and deleted only by `teardown.sh --all`: the Pub/Sub push
- * and Eventarc trigger identity, the Cloud Scheduler OIDC identity and the Cloud Build account. A pipeline's own
- * accounts (its definition's `serviceAccounts`) may not take these names, nor the image repository's.
+ * Service accounts every pipeline shares (push and trigger, Cloud Scheduler, Cloud Build), deleted only by
+ * `teardown.sh --all`; no pipeline's own account may take these names.
  */
 export const SHARED_ACCOUNT_BASES: readonly string[] = [TRIGGER_SA, SCHEDULER_SA, BUILD_SA];
 

@@ -12,11 +12,7 @@ import { type Command, commandsOf, flagValue, type Step } from './steps';
 const starts = (command: Command, ...words: string[]): boolean =>
   words.every((w, i) => command[i] === w);
 
-/**
- * Data roles granted wider than the system's own resources: a Firestore or BigQuery data role on the whole
- * project without an IAM condition (it reaches every database and dataset of the project), and a Firestore role
- * whose condition names another database than the system's.
- */
+/** Data roles on the whole project without an IAM condition, or a Firestore role conditioned on another database. */
 function dataRoleViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
   const database = `resource.name=="projects/${o.project}/databases/${o.firestoreDatabase}"`;
@@ -81,12 +77,9 @@ function referenceReaders(o: DeployOptions): Set<string> {
 }
 
 /**
- * BigQuery grants wider than one table: any role but `roles/bigquery.metadataViewer` (metadata, no rows) on a whole
- * dataset, a custom role of this project on the whole project, and a predefined BigQuery data role on a table,
- * except `roles/bigquery.dataEditor` for a pipeline's Bronze writer on that pipeline's Bronze table (the role Pub/Sub
- * documents for a BigQuery subscription's account) and `roles/bigquery.dataViewer` for a pipeline's ingest account
- * on that pipeline's reference tables (a side input it loads). The functions get custom roles without
- * `bigquery.tables.getData` or `bigquery.tables.delete` (CUSTOM_ROLES).
+ * BigQuery grants wider than one table: any role but the metadata viewer on a dataset, a custom role on the project,
+ * a predefined data role on a table except the Bronze writer's on its Bronze and the ingest's reader role on its
+ * reference tables.
  */
 function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
@@ -113,11 +106,7 @@ function bigQueryViolations(steps: readonly Step[], o: DeployOptions): string[] 
   return out;
 }
 
-/**
- * Bronze subscription commands (each pipeline's) that would write as someone else than that pipeline's Bronze
- * writer account (without `--bigquery-service-account-email`, Pub/Sub writes as its service agent), or dead-letter
- * elsewhere than to that Bronze subscription's own topic.
- */
+/** Bronze subscription commands writing as anyone but the pipeline's Bronze writer, or dead-lettering elsewhere. */
 function bronzeViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
   for (const c of steps.flatMap(commandsOf)) {
@@ -174,9 +163,8 @@ function ingressViolations(steps: readonly Step[]): string[] {
 const KMS_MENTION = /kms|encryption-key|crypto-key|cloudkms/i;
 
 /**
- * Customer-managed encryption. With `--kms-key`: every topic create or update, function deploy and Firestore database
- * create carries the key (a deploy also gets its image repository), and each dataset create or update sets it as the
- * default key. Without it: no command mentions KMS at all.
+ * With `--kms-key`, a topic, function, Firestore database or dataset made or updated without the key; without it, any
+ * command mentioning KMS.
  */
 function kmsViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];
@@ -219,11 +207,7 @@ function kmsViolations(steps: readonly Step[], o: DeployOptions): string[] {
   return out;
 }
 
-/**
- * With `--kms-key`, what a deploy plan must also contain: each dataset `datasets` names gets the key as its default,
- * and each service agent of KEY_USERS holds the encrypter/decrypter role on the key (else the service cannot use it
- * and creating the resource fails, or, for BigQuery, a write fails later).
- */
+/** With `--kms-key`: each of `datasets` without the key as its default, each KEY_USERS agent without `KMS_ROLE`. */
 export function kmsCoverageViolations(
   steps: readonly Step[],
   o: DeployOptions,
@@ -252,9 +236,8 @@ export function kmsCoverageViolations(
 }
 
 /**
- * The `passenger_id` HMAC key: never in `--set-env-vars` (the console and `functions describe` show those), only as a
- * pinned secret mounted into the Pub/Sub-triggered function, whose account alone may read that one secret. Without
- * `--passenger-id-hmac-secret` no command mentions the key or Secret Manager.
+ * The `passenger_id` HMAC key: only a pinned secret mounted into the Pub/Sub-triggered function (never in
+ * `--set-env-vars`), readable by its account alone; without the flag, no command mentions a secret.
  */
 function passengerIdViolations(steps: readonly Step[], o: DeployOptions): string[] {
   const out: string[] = [];

@@ -216,10 +216,8 @@ export function bq(project: string, words: string, ...args: string[]): string[] 
 }
 
 /**
- * A resource of `group` the API names itself (alert policies, dashboards), found by display name into the plan
- * variable `variable`. With `fileFlag` (e.g. `--config-from-file=F`) it is created from the file or updated to it,
- * retried (a policy or chart on a log-based metric created a moment ago may be refused until the metric is known);
- * without, it is deleted when found.
+ * A resource of `group` the API names itself (policies, dashboards), found by display name into `variable`: with
+ * `fileFlag` created from the file or updated to it, retried (a new metric may not be known yet); without, deleted.
  */
 export function byDisplayName(
   title: string,

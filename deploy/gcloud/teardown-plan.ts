@@ -28,9 +28,8 @@ export interface TeardownOptions extends DeployOptions {
   /** Also delete the datasets, topics and the dead-letter subscription (data). */
   readonly deleteData: boolean;
   /**
-   * Also delete what every pipeline shares (`teardown.sh --all`): the trigger, scheduler and build accounts and the
-   * build account's project roles, and (with `deleteData`) Firestore documents by collection group. Absent: true
-   * when `pipelines` is absent too (the booking-only deployment of before the registry, torn down whole).
+   * Also delete what every pipeline shares (`--all`): the shared accounts, the build roles, and with `deleteData` the
+   * Firestore documents by collection group. Absent: true when `pipelines` is absent too.
    */
   readonly deleteShared?: boolean;
 }
@@ -39,9 +38,8 @@ export interface TeardownOptions extends DeployOptions {
 const DRIFT_SUBCOLLECTIONS = ['changes', 'rows', 'updates'] as const;
 
 /**
- * The Firestore collection ids of our stores, for `gcloud firestore bulk-delete --collection-ids` (collection
- * groups): the window store's root and subcollections, the drift store's root and subcollections, with roots
- * from the functions' configuration (`OFFVIA_WINDOW_FIRESTORE_ROOT`, `OFFVIA_SCHEMA_FIRESTORE_ROOT`).
+ * The collection ids of the window and drift stores (roots from the functions' configuration and subcollections),
+ * for `gcloud firestore bulk-delete --collection-ids`.
  * @throws ConfigError for a bad OFFVIA_* override.
  */
 export function firestoreCollectionIds(
@@ -61,9 +59,7 @@ export function firestoreCollectionIds(
 }
 
 /**
- * The teardown plan: each selected pipeline wholly (pipeline-plan.ts), then with `deleteShared` the shared accounts,
- * the build account's project roles and (with `deleteData`) the Firestore documents of every store by collection
- * group.
+ * The teardown plan: each selected pipeline wholly (pipeline-plan.ts), then with `deleteShared` what they share.
  * @throws Error for invalid options, or a selected pipeline without DDL files in the facts.
  */
 export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
@@ -72,9 +68,7 @@ export function buildTeardownPlan(o: TeardownOptions, facts: RepoFacts): Plan {
   const deleteShared = o.deleteShared ?? o.pipelines === undefined;
   const names = new Names(o);
   const proj = `--project=${o.project}`;
-  // bulk-delete works on collection groups: every collection with one of these ids anywhere in the database it
-  // names, so it names only the system's own database, which nothing else writes (validateOptions refuses
-  // `(default)`), and only when every pipeline goes (--all); a pipeline's roots it covers are not deleted again.
+  // bulk-delete reaches every collection with these ids in the database: only on the system's own, with --all.
   const ids = firestoreCollectionIds(o.project, o.envOverrides, o.firestoreDatabase);
   const bulkDelete = deleteShared && o.deleteData;
   const steps: Step[] = selected.flatMap((p) =>

@@ -7,8 +7,7 @@ import ignore from 'ignore';
 
 /**
  * The paths (relative, `/`-separated, sorted) under `sourceDir` that gcloud would upload.
- * @throws Error when `sourceDir` has no `.gcloudignore`: without one gcloud uploads nearly everything, which is
- * never what this project wants.
+ * @throws Error when `sourceDir` has no `.gcloudignore` (gcloud would upload nearly everything).
  */
 export function filesForUpload(sourceDir: string): string[] {
   const rules = readFileSync(path.join(sourceDir, '.gcloudignore'), 'utf8');

@@ -21,8 +21,7 @@ const USAGE = `usage: apply-sql.ts [--project ID] [--location LOC] [--sql-dir DI
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 /**
- * The DDL files to apply, absolute paths in order: every registered pipeline's `tables.ddlFiles` in registry order
- * (booking first, so its datasets exist before anything else runs), or only the named pipeline's.
+ * The DDL files to apply, absolute paths: every registered pipeline's in registry order, or `only` that one's.
  * @throws RangeError naming the registered pipelines when `only` names none
  */
 export function pipelineDdlFiles(

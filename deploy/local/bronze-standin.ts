@@ -1,8 +1,6 @@
-// Local stand-in for the Bronze BigQuery subscriptions (--write-metadata): for every registered pipeline with Bronze,
-// pulls its Bronze subscription (booking-events-bronze, telemetry-events-bronze) and streams each message into its
-// Bronze table (offvia_bronze.raw_bookings, offvia_telemetry_bronze.raw_readings) with the subscription's metadata
-// columns, insertId = message id. One process serves them all (each pipeline its own subscription and batches).
-// A message is acked only after its row was written; a failed write nacks it, so Pub/Sub redelivers it.
+// Local stand-in for the Bronze BigQuery subscriptions (--write-metadata): pulls every registered pipeline's Bronze
+// subscription and streams each message into its Bronze table with the metadata columns, insertId = message id. A
+// message is acked only after its row was written; a failed write nacks it, so Pub/Sub redelivers it.
 import { writeFile } from 'node:fs/promises';
 import { BigQuery, type Table } from '@google-cloud/bigquery';
 import { PubSub, type Message, type Subscription } from '@google-cloud/pubsub';

@@ -11,7 +11,7 @@ import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows, type IntervalWindow } from '../../shared/windowing';
-import { formatTable, type Row } from './layers';
+import { formatTable, pollUntil, type Row } from './layers';
 
 /** One window of the demo's Silver rows. */
 interface DemoWindow {
@@ -44,14 +44,6 @@ function windowsOf(silver: readonly Row[], env: NodeJS.ProcessEnv): DemoWindow[]
 
 const iso = (ms: number | null): string => (ms === null ? 'NULL' : new Date(ms).toISOString());
 
-/** Polls `probe` every 200 ms until it is true or `timeoutMs` passes (then the demo goes on with what it has). */
-async function poll(timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** What the demo's fireWindows clock is computed from. */
 export interface DemoFireClockInput {
   /** The stack was started for this run alone (with-stack.sh exports OFFVIA_STACK_THROWAWAY=1) and is stopped after. */
@@ -67,10 +59,8 @@ export interface DemoFireClockInput {
 }
 
 /**
- * The processing time the demo runs fireWindows at. On a throw-away stack: far enough after the last event for the
- * idle rule to move the watermark past every window of the events (idle timeout + out-of-orderness + window size),
- * as Cloud Scheduler would after the traffic stopped. On a kept stack: the wall clock, because the watermark that a
- * run moves is shared and never goes back: a jump ahead would leave it ahead of the clock for every later event.
+ * The processing time the demo runs fireWindows at: on a throw-away stack far enough after the last event for the
+ * idle rule to close every window of the events; on a kept stack the wall clock (its watermark never goes back).
  */
 export function demoFireClockMs(input: DemoFireClockInput): number {
   if (!input.throwawayStack) return input.nowMs;
@@ -88,9 +78,7 @@ export function demoFireClockMs(input: DemoFireClockInput): number {
 }
 
 /**
- * Runs fireWindows once, in-process, at a processing time far enough after the last event for the idle rule to
- * move the watermark past every window of these events (idle timeout + out-of-orderness + window size), as Cloud
- * Scheduler would after the traffic stopped; then reads the gold table and the Firestore counters.
+ * Runs fireWindows once, in-process, at {@link demoFireClockMs}, then reads the gold table and the Firestore counters.
  * @throws TransientError when Firestore or BigQuery fails
  */
 export async function fireAndReadWindows(
@@ -109,7 +97,7 @@ export async function fireAndReadWindows(
     const maxEventMs = Math.max(...silver.map((r) => Date.parse(String(r.event_timestamp))));
     const routeOf = (r: Row) =>
       `${String(r.origin_airport)}-${String(r.destination_airport)}-${String(r.currency)}`;
-    await poll(20_000, async () => {
+    await pollUntil(Date.now() + 20_000, 200, async () => {
       const outcomes = await Promise.all(
         silver.map((r) =>
           store.eventOutcome(
@@ -121,8 +109,9 @@ export async function fireAndReadWindows(
       );
       return outcomes.every((o) => o !== null);
     });
-    await poll(
-      5_000,
+    await pollUntil(
+      Date.now() + 5_000,
+      200,
       async () => ((await store.readWatermark())?.state.maxEventTimeMs ?? -Infinity) >= maxEventMs,
     );
     const stored = (await store.readWatermark())?.state;

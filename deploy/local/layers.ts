@@ -7,6 +7,7 @@ import { loadIngestConfig } from '../../shared/config/ingest-config';
 import { firestoreClient } from '../../shared/drift/runtime';
 import { loadSchemaDriftConfig } from '../../shared/config/schema-drift-config';
 import { FirestoreDriftStore } from '../../shared/drift/firestore-store';
+import { plainRow } from '../../shared/ops/output';
 
 /** Connection settings, from the stack's env file (`.local/stack/env`). */
 export interface StackEnv {
@@ -34,22 +35,6 @@ export function stackBigQuery(env: StackEnv = stackEnv()): BigQuery {
 }
 
 export type Row = Record<string, unknown>;
-
-/**
- * The client returns NUMERIC as Big.js objects and TIMESTAMP as `{ value }` wrappers; tables and checks want text.
- * NUMERIC becomes its canonical decimal text, TIMESTAMP its RFC 3339 UTC text.
- */
-function plainRow(row: Row): Row {
-  const out: Row = {};
-  for (const [k, v] of Object.entries(row)) {
-    if (v !== null && typeof v === 'object' && 'value' in v && typeof v.value === 'string')
-      out[k] = v.value;
-    else if (v !== null && typeof v === 'object' && v.constructor?.name === 'Big')
-      out[k] = (v as { toFixed(): string }).toFixed(); // Big.js: plain notation, never an exponent
-    else out[k] = v;
-  }
-  return out;
-}
 
 /** The four layers' rows for the given message ids, and the rows waiting in the schema-retry store. */
 export interface Layers {
@@ -144,10 +129,8 @@ export async function readLayers(
 }
 
 /**
- * Polls until Bronze holds every id (unless `requireBronze` is false: messages delivered straight to the
- * function never pass through Pub/Sub) and each id has landed in Silver, quarantine, bad data or the schema-retry
- * store, or `timeoutMs`
- * passes. Returns the last read and whether it completed.
+ * Polls until each id is in Bronze (when `requireBronze`) and in Silver, quarantine, bad data or the schema-retry
+ * store, or `timeoutMs` passes. Returns the last read and whether it completed.
  */
 export async function waitForLayers(
   bq: BigQuery,
@@ -172,6 +155,19 @@ export async function waitForLayers(
     );
     if (complete || Date.now() > deadline) return { layers, complete };
     await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/** Polls `done()` every `intervalMs` until it is true (resolves true) or `deadlineMs` (epoch ms) passes (false). */
+export async function pollUntil(
+  deadlineMs: number,
+  intervalMs: number,
+  done: () => Promise<boolean>,
+): Promise<boolean> {
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() >= deadlineMs) return false;
+    await new Promise((r) => setTimeout(r, Math.min(intervalMs, deadlineMs - Date.now())));
   }
 }
 

@@ -1,7 +1,6 @@
-// The relay loop both push stand-ins share (the benchmark's for booking, the telemetry simulator's): pull a
-// subscription with at most N messages in flight and POST each to a push endpoint as the push request Pub/Sub sends,
-// acking on 2xx and nacking otherwise (the message is then delivered again). The emulator's own push keeps only about
-// 2 deliveries in flight (docs/local-stack.md); Pub/Sub in the cloud raises its push window far above that.
+// The relay loop both push stand-ins share (the benchmark's, the telemetry simulator's): pull a subscription with at
+// most N messages in flight and POST each as Pub/Sub's push request, acking on 2xx and nacking otherwise. The
+// emulator's own push keeps only about 2 deliveries in flight (docs/local-stack.md).
 import type { Message, PubSub, Subscription } from '@google-cloud/pubsub';
 import { subscriptionPath } from './resources';
 
@@ -78,9 +77,8 @@ export function startRelayLoop(
 }
 
 /**
- * Relays a push subscription of the emulator to its own push endpoint with at most `maxInFlight` requests at once:
- * its push is detached (it becomes a pull subscription: the messages wait there, in order per key) until `stop`
- * restores it. The telemetry simulator's relay.
+ * Relays a push subscription to its own endpoint with at most `maxInFlight` requests at once: its push is detached
+ * (messages wait, in order per key) until `stop` restores it.
  * @throws Error when the subscription has no push endpoint or the push cannot be detached
  */
 export async function relayPushSubscription(

@@ -47,23 +47,13 @@ export function pushEndpointFor(projectId: string, topic: string, port: number):
 export const INGEST_PUSH_ACK_DEADLINE_S = 60;
 
 /**
- * Settings of the local push subscription that delivers to ingestBooking at `pushEndpoint`.
- *
- * Deliberately without a retry policy and without a dead-letter policy, unlike the cloud subscription (exponential
- * backoff 10–600 s, 15 attempts, then `booking-events-dlq`; see deploy/gcloud/deploy-plan.ts):
- * - The Pub/Sub emulator (cloud-pubsub-emulator 0.8.20) implements exponential backoff with a scheduled task that
- *   dies for good on the first NullPointerException it meets, which happens as soon as two failed deliveries share
- *   a due time (a burst of failures during an outage). From then on every message waiting for its backoff stays
- *   outstanding forever: never pushed again, never pullable, never dead-lettered. Measured: 200 messages published
- *   while the endpoint was down for 15 s, with a 1–2 s backoff, and 0 of them delivered in the minute after it came
- *   back; without a retry policy all 200 arrived within 2 s.
- * - Without a retry policy the emulator redelivers a failed push after about 1 s (its push loop extends the failed
- *   message's deadline by 1,000 ms), for as long as it takes; with the emulator's immediate redelivery a dead-letter
- *   policy would dead-letter every message after a few seconds of outage (5 attempts at least, 1 s apart), and the
- *   emulator gives a dead letter a new message id, so it cannot be redriven as the same message. Without one, an
- *   ingest outage of any length loses nothing: the messages wait in the subscription and arrive when the function
- *   is back. A message the function keeps refusing while it runs is still bounded by the retry-age guard
- *   (OFFVIA_MAX_RETRY_AGE_MS), which routes it to bad data.
+ * Settings of the local push subscription to an ingest function at `pushEndpoint`: deliberately without the cloud's
+ * retry and dead-letter policies. The emulator's (0.8.20) backoff task dies on its first NullPointerException (two
+ * failed deliveries due at once), leaving every waiting message outstanding forever (measured: 0 of 200 delivered
+ * after a 15 s outage; without the policy all within 2 s). Without a policy it redelivers about every second; a
+ * dead-letter policy would then dead-letter everything within seconds of an outage, under a new message id. A
+ * message refused for good is still bounded by the retry-age guard (OFFVIA_MAX_RETRY_AGE_MS), which routes it to
+ * bad data.
  */
 export function ingestPushSubscriptionOptions(pushEndpoint: string): CreateSubscriptionOptions {
   return { pushConfig: { pushEndpoint }, ackDeadlineSeconds: INGEST_PUSH_ACK_DEADLINE_S };
@@ -80,10 +70,7 @@ export function positiveIntFromEnv(name: string, defaultValue: number, env = pro
   return value;
 }
 
-/**
- * The ports booking's and telemetry's functions had before ports were derived, kept as they are (env files,
- * bookmarks and the docs name them). Every other function's port is derived ({@link localFunctionPorts}).
- */
+/** The ports booking's and telemetry's functions had before ports were derived (the docs name them). */
 const ESTABLISHED_PORTS: Readonly<Record<string, number>> = {
   ingestBooking: 8080,
   fireWindows: 8081,
@@ -93,9 +80,8 @@ const ESTABLISHED_PORTS: Readonly<Record<string, number>> = {
 };
 
 /**
- * Derived ports are in blocks of three from this port: ingest, fireWindows, schema sweep. 20000-28999 is far from
- * the emulators (8085-8089, 9050, 9060), the dashboard (8090) and the benchmarks' servers, and below Linux's
- * ephemeral range (32768 up), so an outgoing connection never holds one.
+ * Derived ports: blocks of three from here (ingest, fireWindows, schema sweep), away from the emulators and the
+ * dashboard and below Linux's ephemeral range (32768 up).
  */
 export const DERIVED_PORT_BASE = 20_000;
 const DERIVED_BLOCKS = 3000;
@@ -108,10 +94,8 @@ function fnv1a(text: string): number {
 }
 
 /**
- * The default local port of every function of `pipelines`, by entry point. A function in `ESTABLISHED_PORTS` keeps
- * its port; another pipeline gets the block `fnv1a(name) mod 3000` (the next free block when two names meet, in
- * name order), ingest at its first port, fireWindows the second, the schema sweep the third. So a pipeline's ports
- * depend on its name alone unless two names share a block. Each can be moved with OFFVIA_<NAME>_PORT.
+ * The default local port of every function of `pipelines`, by entry point: `ESTABLISHED_PORTS`, else the block
+ * `fnv1a(name) mod 3000` (the next free one when two names meet, in name order). OFFVIA_<NAME>_PORT moves one.
  */
 export function localFunctionPorts(
   pipelines: readonly AnyPipelineDefinition[],
@@ -201,11 +185,8 @@ export interface LocalPubSubPlan {
 }
 
 /**
- * The Pub/Sub resources of one pipeline on the local stack. The ingest push subscription gets message ordering
- * when the contract names an ordering-key attribute (telemetry: publishers use `deviceId` as ordering key, and
- * only a subscription with ordering enabled delivers one key's messages in publish order); the Bronze pull
- * subscription does not need it (Bronze is keyed by message id). Retry and dead-letter policies stay off locally
- * for every pipeline (see {@link ingestPushSubscriptionOptions}).
+ * The Pub/Sub resources of one pipeline on the local stack: the ingest push subscription is ordered when the
+ * contract names an ordering-key attribute; no retry or dead-letter policy ({@link ingestPushSubscriptionOptions}).
  */
 export function localPubSubPlan(
   pipeline: AnyPipelineDefinition,
@@ -237,11 +218,7 @@ export function localPubSubPlan(
   };
 }
 
-/**
- * The telemetry device directory's refresh on the local stack, ms: stack.sh exports
- * OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS with this default (10 s, the variable's minimum; deployed it is 5 min), so
- * devices provisioned during a run are seen within seconds.
- */
+/** The device directory's refresh on the local stack, ms (stack.sh's OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS). */
 export const LOCAL_REFERENCE_REFRESH_MS = 10_000;
 
 /** The directory refresh the local functions run with: OFFVIA_TELEMETRY_REFERENCE_REFRESH_MS, else the local default. */

@@ -4,7 +4,8 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { tableName } from '../../shared/config/env';
 import type { AnyPipelineDefinition, SampleOutcome } from '../../shared/pipeline/definition';
-import { formatTable, readRetryStore, stackBigQuery, stackEnv, type Row } from './layers';
+import { formatTable, pollUntil, readRetryStore, stackBigQuery, stackEnv } from './layers';
+import type { Row } from './layers';
 
 /** A message to publish: a sample, or a file's line (then nothing is expected but one landing). */
 export interface DemoMessage {
@@ -95,11 +96,11 @@ export async function runSampleDemo(
   await pubsub.close();
   process.stdout.write(`published ${ids.length} messages to ${pipeline.pubsub.topic}\n`);
   const started = Date.now();
-  let landings = await readLandings(pipeline, projectId, ids);
-  while ([...landings.values()].some((l) => l.length === 0) && Date.now() - started < timeoutMs) {
-    await new Promise((r) => setTimeout(r, 500));
+  let landings: Landings = new Map();
+  await pollUntil(started + timeoutMs, 500, async () => {
     landings = await readLandings(pipeline, projectId, ids);
-  }
+    return [...landings.values()].every((l) => l.length > 0);
+  });
   process.stdout.write(`waited ${Date.now() - started} ms\n\n`);
   const table = messages.map((m, i) => ({
     message_id: ids[i],

@@ -8,10 +8,8 @@ import { PIPELINES } from '../../shared/pipelines';
 import { SCHEDULES, type Schedule } from '../schedules';
 
 /**
- * The schedules the local loop runs: `schedules` (the product's Cloud Scheduler jobs), then each registered
- * pipeline's fireWindows and schema sweep that `schedules` does not list yet, every minute on the minute (the
- * cadence deploy/schedules.ts gives the booking pipeline's, which the telemetry strategy's 30 s early firings rely
- * on through fireWindows' timer loop).
+ * The schedules the local loop runs: `schedules`, then each registered pipeline's fireWindows and schema sweep not
+ * listed yet, every minute on the minute (deploy/schedules.ts).
  */
 export function localSchedules(
   schedules: readonly Schedule[],
@@ -89,10 +87,7 @@ function log(severity: 'INFO' | 'WARNING' | 'ERROR', message: string, context: o
   else console.error(line);
 }
 
-/**
- * One call, as Cloud Scheduler makes it (POST, JSON body, its headers); resolves with the HTTP status. `stop` (the
- * scheduler stopping) aborts a call in flight, so a long fireWindows timer loop does not hold up `stack.sh down`.
- */
+/** One call as Cloud Scheduler makes it; resolves with the HTTP status. `stop` aborts a call in flight. */
 export async function callJob(
   job: LocalJob,
   timeoutMs: number,
@@ -122,11 +117,8 @@ export async function callJob(
 }
 
 /**
- * Runs `job` on its cadence until `signal` aborts. A call still running at the next tick delays that tick until it
- * ends (logged), as Cloud Scheduler does: it never has two executions of a job outstanding, and "a scheduled start
- * time will be delayed if the previous execution has not ended when its scheduled time occurs" (Cloud Scheduler API,
- * `Job.schedule`). fireWindows' timer loop relies on it: a run that ends a little after the minute is followed at
- * once by the next, not a minute later.
+ * Runs `job` on its cadence until `signal` aborts; a call still running at the next tick delays that tick until it
+ * ends (logged), as Cloud Scheduler does (API `Job.schedule`): never two executions of a job at once.
  */
 export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: number): Promise<void> {
   let running: Promise<void> | undefined;

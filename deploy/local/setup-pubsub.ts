@@ -1,7 +1,5 @@
-// Creates the local stack's Pub/Sub resources on the emulator for every registered pipeline: its topic, its
-// dead-letter topic (with its hold subscription, as in the cloud), the push subscription that delivers to its ingest
-// function on the Functions Framework (without retry or dead-letter policy: see ingestPushSubscriptionOptions; with
-// message ordering where publishers use an ordering key), and the Bronze stand-in's pull subscription.
+// Creates the local stack's Pub/Sub resources for every registered pipeline (resources.ts localPubSubPlan): topics,
+// the dead-letter hold, the push subscription to its ingest function, the Bronze stand-in's pull subscription.
 // Idempotent: existing resources are kept (a push endpoint that points elsewhere is updated).
 import { PubSub, type CreateSubscriptionOptions } from '@google-cloud/pubsub';
 import { PIPELINES } from '../../shared/pipelines';

@@ -1,8 +1,6 @@
 // A TCP gate in front of an emulator, so the stack can take the emulator down atomically: on SIGUSR1 it drops every
-// connection (an answer the emulator sends afterwards never reaches its client) and refuses new ones; on SIGUSR2 it
-// accepts again. The reliability harness's Firestore outage uses it: the emulator keeps its data only through an
-// export, and without the gate a commit acknowledged between the export and the stop would be lost, which
-// Firestore itself never does.
+// connection and refuses new ones; on SIGUSR2 it accepts again. The reliability harness's Firestore outage uses it,
+// so no commit is acknowledged between the emulator's export and its stop.
 // Usage: node --import tsx deploy/local/tcp-gate.ts LISTEN_PORT BACKEND_PORT (both on 127.0.0.1).
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';

@@ -48,38 +48,34 @@ export interface ObservedRegionPane {
 }
 
 /** Everything the checker reads back for a run. */
-export interface Observed {
-  readonly silver: readonly ObservedSilverRow[];
-  readonly deadLetter: readonly ObservedDeadLetterRow[];
-  readonly devicePanes: readonly ObservedDevicePane[];
-  readonly regionPanes: readonly ObservedRegionPane[];
-}
+export type Observed = Readonly<{
+  silver: readonly ObservedSilverRow[];
+  deadLetter: readonly ObservedDeadLetterRow[];
+  devicePanes: readonly ObservedDevicePane[];
+  regionPanes: readonly ObservedRegionPane[];
+}>;
 
 /** The counts the summary table prints. */
-export interface CheckSummary {
-  readonly published: number;
-  readonly expectedSilver: number;
-  readonly inSilver: number;
-  readonly expectedDeadLetter: number;
-  readonly inDeadLetter: number;
+export type CheckSummary = Readonly<{
+  published: number;
+  expectedSilver: number;
+  inSilver: number;
+  expectedDeadLetter: number;
+  inDeadLetter: number;
   /** Dead-lettered messages per stage (observed). */
-  readonly deadLetterByStage: Readonly<Record<string, number>>;
+  deadLetterByStage: Readonly<Record<string, number>>;
   /** Silver rows beyond the first per message (a retried insert; readers use readings_dedup). */
-  readonly silverDuplicateRows: number;
-  readonly unknownDeviceReadings: number;
-  readonly devicePanesExpected: number;
-  readonly devicePanesMatching: number;
-  readonly regionPanesExpected: number;
-  readonly regionPanesMatching: number;
+  silverDuplicateRows: number;
+  unknownDeviceReadings: number;
+  devicePanesExpected: number;
+  devicePanesMatching: number;
+  regionPanesExpected: number;
+  regionPanesMatching: number;
   /** Device panes whose latest pane is ON_TIME or LATE (the watermark passed the window). */
-  readonly devicePanesClosed: number;
-  /**
-   * Readings that reached the pipeline when its watermark could already be past their window's end + the allowed
-   * lateness (an upper bound of the watermark from the ingestion order: {@link watermarkBoundsAtArrival}), so the
-   * pipeline may have dropped them as late.
-   */
-  readonly readingsPastLateness: number;
-}
+  devicePanesClosed: number;
+  /** Readings that arrived when the watermark could be past their window's end + allowed lateness (may be dropped). */
+  readingsPastLateness: number;
+}>;
 
 /** The rules that decide whether a reading can be dropped as late: the strategy's and the watermark policy's. */
 export interface LatenessRules {
@@ -95,11 +91,10 @@ export interface Arrival {
 }
 
 /**
- * For each arrival (same order as given), an upper bound of the pipeline's watermark when it arrived, from the
- * heuristic of shared/windowing/watermark-policy.ts: the largest event time seen so far (future-dated ones never
- * count) minus the out-of-orderness bound, or once that largest time is `idleTimeoutMs` old, the idle rule gliding
- * on from it with processing time. Readings that arrived in the same millisecond count as seen (the bound errs
- * high). The watermark a kept stack carried from earlier runs is not known here: on a fresh stack there is none.
+ * For each arrival (same order), an upper bound of the watermark when it arrived, by shared/windowing/
+ * watermark-policy.ts: the largest past event time seen minus the out-of-orderness bound, or the idle rule once that
+ * time is `idleTimeoutMs` old. Same-millisecond arrivals count as seen (the bound errs high); a kept stack's earlier
+ * watermark is not known here.
  */
 export function watermarkBoundsAtArrival(
   arrivals: readonly Arrival[],
@@ -182,17 +177,10 @@ function nanoOrNull(text: string | null): bigint | null {
 }
 
 /**
- * Checks a run:
- * - routing: every published message (by message id) in exactly one of Silver (counted once per insertId, the event
- *   id) or the dead-letter table, the one the plan expects, at the expected stage; an unknown device's reading in
- *   Silver as `UNKNOWN_DEVICE`, a known one's as `KNOWN`;
- * - every expected (device, window) has a latest pane with the expected count, average, minimum and maximum, and no
- *   other simulated (device, window) has one;
- * - every expected (region, window) has a latest ranking equal to the expected top-N, and no other;
- * - no reading arrived when the watermark could be past its window's end + `allowedLatenessMs` (such a reading could
- *   be dropped as late; the stream is planned so none is, and a run where it happened is reported, not excused).
- * `messageIds[i]` is the Pub/Sub message id of `messages[i]`; `eventTimeOf(i)` its event time (`eventTs`, or the
- * publish time for a reading without one), ms.
+ * Checks a run: every message in exactly one of Silver (once per event id, enriched `KNOWN` or `UNKNOWN_DEVICE`) or
+ * the dead-letter table at its stage, as planned; every expected device pane and regional top-N, and no other; no
+ * reading arrived when the watermark could be past its window's end + `allowedLatenessMs`. `messageIds[i]` is the
+ * message id of `messages[i]`; `eventTimeOf(i)` its event time (`eventTs`, else the publish time), ms.
  */
 export function checkTelemetryRun(
   messages: readonly PlannedMessage[],

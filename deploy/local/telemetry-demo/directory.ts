@@ -6,10 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TableRef } from '../../../shared/config/env';
 import { SIM_DEVICE_PREFIX, type TelemetryPlan } from './plan';
 
-/**
- * The device the directory probe reads as: outside the simulated prefix (the checker never reads it back) and never
- * in the directory (an unknown device: a Silver row and its own panes, no ranking).
- */
+/** The directory probe's device: outside the simulated prefix and never in the directory. */
 export const PROBE_DEVICE_ID = 'probe-directory';
 
 async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
@@ -18,9 +15,8 @@ async function rows(bq: BigQuery, query: string, params: Record<string, unknown>
 }
 
 /**
- * Seeds the directory with the plan's devices that are not in it yet (the table belongs to provisioning: other rows
- * are left alone), and removes the plan's unknown devices if an earlier run seeded them. Resolves with the number of
- * rows inserted.
+ * Seeds the directory with the plan's devices not in it yet (other rows are left alone) and removes the plan's
+ * unknown devices; resolves with the number of rows inserted.
  */
 export async function seedDirectory(
   bq: BigQuery,
@@ -49,14 +45,10 @@ export async function seedDirectory(
 }
 
 /**
- * Makes sure the ingest function's directory snapshot was loaded after `seededAtMs`. The function loads the directory
- * on its first delivery and reloads it in the background on the first lookup once it is `refreshMs` old, answering
- * that lookup from the old snapshot; so a function warmed before the seed (an earlier run or test) would enrich the
- * first readings from a snapshot without the new devices. One probe reading published at least `refreshMs` after
- * the seed either finds the snapshot loaded after the seed or starts a reload that reads it; once the probe is in
- * Silver and the reload had time to finish, every later lookup sees the seeded devices. The probe's event time
- * `probeEventTimeMs` must lie before the simulated windows: a later one would move the watermark past them, and every
- * reading would then fire a LATE pane of its own.
+ * Makes sure the ingest function's directory snapshot was loaded after `seededAtMs` (a function warmed earlier
+ * answers from its old snapshot until a lookup `refreshMs` later reloads it): one probe reading published
+ * `refreshMs` after the seed, waited for in Silver. `probeEventTimeMs` lies before the simulated windows, so the
+ * probe moves no watermark past them.
  * @throws Error when the probe does not reach Silver within `timeoutMs`
  */
 export async function primeDirectory(

@@ -1,6 +1,5 @@
-// The telemetry simulator's independent computation of what the pipeline should produce from the published
-// readings: per device and minute the count, exact average, minimum and maximum, and per region and minute the top-N
-// hottest devices. Written from the scenario's rules, not from the pipeline's combines, so the two check each other.
+// The telemetry simulator's independent computation of the panes (per device and minute count, exact average, min,
+// max; per region and minute the top-N), written from the scenario's rules, not the pipeline's combines.
 import type { PlannedMessage } from './plan';
 
 /** One-minute fixed windows (the scenario's windowing), ms. */
@@ -70,8 +69,7 @@ export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
 }
 
 /**
- * The expected panes of the accepted readings in `messages`. A reading without `eventTs` counts at its publish
- * time, which only Pub/Sub knows: `publishTimeMs(index)` gives it for the message at that index (from Bronze).
+ * The expected panes of the accepted readings; one without `eventTs` counts at `publishTimeMs(index)` (from Bronze).
  * @throws Error when a reading without `eventTs` has no publish time
  */
 export function expectedOutcome(

@@ -2,7 +2,6 @@
 // (readings of contract versions 1 and 2, malformed ones, skewed clocks, readings without eventTs) in publish order,
 // each with the outcome the pipeline's contract should give it. Pure and seeded: the same options give the same run.
 import type { TelemetryStage } from '../../../shared/pipelines/telemetry/contract';
-import type { DecodeResult } from '../../../shared/pubsub/message';
 import { prng } from '../../../test/support/events';
 
 /** What a run simulates. Times are epoch ms UTC. */
@@ -57,23 +56,23 @@ export interface PlannedMessage {
 }
 
 /** The planned run. */
-export interface TelemetryPlan {
-  readonly options: PlanOptions;
+export type TelemetryPlan = Readonly<{
+  options: PlanOptions;
   /** Start of the first simulated window, ms (a whole minute). */
-  readonly firstWindowStartMs: number;
+  firstWindowStartMs: number;
   /** End of the last simulated window, ms (a whole minute, before `nowMs`). */
-  readonly lastWindowEndMs: number;
+  lastWindowEndMs: number;
   /** Every device's id, `sim-00001` …, in order. */
-  readonly deviceIds: readonly string[];
+  deviceIds: readonly string[];
   /** The directory rows to seed: every device except the unknown ones. */
-  readonly directory: readonly DirectoryRow[];
+  directory: readonly DirectoryRow[];
   /** Devices deliberately left out of the directory. */
-  readonly unknownDevices: readonly string[];
+  unknownDevices: readonly string[];
   /** Devices whose clock is off, with the offset in ms (positive: ahead). */
-  readonly skewedClocks: Readonly<Record<string, number>>;
+  skewedClocks: Readonly<Record<string, number>>;
   /** The messages in publish order. */
-  readonly messages: readonly PlannedMessage[];
-}
+  messages: readonly PlannedMessage[];
+}>;
 
 /** Regions of the simulated fleet (the directory's `region`: `a-z 0-9 -`). */
 export const SIM_REGIONS = [
@@ -128,9 +127,8 @@ export function rfc3339At(ms: number, offsetMinutes: number): string {
 }
 
 /**
- * The range of the simulated windows: the `minutes` whole minutes ending at the last minute boundary at least 20 s
- * before `nowMs`. Every event time is then in the past when published, and the oldest window's end plus the
- * 10 minutes of allowed lateness is at least `10 − minutes + 1` minutes away (docs/pipelines.md, the simulator).
+ * The simulated windows: the `minutes` whole minutes ending at the last minute boundary at least 20 s before
+ * `nowMs`, so every event time is past when published (docs/pipelines.md, the simulator).
  */
 export function windowRange(nowMs: number, minutes: number): { startMs: number; endMs: number } {
   const endMs = Math.floor((nowMs - 20_000) / MINUTE_MS) * MINUTE_MS;
@@ -150,18 +148,9 @@ interface DeviceProfile {
 }
 
 /**
- * Plans a run (see {@link TelemetryPlan}). Choices, all from the seed:
- * - regions round-robin over {@link SIM_REGIONS}, 4 sites each; about 0.5 % of devices (at least 1) left out of the
- *   directory (unknown devices: Silver with `UNKNOWN_DEVICE`, counted per device, never ranked);
- * - firmware: 55 % version 2 (humidity on most readings), 30 % version 1 with the attribute, 15 % version 1
- *   without it (a message without `contractVersion` is version 1);
- * - clocks: three devices skewed −40 s, +25 s and −7 s (accepted, filed under the minute they claim), one device
- *   an hour ahead (every reading dead-lettered at EVENT_TIME_VALIDATION); a few devices write `+02:00` / `-05:00`;
- * - about 1 % of devices (at least 1) send their last reading without `eventTs` (the publish time counts), published
- *   last; at most one per device, since the event id is deviceId + event time;
- * - about 0.5 % of readings (at least 1) are delivered {@link DELAYED_DELIVERY_MS} late (LATE panes, never dropped);
- * - malformed messages, about 0.3 % of the readings (at least 6), cycling through bad JSON, an out-of-range
- *   reading, the retired version 0, an unknown version, four fraction digits and a malformed `eventTs`.
+ * Plans a run (see {@link TelemetryPlan}), every choice from the seed: unknown devices, firmware versions, skewed
+ * clocks, readings without `eventTs`, delayed and malformed messages, in the shares docs/pipelines.md ("The
+ * telemetry simulator") lists.
  * @throws RangeError for options outside their bounds
  */
 export function planTelemetryRun(options: PlanOptions): TelemetryPlan {
@@ -361,18 +350,10 @@ function malformed(i: number, deviceId: string, eventTs: string): PlannedMessage
 }
 
 /**
- * Cuts the publish order into phases the simulator publishes one after the other, each once every message of the
- * phases before it is routed (in Silver or the dead-letter table). Pub/Sub delivers an ordered subscription's keys
- * in no particular order among each other, so a whole run published at once lets the first deliveries carry the
- * last minute's event times: the watermark (largest event time seen − `maxOutOfOrdernessMs`) jumps past every window
- * and nearly every later reading fires a LATE pane of its own. Within a phase the watermark stays in the one-minute
- * bucket it would reach in publish order, so only the readings that are late in the planned order (the delayed ones,
- * the −40 s clock) fire LATE panes.
- *
- * A message's bucket is ⌊(largest event time of the readings up to it − `maxOutOfOrdernessMs`) ÷ 1 min⌋; a phase
- * ends where the bucket grows. Rejected messages (and the far-ahead clock) move no watermark and join the phase
- * they are in. The readings without `eventTs` (event time = publish time, after every window) form the last phase
- * of their own, so they close the windows only after every other message is routed.
+ * Cuts the publish order into phases, each published once the ones before it are routed: Pub/Sub delivers an
+ * ordered subscription's keys in any order among each other, so a run published at once would let the watermark jump
+ * past every window. A phase ends where ⌊(largest event time so far − `maxOutOfOrdernessMs`) ÷ 1 min⌋ grows
+ * (rejected messages move no watermark); the readings without `eventTs` form the last phase.
  * @returns the end index (exclusive) of each phase in `messages`, ascending; the last is `messages.length` (none
  *   for no messages)
  */
@@ -399,26 +380,4 @@ export function publishPhases(
   }
   if (messages.length > 0) ends.push(messages.length);
   return ends;
-}
-
-/**
- * The plan's messages as the ingest receives them from Pub/Sub, all published at `publishTimeMs` (epoch ms UTC) with
- * ids `<idPrefix>-<publishTimeMs>-<index>`: for measuring the ingest in process, without the push.
- */
-export function plannedDeliveries(
-  plan: TelemetryPlan,
-  idPrefix: string,
-  publishTimeMs: number = Date.now(),
-): DecodeResult[] {
-  return plan.messages.map((m, i) => ({
-    ok: true as const,
-    message: {
-      messageId: `${idPrefix}-${publishTimeMs}-${i}`,
-      publishTime: new Date(publishTimeMs).toISOString(),
-      publishTimeMs,
-      attributes: { ...m.attributes },
-      data: Buffer.from(m.data, 'utf8'),
-      subscription: undefined,
-    },
-  }));
 }

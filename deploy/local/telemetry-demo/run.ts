@@ -1,18 +1,16 @@
-// The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream with the
-// real Pub/Sub client (ordering key deviceId) phase by phase, each event-time minute once the ones before it are
-// routed (plan.ts, publishPhases), waits gently (a few counting queries every 3 s), reads back Silver, the
-// dead-letter table and the latest gold panes, and checks them (check.ts). `npm run demo -- --pipeline telemetry`.
+// The telemetry simulator on a running local stack: seeds the device directory, publishes the planned stream phase by
+// phase (plan.ts), reads back Silver, the dead-letter table and the latest panes, and checks them (check.ts).
 import { BigQuery } from '@google-cloud/bigquery';
 import { PubSub } from '@google-cloud/pubsub';
 import Table from 'cli-table3';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { cellText } from '../../../shared/ops/output';
 import { pipelineNamed } from '../../../shared/pipelines';
 import {
   TELEMETRY_STRATEGY,
   TELEMETRY_WATERMARK_POLICY,
   TOP_N,
 } from '../../../shared/pipelines/telemetry/definition';
-import { stackBigQuery, stackEnv } from '../layers';
+import { pollUntil, stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
@@ -34,10 +32,7 @@ export interface TelemetryDemoOptions {
   readonly seed: number;
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
-  /**
-   * Relay the ingest subscription with up to this many deliveries in flight (push-relay-loop.ts) instead of the emulator's
-   * own push (about 2 in flight); undefined: the emulator's push.
-   */
+  /** Deliveries in flight through the push relay (push-relay-loop.ts); undefined: the emulator's push. */
   readonly pushRelayInFlight?: number | undefined;
   /** Progress lines (stderr by default). */
   readonly log?: (line: string) => void;
@@ -89,21 +84,9 @@ function names() {
   };
 }
 
-/** A BigQuery value as plain text: NUMERIC (Big.js) in plain notation, TIMESTAMP wrappers unwrapped. */
-function text(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') {
-    return String(value);
-  }
-  if (typeof value === 'object' && 'value' in value) return text(value.value);
-  if (typeof value === 'object' && 'toFixed' in value && typeof value.toFixed === 'function') {
-    return String((value as { toFixed(): string }).toFixed());
-  }
-  throw new TypeError(`unexpected BigQuery value ${JSON.stringify(value)}`);
-}
-
+/** A BigQuery cell as text (NUMERIC in plain notation), or null for NULL. */
 function textOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : text(value);
+  return value === null || value === undefined ? null : cellText(value);
 }
 
 async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
@@ -133,15 +116,6 @@ async function publish(
       }),
     ),
   );
-}
-
-/** Waits until `done()` (polled every {@link POLL_MS}) or the deadline; resolves with whether it happened. */
-async function waitFor(deadlineMs: number, done: () => Promise<boolean>): Promise<boolean> {
-  for (;;) {
-    if (await done()) return true;
-    if (Date.now() >= deadlineMs) return false;
-    await sleep(Math.min(POLL_MS, Math.max(0, deadlineMs - Date.now())));
-  }
 }
 
 /** The latest pane per (device, window) and per (region, window) of the simulated devices and regions. */
@@ -187,16 +161,14 @@ async function latestPanes(
       top_devices: ((r.top_devices as Record<string, unknown>[] | null) ?? []).map((t) => ({
         rank: Number(t.rank),
         device_id: String(t.device_id),
-        max_temperature_c: text(t.max_temperature_c),
+        max_temperature_c: cellText(t.max_temperature_c),
       })),
     })),
   };
 }
 
 /**
- * Runs the simulator against the stack of the environment (`.local/stack/env`, or with-stack.sh's): plan, seed,
- * publish, wait for every message to be routed, compute the expected panes, wait until the latest panes match (or
- * the deadline), and check. Never throws for a mismatch: the result lists the failures.
+ * Runs the simulator against the environment's stack; never throws for a mismatch: the result lists the failures.
  * @throws on an infrastructure failure (the stack is down, a query fails)
  */
 export async function runTelemetryDemo(
@@ -258,7 +230,7 @@ export async function runTelemetryDemo(
       log(
         `published phase ${p + 1}/${phases.length}: messages ${ids.length}/${plan.messages.length} to ${n.topic}`,
       );
-      allRouted = await waitFor(deadlineMs, async () => {
+      allRouted = await pollUntil(deadlineMs, POLL_MS, async () => {
         const [r] = await rows(
           bq,
           `SELECT
@@ -291,7 +263,7 @@ export async function runTelemetryDemo(
       .map((m, i) => ({ m, i }))
       .filter(({ m }) => m.expect.kind === 'reading' && m.expect.eventTsMs === null);
     const publishTimes = new Map<string, number>();
-    await waitFor(Date.now() + 60_000, async () => {
+    await pollUntil(Date.now() + 60_000, POLL_MS, async () => {
       const found = await rows(
         bq,
         `SELECT message_id, UNIX_MILLIS(publish_time) AS ms FROM ${n.bronze} WHERE message_id IN UNNEST(@ids)`,
@@ -323,12 +295,11 @@ export async function runTelemetryDemo(
       ...[...expected.devicePanes.values()].map((p) => p.windowStartMs),
     );
 
-    // Panes: accumulating, so the latest pane of a (device, window) is complete once it counts every reading. Count
-    // in SQL until the totals match, then read and compare; early panes fire 30 s after new elements.
+    // Accumulating panes: count in SQL until the totals match, then read and compare.
     const panesStartMs = Date.now();
     let result: CheckResult | undefined;
     let lastCount = '';
-    await waitFor(panesStartMs + timeoutMs, async () => {
+    await pollUntil(panesStartMs + timeoutMs, POLL_MS, async () => {
       const [c] = await rows(
         bq,
         `SELECT COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings FROM (

@@ -3,32 +3,33 @@
 // shuffled (as the emulator delivers an ordered subscription's keys among each other), with their own Firestore
 // windows root. Prints the rate and, per message, the Firestore transactions (and attempts), the gold rows (element-
 // driven panes: ON_TIME or LATE fired at ingest) and the insertAll calls per table under the coalescing writer.
-// `source .local/stack/env && npx tsx deploy/local/telemetry-demo/ingest-rate.ts --devices 300 --concurrency 16`
+// `source .local/stack/env && npx tsx bench/telemetry-ingest-rate.ts --devices 300 --concurrency 16`
 // (or through deploy/local/with-stack.sh).
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { loadCoalescingConfig } from '../../../shared/config/coalescing-config';
-import type { TableRef } from '../../../shared/config/env';
-import { Logger } from '../../../shared/logging/logger';
-import type { AnyPipelineDefinition } from '../../../shared/pipeline/definition';
-import { createPipelineIngestDeps } from '../../../shared/pipeline/runtime/compose';
-import { ingestPipelineMessage } from '../../../shared/pipeline/runtime/ingest';
-import { pipelineNamed } from '../../../shared/pipelines';
-import { BigQueryRowWriter } from '../../../shared/sinks/bigquery-writer';
-import { CoalescingRowWriter } from '../../../shared/sinks/coalescing-writer';
-import type { InsertRow, RowResult, RowWriter } from '../../../shared/sinks/row-writer';
-import { newStoreMetrics } from '../../../shared/state/firestore-window-store';
-import { firestoreClient } from '../../../shared/drift/runtime';
-import { loadIngestConfig } from '../../../shared/config/ingest-config';
-import { countFirestoreOps, opsLines } from '../../../bench/lib/firestore-ops';
-import { stackBigQuery, stackEnv } from '../layers';
-import { seedDirectory } from './directory';
-import { prng } from '../../../test/support/events';
-import { planTelemetryRun, plannedDeliveries, publishPhases } from './plan';
-import { pool } from '../../../shared/ops/run';
+import { loadCoalescingConfig } from '../shared/config/coalescing-config';
+import type { TableRef } from '../shared/config/env';
+import { Logger } from '../shared/logging/logger';
+import type { AnyPipelineDefinition } from '../shared/pipeline/definition';
+import { createPipelineIngestDeps } from '../shared/pipeline/runtime/compose';
+import { ingestPipelineMessage } from '../shared/pipeline/runtime/ingest';
+import { pipelineNamed } from '../shared/pipelines';
+import { BigQueryRowWriter } from '../shared/sinks/bigquery-writer';
+import { CoalescingRowWriter } from '../shared/sinks/coalescing-writer';
+import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer';
+import { newStoreMetrics } from '../shared/state/firestore-window-store';
+import { firestoreClient } from '../shared/drift/runtime';
+import { loadIngestConfig } from '../shared/config/ingest-config';
+import { countFirestoreOps, opsLines } from './lib/firestore-ops';
+import { stackBigQuery, stackEnv } from '../deploy/local/layers';
+import { seedDirectory } from '../deploy/local/telemetry-demo/directory';
+import { prng } from '../test/support/events';
+import { planTelemetryRun, publishPhases } from '../deploy/local/telemetry-demo/plan';
+import { plannedDeliveries } from './lib/telemetry-rate';
+import { pool } from '../shared/ops/run';
 
 const USAGE =
-  'usage: ingest-rate.ts [--devices N (300)] [--minutes M (3)] [--concurrency C (16)] [--order planned|shuffled|phased]';
+  'usage: telemetry-ingest-rate.ts [--devices N (300)] [--minutes M (3)] [--concurrency C (16)] [--order planned|shuffled|phased]';
 
 /** insertAll calls and rows per table, counted under the coalescing writer (the calls BigQuery sees). */
 class CountingWriter implements RowWriter {
