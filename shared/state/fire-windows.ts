@@ -246,7 +246,7 @@ function sessionFiring<In, Acc extends JsonValue, Out>(
     leaseName: partitionLease,
     findDue: (partition, watermarkMs, pt) =>
       sessions.store.findSessionKeysDue(
-        partitions === 1 ? null : groupsOf(partition, sessions.store.sessionKeyGroups, partitions),
+        partitions === 1 ? null : groupsOf(partition, sessions.store.keyGroups, partitions),
         watermarkMs,
         pt,
         deps.maxWindows,

@@ -77,14 +77,9 @@ export class FirestoreSessionStore<Acc extends JsonValue>
     super(db, sessionOptions);
   }
 
-  /** Key groups the document ids are spread over (and fireWindows' partitions filter on). */
-  get sessionKeyGroups(): number {
-    return this.sessionOptions.keyGroups;
-  }
-
   /** The document of a key's sessions. */
   sessionRef(key: string): DocumentReference {
-    const group = keyGroupOf(key, this.sessionOptions.keyGroups);
+    const group = keyGroupOf(key, this.keyGroups);
     return this.collection(SESSION_COLLECTION).doc(`g${group}~${keyIdPart(key)}`);
   }
 
@@ -123,21 +118,11 @@ export class FirestoreSessionStore<Acc extends JsonValue>
     return new SessionAttempt(tx, this);
   }
 
-  async transactSessions<T>(
+  transactSessions<T>(
     operation: string,
     fn: (tx: SessionTransaction<Acc>) => Promise<T>,
   ): Promise<T> {
-    const result = await this.transact(operation, (tx) => {
-      if (!(tx instanceof SessionAttempt)) throw new Error('not a session transaction');
-      return fn(tx as SessionAttempt<Acc>);
-    });
-    if (result.kind !== 'committed') {
-      throw new TransientError(
-        operation,
-        'unexpected ledger conflict (the session layout has no ledger)',
-      );
-    }
-    return result.value;
+    return this.transact(operation, (tx) => fn(tx as SessionAttempt<Acc>));
   }
 
   async findSessionKeysDue(
@@ -227,7 +212,7 @@ class SessionAttempt<Acc extends JsonValue>
     const { state } = record;
     this.tx.set(this.sessions.sessionRef(state.key), {
       key: state.key,
-      group: keyGroupOf(state.key, this.sessions.sessionKeyGroups),
+      group: keyGroupOf(state.key, this.sessions.keyGroups),
       state_json: JSON.stringify({
         inputWatermarkMs: state.inputWatermarkMs,
         processingTimeMs: state.processingTimeMs,

@@ -20,12 +20,11 @@ import {
 import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
 import type {
   DroppedIncrement,
-  LedgerEntry,
   OutboxPane,
+  SeenEntry,
   ShardAddress,
   StoredShard,
   StoredWindow,
-  TransactionResult,
   WindowAddress,
   WindowReadRequest,
   WindowReadResult,
@@ -174,11 +173,9 @@ interface GroupImage {
  *   its TTL, so a redelivery or replay is still recognised, and an event dropped as late is counted as dropped once.
  * - `dedupSpills/<group doc id>~<n>`: dedup ids beyond `maxSeenPerDocument`.
  * - `paneBatches/<random>`: the panes one transaction fired (up to 200 per document), deleted once in gold.
- * The watermark, leases and dropped-late counters are the per-window layout's documents (inherited).
+ * The watermark, leases and dropped-late counters are the shared documents (inherited).
  */
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
-  readonly dedup = 'in-state' as const;
-  readonly keyGroups: number;
   /** Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). */
   readonly shards: number;
   /** The shard whose document holds the bookkeeping (`w`) and the timers: 0, or `HEAD_SHARD`. */
@@ -196,7 +193,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     private readonly groupOptions: GroupedWindowStoreOptions<Acc>,
   ) {
     super(db, groupOptions);
-    this.keyGroups = groupOptions.keyGroups;
     this.shards = groupOptions.shards;
     this.headShard = groupOptions.shards > 1 ? HEAD_SHARD : 0;
     this.maxSeen = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
@@ -258,7 +254,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   override async transact<T>(
     operation: string,
     fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>> {
+  ): Promise<T> {
     const seed = this.seeding;
     if (seed === null) return super.transact(operation, fn);
     this.metrics.transactions++;
@@ -272,7 +268,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     this.metrics.writes += attempt.writes;
     this.metrics.deletes += attempt.deletes;
     this.afterCommit(attempt);
-    return { kind: 'committed', value, attempts: 1 };
+    return value;
   }
 
   protected override newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
@@ -788,9 +784,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override async read(request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
-    if ((request.ledger ?? []).length > 0) {
-      throw new Error('the key-groups layout keeps dedup in the state: read `seen`, not `ledger`');
-    }
     const windows = request.windows ?? [];
     const shards = request.shards ?? [];
     const seen = request.seen ?? [];
@@ -831,7 +824,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         if (part === undefined || part.k !== a.key) return null;
         return this.shardOfPart(a, part);
       }),
-      ledger: [],
       floors: windows.map((a) => {
         const head = this.image(a.window, g(a.key), this.grouped.headShard);
         return head.existed ? head.floorMs : null;
@@ -842,7 +834,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     };
   }
 
-  async groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]> {
+  override async groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]> {
     const head = this.grouped.headShard;
     await this.load([{ window, group, shard: head }]);
     return [...this.image(window, group, head).w.values()].map((e) => ({ key: e.k, window }));
@@ -940,13 +932,12 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     image.dirty = true;
   }
 
-  /** Adds the event's dedup id to the shard document of each of its windows (no ledger document). */
-  override createLedgerEntry(entry: LedgerEntry): void {
-    const windows = entry.windows ?? [];
-    const shards = entry.shards ?? [];
-    if (windows.length !== entry.windowIds.length || shards.length !== windows.length) {
+  /** Adds the event's dedup id to the shard document of each of its windows. */
+  override addSeen(entry: SeenEntry): void {
+    const { windows, shards } = entry;
+    if (shards.length !== windows.length) {
       throw new Error(
-        `ledger entry of ${entry.eventId} lacks its windows and shards (key-groups layout)`,
+        `dedup id of ${entry.eventId}: ${windows.length} windows, ${shards.length} shards`,
       );
     }
     const id = dedupIdOf(entry.eventId);

@@ -57,8 +57,8 @@ export interface SessionStore<Acc extends JsonValue> {
     operation: string,
     fn: (tx: SessionTransaction<Acc>) => Promise<T>,
   ): Promise<T>;
-  /** Key groups the keys are spread over (a key's group: `keyGroupOf(key, sessionKeyGroups)`). */
-  readonly sessionKeyGroups: number;
+  /** Key groups the keys are spread over (a key's group: `keyGroupOf(key, keyGroups)`). */
+  readonly keyGroups: number;
   /**
    * Keys of the key groups `groups` (`null`: every key) whose event-time timer is before `watermarkMs` or whose
    * processing-time timer is at or before `processingTimeMs` (epoch ms), earliest timers first, at most `limit` of
@@ -95,8 +95,8 @@ export class MemorySessionStore<Acc extends JsonValue> implements SessionStore<A
   transactions = 0;
   private chain: Promise<unknown> = Promise.resolve();
 
-  /** @param sessionKeyGroups key groups the keys are spread over (what a partition's query filters on) */
-  constructor(readonly sessionKeyGroups = 16) {}
+  /** @param keyGroups key groups the keys are spread over (what a partition's query filters on) */
+  constructor(readonly keyGroups = 16) {}
 
   transactSessions<T>(
     _operation: string,
@@ -147,7 +147,7 @@ export class MemorySessionStore<Acc extends JsonValue> implements SessionStore<A
     limit: number,
   ): Promise<string[]> {
     const entries = [...this.records.entries()].filter(
-      ([key]) => groups === null || groups.includes(keyGroupOf(key, this.sessionKeyGroups)),
+      ([key]) => groups === null || groups.includes(keyGroupOf(key, this.keyGroups)),
     );
     const byEvent = entries
       .filter(([, r]) => r.timers.eventTimerMs !== null && r.timers.eventTimerMs < watermarkMs)

@@ -86,11 +86,6 @@ export interface AggregationWindowsParts {
    * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
    */
   readonly backlog?: BacklogSampleReader;
-  /**
-   * Picks the shard a bundle writes to, in [0, shards) (tests pin it); default: `KeyedWindows`' sticky random shard
-   * per instance, moved on contention.
-   */
-  readonly pickShard?: (shardCount: number) => number;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -181,9 +176,7 @@ export function createAggregationWindows(
     combineFn: aggregation.combineFn,
     store,
     shardCount: aggregation.shards,
-    ledgerTtlMs: knobs.ledgerTtlMs,
     droppedTtlMs: knobs.droppedTtlMs,
-    ...(parts.pickShard && { pickShard: parts.pickShard }),
     paneRow,
   });
   const tracker = new WatermarkTracker(store, {
