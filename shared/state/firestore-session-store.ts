@@ -2,7 +2,7 @@
 // sessions and their dedup ids; the watermark, leases, dropped-late counters and pane outbox are the shared ones.
 import type { DocumentReference, Transaction } from '@google-cloud/firestore';
 import * as v from 'valibot';
-import { TransientError, errorText } from '../errors';
+import { TransientError } from '../errors';
 import type { JsonValue, KeyState, WindowState } from '../windowing';
 import {
   FirestoreTransaction,
@@ -86,16 +86,7 @@ export class FirestoreSessionStore<Acc extends JsonValue>
   /** Parses a session document. @throws TransientError naming the document when it is malformed */
   sessionOf(where: string, data: unknown): StoredSessionKey<Acc> {
     const doc = this.parse(where, SessionKeyDoc, data);
-    let json: unknown;
-    try {
-      json = JSON.parse(doc.state_json);
-    } catch (err) {
-      throw new TransientError(
-        `firestore read ${where}`,
-        `malformed state_json: ${errorText(err)}`,
-      );
-    }
-    const state = this.parse(where, StateJson, json);
+    const state = this.parse(where, StateJson, this.parseJson(where, 'state_json', doc.state_json));
     const windows = state.windows.map((w): WindowState<Acc> => ({
       window: w.window,
       pane: w.pane,

@@ -426,6 +426,15 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return result.output;
   }
 
+  /** Parses the JSON text `field` of the document at `where`. @throws TransientError naming both when malformed */
+  parseJson(where: string, field: string, text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new TransientError(`firestore read ${where}`, `malformed ${field}: ${errorText(err)}`);
+    }
+  }
+
   /**
    * Reads the lease named `lease.name` (default `fireWindowsLease`) in `tx`.
    * @throws LeaseLostError unless it is still `lease` (holder and fence)

@@ -17,7 +17,16 @@ import {
   FirestoreWindowStore,
   type FirestoreWindowStoreOptions,
 } from './firestore-window-store';
-import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
+import {
+  DEDUP_ID_LENGTH,
+  dedupIdOf,
+  dedupIdsIn,
+  eventShardOf,
+  HEAD_SHARD,
+  keyGroupDocId,
+  keyGroupOf,
+  keyIdPart,
+} from './ids';
 import type {
   DroppedIncrement,
   OutboxPane,
@@ -46,7 +55,6 @@ export const GROUP_COLLECTIONS = {
 export const DEFAULT_MAX_SEEN_PER_DOCUMENT = 20_000;
 /** Panes per `paneBatches` document (a gold row is well under 2 KiB: ≤ 400 KiB per document, Firestore's 1 MiB). */
 const PANES_PER_BATCH = 200;
-const DEDUP_ID_LENGTH = 16;
 
 /** Options of the key-groups adapter. */
 export interface GroupedWindowStoreOptions<
@@ -367,12 +375,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     windows: readonly IntervalWindow[],
   ): Promise<'counted' | 'dropped' | null> {
     const id = dedupIdOf(eventId);
-    const has = (text: string) => {
-      for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH) {
-        if (text.slice(i, i + DEDUP_ID_LENGTH) === id) return true;
-      }
-      return false;
-    };
+    const has = (text: string) => dedupIdsIn(text).includes(id);
     return this.call('read dedup ids', async () => {
       let outcome: 'counted' | 'dropped' | null = null;
       // The event's shard first (where its home aggregation keeps it), then the others (a guest of a joint bundle
@@ -489,15 +492,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     for (const d of snap.docs) {
       const where = `${GROUP_COLLECTIONS.paneBatches}/${d.id}`;
       const doc = this.parse(where, BatchDoc, d.data());
-      let list: unknown;
-      try {
-        list = JSON.parse(doc.panes_json);
-      } catch (err) {
-        throw new TransientError(
-          `firestore read ${where}`,
-          `malformed panes_json: ${errorText(err)}`,
-        );
-      }
+      const list = this.parseJson(where, 'panes_json', doc.panes_json);
       const batch = this.parse(where, v.array(BatchPane), list).map((p): OutboxPane => ({
         insertId: p.insertId,
         row: p.row,
@@ -769,14 +764,10 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
 
   private seenSet(image: GroupImage): Set<string> {
     if (image.seenSet === undefined) {
-      const set = new Set<string>();
-      for (let i = 0; i < image.seenText.length; i += DEDUP_ID_LENGTH) {
-        set.add(image.seenText.slice(i, i + DEDUP_ID_LENGTH));
-      }
+      const set = new Set(dedupIdsIn(image.seenText));
       for (let n = 0; n < image.spills; n++) {
         const text = this.spillTexts.get(this.grouped.spillRef(image.ref, n).id) ?? '';
-        for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH)
-          set.add(text.slice(i, i + DEDUP_ID_LENGTH));
+        for (const id of dedupIdsIn(text)) set.add(id);
       }
       image.seenSet = set;
     }

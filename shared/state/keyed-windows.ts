@@ -112,11 +112,22 @@ interface PreparedBundle<In> {
 }
 
 /** What applying one bundle inside a transaction did (per unique event id applied; absent: a duplicate). */
-interface AppliedBundle {
-  readonly outcomes: Map<string, ElementOutcome>;
-  readonly panes: OutboxPane[];
-  readonly watermarkMs: number;
-  readonly processingTimeMs: number;
+export interface AppliedBundle extends Omit<BundleResult, 'outcomes'> {
+  readonly outcomes: ReadonlyMap<string, ElementOutcome>;
+}
+
+/** The result of a bundle of `elements`: an element not applied (repeated, or already counted) is a `duplicate`. */
+export function bundleResultOf(
+  elements: readonly { readonly eventId: string }[],
+  applied: AppliedBundle,
+): BundleResult {
+  const seen = new Set<string>();
+  const outcomes = elements.map((e): ElementOutcome => {
+    const outcome = seen.has(e.eventId) ? undefined : applied.outcomes.get(e.eventId);
+    seen.add(e.eventId);
+    return outcome ?? { kind: 'duplicate', dropped: [] };
+  });
+  return { ...applied, outcomes };
 }
 
 /** The plan for one window inside a bundle transaction. */
@@ -263,7 +274,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     return applied;
   }
 
-  /** One result per prepared bundle: an element not applied (repeated, or already counted) is a `duplicate`. */
+  /** One result per prepared bundle (`bundleResultOf`). */
   private resultsOf(
     prepared: readonly PreparedBundle<In>[],
     applied: readonly AppliedBundle[],
@@ -271,18 +282,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     return prepared.map((b, i) => {
       const done = applied[i];
       if (done === undefined) throw new Error('group bundle lost a result');
-      const seen = new Set<string>();
-      const outcomes = b.elements.map((e): ElementOutcome => {
-        if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
-        seen.add(e.eventId);
-        return done.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
-      });
-      return {
-        outcomes,
-        panes: done.panes,
-        watermarkMs: done.watermarkMs,
-        processingTimeMs: done.processingTimeMs,
-      };
+      return bundleResultOf(b.elements, done);
     });
   }
 
