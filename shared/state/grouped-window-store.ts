@@ -544,47 +544,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     });
   }
 
-  /**
-   * The migration cutover, epoch ms: windows starting before it stay in the per-window layout (ingest and
-   * fireWindows use the per-window code path for them), windows starting at or after it use key groups. Decided once
-   * per pipeline by the first instance of this version (document `meta/layout`): 0 when the per-window collections
-   * hold no window, else `now + rolloutMarginMs`, so instances of the previous version still running during the
-   * rollout never write a window that this version writes too.
-   * @throws TransientError when Firestore fails
-   */
-  async layoutCutoverMs(rolloutMarginMs: number): Promise<number> {
-    const ref = this.base.collection('meta').doc('layout');
-    return this.call('read layout cutover', async () => {
-      const read = async (): Promise<number | null> => {
-        this.metrics.reads++;
-        const snap = await ref.get();
-        const value: unknown = snap.get('key_groups_from_window_start_ms');
-        return snap.exists && typeof value === 'number' ? value : null;
-      };
-      const known = await read();
-      if (known !== null) return known;
-      const legacy = await this.base.collection('windows').limit(1).get();
-      this.metrics.reads++;
-      const cutover = legacy.empty ? 0 : this.clock() + rolloutMarginMs;
-      try {
-        await ref.create({
-          key_groups_from_window_start_ms: cutover,
-          decided_at_ms: this.clock(),
-          legacy_windows_open: !legacy.empty,
-        });
-        this.metrics.writes++;
-        return cutover;
-      } catch (err) {
-        // ALREADY_EXISTS: another instance decided first; its value holds.
-        if ((err as { code?: unknown } | null)?.code !== 6) throw err;
-        const decided = await read();
-        if (decided === null)
-          throw new Error('meta/layout vanished after ALREADY_EXISTS', { cause: err });
-        return decided;
-      }
-    });
-  }
-
   /** A new pane-batch document reference (random id: batches spread over the key range). */
   newBatchRef(): DocumentReference {
     return this.base.collection(GROUP_COLLECTIONS.paneBatches).doc(randomUUID());

@@ -72,13 +72,6 @@ export interface BookingWindows {
   readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
 }
 
-/**
- * How far ahead of the first key-groups instance's clock the migration cutover is placed, ms: longer than a rollout
- * of the functions takes (gen2 rollouts replace instances within minutes), so no instance of the previous version
- * writes a window that starts after it.
- */
-export const LAYOUT_ROLLOUT_MARGIN_MS = 15 * 60_000;
-
 /** What `createBookingWindows` may be given instead of building it. */
 export interface BookingWindowsOverrides {
   readonly firestore?: Firestore;
