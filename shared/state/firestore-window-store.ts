@@ -149,7 +149,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
 
   constructor(
     protected readonly db: Firestore,
-    protected readonly options: FirestoreWindowStoreOptions<Acc>,
+    readonly options: FirestoreWindowStoreOptions<Acc>,
   ) {
     this.base = db.collection(options.root).doc(options.pipeline);
     this.keyGroups = options.keyGroups ?? 1;

@@ -188,7 +188,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   readonly shards: number;
   /** The shard whose document holds the bookkeeping (`w`) and the timers: 0, or `HEAD_SHARD`. */
   readonly headShard: number;
-  private readonly maxSeen: number;
+  /** Most dedup ids a document keeps before spilling. */
+  readonly maxSeenPerDocument: number;
   private readonly clock: () => number;
   /** Panes of committed batches not yet deleted: insertId → batch document id, and what each batch has left. */
   private readonly batchOf = new Map<string, string>();
@@ -203,7 +204,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     super(db, groupOptions);
     this.shards = groupOptions.shards;
     this.headShard = groupOptions.shards > 1 ? HEAD_SHARD : 0;
-    this.maxSeen = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
+    this.maxSeenPerDocument = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
     this.clock = groupOptions.now ?? Date.now;
   }
 
@@ -215,14 +216,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   /** The n-th dedup spill document of a key-group document. */
   spillRef(groupRef: DocumentReference, n: number): DocumentReference {
     return this.base.collection(GROUP_COLLECTIONS.spills).doc(`${groupRef.id}~${n}`);
-  }
-
-  /**
-   * Checks an accumulator read back from a key-group document.
-   * @throws on a malformed accumulator
-   */
-  parseAcc(value: unknown): Acc {
-    return this.groupOptions.parseAccumulator(value);
   }
 
   /** The group a key's state lives in. */
@@ -321,37 +314,23 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     group: number,
     shard: number,
   ): GroupImage {
-    if (snap === undefined || !snap.exists) {
-      return {
-        ref,
-        window,
-        group,
-        shard,
-        existed: false,
-        w: new Map(),
-        c: new Map(),
-        seenText: '',
-        droppedText: '',
-        seenSet: undefined,
-        spills: 0,
-        floorMs: null,
-        dirty: false,
-      };
-    }
-    const doc = this.parse(`${GROUP_COLLECTIONS.groups}/${ref.id}`, GroupDoc, snap.data());
+    const existed = snap?.exists === true;
+    const doc = existed
+      ? this.parse(`${GROUP_COLLECTIONS.groups}/${ref.id}`, GroupDoc, snap.data())
+      : undefined;
     return {
       ref,
       window,
       group,
       shard,
-      existed: true,
-      w: new Map(Object.entries(doc.w)),
-      c: new Map(Object.entries(doc.c)),
-      seenText: doc.seen,
-      droppedText: doc.dropped,
+      existed,
+      w: new Map(Object.entries(doc?.w ?? {})),
+      c: new Map(Object.entries(doc?.c ?? {})),
+      seenText: doc?.seen ?? '',
+      droppedText: doc?.dropped ?? '',
       seenSet: undefined,
-      spills: doc.spills,
-      floorMs: doc.watermark_floor_ms,
+      spills: doc?.spills ?? 0,
+      floorMs: doc?.watermark_floor_ms ?? null,
       dirty: false,
     };
   }
@@ -405,11 +384,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
       }
       return outcome;
     });
-  }
-
-  /** Most dedup ids a document keeps before spilling. */
-  get maxSeenPerDocument(): number {
-    return this.maxSeen;
   }
 
   /**
@@ -807,7 +781,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   private shardOfPart(a: ShardAddress, part: Part): StoredShard<Acc> {
     let accumulator: Acc;
     try {
-      accumulator = this.parseAccumulator(JSON.parse(part.a));
+      accumulator = this.grouped.options.parseAccumulator(JSON.parse(part.a));
     } catch (err) {
       throw new TransientError(
         `firestore read ${GROUP_COLLECTIONS.groups}/${keyGroupDocId(a.window, this.grouped.groupOf(a.key), a.shard)}`,
@@ -824,10 +798,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         firstElementInPaneAtMs: part.f,
       },
     };
-  }
-
-  private parseAccumulator(value: unknown): Acc {
-    return this.grouped.parseAcc(value);
   }
 
   override putWindow(record: StoredWindow): void {
