@@ -311,9 +311,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     const ref = this.leaseRefOf(name);
     return this.call('acquire lease', () =>
       this.db.runTransaction(async (tx) => {
-        this.metrics.reads++;
-        const snap = await tx.get(ref);
-        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+        const doc = await this.leaseIn(tx, ref);
         if (doc !== null && doc.expires_at_ms > nowMs && doc.holder !== holder) return null;
         const lease: Lease = {
           holder,
@@ -333,13 +331,21 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     );
   }
 
+  /** The lease document `ref` as read in `tx` (`null`: absent). @throws TransientError when malformed */
+  private async leaseIn(
+    tx: Transaction,
+    ref: DocumentReference,
+  ): Promise<v.InferOutput<typeof LeaseDoc> | null> {
+    const snap = await this.sdk(() => tx.get(ref));
+    this.metrics.reads++;
+    return snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+  }
+
   async releaseLease(lease: Lease): Promise<void> {
     const ref = this.leaseRefOf(lease.name);
     await this.call('release lease', () =>
       this.db.runTransaction(async (tx) => {
-        this.metrics.reads++;
-        const snap = await tx.get(ref);
-        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+        const doc = await this.leaseIn(tx, ref);
         if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) return;
         tx.update(ref, { expires_at_ms: 0 });
         this.metrics.writes++;
@@ -441,9 +447,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
    */
   async checkLease(tx: Transaction, lease: Lease): Promise<void> {
     const ref = this.leaseRefOf(lease.name);
-    const snap = await this.sdk(() => tx.get(ref));
-    this.metrics.reads++;
-    const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+    const doc = await this.leaseIn(tx, ref);
     if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) {
       throw new LeaseLostError(
         `fireWindows lease ${ref.id} (fence ${lease.fence}) is lost: it is at fence ${String(doc?.fence)} held by ` +

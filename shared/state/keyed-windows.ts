@@ -605,7 +605,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
           contribution = addToContribution(this.options.combineFn, contribution, e.value, pt);
         }
         tx.putShard({ key, window, shard: ownIndex[i] ?? 0, contribution });
-        if (record === null) tx.putWindow(this.freshRecord(key, window, shardCountOf, wm, pt));
+        if (record === null)
+          tx.putWindow(this.record(key, window, FRESH_PANE, shardCountOf, pt, wm, pt));
         else if (record.paneFirstElementAtMs === null) {
           // The pane's first element: one bookkeeping write per pane makes the pane's start visible to all shards.
           tx.putWindow({ ...record, paneFirstElementAtMs: pt });
@@ -628,24 +629,6 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       tx.addDropped(inc);
     }
     return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
-  }
-
-  private freshRecord(
-    key: string,
-    window: IntervalWindow,
-    shardCount: number,
-    watermarkMs: number,
-    processingTimeMs: number,
-  ): StoredWindow {
-    return this.record(
-      key,
-      window,
-      FRESH_PANE,
-      shardCount,
-      processingTimeMs,
-      watermarkMs,
-      processingTimeMs,
-    );
   }
 
   private record(
