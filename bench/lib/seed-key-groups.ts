@@ -2,10 +2,7 @@
 // builders compute the state of "these bookings were received", and a BulkWriter writes the resulting key-group
 // documents, instead of one ingest transaction per bundle (50,000 keys: about a minute instead of 40).
 import { routeKey } from '../../shared/aggregates/route-key';
-import {
-  LAYOUT_ROLLOUT_MARGIN_MS,
-  type BookingWindows,
-} from '../../test/support/booking-window-assembly';
+import type { BookingWindows } from '../../test/support/booking-window-assembly';
 import type { WindowElement } from '../../shared/state/keyed-windows';
 import { windowId, type IntervalWindow } from '../../shared/windowing';
 import { bookingEvent, type BookingSpec } from '../../test/support/booking-windows';
@@ -39,8 +36,7 @@ interface Bucket {
  * still open (EARLY, nothing emitted) and a contribution counting exactly the events put there, and every event's
  * dedup id must be in its shard document.
  * @throws Error when the pipeline is not in the key-groups layout, the root is not empty, an event is not counted
- * (duplicate or dropped) or fires a pane while seeding, a window starts before the migration cutover, or the
- * read-back differs from what was seeded
+ * (duplicate or dropped) or fires a pane while seeding, or the read-back differs from what was seeded
  */
 export async function seedKeyGroups(
   windows: BookingWindows,
@@ -50,7 +46,6 @@ export async function seedKeyGroups(
   const groups = windows.groups;
   if (groups === undefined)
     throw new Error('seedKeyGroups: the pipeline is not in the key-groups layout');
-  const cutoverMs = await groups.layoutCutoverMs(LAYOUT_ROLLOUT_MARGIN_MS);
   const buckets = new Map<string, Bucket>();
   let maxEventMs = Number.NEGATIVE_INFINITY;
   let maxReceivedMs = Number.NEGATIVE_INFINITY;
@@ -69,9 +64,6 @@ export async function seedKeyGroups(
       receivedAtMs: receivedAtMs(spec),
     };
     const assigned = windows.keyed.assign(element.timestampMs);
-    if (assigned.some((w) => w.startMs < cutoverMs)) {
-      throw new Error(`seedKeyGroups: ${spec.id} falls in a window before the layout cutover`);
-    }
     const group = groups.groupOf(key);
     const shard = windows.keyed.eventShard(element.eventId);
     const id = `${assigned.map(windowId).join(',')}|${group}|${shard}`;

@@ -183,72 +183,37 @@ function collisions(kind: string, claims: readonly { owner: string; value: strin
  * @returns empty when the registry is sound
  */
 export function registryProblems(pipelines: readonly AnyPipelineDefinition[]): string[] {
-  const claim = <T>(
-    f: (p: AnyPipelineDefinition) => T[],
-    value: (t: T) => string,
-    role: (t: T) => string,
-  ) =>
-    pipelines.flatMap((p) => f(p).map((t) => ({ owner: `${p.name} ${role(t)}`, value: value(t) })));
+  type Claims = (p: AnyPipelineDefinition) => { role: string; value: string }[];
+  const claims: [string, Claims][] = [
+    [
+      'aggregation name',
+      (p) => p.aggregations.map((a) => ({ role: 'aggregation', value: a.name })),
+    ],
+    ['Pub/Sub id', (p) => pipelinePubSubIds(p).map((x) => ({ role: x.role, value: x.id }))],
+    ['table', (p) => pipelineTables(p).map((x) => ({ role: x.role, value: x.table }))],
+    [
+      'entry point',
+      (p) => pipelineFunctions(p).map((x) => ({ role: x.role, value: x.entryPoint })),
+    ],
+    ['function', (p) => pipelineFunctions(p).map((x) => ({ role: x.role, value: x.baseName }))],
+    [
+      'service account',
+      (p) => pipelineServiceAccounts(p).map((x) => ({ role: x.role, value: x.base })),
+    ],
+    ['Firestore root', (p) => pipelineFirestoreRoots(p).map((value) => ({ role: 'state', value }))],
+  ];
   return [
     ...pipelines.flatMap(definitionProblems),
     ...collisions(
       'pipeline name',
       pipelines.map((p) => ({ owner: p.name, value: p.name })),
     ),
-    ...collisions(
-      'aggregation name',
-      claim(
-        (p) => [...p.aggregations],
-        (a) => a.name,
-        () => 'aggregation',
-      ),
-    ),
-    ...collisions(
-      'Pub/Sub id',
-      claim(
-        pipelinePubSubIds,
-        (x) => x.id,
-        (x) => x.role,
-      ),
-    ),
-    ...collisions(
-      'table',
-      claim(
-        pipelineTables,
-        (x) => x.table,
-        (x) => x.role,
-      ),
-    ),
-    ...collisions(
-      'entry point',
-      claim(
-        pipelineFunctions,
-        (x) => x.entryPoint,
-        (x) => x.role,
-      ),
-    ),
-    ...collisions(
-      'function',
-      claim(
-        pipelineFunctions,
-        (x) => x.baseName,
-        (x) => x.role,
-      ),
-    ),
-    ...collisions(
-      'service account',
-      claim(
-        pipelineServiceAccounts,
-        (x) => x.base,
-        (x) => x.role,
-      ),
-    ),
-    ...collisions(
-      'Firestore root',
-      claim(
-        pipelineFirestoreRoots,
-        (x) => x,
-        () => 'state',
+    ...claims.flatMap(([kind, of]) =>
+      collisions(
+        kind,
+        pipelines.flatMap((p) =>
+          of(p).map((c) => ({ owner: `${p.name} ${c.role}`, value: c.value })),
+        ),
       ),
     ),
   ];

@@ -144,9 +144,8 @@ interface UnitFired {
 }
 
 /**
- * A layout as the firing loop sees it: its state is spread over `partitions`, each fired under its own lease
- * (`leaseName`), and a partition's due units are found by `findDue` and fired one transaction each by `fire`.
- * Key groups and session keys are both partitioned by key group (group mod partitions).
+ * A layout as the firing loop sees it: its state is spread over `partitions` (group mod partitions), each fired
+ * under its own lease, and a partition's due units are found by `findDue` and fired one transaction each by `fire`.
  */
 interface Firing<U> {
   readonly partitions: number;
@@ -154,28 +153,24 @@ interface Firing<U> {
   readonly partitionsInFlight: number;
   /** The partitions to try, in order (default all, starting at a random one). */
   readonly only?: readonly number[];
-  leaseName(partition: number): string | undefined;
   findDue(partition: number, watermarkMs: number, processingTimeMs: number): Promise<U[]>;
   fire(unit: U, watermarkMs: number, processingTimeMs: number, lease: Lease): Promise<UnitFired>;
   /** The unit for logs: key and window (0, 0 for a session key). */
   where(unit: U): { key: string; windowStartMs: number; windowEndMs: number };
 }
 
-type Counts = {
-  -readonly [
-    K in keyof Omit<
-      FireWindowsSummary,
-      | 'status'
-      | 'watermarkMs'
-      | 'watermarkAdvanced'
-      | 'leaseFence'
-      | 'durationMs'
-      | 'pipeline'
-      | 'processingTimeMs'
-      | 'watermarkHold'
-    >
-  ]-?: number;
-};
+/** The counters of a summary that the passes of one run add up (`combineSummaries`). */
+export const PASS_COUNTS = [
+  'windowsDue',
+  'windowsFired',
+  'windowsClosed',
+  'windowsFailed',
+  'panesEmitted',
+  'panesToBadData',
+  'panesDeferred',
+  'outboxReemitted',
+] as const;
+type Counts = Record<(typeof PASS_COUNTS)[number] | 'partitionsFired' | 'groupsDue', number>;
 
 /**
  * The key groups of a run that fires no session layout.
@@ -188,11 +183,6 @@ export function keyGroupsOf<In, Acc extends JsonValue, Out>(
     throw new Error(`fireWindows of ${deps.pipeline}: neither key groups nor sessions are wired`);
   }
   return deps.groups;
-}
-
-/** The partition lease of the key-groups and session layouts. */
-function partitionLease(partition: number): string {
-  return `fireWindowsLease~p${partition}`;
 }
 
 /** Key groups of `partition` among `keyGroups`. */
@@ -209,7 +199,6 @@ function keyGroupFiring<In, Acc extends JsonValue, Out>(
     partitions: groups.partitions,
     partitionsInFlight: groups.partitionsInFlight ?? 1,
     ...(groups.only !== undefined && { only: groups.only }),
-    leaseName: partitionLease,
     findDue: (partition, watermarkMs, pt) =>
       groups.store.findGroupsDue(
         groupsOf(partition, groups.store.keyGroups, groups.partitions),
@@ -243,10 +232,9 @@ function sessionFiring<In, Acc extends JsonValue, Out>(
   return {
     partitions,
     partitionsInFlight: sessions.partitionsInFlight ?? 1,
-    leaseName: partitionLease,
     findDue: (partition, watermarkMs, pt) =>
       sessions.store.findSessionKeysDue(
-        partitions === 1 ? null : groupsOf(partition, sessions.store.sessionKeyGroups, partitions),
+        partitions === 1 ? null : groupsOf(partition, sessions.store.keyGroups, partitions),
         watermarkMs,
         pt,
         deps.maxWindows,
@@ -274,12 +262,11 @@ interface LoopResult {
  * The one firing loop, for every layout: for each partition whose lease it gets (up to `partitionsInFlight` at a
  * time; partitions leased by a concurrent run are skipped, so runs share the work), finds the due units and fires
  * them `concurrency` at a time, writing each unit's panes to gold as soon as its transaction commits; then re-emits
- * panes an earlier emission left in `store`'s outbox. Adds what it did to `counts`.
+ * panes an earlier emission left in the outbox. Adds what it did to `counts`.
  * @throws TransientError when a lease or a query fails; a unit's transient failure is counted (`windowsFailed`)
  */
 async function fireLoop<In, Acc extends JsonValue, Out, U>(
   deps: FireWindowsDeps<In, Acc, Out>,
-  store: WindowStore<Acc>,
   firing: Firing<U>,
   watermarkMs: number,
   pt: number,
@@ -292,11 +279,11 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
   let stopped = false;
   let fence: number | null = null;
   const fireOne = async (partition: number): Promise<void> => {
-    const lease = await store.acquireLease(
+    const lease = await deps.store.acquireLease(
       deps.holder,
       pt,
       deps.leaseMs,
-      firing.leaseName(partition),
+      `fireWindowsLease~p${partition}`,
     );
     if (lease === null) return;
     held++;
@@ -346,7 +333,7 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
       counts.partitionsFired += 1;
     } finally {
       // Given back on success and failure alike; a failed release is logged and the lease expires by itself.
-      await store.releaseLease(lease).catch((err: unknown) => {
+      await deps.store.releaseLease(lease).catch((err: unknown) => {
         logs.fireWindowsFailed(deps.logger, deps.pipeline, `lease release: ${errorText(err)}`);
       });
     }
@@ -367,7 +354,7 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
   // re-emission is idempotent by insertId).
   if (counts.panesDeferred === 0 && held > 0) {
     for (let page = 0; page < MAX_OUTBOX_PAGES; page++) {
-      const left = await store.listOutbox(pt - deps.outboxGraceMs, 500);
+      const left = await deps.store.listOutbox(pt - deps.outboxGraceMs, 500);
       if (left.length === 0) break;
       const again = await deps.emitter.emit(left);
       counts.outboxReemitted += again.written + again.badData;
@@ -392,18 +379,9 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
 ): Promise<FireWindowsSummary> {
   const startedMs = deps.now();
   const pt = startedMs;
-  const counts: Counts = {
-    windowsDue: 0,
-    windowsFired: 0,
-    windowsClosed: 0,
-    windowsFailed: 0,
-    panesEmitted: 0,
-    panesToBadData: 0,
-    panesDeferred: 0,
-    outboxReemitted: 0,
-    partitionsFired: 0,
-    groupsDue: 0,
-  };
+  const counts = Object.fromEntries(
+    [...PASS_COUNTS, 'partitionsFired', 'groupsDue'].map((k) => [k, 0]),
+  ) as Counts;
   const hold = deps.watermarkHold === undefined ? undefined : await deps.watermarkHold(pt);
   const update = await deps.tracker.advance(pt, hold?.capMs ?? null);
   const watermarkMs = update.state.watermarkMs;
@@ -415,24 +393,9 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
       nowMs: pt,
     });
   }
-  const loop =
-    deps.sessions !== undefined
-      ? await fireLoop(
-          deps,
-          deps.store,
-          sessionFiring(deps, deps.sessions),
-          watermarkMs,
-          pt,
-          counts,
-        )
-      : await fireLoop(
-          deps,
-          deps.store,
-          keyGroupFiring(deps, keyGroupsOf(deps)),
-          watermarkMs,
-          pt,
-          counts,
-        );
+  const loop = await (deps.sessions !== undefined
+    ? fireLoop(deps, sessionFiring(deps, deps.sessions), watermarkMs, pt, counts)
+    : fireLoop(deps, keyGroupFiring(deps, keyGroupsOf(deps)), watermarkMs, pt, counts));
   const summary: FireWindowsSummary = {
     ...counts,
     status: loop.held === 0 ? 'busy' : loop.stopped ? 'partial' : 'done',

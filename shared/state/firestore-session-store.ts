@@ -2,7 +2,7 @@
 // sessions and their dedup ids; the watermark, leases, dropped-late counters and pane outbox are the shared ones.
 import type { DocumentReference, Transaction } from '@google-cloud/firestore';
 import * as v from 'valibot';
-import { TransientError, errorText } from '../errors';
+import { TransientError } from '../errors';
 import type { JsonValue, KeyState, WindowState } from '../windowing';
 import {
   FirestoreTransaction,
@@ -77,30 +77,16 @@ export class FirestoreSessionStore<Acc extends JsonValue>
     super(db, sessionOptions);
   }
 
-  /** Key groups the document ids are spread over (and fireWindows' partitions filter on). */
-  get sessionKeyGroups(): number {
-    return this.sessionOptions.keyGroups;
-  }
-
   /** The document of a key's sessions. */
   sessionRef(key: string): DocumentReference {
-    const group = keyGroupOf(key, this.sessionOptions.keyGroups);
+    const group = keyGroupOf(key, this.keyGroups);
     return this.collection(SESSION_COLLECTION).doc(`g${group}~${keyIdPart(key)}`);
   }
 
   /** Parses a session document. @throws TransientError naming the document when it is malformed */
   sessionOf(where: string, data: unknown): StoredSessionKey<Acc> {
     const doc = this.parse(where, SessionKeyDoc, data);
-    let json: unknown;
-    try {
-      json = JSON.parse(doc.state_json);
-    } catch (err) {
-      throw new TransientError(
-        `firestore read ${where}`,
-        `malformed state_json: ${errorText(err)}`,
-      );
-    }
-    const state = this.parse(where, StateJson, json);
+    const state = this.parse(where, StateJson, this.parseJson(where, 'state_json', doc.state_json));
     const windows = state.windows.map((w): WindowState<Acc> => ({
       window: w.window,
       pane: w.pane,
@@ -123,21 +109,11 @@ export class FirestoreSessionStore<Acc extends JsonValue>
     return new SessionAttempt(tx, this);
   }
 
-  async transactSessions<T>(
+  transactSessions<T>(
     operation: string,
     fn: (tx: SessionTransaction<Acc>) => Promise<T>,
   ): Promise<T> {
-    const result = await this.transact(operation, (tx) => {
-      if (!(tx instanceof SessionAttempt)) throw new Error('not a session transaction');
-      return fn(tx as SessionAttempt<Acc>);
-    });
-    if (result.kind !== 'committed') {
-      throw new TransientError(
-        operation,
-        'unexpected ledger conflict (the session layout has no ledger)',
-      );
-    }
-    return result.value;
+    return this.transact(operation, (tx) => fn(tx as SessionAttempt<Acc>));
   }
 
   async findSessionKeysDue(
@@ -227,7 +203,7 @@ class SessionAttempt<Acc extends JsonValue>
     const { state } = record;
     this.tx.set(this.sessions.sessionRef(state.key), {
       key: state.key,
-      group: keyGroupOf(state.key, this.sessions.sessionKeyGroups),
+      group: keyGroupOf(state.key, this.sessions.keyGroups),
       state_json: JSON.stringify({
         inputWatermarkMs: state.inputWatermarkMs,
         processingTimeMs: state.processingTimeMs,

@@ -12,15 +12,15 @@ import {
 import * as v from 'valibot';
 import { noteTransactionRetry } from '../attempt-observations';
 import { TransientError, errorText } from '../errors';
-import type { JsonValue, WatermarkState } from '../windowing';
+import type { IntervalWindow, JsonValue, WatermarkState } from '../windowing';
 import { keyIdPart } from './ids';
 import {
   LeaseLostError,
   type DroppedCounter,
   type DroppedIncrement,
   type Lease,
-  type LedgerEntry,
   type OutboxPane,
+  type SeenEntry,
   type ShardAddress,
   type StoredShard,
   type StoredWatermark,
@@ -28,7 +28,6 @@ import {
   type WindowAddress,
   type WindowReadRequest,
   type WindowReadResult,
-  type TransactionResult,
   type WindowStore,
   type WindowTransaction,
 } from './window-store';
@@ -78,6 +77,8 @@ export interface FirestoreWindowStoreOptions<Acc extends JsonValue> {
   readonly root: string;
   /** Pipeline name: the document under `root` holding everything. */
   readonly pipeline: string;
+  /** Key groups the layout spreads keys over (`OFFVIA_WINDOW_KEY_GROUPS`; default 1). */
+  readonly keyGroups?: number;
   /** Checks an accumulator read back from a shard. @throws on a malformed accumulator */
   readonly parseAccumulator: (value: unknown) => Acc;
   /** Attempts per transaction before contention is reported as a TransientError (default 10). */
@@ -136,10 +137,11 @@ function codeOf(err: unknown): unknown {
  * - `paneOutbox/{insertId}`: panes committed but not yet in the gold table;
  * - `meta/watermark` and the leases `meta/fireWindowsLease~p{n}` (fireWindows' partitions).
  * The window state itself is the subclass's (`GroupedFirestoreWindowStore`, `FirestoreSessionStore`): their attempts
- * implement the (key, window) operations of `WindowTransaction`; this class alone reads and writes only the above.
+ * implement the (key, window) operations of `WindowTransaction`; this class reads and writes only the above.
  */
 export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
   protected readonly base: DocumentReference;
+  readonly keyGroups: number;
   private readonly maxAttempts: number;
   readonly metrics: StoreMetrics;
   /** Errors that came from Firestore calls inside a transaction callback (retryable by the client). */
@@ -147,9 +149,10 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
 
   constructor(
     protected readonly db: Firestore,
-    protected readonly options: FirestoreWindowStoreOptions<Acc>,
+    readonly options: FirestoreWindowStoreOptions<Acc>,
   ) {
     this.base = db.collection(options.root).doc(options.pipeline);
+    this.keyGroups = options.keyGroups ?? 1;
     this.maxAttempts = options.maxAttempts ?? 10;
     this.metrics = options.metrics ?? newStoreMetrics();
   }
@@ -187,10 +190,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     }
   }
 
-  async transact<T>(
-    operation: string,
-    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>> {
+  async transact<T>(operation: string, fn: (tx: WindowTransaction<Acc>) => Promise<T>): Promise<T> {
     this.metrics.transactions++;
     let attempts = 0;
     let own: { error: unknown } | undefined;
@@ -232,7 +232,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
       this.metrics.writes += attempt?.writes ?? 0;
       this.metrics.deletes += attempt?.deletes ?? 0;
       if (committed !== undefined) this.afterCommit(committed);
-      return { kind: 'committed', value, attempts };
+      return value;
     } catch (err) {
       if (own !== undefined && own.error === err) throw err;
       throw new TransientError(`firestore ${operation}`, errorText(err), { cause: err });
@@ -311,9 +311,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     const ref = this.leaseRefOf(name);
     return this.call('acquire lease', () =>
       this.db.runTransaction(async (tx) => {
-        this.metrics.reads++;
-        const snap = await tx.get(ref);
-        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+        const doc = await this.leaseIn(tx, ref);
         if (doc !== null && doc.expires_at_ms > nowMs && doc.holder !== holder) return null;
         const lease: Lease = {
           holder,
@@ -333,13 +331,21 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     );
   }
 
+  /** The lease document `ref` as read in `tx` (`null`: absent). @throws TransientError when malformed */
+  private async leaseIn(
+    tx: Transaction,
+    ref: DocumentReference,
+  ): Promise<v.InferOutput<typeof LeaseDoc> | null> {
+    const snap = await this.sdk(() => tx.get(ref));
+    this.metrics.reads++;
+    return snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+  }
+
   async releaseLease(lease: Lease): Promise<void> {
     const ref = this.leaseRefOf(lease.name);
     await this.call('release lease', () =>
       this.db.runTransaction(async (tx) => {
-        this.metrics.reads++;
-        const snap = await tx.get(ref);
-        const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+        const doc = await this.leaseIn(tx, ref);
         if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) return;
         tx.update(ref, { expires_at_ms: 0 });
         this.metrics.writes++;
@@ -426,15 +432,22 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     return result.output;
   }
 
+  /** Parses the JSON text `field` of the document at `where`. @throws TransientError naming both when malformed */
+  parseJson(where: string, field: string, text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new TransientError(`firestore read ${where}`, `malformed ${field}: ${errorText(err)}`);
+    }
+  }
+
   /**
    * Reads the lease named `lease.name` (default `fireWindowsLease`) in `tx`.
    * @throws LeaseLostError unless it is still `lease` (holder and fence)
    */
   async checkLease(tx: Transaction, lease: Lease): Promise<void> {
     const ref = this.leaseRefOf(lease.name);
-    const snap = await this.sdk(() => tx.get(ref));
-    this.metrics.reads++;
-    const doc = snap.exists ? this.parse(`meta/${ref.id}`, LeaseDoc, snap.data()) : null;
+    const doc = await this.leaseIn(tx, ref);
     if (doc === null || doc.fence !== lease.fence || doc.holder !== lease.holder) {
       throw new LeaseLostError(
         `fireWindows lease ${ref.id} (fence ${lease.fence}) is lost: it is at fence ${String(doc?.fence)} held by ` +
@@ -447,14 +460,13 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
 /** The error of a (key, window) operation on a store that keeps none (the shared documents, or sessions). */
 function noWindowState(operation: string): Error {
   return new Error(
-    `${operation}: this store keeps no (key, window) state (a layout's attempt implements it)`,
+    `${operation}: this store keeps no (key, window) state (a layout implements it)`,
   );
 }
 
 /**
  * One attempt of a transaction: the shared writes (dropped-late counters, outbox panes) and the lease check. A
- * layout's attempt overrides the (key, window) operations (`read`, `putWindow`, … of `WindowTransaction`); here
- * they throw.
+ * layout's attempt overrides the (key, window) operations of `WindowTransaction`; here they fail.
  */
 export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransaction<Acc> {
   /** Writes queued by this attempt (committed only if the attempt commits), deletes excluded. */
@@ -473,6 +485,9 @@ export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransa
   read(_request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
     return Promise.reject(noWindowState('read'));
   }
+  groupKeys(_window: IntervalWindow, _group: number): Promise<WindowAddress[]> {
+    return Promise.reject(noWindowState('groupKeys'));
+  }
   putWindow(_record: StoredWindow): void {
     throw noWindowState('putWindow');
   }
@@ -485,8 +500,8 @@ export class FirestoreTransaction<Acc extends JsonValue> implements WindowTransa
   deleteShard(_address: ShardAddress): void {
     throw noWindowState('deleteShard');
   }
-  createLedgerEntry(_entry: LedgerEntry): void {
-    throw noWindowState('createLedgerEntry');
+  addSeen(_entry: SeenEntry): void {
+    throw noWindowState('addSeen');
   }
 
   checkLease(lease: Lease): Promise<void> {

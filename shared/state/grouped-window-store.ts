@@ -17,15 +17,23 @@ import {
   FirestoreWindowStore,
   type FirestoreWindowStoreOptions,
 } from './firestore-window-store';
-import { dedupIdOf, eventShardOf, HEAD_SHARD, keyGroupDocId, keyGroupOf, keyIdPart } from './ids';
+import {
+  DEDUP_ID_LENGTH,
+  dedupIdOf,
+  dedupIdsIn,
+  eventShardOf,
+  HEAD_SHARD,
+  keyGroupDocId,
+  keyGroupOf,
+  keyIdPart,
+} from './ids';
 import type {
   DroppedIncrement,
-  LedgerEntry,
   OutboxPane,
+  SeenEntry,
   ShardAddress,
   StoredShard,
   StoredWindow,
-  TransactionResult,
   WindowAddress,
   WindowReadRequest,
   WindowReadResult,
@@ -47,7 +55,6 @@ export const GROUP_COLLECTIONS = {
 export const DEFAULT_MAX_SEEN_PER_DOCUMENT = 20_000;
 /** Panes per `paneBatches` document (a gold row is well under 2 KiB: ≤ 400 KiB per document, Firestore's 1 MiB). */
 const PANES_PER_BATCH = 200;
-const DEDUP_ID_LENGTH = 16;
 
 /** Options of the key-groups adapter. */
 export interface GroupedWindowStoreOptions<
@@ -174,16 +181,15 @@ interface GroupImage {
  *   its TTL, so a redelivery or replay is still recognised, and an event dropped as late is counted as dropped once.
  * - `dedupSpills/<group doc id>~<n>`: dedup ids beyond `maxSeenPerDocument`.
  * - `paneBatches/<random>`: the panes one transaction fired (up to 200 per document), deleted once in gold.
- * The watermark, leases and dropped-late counters are the per-window layout's documents (inherited).
+ * The watermark, leases and dropped-late counters are the shared documents (inherited).
  */
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
-  readonly dedup = 'in-state' as const;
-  readonly keyGroups: number;
   /** Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). */
   readonly shards: number;
   /** The shard whose document holds the bookkeeping (`w`) and the timers: 0, or `HEAD_SHARD`. */
   readonly headShard: number;
-  private readonly maxSeen: number;
+  /** Most dedup ids a document keeps before spilling. */
+  readonly maxSeenPerDocument: number;
   private readonly clock: () => number;
   /** Panes of committed batches not yet deleted: insertId → batch document id, and what each batch has left. */
   private readonly batchOf = new Map<string, string>();
@@ -196,10 +202,9 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     private readonly groupOptions: GroupedWindowStoreOptions<Acc>,
   ) {
     super(db, groupOptions);
-    this.keyGroups = groupOptions.keyGroups;
     this.shards = groupOptions.shards;
     this.headShard = groupOptions.shards > 1 ? HEAD_SHARD : 0;
-    this.maxSeen = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
+    this.maxSeenPerDocument = groupOptions.maxSeenPerDocument ?? DEFAULT_MAX_SEEN_PER_DOCUMENT;
     this.clock = groupOptions.now ?? Date.now;
   }
 
@@ -211,14 +216,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   /** The n-th dedup spill document of a key-group document. */
   spillRef(groupRef: DocumentReference, n: number): DocumentReference {
     return this.base.collection(GROUP_COLLECTIONS.spills).doc(`${groupRef.id}~${n}`);
-  }
-
-  /**
-   * Checks an accumulator read back from a key-group document.
-   * @throws on a malformed accumulator
-   */
-  parseAcc(value: unknown): Acc {
-    return this.groupOptions.parseAccumulator(value);
   }
 
   /** The group a key's state lives in. */
@@ -258,7 +255,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   override async transact<T>(
     operation: string,
     fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>> {
+  ): Promise<T> {
     const seed = this.seeding;
     if (seed === null) return super.transact(operation, fn);
     this.metrics.transactions++;
@@ -272,7 +269,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     this.metrics.writes += attempt.writes;
     this.metrics.deletes += attempt.deletes;
     this.afterCommit(attempt);
-    return { kind: 'committed', value, attempts: 1 };
+    return value;
   }
 
   protected override newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
@@ -317,37 +314,23 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     group: number,
     shard: number,
   ): GroupImage {
-    if (snap === undefined || !snap.exists) {
-      return {
-        ref,
-        window,
-        group,
-        shard,
-        existed: false,
-        w: new Map(),
-        c: new Map(),
-        seenText: '',
-        droppedText: '',
-        seenSet: undefined,
-        spills: 0,
-        floorMs: null,
-        dirty: false,
-      };
-    }
-    const doc = this.parse(`${GROUP_COLLECTIONS.groups}/${ref.id}`, GroupDoc, snap.data());
+    const existed = snap?.exists === true;
+    const doc = existed
+      ? this.parse(`${GROUP_COLLECTIONS.groups}/${ref.id}`, GroupDoc, snap.data())
+      : undefined;
     return {
       ref,
       window,
       group,
       shard,
-      existed: true,
-      w: new Map(Object.entries(doc.w)),
-      c: new Map(Object.entries(doc.c)),
-      seenText: doc.seen,
-      droppedText: doc.dropped,
+      existed,
+      w: new Map(Object.entries(doc?.w ?? {})),
+      c: new Map(Object.entries(doc?.c ?? {})),
+      seenText: doc?.seen ?? '',
+      droppedText: doc?.dropped ?? '',
       seenSet: undefined,
-      spills: doc.spills,
-      floorMs: doc.watermark_floor_ms,
+      spills: doc?.spills ?? 0,
+      floorMs: doc?.watermark_floor_ms ?? null,
       dirty: false,
     };
   }
@@ -371,12 +354,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     windows: readonly IntervalWindow[],
   ): Promise<'counted' | 'dropped' | null> {
     const id = dedupIdOf(eventId);
-    const has = (text: string) => {
-      for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH) {
-        if (text.slice(i, i + DEDUP_ID_LENGTH) === id) return true;
-      }
-      return false;
-    };
+    const has = (text: string) => dedupIdsIn(text).includes(id);
     return this.call('read dedup ids', async () => {
       let outcome: 'counted' | 'dropped' | null = null;
       // The event's shard first (where its home aggregation keeps it), then the others (a guest of a joint bundle
@@ -406,11 +384,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
       }
       return outcome;
     });
-  }
-
-  /** Most dedup ids a document keeps before spilling. */
-  get maxSeenPerDocument(): number {
-    return this.maxSeen;
   }
 
   /**
@@ -493,15 +466,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     for (const d of snap.docs) {
       const where = `${GROUP_COLLECTIONS.paneBatches}/${d.id}`;
       const doc = this.parse(where, BatchDoc, d.data());
-      let list: unknown;
-      try {
-        list = JSON.parse(doc.panes_json);
-      } catch (err) {
-        throw new TransientError(
-          `firestore read ${where}`,
-          `malformed panes_json: ${errorText(err)}`,
-        );
-      }
+      const list = this.parseJson(where, 'panes_json', doc.panes_json);
       const batch = this.parse(where, v.array(BatchPane), list).map((p): OutboxPane => ({
         insertId: p.insertId,
         row: p.row,
@@ -550,47 +515,6 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
         batch.delete(this.base.collection(GROUP_COLLECTIONS.paneBatches).doc(id));
       await batch.commit();
       this.metrics.deletes += emptied.length;
-    });
-  }
-
-  /**
-   * The migration cutover, epoch ms: windows starting before it stay in the per-window layout (ingest and
-   * fireWindows use the per-window code path for them), windows starting at or after it use key groups. Decided once
-   * per pipeline by the first instance of this version (document `meta/layout`): 0 when the per-window collections
-   * hold no window, else `now + rolloutMarginMs`, so instances of the previous version still running during the
-   * rollout never write a window that this version writes too.
-   * @throws TransientError when Firestore fails
-   */
-  async layoutCutoverMs(rolloutMarginMs: number): Promise<number> {
-    const ref = this.base.collection('meta').doc('layout');
-    return this.call('read layout cutover', async () => {
-      const read = async (): Promise<number | null> => {
-        this.metrics.reads++;
-        const snap = await ref.get();
-        const value: unknown = snap.get('key_groups_from_window_start_ms');
-        return snap.exists && typeof value === 'number' ? value : null;
-      };
-      const known = await read();
-      if (known !== null) return known;
-      const legacy = await this.base.collection('windows').limit(1).get();
-      this.metrics.reads++;
-      const cutover = legacy.empty ? 0 : this.clock() + rolloutMarginMs;
-      try {
-        await ref.create({
-          key_groups_from_window_start_ms: cutover,
-          decided_at_ms: this.clock(),
-          legacy_windows_open: !legacy.empty,
-        });
-        this.metrics.writes++;
-        return cutover;
-      } catch (err) {
-        // ALREADY_EXISTS: another instance decided first; its value holds.
-        if ((err as { code?: unknown } | null)?.code !== 6) throw err;
-        const decided = await read();
-        if (decided === null)
-          throw new Error('meta/layout vanished after ALREADY_EXISTS', { cause: err });
-        return decided;
-      }
     });
   }
 
@@ -773,14 +697,10 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
 
   private seenSet(image: GroupImage): Set<string> {
     if (image.seenSet === undefined) {
-      const set = new Set<string>();
-      for (let i = 0; i < image.seenText.length; i += DEDUP_ID_LENGTH) {
-        set.add(image.seenText.slice(i, i + DEDUP_ID_LENGTH));
-      }
+      const set = new Set(dedupIdsIn(image.seenText));
       for (let n = 0; n < image.spills; n++) {
         const text = this.spillTexts.get(this.grouped.spillRef(image.ref, n).id) ?? '';
-        for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH)
-          set.add(text.slice(i, i + DEDUP_ID_LENGTH));
+        for (const id of dedupIdsIn(text)) set.add(id);
       }
       image.seenSet = set;
     }
@@ -788,9 +708,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override async read(request: WindowReadRequest): Promise<WindowReadResult<Acc>> {
-    if ((request.ledger ?? []).length > 0) {
-      throw new Error('the key-groups layout keeps dedup in the state: read `seen`, not `ledger`');
-    }
     const windows = request.windows ?? [];
     const shards = request.shards ?? [];
     const seen = request.seen ?? [];
@@ -831,7 +748,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         if (part === undefined || part.k !== a.key) return null;
         return this.shardOfPart(a, part);
       }),
-      ledger: [],
       floors: windows.map((a) => {
         const head = this.image(a.window, g(a.key), this.grouped.headShard);
         return head.existed ? head.floorMs : null;
@@ -842,7 +758,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     };
   }
 
-  async groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]> {
+  override async groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]> {
     const head = this.grouped.headShard;
     await this.load([{ window, group, shard: head }]);
     return [...this.image(window, group, head).w.values()].map((e) => ({ key: e.k, window }));
@@ -865,7 +781,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   private shardOfPart(a: ShardAddress, part: Part): StoredShard<Acc> {
     let accumulator: Acc;
     try {
-      accumulator = this.parseAccumulator(JSON.parse(part.a));
+      accumulator = this.grouped.options.parseAccumulator(JSON.parse(part.a));
     } catch (err) {
       throw new TransientError(
         `firestore read ${GROUP_COLLECTIONS.groups}/${keyGroupDocId(a.window, this.grouped.groupOf(a.key), a.shard)}`,
@@ -882,10 +798,6 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
         firstElementInPaneAtMs: part.f,
       },
     };
-  }
-
-  private parseAccumulator(value: unknown): Acc {
-    return this.grouped.parseAcc(value);
   }
 
   override putWindow(record: StoredWindow): void {
@@ -940,13 +852,12 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     image.dirty = true;
   }
 
-  /** Adds the event's dedup id to the shard document of each of its windows (no ledger document). */
-  override createLedgerEntry(entry: LedgerEntry): void {
-    const windows = entry.windows ?? [];
-    const shards = entry.shards ?? [];
-    if (windows.length !== entry.windowIds.length || shards.length !== windows.length) {
+  /** Adds the event's dedup id to the shard document of each of its windows. */
+  override addSeen(entry: SeenEntry): void {
+    const { windows, shards } = entry;
+    if (shards.length !== windows.length) {
       throw new Error(
-        `ledger entry of ${entry.eventId} lacks its windows and shards (key-groups layout)`,
+        `dedup id of ${entry.eventId}: ${windows.length} windows, ${shards.length} shards`,
       );
     }
     const id = dedupIdOf(entry.eventId);

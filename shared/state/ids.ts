@@ -66,6 +66,17 @@ export function dedupIdOf(eventId: string): string {
     .toString('base64url');
 }
 
+/** Characters of a dedup id (`dedupIdOf`). */
+export const DEDUP_ID_LENGTH = 16;
+
+/** The dedup ids of `text` (dedup ids concatenated, as documents keep them). */
+export function dedupIdsIn(text: string): string[] {
+  const ids: string[] = [];
+  for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH)
+    ids.push(text.slice(i, i + DEDUP_ID_LENGTH));
+  return ids;
+}
+
 /** The shard number that stands for a key group's separate bookkeeping document (`~h`). */
 export const HEAD_SHARD = -1;
 

@@ -1,7 +1,6 @@
 // Applies bundles of elements and timer firings to the keyed store, one transaction each, by rebuilding the core's
 // KeyState from the stored documents and writing back what the core decided (shared/windowing owns the semantics).
 import { isDeepStrictEqual } from 'node:util';
-import { TransientError } from '../errors';
 import {
   addToContribution,
   assignWindows,
@@ -41,9 +40,9 @@ import {
 
 /** One event for the windowed pipeline. */
 export interface WindowElement<In> {
-  /** Stable event id: the dedup ledger key. */
+  /** Stable event id: the dedup key. */
   readonly eventId: string;
-  /** The Pub/Sub message that delivered it (ledger and logs). */
+  /** The Pub/Sub message that delivered it (logs). */
   readonly messageId: string;
   /** The value for `CombineFn.addInput`. */
   readonly value: In;
@@ -61,7 +60,7 @@ export interface WindowDrop {
 
 /**
  * What happened to one element: `counted` in at least one window (possibly dropped from others, with sliding
- * windows), `dropped` from all of them, or `duplicate` (its ledger entry existed: nothing changed).
+ * windows), `dropped` from all of them, or `duplicate` (its dedup id was kept already: nothing changed).
  */
 export interface ElementOutcome {
   readonly kind: 'counted' | 'dropped' | 'duplicate';
@@ -80,14 +79,6 @@ export interface BundleResult {
   readonly processingTimeMs: number;
 }
 
-/** What firing one window's timers did. */
-export interface FireResult {
-  /** Panes committed to the outbox, in firing order. */
-  readonly panes: readonly OutboxPane[];
-  /** The window was garbage-collected: its bookkeeping and shards are deleted. */
-  readonly closed: boolean;
-}
-
 /**
  * Reads the pipeline watermark at processing time `processingTimeMs`: the cached value, or with `fresh` a strongly
  * consistent read (epoch ms).
@@ -103,20 +94,12 @@ export interface KeyedWindowsOptions<In, Acc extends JsonValue, Out> {
   /** The same combiner (merging shards). */
   readonly combineFn: CombineFn<In, Acc, Out>;
   readonly store: WindowStore<Acc>;
-  /** Shards of a new window (existing windows keep theirs). */
+  /** Shards per key group of a new window (existing windows keep theirs). */
   readonly shardCount: number;
-  /** Ledger entry lifetime, ms (≥ Pub/Sub retention). */
-  readonly ledgerTtlMs: number;
   /** Dropped-late counter lifetime, ms. */
   readonly droppedTtlMs: number;
   /** The gold row of a pane. */
   readonly paneRow: (pane: Pane<Out>, insertId: string) => Record<string, unknown>;
-  /**
-   * Picks the shard a bundle writes to, in [0, shardCount). Default: a sticky random shard per instance, moved to
-   * another random shard whenever a transaction had to be retried (contention), so instances spread over the shards
-   * instead of colliding on every transaction.
-   */
-  readonly pickShard?: (shardCount: number) => number;
 }
 
 /** A bundle of one key checked and ready to apply: its elements, their windows, the unique ones, the latest arrival. */
@@ -129,11 +112,22 @@ interface PreparedBundle<In> {
 }
 
 /** What applying one bundle inside a transaction did (per unique event id applied; absent: a duplicate). */
-interface AppliedBundle {
-  readonly outcomes: Map<string, ElementOutcome>;
-  readonly panes: OutboxPane[];
-  readonly watermarkMs: number;
-  readonly processingTimeMs: number;
+export interface AppliedBundle extends Omit<BundleResult, 'outcomes'> {
+  readonly outcomes: ReadonlyMap<string, ElementOutcome>;
+}
+
+/** The result of a bundle of `elements`: an element not applied (repeated, or already counted) is a `duplicate`. */
+export function bundleResultOf(
+  elements: readonly { readonly eventId: string }[],
+  applied: AppliedBundle,
+): BundleResult {
+  const seen = new Set<string>();
+  const outcomes = elements.map((e): ElementOutcome => {
+    const outcome = seen.has(e.eventId) ? undefined : applied.outcomes.get(e.eventId);
+    seen.add(e.eventId);
+    return outcome ?? { kind: 'duplicate', dropped: [] };
+  });
+  return { ...applied, outcomes };
 }
 
 /** The plan for one window inside a bundle transaction. */
@@ -149,23 +143,16 @@ function paneChanged(a: PaneBookkeeping, b: PaneBookkeeping): boolean {
 
 /**
  * The windowed pipeline on the keyed store. Per (key, window) the store keeps a bookkeeping record (pane counters,
- * timers) and `shardCount` shard documents whose contributions merge into the core's `WindowState`.
+ * timers) and `shardCount` shard contributions that merge into the core's `WindowState`.
  *
- * Applying a bundle is one transaction: its ledger entries, its shard update and any firing commit together, so a
- * redelivered event (ledger entry present) changes nothing. The common case (no firing possible) reads the
- * bookkeeping record and one shard and writes that shard; when the core could fire (watermark past the end of
- * window, the window in its late phase, or a trigger visibly due on the element's shard) all shards are read, the
- * core runs on the merged state, and its decisions are written back.
+ * Applying a bundle is one transaction: its dedup ids, its shard update and any firing commit together, so a
+ * redelivered event (dedup id present) changes nothing. The common case (no firing possible) reads the bookkeeping
+ * and one shard and writes that shard; when the core could fire (watermark past the end of window, the window in its
+ * late phase, or a trigger visibly due on the element's shard) all shards are read, the core runs on the merged
+ * state, and its decisions are written back.
  */
 export class KeyedWindows<In, Acc extends JsonValue, Out> {
-  private readonly pickShard: (shardCount: number) => number;
-  /** The default picker's current shard (random per instance). */
-  private stickyShard: number;
-
-  constructor(private readonly options: KeyedWindowsOptions<In, Acc, Out>) {
-    this.stickyShard = Math.floor(Math.random() * options.shardCount);
-    this.pickShard = options.pickShard ?? ((n) => this.stickyShard % n);
-  }
+  constructor(private readonly options: KeyedWindowsOptions<In, Acc, Out>) {}
 
   /**
    * The shard an event's state and dedup id go to in a key-groups store: hash(event id) mod shards, so every
@@ -176,14 +163,11 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * The bundler queue of an event: per (key, windows) in the per-window layout; per (key group, windows) in the
-   * key-groups layout, so one transaction applies the events of many keys of a group, whatever their event shards.
+   * The bundler queue of an event: per (key group, windows), so one transaction applies the events of many keys of a
+   * group, whatever their event shards.
    */
   bundleQueueKey(key: string, windows: readonly IntervalWindow[]): string {
-    const ids = windows.map(windowId).join(',');
-    const { store } = this.options;
-    if (store.dedup !== 'in-state') return `${key}|${ids}`;
-    return `g${keyGroupOf(key, store.keyGroups ?? 1)}|${ids}`;
+    return `g${keyGroupOf(key, this.options.store.keyGroups)}|${windows.map(windowId).join(',')}`;
   }
 
   /** The windows an element stamped `timestampMs` (epoch ms) belongs to, by (end, start). */
@@ -208,8 +192,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Applies, in one transaction, bundles of several keys of one key group whose elements share their windows, for
-   * stores that keep dedup in the state. Each event's dedup id lives in its event shard's document
+   * Applies, in one transaction, bundles of several keys of one key group whose elements share their windows. Each
+   * event's dedup id lives in its event shard's document
    * (`eventShardOf(eventId, shardCount)`, whatever instance or bundle delivers it): an event whose id is there is a
    * `duplicate`; the others are counted (or dropped) and their ids added there. The counted contributions of the
    * whole bundle go to one shard (the first element's event shard), so a hot key's bundle writes one contribution.
@@ -221,13 +205,10 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     watermark: WatermarkReader,
   ): Promise<BundleResult[]> {
     const prepared = this.prepareGroupBundles(bundles);
-    const result = await this.options.store.transact('apply group bundle', (tx) =>
+    const applied = await this.options.store.transact('apply group bundle', (tx) =>
       this.applyPrepared(tx, prepared, watermark, new Set()),
     );
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError('apply group bundle', 'unexpected ledger conflict (in-state dedup)');
-    }
-    return this.resultsOf(prepared, result.value);
+    return this.resultsOf(prepared, applied);
   }
 
   /** Checks the bundles of `processGroupBundle` and leaves out each one's repeated event ids. */
@@ -289,25 +270,11 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     const read: WatermarkReader = (pt, fresh) =>
       fresh ? (freshRead ??= watermark(pt, true)) : watermark(pt, false);
     const applied: AppliedBundle[] = [];
-    for (const b of prepared) {
-      applied.push(
-        await this.applyBundle(
-          tx,
-          b.key,
-          b.windows,
-          b.fresh,
-          b.processingTimeMs,
-          read,
-          false,
-          shard,
-          guests,
-        ),
-      );
-    }
+    for (const b of prepared) applied.push(await this.applyBundle(tx, b, read, shard, guests));
     return applied;
   }
 
-  /** One result per prepared bundle: an element not applied (repeated, or already counted) is a `duplicate`. */
+  /** One result per prepared bundle (`bundleResultOf`). */
   private resultsOf(
     prepared: readonly PreparedBundle<In>[],
     applied: readonly AppliedBundle[],
@@ -315,18 +282,7 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     return prepared.map((b, i) => {
       const done = applied[i];
       if (done === undefined) throw new Error('group bundle lost a result');
-      const seen = new Set<string>();
-      const outcomes = b.elements.map((e): ElementOutcome => {
-        if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
-        seen.add(e.eventId);
-        return done.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
-      });
-      return {
-        outcomes,
-        panes: done.panes,
-        watermarkMs: done.watermarkMs,
-        processingTimeMs: done.processingTimeMs,
-      };
+      return bundleResultOf(b.elements, done);
     });
   }
 
@@ -386,18 +342,13 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
       }
       return all;
     });
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError(
-        'apply pipeline bundle',
-        'unexpected ledger conflict (in-state dedup)',
-      );
-    }
-    return parts.map((p, i) => p.keyed.resultsOf(prepared[i] ?? [], result.value[i] ?? []));
+    return parts.map((p, i) => p.keyed.resultsOf(prepared[i] ?? [], result[i] ?? []));
   }
 
   /**
-   * Runs the timers of every key of one key group of `window` in one transaction (key-groups stores): the same
-   * firing as `fireInTransaction` for each key, with one read of the group's documents and one write of each changed one.
+   * Runs the timers of every key of one key group of `window` in one transaction, with one read of the group's
+   * documents and one write of each changed one: per key, the on-time pane once the watermark passed the end,
+   * processing-time early/late firings that are due, and garbage collection past end + allowed lateness.
    * @throws TransientError when the store fails
    */
   async fireGroup(
@@ -406,64 +357,35 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     watermarkMs: number,
     processingTimeMs: number,
   ): Promise<{ panes: OutboxPane[]; keysFired: number; keysClosed: number }> {
-    const result = await this.options.store.transact('fire key group', async (tx) => {
-      if (tx.groupKeys === undefined) {
-        throw new Error('fireGroup needs a key-groups store (WindowTransaction.groupKeys)');
-      }
-      const addresses = await tx.groupKeys(window, group);
+    return this.options.store.transact('fire key group', async (tx) => {
       const panes: OutboxPane[] = [];
       let keysFired = 0;
       let keysClosed = 0;
-      for (const address of addresses) {
-        const fired = await this.fireInTransaction(tx, address, watermarkMs, processingTimeMs);
-        if (fired.panes.length > 0 || fired.closed) keysFired++;
-        if (fired.closed) keysClosed++;
-        panes.push(...fired.panes);
+      for (const address of await tx.groupKeys(window, group)) {
+        const guess = this.shardAddresses(address, this.options.shardCount);
+        const read = await tx.read({ windows: [address], shards: guess });
+        const stored = read.windows[0] ?? null;
+        if (stored === null) continue;
+        const shards = await this.completeShards(tx, stored, read.shards);
+        const wm = Math.max(watermarkMs, stored.watermarkMs);
+        const pt = Math.max(processingTimeMs, stored.processingTimeMs);
+        const state0 = this.keyState(address.key, [stored], [shards], wm, pt);
+        const ctx = { inputWatermarkMs: wm, processingTimeMs: pt };
+        const step = this.options.runner.advanceTime(state0, ctx);
+        const none = { state: step.state, panes: [], dropped: [] };
+        const fired = this.persist(tx, address.key, [window], [stored], [shards], step, none, {
+          accepted: new Map(),
+          ownIndex: [-1],
+          watermarkMs: wm,
+          processingTimeMs: pt,
+        });
+        const closed = !step.state.windows.some((w) => sameWindow(w.window, window));
+        if (fired.length > 0 || closed) keysFired++;
+        if (closed) keysClosed++;
+        panes.push(...fired);
       }
       return { panes, keysFired, keysClosed };
     });
-    if (result.kind === 'ledger_conflict') {
-      throw new TransientError('fire key group', 'unexpected ledger conflict (no ledger write)');
-    }
-    return result.value;
-  }
-
-  /**
-   * Runs the timers of one (key, window) inside `tx` at watermark `watermarkMs` and processing time
-   * `processingTimeMs` (epoch ms): the on-time pane once the watermark passed the end, processing-time early/late
-   * firings that are due, and garbage collection past end + allowed lateness.
-   */
-  private async fireInTransaction(
-    tx: WindowTransaction<Acc>,
-    address: WindowAddress,
-    watermarkMs: number,
-    processingTimeMs: number,
-  ): Promise<FireResult> {
-    {
-      const guess = this.shardAddresses(address, this.options.shardCount);
-      const read = await tx.read({ windows: [address], shards: guess });
-      const stored = read.windows[0] ?? null;
-      if (stored === null) return { panes: [], closed: false };
-      const shards = await this.completeShards(tx, stored, read.shards);
-      const wm = Math.max(watermarkMs, stored.watermarkMs);
-      const pt = Math.max(processingTimeMs, stored.processingTimeMs);
-      const state0 = this.keyState(address.key, [stored], [shards], wm, pt);
-      const step = this.options.runner.advanceTime(state0, {
-        inputWatermarkMs: wm,
-        processingTimeMs: pt,
-      });
-      const none = { state: step.state, panes: [], dropped: [] };
-      const panes = this.persist(tx, address.key, [stored.window], [stored], [shards], step, none, {
-        accepted: new Map(),
-        ownIndex: [-1],
-        watermarkMs: wm,
-        processingTimeMs: pt,
-      });
-      return {
-        panes,
-        closed: !step.state.windows.some((w) => sameWindow(w.window, address.window)),
-      };
-    }
   }
 
   private shardAddresses(address: WindowAddress, count: number): ShardAddress[] {
@@ -540,55 +462,45 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     return 'fast';
   }
 
+  /** Applies one prepared bundle inside `tx`, its contributions to shard `guess` (see `applyPrepared`). */
   private async applyBundle(
     tx: WindowTransaction<Acc>,
-    key: string,
-    windows: readonly IntervalWindow[],
-    candidates: readonly WindowElement<In>[],
-    processingTimeMs: number,
+    bundle: PreparedBundle<In>,
     watermark: WatermarkReader,
-    readLedger: boolean,
-    eventShard?: number,
-    guests: ReadonlySet<string> = new Set(),
+    guess: number,
+    guests: ReadonlySet<string>,
   ): Promise<AppliedBundle> {
+    const { key, windows, fresh, processingTimeMs } = bundle;
     const { shardCount } = this.options;
-    const inState = this.options.store.dedup === 'in-state';
-    const guess = eventShard ?? this.pickShard(shardCount);
     const addresses = windows.map((window) => ({ key, window }));
     const read = await tx.read({
       windows: addresses,
       shards: addresses.map((a) => ({ ...a, shard: guess })),
-      ledger: readLedger ? candidates.map((e) => e.eventId) : [],
     });
-    let elements = readLedger ? candidates.filter((_, i) => !read.ledger[i]) : [...candidates];
     const stored = read.windows.map((w) => w ?? null);
     // A window's own shard: the guess, reduced to the window's shard count if it was created with another N.
     const reduce = (shard: number) =>
       stored.map((s) => (s === null ? shard : shard % s.shardCount));
     const ownIndex = reduce(guess);
-    // In-state dedup: an event counted (or dropped) has its id in its own event shard's document of every window, so
-    // any delivery of it, in whatever bundle, probes the same document; the bundle's contributions go to `ownIndex`.
-    const dedupShards = new Map(
-      candidates.map((e) => [e.eventId, reduce(this.eventShard(e.eventId))]),
+    // An event counted (or dropped) has its id in its own event shard's document of every window, so any delivery of
+    // it, in whatever bundle, probes the same document; the bundle's contributions go to `ownIndex`.
+    const dedupShards = new Map(fresh.map((e) => [e.eventId, reduce(this.eventShard(e.eventId))]));
+    const probes = fresh.flatMap((e) =>
+      (guests.has(e.eventId) ? [] : windows).map((window, i) => ({
+        eventId: e.eventId,
+        key,
+        window,
+        shard: dedupShards.get(e.eventId)?.[i] ?? 0,
+      })),
     );
-    if (inState) {
-      const probes = elements.flatMap((e) =>
-        (guests.has(e.eventId) ? [] : windows).map((window, i) => ({
-          eventId: e.eventId,
-          key,
-          window,
-          shard: dedupShards.get(e.eventId)?.[i] ?? 0,
-        })),
-      );
-      const seen = probes.length === 0 ? [] : ((await tx.read({ seen: probes })).seen ?? []);
-      let at = 0;
-      elements = elements.filter((e) => {
-        if (guests.has(e.eventId)) return true;
-        const answers = seen.slice(at, at + windows.length);
-        at += windows.length;
-        return answers.every((s) => s !== true);
-      });
-    }
+    const seen = probes.length === 0 ? [] : (await tx.read({ seen: probes })).seen;
+    let at = 0;
+    const elements = fresh.filter((e) => {
+      if (guests.has(e.eventId)) return true;
+      const answers = seen.slice(at, at + windows.length);
+      at += windows.length;
+      return answers.every((s) => s !== true);
+    });
     const own = await Promise.all(
       stored.map(async (s, i) => {
         if (ownIndex[i] === guess) return read.shards[i] ?? null;
@@ -600,9 +512,9 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     );
     let watermarkMs = await watermark(processingTimeMs, false);
     if (stored.some((s) => s === null)) {
-      const floors = read.floors ?? [];
+      const floors = read.floors;
       const known = stored.every((s, i) => s !== null || typeof floors[i] === 'number');
-      if (inState && known) {
+      if (known) {
         // Key groups: the group's bookkeeping document carries the highest watermark applied to it, garbage
         // collection included, read in this transaction: the same guarantee as a fresh read, without it.
         watermarkMs = Math.max(watermarkMs, ...floors.filter((f): f is number => f !== null));
@@ -693,7 +605,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
           contribution = addToContribution(this.options.combineFn, contribution, e.value, pt);
         }
         tx.putShard({ key, window, shard: ownIndex[i] ?? 0, contribution });
-        if (record === null) tx.putWindow(this.freshRecord(key, window, shardCountOf, wm, pt));
+        if (record === null)
+          tx.putWindow(this.record(key, window, FRESH_PANE, shardCountOf, pt, wm, pt));
         else if (record.paneFirstElementAtMs === null) {
           // The pane's first element: one bookkeeping write per pane makes the pane's start visible to all shards.
           tx.putWindow({ ...record, paneFirstElementAtMs: pt });
@@ -702,57 +615,20 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
     }
 
     const outcomes = new Map<string, ElementOutcome>();
-    const expireAtMs = pt + this.options.ledgerTtlMs;
     for (const e of elements) {
       const dropped = drops.get(e.eventId) ?? [];
       const kind = dropped.length === windows.length ? 'dropped' : 'counted';
       outcomes.set(e.eventId, { kind, dropped });
-      tx.createLedgerEntry({
-        eventId: e.eventId,
-        messageId: e.messageId,
-        key,
-        windowIds: windows.map(windowId),
-        outcome: kind,
-        appliedAtMs: pt,
-        expireAtMs,
-        // A guest's id goes to the document the bundle writes anyway: its home decides dedup, the id is for
-        // operators (`eventOutcome`), so it need not be where a redelivery would probe.
-        ...(inState && {
-          windows,
-          shards: guests.has(e.eventId) ? ownIndex : (dedupShards.get(e.eventId) ?? ownIndex),
-        }),
-      });
+      // A guest's id goes to the document the bundle writes anyway: its home decides dedup, the id is for
+      // operators (`eventOutcome`), so it need not be where a redelivery would probe.
+      const shards = guests.has(e.eventId) ? ownIndex : (dedupShards.get(e.eventId) ?? ownIndex);
+      tx.addSeen({ eventId: e.eventId, key, outcome: kind, windows, shards });
     }
-    for (const increment of droppedIncrementsOf(
-      key,
-      guess,
-      elements,
-      drops,
-      wm,
-      pt,
-      this.options.droppedTtlMs,
-    )) {
-      tx.addDropped(increment);
+    const { droppedTtlMs } = this.options;
+    for (const inc of droppedIncrementsOf(key, guess, elements, drops, wm, pt, droppedTtlMs)) {
+      tx.addDropped(inc);
     }
     return { outcomes, panes, watermarkMs: wm, processingTimeMs: pt };
-  }
-
-  private freshRecord(
-    key: string,
-    window: IntervalWindow,
-    shardCount: number,
-    watermarkMs: number,
-    processingTimeMs: number,
-  ): StoredWindow {
-    return this.record(
-      key,
-      window,
-      FRESH_PANE,
-      shardCount,
-      processingTimeMs,
-      watermarkMs,
-      processingTimeMs,
-    );
   }
 
   private record(

@@ -12,20 +12,19 @@ import {
   type StepResult,
   type TimestampedElement,
 } from '../windowing';
-import { dedupIdOf } from './ids';
-import type {
-  BundleResult,
-  ElementOutcome,
-  KeyedWindowsOptions,
-  WatermarkReader,
-  WindowDrop,
-  WindowElement,
+import { DEDUP_ID_LENGTH, dedupIdOf, dedupIdsIn } from './ids';
+import {
+  bundleResultOf,
+  type AppliedBundle,
+  type BundleResult,
+  type ElementOutcome,
+  type KeyedWindowsOptions,
+  type WatermarkReader,
+  type WindowDrop,
+  type WindowElement,
 } from './keyed-windows';
 import type { SessionStore, SessionTimers, SessionTransaction } from './session-store';
 import { droppedIncrementsOf, outboxPaneOf, type Lease, type OutboxPane } from './window-store';
-
-/** Length of a dedup id (`dedupIdOf`). */
-const DEDUP_ID_LENGTH = 16;
 
 /**
  * Most open sessions one key may hold (its record is one Firestore document, at most 1 MiB; a session costs about
@@ -52,14 +51,6 @@ export interface SessionFireResult {
   readonly panes: readonly OutboxPane[];
   /** Sessions garbage-collected (state deleted). */
   readonly closed: number;
-}
-
-function hasId(text: string | undefined, id: string): boolean {
-  if (text === undefined) return false;
-  for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH) {
-    if (text.slice(i, i + DEDUP_ID_LENGTH) === id) return true;
-  }
-  return false;
 }
 
 function contains(outer: IntervalWindow, inner: IntervalWindow): boolean {
@@ -104,18 +95,7 @@ export class SessionWindows<In, Acc extends JsonValue, Out> {
     const applied = await this.options.store.transactSessions('apply session bundle', (tx) =>
       this.applyBundle(tx, key, elements, processingTimeMs, watermark),
     );
-    const seen = new Set<string>();
-    const outcomes = elements.map((e): ElementOutcome => {
-      if (seen.has(e.eventId)) return { kind: 'duplicate', dropped: [] };
-      seen.add(e.eventId);
-      return applied.outcomes.get(e.eventId) ?? { kind: 'duplicate', dropped: [] };
-    });
-    return {
-      outcomes,
-      panes: applied.panes,
-      watermarkMs: applied.watermarkMs,
-      processingTimeMs: applied.processingTimeMs,
-    };
+    return bundleResultOf(elements, applied);
   }
 
   private async applyBundle(
@@ -124,18 +104,14 @@ export class SessionWindows<In, Acc extends JsonValue, Out> {
     elements: readonly WindowElement<In>[],
     processingTimeMs: number,
     watermark: WatermarkReader,
-  ): Promise<{
-    outcomes: Map<string, ElementOutcome>;
-    panes: OutboxPane[];
-    watermarkMs: number;
-    processingTimeMs: number;
-  }> {
+  ): Promise<AppliedBundle> {
     const stored = await tx.readSessionKey(key);
     const seen = stored?.seen ?? {};
     const fresh = new Map<string, WindowElement<In>>();
     for (const e of elements) {
       const id = dedupIdOf(e.eventId);
-      if (fresh.has(e.eventId) || Object.values(seen).some((text) => hasId(text, id))) continue;
+      if (fresh.has(e.eventId) || Object.values(seen).some((text) => dedupIdsIn(text).includes(id)))
+        continue;
       fresh.set(e.eventId, e);
     }
     // A key with no record may have had sessions closed by a watermark this instance has not cached yet.

@@ -9,6 +9,7 @@ import type { JsonValue } from '../windowing';
 import {
   fireWindows,
   keyGroupsOf,
+  PASS_COUNTS,
   type FireWindowsDeps,
   type FireWindowsSummary,
   type HttpAnswer,
@@ -67,28 +68,6 @@ export interface TimerLoopSummary extends FireWindowsSummary {
   readonly loop: TimerLoopFigures;
 }
 
-type Sums = Pick<
-  FireWindowsSummary,
-  | 'windowsDue'
-  | 'windowsFired'
-  | 'windowsClosed'
-  | 'windowsFailed'
-  | 'panesEmitted'
-  | 'panesToBadData'
-  | 'panesDeferred'
-  | 'outboxReemitted'
->;
-const SUMMED: readonly (keyof Sums)[] = [
-  'windowsDue',
-  'windowsFired',
-  'windowsClosed',
-  'windowsFailed',
-  'panesEmitted',
-  'panesToBadData',
-  'panesDeferred',
-  'outboxReemitted',
-];
-
 /** Folds the passes of one run into one summary (the first pass's processing time, the last real pass's watermark). */
 export function combineSummaries(
   passes: readonly FireWindowsSummary[],
@@ -100,8 +79,8 @@ export function combineSummaries(
   const worked = passes.filter((p) => p.status !== 'busy');
   const last = worked[worked.length - 1] ?? first;
   const sums = Object.fromEntries(
-    SUMMED.map((k) => [k, passes.reduce((n, p) => n + p[k], 0)]),
-  ) as unknown as Sums;
+    PASS_COUNTS.map((k) => [k, passes.reduce((n, p) => n + p[k], 0)]),
+  );
   const status =
     worked.length === 0 ? 'busy' : worked.some((p) => p.status === 'partial') ? 'partial' : 'done';
   return {

@@ -1,5 +1,5 @@
 // The keyed window store's port: the records it keeps per pipeline and the transactional operations the windowed
-// pipeline needs. FirestoreWindowStore implements it on Firestore; tests also use an in-memory implementation.
+// pipeline needs. GroupedFirestoreWindowStore implements it on Firestore; tests use an in-memory implementation.
 import {
   windowId,
   type DropReason,
@@ -27,9 +27,8 @@ export interface ShardAddress extends WindowAddress {
 }
 
 /**
- * The pane bookkeeping record of one (key, window) (one document). Written when the window's first elements arrive,
- * when a pane fires, and deleted when the window is garbage-collected; never per element. Its timers are what
- * fireWindows queries.
+ * The pane bookkeeping record of one (key, window): written when the window's first elements arrive, when a pane
+ * fires, and deleted when the window is garbage-collected; never per element. Its timers are what fireWindows queries.
  */
 export interface StoredWindow extends WindowAddress {
   /** Trigger phase and pane counters (the core's `PaneBookkeeping`). */
@@ -41,9 +40,8 @@ export interface StoredWindow extends WindowAddress {
   /** end − 1 + allowed lateness: once the watermark is past it the window is closed and deleted. */
   readonly gcTimerMs: number;
   /**
-   * Processing time of the current pane's first element (epoch ms), `null` while the pane is empty: set by the
-   * first element after a firing (one write per pane), so an element on any shard can see a processing-time trigger
-   * come due (the shards' own first-arrival times are only their part of it).
+   * Processing time of the current pane's first element (epoch ms), `null` while the pane is empty (one write per
+   * pane), so an element on any shard can see a processing-time trigger come due.
    */
   readonly paneFirstElementAtMs: number | null;
   /** Highest input watermark applied to this window, epoch ms (keeps pane stamps monotone across instances). */
@@ -52,51 +50,32 @@ export interface StoredWindow extends WindowAddress {
   readonly processingTimeMs: number;
 }
 
-/** One shard document: part of a window's contribution (merged with `mergeContributions` at firing time). */
+/** One shard of a window's contribution (merged with `mergeContributions` at firing time). */
 export interface StoredShard<Acc extends JsonValue> extends ShardAddress {
   /** Accumulator, pending element count and first pending arrival of this shard's part of the current pane. */
   readonly contribution: WindowContribution<Acc>;
 }
 
-/**
- * Where a store that keeps dedup inside the state looks an event up: the shard document of its key's group in one
- * of its windows (`eventShardOf(eventId, shardCount)`).
- */
+/** Where an event's dedup id is looked up: the shard of its key's group in one of its windows (`eventShardOf`). */
 export interface SeenProbe extends ShardAddress {
   readonly eventId: string;
 }
 
-/** What the dedup ledger says about an event (one document per `event_id`). */
-export type LedgerOutcome = 'counted' | 'dropped';
-
-/** One dedup ledger entry, created in the same transaction as the event's state change. */
-export interface LedgerEntry {
+/** An event applied in a transaction: its dedup id goes to the given shard of its key's group in each window. */
+export interface SeenEntry {
   /** The event's stable id (Silver insertId). */
   readonly eventId: string;
-  /** The Pub/Sub message that first delivered it. */
-  readonly messageId: string;
-  /** Its grouping key. */
   readonly key: string;
-  /** Ids (`windowId`) of the windows it was assigned to. */
-  readonly windowIds: readonly string[];
   /** Whether it went into at least one window's state, or was dropped from all of them. */
-  readonly outcome: LedgerOutcome;
-  /** Processing time it was applied at, epoch ms. */
-  readonly appliedAtMs: number;
-  /** When Firestore's TTL policy may delete the entry (field `expireAt`), epoch ms; ≥ Pub/Sub retention. */
-  readonly expireAtMs: number;
-  /**
-   * Stores that keep dedup in the state: the windows (same order as `windowIds`) and, per window, the shard whose
-   * document keeps the event's dedup id. Ignored by the ledger store.
-   */
-  readonly windows?: readonly IntervalWindow[];
-  readonly shards?: readonly number[];
+  readonly outcome: 'counted' | 'dropped';
+  /** Its windows and, per window, the shard whose document keeps the dedup id. */
+  readonly windows: readonly IntervalWindow[];
+  readonly shards: readonly number[];
 }
 
 /**
- * Elements dropped from one window as too late, added to the pipeline's counter of the window start. The counter is
- * kept in one document per (window start, key, shard) so that a burst of late data (a backlog, a replay) does not
- * serialise every instance on one document; readers sum them per window start.
+ * Elements dropped from one window as too late, added to the counter of the window start, kept per (window start,
+ * key, shard) so a burst of late data does not serialise every instance on one document; readers sum them.
  */
 export interface DroppedIncrement {
   readonly window: IntervalWindow;
@@ -145,10 +124,7 @@ export interface OutboxPane extends WindowAddress {
   readonly createdAtMs: number;
 }
 
-/**
- * The outbox pane of a fired pane: insertId `paneInsertId(pipeline, key, window, index)`, the gold row `paneRow`
- * builds, created at the firing's processing time. Every layout's firing writes these.
- */
+/** The outbox pane of a fired pane: insertId `paneInsertId`, the gold row `paneRow` builds, created at firing time. */
 export function outboxPaneOf<Out>(
   pipeline: string,
   paneRow: (pane: Pane<Out>, insertId: string) => Record<string, unknown>,
@@ -233,9 +209,7 @@ export class LeaseLostError extends Error {
 export interface WindowReadRequest {
   windows?: readonly WindowAddress[];
   shards?: readonly ShardAddress[];
-  /** Ledger entries: none since the per-window layout was retired (stores answer `false`). */
-  ledger?: readonly string[];
-  /** In-state dedup (`WindowStore.dedup === 'in-state'`): is the event's id in the probed shard document? */
+  /** Is the event's dedup id in the probed shard document? */
   seen?: readonly SeenProbe[];
 }
 
@@ -243,16 +217,14 @@ export interface WindowReadRequest {
 export interface WindowReadResult<Acc extends JsonValue> {
   windows: (StoredWindow | null)[];
   shards: (StoredShard<Acc> | null)[];
-  /** Whether each requested event id has a ledger entry. */
-  ledger: boolean[];
-  /** One answer per `seen` probe (absent when none were asked). */
-  seen?: boolean[];
+  /** One answer per `seen` probe. */
+  seen: boolean[];
   /**
-   * Key-groups stores, per requested window: the highest watermark any committed transaction applied to the key
-   * group's bookkeeping document, garbage collection included (epoch ms), or `null` when that document does not
-   * exist. A lower bound of the pipeline watermark that closed any key of the group.
+   * Per requested window: the highest watermark any committed transaction applied to the key group's bookkeeping,
+   * garbage collection included (epoch ms), `null` when it does not exist. A lower bound of the pipeline watermark
+   * that closed any key of the group.
    */
-  floors?: (number | null)[];
+  floors: (number | null)[];
 }
 
 /**
@@ -262,10 +234,8 @@ export interface WindowReadResult<Acc extends JsonValue> {
 export interface WindowTransaction<Acc extends JsonValue> {
   /** Reads bookkeeping records, shards and dedup probes in one round trip. */
   read(request: WindowReadRequest): Promise<WindowReadResult<Acc>>;
-  /**
-   * Key-group stores: the (key, window)s kept in one key group of `window` (reads the group's bookkeeping document).
-   */
-  groupKeys?(window: IntervalWindow, group: number): Promise<WindowAddress[]>;
+  /** The (key, window)s kept in one key group of `window` (reads the group's bookkeeping). */
+  groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]>;
   /**
    * Reads the lease document and throws LeaseLostError unless `lease` (holder and fence) is still current.
    * @throws LeaseLostError
@@ -273,49 +243,30 @@ export interface WindowTransaction<Acc extends JsonValue> {
   checkLease(lease: Lease): Promise<void>;
   /** Writes (creates or replaces) a bookkeeping record. */
   putWindow(record: StoredWindow): void;
-  /**
-   * Deletes a bookkeeping record (garbage collection) closed at watermark `watermarkMs` (epoch ms; key-groups stores
-   * keep it as their documents' watermark floor).
-   */
+  /** Deletes a bookkeeping record (garbage collection) closed at watermark `watermarkMs` (epoch ms; the floor). */
   deleteWindow(address: WindowAddress, watermarkMs?: number): void;
   /** Writes (creates or replaces) one shard's contribution. */
   putShard(shard: StoredShard<Acc>): void;
   /** Deletes one shard (garbage collection). */
   deleteShard(address: ShardAddress): void;
-  /** Creates the entry; the commit fails (`ledger_conflict`) if one exists already. */
-  createLedgerEntry(entry: LedgerEntry): void;
+  /** Keeps the event's dedup id (a later `seen` probe finds it). */
+  addSeen(entry: SeenEntry): void;
   /** Adds to the dropped-late counter of the increment's window start (a blind increment, no read). */
   addDropped(increment: DroppedIncrement): void;
   /** Writes a fired pane to the outbox (document id = its insertId, so a repeat overwrites it). */
   putOutboxPane(pane: OutboxPane): void;
 }
 
-/**
- * How a transaction ended: committed with the callback's value, or refused because a ledger entry existed.
- * `attempts` > 1 means it was retried on contention.
- */
-export type TransactionResult<T> =
-  | { readonly kind: 'committed'; readonly value: T; readonly attempts: number }
-  | { readonly kind: 'ledger_conflict'; readonly attempts: number };
-
 /** The keyed window store of one pipeline. Every method throws TransientError when the store is unreachable. */
 export interface WindowStore<Acc extends JsonValue> {
-  /**
-   * How duplicates are detected: `ledger` (default when absent: a ledger document per event, created in the
-   * event's transaction) or `in-state` (the event's dedup id kept in the shard document it changed; reads `seen`).
-   */
-  readonly dedup?: 'ledger' | 'in-state';
-  /** Key groups per window (`in-state` stores: `keyGroupOf(key, keyGroups)` places a key's state). */
-  readonly keyGroups?: number;
+  /** Key groups per window (`keyGroupOf(key, keyGroups)` places a key's state). */
+  readonly keyGroups: number;
   /**
    * Runs `fn` in a serializable transaction, retried on contention (so `fn` must have no side effects besides
-   * the transaction's). Errors thrown by `fn` itself propagate unchanged.
+   * the transaction's), and resolves with its value once committed. Errors thrown by `fn` propagate unchanged.
    * @throws TransientError when the store fails or contention outlasts the retries; LeaseLostError from checkLease
    */
-  transact<T>(
-    operation: string,
-    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>>;
+  transact<T>(operation: string, fn: (tx: WindowTransaction<Acc>) => Promise<T>): Promise<T>;
   /** The watermark record, or `null` before the first write. A strongly consistent read. */
   readWatermark(): Promise<StoredWatermark | null>;
   /**

@@ -72,13 +72,10 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
     });
     const keys = [...byKey.entries()];
     const watermark = (pt: number, fresh: boolean) => this.deps.tracker.watermarkMs(pt, fresh);
-    const results =
-      keys.length === 1
-        ? [await keyed.processBundle(keys[0]?.[0] ?? '', keys[0]?.[1].elements ?? [], watermark)]
-        : await keyed.processGroupBundle(
-            keys.map(([key, entry]) => ({ key, elements: entry.elements })),
-            watermark,
-          );
+    const results = await keyed.processGroupBundle(
+      keys.map(([key, entry]) => ({ key, elements: entry.elements })),
+      watermark,
+    );
     const outcomes: ElementOutcome[] = new Array<ElementOutcome>(items.length);
     keys.forEach(([key, entry], k) => {
       const result = results[k];

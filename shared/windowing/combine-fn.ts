@@ -1,4 +1,4 @@
-// The CombineFn contract (Beam's Combine.CombineFn) with JSON-only accumulators, plus count and sum test combiners.
+// The CombineFn contract (Beam's Combine.CombineFn) with JSON-only accumulators.
 
 /**
  * Plain JSON data: what Firestore and `JSON.stringify` store and give back unchanged. Accumulators must be this
@@ -26,25 +26,6 @@ export interface CombineFn<In, Acc extends JsonValue, Out> {
   /** The pane value for an accumulator. */
   extractOutput(accumulator: Acc): Out;
 }
-
-/** Beam's `Count.combineFn()`: the number of inputs, any input type. For tests and examples. */
-export const countCombineFn: CombineFn<unknown, number, number> = {
-  createAccumulator: () => 0,
-  addInput: (acc) => acc + 1,
-  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
-  extractOutput: (acc) => acc,
-};
-
-/**
- * Beam's `Sum.ofIntegers()`: the sum of integer inputs, exact while the total stays within
- * `Number.MAX_SAFE_INTEGER`. For tests and examples only; money uses an exact decimal combiner.
- */
-export const sumCombineFn: CombineFn<number, number, number> = {
-  createAccumulator: () => 0,
-  addInput: (acc, input) => acc + input,
-  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
-  extractOutput: (acc) => acc,
-};
 
 /**
  * The fields of an accumulator read back from storage, which must be a plain object with exactly `keys` (a corrupt

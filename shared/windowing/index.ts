@@ -1,11 +1,5 @@
 // The pure windowing core: windows, triggers, panes and the watermark heuristic, with Beam's semantics.
-export {
-  accumulatorFields,
-  countCombineFn,
-  sumCombineFn,
-  type CombineFn,
-  type JsonValue,
-} from './combine-fn';
+export { accumulatorFields, type CombineFn, type JsonValue } from './combine-fn';
 export { WindowingConfigError, WindowingInputError, type WindowingConfigIssue } from './errors';
 export {
   describePane,
@@ -33,12 +27,6 @@ export {
   type TriggerSpec,
   type WindowingStrategy,
 } from './strategy';
-export {
-  runTestStream,
-  type TestStreamEvent,
-  type TestStreamResult,
-  type TestStreamStart,
-} from './test-stream';
 export {
   fireWindow,
   processingTimeDeadlineMs,

@@ -8,13 +8,12 @@ import path from 'node:path';
 import {
   createReduceFnRunner,
   MAX_WATERMARK_MS,
-  runTestStream,
   type CombineFn,
   type Pane,
   type PaneTiming,
-  type TestStreamEvent,
   type WindowingStrategy,
 } from '../../shared/windowing';
+import { runTestStream, type TestStreamEvent } from '../support/test-stream';
 
 /**
  * The scenario's epoch: 2026-10-07T00:00:00Z in ms UTC (whole days, like the Python runner's slots, so window

@@ -178,7 +178,7 @@ def _max_delay_ms(strategy: dict[str, Any]) -> int:
 def _validate(scenario: Any) -> None:
     """Checks the shape and that every time stays in the first half of the scenario's slot.
 
-    Rejects what the windowing core rejects too (shared/windowing/strategy.ts, test-stream.ts): unknown keys in
+    Rejects what the windowing core rejects too (shared/windowing/strategy.ts, test/support/test-stream.ts): unknown keys in
     the strategy, trigger and firing specs, zero or negative window sizes, negative allowed lateness,
     elementCount < 1, advanceByMs < 1, and a watermark step that does not move the watermark forward.
     Raises ScenarioError naming the scenario and the field.

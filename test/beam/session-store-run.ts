@@ -3,7 +3,7 @@
 // due timers, so the store's panes can be compared with the core's (and, through it, Beam's).
 import { createReduceFnRunner, MAX_WATERMARK_MS } from '../../shared/windowing';
 import type { WindowElement } from '../../shared/state/keyed-windows';
-import { MemorySessionStore } from '../../shared/state/session-store';
+import { MemorySessionStore } from '../support/memory-session-store';
 import { SessionWindows } from '../../shared/state/session-windows';
 import {
   collectFn,

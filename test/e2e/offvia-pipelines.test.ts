@@ -120,7 +120,6 @@ describe('e2e: offvia --pipeline telemetry on the local stack (status, trace, qu
         combineFn: aggregation.combineFn,
         store,
         shardCount: aggregation.shards,
-        ledgerTtlMs: 86_400_000,
         droppedTtlMs: 86_400_000,
         paneRow: (pane, insertId) =>
           aggregation.goldRow(pane, insertId, aggregation.strategy.accumulationMode),

@@ -72,20 +72,12 @@ export interface BookingWindows {
   readonly groups?: GroupedFirestoreWindowStore<BookingAccumulator>;
 }
 
-/**
- * How far ahead of the first key-groups instance's clock the migration cutover is placed, ms: longer than a rollout
- * of the functions takes (gen2 rollouts replace instances within minutes), so no instance of the previous version
- * writes a window that starts after it.
- */
-export const LAYOUT_ROLLOUT_MARGIN_MS = 15 * 60_000;
-
 /** What `createBookingWindows` may be given instead of building it. */
 export interface BookingWindowsOverrides {
   readonly firestore?: Firestore;
   readonly writer?: RowWriter;
   readonly now?: () => number;
   readonly metrics?: StoreMetrics;
-  readonly pickShard?: (shardCount: number) => number;
   /** The subscription backlog's reader (tests stub Cloud Monitoring with it). */
   readonly backlog?: BacklogSampleReader;
 }
@@ -100,7 +92,6 @@ export interface BookingWindowsParts {
   readonly logger: Logger;
   /** Epoch ms. */
   readonly now: () => number;
-  readonly pickShard?: (shardCount: number) => number;
   /** Shards per key group and window instead of `OFFVIA_WINDOW_GROUP_SHARDS` (the in-memory store's tests). */
   readonly shards?: number;
   /** Where failing deliveries record their watermark holds (none: no holds). */
@@ -125,12 +116,10 @@ export function assembleBookingWindows(
       combineFn: bookingAggregatesFn,
       store: over,
       shardCount: parts.shards ?? config.groupShards,
-      ledgerTtlMs: config.ledgerTtlMs,
       droppedTtlMs: config.droppedTtlMs,
       paneRow: (pane, insertId) => ({
         ...goldPaneRow(config.pipeline, config.strategy.accumulationMode, pane, insertId),
       }),
-      ...(parts.pickShard && { pickShard: parts.pickShard }),
     });
   const keyed = keyedOver(store);
   const groups =
@@ -253,7 +242,6 @@ export function createBookingWindows(
     projectId: ingest.projectId,
     logger,
     now: overrides.now ?? Date.now,
-    ...(overrides.pickShard && { pickShard: overrides.pickShard }),
     holds: new FirestoreWatermarkHoldStore(firestore, config.firestoreRoot, config.pipeline),
     ...(sessionStore !== undefined && { sessionStore }),
     ...(config.holdSource === 'monitoring' &&

@@ -125,7 +125,6 @@ export function memoryBookingWindows(
   env: Record<string, string> = {},
   options: {
     clock?: Clock;
-    pickShard?: (n: number) => number;
     logs?: LogEntry[];
     /** Shards per key group and window (default `OFFVIA_WINDOW_GROUP_SHARDS`, 1). */
     shards?: number;
@@ -153,7 +152,6 @@ export function memoryBookingWindows(
     projectId: 'offvia-test',
     logger: new Logger('test', (e) => options.logs?.push(e), clock.now),
     now: clock.now,
-    ...(options.pickShard && { pickShard: options.pickShard }),
     ...(options.shards !== undefined && { shards: options.shards }),
   });
   return {

@@ -49,7 +49,6 @@ export function firestoreBookingWindows(
   env: Record<string, string> = {},
   options: {
     clock?: Clock;
-    pickShard?: (n: number) => number;
     /** `bigquery`: the runtime's own BigQuery writer (the emulator); default a RecordingWriter. */
     writer?: RowWriter | 'bigquery';
     metrics?: StoreMetrics;
@@ -74,7 +73,6 @@ export function firestoreBookingWindows(
     firestore: db,
     ...(options.writer !== 'bigquery' && { writer: options.writer ?? recording }),
     now: clock.now,
-    ...(options.pickShard && { pickShard: options.pickShard }),
     ...(options.metrics && { metrics: options.metrics }),
   });
   return {

@@ -17,7 +17,6 @@ import {
   type StoredShard,
   type StoredWatermark,
   type StoredWindow,
-  type TransactionResult,
   type WindowAddress,
   type WindowStore,
   type WindowTransaction,
@@ -65,10 +64,9 @@ export interface MemoryWindowStoreOptions {
 /**
  * Transactions run one at a time (a promise-chain mutex), which is trivially serializable; writes apply at commit.
  * Like the key-groups store on Firestore, an event's dedup id goes to its shard's document of its key's group in
- * each of its windows (`createLedgerEntry` with `windows` and `shards`) and is found there by a `seen` probe.
+ * each of its windows (`addSeen`) and is found there by a `seen` probe.
  */
 export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
-  readonly dedup = 'in-state' as const;
   readonly keyGroups: number;
   readonly state: MemoryState<Acc> = {
     windows: new Map(),
@@ -102,18 +100,13 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
     return this.state.leases.get(name ?? DEFAULT_LEASE);
   }
 
-  transact<T>(
-    _operation: string,
-    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>> {
+  transact<T>(_operation: string, fn: (tx: WindowTransaction<Acc>) => Promise<T>): Promise<T> {
     const run = this.chain.then(() => this.runOnce(fn));
     this.chain = run.catch(() => undefined);
     return run;
   }
 
-  private async runOnce<T>(
-    fn: (tx: WindowTransaction<Acc>) => Promise<T>,
-  ): Promise<TransactionResult<T>> {
+  private async runOnce<T>(fn: (tx: WindowTransaction<Acc>) => Promise<T>): Promise<T> {
     this.metrics.transactions++;
     this.metrics.attempts++;
     const writes: Write[] = [];
@@ -140,7 +133,7 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
           (a) => s.floors.get(this.groupWindow(a.key, a.window)) ?? null,
         );
         this.metrics.reads += windows.length + shards.length;
-        return Promise.resolve({ windows, shards, ledger: [], seen, floors });
+        return Promise.resolve({ windows, shards, seen, floors });
       },
       groupKeys: (window, group) =>
         Promise.resolve(
@@ -184,14 +177,9 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
         wrote = true;
         writes.push(() => s.shards.delete(shardKey(a)));
       },
-      createLedgerEntry: (entry) => {
+      addSeen: (entry) => {
         wrote = true;
         const { windows, shards } = entry;
-        if (windows === undefined || shards === undefined) {
-          throw new Error(
-            `dedup of ${entry.eventId} without its windows and shards (in-state store)`,
-          );
-        }
         windows.forEach((window, i) => {
           const doc = `${this.groupWindow(entry.key, window)}|${shards[i] ?? 0}`;
           writes.push(() => s.seen.set(doc, (s.seen.get(doc) ?? new Set()).add(entry.eventId)));
@@ -222,7 +210,7 @@ export class MemoryWindowStore<Acc extends JsonValue> implements WindowStore<Acc
     const value = await fn(tx);
     for (const w of writes) w();
     this.metrics.writes += writes.length;
-    return { kind: 'committed', value, attempts: 1 };
+    return value;
   }
 
   /** The processing-time deadline of a key's pending pane (epoch ms), `null` when none is pending or timed. */

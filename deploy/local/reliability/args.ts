@@ -102,19 +102,9 @@ function scenarioList(raw: string): Scenario[] {
 }
 
 /**
- * Parses the harness's arguments (without `node` and the script).
- *
- * Flags (each at most once; the value as the next argument or after `=`):
- * - `--events N`: events published per scenario (default 10,000);
- * - `--rate R`: messages published per second (default 20);
- * - `--concurrency C`: deliveries in flight (default 16);
- * - `--scenarios a,b`: comma-separated scenario names, run in that order (default: all of {@link SCENARIOS});
- * - `--seed S`: seed of the event stream (default 6);
- * - `--kill-every-ms N`: the function-sigkill scenario SIGKILLs every N × 0.5 to N × 1.5 ms (default: its own
- *   5,000); the returned scenario is a copy with that interval and description;
- * - `--help`, `-h`: returns `{ kind: 'help' }`, whatever else is given (nothing else is checked).
- * Every number must be a positive integer in plain decimal digits.
- *
+ * Parses the harness's arguments (without `node` and the script): the flags of {@link USAGE}, each at most once.
+ * `--help` / `-h` returns `{ kind: 'help' }` whatever else is given; `--kill-every-ms` returns a copy of the
+ * function-sigkill scenario with that interval and description.
  * @throws UsageError naming the culprit for: an unknown flag or a positional argument; a flag without its value (at
  * the end, followed by another `--flag`, or `--flag=` for a number); a flag given twice; a value that is not a
  * positive integer; an empty `--scenarios`, an unknown or repeated scenario name; `--kill-every-ms` when

@@ -24,6 +24,7 @@ import { pipelineNamespaces } from './namespace';
 import {
   createAggregationWindows,
   joinAggregations,
+  SHARED_WINDOW_KNOBS,
   type AggregationWindows,
   type SharedWindowKnobs,
 } from './windows';
@@ -66,23 +67,7 @@ export interface PipelineParts {
  */
 export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
   const c = loadWindowConfig(env);
-  return {
-    keyGroups: c.keyGroups,
-    firePartitions: c.firePartitions,
-    firePartitionsInFlight: c.firePartitionsInFlight,
-    maxBundle: c.maxBundle,
-    ledgerTtlMs: c.ledgerTtlMs,
-    droppedTtlMs: c.droppedTtlMs,
-    watermarkCacheMs: c.watermarkCacheMs,
-    watermarkWriteIntervalMs: c.watermarkWriteIntervalMs,
-    fireLeaseMs: c.fireLeaseMs,
-    fireConcurrency: c.fireConcurrency,
-    fireMaxWindows: c.fireMaxWindows,
-    outboxGraceMs: c.outboxGraceMs,
-    holdLeaseMs: c.holdLeaseMs,
-    holdMaxMs: c.holdMaxMs,
-    holdMinBacklogAgeMs: c.holdMinBacklogAgeMs,
-  };
+  return Object.fromEntries(SHARED_WINDOW_KNOBS.map((k) => [k, c[k]])) as SharedWindowKnobs;
 }
 
 /**

@@ -34,19 +34,10 @@ export function aggregationNamespace(
 }
 
 /**
- * Collection and document paths of one aggregation's key-groups layout, all relative to the Firestore database
- * (documents are `collection/id`):
- * - `watermark`: the document holding the aggregation's watermark (event time, epoch ms UTC) and its bookkeeping;
- * - `lease`: the fireWindows lease document of the whole aggregation (per-partition leases are `meta/<name>` beside
- *   it);
- * - `meta`: the collection of both, and of the key-groups layout's cutover and partition leases;
- * - `keyGroups`: key-group documents `g<group>~<start>_<end>~s<shard>` (or `~h`, the head shard) with the keys'
- *   pane bookkeeping, the shard's accumulators and the dedup ids of the events counted;
- * - `dedupSpills`: dedup ids spilled from full key-group documents;
- * - `paneBatches`: panes one transaction fired, until they are in gold;
- * - `paneOutbox`: panes waiting to be (re)written to gold;
- * - `droppedLate`: counters of elements dropped as too late;
- * - `watermarkHolds`: failed deliveries holding the watermark back until they are processed.
+ * Collection and document paths of one aggregation's state, relative to the Firestore database: `meta` holds the
+ * `watermark` document and the fireWindows leases (`lease`, and `meta/fireWindowsLease~p<n>` per partition); the
+ * other collections are the key-groups layout's (grouped-window-store.ts), the shared documents'
+ * (firestore-window-store.ts) and the watermark holds (watermark-holds.ts).
  */
 export interface AggregationPaths {
   readonly namespace: string;

@@ -42,29 +42,28 @@ import { aggregationNamespace, type AggregationNamespace } from './namespace';
 export type AnyAggregation = AggregationDefinition<unknown, unknown, never, JsonValue, unknown>;
 
 /**
- * The operational knobs of the keyed store and fireWindows shared by every aggregation of a function instance, read
- * from the same `OFFVIA_WINDOW_*` / `OFFVIA_FIRE_WINDOWS_*` / `OFFVIA_WATERMARK_*` variables as booking's
- * (`loadWindowConfig`). The strategy, watermark policy, shards, gold table, namespace and layout come from the
- * aggregation's definition instead, never from those variables.
+ * The operational knobs of the keyed store and fireWindows shared by every aggregation of a function instance
+ * (`loadWindowConfig`: `OFFVIA_WINDOW_*`, `OFFVIA_FIRE_WINDOWS_*`, `OFFVIA_WATERMARK_*`). The strategy, watermark
+ * policy, shards, gold table and namespace come from the aggregation's definition instead.
  */
-export type SharedWindowKnobs = Pick<
-  WindowConfig,
-  | 'keyGroups'
-  | 'firePartitions'
-  | 'firePartitionsInFlight'
-  | 'maxBundle'
-  | 'ledgerTtlMs'
-  | 'droppedTtlMs'
-  | 'watermarkCacheMs'
-  | 'watermarkWriteIntervalMs'
-  | 'fireLeaseMs'
-  | 'fireConcurrency'
-  | 'fireMaxWindows'
-  | 'outboxGraceMs'
-  | 'holdLeaseMs'
-  | 'holdMaxMs'
-  | 'holdMinBacklogAgeMs'
->;
+export const SHARED_WINDOW_KNOBS = [
+  'keyGroups',
+  'firePartitions',
+  'firePartitionsInFlight',
+  'maxBundle',
+  'ledgerTtlMs',
+  'droppedTtlMs',
+  'watermarkCacheMs',
+  'watermarkWriteIntervalMs',
+  'fireLeaseMs',
+  'fireConcurrency',
+  'fireMaxWindows',
+  'outboxGraceMs',
+  'holdLeaseMs',
+  'holdMaxMs',
+  'holdMinBacklogAgeMs',
+] as const;
+export type SharedWindowKnobs = Pick<WindowConfig, (typeof SHARED_WINDOW_KNOBS)[number]>;
 
 /** What {@link createAggregationWindows} wires together. */
 export interface AggregationWindowsParts {
@@ -86,11 +85,6 @@ export interface AggregationWindowsParts {
    * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
    */
   readonly backlog?: BacklogSampleReader;
-  /**
-   * Picks the shard a bundle writes to, in [0, shards) (tests pin it); default: `KeyedWindows`' sticky random shard
-   * per instance, moved on contention.
-   */
-  readonly pickShard?: (shardCount: number) => number;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -181,9 +175,7 @@ export function createAggregationWindows(
     combineFn: aggregation.combineFn,
     store,
     shardCount: aggregation.shards,
-    ledgerTtlMs: knobs.ledgerTtlMs,
     droppedTtlMs: knobs.droppedTtlMs,
-    ...(parts.pickShard && { pickShard: parts.pickShard }),
     paneRow,
   });
   const tracker = new WatermarkTracker(store, {

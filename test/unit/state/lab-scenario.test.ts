@@ -14,10 +14,7 @@ import {
 
 describe('state: the lab scenario on the in-memory store', () => {
   it('emits EARLY, ON_TIME, LATE panes, closes the window and counts the too-late event once', async () => {
-    const { windows, store, writer, clock, sink } = memoryBookingWindows(
-      {},
-      { pickShard: () => 0 },
-    );
+    const { windows, store, writer, clock, sink } = memoryBookingWindows();
     const run = await runLabWindowScenario(sink, windows, clock);
     assert.deepEqual(paneSummary(writer.gold(), 'JFK-LHR-USD'), LAB_SCENARIO_PANES);
     assert.deepEqual(run.outcomes, {
@@ -48,7 +45,7 @@ describe('state: the lab scenario on the in-memory store', () => {
 
 describe('state: an event stamped ahead of the clock (default configuration)', () => {
   it('does not move the watermark, so an on-time event 90 s old is still counted', async () => {
-    const { windows, sink, clock } = memoryBookingWindows({}, { pickShard: () => 0 });
+    const { windows, sink, clock } = memoryBookingWindows();
     const now = T + 10 * MIN;
     clock.nowMs = now;
     // Accepted by the contract (within its 5-minute future skew), stamped 290 s ahead of its receipt.

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 
 import { TransientError } from '../../../shared/errors';
 import type { WindowElement } from '../../../shared/state/keyed-windows';
-import { MemorySessionStore } from '../../../shared/state/session-store';
+import { MemorySessionStore } from '../../support/memory-session-store';
 import { SessionWindows } from '../../../shared/state/session-windows';
 import { createReduceFnRunner, type WindowingStrategy } from '../../../shared/windowing';
 import { collectFn, runCore, type Scenario, type ScenarioStep } from '../../beam/differential';

@@ -2,13 +2,15 @@
 import {
   createReduceFnRunner,
   MAX_WATERMARK_MS,
-  runTestStream,
   type CombineFn,
   type Pane,
-  type TestStreamEvent,
-  type TestStreamResult,
   type WindowingStrategy,
 } from '../../../shared/windowing';
+import {
+  runTestStream,
+  type TestStreamEvent,
+  type TestStreamResult,
+} from '../../support/test-stream';
 
 /** Collects the distinct inputs in ascending order: panes show exactly which elements they contain. */
 export const collectFn: CombineFn<number, number[], number[]> = {

@@ -10,7 +10,6 @@ import {
   isMerging,
   MIN_WATERMARK_MS,
   mergeOverlappingWindows,
-  runTestStream,
   sessions,
   sliding,
   windowId,
@@ -18,9 +17,9 @@ import {
   type IntervalWindow,
   type KeyState,
   type Pane,
-  type TestStreamEvent,
   type WindowingStrategy,
 } from '../../../shared/windowing';
+import { runTestStream, type TestStreamEvent } from '../../support/test-stream';
 import { collectFn, END, MINUTE, SECOND, T0 } from './helpers';
 
 const FIRING: fc.Arbitrary<FiringSpec> = fc.oneof(

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 
 import {
   createReduceFnRunner,
-  countCombineFn,
   validateWindowingStrategy,
   WindowingConfigError,
 } from '../../../shared/windowing';
+import { countCombineFn } from '../../support/test-stream';
 import { labStrategy } from './lab-config';
 
 const LAB = {

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import {
   createReduceFnRunner,
   fixed,
-  runTestStream,
   WindowingInputError,
   type WindowingStrategy,
 } from '../../../shared/windowing';
+import { runTestStream } from '../../support/test-stream';
 import { add, at, clock, collectFn, MINUTE, p, run, SECOND, summarize, watermark } from './helpers';
 
 const STRATEGY: WindowingStrategy = {

@@ -4,12 +4,11 @@ import fc from 'fast-check';
 
 import {
   addToContribution,
-  countCombineFn,
   emptyContribution,
   mergeContributions,
-  sumCombineFn,
   type WindowContribution,
 } from '../../../shared/windowing';
+import { countCombineFn, sumCombineFn } from '../../support/test-stream';
 import { collectFn } from './helpers';
 
 describe('windowing: shardable window contributions', () => {

@@ -14,13 +14,8 @@ import {
   TOP_N,
 } from '../../../../shared/pipelines/telemetry/definition';
 import { StaticDeviceDirectory } from '../../../../shared/pipelines/telemetry/device-directory';
-import {
-  createReduceFnRunner,
-  MAX_WATERMARK_MS,
-  runTestStream,
-  type Pane,
-  type TestStreamEvent,
-} from '../../../../shared/windowing';
+import { createReduceFnRunner, MAX_WATERMARK_MS, type Pane } from '../../../../shared/windowing';
+import { runTestStream, type TestStreamEvent } from '../../../support/test-stream';
 
 const START_MS = Date.UTC(2026, 9, 7, 14, 0);
 const MINUTE = 60_000;

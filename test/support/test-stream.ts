@@ -1,10 +1,32 @@
-// Drives the core over many keys from TestStream-like steps (Beam's TestStream events), for scenario tests and
-// the differential test against Beam.
-import type { JsonValue } from './combine-fn';
-import type { Pane } from './pane';
-import type { DroppedElement, KeyState, ReduceFnRunner, TimestampedElement } from './key-state';
-import { WindowingInputError } from './errors';
-import { assertTimeMs, MIN_WATERMARK_MS } from './window';
+// Drives the windowing core over many keys from TestStream-like steps (Beam's TestStream events), for scenario tests
+// and the differential test against Beam; plus Beam's count and integer-sum combiners for those tests.
+import {
+  WindowingInputError,
+  type CombineFn,
+  type DroppedElement,
+  type JsonValue,
+  type KeyState,
+  type Pane,
+  type ReduceFnRunner,
+  type TimestampedElement,
+} from '../../shared/windowing';
+import { assertTimeMs, MIN_WATERMARK_MS } from '../../shared/windowing/window';
+
+/** Beam's `Count.combineFn()`: the number of inputs, any input type. */
+export const countCombineFn: CombineFn<unknown, number, number> = {
+  createAccumulator: () => 0,
+  addInput: (acc) => acc + 1,
+  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
+  extractOutput: (acc) => acc,
+};
+
+/** Beam's `Sum.ofIntegers()`: exact while the total stays within `Number.MAX_SAFE_INTEGER`. */
+export const sumCombineFn: CombineFn<number, number, number> = {
+  createAccumulator: () => 0,
+  addInput: (acc, input) => acc + input,
+  mergeAccumulators: (accs) => accs.reduce((a, b) => a + b, 0),
+  extractOutput: (acc) => acc,
+};
 
 /**
  * One TestStream event: `elements` = `addElements` (one bundle, delivered at the current watermark and
