@@ -1,6 +1,7 @@
 // Pure parts of `offvia replay`: its flags, the publish-time chunks of a range, attribute filters, the rate limit,
 // and what a run's chunk checkpoints say is done and still to do.
 import { UsageError } from './errors';
+import { parsePositiveInt } from './selection';
 
 /** Most chunks one run may have (a checkpoint document each; a typo such as `--chunk-minutes 1` over a year). */
 export const MAX_CHUNKS = 100_000;
@@ -56,26 +57,13 @@ export function parseRfc3339(text: string, flag: string): number {
       `${flag}: expected an RFC 3339 time with seconds and an offset, e.g. 2026-12-01T10:00:00Z, got ${JSON.stringify(text)}`,
     );
   if (!m) throw bad();
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const calendar = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  if (
-    year < 1 ||
-    calendar.getUTCFullYear() !== year ||
-    calendar.getUTCMonth() !== month - 1 ||
-    calendar.getUTCDate() !== day ||
-    calendar.getUTCHours() !== hour ||
-    calendar.getUTCMinutes() !== minute ||
-    calendar.getUTCSeconds() !== second
-  ) {
-    throw bad();
-  }
+  const fields = m.slice(1, 7).map(Number);
+  const c = new Date(0);
+  c.setUTCFullYear(fields[0] ?? 0, (fields[1] ?? 0) - 1, fields[2]);
+  c.setUTCHours(fields[3] ?? 0, fields[4], fields[5]);
+  const back = [c.getUTCFullYear(), c.getUTCMonth() + 1, c.getUTCDate()];
+  const time = [c.getUTCHours(), c.getUTCMinutes(), c.getUTCSeconds()];
+  if ((fields[0] ?? 0) < 1 || [...back, ...time].some((v, i) => v !== fields[i])) throw bad();
   const ms = Date.parse(text.trim());
   if (Number.isNaN(ms)) throw bad();
   return ms;
@@ -271,16 +259,6 @@ export function parsePositiveNumber(text: string, flag: string, max: number): nu
   return n;
 }
 
-/** A whole number in [1, max]. @throws UsageError naming `flag` otherwise. */
-function positiveInt(text: string, flag: string, max: number): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw new UsageError(
-      `${flag}: expected an integer from 1 to ${max}, got ${JSON.stringify(text)}`,
-    );
-  }
-  return Number(text);
-}
-
 /**
  * The replay's options from its flags: `--from`/`--to` (RFC 3339, `to` later than `from`) unless `--resume`,
  * attribute filters, message ids (comma-separated, repeatable), rate, chunk length (1 minute to 7 days), concurrency
@@ -305,7 +283,7 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
   if (flags.resume !== undefined && flags.chunkMinutes !== undefined) {
     throw new UsageError('--resume continues a run with its own chunks: omit --chunk-minutes');
   }
-  const chunkMinutes = positiveInt(
+  const chunkMinutes = parsePositiveInt(
     flags.chunkMinutes ?? String(DEFAULT_CHUNK_MINUTES),
     '--chunk-minutes',
     7 * 24 * 60,
@@ -332,7 +310,7 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
       flags.rate === undefined ? undefined : parsePositiveNumber(flags.rate, '--rate', MAX_RATE),
     chunkMs: chunkMinutes * 60_000,
     resume: flags.resume,
-    concurrency: positiveInt(flags.concurrency, '--concurrency', 256),
+    concurrency: parsePositiveInt(flags.concurrency, '--concurrency', 256),
     operator,
   };
   if (fromMs !== undefined && toMs !== undefined) cutChunks(fromMs, toMs, options.chunkMs);

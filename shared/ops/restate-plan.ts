@@ -12,6 +12,7 @@ import {
   type WindowFnSpec,
 } from '../windowing';
 import { UsageError } from './errors';
+import { parseIdList } from './selection';
 
 /** Most windows one restate may cover per aggregation (a week of one-minute windows is 10,080). */
 export const MAX_RESTATE_WINDOWS = 50_000;
@@ -112,14 +113,7 @@ export function parseKeys(
   values: readonly string[],
   aggregations: readonly Pick<RestatableAggregation, 'columns'>[],
 ): string[] {
-  const keys = [
-    ...new Set(
-      values
-        .flatMap((v) => v.split(','))
-        .map((v) => v.trim())
-        .filter((v) => v !== ''),
-    ),
-  ];
+  const keys = parseIdList(values);
   if (values.length > 0 && keys.length === 0) throw new UsageError('--key: no value given');
   for (const key of keys) {
     const reasons = aggregations.map((a) => a.columns.checkKey?.(key) ?? null);

@@ -2,15 +2,14 @@
 // pipeline's Silver dedup view, its schema-retry store and its bad data for Silver) with the aggregation's own
 // combine, and write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
-import type { TableRef } from '../config/env';
 import type { CliAction } from '../dashboard/command';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
-import { BigQueryRowWriter } from '../sinks/bigquery-writer';
-import type { RowResult } from '../sinks/row-writer';
 import type { IntervalWindow } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
+import { insertAll } from './run';
+import { collect } from './selection';
 import { cellText, keyValues, plainRow, section, table, toJson, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
 import {
@@ -141,16 +140,6 @@ export function restatableAggregations(
   });
 }
 
-/** The `@keys` query parameter and its type when keys are chosen (`--key`); nothing for every key. */
-function keysParam(keys: readonly string[]): {
-  params: { keys?: string[] };
-  types: { keys?: string[] };
-} {
-  return keys.length > 0
-    ? { params: { keys: [...keys] }, types: { keys: ['STRING'] } }
-    : { params: {}, types: {} };
-}
-
 /**
  * The events of [loMs, hiMs) that gold counts (docs/windows.md, "What gold counts"): the dedup view's rows, then
  * the retry store's rows waiting for Silver and bad-data rows whose `target_dest` is Silver, each event
@@ -223,20 +212,26 @@ async function latestPanes(
   const last = windows[windows.length - 1];
   if (first === undefined || last === undefined) return [];
   const keyColumn = aggregation.columns.goldKeyColumn;
+  const withKeys = keys.length > 0;
   const rows = await query<Record<string, unknown>>(
     ctx,
     latestPaneSql(
       qualifiedTable(aggregation.definition.goldTable, ctx.projectId),
       keyColumn,
-      keys.length > 0,
+      withKeys,
     ),
     {
       pipeline: aggregation.definition.name,
       fromMs: first.startMs,
       toMs: last.startMs,
-      ...keysParam(keys).params,
+      ...(withKeys ? { keys: [...keys] } : {}),
     },
-    { pipeline: 'STRING', fromMs: 'INT64', toMs: 'INT64', ...keysParam(keys).types },
+    {
+      pipeline: 'STRING',
+      fromMs: 'INT64',
+      toMs: 'INT64',
+      ...(withKeys ? { keys: ['STRING'] } : {}),
+    },
   );
   // The raw cells, not `plainRow`: a ranking's ARRAY<STRUCT> must stay a list to compare (canonicalCell unwraps).
   return rows.map((r) => {
@@ -313,42 +308,6 @@ async function planAggregation(
 }
 
 /**
- * Writes one aggregation's restatement rows, 500 a call (BigQuery's recommended insertAll size).
- * @throws OpsError when gold fails or refuses a row (the rows already written stand: running the command again
- *   writes only what is still missing, as the latest panes then equal the recomputation)
- */
-async function writeRows(
-  ctx: OpsContext,
-  goldTable: TableRef,
-  report: AggregationRestate,
-  rows: readonly Record<string, unknown>[],
-): Promise<void> {
-  const writer = new BigQueryRowWriter(ctx.bigquery);
-  for (let i = 0; i < rows.length; i += 500) {
-    const chunk = rows.slice(i, i + 500);
-    let results: RowResult[];
-    try {
-      results = await writer.insertRows(
-        goldTable,
-        chunk.map((r) => ({ insertId: String(r.insert_id), json: { ...r } })),
-      );
-    } catch (err) {
-      throw new OpsError(
-        `${report.written} of ${rows.length} restatement panes written, then ${report.goldTable} failed ` +
-          `(${err instanceof Error ? err.message : String(err)}); run the same command again: it writes only what is still missing`,
-      );
-    }
-    const refused = results.filter((r) => !r.ok);
-    if (refused.length > 0) {
-      throw new OpsError(
-        `${refused.length} restatement panes refused by ${report.goldTable}: ${JSON.stringify(refused[0])}`,
-      );
-    }
-    report.written += chunk.length;
-  }
-}
-
-/**
  * Runs `gold restate` on `aggregations` of the context's pipeline: recomputes every (key, window) of the range from
  * the events gold counts, compares it with the latest gold pane, and (unless a dry run) writes a restatement pane
  * for each closed window that differs. Windows still open by the watermark are reported and left alone unless
@@ -399,8 +358,18 @@ export async function restate(
   for (const [i, plan] of plans.entries()) {
     const aggregation = aggregations[i];
     if (aggregation === undefined || plan.rows.length === 0) continue;
-    await writeRows(ctx, aggregation.definition.goldTable, plan.report, plan.rows);
-    report.written += plan.report.written;
+    await insertAll(
+      ctx,
+      aggregation.definition.goldTable,
+      plan.rows.map((r) => ({ insertId: String(r.insert_id), json: { ...r } })),
+      'restatement panes',
+      plan.report.goldTable,
+      // The rows already written stand: running the command again writes only what is still missing.
+      (written, cause) =>
+        `${written} of ${plan.rows.length} restatement panes written, then ${plan.report.goldTable} failed (${cause}); run the same command again: it writes only what is still missing`,
+    );
+    plan.report.written = plan.rows.length;
+    report.written += plan.rows.length;
   }
   return report;
 }
@@ -515,8 +484,6 @@ interface RestateFlags {
   dryRun?: boolean;
   force?: boolean;
 }
-
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /**
  * Registers `offvia gold restate` (called from shared/ops/cli.ts). Exit codes: 0 done, 1 a backend failed or windows

@@ -211,40 +211,54 @@ export function resolver(
 }
 
 /**
- * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row),
- * 500 a call (BigQuery's recommended insertAll size).
- * @throws OpsError naming how many rows were re-driven without their resolution: running the same command again
- *   is safe (Silver dedups by event_id, the window ledger by event_id) and records them.
+ * Appends `rows` to `table`, 500 a call (BigQuery's recommended insertAll size).
+ * @throws OpsError `failed(rows written so far, cause)` when a call fails, or naming how many `what` the table
+ *   refused (as `label`).
  */
-export async function writeResolutions(
+export async function insertAll(
   ctx: OpsContext,
-  rows: readonly Resolution[],
+  table: TableRef,
+  rows: readonly InsertRow[],
+  what: string,
+  label: string,
+  failed: (written: number, cause: string) => string,
 ): Promise<void> {
   const writer = new BigQueryRowWriter(ctx.bigquery);
-  const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };
   for (let i = 0; i < rows.length; i += 500) {
-    const chunk = rows.slice(i, i + 500);
     let results: RowResult[];
     try {
-      results = await writer.insertRows(
-        table,
-        chunk.map((r) => ({
-          insertId: boundedInsertId('res:', `${r.layer}:${r.row_key}:${r.run_id}`),
-          json: { ...r },
-        })),
-      );
+      results = await writer.insertRows(table, rows.slice(i, i + 500));
     } catch (err) {
-      throw new OpsError(
-        `${rows.length - i} re-driven rows have no resolution row yet (${err instanceof Error ? err.message : String(err)}); run the same command again: re-driving is idempotent`,
-      );
+      throw new OpsError(failed(i, err instanceof Error ? err.message : String(err)));
     }
     const refused = results.filter((r) => !r.ok);
     if (refused.length > 0) {
       throw new OpsError(
-        `${refused.length} resolution rows refused by ${table.datasetId}.${table.tableId}: ${JSON.stringify(refused[0])}`,
+        `${refused.length} ${what} refused by ${label}: ${JSON.stringify(refused[0])}`,
       );
     }
   }
+}
+
+/**
+ * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row).
+ * @throws OpsError naming how many rows were re-driven without their resolution: running the same command again
+ *   is safe (Silver dedups by event_id, the window ledger by event_id) and records them.
+ */
+export function writeResolutions(ctx: OpsContext, rows: readonly Resolution[]): Promise<void> {
+  const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };
+  return insertAll(
+    ctx,
+    table,
+    rows.map((r) => ({
+      insertId: boundedInsertId('res:', `${r.layer}:${r.row_key}:${r.run_id}`),
+      json: { ...r },
+    })),
+    'resolution rows',
+    `${table.datasetId}.${table.tableId}`,
+    (written, cause) =>
+      `${rows.length - written} re-driven rows have no resolution row yet (${cause}); run the same command again: re-driving is idempotent`,
+  );
 }
 
 /**
