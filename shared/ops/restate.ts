@@ -1,6 +1,5 @@
-// `offvia gold restate`, for every pipeline and aggregation: recompute closed windows from what gold counts (the
-// pipeline's Silver dedup view, its schema-retry store and its bad data for Silver) with the aggregation's own
-// combine, and write a restatement pane for each window whose latest gold pane differs.
+// `offvia gold restate`: recompute closed windows of any aggregation from what gold counts, with its own combine, and
+// write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
 import type { CliAction } from '../dashboard/command';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
@@ -40,7 +39,7 @@ export interface RestateOptions {
   /** Keys to restate (a route, a device, a region); empty for every key. */
   keys: readonly string[];
   dryRun: boolean;
-  /** Restate windows the watermark has not closed yet (their stream panes would then be hidden: docs/windows.md). */
+  /** Also restate windows the watermark has not closed (docs/windows.md). */
   force: boolean;
 }
 
@@ -50,14 +49,9 @@ export interface RestatedWindow {
   /** RFC 3339 UTC. */
   windowStart: string;
   key: string;
-  current: {
-    values: Readonly<Record<string, unknown>>;
-    restatement: boolean;
-    paneIndex: number;
-  } | null;
+  current: Pick<LatestPane, 'values' | 'restatement' | 'paneIndex'> | null;
   restated: Readonly<Record<string, unknown>>;
-  /** `restate`: written (or would be in a dry run); `open`: not closed by the watermark, left alone (no --force). */
-  action: 'restate' | 'open';
+  action: WindowChange['action'];
   insertId: string | null;
 }
 
@@ -85,19 +79,15 @@ export interface RestateReport {
   to: string;
   keys: string[];
   aggregations: AggregationRestate[];
-  /** Windows in the range, summed over the aggregations. */
+  /** `windows`, `unchanged`, `written` (0 in a dry run), `open`: the sums over the aggregations. */
   windows: number;
-  /** (key, window)s whose latest pane already equals the recomputation, all aggregations. */
   unchanged: number;
-  /** Only the (key, window)s that differ, by aggregation. */
+  /** Only the (key, window)s that differ. */
   changes: RestatedWindow[];
-  /** Restatement panes written (0 in a dry run). */
   written: number;
-  /** Windows left alone because the watermark has not closed them (see --force). */
   open: number;
-  /** Silver events of the range read (the dedup view, then bad data and the retry store for events it lacks). */
+  /** Events of the range read, and of those held in bad data or the retry store rather than Silver. */
   events: number;
-  /** Of those, events held in bad data or the retry store rather than Silver. */
   heldEvents: number;
 }
 
@@ -128,9 +118,8 @@ export function restatableAggregations(
         `gold restate: aggregation ${definition.name} of pipeline ${pipeline.name} cannot be restated from Silver: ${why}`,
       );
     };
-    if (definition.strategy.windowFn.kind === 'sessions') {
+    if (definition.strategy.windowFn.kind === 'sessions')
       refuse('session windows have no fixed grid to restate');
-    }
     if (columns?.silverValue === undefined) {
       refuse(
         `its combine's input cannot be read back from a Silver row (no operatorColumns.aggregations.${definition.name}.silverValue)`,
@@ -257,7 +246,7 @@ async function planAggregation(
   nowMs: number,
 ): Promise<{
   report: AggregationRestate;
-  changes: WindowChange[];
+  changes: RestatedWindow[];
   rows: Record<string, unknown>[];
 }> {
   const { strategy, name, goldTable } = aggregation.definition;
@@ -287,9 +276,29 @@ async function planAggregation(
   );
   const examined = new Set([...recomputed, ...latest].map((p) => `${p.windowStartMs}|${p.key}`))
     .size;
-  const rows = changes
-    .filter((c) => c.action === 'restate')
-    .map((c) => restatementRow(aggregation, c, watermark.watermarkMs, nowMs));
+  const rows: Record<string, unknown>[] = [];
+  const reported = changes.map((c): RestatedWindow => {
+    const row =
+      c.action === 'restate' ? restatementRow(aggregation, c, watermark.watermarkMs, nowMs) : null;
+    if (row !== null) rows.push(row);
+    const { current } = c;
+    return {
+      aggregation: name,
+      windowStart: new Date(c.window.startMs).toISOString(),
+      key: c.key,
+      current:
+        current === null
+          ? null
+          : {
+              values: current.values,
+              restatement: current.restatement,
+              paneIndex: current.paneIndex,
+            },
+      restated: c.restated.values,
+      action: c.action,
+      insertId: row === null ? null : String(row.insert_id),
+    };
+  });
   return {
     report: {
       name,
@@ -302,7 +311,7 @@ async function planAggregation(
       open: changes.filter((c) => c.action === 'open').length,
       written: 0,
     },
-    changes,
+    changes: reported,
     rows,
   };
 }
@@ -331,14 +340,6 @@ export async function restate(
   const plans = await Promise.all(
     aggregations.map((a) => planAggregation(ctx, a, options, events, nowMs)),
   );
-  const changes = plans.flatMap(({ report, changes: own, rows }) => {
-    // `rows` are the `restate` changes' rows, in order.
-    const restated = own.filter((c) => c.action === 'restate');
-    return own.map((c) => {
-      const row = rows[restated.indexOf(c)];
-      return reported(report.name, c, row === undefined ? null : String(row.insert_id));
-    });
-  });
   const report: RestateReport = {
     dryRun: options.dryRun,
     pipeline: ctx.pipeline.name,
@@ -348,7 +349,7 @@ export async function restate(
     aggregations: plans.map((p) => p.report),
     windows: plans.reduce((n, p) => n + p.report.windows, 0),
     unchanged: plans.reduce((n, p) => n + p.report.unchanged, 0),
-    changes,
+    changes: plans.flatMap((p) => p.changes),
     written: 0,
     open: plans.reduce((n, p) => n + p.report.open, 0),
     events: events.length,
@@ -372,25 +373,6 @@ export async function restate(
     report.written += plan.rows.length;
   }
   return report;
-}
-
-function reported(aggregation: string, c: WindowChange, insertId: string | null): RestatedWindow {
-  return {
-    aggregation,
-    windowStart: new Date(c.window.startMs).toISOString(),
-    key: c.key,
-    current:
-      c.current === null
-        ? null
-        : {
-            values: c.current.values,
-            restatement: c.current.restatement,
-            paneIndex: c.current.paneIndex,
-          },
-    restated: c.restated.values,
-    action: c.action,
-    insertId,
-  };
 }
 
 /** Value columns as short text: `name=value` joined by spaces (the key columns aside). */
@@ -486,8 +468,8 @@ interface RestateFlags {
 }
 
 /**
- * Registers `offvia gold restate` (called from shared/ops/cli.ts). Exit codes: 0 done, 1 a backend failed or windows
- * were left open (without --force), 2 bad flags or an aggregation that cannot be restated from Silver.
+ * Registers `offvia gold restate`. Exit codes: 0 done, 1 a backend failed or windows were left open (without --force),
+ * 2 bad flags or an aggregation that cannot be restated from Silver.
  */
 export function addGoldCommand(
   program: Command,
@@ -535,8 +517,7 @@ export function addGoldCommand(
         }
         const fromMs = parseUtcTime(opts.from, '--from');
         const toMs = parseUtcTime(opts.to, '--to');
-        // The pipeline as this deployment runs it (its overrides applied); connecting makes no backend call, so
-        // the checks below are usage errors even with no stack up.
+        // Connecting makes no backend call: the checks below are usage errors even with no stack up.
         const ctx = open();
         const aggregations = restatableAggregations(ctx.pipeline, opts.aggregation ?? []);
         const options: RestateOptions = {
