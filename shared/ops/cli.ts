@@ -3,7 +3,7 @@ import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
 import { connect, query, type ConnectOptions, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
-import { plainRow, processIo, table, toJson, type Io } from './output';
+import { plainRow, printReport, processIo, rowsTable, toJson, type Io } from './output';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { loadFix, type FixFlags } from './fix';
 import { formatReprocess, reprocess } from './reprocess';
@@ -382,18 +382,12 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         const rows = (await query(ctx, sql.replace(/\{\{\s*project\s*\}\}/g, ctx.projectId))).map(
           plainRow,
         );
-        if (flags.json) deps.io.out(toJson(rows));
-        else {
-          const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-          deps.io.out(
-            table(
-              columns,
-              rows.map((r) => columns.map((c) => r[c])),
-              80,
-            ),
-          );
-          deps.io.out(`${rows.length} row(s)`);
-        }
+        printReport(
+          deps.io,
+          rows,
+          flags.json === true,
+          (r) => `${rowsTable(r, 80)}\n${r.length} row(s)`,
+        );
       }),
     );
 

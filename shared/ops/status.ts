@@ -4,7 +4,7 @@ import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
-import { keyValues, section, table, type Io } from './output';
+import { keyValues, printReport, section, table, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
 import {
   countOpenWindows,
@@ -410,5 +410,5 @@ export function formatStatus(r: StatusReport): string {
 
 /** Prints the report as tables or JSON. */
 export function printStatus(io: Io, report: StatusReport, json: boolean): void {
-  io.out(json ? JSON.stringify(report, null, 2) : formatStatus(report));
+  printReport(io, report, json, formatStatus);
 }

@@ -9,7 +9,16 @@ import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
-import { cellText, keyValues, plainRow, section, table, type Io } from './output';
+import {
+  cellText,
+  keyValues,
+  plainRow,
+  printReport,
+  rowsTable,
+  section,
+  table,
+  type Io,
+} from './output';
 import { qualifiedTable } from './pipeline-choice';
 import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
@@ -327,16 +336,6 @@ async function goldPanes(
   return gold;
 }
 
-/** Rows as a table of all their columns. */
-function rowsTable(list: readonly Row[], width = 40): string {
-  const columns = [...new Set(list.flatMap((row) => Object.keys(row)))];
-  return table(
-    columns,
-    list.map((row) => columns.map((name) => row[name])),
-    width,
-  );
-}
-
 /** The report as sections, one per place. */
 export function formatTrace(r: TraceReport): string {
   return [
@@ -423,5 +422,5 @@ export function formatTrace(r: TraceReport): string {
 
 /** Prints the report as sections or JSON. */
 export function printTrace(io: Io, report: TraceReport, json: boolean): void {
-  io.out(json ? JSON.stringify(report, null, 2) : formatTrace(report));
+  printReport(io, report, json, formatTrace);
 }
