@@ -3,17 +3,14 @@ import { accumulatorFields, type CombineFn } from '../windowing';
 import { formatScaled, NUMERIC_SCALE } from '../contract/numeric';
 
 /**
- * The stored accumulator (plain JSON, so it can live in a Firestore shard document): money as canonical decimal
- * text (`formatScaled`, e.g. `"749.5"`), never a binary float. `min`/`max` are `null` while `count` is 0.
+ * The stored accumulator (plain JSON for a Firestore shard document): bookings folded in, and the fares' sum, min
+ * and max as canonical decimal text (`formatScaled`, e.g. `"749.5"`), never a binary float; `min`/`max` `null` while
+ * `count` is 0.
  */
 export type BookingAccumulator = {
-  /** Bookings folded in (exact up to 2^53). */
   readonly count: number;
-  /** Sum of the fares, canonical decimal text. */
   readonly total: string;
-  /** Smallest fare, canonical decimal text; `null` when empty. */
   readonly min: string | null;
-  /** Largest fare, canonical decimal text; `null` when empty. */
   readonly max: string | null;
 };
 
@@ -68,17 +65,16 @@ export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
 
 const EMPTY: BookingAccumulator = { count: 0, total: '0', min: null, max: null };
 
-function minText(a: string | null, b: string | null): string | null {
-  if (a === null) return b;
-  if (b === null) return a;
-  return parseScaledText(a) <= parseScaledText(b) ? a : b;
+/** `a` when `keepA(a, b)` holds (ties keep `a`), else `b`; `null` is no amount. */
+function pick(a: string | null, b: string | null, keepA: (x: bigint, y: bigint) => boolean) {
+  return a === null || b === null
+    ? (a ?? b)
+    : keepA(parseScaledText(a), parseScaledText(b))
+      ? a
+      : b;
 }
-
-function maxText(a: string | null, b: string | null): string | null {
-  if (a === null) return b;
-  if (b === null) return a;
-  return parseScaledText(a) >= parseScaledText(b) ? a : b;
-}
+const minText = (a: string | null, b: string | null) => pick(a, b, (x, y) => x <= y);
+const maxText = (a: string | null, b: string | null) => pick(a, b, (x, y) => x >= y);
 
 /**
  * Beam `Combine.CombineFn` over fares given as value × 10^9 (`ValidationSuccess.fareScaled`): associative and

@@ -5,29 +5,23 @@ import type { AccumulationMode, Pane, PaneTiming } from '../windowing';
 import type { BookingAggregate } from './booking-aggregates';
 import { parseRouteKey } from './route-key';
 
-/** The pane columns of a gold row, as strings/numbers ready for insertAll (TIMESTAMP RFC 3339 UTC). */
+/**
+ * The pane columns of a gold row, ready for insertAll (TIMESTAMP RFC 3339 UTC): `pipeline` the aggregation, the
+ * window [start, end), Beam's `PaneInfo` (timing, index, non-speculative index −1 for EARLY, first, last), the input
+ * watermark at the firing (null at its initial minimum), the firing's processing time, and the insertId.
+ */
 export interface PaneColumns {
-  /** The aggregation (windowed pipeline) that fired the pane. */
   pipeline: string;
-  /** Window start, inclusive. */
   window_start: string;
-  /** Window end, exclusive. */
   window_end: string;
-  /** Beam `PaneInfo.Timing`. */
   pane_timing: PaneTiming;
-  /** Beam `PaneInfo.getIndex()`: 0, 1, 2… per window. */
   pane_index: number;
-  /** Beam `PaneInfo.getNonSpeculativeIndex()`: −1 for EARLY panes. */
   pane_on_time_index: number;
   is_first: boolean;
-  /** Beam `PaneInfo.isLast()`: no further pane will follow for this window. */
   is_final: boolean;
   accumulation_mode: AccumulationMode;
-  /** Input watermark at the firing; null while at its initial minimum. The settled views read behind it. */
   watermark_at_emission: string | null;
-  /** Processing time of the firing. */
   emitted_at: string;
-  /** The streaming insertId (`paneInsertId`), also kept as a column so readers can deduplicate. */
   insert_id: string;
 }
 
@@ -66,21 +60,16 @@ export function bigQueryTimestamp(ms: number): string {
   return formatEpochMs(ms);
 }
 
-/** One row of `offvia_gold.route_panes`. */
+/** One row of `offvia_gold.route_panes`: the route and `BookingAggregate`'s values (NUMERIC as text). */
 export interface GoldPaneRow extends PaneColumns {
-  /** `ORIGIN-DESTINATION-CURRENCY`. */
   route_key: string;
   origin_airport: string;
   destination_airport: string;
   currency: string;
-  /** Bookings in the pane (all so far when ACCUMULATING, new ones when DISCARDING). */
   booking_count: number;
-  /** NUMERIC text. */
   fare_total: string;
-  /** NUMERIC text, null for an empty pane. */
   fare_min: string | null;
   fare_max: string | null;
-  /** total / count rounded half-even to 9 fraction digits; null for an empty pane. */
   fare_mean: string | null;
 }
 

@@ -8,15 +8,11 @@ import { parseDuration, parsePositiveInt } from '../ops/selection';
 import { startDashboard } from './server';
 
 /** The port `offvia dashboard` binds when `--port` is absent (clear of the local stack's ports). */
-export const DEFAULT_DASHBOARD_PORT = 8090;
+const DEFAULT_DASHBOARD_PORT = 8090;
 
-/** Page refresh on the local stack, seconds. */
-export const LOCAL_REFRESH_S = 5;
-/**
- * Page refresh against a real project, seconds: each refresh runs about twenty BigQuery queries, each billed at
- * least 10 MB on demand, so a page left open at 5 s would cost real money.
- */
-export const CLOUD_REFRESH_S = 60;
+/** Page refresh, seconds: against a project each runs about twenty queries billed at least 10 MB each. */
+const LOCAL_REFRESH_S = 5;
+const CLOUD_REFRESH_S = 60;
 
 /** The CLI's wrapper that parses the global flags, opens the context on demand and closes it after the body. */
 export type CliAction = <A extends unknown[]>(
@@ -27,13 +23,12 @@ export type CliAction = <A extends unknown[]>(
   ) => Promise<number | void>,
 ) => (...args: A) => Promise<void>;
 
-/** Flags of `offvia dashboard`. */
+/** Flags of `offvia dashboard`; hidden `check`: check the flags and the port, then exit (deploy/local/dashboard.sh). */
 interface DashboardFlags {
   port: string;
   host: string;
   since: string;
   refresh?: string;
-  /** Hidden: check the flags and the port, then exit (deploy/local/dashboard.sh, before it starts a stack). */
   check?: boolean;
 }
 
@@ -119,7 +114,6 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
               `offvia dashboard: collecting the numbers failed: ${err instanceof Error ? err.message : String(err)}`,
             ),
         }).catch((err: unknown) => {
-          // The usual failure is a port another program holds: say which and what to do.
           throw bindError(err, port, opts.host);
         });
         deps.io.out(

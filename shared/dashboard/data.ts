@@ -1,6 +1,5 @@
-// The booking page's numbers: `offvia status` (collectStatus, the one source of the counts) plus the time series the
-// charts need and status has no place for (per-minute arrivals, the latest panes per key, dropped-late per window),
-// read from the pipeline's definition; the panes chart plots booking's count and fare total.
+// The booking page's numbers: `offvia status` (the one source of the counts) plus the charts' time series: arrivals
+// per minute, the latest panes per key, the watermark, dropped-late per window.
 import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
@@ -12,79 +11,68 @@ import { collectStatus, type StatusReport } from '../ops/status';
 
 const MINUTE_MS = 60_000;
 
-/** One series of the "messages per minute" chart: arrivals per minute at one destination. */
+/** Arrivals per minute at one destination (`Silver`, `quarantine: <stage>`, `bad data`, `retry store`). */
 export interface DestinationSeries {
-  /** `Silver`, `quarantine: <error_stage>`, `bad data` or `retry store`. */
   destination: string;
-  /** Rows per minute, aligned with `DashboardData.minuteStartsMs`. */
   counts: number[];
 }
 
-/** The latest pane of one (route, window), from `offvia_gold.route_panes_latest`. */
+/**
+ * The latest pane of one (route, window) from `route_panes_latest`: window bounds and firing time (epoch ms UTC),
+ * bookings, the exact fare total as decimal text, Beam's pane timing, index and finality.
+ */
 export interface LatestPane {
-  /** Window bounds, epoch ms UTC (start inclusive, end exclusive; event time). */
   windowStartMs: number;
   windowEndMs: number;
-  /** Bookings in the pane (all so far with ACCUMULATING panes). */
   bookingCount: number;
-  /** Exact NUMERIC sum of the fares, as decimal text (the chart plots its Number). */
   fareTotal: string;
-  /** Beam's pane timing: `EARLY`, `ON_TIME` or `LATE`. */
   timing: string;
   paneIndex: number;
   isFinal: boolean;
-  /** Processing time of the firing, epoch ms. */
   emittedAtMs: number;
 }
 
-/** The latest panes of one route key (`ORIGIN-DESTINATION-CURRENCY`), oldest window first. */
+/** The latest panes of one route key, oldest window first. */
 export interface RoutePanes {
   routeKey: string;
   panes: LatestPane[];
 }
 
-/** One watermark observation: the wall clock and the watermark at that moment (epoch ms). */
+/** The watermark at a wall-clock time (epoch ms), from a gold pane or read `now` from Firestore. */
 export interface WatermarkSample {
   atMs: number;
   watermarkMs: number;
-  /** `gold`: a pane's `watermark_at_emission` at its `emitted_at`; `now`: read from Firestore by this request. */
   source: 'gold' | 'now';
 }
 
-/** Elements dropped as too late, per event-time window (the TTL-bounded Firestore counters). */
+/** Elements dropped as too late in one window (epoch ms): window expired, or its trigger finished. */
 export interface DroppedWindow {
   windowStartMs: number;
   windowEndMs: number;
   count: number;
-  /** Dropped because end + allowed lateness <= watermark. */
   expiredWindow: number;
-  /** Dropped because the window's trigger had finished. */
   closedWindow: number;
 }
 
-/** What `GET /api/dashboard` returns: the status report and the charts' series, all for the same look-back. */
+/**
+ * What `GET /api/dashboard` returns for one look-back: `collectStatus` exactly (every count the page prints), the
+ * refresh interval (ms), the minute starts (epoch ms UTC) the series align with, the routes most recently fired
+ * first, the watermark history oldest first, and the dropped-late counters.
+ */
 export interface DashboardData {
-  /** `collectStatus(ctx, pipeline, sinceMs, nowMs)` exactly: every count the page prints comes from here. */
   status: StatusReport;
-  /** How often the page asks again, ms. */
   refreshMs: number;
-  /** Start of each minute from the look-back's start to now, epoch ms UTC (the x axis of `perMinute`). */
   minuteStartsMs: number[];
   perMinute: DestinationSeries[];
-  /** Routes with a pane emitted in the look-back, the most recently fired first (at most `maxRoutes`). */
   routes: RoutePanes[];
-  /** The watermark against the wall clock, oldest first. */
   watermarkHistory: WatermarkSample[];
   droppedLate: DroppedWindow[];
 }
 
-/** Tuning of `collectDashboard`. */
+/** Tuning of `collectDashboard`: refresh interval (ms), most routes, most panes per route. */
 export interface DashboardOptions {
-  /** Page refresh interval, ms. */
   refreshMs: number;
-  /** Most routes returned with their panes. */
   maxRoutes?: number;
-  /** Most panes per route (the latest windows). */
   maxPanesPerRoute?: number;
 }
 
@@ -99,9 +87,8 @@ export function minuteStarts(sinceMs: number, nowMs: number): number[] {
 }
 
 /**
- * Buckets (minute start ms, key, count) rows into one series per key aligned with `minutes`. Rows outside the
- * range (clock skew between the emulator and this process) are added to the nearest end, so the series' sum
- * always equals the rows counted.
+ * Buckets (minute start ms, key, count) rows into one series per key aligned with `minutes`; rows outside the range
+ * (clock skew) go to the nearest end, so a series' sum equals the rows counted.
  */
 export function bucketPerMinute(
   minutes: readonly number[],
@@ -122,9 +109,8 @@ export function bucketPerMinute(
 }
 
 /**
- * Collects the dashboard's numbers of `pipeline` for the look-back [sinceMs, nowMs] (epoch ms UTC). The status
- * report comes from `collectStatus` unchanged; the series are read beside it with the same `sinceMs`; panes, the
- * watermark history and the dropped-late counters are those of the pipeline's first aggregation (booking has one).
+ * Collects the dashboard's numbers of `pipeline` for [sinceMs, nowMs] (epoch ms UTC); panes, watermark and dropped
+ * counters are its first aggregation's.
  * @throws OpsError (one line) when a backend cannot be reached or refuses a query.
  */
 export async function collectDashboard(
@@ -196,7 +182,6 @@ export async function collectDashboard(
     key: String(r.k),
     n: num(r.n),
   }));
-  // The retry store keeps each row's first receipt (processed_timestamp): its arrivals per minute.
   for (const { rows } of retry) {
     for (const row of rows) {
       if (row.processedTimestampMs < sinceMs) continue;

@@ -1,5 +1,4 @@
-// The dashboard's numbers for a registered pipeline other than booking: `offvia --pipeline NAME status`
-// (collectStatus, the one source of its counts) plus, for telemetry, the settled regional rankings.
+// The dashboard's numbers for a pipeline other than booking: its `status` plus, for telemetry, regional rankings.
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
 import { query, type OpsContext } from '../ops/context';
@@ -7,18 +6,16 @@ import { cellText } from '../ops/output';
 import { DEFAULT_PIPELINE, qualifiedTable } from '../ops/pipeline-choice';
 import { collectStatus, type StatusReport } from '../ops/status';
 
-/** One registered pipeline as the page's selector lists it. */
+/** One registered pipeline as the page's selector lists it (aggregations in definition order). */
 export interface PipelineEntry {
   name: string;
   description: string;
-  /** Aggregation names, in definition order. */
   aggregations: string[];
 }
 
-/** What `GET /api/pipelines` returns: every registered pipeline, and the one the page shows first. */
+/** What `GET /api/pipelines` returns: every registered pipeline, and the one the page shows first (booking). */
 export interface PipelineList {
   pipelines: PipelineEntry[];
-  /** `booking`: the page's default view is booking's, as before the registry. */
   default: string;
 }
 
@@ -34,35 +31,29 @@ export function pipelineList(registry: readonly AnyPipelineDefinition[] = PIPELI
   };
 }
 
-/** A device in a regional ranking. */
+/** A device in a regional ranking: its highest reading in the window, °C, as exact decimal text. */
 export interface RankedDevice {
   rank: number;
   deviceId: string;
-  /** Highest reading in the window, °C, exact decimal text. */
   maxTemperatureC: string;
 }
 
-/** The latest settled ranking of one region (the newest window at least 2 min behind the watermark). */
+/** The newest settled ranking of one region: window bounds (epoch ms UTC) and Beam's pane timing. */
 export interface RegionRanking {
   region: string;
-  /** Window bounds, epoch ms UTC. */
   windowStartMs: number;
   windowEndMs: number;
-  /** Beam's pane timing of the ranking's pane. */
   timing: string;
   devices: RankedDevice[];
 }
 
-/** What `GET /api/pipeline/:name` returns. */
+/**
+ * What `GET /api/pipeline/:name` returns: `collectStatus` for the look-back, the refresh interval (ms) and, for
+ * telemetry, the newest settled ranking of each region in the look-back, by name (at most `maxRegions`).
+ */
 export interface PipelineDashboardData {
-  /** `collectStatus` for the look-back: every count the page prints comes from here. */
   status: StatusReport;
-  /** How often the page asks again, ms. */
   refreshMs: number;
-  /**
-   * Telemetry: the newest settled ranking per region with a window in the look-back, regions in name order (at
-   * most `maxRegions`); empty for other pipelines.
-   */
   regions: RegionRanking[];
 }
 

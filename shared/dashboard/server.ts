@@ -1,5 +1,5 @@
-// The dashboard's HTTP server (fastify): one static page, its script and style, Chart.js from node_modules, and
-// the JSON endpoint the page polls. Nothing comes from a CDN, so the page works offline.
+// The dashboard's HTTP server (fastify): the page, its script and style, Chart.js from node_modules (no CDN: it works
+// offline), and the JSON endpoints the page polls.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -21,28 +21,23 @@ function chartJsBundle(): string {
   return path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
 }
 
-/** Options of `startDashboard`. */
+/**
+ * Options of `startDashboard`: port (0 picks a free one), interface, the look-back of every number and the page's
+ * refresh (ms), the clock (epoch ms), and what to call with each failed collection.
+ */
 export interface DashboardServerOptions {
-  /** TCP port; 0 picks a free one (tests). */
   port: number;
-  /** Interface to bind; `127.0.0.1` keeps the page on this machine. */
   host: string;
-  /** The look-back of every number, ms (the `--since` of `offvia status`). */
   lookBackMs: number;
-  /** How often the page refreshes itself, ms. */
   refreshMs: number;
-  /** Epoch ms; tests pass a fixed clock. */
   now?: () => number;
-  /** Called with each failed collection (the page shows the error and keeps polling). */
   onError?: (err: unknown) => void;
 }
 
-/** A running dashboard: its URL and a way to stop it. */
+/** A running dashboard: its page's URL; `close` also waits for the collections in flight. */
 export interface RunningDashboard {
-  /** `http://host:port/` of the page. */
   readonly url: string;
   readonly server: FastifyInstance;
-  /** Stops listening and waits for the collections in flight, so the context's clients can be closed after. */
   close(): Promise<void>;
 }
 
@@ -58,20 +53,15 @@ export function buildDashboardApp(
 ): FastifyInstance {
   const now = options.now ?? Date.now;
   const app = Fastify({ logger: false });
-  // Read once at start: the files are small and a missing one should fail the start, not the first visitor.
+  // Read once at start: a missing file fails the start, not the first visitor.
+  const js = 'text/javascript; charset=utf-8';
   const assets: Record<string, { body: Buffer; type: string }> = {
-    'dashboard.js': {
-      body: readFileSync(path.join(PUBLIC_DIR, 'dashboard.js')),
-      type: 'text/javascript; charset=utf-8',
-    },
+    'dashboard.js': { body: readFileSync(path.join(PUBLIC_DIR, 'dashboard.js')), type: js },
     'dashboard.css': {
       body: readFileSync(path.join(PUBLIC_DIR, 'dashboard.css')),
       type: 'text/css; charset=utf-8',
     },
-    'chart.umd.min.js': {
-      body: readFileSync(chartJsBundle()),
-      type: 'text/javascript; charset=utf-8',
-    },
+    'chart.umd.min.js': { body: readFileSync(chartJsBundle()), type: js },
   };
   const page = readFileSync(path.join(PUBLIC_DIR, 'index.html'));
 
@@ -106,16 +96,12 @@ export function buildDashboardApp(
   };
   app.get('/api/dashboard', async (_req, reply) => {
     const nowMs = now();
-    const collecting = collectDashboard(
-      ctx,
-      choosePipeline(DEFAULT_PIPELINE),
-      nowMs - options.lookBackMs,
-      nowMs,
-      {
-        refreshMs: options.refreshMs,
-      },
+    const booking = choosePipeline(DEFAULT_PIPELINE);
+    const { refreshMs } = options;
+    return answer(
+      reply,
+      collectDashboard(ctx, booking, nowMs - options.lookBackMs, nowMs, { refreshMs }),
     );
-    return answer(reply, collecting);
   });
   app.get('/api/pipelines', async (_req, reply) =>
     reply.header('cache-control', 'no-store').send(pipelineList()),
@@ -130,10 +116,11 @@ export function buildDashboardApp(
       });
     }
     const nowMs = now();
-    const collecting = collectPipelineDashboard(ctx, pipeline, nowMs - options.lookBackMs, nowMs, {
-      refreshMs: options.refreshMs,
-    });
-    return answer(reply, collecting);
+    const { refreshMs } = options;
+    return answer(
+      reply,
+      collectPipelineDashboard(ctx, pipeline, nowMs - options.lookBackMs, nowMs, { refreshMs }),
+    );
   });
   return app;
 }

@@ -3,7 +3,7 @@ import type { PubSub } from '@google-cloud/pubsub';
 import { Command, CommanderError } from 'commander';
 import { connect, query, type ConnectOptions, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
-import { plainRow, processIo, table, toJson, type Io } from './output';
+import { plainRow, printReport, processIo, rowsTable, toJson, type Io } from './output';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { loadFix, type FixFlags } from './fix';
 import { formatReprocess, reprocess } from './reprocess';
@@ -33,12 +33,11 @@ import {
 } from './pipeline-choice';
 import { listQuarantine, printQuarantineList } from './quarantine-list';
 
-/** Global flags, valid before or after the command. */
+/** Global flags, valid before or after the command; `pipeline` defaults to booking. */
 interface GlobalFlags {
   project?: string;
   stackDir?: string;
   json?: boolean;
-  /** The registered pipeline the command works on (default booking). */
   pipeline?: string;
 }
 
@@ -106,11 +105,8 @@ function selectionOf(
   pipeline: AnyPipelineDefinition,
 ): RowSelection {
   // `--ids ""` (an empty shell variable) or `--stage ,` names nothing: it must not fall through to "every row".
-  for (const [flag, values] of [
-    ['--ids', flags.ids],
-    ['--stage', flags.stage],
-    ['--target', flags.target],
-  ] as const) {
+  const lists = { '--ids': flags.ids, '--stage': flags.stage, '--target': flags.target };
+  for (const [flag, values] of Object.entries(lists)) {
     if (values !== undefined && parseIdList(values).length === 0) {
       throw new UsageError(`${flag}: no value given (to select every open row, pass --all)`);
     }
@@ -135,36 +131,29 @@ function selectionOf(
       `--until (${new Date(selection.untilMs).toISOString()}) must be after --since (${new Date(selection.sinceMs).toISOString()})`,
     );
   }
-  const selects =
-    selection.stages !== undefined ||
-    selection.pattern !== undefined ||
-    selection.targets !== undefined ||
-    selection.sinceMs !== undefined ||
-    selection.untilMs !== undefined ||
-    selection.ids !== undefined;
-  if (!selects && flags.all !== true) {
+  // `limit` aside, any key of the selection filters.
+  if (Object.keys(selection).length === 1 && flags.all !== true) {
     const by = kind === 'quarantine' ? '--stage, --reason' : '--target, --error';
     throw new UsageError(`select rows with ${by}, --since, --until or --ids, or pass --all`);
   }
   return selection;
 }
 
-/** What the commands share: the output, the clock and a way to connect (tests inject both). */
+/**
+ * What the commands share (tests inject them): the output, the clock (epoch ms), the connection, the directory a fix
+ * module's path is resolved against, and the Pub/Sub client of `snapshot` and `seek`.
+ */
 export interface CliDeps {
   readonly io: Io;
-  /** Epoch ms. */
   readonly now: () => number;
   readonly connect: (flags: ConnectOptions) => OpsContext;
-  /** Directory relative paths (a fix module) are resolved against. */
   readonly cwd: string;
-  /** The Pub/Sub client of `snapshot` and `seek` (tests pass one whose requests are recorded). */
   readonly pubsub?: ((ctx: OpsContext) => PubSub) | undefined;
 }
 
 /** Builds the program; `run` is called with the connected context and the command's own flags. */
 export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Command {
-  // Every --pipeline value given, in order: two different ones are refused before any command runs, since taking
-  // the last silently would run one pipeline's command for an operator who also named another.
+  // Every --pipeline given: two different ones are refused (taking the last would silently ignore the other).
   const pipelinesGiven: string[] = [];
   const program = new Command('offvia')
     .description(
@@ -199,7 +188,6 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
     .configureOutput({
       writeOut: (s) => deps.io.out(s),
       writeErr: (s) => deps.io.err(s),
-      // One line: `offvia: <commander's message> (offvia --help)`, the same prefix as every other error.
       outputError: (s, write) =>
         write(
           `offvia: ${s
@@ -228,8 +216,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           pipeline: choosePipeline(flags.pipeline),
         }));
       try {
-        // Before the body: an unknown pipeline or a command that does not apply to it is a usage error even when
-        // no stack is up.
+        // Before the body: a usage error even when no stack is up.
         assertCommandAvailable(choosePipeline(flags.pipeline), commandPath(command));
         onExit((await body(open, flags, ...args)) ?? EXIT.ok);
       } finally {
@@ -382,18 +369,12 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         const rows = (await query(ctx, sql.replace(/\{\{\s*project\s*\}\}/g, ctx.projectId))).map(
           plainRow,
         );
-        if (flags.json) deps.io.out(toJson(rows));
-        else {
-          const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-          deps.io.out(
-            table(
-              columns,
-              rows.map((r) => columns.map((c) => r[c])),
-              80,
-            ),
-          );
-          deps.io.out(`${rows.length} row(s)`);
-        }
+        printReport(
+          deps.io,
+          rows,
+          flags.json === true,
+          (r) => `${rowsTable(r, 80)}\n${r.length} row(s)`,
+        );
       }),
     );
 
@@ -426,17 +407,8 @@ export async function main(argv: readonly string[], deps: Partial<CliDeps> = {})
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version end here too, with exit code 0.
-      if (
-        err.code === 'commander.helpDisplayed' ||
-        err.code === 'commander.version' ||
-        err.exitCode === 0
-      ) {
-        return EXIT.ok;
-      }
-      return EXIT.usage;
-    }
+    // --help and --version end here too, with exit code 0.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     if (process.env.OFFVIA_DEBUG && err instanceof Error) full.io.err(err.stack ?? err.message);
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
     full.io.err(`offvia: ${message}`);

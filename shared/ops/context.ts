@@ -14,7 +14,7 @@ import { firestoreClient } from '../drift/runtime';
 import { configuredDefinition, type AnyPipelineDefinition } from '../pipeline/definition';
 import { BOOKING_PIPELINE } from '../pipelines/booking/definition';
 
-/** The emulator variables the stack's env file sets; dropped when `--project` targets a real project. */
+/** The emulator variables of the stack's env file; dropped when `--project` targets a real project. */
 const EMULATOR_VARIABLES = [
   'PUBSUB_EMULATOR_HOST',
   'FIRESTORE_EMULATOR_HOST',
@@ -22,7 +22,7 @@ const EMULATOR_VARIABLES = [
 ] as const;
 
 /** Longest a single backend call may take before `offvia` reports the backend as unreachable, ms. */
-export const BACKEND_DEADLINE_MS = 20_000;
+const BACKEND_DEADLINE_MS = 20_000;
 
 /** Everything a command needs to read and write the pipeline's state. */
 export interface OpsContext {
@@ -34,12 +34,9 @@ export interface OpsContext {
   readonly ingest: IngestConfig;
   readonly windows: WindowConfig;
   readonly drift: SchemaDriftConfig;
-  /**
-   * The pipeline the command works on, as this deployment runs it (`configuredDefinition`: its OFFVIA_* overrides
-   * applied with the target's environment). Every table below is this definition's.
-   */
+  /** The pipeline the command works on, with this deployment's OFFVIA_* overrides (`configuredDefinition`). */
   readonly pipeline: AnyPipelineDefinition;
-  /** `project.dataset.table` of every table and view `offvia` reads. */
+  /** `project.dataset.table` of the pipeline's layers (`gold`: its first aggregation's table). */
   readonly tables: OpsTables;
   readonly bigquery: BigQuery;
   /** Created on first use (the Firestore client opens a gRPC channel). */
@@ -52,26 +49,24 @@ export interface OpsContext {
   close(): Promise<void>;
 }
 
-/** Fully qualified names (`project.dataset.table`) of the layers. */
+/** Fully qualified names (`project.dataset.table`) of the layers; the open views sit beside their tables. */
 export interface OpsTables {
   bronze: string;
   silver: string;
-  silverDedup: string;
   quarantine: string;
   quarantineOpen: string;
   badData: string;
   badDataOpen: string;
-  resolutions: string;
   gold: string;
 }
 
-/** What selects the target: `--project` and `--stack-dir` (global flags). */
+/**
+ * What selects the target (global flags): `--project` (ADC, the local stack ignored), `--stack-dir` (default
+ * OFFVIA_STACK_DIR, else `.local/stack`), and the pipeline of `--pipeline` (default booking) before its configuration.
+ */
 export interface ConnectOptions {
-  /** A Google Cloud project: connect with ADC and ignore the local stack. */
   readonly project?: string | undefined;
-  /** The local stack's state directory (default `.local/stack` at the repository root, or OFFVIA_STACK_DIR). */
   readonly stackDir?: string | undefined;
-  /** The registered pipeline chosen with `--pipeline` (default: booking), before its configuration. */
   readonly pipeline?: AnyPipelineDefinition | undefined;
 }
 
@@ -89,10 +84,7 @@ export function defaultStackDir(env: Env = process.env): string {
   return env.OFFVIA_STACK_DIR ?? path.join(repositoryRoot(), '.local', 'stack');
 }
 
-/**
- * Parses the stack's env file (`export NAME=value` lines, as deploy/local/stack.sh writes it; values carry no
- * quotes there, but single or double quotes around a value are removed). Other lines are ignored.
- */
+/** Parses the stack's env file: `export NAME=value` lines, quotes around a value removed, other lines ignored. */
 export function parseStackEnv(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of text.split('\n')) {
@@ -106,10 +98,8 @@ export function parseStackEnv(text: string): Record<string, string> {
 }
 
 /**
- * The environment for the chosen target. With `project`: the process environment without the emulator variables,
- * and the project set. Otherwise the local stack's env file over the process environment; when there is no env
- * file but the emulator variables are already set (a shell that sourced it, or with-stack.sh) and no `--stack-dir`
- * was given, those.
+ * The environment for the target: with `project`, the process environment without the emulator variables; else the
+ * stack's env file over it, or (no env file, no `--stack-dir`) the emulator variables already set.
  * @throws UsageError when there is neither a local stack nor `--project`.
  */
 export function targetEnv(
@@ -132,8 +122,7 @@ export function targetEnv(
       stackDir,
     };
   }
-  // An explicit --stack-dir names one stack: when it has no env file, that is the answer, not whatever emulator
-  // variables the calling shell happens to carry (they may belong to another stack).
+  // An explicit --stack-dir names one stack: the shell's emulator variables may belong to another.
   if (options.stackDir === undefined && processEnv.BIGQUERY_EMULATOR_HOST)
     return { mode: 'local', env: { ...processEnv }, stackDir };
   throw new UsageError(
@@ -141,18 +130,9 @@ export function targetEnv(
   );
 }
 
-function qualified(ref: TableRef, projectId: string): string {
-  return tableName(ref, projectId);
-}
-
-/** The same table's sibling (e.g. the open view next to a table), fully qualified. */
-function sibling(ref: TableRef, projectId: string, tableId: string): string {
-  return qualified({ ...ref, tableId }, projectId);
-}
-
 /**
- * Connects to the target. In local mode the stack's variables are also put into `process.env`, because the Google
- * clients (and the ingest path's composition root) read the emulator hosts from there.
+ * Connects to the target. Locally the stack's variables also go into `process.env`, where the Google clients and
+ * the ingest path read the emulator hosts.
  * @throws UsageError without a target; OpsError for a bad configuration variable.
  */
 export function connect(
@@ -181,8 +161,6 @@ export function connect(
     throw new UsageError('no project: pass --project ID (or set OFFVIA_PROJECT_ID)');
   }
   if (mode === 'local') {
-    // The whole stack environment (emulator hosts, METADATA_SERVER_DETECTION=none, the functions' settings), as the
-    // functions run with it.
     for (const [name, value] of Object.entries(env)) {
       if (value !== undefined) processEnv[name] = value;
     }
@@ -200,23 +178,18 @@ export function connect(
     mode === 'local'
       ? "is the local stack up? 'bash deploy/local/stack.sh status'"
       : 'check --project and Application Default Credentials (gcloud auth application-default login)';
-  // Views and the resolutions table sit beside the table they serve (`<silver>_dedup`, `<quarantine>_open`,
-  // `<bad data>_open`, `resolutions` in the quarantine dataset), so a table override moves them with it.
   const { bronze, silver, quarantine, badData } = pipeline.tables;
+  const q = (ref: TableRef, tableId = ref.tableId): string =>
+    tableName({ ...ref, tableId }, projectId);
   const tables: OpsTables = {
     // A pipeline without Bronze: `replay` refuses it (pipeline-choice.ts); status and trace find no such table.
-    bronze: qualified(
-      bronze ?? { datasetId: `${silver.datasetId}_bronze`, tableId: 'absent' },
-      projectId,
-    ),
-    silver: qualified(silver, projectId),
-    silverDedup: sibling(silver, projectId, `${silver.tableId}_dedup`),
-    quarantine: qualified(quarantine, projectId),
-    quarantineOpen: sibling(quarantine, projectId, `${quarantine.tableId}_open`),
-    badData: qualified(badData, projectId),
-    badDataOpen: sibling(badData, projectId, `${badData.tableId}_open`),
-    resolutions: sibling(quarantine, projectId, 'resolutions'),
-    gold: qualified(pipeline.aggregations[0]?.goldTable ?? windows.goldTable, projectId),
+    bronze: q(bronze ?? { datasetId: `${silver.datasetId}_bronze`, tableId: 'absent' }),
+    silver: q(silver),
+    quarantine: q(quarantine),
+    quarantineOpen: q(quarantine, `${quarantine.tableId}_open`),
+    badData: q(badData),
+    badDataOpen: q(badData, `${badData.tableId}_open`),
+    gold: q(pipeline.aggregations[0]?.goldTable ?? windows.goldTable),
   };
   return {
     mode,
@@ -229,7 +202,7 @@ export function connect(
     tables,
     bigquery,
     firestore() {
-      // The functions' own database (OFFVIA_FIRESTORE_DATABASE), not `(default)`: the state lives there.
+      // The functions' own database (OFFVIA_FIRESTORE_DATABASE), not `(default)`.
       firestore ??= firestoreClient(projectId, ingest.firestoreDatabase);
       return firestore;
     },
@@ -261,8 +234,7 @@ export async function query<T = Record<string, unknown>>(
         query: sql,
         params,
         ...(types ? { types } : {}),
-        // Against a project, BigQuery runs the job where the tables it reads are (the deployment's --bq-location);
-        // a fixed US would find no dataset of a deployment in europe-west1. OFFVIA_BQ_LOCATION still pins it.
+        // Against a project the job runs where its tables are, unless OFFVIA_BQ_LOCATION pins it.
         ...(ctx.mode === 'cloud' && ctx.env.OFFVIA_BQ_LOCATION
           ? { location: ctx.env.OFFVIA_BQ_LOCATION }
           : {}),
@@ -279,9 +251,8 @@ export async function query<T = Record<string, unknown>>(
 }
 
 /**
- * The error of a query the backend completed without a result: `errors` and no schema. BigQuery answers an invalid
- * query with HTTP 400 (the client throws); the local emulator answers HTTP 200 with `errors` and no rows, which
- * would otherwise read as "0 rows". A response with a schema is a result (its `errors` may be warnings).
+ * The error of a query completed without a result (`errors`, no schema): the emulator answers a bad query with HTTP
+ * 200 and no rows, which would read as "0 rows". With a schema, `errors` are warnings.
  */
 function queryFailure(response: unknown): string | undefined {
   if (typeof response !== 'object' || response === null) return undefined;
@@ -309,10 +280,7 @@ export async function firestoreCall<T>(
   }
 }
 
-/**
- * Resolves as `promise` does, or rejects with "timed out after N ms" once `ms` passed. The call goes on in the
- * background; the command has then already failed with the deadline error, which is the one reported.
- */
+/** Resolves as `promise` does, or rejects with "timed out after N ms" (the call goes on in the background). */
 export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

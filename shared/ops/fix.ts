@@ -1,5 +1,5 @@
 // Fixes an operator applies to a quarantined payload or a bad-data row before it is re-driven: built-in field edits
-// and a user module (a function from payload to fixed payload, or null to skip, like a Dataflow UDF).
+// and a user module (payload → fixed payload, or null to skip, like a Dataflow UDF).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -18,29 +18,23 @@ export type FieldEdit =
   | { readonly kind: 'rename'; readonly field: string; readonly to: string }
   | { readonly kind: 'drop'; readonly field: string };
 
-/** What a fix is given besides the payload: where the row came from. */
+/** Where a fixed row came from: the message id, the failing stage or target table, and the reason or error. */
 export interface FixInput {
-  /** Pub/Sub message id of the original message. */
   readonly messageId: string;
-  /** Quarantine: the failing stage; bad data: the target table. */
   readonly where: string;
-  /** Quarantine: the reason; bad data: the error. */
   readonly reason: string;
 }
 
 /**
- * A user fix: takes the payload (the parsed JSON value, numbers beyond a JS number's precision as lossless-json
- * `LosslessNumber`s; or the raw text when it is not JSON) and returns the fixed
- * payload (an object, or text to send as is), or `null`/`undefined` to leave the row alone (it stays open). May be
- * async. Exported from the module as `default` or `fix`.
+ * A user fix (a module's `default` or `fix`, maybe async): the payload (JSON with exact numbers as `LosslessNumber`s,
+ * or the text when not JSON) → the fixed payload (object, or text sent as is), or `null`/`undefined` to skip the row.
  */
 export type FixFunction = (payload: unknown, input: FixInput) => unknown;
 
-/** A fix: edits applied in the order rename, set, upper, drop, then the module. */
+/** A fix: edits in the order rename, set, upper, drop, then the module; `description` for outputs and resolutions. */
 export interface Fix {
   readonly edits: readonly FieldEdit[];
   readonly module?: FixFunction;
-  /** How the fix is described in outputs and resolution rows (`set origin=JFK; upper destination`). */
   readonly description: string;
 }
 
@@ -49,8 +43,8 @@ export type FixResult =
   | { readonly kind: 'fixed'; readonly payload: unknown }
   | { readonly kind: 'skipped'; readonly reason: string };
 
-// Any JSON key but an empty one or one with '=' (the separator of --set and --rename): the names these edits exist for
-// are the ones BigQuery refuses, such as `loyalty-tier` or `bad col`, so whitespace is allowed.
+// Any JSON key but an empty one or one with '=' (the separator of --set and --rename): the names BigQuery refuses,
+// such as `loyalty-tier` or `bad col`, are the ones these edits exist for.
 const FIELD = /^[^=]{1,300}$/;
 
 function field(text: string, flag: string): string {
@@ -66,8 +60,7 @@ function pair(text: string, flag: string): [string, string] {
 }
 
 /**
- * JSON text → value, keeping every digit: numbers a JS number holds exactly are numbers, others (a fare with 20
- * digits, a 64-bit id) stay `LosslessNumber`s that `stringifyJson` writes back unchanged.
+ * JSON text → value keeping every digit: numbers a JS number cannot hold exactly stay `LosslessNumber`s.
  * @throws SyntaxError when the text is not JSON.
  */
 export function parseJson(text: string): unknown {
@@ -84,7 +77,7 @@ export function parseSetValue(text: string): unknown {
   try {
     return parseJson(text);
   } catch {
-    // Not JSON: a bare word such as JFK is meant as a string, which is the common case for a field fix.
+    // A bare word such as JFK is meant as a string.
     return text;
   }
 }
@@ -98,10 +91,7 @@ export interface FixFlags {
   readonly fixModule?: string;
 }
 
-/**
- * Builds the built-in edits from the flags (`--rename a=b`, `--set f=v`, `--upper f`, `--drop f`).
- * @throws UsageError for a malformed flag value.
- */
+/** The built-in edits of `--rename a=b`, `--set f=v`, `--upper f`, `--drop f`. @throws UsageError for a bad value. */
 export function parseEdits(flags: FixFlags): FieldEdit[] {
   const edits: FieldEdit[] = [];
   for (const r of flags.rename ?? []) {
@@ -131,8 +121,7 @@ function describeEdit(edit: FieldEdit): string {
 }
 
 /**
- * Loads the fix from the flags; the module path is resolved against `cwd` and may be TypeScript (the CLI runs
- * under tsx) or JavaScript.
+ * Loads the fix from the flags; the module (TypeScript or JavaScript) is resolved against `cwd`.
  * @throws UsageError when the module cannot be loaded or exports no function.
  */
 export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
@@ -150,16 +139,9 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
       );
     }
     const nested = loaded.default as Record<string, unknown> | undefined;
-    const candidate =
-      typeof loaded.fix === 'function'
-        ? loaded.fix
-        : typeof loaded.default === 'function'
-          ? loaded.default
-          : typeof nested?.fix === 'function'
-            ? nested.fix
-            : typeof nested?.default === 'function'
-              ? nested.default
-              : undefined;
+    const candidate = [loaded.fix, loaded.default, nested?.fix, nested?.default].find(
+      (f) => typeof f === 'function',
+    );
     if (typeof candidate !== 'function') {
       throw new UsageError(`--fix-module: ${flags.fixModule} exports no function (default or fix)`);
     }
@@ -170,9 +152,9 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
 }
 
 /**
- * Applies the built-in edits to a copy of `payload`. A `rename` or `upper` of an absent field changes nothing;
- * `upper` of a non-string leaves it (validation will say what is wrong with it).
- * @returns the edited copy, or a skip when the payload is not a JSON object but there are edits to make.
+ * Applies the edits to a copy of `payload`; `rename` or `upper` of an absent field, or `upper` of a non-string, is
+ * no change.
+ * @returns the edited copy, or a skip when there are edits and the payload is not a JSON object.
  */
 export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixResult {
   if (edits.length === 0) return { kind: 'fixed', payload };
@@ -209,10 +191,7 @@ export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixRe
   return { kind: 'fixed', payload: out };
 }
 
-/**
- * Applies a whole fix: the edits, then the module. A module that throws fails the row (the error is returned as
- * the skip reason and the row stays open), it does not stop the run.
- */
+/** Applies a whole fix: the edits, then the module; a module that throws skips the row (it stays open), not the run. */
 export async function applyFix(payload: unknown, fix: Fix, input: FixInput): Promise<FixResult> {
   const edited = applyEdits(payload, fix.edits);
   if (edited.kind === 'skipped' || fix.module === undefined) return edited;
@@ -227,8 +206,7 @@ export async function applyFix(payload: unknown, fix: Fix, input: FixInput): Pro
   }
   if (result === null || result === undefined)
     return { kind: 'skipped', reason: 'fix module returned null' };
-  // Checked here, per row: a value that cannot be written as JSON (a cycle, a function) would otherwise throw later,
-  // outside the row's own handling, and end the whole run without its resolution rows.
+  // Checked per row: a value that is not JSON would otherwise throw later and end the whole run.
   if (typeof result === 'function' || typeof result === 'symbol') {
     return { kind: 'skipped', reason: `fix module returned a ${typeof result}, not a payload` };
   }

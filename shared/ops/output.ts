@@ -71,6 +71,21 @@ export function table(
   return t.toString();
 }
 
+/** Rows as a table of all their columns (in first-seen order). */
+export function rowsTable(rows: readonly Readonly<Record<string, unknown>>[], clipAt = 40): string {
+  const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+  return table(
+    columns,
+    rows.map((row) => columns.map((name) => row[name])),
+    clipAt,
+  );
+}
+
+/** Prints a command's report: `--json` as one JSON document, else as `format` renders it. */
+export function printReport<R>(io: Io, report: R, json: boolean, format: (r: R) => string): void {
+  io.out(json ? toJson(report) : format(report));
+}
+
 /** A two-column key/value table. */
 export function keyValues(pairs: readonly (readonly [string, unknown])[]): string {
   const t = new Table({ style: { head: [], border: [] }, chars: COMPACT });

@@ -1,5 +1,5 @@
 // `offvia --pipeline NAME`: which registered pipeline a command works on, which commands apply to it, and where
-// its layers are, resolved from its definition (its tables and `operatorColumns`) instead of booking constants.
+// its layers are (its definition's tables and `operatorColumns`).
 import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
@@ -27,30 +27,9 @@ export function choosePipeline(
 }
 
 /**
- * The commands that run for every registered pipeline whose definition declares what they need: `replay` its
- * Bronze table, `quarantine reprocess` and `bad-data redrive` their open views and resolutions table
- * (`operatorColumns.openViews`, `operatorColumns.resolutions`); `gold restate` refuses an aggregation it cannot
- * recompute from Silver itself (restate.ts), naming it.
- */
-export const MULTI_PIPELINE_COMMANDS: readonly string[] = [
-  'status',
-  'trace',
-  'quarantine list',
-  'quarantine reprocess',
-  'bad-data redrive',
-  'query',
-  'dashboard',
-  'snapshot create',
-  'snapshot list',
-  'snapshot delete',
-  'seek',
-  'replay',
-  'gold restate',
-];
-
-/**
- * Why `command` (its full path, e.g. `gold restate`) does not apply to `pipeline`, or `null` when it does. The
- * reasons name what the pipeline lacks, so an operator sees whether it is a gap or a mismatch.
+ * Why `command` (its full path, e.g. `gold restate`) does not apply to `pipeline`, naming what the definition lacks;
+ * `null` when it does. Every command runs for every pipeline that declares what it needs (`gold restate` refuses an
+ * aggregation it cannot recompute itself, restate.ts).
  */
 export function unavailableReason(pipeline: AnyPipelineDefinition, command: string): string | null {
   const { name, tables, operatorColumns } = pipeline;
@@ -66,8 +45,7 @@ export function unavailableReason(pipeline: AnyPipelineDefinition, command: stri
       ? null
       : `it selects open rows and records their resolutions, and ${name} declares none (${missing.join(', ')})`;
   }
-  if (name === DEFAULT_PIPELINE || MULTI_PIPELINE_COMMANDS.includes(command)) return null;
-  return `offvia runs only ${MULTI_PIPELINE_COMMANDS.join(', ')} for pipelines other than ${DEFAULT_PIPELINE}`;
+  return null;
 }
 
 /**

@@ -2,8 +2,9 @@
 // the columns its definition's `operatorColumns` names.
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { query, type OpsContext } from './context';
-import { cellText, plainRow, table, type Io } from './output';
+import { plainRow, printReport, rowsTable, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
+import { selectionWhere } from './selection';
 
 type Row = Record<string, unknown>;
 
@@ -26,8 +27,8 @@ export interface QuarantineListReport {
 }
 
 /**
- * The newest rows of the pipeline's quarantine or dead-letter table: message id, stage, reason, rejection time, the layout's extra
- * columns and the payload.
+ * The newest rows of the pipeline's quarantine or dead-letter table: message id, stage, reason, rejection time, the
+ * layout's extra columns and the payload.
  * @throws OpsError when BigQuery fails
  */
 export async function listQuarantine(
@@ -37,19 +38,14 @@ export async function listQuarantine(
 ): Promise<QuarantineListReport> {
   const c = pipeline.operatorColumns.quarantine;
   const name = qualifiedTable(pipeline.tables.quarantine, ctx.projectId);
-  const where: string[] = [];
-  const params: Record<string, unknown> = {};
-  const types: Record<string, string | string[]> = {};
-  if (options.stages !== undefined) {
-    where.push(`${c.stage} IN UNNEST(@stages)`);
-    params.stages = [...options.stages];
-    types.stages = ['STRING'];
-  }
-  if (options.sinceMs !== undefined) {
-    where.push(`${c.rejectedAt} >= TIMESTAMP_MILLIS(@since_ms)`);
-    params.since_ms = options.sinceMs;
-    types.since_ms = 'INT64';
-  }
+  const { where, params, types } = selectionWhere(
+    {
+      limit: options.limit,
+      ...(options.stages === undefined ? {} : { stages: options.stages }),
+      ...(options.sinceMs === undefined ? {} : { sinceMs: options.sinceMs }),
+    },
+    { time: c.rejectedAt, text: c.reason, ids: [], stage: c.stage },
+  );
   const columns = [
     `${c.messageId} AS source_message_id`,
     `${c.stage} AS stage`,
@@ -60,8 +56,7 @@ export async function listQuarantine(
   ];
   const rows = await query(
     ctx,
-    `SELECT ${columns.join(', ')} FROM \`${name}\`
-     ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+    `SELECT ${columns.join(', ')} FROM \`${name}\` WHERE ${where}
      ORDER BY ${c.rejectedAt} DESC, ${c.messageId} LIMIT ${options.limit}`,
     params,
     types,
@@ -71,17 +66,10 @@ export async function listQuarantine(
 
 /** Prints the list as a table (with a count line) or JSON. */
 export function printQuarantineList(io: Io, report: QuarantineListReport, json: boolean): void {
-  if (json) {
-    io.out(JSON.stringify(report, null, 2));
-    return;
-  }
-  const columns = [...new Set(report.rows.flatMap((r) => Object.keys(r)))];
-  io.out(
-    table(
-      columns,
-      report.rows.map((r) => columns.map((name) => cellText(r[name]))),
-      60,
-    ),
+  printReport(
+    io,
+    report,
+    json,
+    (r) => `${rowsTable(r.rows, 60)}\n${r.rows.length} row(s) of ${r.table}, newest first`,
   );
-  io.out(`${report.rows.length} row(s) of ${report.table}, newest first`);
 }

@@ -1,6 +1,5 @@
-// `offvia bad-data redrive`: select open bad-data rows, optionally fix them, and write each to its target table with
-// its original insertId (a row BigQuery refused) or send it through the ingest path again (a message the retry-age
-// guard parked); resolved rows are recorded.
+// `offvia bad-data redrive`: fix open bad-data rows and write each to its target table with its original insertId,
+// or send a message the retry-age guard parked through the ingest path again; resolved rows are recorded.
 import { readTable, type TableRef } from '../config/env';
 import { isPlainObject } from '../contract/json-payload';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
@@ -31,9 +30,8 @@ export interface BadDataCandidate {
 }
 
 /**
- * How a bad-data row is re-driven: `row` (a row for `table`: the drift gate's `{row, extra_fields}` merged, or the
- * refused row itself) or `message` (the retry-age guard's copy of a whole message, whose `target_dest` names the
- * step that kept failing, not a table).
+ * How a bad-data row is re-driven: `row` for `table` (the drift gate's `{row, extra_fields}` merged, or the refused
+ * row), or `message` (the retry-age guard's copy; its `target_dest` names the failing step, not a table).
  */
 export type RedrivePlan =
   | { kind: 'row'; table: TableRef; row: Record<string, unknown> }
@@ -57,8 +55,7 @@ export function planOf(c: BadDataCandidate): RedrivePlan {
   try {
     table = readTable({ T: c.targetDest }, 'T', c.targetDest);
   } catch {
-    // Not a table name: the retry-age guard's step text ("window state (Firestore): …", "insertAll …").
-    table = undefined;
+    table = undefined; // the retry-age guard's step text ("window state (Firestore): …")
   }
   if (table === undefined) {
     if (typeof parsed.raw_payload !== 'string') {
@@ -80,7 +77,6 @@ export function planOf(c: BadDataCandidate): RedrivePlan {
       : {};
     return { kind: 'message', body, attributes };
   }
-  // The drift gate's shape: the Silver row and the extra fields that could not become columns.
   if (
     isPlainObject(parsed.row) &&
     isPlainObject(parsed.extra_fields) &&
@@ -121,10 +117,8 @@ export async function selectBadData(
 }
 
 /**
- * Runs `bad-data redrive`. A row for a table is written there with its original insertId (Silver rows get the
- * lineage column); the window state already counted it when it first arrived (a valid booking in bad data is in
- * gold), so it is not counted again. A parked message goes through `ingestPipelineMessage` like `quarantine reprocess`.
- * A row the target still refuses stays open and is reported as failed.
+ * Runs `bad-data redrive`: a row goes to its table with its original insertId (Silver: with lineage; the windows
+ * counted it on arrival, so not again); a parked message goes through the ingest path; a refused row stays open.
  * @throws NotFoundError (exit 3) when no bad-data row, open or resolved, has any of `--ids`; OpsError when BigQuery
  *   or Firestore fail.
  */
@@ -222,8 +216,7 @@ export async function redrive(
       : { ...payload };
     try {
       const [result] = await writer.insertRows(target, [
-        // The original insertId: a row that did reach the table after all is deduplicated (BigQuery best effort,
-        // and the dedup view by event_id).
+        // The original insertId: a row that did reach the table after all is deduplicated.
         { insertId: c.insertId ?? `redrive:${c.rowKey}`, json: row },
       ]);
       if (result !== undefined && !result.ok) {
@@ -246,10 +239,7 @@ export async function redrive(
   }
 }
 
-/**
- * A bad-data row read and fixed: its plan, its content before the fix (text) and the fixed payload; or why it is
- * skipped (unreadable, or the fix skipped it).
- */
+/** A bad-data row read and fixed (its plan, text before, fixed payload), or why it is skipped. */
 async function fixedRow(
   c: BadDataCandidate,
   fix: Fix,
@@ -269,8 +259,7 @@ async function fixedRow(
   try {
     payload = plan.kind === 'row' ? plan.row : parseJson(before);
   } catch {
-    // A parked message that is not JSON: the fix gets its text.
-    payload = before;
+    payload = before; // a parked message that is not JSON: the fix gets its text
   }
   const fixed = await applyFix(payload, fix, {
     messageId: c.messageId ?? c.rowKey,

@@ -1,18 +1,15 @@
-// How `offvia replay` reads Bronze: the chunk query on the partitioning column (so BigQuery prunes partitions),
-// the rows per chunk, whether Bronze is partitioned, and the bytes a range's chunk queries scan (dry run or estimate).
+// How `offvia replay` reads Bronze: chunk queries that prune partitions, rows per chunk, whether Bronze is
+// partitioned, and the bytes a range's chunk queries scan.
 import type { BigQuery } from '@google-cloud/bigquery';
 import { defineField } from '../contract/json-payload';
 import { query, type OpsContext } from './context';
 import { OpsError } from './errors';
-import { clip } from './output';
+import { cellText, clip } from './output';
 import { matchesFilters, type ReplayChunk } from './replay-plan';
 import type { ReplayRunRecord } from './replay-store';
 
-/**
- * BigQuery on-demand bills at least 10 MB per table a query references
- * (cloud.google.com/bigquery/pricing#on_demand_pricing), whatever the dry run says.
- */
-export const MIN_BILLED_BYTES_PER_QUERY = 10 * 1024 * 1024;
+/** BigQuery on-demand bills at least 10 MB per table a query references (its pricing page), bytes. */
+const MIN_BILLED_BYTES_PER_QUERY = 10 * 1024 * 1024;
 
 /** One Bronze row, as the replay uses it. */
 export interface BronzeMessage {
@@ -24,19 +21,17 @@ export interface BronzeMessage {
   attributes: Record<string, string>;
 }
 
-/** How the range's Bronze scan was measured: a BigQuery dry run, or an estimate where the emulator cannot. */
+/**
+ * The bytes a range's chunk queries scan, by a BigQuery dry run (Σ totalBytesProcessed) or, on the emulator, an
+ * estimate from column sizes that also gives the bytes with and without DAY partitions on publish_time. Billed: each
+ * query at least 10 MB. `queries`: one per chunk (dry runs stop at 500 and extrapolate).
+ */
 export interface ScanEstimate {
-  /** `dry-run`: Σ totalBytesProcessed of each chunk's query; `estimate`: from column sizes (the local emulator). */
   method: 'dry-run' | 'estimate';
-  /** Bytes the chunk queries scan with Bronze as it is (estimate: as sql/010 creates it, DAY-partitioned). */
   bytes: number;
-  /** Bytes billed on demand: each query at least 10 MB. */
   billedBytes: number;
-  /** Estimate only: the bytes if Bronze were not partitioned (each chunk query scans the whole table). */
   unpartitionedBytes: number | null;
-  /** Estimate only: the bytes with DAY partitions on publish_time (each chunk scans the days it touches). */
   partitionedBytes: number | null;
-  /** Queries counted (one per chunk; dry runs stop at 500 chunks and extrapolate). */
   queries: number;
   note: string;
 }
@@ -48,17 +43,10 @@ export interface BronzePartitioning {
   detail: string;
 }
 
-function timestampText(value: unknown): string {
-  if (typeof value === 'object' && value !== null && 'value' in value) return String(value.value);
-  return String(value);
-}
-
 /**
- * The attributes of a Bronze or quarantine row (`TO_JSON_STRING(attributes)`, a JSON object of strings; `layer`
- * names the table in errors), as the push decoder would have passed them: an event whose time or key comes from an
- * attribute must get the same ones on replay or reprocess.
- * @throws OpsError naming the message and the attribute when the value is not a JSON object of strings: a dropped
- *   attribute would silently move the event to another window or key
+ * The attributes of a Bronze or quarantine (`layer`) row (`TO_JSON_STRING(attributes)`), as the push decoder passed
+ * them: an event whose time or key comes from an attribute must get the same ones on replay or reprocess.
+ * @throws OpsError naming the message and the attribute when it is not a JSON object of strings (never dropped)
  */
 export function attributesOf(
   value: unknown,
@@ -95,7 +83,7 @@ export function attributesOf(
   return out;
 }
 
-/** The range filter on the partitioning column itself, so BigQuery prunes partitions (querying-partitioned-tables). */
+/** The range filter on the partitioning column itself, so BigQuery prunes partitions. */
 function rangeWhere(messageIds: readonly string[] | null): string {
   return (
     'publish_time >= TIMESTAMP_MILLIS(@fromMs) AND publish_time < TIMESTAMP_MILLIS(@toMs)' +
@@ -122,10 +110,7 @@ WHERE ${rangeWhere(messageIds)}
 ORDER BY publish_time, message_id`;
 }
 
-/**
- * The Bronze messages of one chunk, oldest first, one per message id (the BigQuery subscription writes at least
- * once), keeping those whose attributes match the filters.
- */
+/** The Bronze messages of one chunk matching the filters, oldest first, once per message id (at-least-once copies). */
 export async function readChunk(
   ctx: OpsContext,
   chunk: ReplayChunk,
@@ -144,7 +129,7 @@ export async function readChunk(
     const messageId = String(r.message_id);
     if (seen.has(messageId)) continue;
     seen.add(messageId);
-    const publishTime = timestampText(r.publish_time);
+    const publishTime = cellText(r.publish_time);
     const attributes = attributesOf(r.attributes, messageId);
     if (!matchesFilters(attributes, run.filters)) continue;
     out.push({
@@ -174,7 +159,6 @@ export async function countPerChunk(
     { ...params, chunkMs },
     { ...types, chunkMs: 'INT64' },
   );
-  // Summed per index: a backend may hand back the same index twice in different numeric forms.
   const counts = new Map<number, number>();
   for (const r of rows) {
     const index = Math.floor(Number(r.chunk));
@@ -234,8 +218,7 @@ async function dryRunBytes(
       ...(ctx.mode === 'cloud' ? { location: ctx.env.OFFVIA_BQ_LOCATION ?? 'US' } : {}),
     });
     const metadata = job.metadata as { statistics?: { totalBytesProcessed?: unknown } } | undefined;
-    const stats = metadata?.statistics;
-    return Number(stats?.totalBytesProcessed ?? 0);
+    return Number(metadata?.statistics?.totalBytesProcessed ?? 0);
   } catch (err) {
     throw new OpsError(
       `${ctx.describe.bigquery}: dry run failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
@@ -247,12 +230,9 @@ async function dryRunBytes(
 const MAX_DRY_RUN_QUERIES = 500;
 
 /**
- * The bytes the run's chunk queries scan. In the cloud: a BigQuery dry run of each chunk's query
- * (totalBytesProcessed; dry runs are free). On the emulator, whose dry run answers 0 bytes, an estimate from
- * BigQuery's column sizes (STRING 2 bytes + UTF-8 length, TIMESTAMP 8 bytes, JSON its text's UTF-8 length:
- * cloud.google.com/bigquery/pricing#data_size_calculation) over the columns the query reads, both for DAY
- * partitions on publish_time (a chunk scans the days it touches) and for an unpartitioned table (each chunk scans
- * the whole table).
+ * The bytes the run's chunk queries scan: in the cloud a (free) dry run of each; on the emulator, which answers 0,
+ * an estimate from BigQuery's data sizes (STRING 2 + UTF-8 bytes, TIMESTAMP 8, JSON its text) of the columns read,
+ * for DAY partitions (each chunk scans its days) and unpartitioned (each scans the whole table).
  */
 export async function estimateScan(
   ctx: OpsContext,

@@ -1,6 +1,6 @@
-// Pure parts of `offvia replay`: its flags, the publish-time chunks of a range, attribute filters, the rate limit,
-// and what a run's chunk checkpoints say is done and still to do.
+// Pure parts of `offvia replay`: flags, publish-time chunks, attribute filters, rate limit, checkpoint totals.
 import { UsageError } from './errors';
+import { parsePositiveInt } from './selection';
 
 /** Most chunks one run may have (a checkpoint document each; a typo such as `--chunk-minutes 1` over a year). */
 export const MAX_CHUNKS = 100_000;
@@ -21,32 +21,28 @@ export interface AttributeFilter {
   readonly value: string;
 }
 
-/** What a replay is asked to do, once the flags are parsed. */
+/**
+ * What a replay is asked to do: publish-time range `[fromMs, toMs)` (epoch ms UTC; absent with `resume`, the run's
+ * own), `--message-ids` (`undefined`: all), `--rate` per second (`undefined`: no limit), chunk length (ms), the run
+ * to `--resume`, messages in flight, and the operator.
+ */
 export interface ReplayOptions {
-  /** Publish-time range `[fromMs, toMs)`, epoch ms UTC; absent with `resume` (the run's own range is used). */
   readonly fromMs: number | undefined;
   readonly toMs: number | undefined;
   readonly filters: readonly AttributeFilter[];
-  /** Only these Pub/Sub message ids (`--message-ids`); `undefined` for all in the range. */
   readonly messageIds: readonly string[] | undefined;
   readonly dryRun: boolean;
-  /** Messages per second at most (`--rate`); `undefined` for no limit. */
   readonly ratePerSecond: number | undefined;
-  /** Chunk length, ms (`--chunk-minutes` × 60,000). */
   readonly chunkMs: number;
-  /** A run id to continue (`--resume`). */
   readonly resume: string | undefined;
-  /** Messages in flight (`--concurrency`). */
   readonly concurrency: number;
-  /** Who runs it (`--by`, else the OS user). */
   readonly operator: string;
 }
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
 /**
- * An RFC 3339 timestamp with seconds and an offset (`2026-12-01T10:00:00Z`, `…+01:00`), as epoch ms UTC.
- * Calendar-checked (no 30 February, no hour 24) and within years 0001–9999 (BigQuery TIMESTAMP's range).
+ * An RFC 3339 timestamp with seconds and an offset, as epoch ms UTC; calendar-checked, years 0001–9999.
  * @throws UsageError naming `flag` for anything else.
  */
 export function parseRfc3339(text: string, flag: string): number {
@@ -56,35 +52,19 @@ export function parseRfc3339(text: string, flag: string): number {
       `${flag}: expected an RFC 3339 time with seconds and an offset, e.g. 2026-12-01T10:00:00Z, got ${JSON.stringify(text)}`,
     );
   if (!m) throw bad();
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const calendar = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  if (
-    year < 1 ||
-    calendar.getUTCFullYear() !== year ||
-    calendar.getUTCMonth() !== month - 1 ||
-    calendar.getUTCDate() !== day ||
-    calendar.getUTCHours() !== hour ||
-    calendar.getUTCMinutes() !== minute ||
-    calendar.getUTCSeconds() !== second
-  ) {
-    throw bad();
-  }
+  const fields = m.slice(1, 7).map(Number);
+  const c = new Date(0);
+  c.setUTCFullYear(fields[0] ?? 0, (fields[1] ?? 0) - 1, fields[2]);
+  c.setUTCHours(fields[3] ?? 0, fields[4], fields[5]);
+  const back = [c.getUTCFullYear(), c.getUTCMonth() + 1, c.getUTCDate()];
+  const time = [c.getUTCHours(), c.getUTCMinutes(), c.getUTCSeconds()];
+  if ((fields[0] ?? 0) < 1 || [...back, ...time].some((v, i) => v !== fields[i])) throw bad();
   const ms = Date.parse(text.trim());
   if (Number.isNaN(ms)) throw bad();
   return ms;
 }
 
-/**
- * `attr.KEY=VALUE` (KEY non-empty; VALUE may be empty and may contain `=`).
- * @throws UsageError for anything else.
- */
+/** `attr.KEY=VALUE` (KEY non-empty; VALUE may be empty or contain `=`). @throws UsageError otherwise. */
 export function parseAttributeFilter(text: string): AttributeFilter {
   const m = /^attr\.([^=]+)=(.*)$/s.exec(text);
   if (!m?.[1]) {
@@ -104,8 +84,7 @@ export function matchesFilters(
 }
 
 /**
- * `[fromMs, toMs)` cut into chunks of `chunkMs` starting at `fromMs` (the last one shorter when the range is not a
- * multiple), epoch ms UTC.
+ * `[fromMs, toMs)` (epoch ms) cut into chunks of `chunkMs` from `fromMs`, the last one maybe shorter.
  * @throws UsageError when `toMs <= fromMs`, `chunkMs < 1`, or there would be more than {@link MAX_CHUNKS} chunks.
  */
 export function cutChunks(fromMs: number, toMs: number, chunkMs: number): ReplayChunk[] {
@@ -134,30 +113,23 @@ export interface ReplayFailure {
 }
 
 /**
- * The checkpoint of one chunk, written once the chunk's every message was handled: `done` (all landed) or `failed`
- * (some kept failing; `--resume` runs the whole chunk again, which is idempotent). A chunk without a checkpoint was
- * not finished (never started, or the process died in it) and is run again by `--resume` too.
+ * A chunk's checkpoint, written once its every message was handled: `done`, or `failed` (some kept failing). A chunk
+ * without a `done` checkpoint is run again, whole, by `--resume`. `rows`: Bronze rows read (deduplicated, filtered);
+ * `alreadyPresent`: rows not written again, per layer; `failures`: at most {@link MAX_STORED_FAILURES} of
+ * `failedCount`; `attempt`: 1 for the first run; times epoch ms UTC, `elapsedMs` ms.
  */
 export interface ChunkCheckpoint {
   readonly index: number;
-  /** Publish-time range of the chunk, epoch ms UTC. */
   readonly fromMs: number;
   readonly toMs: number;
   readonly status: 'done' | 'failed';
-  /** Bronze rows read (after de-duplication by message id and the attribute filters). */
   readonly rows: number;
-  /** Messages per destination. */
   readonly outcomes: Readonly<Partial<Record<ReplayDestination, number>>>;
-  /** Rows not written again because that layer already held them, per layer (`quarantine`, `bad_data`). */
   readonly alreadyPresent: Readonly<Record<string, number>>;
-  /** Messages that kept failing (all counted in `failedCount`; at most {@link MAX_STORED_FAILURES} kept). */
   readonly failures: readonly ReplayFailure[];
   readonly failedCount: number;
-  /** How many times the chunk was run (1 for the first run; resumes add one). */
   readonly attempt: number;
-  /** When it finished, epoch ms UTC. */
   readonly finishedAtMs: number;
-  /** Processing time of the chunk, ms. */
   readonly elapsedMs: number;
 }
 
@@ -216,10 +188,7 @@ export function totalsOf(checkpoints: readonly ChunkCheckpoint[]): ReplayTotals 
   return totals;
 }
 
-/**
- * A rate limit of `ratePerSecond` messages per second (none when `undefined`): `take` resolves when the next
- * message may start, spacing them evenly (1000 / rate ms apart, no burst). Clock and sleep are injected.
- */
+/** At most `ratePerSecond` messages a second (`undefined`: no limit), evenly spaced with no burst. */
 export class RateLimiter {
   private nextMs = Number.NEGATIVE_INFINITY;
 
@@ -255,13 +224,10 @@ export interface ReplayFlags {
 }
 
 /** Highest `--rate`, messages per second (far above what one process sustains; a typo guard). */
-export const MAX_RATE = 100_000;
+const MAX_RATE = 100_000;
 
-/**
- * A positive decimal such as `50` or `0.5`, at most `max`.
- * @throws UsageError naming `flag` otherwise.
- */
-export function parsePositiveNumber(text: string, flag: string, max: number): number {
+/** A positive decimal such as `50` or `0.5`, at most `max`. @throws UsageError naming `flag` otherwise. */
+function parsePositiveNumber(text: string, flag: string, max: number): number {
   const n = Number(text.trim());
   if (!/^\d+(\.\d+)?$/.test(text.trim()) || !(n > 0) || n > max) {
     throw new UsageError(
@@ -271,20 +237,9 @@ export function parsePositiveNumber(text: string, flag: string, max: number): nu
   return n;
 }
 
-/** A whole number in [1, max]. @throws UsageError naming `flag` otherwise. */
-function positiveInt(text: string, flag: string, max: number): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || Number(text) > max) {
-    throw new UsageError(
-      `${flag}: expected an integer from 1 to ${max}, got ${JSON.stringify(text)}`,
-    );
-  }
-  return Number(text);
-}
-
 /**
- * The replay's options from its flags: `--from`/`--to` (RFC 3339, `to` later than `from`) unless `--resume`,
- * attribute filters, message ids (comma-separated, repeatable), rate, chunk length (1 minute to 7 days), concurrency
- * (1–256). The range is checked here, so a bad one is a usage error before anything connects.
+ * The replay's options from its flags, checked before anything connects: `--from`/`--to` unless `--resume`, chunk
+ * length 1 minute to 7 days, concurrency 1–256.
  * @throws UsageError for any bad flag value.
  */
 export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOptions {
@@ -301,11 +256,10 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
   if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) {
     throw new UsageError(`--to (${flags.to}) must be later than --from (${flags.from})`);
   }
-  // A resumed run keeps the chunks of its checkpoints; silently ignoring a different length would mislead.
   if (flags.resume !== undefined && flags.chunkMinutes !== undefined) {
     throw new UsageError('--resume continues a run with its own chunks: omit --chunk-minutes');
   }
-  const chunkMinutes = positiveInt(
+  const chunkMinutes = parsePositiveInt(
     flags.chunkMinutes ?? String(DEFAULT_CHUNK_MINUTES),
     '--chunk-minutes',
     7 * 24 * 60,
@@ -332,7 +286,7 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
       flags.rate === undefined ? undefined : parsePositiveNumber(flags.rate, '--rate', MAX_RATE),
     chunkMs: chunkMinutes * 60_000,
     resume: flags.resume,
-    concurrency: positiveInt(flags.concurrency, '--concurrency', 256),
+    concurrency: parsePositiveInt(flags.concurrency, '--concurrency', 256),
     operator,
   };
   if (fromMs !== undefined && toMs !== undefined) cutChunks(fromMs, toMs, options.chunkMs);

@@ -49,12 +49,12 @@ import {
   type Resolution,
 } from './run';
 
-/** Attempts per message inside a chunk before it counts as failed (the chunk is then retried on resume). */
-export const MESSAGE_ATTEMPTS = 3;
+/** Attempts per message before it counts as failed (its chunk is redone on resume). */
+const MESSAGE_ATTEMPTS = 3;
 /** Backoff before the second attempt, ms; doubled for each further one. */
-export const FIRST_BACKOFF_MS = 500;
-/** Message ids per `IN UNNEST(@ids)` parameter (keeps a request far below BigQuery's 10 MB). */
-export const IDS_PER_QUERY = 10_000;
+const FIRST_BACKOFF_MS = 500;
+/** Message ids per `IN UNNEST(@ids)` parameter (far below BigQuery's 10 MB request). */
+const IDS_PER_QUERY = 10_000;
 
 /** The report of a run or a dry run; `--json` prints it. */
 export interface ReplayReport {
@@ -102,9 +102,7 @@ export function replayDeps(ctx: OpsContext): ReplayDeps {
   };
 }
 
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
+const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Loads what quarantine and bad data already hold for the chunk's messages (partitions from the chunk's start). */
 async function loadKnownRows(
@@ -118,8 +116,7 @@ async function loadKnownRows(
     const ids = messageIds.slice(i, i + IDS_PER_QUERY);
     const params = { fromMs: chunk.fromMs, ids };
     const types = { fromMs: 'INT64', ids: ['STRING'] };
-    // A message's rows are written after its publish time: filtering the partitioning column from the chunk's
-    // start prunes the older partitions of both tables.
+    // Rows are written after the publish time: filtering from the chunk's start prunes older partitions.
     const [quarantined, bad] = await Promise.all([
       query<{ id: unknown; stage: unknown }>(
         ctx,
@@ -171,10 +168,9 @@ async function replayIngest(
   });
   const deps: PipelineIngestDeps = {
     ...built,
-    // The retry-age guard is for Pub/Sub redeliveries: a replayed message is old by nature, and its failures are
-    // the replay's to retry and record (chunk checkpoints), not a reason to park it in bad data.
+    // The retry-age guard is for Pub/Sub redeliveries; a replay retries and records its own failures.
     maxRetryAgeMs: Number.POSITIVE_INFINITY,
-    // The event-time window is checked at the publish time, so the verdict does not change with the replay's date.
+    // The event-time window is checked at the publish time: the verdict does not change with the replay's date.
     rulesAtMs: (message) => message.publishTimeMs,
   };
   return {
@@ -207,10 +203,7 @@ interface ChunkResult {
   resolutions: Resolution[];
 }
 
-/**
- * Runs one chunk: reads it, loads what quarantine and bad data hold for it, and ingests each message (up to
- * {@link MESSAGE_ATTEMPTS} attempts with backoff; one still failing is recorded, never skipped silently).
- */
+/** Runs one chunk: reads it, loads what quarantine and bad data hold, ingests each message (retried, then recorded). */
 async function runChunk(
   ctx: OpsContext,
   chunk: ReplayChunk,
@@ -222,7 +215,7 @@ async function runChunk(
   bar: Progress,
   expectedRows: number,
 ): Promise<ChunkResult> {
-  // The count query found no row in this chunk: no read query (each is billed at least 10 MB on demand).
+  // No row counted: no read query (each is billed at least 10 MB).
   const messages = expectedRows === 0 ? [] : await readChunk(ctx, chunk, run);
   const known = await loadKnownRows(
     ctx,
@@ -268,15 +261,12 @@ async function runChunk(
         return;
       }
       result.outcomes[outcome.destination] = (result.outcomes[outcome.destination] ?? 0) + 1;
-      // A message with a bad-data row (the retry-age guard parked it, or BigQuery refused its row) that now lands
-      // elsewhere: resolve that row, as `bad-data redrive` does.
+      // Its bad-data or quarantine rows are resolved when it now lands elsewhere, as redrive and reprocess do.
       if (outcome.destination !== 'bad_data') {
         for (const insertId of known.badDataByMessage.get(m.messageId) ?? []) {
           result.resolutions.push(resolve('bad_data', insertId, m.messageId, outcome));
         }
       }
-      // A message that has a quarantine row and now lands elsewhere (the contract or a fix changed): resolve it,
-      // so the open view no longer lists it, as `quarantine reprocess` does.
       if (outcome.destination !== 'quarantine' && known.quarantine.has(m.messageId)) {
         result.resolutions.push(resolve('quarantine', m.messageId, m.messageId, outcome));
       }
@@ -318,9 +308,8 @@ function emptyReport(
 }
 
 /**
- * Runs `offvia replay` (or its dry run). A new run creates its run record, then runs the chunks in order, writing
- * each chunk's checkpoint after all its messages were handled; `--resume` runs the chunks of an existing run that
- * have no `done` checkpoint. A dry run reads only counts and the scan estimate, and writes nothing.
+ * Runs `offvia replay`: a new run records itself, then runs its chunks in order, checkpointing each once handled;
+ * `--resume` redoes a run's chunks without a `done` checkpoint. A dry run reads counts and the scan estimate only.
  * @throws UsageError for a range or resume that does not fit; NotFoundError for an unknown `--resume` id;
  *   OpsError when BigQuery or Firestore fail (the checkpoints written so far stay: resume continues from them).
  */
@@ -387,8 +376,7 @@ export async function replay(
     return report;
   }
 
-  // A replay into a pseudonymised Silver must hash passenger_id as the deployed function does (docs/privacy.md);
-  // checked before the run is recorded, so a refused run leaves nothing to resume.
+  // Before the run is recorded: a refused run leaves nothing to resume.
   await assertPassengerIdModeFitsSilver(ctx);
   if (options.resume === undefined) {
     await firestoreCall(ctx, 'replay run', () => deps.store.createRun(run));
@@ -399,14 +387,14 @@ export async function replay(
   }
   report.runId = run.runId;
   report.status = 'running';
-  // Before any work: a run killed at any point (SIGKILL, a lost VM) can be resumed by this id.
+  // Before any work: a run killed at any point can be resumed by this id.
   io.err(
     `offvia replay: run ${run.runId} ${options.resume === undefined ? 'started' : 'resumed'} (${todo.length} of ${chunks.length} chunks to do); if it stops, continue with: offvia replay --resume ${run.runId}`,
   );
   const logFile = runLogFile(ctx, run.runId);
   report.logFile = logFile;
   const ingest = await replayIngest(ctx, run.runId, logFile);
-  // A resumed run keeps the rate it was started with (the load its operator chose), unless --rate is given again.
+  // A resumed run keeps its rate unless --rate is given again.
   const limiter = new RateLimiter(
     options.ratePerSecond ?? run.ratePerSecond ?? undefined,
     deps.now,
@@ -430,8 +418,7 @@ export async function replay(
         bar,
         counts.get(chunk.index) ?? 0,
       );
-      // Resolutions before the checkpoint: a run killed in between redoes the chunk, and the resolution's insertId
-      // (layer, row, run) makes the second one a copy the open view's DISTINCT ignores.
+      // Resolutions before the checkpoint: a redone chunk's copies share their insertId (layer, row, run).
       await writeResolutions(ctx, result.resolutions);
       report.resolutionsWritten += result.resolutions.length;
       const checkpoint: ChunkCheckpoint = {

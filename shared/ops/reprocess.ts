@@ -5,54 +5,53 @@ import { Logger } from '../logging/logger';
 import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
-import { clip, keyValues, section, table, type Io } from './output';
+import { cellText, clip, keyValues, section, table, type Io } from './output';
 import { countOutcome, ingestFixed, runOverRows, selectOpenRows } from './run';
 import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
 
-/** An open quarantine row, as `reprocess` reads it from the open view. */
+/**
+ * An open quarantine row: `rowKey` the open view's `message_key`, `receivedAt` RFC 3339 UTC, `body` the message bytes
+ * (the exact base64 copy when not UTF-8, Bronze's when truncated; null when in neither).
+ */
 export interface QuarantineCandidate {
-  /** The open view's `message_key`. */
   rowKey: string;
   messageId: string | null;
   stage: string;
   reason: string;
-  /** RFC 3339 UTC. */
   receivedAt: string;
-  /** The message body as bytes (exact base64 copy when it was not UTF-8; Bronze's copy when truncated). */
   body: Buffer | null;
   attributes: Record<string, string>;
 }
 
-/** What the command was asked to do. */
+/** What a re-drive command was asked to do; `sampleSize`: rows shown before/after in a dry run. */
 export interface ReprocessOptions {
   selection: RowSelection;
   fix: Fix;
   dryRun: boolean;
   concurrency: number;
   operator: string;
-  /** Rows shown before/after in a dry run. */
   sampleSize: number;
 }
 
-/** One row of a dry run's sample: the payload before and after the fix, and where it would now go. */
+/**
+ * One row of a dry run's sample: the payload before and after the fix, the fields it changed (`changedFields`), and
+ * where it would now go (`silver`, a stage, a table, or `skipped: <reason>`).
+ */
 export interface SampleRow {
   messageId: string | null;
   before: string;
   after: string | null;
-  /** The top-level fields the fix changed, `field: before → after` (JSON values); the whole text when not JSON. */
   changes: string;
-  /** `silver`, a quarantine stage, or `skipped: <reason>`. */
   wouldReach: string;
 }
 
-/** The result of a run (or a dry run); `--json` prints it. */
+/** The result of a run or dry run; `outcomes`: rows per destination (dry run: that they would reach). */
 export interface ReprocessReport {
   runId: string | null;
   dryRun: boolean;
   fix: string;
   selected: number;
-  /** Dry run: rows per stage they would reach (`silver` or a stage). Run: rows per destination. */
   outcomes: Record<string, number>;
   skipped: { messageId: string | null; reason: string }[];
   failed: { messageId: string | null; error: string }[];
@@ -63,10 +62,7 @@ export interface ReprocessReport {
   logFile: string | null;
 }
 
-/**
- * The open quarantine rows matching the selection, oldest first. Truncated payloads are read whole from Bronze
- * (by message id); a row whose body is in neither gets `body: null` (skipped, it stays open).
- */
+/** The open quarantine rows matching the selection, oldest first; truncated payloads read whole from Bronze. */
 export async function selectQuarantine(
   ctx: OpsContext,
   selection: RowSelection,
@@ -117,12 +113,7 @@ export async function selectQuarantine(
       messageId,
       stage: String(r.error_stage),
       reason: String(r.error_reason),
-      receivedAt:
-        typeof r.received_timestamp === 'object' &&
-        r.received_timestamp !== null &&
-        'value' in r.received_timestamp
-          ? String(r.received_timestamp.value)
-          : String(r.received_timestamp),
+      receivedAt: cellText(r.received_timestamp),
       body,
       attributes: attributesOf(r.attributes, messageId ?? String(r.message_key), 'quarantine'),
     };
@@ -130,8 +121,7 @@ export async function selectQuarantine(
 }
 
 /**
- * The pipeline's settings for a dry run's verdicts, as its ingest function loads them (side inputs from BigQuery),
- * logging nowhere.
+ * The pipeline's settings for a dry run's verdicts, loaded as its ingest function does, logging nowhere.
  * @throws ConfigError for a bad variable; TransientError when a side input cannot be loaded
  */
 function dryRunSettings(ctx: OpsContext): Promise<unknown> {
@@ -148,8 +138,7 @@ function payloadOf(body: Buffer): unknown {
   try {
     return parseJson(text);
   } catch {
-    // PARSE_JSON rows: the fix module gets the text to repair.
-    return text;
+    return text; // PARSE_JSON rows: the fix module gets the text to repair.
   }
 }
 
@@ -190,11 +179,8 @@ export function changedFields(before: string, after: string): string {
 }
 
 /**
- * Runs `quarantine reprocess`. A dry run validates each fixed payload (as ingest would, at the current time) and
- * writes nothing. A run sends each through `ingestPipelineMessage` with the original message id (so Silver's
- * `source_message_id` is the original) and without a publish time (so the retry-age guard, meant for Pub/Sub
- * redeliveries, does not apply); every row that left quarantine gets a resolution row. A row quarantined again
- * stays open, with its new reason.
+ * Runs `quarantine reprocess`: a dry run validates each fixed payload as ingest would now and writes nothing; a run
+ * ingests each with its original message id (`ingestFixed`) and resolves the rows that left quarantine.
  * @throws NotFoundError (exit 3) when no quarantine row, open or resolved, has any of `--ids`; OpsError when
  *   BigQuery or Firestore fail.
  */

@@ -1,6 +1,5 @@
-// `offvia gold restate`'s pure part, for any aggregation of any pipeline: the windows of a range, the panes
-// recomputed from Silver with the aggregation's own combine, which windows change, and each restatement pane's row.
-// No I/O: restate.ts reads and writes.
+// `offvia gold restate`'s pure part: the windows of a range, the panes recomputed from Silver with the aggregation's
+// own combine, which windows change, and each restatement pane's row. No I/O (restate.ts reads and writes).
 import { createHash } from 'node:crypto';
 import { boundedInsertId } from '../drift/bad-data';
 import type { AggregationDefinition, OperatorColumns } from '../pipeline/definition';
@@ -12,6 +11,7 @@ import {
   type WindowFnSpec,
 } from '../windowing';
 import { UsageError } from './errors';
+import { parseIdList } from './selection';
 
 /** Most windows one restate may cover per aggregation (a week of one-minute windows is 10,080). */
 export const MAX_RESTATE_WINDOWS = 50_000;
@@ -24,11 +24,7 @@ export interface RestatableAggregation {
   };
 }
 
-/**
- * The gold columns every pane row has that say which pane it is rather than what it counted (Beam's `PaneInfo`,
- * the pipeline column, the insertId); the other columns of `goldRow` are the pane's values and key, and only they
- * are compared.
- */
+/** Gold columns that say which pane a row is (Beam's `PaneInfo`, pipeline, insertId): never compared. */
 const PANE_COLUMNS = new Set([
   'pipeline',
   'window_start',
@@ -73,10 +69,7 @@ export interface WindowChange {
   window: IntervalWindow;
   current: LatestPane | null;
   restated: Recomputed;
-  /**
-   * `restate`: closed (end + allowed lateness passed by the watermark) or forced; `open`: not closed, left alone
-   * without --force.
-   */
+  /** `restate`: closed by the watermark (or forced); `open`: not closed, left alone without --force. */
   action: 'restate' | 'open';
 }
 
@@ -104,22 +97,14 @@ export function parseUtcTime(text: string, flag: string): number {
 }
 
 /**
- * Keys from `--key` (repeatable, comma-separated), deduplicated and sorted. A key every aggregation's `checkKey`
- * refuses is refused with the first one's reason.
- * @throws UsageError for such a key, or a flag given with no value.
+ * Keys from `--key` (repeatable, comma-separated), deduplicated and sorted.
+ * @throws UsageError for a key every aggregation's `checkKey` refuses (the first reason), or no value given.
  */
 export function parseKeys(
   values: readonly string[],
   aggregations: readonly Pick<RestatableAggregation, 'columns'>[],
 ): string[] {
-  const keys = [
-    ...new Set(
-      values
-        .flatMap((v) => v.split(','))
-        .map((v) => v.trim())
-        .filter((v) => v !== ''),
-    ),
-  ];
+  const keys = parseIdList(values);
   if (values.length > 0 && keys.length === 0) throw new UsageError('--key: no value given');
   for (const key of keys) {
     const reasons = aggregations.map((a) => a.columns.checkKey?.(key) ?? null);
@@ -132,11 +117,9 @@ export function parseKeys(
 }
 
 /**
- * The windows whose start is in [fromMs, toMs] (both inclusive), by the window function: fixed windows start every
- * `sizeMs` from `offsetMs`, sliding windows every `periodMs` from `offsetMs` (Beam's `FixedWindows` /
- * `SlidingWindows`; the same grid `assignWindows` uses).
- * @throws UsageError when `fromMs` is after `toMs`, `fromMs` is not a window start, the window function is
- *   sessions (no fixed grid), or the range holds more than `MAX_RESTATE_WINDOWS` windows.
+ * The windows starting in [fromMs, toMs] (epoch ms, both inclusive) on the grid `assignWindows` uses: every `sizeMs`
+ * (fixed) or `periodMs` (sliding) from `offsetMs`.
+ * @throws UsageError for sessions, `fromMs` after `toMs` or off the grid, or over `MAX_RESTATE_WINDOWS` windows.
  */
 export function windowsOfRange(
   windowFn: WindowFnSpec,
@@ -168,9 +151,8 @@ export function windowsOfRange(
 }
 
 /**
- * Beam's closed-window rule, as the windowing core garbage-collects: a window is past its allowed lateness when
- * its garbage-collection time (`maxTimestamp` = end − 1 ms, plus allowed lateness) is before the watermark. Until
- * then the stream may still emit panes for it. `watermarkMs` null (no event ever counted) closes nothing.
+ * Beam's closed-window rule: the garbage-collection time (end − 1 ms + allowed lateness) is before the watermark;
+ * until then the stream may still emit panes. `watermarkMs` null (no event counted yet) closes nothing.
  */
 export function isClosed(
   window: IntervalWindow,
@@ -181,9 +163,8 @@ export function isClosed(
 }
 
 /**
- * Decimal text or a number as canonical decimal text: no trailing fraction zeros, no `+`, `-0` as `0`
- * (`"100.100"` → `"100.1"`), so NUMERIC cells compare whatever scale BigQuery or the emulator printed. Null stays
- * null; other text is returned as is.
+ * Decimal text as canonical text (`"100.100"` → `"100.1"`, no `+`, `-0` as `0`), so NUMERIC cells compare whatever
+ * scale BigQuery printed; null and other text unchanged.
  */
 export function canonicalAmount(text: string | null): string | null {
   if (text === null) return null;
@@ -195,10 +176,7 @@ export function canonicalAmount(text: string | null): string | null {
   return match[1] === '-' && /[1-9]/.test(digits) ? `-${digits}` : digits;
 }
 
-/**
- * A gold cell as restate compares it: numbers and decimal text canonical (`canonicalAmount`), NUMERIC and TIMESTAMP
- * wrappers of the BigQuery client unwrapped, arrays and records (a ranking's rows) cell by cell with sorted keys.
- */
+/** A gold cell as compared: numbers canonical, client wrappers unwrapped, arrays and records cell by cell, keys sorted. */
 export function canonicalCell(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value)) return value.map(canonicalCell);
@@ -242,10 +220,7 @@ function sameValues(
   );
 }
 
-/**
- * A pane's gold row as `goldRow` writes it, for a pane value `output`; `pane` gives the pane info (a comparison
- * pane when omitted: its pane columns are not compared).
- */
+/** A pane's gold row as `goldRow` writes it for `output`; without `pane`, a comparison pane (pane columns ignored). */
 export function goldRowOf(
   aggregation: RestatableAggregation['definition'],
   key: string,
@@ -278,10 +253,8 @@ export function goldRowOf(
 }
 
 /**
- * The panes of `windows` recomputed from the range's events: each event's key and value from its Silver row
- * (`silverKey`, `silverValue`; a row with no key takes no part), assigned to its windows as the stream does
- * (`assignWindows`), folded with the aggregation's combine, one accumulator per (key, window) as a single shard.
- * `keys` non-empty keeps only those keys. Oldest window first, then by key.
+ * The panes of `windows` recomputed from the events: key and value from each Silver row (no key: skipped), windows as
+ * `assignWindows` gives them, one accumulator per (key, window); only `keys` when given. Oldest window, then key.
  * @throws Error from `silverValue` for a row that is not what the contract wrote
  */
 export function recomputePanes(
@@ -336,10 +309,8 @@ export function recomputedOf(
 }
 
 /**
- * The (key, window)s whose latest pane differs from the recomputation, oldest window first, then by key: a window
- * with events but no pane, with a pane that counts differently, or with a pane but no event left (restated as
- * `empty(key, window)`, the combine's empty pane). Each is `restate` when closed by the watermark (or `force`),
- * else `open`.
+ * The (key, window)s whose latest pane differs from the recomputation (a pane with no event left is restated as
+ * `empty(key, window)`), oldest window then key; `restate` when closed (or `force`), else `open`.
  */
 export function planChanges(
   windows: readonly IntervalWindow[],
@@ -374,10 +345,8 @@ export function planChanges(
 }
 
 /**
- * The insertId of a restatement pane: `restate~aggregation~window id~key~` + 16 hex characters of SHA-256 over the
- * pane's canonical values. The same data restated twice gives the same id (BigQuery drops the second copy, best
- * effort; restate also writes nothing when the latest pane already equals the recomputation); data that changed
- * gives a new id. Bounded to BigQuery's 128 characters.
+ * A restatement pane's insertId: `restate~aggregation~window id~key~` + 16 hex of SHA-256 over its canonical values,
+ * so the same data gives the same id and changed data a new one; at most 128 characters.
  */
 export function restatementInsertId(
   aggregation: string,
@@ -393,10 +362,8 @@ export function restatementInsertId(
 }
 
 /**
- * The gold row of a restatement: the aggregation's own `goldRow` of a pane carrying the whole window (so
- * `accumulation_mode` is ACCUMULATING whatever the pipeline's mode), timing LATE (it comes after the watermark
- * passed the window: Beam has no other timing for that), the next pane index after the window's latest pane, final,
- * plus the aggregation's `restatementColumns`. `watermarkMs` null: none yet.
+ * A restatement's gold row: `goldRow` of a final LATE pane carrying the whole window (ACCUMULATING), the next pane
+ * index after the latest pane, plus `restatementColumns`. `watermarkMs` null: none yet.
  * @throws RangeError from `goldRow` when the key or a time cannot be represented
  */
 export function restatementRow(
@@ -424,12 +391,9 @@ export function restatementRow(
 }
 
 /**
- * The latest pane of every (key, window) of one aggregation in its gold table, windows starting in
- * [`@fromMs`, `@toMs`] (INT64 epoch ms: the emulator does not compare TIMESTAMP parameters), `@pipeline` the
- * aggregation's name, `@keys` (ARRAY<STRING>) only when `withKeys`. A restatement (insertId `restate~…`) wins over
- * every stream pane of its window, the newest restatement over older ones, else the highest pane index: the rule of
- * booking's `route_panes_latest` (docs/windows.md, "Restatement panes"), for every gold table. `window_start` is a
- * partition column of the ROW_NUMBER, so BigQuery prunes the table's DATE partitions.
+ * The latest pane of every (key, window) in a gold table, windows starting in [`@fromMs`, `@toMs`] (INT64 epoch ms),
+ * `@pipeline` the aggregation, `@keys` only `withKeys`: the newest restatement wins, else the highest pane index
+ * (docs/windows.md, "Restatement panes").
  */
 export function latestPaneSql(goldTable: string, keyColumn: string, withKeys: boolean): string {
   const restatement = `insert_id LIKE 'restate~%'`;
@@ -448,18 +412,14 @@ FROM (
 WHERE pane_rank = 1`;
 }
 
-/**
- * The Silver rows of the range from the pipeline's dedup view (one row per event, the view's rule), by its event-time
- * column in [`@loMs`, `@hiMs`) (INT64 epoch ms), with the event time as `restate_event_ms`.
- */
+/** The dedup view's rows with event time in [`@loMs`, `@hiMs`) (INT64 epoch ms), plus it as `restate_event_ms`. */
 export function silverSql(dedupView: string, eventTime: string): string {
   return `SELECT *, UNIX_MILLIS(${eventTime}) AS restate_event_ms FROM \`${dedupView}\`
 WHERE ${eventTime} >= TIMESTAMP_MILLIS(@loMs) AND ${eventTime} < TIMESTAMP_MILLIS(@hiMs)`;
 }
 
 /**
- * The Silver row inside a bad-data `bad_data` text or a retry-store row: the drift gate writes
- * `{"row": {...}, "extra_fields": {...}}`, BigQuery-refused rows are the Silver row itself.
+ * The Silver row in a bad-data or retry-store text: the drift gate's `{"row", "extra_fields"}`, else the row itself.
  * @throws SyntaxError when the text is not a JSON object
  */
 export function heldSilverRow(json: string): Record<string, unknown> {

@@ -1,16 +1,14 @@
-// `offvia gold restate`, for every pipeline and aggregation: recompute closed windows from what gold counts (the
-// pipeline's Silver dedup view, its schema-retry store and its bad data for Silver) with the aggregation's own
-// combine, and write a restatement pane for each window whose latest gold pane differs.
+// `offvia gold restate`: recompute closed windows of any aggregation from what gold counts, with its own combine, and
+// write a restatement pane for each window whose latest gold pane differs.
 import type { Command } from 'commander';
-import type { TableRef } from '../config/env';
 import type { CliAction } from '../dashboard/command';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
-import { BigQueryRowWriter } from '../sinks/bigquery-writer';
-import type { RowResult } from '../sinks/row-writer';
 import type { IntervalWindow } from '../windowing';
 import { query, type OpsContext } from './context';
 import { EXIT, OpsError, UsageError } from './errors';
+import { insertAll } from './run';
+import { collect } from './selection';
 import { cellText, keyValues, plainRow, section, table, toJson, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
 import {
@@ -41,7 +39,7 @@ export interface RestateOptions {
   /** Keys to restate (a route, a device, a region); empty for every key. */
   keys: readonly string[];
   dryRun: boolean;
-  /** Restate windows the watermark has not closed yet (their stream panes would then be hidden: docs/windows.md). */
+  /** Also restate windows the watermark has not closed (docs/windows.md). */
   force: boolean;
 }
 
@@ -51,14 +49,9 @@ export interface RestatedWindow {
   /** RFC 3339 UTC. */
   windowStart: string;
   key: string;
-  current: {
-    values: Readonly<Record<string, unknown>>;
-    restatement: boolean;
-    paneIndex: number;
-  } | null;
+  current: Pick<LatestPane, 'values' | 'restatement' | 'paneIndex'> | null;
   restated: Readonly<Record<string, unknown>>;
-  /** `restate`: written (or would be in a dry run); `open`: not closed by the watermark, left alone (no --force). */
-  action: 'restate' | 'open';
+  action: WindowChange['action'];
   insertId: string | null;
 }
 
@@ -86,19 +79,15 @@ export interface RestateReport {
   to: string;
   keys: string[];
   aggregations: AggregationRestate[];
-  /** Windows in the range, summed over the aggregations. */
+  /** `windows`, `unchanged`, `written` (0 in a dry run), `open`: the sums over the aggregations. */
   windows: number;
-  /** (key, window)s whose latest pane already equals the recomputation, all aggregations. */
   unchanged: number;
-  /** Only the (key, window)s that differ, by aggregation. */
+  /** Only the (key, window)s that differ. */
   changes: RestatedWindow[];
-  /** Restatement panes written (0 in a dry run). */
   written: number;
-  /** Windows left alone because the watermark has not closed them (see --force). */
   open: number;
-  /** Silver events of the range read (the dedup view, then bad data and the retry store for events it lacks). */
+  /** Events of the range read, and of those held in bad data or the retry store rather than Silver. */
   events: number;
-  /** Of those, events held in bad data or the retry store rather than Silver. */
   heldEvents: number;
 }
 
@@ -129,9 +118,8 @@ export function restatableAggregations(
         `gold restate: aggregation ${definition.name} of pipeline ${pipeline.name} cannot be restated from Silver: ${why}`,
       );
     };
-    if (definition.strategy.windowFn.kind === 'sessions') {
+    if (definition.strategy.windowFn.kind === 'sessions')
       refuse('session windows have no fixed grid to restate');
-    }
     if (columns?.silverValue === undefined) {
       refuse(
         `its combine's input cannot be read back from a Silver row (no operatorColumns.aggregations.${definition.name}.silverValue)`,
@@ -139,16 +127,6 @@ export function restatableAggregations(
     }
     return { definition, columns } as RestatableAggregation;
   });
-}
-
-/** The `@keys` query parameter and its type when keys are chosen (`--key`); nothing for every key. */
-function keysParam(keys: readonly string[]): {
-  params: { keys?: string[] };
-  types: { keys?: string[] };
-} {
-  return keys.length > 0
-    ? { params: { keys: [...keys] }, types: { keys: ['STRING'] } }
-    : { params: {}, types: {} };
 }
 
 /**
@@ -223,20 +201,26 @@ async function latestPanes(
   const last = windows[windows.length - 1];
   if (first === undefined || last === undefined) return [];
   const keyColumn = aggregation.columns.goldKeyColumn;
+  const withKeys = keys.length > 0;
   const rows = await query<Record<string, unknown>>(
     ctx,
     latestPaneSql(
       qualifiedTable(aggregation.definition.goldTable, ctx.projectId),
       keyColumn,
-      keys.length > 0,
+      withKeys,
     ),
     {
       pipeline: aggregation.definition.name,
       fromMs: first.startMs,
       toMs: last.startMs,
-      ...keysParam(keys).params,
+      ...(withKeys ? { keys: [...keys] } : {}),
     },
-    { pipeline: 'STRING', fromMs: 'INT64', toMs: 'INT64', ...keysParam(keys).types },
+    {
+      pipeline: 'STRING',
+      fromMs: 'INT64',
+      toMs: 'INT64',
+      ...(withKeys ? { keys: ['STRING'] } : {}),
+    },
   );
   // The raw cells, not `plainRow`: a ranking's ARRAY<STRUCT> must stay a list to compare (canonicalCell unwraps).
   return rows.map((r) => {
@@ -262,7 +246,7 @@ async function planAggregation(
   nowMs: number,
 ): Promise<{
   report: AggregationRestate;
-  changes: WindowChange[];
+  changes: RestatedWindow[];
   rows: Record<string, unknown>[];
 }> {
   const { strategy, name, goldTable } = aggregation.definition;
@@ -292,9 +276,29 @@ async function planAggregation(
   );
   const examined = new Set([...recomputed, ...latest].map((p) => `${p.windowStartMs}|${p.key}`))
     .size;
-  const rows = changes
-    .filter((c) => c.action === 'restate')
-    .map((c) => restatementRow(aggregation, c, watermark.watermarkMs, nowMs));
+  const rows: Record<string, unknown>[] = [];
+  const reported = changes.map((c): RestatedWindow => {
+    const row =
+      c.action === 'restate' ? restatementRow(aggregation, c, watermark.watermarkMs, nowMs) : null;
+    if (row !== null) rows.push(row);
+    const { current } = c;
+    return {
+      aggregation: name,
+      windowStart: new Date(c.window.startMs).toISOString(),
+      key: c.key,
+      current:
+        current === null
+          ? null
+          : {
+              values: current.values,
+              restatement: current.restatement,
+              paneIndex: current.paneIndex,
+            },
+      restated: c.restated.values,
+      action: c.action,
+      insertId: row === null ? null : String(row.insert_id),
+    };
+  });
   return {
     report: {
       name,
@@ -307,45 +311,9 @@ async function planAggregation(
       open: changes.filter((c) => c.action === 'open').length,
       written: 0,
     },
-    changes,
+    changes: reported,
     rows,
   };
-}
-
-/**
- * Writes one aggregation's restatement rows, 500 a call (BigQuery's recommended insertAll size).
- * @throws OpsError when gold fails or refuses a row (the rows already written stand: running the command again
- *   writes only what is still missing, as the latest panes then equal the recomputation)
- */
-async function writeRows(
-  ctx: OpsContext,
-  goldTable: TableRef,
-  report: AggregationRestate,
-  rows: readonly Record<string, unknown>[],
-): Promise<void> {
-  const writer = new BigQueryRowWriter(ctx.bigquery);
-  for (let i = 0; i < rows.length; i += 500) {
-    const chunk = rows.slice(i, i + 500);
-    let results: RowResult[];
-    try {
-      results = await writer.insertRows(
-        goldTable,
-        chunk.map((r) => ({ insertId: String(r.insert_id), json: { ...r } })),
-      );
-    } catch (err) {
-      throw new OpsError(
-        `${report.written} of ${rows.length} restatement panes written, then ${report.goldTable} failed ` +
-          `(${err instanceof Error ? err.message : String(err)}); run the same command again: it writes only what is still missing`,
-      );
-    }
-    const refused = results.filter((r) => !r.ok);
-    if (refused.length > 0) {
-      throw new OpsError(
-        `${refused.length} restatement panes refused by ${report.goldTable}: ${JSON.stringify(refused[0])}`,
-      );
-    }
-    report.written += chunk.length;
-  }
 }
 
 /**
@@ -372,14 +340,6 @@ export async function restate(
   const plans = await Promise.all(
     aggregations.map((a) => planAggregation(ctx, a, options, events, nowMs)),
   );
-  const changes = plans.flatMap(({ report, changes: own, rows }) => {
-    // `rows` are the `restate` changes' rows, in order.
-    const restated = own.filter((c) => c.action === 'restate');
-    return own.map((c) => {
-      const row = rows[restated.indexOf(c)];
-      return reported(report.name, c, row === undefined ? null : String(row.insert_id));
-    });
-  });
   const report: RestateReport = {
     dryRun: options.dryRun,
     pipeline: ctx.pipeline.name,
@@ -389,7 +349,7 @@ export async function restate(
     aggregations: plans.map((p) => p.report),
     windows: plans.reduce((n, p) => n + p.report.windows, 0),
     unchanged: plans.reduce((n, p) => n + p.report.unchanged, 0),
-    changes,
+    changes: plans.flatMap((p) => p.changes),
     written: 0,
     open: plans.reduce((n, p) => n + p.report.open, 0),
     events: events.length,
@@ -399,29 +359,20 @@ export async function restate(
   for (const [i, plan] of plans.entries()) {
     const aggregation = aggregations[i];
     if (aggregation === undefined || plan.rows.length === 0) continue;
-    await writeRows(ctx, aggregation.definition.goldTable, plan.report, plan.rows);
-    report.written += plan.report.written;
+    await insertAll(
+      ctx,
+      aggregation.definition.goldTable,
+      plan.rows.map((r) => ({ insertId: String(r.insert_id), json: { ...r } })),
+      'restatement panes',
+      plan.report.goldTable,
+      // The rows already written stand: running the command again writes only what is still missing.
+      (written, cause) =>
+        `${written} of ${plan.rows.length} restatement panes written, then ${plan.report.goldTable} failed (${cause}); run the same command again: it writes only what is still missing`,
+    );
+    plan.report.written = plan.rows.length;
+    report.written += plan.rows.length;
   }
   return report;
-}
-
-function reported(aggregation: string, c: WindowChange, insertId: string | null): RestatedWindow {
-  return {
-    aggregation,
-    windowStart: new Date(c.window.startMs).toISOString(),
-    key: c.key,
-    current:
-      c.current === null
-        ? null
-        : {
-            values: c.current.values,
-            restatement: c.current.restatement,
-            paneIndex: c.current.paneIndex,
-          },
-    restated: c.restated.values,
-    action: c.action,
-    insertId,
-  };
 }
 
 /** Value columns as short text: `name=value` joined by spaces (the key columns aside). */
@@ -516,11 +467,9 @@ interface RestateFlags {
   force?: boolean;
 }
 
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
-
 /**
- * Registers `offvia gold restate` (called from shared/ops/cli.ts). Exit codes: 0 done, 1 a backend failed or windows
- * were left open (without --force), 2 bad flags or an aggregation that cannot be restated from Silver.
+ * Registers `offvia gold restate`. Exit codes: 0 done, 1 a backend failed or windows were left open (without --force),
+ * 2 bad flags or an aggregation that cannot be restated from Silver.
  */
 export function addGoldCommand(
   program: Command,
@@ -568,8 +517,7 @@ export function addGoldCommand(
         }
         const fromMs = parseUtcTime(opts.from, '--from');
         const toMs = parseUtcTime(opts.to, '--to');
-        // The pipeline as this deployment runs it (its overrides applied); connecting makes no backend call, so
-        // the checks below are usage errors even with no stack up.
+        // Connecting makes no backend call: the checks below are usage errors even with no stack up.
         const ctx = open();
         const aggregations = restatableAggregations(ctx.pipeline, opts.aggregation ?? []);
         const options: RestateOptions = {

@@ -1,5 +1,4 @@
-// What a re-drive run shares: its id, the lineage writer, the in-process ingest path, a bounded worker pool, the
-// log file and the resolution rows it appends.
+// What operator runs share: run id, lineage writer, in-process ingest path, worker pool, log file, resolution rows.
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -51,10 +50,7 @@ export function sameTable(a: TableRef, b: TableRef): boolean {
   return a.datasetId === b.datasetId && a.tableId === b.tableId;
 }
 
-/**
- * A RowWriter that adds `reprocess_run_id` to every row written to the given tables (Silver and quarantine), so
- * re-driven rows carry the run that wrote them; other tables (bad data, gold) are written unchanged.
- */
+/** A RowWriter adding `reprocess_run_id` to the rows of `tables` (Silver, quarantine); other tables unchanged. */
 export class LineageWriter implements RowWriter {
   constructor(
     private readonly inner: RowWriter,
@@ -82,9 +78,8 @@ export function runLogFile(ctx: OpsContext, runId: string): string {
 }
 
 /**
- * The chosen pipeline's ingest path as its function runs it (validation, Silver, quarantine, schema drift, window
- * state), built from the target's environment, with the lineage writer on its Silver and quarantine tables under it
- * (and `wrap` around that) and its log lines appended to `logFile` (stdout is the command's output).
+ * The pipeline's ingest path as its function runs it, from the target's environment, with the lineage writer (and
+ * `wrap` around it) under it and its log lines appended to `logFile`.
  * @throws ConfigError for a bad variable of the target's environment
  */
 export async function ingestDepsForRun(
@@ -103,12 +98,8 @@ export async function ingestDepsForRun(
 }
 
 /**
- * Refuses a run whose ingest path would store `passenger_id` raw in a Silver that already holds pseudonyms
- * (`hmac1:`): the run hashes the id only when the operator's own environment sets OFFVIA_PASSENGER_ID_MODE and the
- * key (docs/privacy.md), and a forgotten export would otherwise put raw ids beside the pseudonyms without a word.
- * One query for one matching row; a Silver without pseudonyms (the `raw` deployment) passes, and so does a pipeline
- * whose definition names no pseudonymised column (`operatorColumns.silver.pseudonymColumn`).
- * `passengerId`: the run's protection, by default the one the target's environment configures.
+ * Refuses a run whose ingest path (`passengerId`, by default the target environment's) would store `passenger_id` raw
+ * in a Silver that holds pseudonyms (`hmac1:`, docs/privacy.md). Pipelines without `pseudonymColumn` pass.
  * @throws UsageError (exit 2) naming the variables to export; OpsError when BigQuery cannot answer.
  */
 export async function assertPassengerIdModeFitsSilver(
@@ -131,10 +122,7 @@ export async function assertPassengerIdModeFitsSilver(
   }
 }
 
-/**
- * Runs `work` over `items` with at most `concurrency` in flight, calling `done` after each; resolves when all
- * settled. `work` must not throw (it records its own failure).
- */
+/** Runs `work` (which must not throw) over `items`, at most `concurrency` in flight, calling `done` after each. */
 export async function pool<T>(
   items: readonly T[],
   concurrency: number,
@@ -168,13 +156,12 @@ export interface Resolution {
   resolved_at: string;
 }
 
-/** Who resolves rows and how: the run, its action, the fix applied and the operator. */
+/** Who resolves rows and how: the run, its action, the fix applied, the operator, and the clock (epoch ms). */
 export interface ResolvingRun {
   readonly runId: string;
   readonly action: Resolution['action'];
   readonly fix: string;
   readonly operator: string;
-  /** Epoch ms. */
   readonly now: () => number;
 }
 
@@ -184,10 +171,7 @@ export interface Reached {
   readonly eventId?: string | null;
 }
 
-/**
- * The resolutions `run` writes: `(layer, rowKey, messageId, reached)` → the row keyed `rowKey` of `layer` (message
- * `messageId`) resolved by `run`, stamped now (RFC 3339 UTC).
- */
+/** The resolutions `run` writes: the row keyed `rowKey` of `layer` (message `messageId`), stamped now (UTC). */
 export function resolver(
   run: ResolvingRun,
 ): (
@@ -211,48 +195,60 @@ export function resolver(
 }
 
 /**
- * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row),
- * 500 a call (BigQuery's recommended insertAll size).
- * @throws OpsError naming how many rows were re-driven without their resolution: running the same command again
- *   is safe (Silver dedups by event_id, the window ledger by event_id) and records them.
+ * Appends `rows` to `table`, 500 a call (BigQuery's recommended insertAll size).
+ * @throws OpsError `failed(rows written so far, cause)` when a call fails, or naming how many `what` the table
+ *   refused (as `label`).
  */
-export async function writeResolutions(
+export async function insertAll(
   ctx: OpsContext,
-  rows: readonly Resolution[],
+  table: TableRef,
+  rows: readonly InsertRow[],
+  what: string,
+  label: string,
+  failed: (written: number, cause: string) => string,
 ): Promise<void> {
   const writer = new BigQueryRowWriter(ctx.bigquery);
-  const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };
   for (let i = 0; i < rows.length; i += 500) {
-    const chunk = rows.slice(i, i + 500);
     let results: RowResult[];
     try {
-      results = await writer.insertRows(
-        table,
-        chunk.map((r) => ({
-          insertId: boundedInsertId('res:', `${r.layer}:${r.row_key}:${r.run_id}`),
-          json: { ...r },
-        })),
-      );
+      results = await writer.insertRows(table, rows.slice(i, i + 500));
     } catch (err) {
-      throw new OpsError(
-        `${rows.length - i} re-driven rows have no resolution row yet (${err instanceof Error ? err.message : String(err)}); run the same command again: re-driving is idempotent`,
-      );
+      throw new OpsError(failed(i, err instanceof Error ? err.message : String(err)));
     }
     const refused = results.filter((r) => !r.ok);
     if (refused.length > 0) {
       throw new OpsError(
-        `${refused.length} resolution rows refused by ${table.datasetId}.${table.tableId}: ${JSON.stringify(refused[0])}`,
+        `${refused.length} ${what} refused by ${label}: ${JSON.stringify(refused[0])}`,
       );
     }
   }
 }
 
 /**
- * The open rows `select` finds for `options.selection`, the run's report before it has done anything, and when
- * the run `started` (epoch ms, before the selection). When `--ids` were given and none was selected: resolved
- * already (a second identical run, nothing to do) is no error, but ids that no row of `known.table` (the layer's
- * whole table) holds in any of `known.idColumns` are a wrong selection.
- * @throws NotFoundError `no <known.notFound>` ({ids} replaced) then (exit 3); OpsError when BigQuery fails.
+ * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row).
+ * @throws OpsError naming how many rows were re-driven without their resolution: running the same command again
+ *   is safe (Silver dedups by event_id, the window ledger by event_id) and records them.
+ */
+export function writeResolutions(ctx: OpsContext, rows: readonly Resolution[]): Promise<void> {
+  const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };
+  return insertAll(
+    ctx,
+    table,
+    rows.map((r) => ({
+      insertId: boundedInsertId('res:', `${r.layer}:${r.row_key}:${r.run_id}`),
+      json: { ...r },
+    })),
+    'resolution rows',
+    `${table.datasetId}.${table.tableId}`,
+    (written, cause) =>
+      `${rows.length - written} re-driven rows have no resolution row yet (${cause}); run the same command again: re-driving is idempotent`,
+  );
+}
+
+/**
+ * The open rows `select` finds, the empty report and when the run `started` (epoch ms). `--ids` that select nothing
+ * are fine when resolved already, but ids no row of `known.table` holds in `known.idColumns` are a wrong selection.
+ * @throws NotFoundError `no <known.notFound>` ({ids} replaced, exit 3); OpsError when BigQuery fails.
  */
 export async function selectOpenRows<C>(
   ctx: OpsContext,
@@ -294,10 +290,9 @@ export async function selectOpenRows<C>(
 }
 
 /**
- * Sends a fixed message through the ingest path with its original message id and no publish time (so the
- * retry-age guard, meant for Pub/Sub redeliveries, does not apply).
- * @returns the outcome, or undefined when ingest threw: then the error is in `report.failed` (the ingest path
- *   logged it in the run log) and the row stays open.
+ * Sends a fixed message through the ingest path with its original message id and no publish time (the retry-age
+ * guard is for Pub/Sub redeliveries).
+ * @returns the outcome, or undefined when ingest threw (the error is in `report.failed`; the row stays open).
  */
 export async function ingestFixed(
   report: ReprocessReport,
@@ -357,10 +352,7 @@ export interface RowPass<C extends OpenRow> {
   readonly layer: Resolution['layer'];
   /** Whether some row goes through the ingest path: then it is built and the passenger-id check runs first. */
   readonly needsIngest: boolean;
-  /**
-   * Sends one row on, counting it in the report. Resolves to where it went (the row gets a resolution row), or
-   * undefined when it stays open (skipped, failed or rejected again: the report says why). Must not throw.
-   */
+  /** Sends one row on, counting it; resolves to where it went, or undefined when it stays open. Must not throw. */
   readonly handle: (
     c: C,
     run: { readonly runId: string; readonly ingest: () => PipelineIngestDeps },
@@ -368,10 +360,8 @@ export interface RowPass<C extends OpenRow> {
 }
 
 /**
- * The frame of a real `quarantine reprocess` or `bad-data redrive` run over `candidates`: a run id and its log
- * file, the in-process ingest path when the pass needs it (after {@link assertPassengerIdModeFitsSilver}), the
- * pass over the rows with at most `options.concurrency` in flight and a progress bar, the resolution rows, and the
- * timing (`started`, epoch ms). Fills in and returns `report`.
+ * A real `quarantine reprocess` or `bad-data redrive` run: run id, log file, the ingest path when needed, the pass
+ * over `candidates` with a progress bar, the resolution rows and the timing. Fills in and returns `report`.
  * @throws UsageError or ConfigError before anything is written; OpsError when the resolutions cannot be written.
  */
 export async function runOverRows<C extends OpenRow>(

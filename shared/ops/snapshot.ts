@@ -1,5 +1,5 @@
-// `offvia snapshot create|list|delete` and `offvia seek`: Pub/Sub snapshots of a pipeline's ingest subscription (the
-// push subscription that feeds its ingest function) and seeking it back to a snapshot or a time, for a safe cutover.
+// `offvia snapshot create|list|delete` and `offvia seek`: Pub/Sub snapshots of a pipeline's ingest subscription and
+// seeking it back to a snapshot or a time, for a safe cutover.
 import { PubSub, type Subscription } from '@google-cloud/pubsub';
 import type { Command } from 'commander';
 import { INGEST_SUBSCRIPTION_VAR } from '../config/registry';
@@ -11,16 +11,10 @@ import { EXIT, NotFoundError, OpsError, UsageError, describeBackendError } from 
 import { keyValues, table, toJson, type Io } from './output';
 import { parseTimeFlag } from './selection';
 
-/**
- * Pub/Sub's rule for a subscription or snapshot id (resource names: "start with a letter, 3 to 255 characters,
- * letters, numbers, dashes, underscores, periods, tildes, plus or percent signs; must not start with goog").
- */
+/** Pub/Sub's resource-name rule for a subscription or snapshot id. */
 const RESOURCE_ID = /^(?!goog)[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$/;
 
-/**
- * A snapshot or subscription id checked against Pub/Sub's resource-name rule.
- * @throws UsageError naming `what` otherwise.
- */
+/** A snapshot or subscription id checked against Pub/Sub's rule. @throws UsageError naming `what` otherwise. */
 export function parseResourceId(text: string, what: string): string {
   if (!RESOURCE_ID.test(text)) {
     throw new UsageError(
@@ -37,11 +31,9 @@ export type SeekTarget = { snapshot: string } | { timeMs: number };
 const EARLIEST_TIMESTAMP_MS = Date.parse('0001-01-01T00:00:00Z');
 
 /**
- * The seek target from `--snapshot` / `--time` (exactly one). A time is an RFC 3339 time or a duration back from
- * `nowMs` (`30m`), truncated to the whole second (the Node client sends the sub-second part as microseconds where
- * the API expects nanoseconds, so the second is what reaches Pub/Sub exactly; earlier is the safe side: more is
- * redelivered, and redelivery is idempotent). A time after `nowMs` is refused: it would acknowledge the backlog.
- * @throws UsageError for none or both flags, a bad value, or a future time.
+ * The seek target from `--snapshot` / `--time` (exactly one). A time (RFC 3339, or a duration back from `nowMs`) is
+ * truncated to the second: the Node client mangles sub-seconds, and earlier only redelivers more (idempotent).
+ * @throws UsageError for none or both flags, a bad value, or a future time (it would acknowledge the backlog).
  */
 export function parseSeekTarget(
   flags: { snapshot?: string | undefined; time?: string | undefined },
@@ -108,9 +100,8 @@ export interface SeekTargetSubscription {
 }
 
 /**
- * The pipeline's ingest subscription: `--subscription`, else `OFFVIA_INGEST_SUBSCRIPTION`, else on the local stack
- * the definition's `pubsub.subscriptions.ingest`, else (Google Cloud) the one subscription of the pipeline's topic
- * whose id starts with `eventarc-` (Eventarc names the trigger's push subscription so).
+ * The pipeline's ingest subscription: `--subscription`, else `OFFVIA_INGEST_SUBSCRIPTION`, else the local stack's,
+ * else the one `eventarc-*` subscription of the pipeline's topic (Eventarc's push subscription).
  * @throws UsageError when none or several Eventarc subscriptions are found; OpsError when Pub/Sub fails.
  */
 export async function ingestSubscription(
@@ -159,10 +150,9 @@ export interface SeekReport {
   chosenBy: string;
   /** `snapshot NAME` or the RFC 3339 UTC time. */
   target: string;
-  /** The topic's message retention, e.g. `7d`-equivalent seconds; null when the topic retains nothing itself. */
+  /** Retention of the topic and of the subscription, seconds; null when none. */
   topicRetentionSeconds: number | null;
   retainAckedMessages: boolean;
-  /** Subscription's retention, seconds. */
   subscriptionRetentionSeconds: number | null;
   /** Bronze rows published at or after the time (what a time seek redelivers at most); null for a snapshot. */
   bronzeMessagesSince: number | null;
@@ -170,10 +160,8 @@ export interface SeekReport {
 }
 
 /**
- * The warnings of a time seek: a time before what the topic (or the subscription, with retained acked messages)
- * still holds replays only what is retained ("already-expunged messages will not be restored", Pub/Sub
- * `SeekRequest.time`); and the retry-age guard sends a redelivered message that fails transiently to bad data
- * once it is older than `maxRetryAgeMs` (docs/delivery-guarantees.md).
+ * The warnings of a time seek: before the retention, expunged messages are not restored (Pub/Sub `SeekRequest.time`);
+ * past `maxRetryAgeMs`, the retry-age guard parks failing redeliveries in bad data (docs/delivery-guarantees.md).
  */
 export function seekWarnings(
   target: SeekTarget,
@@ -206,10 +194,9 @@ export function seekWarnings(
 }
 
 /**
- * Runs `seek`: reads the subscription's and the pipeline topic's retention, warns, and (unless a dry run) seeks.
+ * Runs `seek`: reads the subscription's and the topic's retention, warns, and (unless a dry run) seeks.
  * @throws NotFoundError for an unknown snapshot or subscription; UsageError when the subscription is on another
- *   topic than the pipeline's (e.g. OFFVIA_INGEST_SUBSCRIPTION set for another pipeline); OpsError when Pub/Sub or
- *   BigQuery fail.
+ *   pipeline's topic; OpsError when Pub/Sub or BigQuery fail.
  */
 export async function seek(
   ctx: OpsContext,
@@ -267,8 +254,7 @@ export async function seek(
     warnings: seekWarnings(to, nowMs, retention, ctx.ingest.maxRetryAgeMs),
   };
   if (dryRun) {
-    // The seek itself answers NOT_FOUND for an unknown snapshot; a dry run must say so too, or a mistyped name
-    // passes the runbook's dry-run step and fails only at the real seek.
+    // A mistyped snapshot must fail the dry run too, not only the real seek.
     if ('snapshot' in to) {
       const full = `projects/${ctx.projectId}/snapshots/${to.snapshot}`;
       const known = await listSnapshots(ctx, pipeline, target.pubsub);
@@ -294,9 +280,9 @@ export async function seek(
 }
 
 /**
- * Creates a snapshot of the subscription: its acknowledgment state now, and every message published after it.
- * @throws UsageError when the name is taken (exit 2: pick another); OpsError when Pub/Sub refuses (e.g. a snapshot
- *   that would expire within an hour, because the backlog is nearly 7 days old).
+ * Creates a snapshot of the subscription's acknowledgment state.
+ * @throws UsageError when the name is taken; NotFoundError for no subscription; OpsError when Pub/Sub refuses (e.g.
+ *   the backlog is nearly 7 days old, so the snapshot would expire within an hour).
  */
 export async function createSnapshot(
   ctx: OpsContext,
@@ -313,8 +299,6 @@ export async function createSnapshot(
     }
     if (grpcCode(err) === GRPC.notFound)
       throw new NotFoundError(`subscription ${target.name} not found`);
-    // CreateSnapshot: "If the backlog in the subscription is too old -- and the resulting snapshot would expire in
-    // less than 1 hour -- then FAILED_PRECONDITION is returned."
     if (grpcCode(err) === GRPC.failedPrecondition) {
       throw new OpsError(
         `snapshot ${name} refused: the oldest unacked message of ${target.name} is nearly 7 days old, so the snapshot would expire within an hour (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`,
@@ -381,10 +365,7 @@ interface SubscriptionFlags {
   subscription?: string;
 }
 
-/**
- * Registers `offvia snapshot` and `offvia seek` (called from shared/ops/cli.ts). The Pub/Sub client is made per
- * command (`pubsubOf`), so tests can pass a stubbed one.
- */
+/** Registers `offvia snapshot` and `offvia seek`; the Pub/Sub client is made per command (`pubsubOf`, tests stub it). */
 export function addSnapshotCommands(
   program: Command,
   action: CliAction,

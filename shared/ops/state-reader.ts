@@ -1,5 +1,4 @@
-// Reads the Firestore side of the pipeline for the operator: window state, watermark, leases, dropped-late
-// counters and the schema-retry store, through the same adapters the functions use.
+// Reads the pipeline's Firestore state and local logs for the operator, through the adapters the functions use.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FirestoreDriftStore } from '../drift/firestore-store';
@@ -10,21 +9,13 @@ import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
 import { watermarkHoldAt, type JsonValue, type WatermarkPolicy } from '../windowing';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
+import type { AggregationNamespace } from '../pipeline/runtime/namespace';
 import { firestoreCall, type OpsContext } from './context';
 
-/**
- * Where one windowed pipeline's state lives: the root collection (a pipeline definition's `firestore.windowsRoot`,
- * booking's `OFFVIA_WINDOW_FIRESTORE_ROOT`) and the document under it (the aggregation's name).
- */
-export interface WindowNamespace {
-  readonly root: string;
-  readonly pipeline: string;
-}
+/** Where one aggregation's state lives: the pipeline's windows root and the aggregation's document under it. */
+type WindowNamespace = Pick<AggregationNamespace, 'root' | 'pipeline'>;
 
-/**
- * A window store over `namespace`, for the reads that do not look inside accumulators (watermark, dropped-late
- * counters); `parseAccumulator` is the aggregation's own check.
- */
+/** A window store over `namespace` for watermark and dropped-late reads; `parseAccumulator` is the aggregation's. */
 export function windowStoreAt(
   ctx: OpsContext,
   namespace: WindowNamespace,
@@ -37,7 +28,7 @@ export function windowStoreAt(
   });
 }
 
-/** The watermark document: watermark and max event time (epoch ms; `null` before any event), update time. */
+/** The watermark document: watermark, max event time and update time (epoch ms; `null` before any event). */
 export interface WatermarkView {
   watermarkMs: number | null;
   maxEventTimeMs: number | null;
@@ -51,7 +42,7 @@ export async function readWatermark(
 ): Promise<WatermarkView> {
   const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
   if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
-  // Before the first event the watermark is the windowing core's minimum: report it as "none".
+  // Before the first event the watermark is the windowing core's minimum: "none".
   const wm = stored.state.watermarkMs;
   return {
     watermarkMs: wm <= -8.64e15 || !Number.isFinite(wm) ? null : wm,
@@ -60,22 +51,19 @@ export async function readWatermark(
   };
 }
 
-/** The watermark holds of failing deliveries (docs/windows.md): live, stuck past the cap, and the oldest live one. */
+/**
+ * The watermark holds of failing deliveries (docs/windows.md): `active` (stuck ones included), `stuck` (past
+ * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holding), the oldest held publish time and the watermark cap (epoch ms;
+ * `null` when none holds).
+ */
 export interface HoldsView {
-  /** Holds whose lease runs, stuck ones included. */
   active: number;
-  /** Holds past OFFVIA_WATERMARK_HOLD_MAX_MS: they no longer hold the watermark (an operator's problem). */
   stuck: number;
-  /** Publish time of the oldest message still holding the watermark, epoch ms; `null` when none holds. */
   oldestPublishTimeMs: number | null;
-  /** The highest watermark the holds allow, epoch ms; `null` when none holds. */
   capMs: number | null;
 }
 
-/**
- * Reads the 100 oldest watermark holds of one windowed pipeline and applies the hold rule at `nowMs` (epoch ms), as
- * fireWindows does with `policy` (the aggregation's watermark policy).
- */
+/** Reads the 100 oldest watermark holds and applies the hold rule of `policy` at `nowMs` (epoch ms), as fireWindows does. */
 export async function watermarkHolds(
   ctx: OpsContext,
   namespace: WindowNamespace,
@@ -97,10 +85,7 @@ export async function watermarkHolds(
   };
 }
 
-/**
- * (key, window)s not yet CLOSED (their panes may still change): the keys in the bookkeeping of open key groups (the
- * documents with an event-time timer, read whole).
- */
+/** (key, window)s not yet CLOSED: the EARLY or LATE entries of the key groups with an event-time timer. */
 export async function countOpenWindows(
   ctx: OpsContext,
   namespace: WindowNamespace,
@@ -135,9 +120,8 @@ export async function droppedLate(
 }
 
 /**
- * The last fireWindows lease of one windowed pipeline: the newest of its partition leases (`meta/fireWindowsLease~p{n}`,
- * read with the other few `meta` documents): who took it, its fencing token (one per run and partition) and when it
- * was taken (epoch ms); `null` before the first run.
+ * The newest fireWindows partition lease (`meta/fireWindowsLease~p{n}`): holder, fencing token and when it was taken
+ * (epoch ms); `null` before the first run.
  */
 export async function fireWindowsLease(
   ctx: OpsContext,
@@ -151,7 +135,6 @@ export async function fireWindowsLease(
   for (const d of snap.docs) {
     const acquired: unknown = d.get('acquired_at_ms');
     if (!d.id.startsWith('fireWindowsLease') || typeof acquired !== 'number') continue;
-    // acquired_at_ms is the run's processing clock: the demo's fast-forwarded run shows here as a time ahead.
     if (newest === null || acquired > newest.acquiredAtMs) {
       newest = {
         holder: String(d.get('holder')),
@@ -163,10 +146,7 @@ export async function fireWindowsLease(
   return newest;
 }
 
-/**
- * Rows waiting in a pipeline's schema-retry store, per target table (at most `limit` per table, oldest first); empty
- * when the pipeline's schema drift is off.
- */
+/** Rows waiting in the schema-retry store per target table (at most `limit` each, oldest first); none without drift. */
 export async function retryStoreRows(
   ctx: OpsContext,
   pipeline: Pick<AnyPipelineDefinition, 'schemaDrift' | 'firestore'>,
@@ -192,10 +172,7 @@ export interface LogLine {
   line: string;
 }
 
-/**
- * The local logs of a pipeline: its functions' (`fn-<entry point>`, one JSON entry per line, shared/logging), the
- * Bronze stand-in's and offvia's own run log.
- */
+/** The local logs of a pipeline: its functions' (`fn-<entry point>`), the Bronze stand-in's and offvia's own. */
 export function pipelineLogs(pipeline: Pick<AnyPipelineDefinition, 'functions'>): string[] {
   const { ingest, fireWindows, schemaSweep } = pipeline.functions;
   return [
@@ -208,9 +185,8 @@ export function pipelineLogs(pipeline: Pick<AnyPipelineDefinition, 'functions'>)
 }
 
 /**
- * Entries of the local logs `services` (`.local/stack/logs/<service>.log`) whose `message_id`, `event_id`,
- * `messageId` or one of `idFields` (e.g. `booking_id`) is one of `ids`, oldest first per file, at most `limit`.
- * Empty in the cloud (the caller prints the Cloud Logging query instead).
+ * Entries of the local logs `services` whose `message_id`, `event_id`, `messageId` or one of `idFields` is one of
+ * `ids`, oldest first per file, at most `limit`; empty in the cloud.
  */
 export function localLogLines(
   ctx: OpsContext,
@@ -228,15 +204,10 @@ export function localLogLines(
     .sort();
   for (const file of files) {
     for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
-      // Cheap filter first: the whole file is read, most lines are about other messages.
-      if (!line.startsWith('{') || ![...wanted].some((id) => line.includes(id))) continue;
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        // A line cut by a crash mid-write is not an entry.
-        continue;
-      }
+      // Cheap filter first: most lines are about other messages.
+      if (![...wanted].some((id) => line.includes(id))) continue;
+      const entry = logEntry(line);
+      if (entry === null) continue;
       const fields = [
         entry.message_id,
         entry.event_id,
@@ -252,10 +223,17 @@ export function localLogLines(
   return out;
 }
 
-/**
- * The last line of a local log whose `message` matches `pattern`, parsed (the scheduler and the functions write
- * one JSON object per line); `null` when none or in the cloud.
- */
+/** A JSON log line parsed; `null` for anything else (a line cut by a crash mid-write is not an entry). */
+function logEntry(line: string): Record<string, unknown> | null {
+  if (!line.startsWith('{')) return null;
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+/** The last entry of a local log whose `message` matches `pattern`; `null` when none or in the cloud. */
 export function lastLogEntry(
   ctx: OpsContext,
   service: string,
@@ -267,16 +245,8 @@ export function lastLogEntry(
   if (!existsSync(file)) return null;
   const lines = readFileSync(file, 'utf8').split('\n');
   for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i] ?? '';
-    if (!line.startsWith('{')) continue;
-    let entry: Record<string, unknown>;
-    try {
-      entry = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      // A line cut by a crash mid-write: not an entry, look further back.
-      continue;
-    }
-    if (typeof entry.message === 'string' && pattern.test(entry.message)) return entry;
+    const entry = logEntry(lines[i] ?? '');
+    if (typeof entry?.message === 'string' && pattern.test(entry.message)) return entry;
   }
   return null;
 }

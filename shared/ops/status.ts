@@ -4,7 +4,7 @@ import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
-import { keyValues, section, table, type Io } from './output';
+import { keyValues, printReport, section, table, type Io } from './output';
 import { qualifiedTable } from './pipeline-choice';
 import {
   countOpenWindows,
@@ -23,31 +23,27 @@ export interface LastRun {
   detail: string;
 }
 
-/** One aggregation's state: its watermark, holds and windows (Firestore) and its gold panes (BigQuery). */
+/**
+ * One aggregation's state: watermark (`null` before the first event) and its lag behind the clock (ms), holds,
+ * open windows (sessions for session windows), dropped-late counters (window expired, trigger finished), gold panes
+ * since `since` by Beam pane timing, and its last fireWindows run (the scheduler's call, else the lease).
+ */
 export interface AggregationStatus {
-  /** The aggregation's name: its document under the pipeline's windows root and the gold `pipeline` column. */
+  /** Its document under the pipeline's windows root and the gold `pipeline` column. */
   name: string;
-  /** The window function's kind: `fixed`, `sliding` or `sessions` (then the open windows are sessions). */
+  /** `fixed`, `sliding` or `sessions`. */
   windowKind: string;
-  /** `project.dataset.table` of its gold panes. */
   goldTable: string;
-  /** Panes emitted since `since`, and per Beam pane timing (EARLY, ON_TIME, LATE). */
   goldPanes: number;
   panesByTiming: { timing: string; panes: number }[];
-  /** RFC 3339 UTC; `null` before the first event. */
   watermark: string | null;
-  /** How far the watermark is behind the clock, ms. */
   lagMs: number | null;
   maxEventTime: string | null;
-  /** Failing deliveries holding the watermark back (docs/windows.md, watermark holds). */
   watermarkHolds: { active: number; stuck: number; oldestHeldPublishTime: string | null };
-  /** (key, window)s not yet closed; for session windows, the open sessions. */
   openWindows: number;
-  /** Elements dropped as too late (TTL-bounded counters), and why: the window expired or its trigger finished. */
   droppedLate: number;
   droppedExpiredWindow: number;
   droppedClosedWindow: number;
-  /** The aggregation's fireWindows run: the scheduler's last call, else the lease it took. */
   lastRun: LastRun;
 }
 
@@ -58,10 +54,7 @@ export interface StatusReport {
   since: string;
   now: string;
   target: { mode: 'local' | 'cloud'; project: string };
-  /**
-   * Rows per layer since `since` (Silver: table rows and distinct events in the dedup view). `null`: the pipeline
-   * has no such table (no Bronze, no resolutions).
-   */
+  /** Rows per layer since `since` (Silver: rows, and events in the dedup view); `null`: no such table. */
   layers: {
     bronze: number | null;
     silverRows: number;
@@ -72,7 +65,6 @@ export interface StatusReport {
     goldPanes: number;
     resolutions: number | null;
   };
-  /** `project.dataset.table` of the quarantine or dead-letter table the counts come from. */
   quarantineTable: string;
   /** Still to handle, whatever their age (the open views); `null` without an open view. */
   open: { quarantine: number | null; badData: number | null };
@@ -92,8 +84,7 @@ const iso = (ms: number | null | undefined): string | null =>
 const n = (value: unknown): number => Number(value ?? 0);
 
 /**
- * Collects the report of `pipeline` over [sinceMs, nowMs] (epoch ms UTC). BigQuery and Firestore reads run
- * concurrently.
+ * Collects the report of `pipeline` over [sinceMs, nowMs] (epoch ms UTC), reads concurrent.
  * @throws OpsError (one line) when a backend cannot be reached or refuses a query.
  */
 export async function collectStatus(
@@ -271,10 +262,7 @@ export async function collectStatus(
   };
 }
 
-/**
- * A scheduled function's last run: locally the scheduler's last call of `entryPoint` (its log has the time and the
- * HTTP status); else the fireWindows lease it took (Firestore, so in the cloud too); else where to look.
- */
+/** A scheduled function's last run: the local scheduler's last call, else the fireWindows lease, else where to look. */
 function lastRun(
   ctx: OpsContext,
   entryPoint: string,
@@ -410,5 +398,5 @@ export function formatStatus(r: StatusReport): string {
 
 /** Prints the report as tables or JSON. */
 export function printStatus(io: Io, report: StatusReport, json: boolean): void {
-  io.out(json ? JSON.stringify(report, null, 2) : formatStatus(report));
+  printReport(io, report, json, formatStatus);
 }

@@ -1,7 +1,5 @@
-// `offvia trace <id>` for any registered pipeline: every place a message or event is, from a Pub/Sub message id, an
-// event id or one of the pipeline's lookup columns (booking: booking_id): Bronze, Silver (table and dedup view),
-// quarantine, bad data, resolutions, the schema-retry store, each aggregation's dedup state, windows and gold panes,
-// and its log lines. What it reads of the tables comes from the definition's `operatorColumns`.
+// `offvia trace <id>`: every place a message or event is, from a message id, an event id or a lookup column (booking:
+// booking_id), in every layer, state and log of the pipeline (read through the definition's `operatorColumns`).
 import type { TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
@@ -9,7 +7,16 @@ import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
-import { cellText, keyValues, plainRow, section, table, type Io } from './output';
+import {
+  cellText,
+  keyValues,
+  plainRow,
+  printReport,
+  rowsTable,
+  section,
+  table,
+  type Io,
+} from './output';
 import { qualifiedTable } from './pipeline-choice';
 import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
@@ -18,25 +25,24 @@ type Row = Record<string, unknown>;
 /** Most rows a trace reads per layer (a booking_id with a long history stays readable). */
 const MAX_ROWS = 50;
 
-/** What one aggregation's state says about an event: its key, outcome and the windows it was assigned to. */
+/**
+ * What one aggregation's state says about an event: the message of its Silver row, its key, `counted` or `dropped`
+ * (too late for every window), and its windows `start_end` (epoch ms; sessions: its proto-sessions before merging).
+ */
 export interface TraceWindows {
-  /** The aggregation (windowed pipeline) name. */
   aggregation: string;
   eventId: string;
-  /** The message that delivered the event's Silver row; `null` when the row names none. */
   messageId: string | null;
-  /** The key the event was counted under (a route, a device id, a region). */
   key: string;
-  /** `counted` or `dropped` (too late for every window). */
   outcome: string;
-  /**
-   * The windows `windowStart_windowEnd` (epoch ms). For session windows these are the event's own proto-sessions,
-   * before merging.
-   */
   windows: { windowId: string }[];
 }
 
-/** Everything `trace` found; `--json` prints it as is (rows as plain values, times RFC 3339 UTC). */
+/**
+ * Everything `trace` found (rows as plain values, times RFC 3339 UTC): `silverDedup` the dedup view's rows of the
+ * event ids, `windows` each aggregation's state of them, `gold` their windows' panes (with `aggregation` and
+ * `event_id`), `logsHint` where the logs are when they cannot be read here (the cloud).
+ */
 export interface TraceReport {
   pipeline: string;
   id: string;
@@ -44,19 +50,14 @@ export interface TraceReport {
   eventIds: string[];
   bronze: Row[];
   silver: Row[];
-  /** The rows the dedup view keeps for the event ids (one per event). */
   silverDedup: Row[];
-  /** Rows of the quarantine or dead-letter table. */
   quarantine: Row[];
   badData: Row[];
   resolutions: Row[];
   retryStore: Row[];
-  /** Per aggregation, the dedup entries and windows of the event ids. */
   windows: TraceWindows[];
-  /** Gold panes of those windows, each with its `aggregation` and `event_id`. */
   gold: Row[];
   logs: LogLine[];
-  /** Where the log lines are when they cannot be read here (the cloud). */
   logsHint: string | null;
 }
 
@@ -98,8 +99,7 @@ export async function trace(
   const cols = pipeline.operatorColumns;
   const s = cols.silver;
   const c = cols.quarantine;
-  // Inside payloads the id is matched as a JSON string value ("BK-90210"), not as any substring: message ids on
-  // the emulator are small integers that would match every payload.
+  // Inside payloads the id is matched as a JSON string ("BK-90210"): small integer ids would match any payload.
   const quoted = JSON.stringify(id);
   const p = { id, quoted };
   const silverIds = [s.messageId, s.eventId, ...s.lookupColumns].map((x) => `${x} = @id`);
@@ -186,7 +186,7 @@ export async function trace(
           { ids: eventIds },
           { ids: ['STRING'] },
         ),
-    // Resolutions of every message and event found, not only of the id typed (a booking_id names neither).
+    // Resolutions of every message and event found (a booking_id names neither).
     cols.resolutions === null
       ? Promise.resolve([])
       : query(
@@ -203,12 +203,12 @@ export async function trace(
         ),
   ]);
   for (const m of ids(bronze, 'message_id')) if (!messageIds.includes(m)) messageIds.push(m);
-  // The id itself may be an event id only the window state knows (its Silver row gone, elsewhere or not yet visible).
+  // The id may be an event id only the window state knows.
   const stateIds = [...new Set([...eventIds, id])];
   const windows: TraceWindows[] = [];
   for (const aggregation of pipeline.aggregations) {
     for (const eventId of stateIds) {
-      const found = await windowsOf(ctx, pipeline, aggregation.name, eventId, silver);
+      const found = await windowsOf(ctx, pipeline, aggregation, eventId, silver);
       if (found !== null) windows.push(found);
     }
   }
@@ -244,21 +244,17 @@ export async function trace(
 }
 
 /**
- * What one aggregation's state says about an event: the outcome kept in its key-group documents (`GroupedFirestoreWindowStore.eventOutcome`, the store built as the
- * pipeline runtime builds it: the aggregation's namespace, shards and trigger delays, `OFFVIA_WINDOW_KEY_GROUPS`),
- * with the key from the Silver row (`operatorColumns.aggregations`) and the windows from its event time. `null` when
- * the state never saw the event here (or its tombstones expired).
- * @throws OpsError when Firestore fails (via firestoreCall)
+ * What one aggregation's state says about an event: its outcome in the key groups (the store as the runtime builds
+ * it), the key from its Silver row and the windows from its event time; `null` when the state never saw it here.
+ * @throws OpsError when Firestore fails
  */
 async function windowsOf(
   ctx: OpsContext,
   pipeline: AnyPipelineDefinition,
-  aggregationName: string,
+  aggregation: AnyPipelineDefinition['aggregations'][number],
   eventId: string,
   silver: readonly Row[],
 ): Promise<TraceWindows | null> {
-  const aggregation = pipeline.aggregations.find((a) => a.name === aggregationName);
-  if (aggregation === undefined) return null;
   const namespace = aggregationNamespace(pipeline, aggregation);
   const parse = (v: unknown): JsonValue => aggregation.parseAccumulator(v);
   const s = pipeline.operatorColumns.silver;
@@ -294,9 +290,7 @@ async function windowsOf(
   };
 }
 
-/**
- * The gold panes of the traced windows, for the event's key, each with the aggregation and the traced event id.
- */
+/** The gold panes of the traced windows for the event's key, each with the aggregation and the traced event id. */
 async function goldPanes(
   ctx: OpsContext,
   pipeline: AnyPipelineDefinition,
@@ -316,25 +310,10 @@ async function goldPanes(
       { pipeline: aggregation.name, key: w.key, starts },
       { pipeline: 'STRING', key: 'STRING', starts: ['INT64'] },
     );
-    for (const r of rows) {
-      gold.push({
-        aggregation: w.aggregation,
-        ...plainRow(r),
-        event_id: w.eventId,
-      });
-    }
+    for (const r of rows)
+      gold.push({ aggregation: w.aggregation, ...plainRow(r), event_id: w.eventId });
   }
   return gold;
-}
-
-/** Rows as a table of all their columns. */
-function rowsTable(list: readonly Row[], width = 40): string {
-  const columns = [...new Set(list.flatMap((row) => Object.keys(row)))];
-  return table(
-    columns,
-    list.map((row) => columns.map((name) => row[name])),
-    width,
-  );
 }
 
 /** The report as sections, one per place. */
@@ -423,5 +402,5 @@ export function formatTrace(r: TraceReport): string {
 
 /** Prints the report as sections or JSON. */
 export function printTrace(io: Io, report: TraceReport, json: boolean): void {
-  io.out(json ? JSON.stringify(report, null, 2) : formatTrace(report));
+  printReport(io, report, json, formatTrace);
 }
