@@ -430,17 +430,16 @@ export const WINDOW_VAR_GROUP: VarGroup = {
   vars: Object.values(WINDOW_VARS),
 };
 
-/** The variables a `WindowConfig` carries as read, in the order they are checked. */
-const PLAIN_WINDOW_KEYS = [
-  'enabled',
-  'pipeline',
+/**
+ * The operational knobs of the keyed store and fireWindows shared by every aggregation of a function instance
+ * (`OFFVIA_WINDOW_*`, `OFFVIA_FIRE_WINDOWS_*`, `OFFVIA_WATERMARK_*`). The strategy, watermark policy, shards, gold
+ * table and namespace come from the aggregation's definition instead.
+ */
+export const SHARED_WINDOW_KNOBS = [
   'keyGroups',
-  'groupShards',
   'firePartitions',
   'firePartitionsInFlight',
   'maxBundle',
-  'firestoreRoot',
-  'goldTable',
   'ledgerTtlMs',
   'droppedTtlMs',
   'watermarkCacheMs',
@@ -449,11 +448,21 @@ const PLAIN_WINDOW_KEYS = [
   'fireConcurrency',
   'fireMaxWindows',
   'outboxGraceMs',
-  'fireLoopMs',
-  'firePollMs',
   'holdLeaseMs',
   'holdMaxMs',
   'holdMinBacklogAgeMs',
+] as const;
+
+/** The variables a `WindowConfig` carries as read: the definition-level ones, then the shared knobs. */
+const PLAIN_WINDOW_KEYS = [
+  'enabled',
+  'pipeline',
+  'groupShards',
+  'firestoreRoot',
+  'goldTable',
+  'fireLoopMs',
+  'firePollMs',
+  ...SHARED_WINDOW_KNOBS,
 ] as const;
 type PlainWindowKey = (typeof PLAIN_WINDOW_KEYS)[number];
 

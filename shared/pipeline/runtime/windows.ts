@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import type { TableRef } from '../../config/env';
-import type { WindowConfig } from '../../config/window-config';
+import { SHARED_WINDOW_KNOBS, type WindowConfig } from '../../config/window-config';
 import type { Logger } from '../../logging/logger';
 import type { RowWriter } from '../../sinks/row-writer';
 import type { FireWindowsDeps } from '../../state/fire-windows';
@@ -41,28 +41,7 @@ import { aggregationNamespace, type AggregationNamespace } from './namespace';
 /** An aggregation with its types erased, as a definition lists it. */
 export type AnyAggregation = AggregationDefinition<unknown, unknown, never, JsonValue, unknown>;
 
-/**
- * The operational knobs of the keyed store and fireWindows shared by every aggregation of a function instance
- * (`loadWindowConfig`: `OFFVIA_WINDOW_*`, `OFFVIA_FIRE_WINDOWS_*`, `OFFVIA_WATERMARK_*`). The strategy, watermark
- * policy, shards, gold table and namespace come from the aggregation's definition instead.
- */
-export const SHARED_WINDOW_KNOBS = [
-  'keyGroups',
-  'firePartitions',
-  'firePartitionsInFlight',
-  'maxBundle',
-  'ledgerTtlMs',
-  'droppedTtlMs',
-  'watermarkCacheMs',
-  'watermarkWriteIntervalMs',
-  'fireLeaseMs',
-  'fireConcurrency',
-  'fireMaxWindows',
-  'outboxGraceMs',
-  'holdLeaseMs',
-  'holdMaxMs',
-  'holdMinBacklogAgeMs',
-] as const;
+export { SHARED_WINDOW_KNOBS };
 export type SharedWindowKnobs = Pick<WindowConfig, (typeof SHARED_WINDOW_KNOBS)[number]>;
 
 /** What {@link createAggregationWindows} wires together. */
