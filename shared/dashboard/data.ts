@@ -1,11 +1,10 @@
 // The booking page's numbers: `offvia status` (the one source of the counts) plus the charts' time series: arrivals
 // per minute, the latest panes per key, the watermark, dropped-late per window.
-import type { TableRef } from '../config/env';
+import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { firestoreCall, query, type OpsContext } from '../ops/context';
 import { cellText } from '../ops/output';
-import { qualifiedTable } from '../ops/pipeline-choice';
 import { retryStoreRows, windowStoreAt } from '../ops/state-reader';
 import { collectStatus, type StatusReport } from '../ops/status';
 
@@ -120,7 +119,7 @@ export async function collectDashboard(
   nowMs: number,
   options: DashboardOptions,
 ): Promise<DashboardData> {
-  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
   const { tables: t, operatorColumns: cols, aggregations } = pipeline;
   const aggregation = aggregations[0];
   if (aggregation === undefined) throw new Error(`pipeline ${pipeline.name} has no aggregation`);

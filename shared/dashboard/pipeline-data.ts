@@ -3,7 +3,8 @@ import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
 import { query, type OpsContext } from '../ops/context';
 import { cellText } from '../ops/output';
-import { DEFAULT_PIPELINE, qualifiedTable } from '../ops/pipeline-choice';
+import { DEFAULT_PIPELINE } from '../ops/pipeline-choice';
+import { tableName } from '../config/env';
 import { collectStatus, type StatusReport } from '../ops/status';
 
 /** One registered pipeline as the page's selector lists it (aggregations in definition order). */
@@ -76,12 +77,7 @@ export async function collectPipelineDashboard(
     collectStatus(ctx, pipeline, sinceMs, nowMs),
     settled === undefined
       ? Promise.resolve([])
-      : regionRankings(
-          ctx,
-          qualifiedTable(settled, ctx.projectId),
-          sinceMs,
-          options.maxRegions ?? 20,
-        ),
+      : regionRankings(ctx, tableName(settled, ctx.projectId), sinceMs, options.maxRegions ?? 20),
   ]);
   return { status, refreshMs: options.refreshMs, regions };
 }

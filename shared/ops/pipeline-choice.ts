@@ -1,6 +1,5 @@
 // `offvia --pipeline NAME`: which registered pipeline a command works on, which commands apply to it, and where
 // its layers are (its definition's tables and `operatorColumns`).
-import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
 import { UsageError } from './errors';
@@ -80,9 +79,4 @@ export function pipelineStages(
     }
   }
   return stages;
-}
-
-/** Fully qualified `project.dataset.table` of a definition's table. */
-export function qualifiedTable(ref: TableRef, projectId: string): string {
-  return tableName(ref, projectId);
 }

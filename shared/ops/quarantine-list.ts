@@ -3,7 +3,7 @@
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { query, type OpsContext } from './context';
 import { plainRow, printReport, rowsTable, type Io } from './output';
-import { qualifiedTable } from './pipeline-choice';
+import { tableName } from '../config/env';
 import { selectionWhere } from './selection';
 
 type Row = Record<string, unknown>;
@@ -37,7 +37,7 @@ export async function listQuarantine(
   options: QuarantineListOptions,
 ): Promise<QuarantineListReport> {
   const c = pipeline.operatorColumns.quarantine;
-  const name = qualifiedTable(pipeline.tables.quarantine, ctx.projectId);
+  const name = tableName(pipeline.tables.quarantine, ctx.projectId);
   const { where, params, types } = selectionWhere(
     {
       limit: options.limit,

@@ -10,7 +10,7 @@ import { EXIT, OpsError, UsageError } from './errors';
 import { insertAll } from './run';
 import { collect } from './selection';
 import { cellText, keyValues, plainRow, section, table, toJson, type Io } from './output';
-import { qualifiedTable } from './pipeline-choice';
+import { tableName } from '../config/env';
 import {
   heldSilverRow,
   isClosed,
@@ -144,7 +144,7 @@ async function eventsOfRange(
   const [silverRows, badRows, retry] = await Promise.all([
     query<Record<string, unknown>>(
       ctx,
-      silverSql(qualifiedTable(silver.dedupView, ctx.projectId), silver.eventTime),
+      silverSql(tableName(silver.dedupView, ctx.projectId), silver.eventTime),
       { loMs, hiMs },
       { loMs: 'INT64', hiMs: 'INT64' },
     ),
@@ -204,11 +204,7 @@ async function latestPanes(
   const withKeys = keys.length > 0;
   const rows = await query<Record<string, unknown>>(
     ctx,
-    latestPaneSql(
-      qualifiedTable(aggregation.definition.goldTable, ctx.projectId),
-      keyColumn,
-      withKeys,
-    ),
+    latestPaneSql(tableName(aggregation.definition.goldTable, ctx.projectId), keyColumn, withKeys),
     {
       pipeline: aggregation.definition.name,
       fromMs: first.startMs,
@@ -302,7 +298,7 @@ async function planAggregation(
   return {
     report: {
       name,
-      goldTable: qualifiedTable(goldTable, ctx.projectId),
+      goldTable: tableName(goldTable, ctx.projectId),
       windows: windows.length,
       watermark:
         watermark.watermarkMs === null ? null : new Date(watermark.watermarkMs).toISOString(),

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { INGEST_SUBSCRIPTION_VAR } from '../config/registry';
 import type { CliAction } from '../dashboard/command';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
-import { qualifiedTable } from './pipeline-choice';
+import { tableName } from '../config/env';
 import { query, type OpsContext } from './context';
 import { EXIT, NotFoundError, OpsError, UsageError, describeBackendError } from './errors';
 import { keyValues, table, toJson, type Io } from './output';
@@ -236,7 +236,7 @@ export async function seek(
   if ('timeMs' in to && bronze !== null) {
     const [row] = await query<{ n: unknown }>(
       ctx,
-      `SELECT COUNT(*) AS n FROM \`${qualifiedTable(bronze, ctx.projectId)}\` WHERE publish_time >= TIMESTAMP_MILLIS(@t)`,
+      `SELECT COUNT(*) AS n FROM \`${tableName(bronze, ctx.projectId)}\` WHERE publish_time >= TIMESTAMP_MILLIS(@t)`,
       { t: to.timeMs },
       { t: 'INT64' },
     );

@@ -1,11 +1,10 @@
 // `offvia status` for any registered pipeline, read from its definition: counts per layer, quarantine and bad data
 // by cause, the schema-retry store, each aggregation's watermark, holds, windows and panes, and the last runs.
-import type { TableRef } from '../config/env';
+import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
 import { keyValues, printReport, section, table, type Io } from './output';
-import { qualifiedTable } from './pipeline-choice';
 import {
   countOpenWindows,
   droppedLate,
@@ -93,7 +92,7 @@ export async function collectStatus(
   sinceMs: number,
   nowMs: number,
 ): Promise<StatusReport> {
-  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
   const { tables: t, operatorColumns: cols } = pipeline;
   const { silver: s, quarantine: c, openViews: open } = cols;
   const p = { since_ms: sinceMs };

@@ -1,6 +1,6 @@
 // `offvia trace <id>`: every place a message or event is, from a message id, an event id or a lookup column (booking:
 // booking_id), in every layer, state and log of the pipeline (read through the definition's `operatorColumns`).
-import type { TableRef } from '../config/env';
+import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
@@ -17,7 +17,6 @@ import {
   table,
   type Io,
 } from './output';
-import { qualifiedTable } from './pipeline-choice';
 import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
 type Row = Record<string, unknown>;
@@ -94,7 +93,7 @@ export async function trace(
   pipeline: AnyPipelineDefinition,
   id: string,
 ): Promise<TraceReport> {
-  const q = (ref: TableRef): string => qualifiedTable(ref, ctx.projectId);
+  const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
   const t = pipeline.tables;
   const cols = pipeline.operatorColumns;
   const s = cols.silver;
@@ -304,7 +303,7 @@ async function goldPanes(
     if (aggregation === undefined || keyColumn === undefined || starts.length === 0) continue;
     const rows = await query(
       ctx,
-      `SELECT * FROM \`${qualifiedTable(aggregation.goldTable, ctx.projectId)}\`
+      `SELECT * FROM \`${tableName(aggregation.goldTable, ctx.projectId)}\`
        WHERE pipeline = @pipeline AND ${keyColumn} = @key AND UNIX_MILLIS(window_start) IN UNNEST(@starts)
        ORDER BY window_start, pane_index`,
       { pipeline: aggregation.name, key: w.key, starts },
