@@ -53,15 +53,19 @@ export function logBundleOutcomes(
   });
 }
 
-/** Wiring of a SessionPipeline. */
-export interface SessionPipelineDeps<In, Acc extends JsonValue, Out> {
+/** Wiring shared by the per-event pipelines: the aggregation's name, watermark, pane emitter and log. */
+export interface RecorderDeps {
   readonly pipeline: string;
-  readonly sessions: SessionWindows<In, Acc, Out>;
   readonly tracker: WatermarkTracker;
   readonly emitter: PaneEmitter;
   readonly logger: Logger;
-  /** Most events per transaction for one key. */
+  /** Most events per transaction for one key (session) or one (key, windows) (fixed/sliding). */
   readonly maxBundle: number;
+}
+
+/** Wiring of a SessionPipeline. */
+export interface SessionPipelineDeps<In, Acc extends JsonValue, Out> extends RecorderDeps {
+  readonly sessions: SessionWindows<In, Acc, Out>;
 }
 
 /**
