@@ -49,7 +49,8 @@ function fieldsEvent<F extends LogFields>(
   return event(severity, message, (fields: F) => ({ ...(outcome && { outcome }), ...fields }));
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
+/** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
+export const iso = (ms: number): string => new Date(ms).toISOString();
 
 function windowFields(ref: WindowRef): LogFields {
   return {
@@ -61,17 +62,12 @@ function windowFields(ref: WindowRef): LogFields {
 }
 
 /** A valid event was written to Silver. `latencyMs` is publish→write in ms when publish time is known. */
-export const silverWritten = event(
-  'INFO',
-  'silver row written',
-  (ref: MessageRef, eventId: string, table: string, latencyMs: number | undefined) => ({
-    outcome: 'silver',
-    message_id: ref.messageId,
-    event_id: eventId,
-    table,
-    publish_to_write_ms: latencyMs,
-  }),
-);
+export const silverWritten = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  table: string;
+  publish_to_write_ms: number | undefined;
+}>('INFO', 'silver row written', 'silver');
 
 /**
  * A message was quarantined with its failing stage; metric `quarantine rate by error_stage` counts these. `context`
@@ -126,18 +122,13 @@ export const badDataWritten = event(
  * The retry-age guard routed a message that kept failing to the bad-data table (acked): an operator replays it from
  * there (or from Bronze) once `step` works again. `ageMs` in ms.
  */
-export const retryAgeExceeded = event(
-  'ERROR',
-  'message still failing past the retry age, routed to bad data',
-  (ref: MessageRef, step: string, ageMs: number, error: string, table: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    target_dest: step,
-    age_ms: ageMs,
-    error,
-    table,
-  }),
-);
+export const retryAgeExceeded = fieldsEvent<{
+  message_id: string;
+  target_dest: string;
+  age_ms: number;
+  error: string;
+  table: string;
+}>('ERROR', 'message still failing past the retry age, routed to bad data', 'bad_data');
 
 /** A transient failure: the invocation throws and Pub/Sub redelivers (or, past OFFVIA_MAX_RETRY_AGE_MS, the retry-age guard routes the message to bad data). */
 export const transientFailure = event(
@@ -425,16 +416,11 @@ export const windowElementDropped = event(
 );
 
 /** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
-export const windowDuplicateIgnored = event(
-  'INFO',
-  'duplicate event ignored by window state',
-  (ref: MessageRef, pipeline: string, eventId: string) => ({
-    outcome: 'window_duplicate',
-    message_id: ref.messageId,
-    event_id: eventId,
-    pipeline,
-  }),
-);
+export const windowDuplicateIgnored = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  pipeline: string;
+}>('INFO', 'duplicate event ignored by window state', 'window_duplicate');
 
 /** A pane was written to the gold table. */
 export const paneEmitted = event(
@@ -468,17 +454,12 @@ export const paneEmissionDeferred = event(
 );
 
 /** BigQuery refused a pane row as data (a bug or a NUMERIC overflow); it goes to the bad-data table. */
-export const paneRowRefused = event(
-  'ERROR',
-  'pane row refused by BigQuery, routed to bad data',
-  (d: { pipeline: string; insertId: string; table: string; error: string }) => ({
-    outcome: 'bad_data',
-    pipeline: d.pipeline,
-    insert_id: d.insertId,
-    table: d.table,
-    error: d.error,
-  }),
-);
+export const paneRowRefused = fieldsEvent<{
+  pipeline: string;
+  insert_id: string;
+  table: string;
+  error: string;
+}>('ERROR', 'pane row refused by BigQuery, routed to bad data', 'bad_data');
 
 /** fireWindows moved the watermark (idle rule); the metric source for watermark progress and lag (ms). */
 export const watermarkAdvanced = event(
@@ -494,28 +475,18 @@ export const watermarkAdvanced = event(
 );
 
 /** Another fireWindows run holds the pipeline's lease; this run did nothing. */
-export const fireWindowsBusy = event(
-  'INFO',
-  'fireWindows: lease held by another run, skipped',
-  (pipeline: string, holder: string, expiresAtMs: number | null) => ({
-    outcome: 'fire_windows_busy',
-    pipeline,
-    lease_holder: holder,
-    lease_expires_ms: expiresAtMs,
-  }),
-);
+export const fireWindowsBusy = fieldsEvent<{
+  pipeline: string;
+  lease_holder: string;
+  lease_expires_ms: number | null;
+}>('INFO', 'fireWindows: lease held by another run, skipped', 'fire_windows_busy');
 
 /** This run's lease was taken over (it ran past its lease); it stopped, the new holder carries on. */
-export const fireWindowsLeaseLost = event(
-  'WARNING',
-  'fireWindows: lease lost, run stopped',
-  (pipeline: string, fence: number, error: string) => ({
-    outcome: 'fire_windows_lease_lost',
-    pipeline,
-    lease_fence: fence,
-    error,
-  }),
-);
+export const fireWindowsLeaseLost = fieldsEvent<{
+  pipeline: string;
+  lease_fence: number;
+  error: string;
+}>('WARNING', 'fireWindows: lease lost, run stopped', 'fire_windows_lease_lost');
 
 /** Firing one window failed; its state is unchanged and the next run retries it. */
 export const windowFiringFailed = event(
@@ -588,34 +559,28 @@ export const watermarkHoldNotReleased = event(
  * message per fireWindows pass, at ERROR, so Cloud Logging's error views and a log-based alert on
  * `jsonPayload.outcome="watermark_hold_stuck"` can find it; `offvia status` counts them too.
  */
-export const watermarkHoldStuck = event(
+export const watermarkHoldStuck = fieldsEvent<{
+  pipeline: string;
+  message_id: string;
+  /** RFC 3339 UTC, as `last_failed_at`. */
+  publish_time: string;
+  last_failed_at: string;
+  /** Processing time minus publish time, ms. */
+  hold_age_ms: number;
+}>(
   'ERROR',
   'watermark hold stuck: a message keeps failing past the hold cap',
-  (
-    pipeline: string,
-    d: { messageId: string; publishTimeMs: number; lastFailedAtMs: number; nowMs: number },
-  ) => ({
-    outcome: 'watermark_hold_stuck',
-    pipeline,
-    message_id: d.messageId,
-    publish_time: iso(d.publishTimeMs),
-    last_failed_at: iso(d.lastFailedAtMs),
-    hold_age_ms: d.nowMs - d.publishTimeMs,
-  }),
+  'watermark_hold_stuck',
 );
 
 /** The watermark was held back by failing deliveries in this fireWindows pass (the idle rule would have moved it). */
-export const watermarkHeld = event(
-  'INFO',
-  'watermark held behind failing deliveries',
-  (pipeline: string, d: { oldestPublishTimeMs: number; capMs: number; heldMessages: number }) => ({
-    outcome: 'watermark_held',
-    pipeline,
-    oldest_held_publish_time: iso(d.oldestPublishTimeMs),
-    hold_cap_ms: d.capMs,
-    held_messages: d.heldMessages,
-  }),
-);
+export const watermarkHeld = fieldsEvent<{
+  pipeline: string;
+  /** RFC 3339 UTC. */
+  oldest_held_publish_time: string;
+  hold_cap_ms: number;
+  held_messages: number;
+}>('INFO', 'watermark held behind failing deliveries', 'watermark_held');
 
 /**
  * The ingest subscription's backlog (Cloud Monitoring's oldest unacknowledged message age) could not be read in this
@@ -632,36 +597,30 @@ export const watermarkBacklogReadFailed = event(
 );
 
 /** The watermark was held back by the ingest subscription's unacknowledged backlog in this fireWindows pass. */
-export const watermarkHeldBehindBacklog = event(
-  'INFO',
-  'watermark held behind the subscription backlog',
-  (
-    pipeline: string,
-    d: { oldestPublishTimeMs: number; capMs: number; sampledAtMs: number; ageMs: number },
-  ) => ({
-    outcome: 'watermark_held_backlog',
-    pipeline,
-    oldest_unacked_publish_time: iso(d.oldestPublishTimeMs),
-    hold_cap_ms: d.capMs,
-    sampled_at: iso(d.sampledAtMs),
-    oldest_unacked_age_ms: d.ageMs,
-  }),
-);
+export const watermarkHeldBehindBacklog = fieldsEvent<{
+  pipeline: string;
+  /** RFC 3339 UTC, as `sampled_at`. */
+  oldest_unacked_publish_time: string;
+  hold_cap_ms: number;
+  sampled_at: string;
+  oldest_unacked_age_ms: number;
+}>('INFO', 'watermark held behind the subscription backlog', 'watermark_held_backlog');
 
 /**
  * The subscription's oldest unacknowledged message is older than the hold cap (`OFFVIA_WATERMARK_HOLD_MAX_MS`): it no
  * longer holds the watermark. At ERROR, like a stuck delivery hold (`outcome: watermark_hold_stuck`).
  */
-export const watermarkBacklogStuck = event(
+export const watermarkBacklogStuck = fieldsEvent<{
+  pipeline: string;
+  source: 'monitoring';
+  /** RFC 3339 UTC. */
+  publish_time: string;
+  /** Processing time minus publish time, ms. */
+  hold_age_ms: number;
+}>(
   'ERROR',
   'watermark hold stuck: the subscription backlog is older than the hold cap',
-  (pipeline: string, d: { oldestPublishTimeMs: number; nowMs: number }) => ({
-    outcome: 'watermark_hold_stuck',
-    pipeline,
-    source: 'monitoring',
-    publish_time: iso(d.oldestPublishTimeMs),
-    hold_age_ms: d.nowMs - d.oldestPublishTimeMs,
-  }),
+  'watermark_hold_stuck',
 );
 
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */

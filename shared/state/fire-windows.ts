@@ -315,7 +315,11 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
             }
           } catch (err) {
             if (err instanceof LeaseLostError) {
-              logs.fireWindowsLeaseLost(deps.logger, deps.pipeline, lease.fence, err.message);
+              logs.fireWindowsLeaseLost(deps.logger, {
+                pipeline: deps.pipeline,
+                lease_fence: lease.fence,
+                error: err.message,
+              });
               stopped = true;
               return;
             }
@@ -414,7 +418,12 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
       },
     }),
   };
-  if (loop.held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
+  if (loop.held === 0)
+    logs.fireWindowsBusy(deps.logger, {
+      pipeline: deps.pipeline,
+      lease_holder: deps.holder,
+      lease_expires_ms: null,
+    });
   else logs.fireWindowsDone(deps.logger, { ...summary });
   return summary;
 }

@@ -136,7 +136,7 @@ export class PaneEmitter {
     for (const { pane, error } of refused) {
       logs.paneRowRefused(this.deps.logger, {
         pipeline: this.deps.pipeline,
-        insertId: pane.insertId,
+        insert_id: pane.insertId,
         table: targetDest,
         error,
       });

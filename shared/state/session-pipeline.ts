@@ -35,7 +35,11 @@ export function logBundleOutcomes(
     if (element === undefined) return;
     const ref = { messageId: element.messageId };
     if (outcome.kind === 'duplicate') {
-      logs.windowDuplicateIgnored(logger, ref, pipeline, element.eventId);
+      logs.windowDuplicateIgnored(logger, {
+        message_id: ref.messageId,
+        event_id: element.eventId,
+        pipeline,
+      });
     }
     for (const drop of outcome.dropped) {
       logs.windowElementDropped(
