@@ -441,16 +441,16 @@ export const paneEmitted = event(
 );
 
 /** Panes are committed in the outbox but could not be written now; fireWindows writes them on its next run. */
-export const paneEmissionDeferred = event(
+export const paneEmissionDeferred = fieldsEvent<{
+  pipeline: string;
+  /** The first 20 panes' insertIds; `pane_count` counts them all. */
+  insert_ids: readonly string[];
+  pane_count: number;
+  error: string;
+}>(
   'WARNING',
   'pane emission deferred to the next fireWindows run (panes kept in the outbox)',
-  (pipeline: string, insertIds: readonly string[], error: string) => ({
-    outcome: 'pane_deferred',
-    pipeline,
-    insert_ids: insertIds.slice(0, 20),
-    pane_count: insertIds.length,
-    error,
-  }),
+  'pane_deferred',
 );
 
 /** BigQuery refused a pane row as data (a bug or a NUMERIC overflow); it goes to the bad-data table. */
@@ -462,17 +462,13 @@ export const paneRowRefused = fieldsEvent<{
 }>('ERROR', 'pane row refused by BigQuery, routed to bad data', 'bad_data');
 
 /** fireWindows moved the watermark (idle rule); the metric source for watermark progress and lag (ms). */
-export const watermarkAdvanced = event(
-  'INFO',
-  'watermark advanced',
-  (d: { pipeline: string; watermarkMs: number; maxEventTimeMs: number | null; nowMs: number }) => ({
-    outcome: 'watermark',
-    pipeline: d.pipeline,
-    watermark_ms: d.watermarkMs,
-    max_event_time_ms: d.maxEventTimeMs,
-    watermark_lag_ms: d.nowMs - d.watermarkMs,
-  }),
-);
+export const watermarkAdvanced = fieldsEvent<{
+  pipeline: string;
+  watermark_ms: number;
+  max_event_time_ms: number | null;
+  /** Processing time minus the new watermark, ms. */
+  watermark_lag_ms: number;
+}>('INFO', 'watermark advanced', 'watermark');
 
 /** Another fireWindows run holds the pipeline's lease; this run did nothing. */
 export const fireWindowsBusy = fieldsEvent<{

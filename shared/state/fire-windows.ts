@@ -392,9 +392,9 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
       pipeline: deps.pipeline,
-      watermarkMs,
-      maxEventTimeMs: update.state.maxEventTimeMs,
-      nowMs: pt,
+      watermark_ms: watermarkMs,
+      max_event_time_ms: update.state.maxEventTimeMs,
+      watermark_lag_ms: pt - watermarkMs,
     });
   }
   const loop = await (deps.sessions !== undefined

@@ -95,12 +95,12 @@ export class PaneEmitter {
       return await this.emit(panes);
     } catch (err) {
       if (!(err instanceof TransientError)) throw err;
-      logs.paneEmissionDeferred(
-        this.deps.logger,
-        this.deps.pipeline,
-        panes.map((p) => p.insertId),
-        errorText(err),
-      );
+      logs.paneEmissionDeferred(this.deps.logger, {
+        pipeline: this.deps.pipeline,
+        insert_ids: panes.slice(0, 20).map((p) => p.insertId),
+        pane_count: panes.length,
+        error: errorText(err),
+      });
       return 'deferred';
     }
   }
