@@ -52,7 +52,16 @@ function fieldsEvent<F extends LogFields>(
 /** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
-function windowFields(ref: WindowRef): LogFields {
+/** The jsonPayload fields locating a windowed line; window bounds RFC 3339 UTC. */
+export type WindowFields = {
+  pipeline: string;
+  window_key: string;
+  window_start: string;
+  window_end: string;
+};
+
+/** A window's location as logged. */
+export function windowFields(ref: WindowRef): WindowFields {
   return {
     pipeline: ref.pipeline,
     window_key: ref.key,
@@ -397,23 +406,16 @@ export const sweepTableFailed = event(
 // ---- windows, watermark and panes: the window-state sink and the fireWindows function -----------------------------
 
 /** A valid event was left out of a window's aggregates as too late; metric `dropped late by window` counts these. */
-export const windowElementDropped = event(
-  'WARNING',
-  'event dropped from window aggregates as too late (still in Silver)',
-  (
-    ref: MessageRef,
-    window: WindowRef,
-    d: { eventId: string; eventTimeMs: number; reason: string; watermarkMs: number },
-  ) => ({
-    outcome: 'dropped_late',
-    message_id: ref.messageId,
-    event_id: d.eventId,
-    event_time: iso(d.eventTimeMs),
-    drop_reason: d.reason,
-    watermark_ms: d.watermarkMs,
-    ...windowFields(window),
-  }),
-);
+export const windowElementDropped = fieldsEvent<
+  {
+    message_id: string;
+    event_id: string;
+    /** RFC 3339 UTC. */
+    event_time: string;
+    drop_reason: string;
+    watermark_ms: number;
+  } & WindowFields
+>('WARNING', 'event dropped from window aggregates as too late (still in Silver)', 'dropped_late');
 
 /** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
 export const windowDuplicateIgnored = fieldsEvent<{
@@ -423,22 +425,15 @@ export const windowDuplicateIgnored = fieldsEvent<{
 }>('INFO', 'duplicate event ignored by window state', 'window_duplicate');
 
 /** A pane was written to the gold table. */
-export const paneEmitted = event(
-  'INFO',
-  'pane emitted',
-  (
-    window: WindowRef,
-    d: { timing: string; index: number; isLast: boolean; insertId: string; table: string },
-  ) => ({
-    outcome: 'pane',
-    pane_timing: d.timing,
-    pane_index: d.index,
-    pane_is_last: d.isLast,
-    insert_id: d.insertId,
-    table: d.table,
-    ...windowFields(window),
-  }),
-);
+export const paneEmitted = fieldsEvent<
+  {
+    pane_timing: string;
+    pane_index: number;
+    pane_is_last: boolean;
+    insert_id: string;
+    table: string;
+  } & WindowFields
+>('INFO', 'pane emitted', 'pane');
 
 /** Panes are committed in the outbox but could not be written now; fireWindows writes them on its next run. */
 export const paneEmissionDeferred = fieldsEvent<{
@@ -485,14 +480,10 @@ export const fireWindowsLeaseLost = fieldsEvent<{
 }>('WARNING', 'fireWindows: lease lost, run stopped', 'fire_windows_lease_lost');
 
 /** Firing one window failed; its state is unchanged and the next run retries it. */
-export const windowFiringFailed = event(
+export const windowFiringFailed = fieldsEvent<{ error: string } & WindowFields>(
   'ERROR',
   'window firing failed, retried by the next fireWindows run',
-  (window: WindowRef, error: string) => ({
-    outcome: 'window_firing_failed',
-    error,
-    ...windowFields(window),
-  }),
+  'window_firing_failed',
 );
 
 /**

@@ -325,11 +325,10 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
             }
             if (!(err instanceof TransientError)) throw err;
             counts.windowsFailed++;
-            logs.windowFiringFailed(
-              deps.logger,
-              { pipeline: deps.pipeline, ...firing.where(unit) },
-              errorText(err),
-            );
+            logs.windowFiringFailed(deps.logger, {
+              error: errorText(err),
+              ...logs.windowFields({ pipeline: deps.pipeline, ...firing.where(unit) }),
+            });
           }
         }
       };

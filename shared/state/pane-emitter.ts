@@ -63,22 +63,19 @@ export class PaneEmitter {
       const table = tableName(this.deps.goldTable);
       for (const pane of chunk) {
         if (refused.some((r) => r.pane === pane)) continue;
-        logs.paneEmitted(
-          this.deps.logger,
-          {
+        logs.paneEmitted(this.deps.logger, {
+          pane_timing: pane.timing,
+          pane_index: pane.index,
+          pane_is_last: pane.isLast,
+          insert_id: pane.insertId,
+          table,
+          ...logs.windowFields({
             pipeline: this.deps.pipeline,
             key: pane.key,
             windowStartMs: pane.window.startMs,
             windowEndMs: pane.window.endMs,
-          },
-          {
-            timing: pane.timing,
-            index: pane.index,
-            isLast: pane.isLast,
-            insertId: pane.insertId,
-            table,
-          },
-        );
+          }),
+        });
       }
     }
     return { written, badData };

@@ -33,26 +33,27 @@ export function logBundleOutcomes(
   result.outcomes.forEach((outcome, i) => {
     const element = elements[i];
     if (element === undefined) return;
-    const ref = { messageId: element.messageId };
     if (outcome.kind === 'duplicate') {
       logs.windowDuplicateIgnored(logger, {
-        message_id: ref.messageId,
+        message_id: element.messageId,
         event_id: element.eventId,
         pipeline,
       });
     }
     for (const drop of outcome.dropped) {
-      logs.windowElementDropped(
-        logger,
-        ref,
-        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
-        {
-          eventId: element.eventId,
-          eventTimeMs: element.timestampMs,
-          reason: drop.reason,
-          watermarkMs: result.watermarkMs,
-        },
-      );
+      logs.windowElementDropped(logger, {
+        message_id: element.messageId,
+        event_id: element.eventId,
+        event_time: logs.iso(element.timestampMs),
+        drop_reason: drop.reason,
+        watermark_ms: result.watermarkMs,
+        ...logs.windowFields({
+          pipeline,
+          key,
+          windowStartMs: drop.window.startMs,
+          windowEndMs: drop.window.endMs,
+        }),
+      });
     }
   });
 }
