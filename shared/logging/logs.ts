@@ -52,22 +52,23 @@ function fieldsEvent<F extends LogFields>(
 /** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** The jsonPayload fields locating a windowed line; window bounds RFC 3339 UTC. */
-export type WindowFields = {
-  pipeline: string;
-  window_key: string;
-  window_start: string;
-  window_end: string;
-};
-
-/** A window's location as logged. */
-export function windowFields(ref: WindowRef): WindowFields {
-  return {
+/**
+ * Declares a windowed event: the caller passes the fields as logged (`F`) and the window; the window's location
+ * (`pipeline`, `window_key`, `window_start`, `window_end`, bounds RFC 3339 UTC) follows them.
+ */
+function windowEvent<F extends LogFields>(
+  severity: Severity,
+  message: string,
+  outcome: string,
+): LogEvent<[F, WindowRef]> {
+  return event(severity, message, (fields: F, ref: WindowRef) => ({
+    outcome,
+    ...fields,
     pipeline: ref.pipeline,
     window_key: ref.key,
     window_start: iso(ref.windowStartMs),
     window_end: iso(ref.windowEndMs),
-  };
+  }));
 }
 
 /** A valid event was written to Silver. `latencyMs` is publish→write in ms when publish time is known. */
@@ -406,16 +407,14 @@ export const sweepTableFailed = event(
 // ---- windows, watermark and panes: the window-state sink and the fireWindows function -----------------------------
 
 /** A valid event was left out of a window's aggregates as too late; metric `dropped late by window` counts these. */
-export const windowElementDropped = fieldsEvent<
-  {
-    message_id: string;
-    event_id: string;
-    /** RFC 3339 UTC. */
-    event_time: string;
-    drop_reason: string;
-    watermark_ms: number;
-  } & WindowFields
->('WARNING', 'event dropped from window aggregates as too late (still in Silver)', 'dropped_late');
+export const windowElementDropped = windowEvent<{
+  message_id: string;
+  event_id: string;
+  /** RFC 3339 UTC. */
+  event_time: string;
+  drop_reason: string;
+  watermark_ms: number;
+}>('WARNING', 'event dropped from window aggregates as too late (still in Silver)', 'dropped_late');
 
 /** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
 export const windowDuplicateIgnored = fieldsEvent<{
@@ -425,15 +424,13 @@ export const windowDuplicateIgnored = fieldsEvent<{
 }>('INFO', 'duplicate event ignored by window state', 'window_duplicate');
 
 /** A pane was written to the gold table. */
-export const paneEmitted = fieldsEvent<
-  {
-    pane_timing: string;
-    pane_index: number;
-    pane_is_last: boolean;
-    insert_id: string;
-    table: string;
-  } & WindowFields
->('INFO', 'pane emitted', 'pane');
+export const paneEmitted = windowEvent<{
+  pane_timing: string;
+  pane_index: number;
+  pane_is_last: boolean;
+  insert_id: string;
+  table: string;
+}>('INFO', 'pane emitted', 'pane');
 
 /** Panes are committed in the outbox but could not be written now; fireWindows writes them on its next run. */
 export const paneEmissionDeferred = fieldsEvent<{
@@ -480,7 +477,7 @@ export const fireWindowsLeaseLost = fieldsEvent<{
 }>('WARNING', 'fireWindows: lease lost, run stopped', 'fire_windows_lease_lost');
 
 /** Firing one window failed; its state is unchanged and the next run retries it. */
-export const windowFiringFailed = fieldsEvent<{ error: string } & WindowFields>(
+export const windowFiringFailed = windowEvent<{ error: string }>(
   'ERROR',
   'window firing failed, retried by the next fireWindows run',
   'window_firing_failed',

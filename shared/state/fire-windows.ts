@@ -325,10 +325,11 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
             }
             if (!(err instanceof TransientError)) throw err;
             counts.windowsFailed++;
-            logs.windowFiringFailed(deps.logger, {
-              error: errorText(err),
-              ...logs.windowFields({ pipeline: deps.pipeline, ...firing.where(unit) }),
-            });
+            logs.windowFiringFailed(
+              deps.logger,
+              { error: errorText(err) },
+              { pipeline: deps.pipeline, ...firing.where(unit) },
+            );
           }
         }
       };

@@ -63,19 +63,22 @@ export class PaneEmitter {
       const table = tableName(this.deps.goldTable);
       for (const pane of chunk) {
         if (refused.some((r) => r.pane === pane)) continue;
-        logs.paneEmitted(this.deps.logger, {
-          pane_timing: pane.timing,
-          pane_index: pane.index,
-          pane_is_last: pane.isLast,
-          insert_id: pane.insertId,
-          table,
-          ...logs.windowFields({
+        logs.paneEmitted(
+          this.deps.logger,
+          {
+            pane_timing: pane.timing,
+            pane_index: pane.index,
+            pane_is_last: pane.isLast,
+            insert_id: pane.insertId,
+            table,
+          },
+          {
             pipeline: this.deps.pipeline,
             key: pane.key,
             windowStartMs: pane.window.startMs,
             windowEndMs: pane.window.endMs,
-          }),
-        });
+          },
+        );
       }
     }
     return { written, badData };

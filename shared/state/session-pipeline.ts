@@ -41,19 +41,17 @@ export function logBundleOutcomes(
       });
     }
     for (const drop of outcome.dropped) {
-      logs.windowElementDropped(logger, {
-        message_id: element.messageId,
-        event_id: element.eventId,
-        event_time: logs.iso(element.timestampMs),
-        drop_reason: drop.reason,
-        watermark_ms: result.watermarkMs,
-        ...logs.windowFields({
-          pipeline,
-          key,
-          windowStartMs: drop.window.startMs,
-          windowEndMs: drop.window.endMs,
-        }),
-      });
+      logs.windowElementDropped(
+        logger,
+        {
+          message_id: element.messageId,
+          event_id: element.eventId,
+          event_time: logs.iso(element.timestampMs),
+          drop_reason: drop.reason,
+          watermark_ms: result.watermarkMs,
+        },
+        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
+      );
     }
   });
 }
