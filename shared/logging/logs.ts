@@ -49,29 +49,35 @@ function fieldsEvent<F extends LogFields>(
   return event(severity, message, (fields: F) => ({ ...(outcome && { outcome }), ...fields }));
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
+/** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
+export const iso = (ms: number): string => new Date(ms).toISOString();
 
-function windowFields(ref: WindowRef): LogFields {
-  return {
+/**
+ * Declares a windowed event: the caller passes the fields as logged (`F`) and the window; the window's location
+ * (`pipeline`, `window_key`, `window_start`, `window_end`, bounds RFC 3339 UTC) follows them.
+ */
+function windowEvent<F extends LogFields>(
+  severity: Severity,
+  message: string,
+  outcome: string,
+): LogEvent<[F, WindowRef]> {
+  return event(severity, message, (fields: F, ref: WindowRef) => ({
+    outcome,
+    ...fields,
     pipeline: ref.pipeline,
     window_key: ref.key,
     window_start: iso(ref.windowStartMs),
     window_end: iso(ref.windowEndMs),
-  };
+  }));
 }
 
 /** A valid event was written to Silver. `latencyMs` is publish→write in ms when publish time is known. */
-export const silverWritten = event(
-  'INFO',
-  'silver row written',
-  (ref: MessageRef, eventId: string, table: string, latencyMs: number | undefined) => ({
-    outcome: 'silver',
-    message_id: ref.messageId,
-    event_id: eventId,
-    table,
-    publish_to_write_ms: latencyMs,
-  }),
-);
+export const silverWritten = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  table: string;
+  publish_to_write_ms: number | undefined;
+}>('INFO', 'silver row written', 'silver');
 
 /**
  * A message was quarantined with its failing stage; metric `quarantine rate by error_stage` counts these. `context`
@@ -126,18 +132,13 @@ export const badDataWritten = event(
  * The retry-age guard routed a message that kept failing to the bad-data table (acked): an operator replays it from
  * there (or from Bronze) once `step` works again. `ageMs` in ms.
  */
-export const retryAgeExceeded = event(
-  'ERROR',
-  'message still failing past the retry age, routed to bad data',
-  (ref: MessageRef, step: string, ageMs: number, error: string, table: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    target_dest: step,
-    age_ms: ageMs,
-    error,
-    table,
-  }),
-);
+export const retryAgeExceeded = fieldsEvent<{
+  message_id: string;
+  target_dest: string;
+  age_ms: number;
+  error: string;
+  table: string;
+}>('ERROR', 'message still failing past the retry age, routed to bad data', 'bad_data');
 
 /** A transient failure: the invocation throws and Pub/Sub redelivers (or, past OFFVIA_MAX_RETRY_AGE_MS, the retry-age guard routes the message to bad data). */
 export const transientFailure = event(
@@ -406,126 +407,80 @@ export const sweepTableFailed = event(
 // ---- windows, watermark and panes: the window-state sink and the fireWindows function -----------------------------
 
 /** A valid event was left out of a window's aggregates as too late; metric `dropped late by window` counts these. */
-export const windowElementDropped = event(
-  'WARNING',
-  'event dropped from window aggregates as too late (still in Silver)',
-  (
-    ref: MessageRef,
-    window: WindowRef,
-    d: { eventId: string; eventTimeMs: number; reason: string; watermarkMs: number },
-  ) => ({
-    outcome: 'dropped_late',
-    message_id: ref.messageId,
-    event_id: d.eventId,
-    event_time: iso(d.eventTimeMs),
-    drop_reason: d.reason,
-    watermark_ms: d.watermarkMs,
-    ...windowFields(window),
-  }),
-);
+export const windowElementDropped = windowEvent<{
+  message_id: string;
+  event_id: string;
+  /** RFC 3339 UTC. */
+  event_time: string;
+  drop_reason: string;
+  watermark_ms: number;
+}>('WARNING', 'event dropped from window aggregates as too late (still in Silver)', 'dropped_late');
 
 /** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
-export const windowDuplicateIgnored = event(
-  'INFO',
-  'duplicate event ignored by window state',
-  (ref: MessageRef, pipeline: string, eventId: string) => ({
-    outcome: 'window_duplicate',
-    message_id: ref.messageId,
-    event_id: eventId,
-    pipeline,
-  }),
-);
+export const windowDuplicateIgnored = fieldsEvent<{
+  message_id: string;
+  event_id: string;
+  pipeline: string;
+}>('INFO', 'duplicate event ignored by window state', 'window_duplicate');
 
 /** A pane was written to the gold table. */
-export const paneEmitted = event(
-  'INFO',
-  'pane emitted',
-  (
-    window: WindowRef,
-    d: { timing: string; index: number; isLast: boolean; insertId: string; table: string },
-  ) => ({
-    outcome: 'pane',
-    pane_timing: d.timing,
-    pane_index: d.index,
-    pane_is_last: d.isLast,
-    insert_id: d.insertId,
-    table: d.table,
-    ...windowFields(window),
-  }),
-);
+export const paneEmitted = windowEvent<{
+  pane_timing: string;
+  pane_index: number;
+  pane_is_last: boolean;
+  insert_id: string;
+  table: string;
+}>('INFO', 'pane emitted', 'pane');
 
 /** Panes are committed in the outbox but could not be written now; fireWindows writes them on its next run. */
-export const paneEmissionDeferred = event(
+export const paneEmissionDeferred = fieldsEvent<{
+  pipeline: string;
+  /** The first 20 panes' insertIds; `pane_count` counts them all. */
+  insert_ids: readonly string[];
+  pane_count: number;
+  error: string;
+}>(
   'WARNING',
   'pane emission deferred to the next fireWindows run (panes kept in the outbox)',
-  (pipeline: string, insertIds: readonly string[], error: string) => ({
-    outcome: 'pane_deferred',
-    pipeline,
-    insert_ids: insertIds.slice(0, 20),
-    pane_count: insertIds.length,
-    error,
-  }),
+  'pane_deferred',
 );
 
 /** BigQuery refused a pane row as data (a bug or a NUMERIC overflow); it goes to the bad-data table. */
-export const paneRowRefused = event(
-  'ERROR',
-  'pane row refused by BigQuery, routed to bad data',
-  (d: { pipeline: string; insertId: string; table: string; error: string }) => ({
-    outcome: 'bad_data',
-    pipeline: d.pipeline,
-    insert_id: d.insertId,
-    table: d.table,
-    error: d.error,
-  }),
-);
+export const paneRowRefused = fieldsEvent<{
+  pipeline: string;
+  insert_id: string;
+  table: string;
+  error: string;
+}>('ERROR', 'pane row refused by BigQuery, routed to bad data', 'bad_data');
 
 /** fireWindows moved the watermark (idle rule); the metric source for watermark progress and lag (ms). */
-export const watermarkAdvanced = event(
-  'INFO',
-  'watermark advanced',
-  (d: { pipeline: string; watermarkMs: number; maxEventTimeMs: number | null; nowMs: number }) => ({
-    outcome: 'watermark',
-    pipeline: d.pipeline,
-    watermark_ms: d.watermarkMs,
-    max_event_time_ms: d.maxEventTimeMs,
-    watermark_lag_ms: d.nowMs - d.watermarkMs,
-  }),
-);
+export const watermarkAdvanced = fieldsEvent<{
+  pipeline: string;
+  watermark_ms: number;
+  max_event_time_ms: number | null;
+  /** Processing time minus the new watermark, ms. */
+  watermark_lag_ms: number;
+}>('INFO', 'watermark advanced', 'watermark');
 
 /** Another fireWindows run holds the pipeline's lease; this run did nothing. */
-export const fireWindowsBusy = event(
-  'INFO',
-  'fireWindows: lease held by another run, skipped',
-  (pipeline: string, holder: string, expiresAtMs: number | null) => ({
-    outcome: 'fire_windows_busy',
-    pipeline,
-    lease_holder: holder,
-    lease_expires_ms: expiresAtMs,
-  }),
-);
+export const fireWindowsBusy = fieldsEvent<{
+  pipeline: string;
+  lease_holder: string;
+  lease_expires_ms: number | null;
+}>('INFO', 'fireWindows: lease held by another run, skipped', 'fire_windows_busy');
 
 /** This run's lease was taken over (it ran past its lease); it stopped, the new holder carries on. */
-export const fireWindowsLeaseLost = event(
-  'WARNING',
-  'fireWindows: lease lost, run stopped',
-  (pipeline: string, fence: number, error: string) => ({
-    outcome: 'fire_windows_lease_lost',
-    pipeline,
-    lease_fence: fence,
-    error,
-  }),
-);
+export const fireWindowsLeaseLost = fieldsEvent<{
+  pipeline: string;
+  lease_fence: number;
+  error: string;
+}>('WARNING', 'fireWindows: lease lost, run stopped', 'fire_windows_lease_lost');
 
 /** Firing one window failed; its state is unchanged and the next run retries it. */
-export const windowFiringFailed = event(
+export const windowFiringFailed = windowEvent<{ error: string }>(
   'ERROR',
   'window firing failed, retried by the next fireWindows run',
-  (window: WindowRef, error: string) => ({
-    outcome: 'window_firing_failed',
-    error,
-    ...windowFields(window),
-  }),
+  'window_firing_failed',
 );
 
 /**
@@ -588,34 +543,28 @@ export const watermarkHoldNotReleased = event(
  * message per fireWindows pass, at ERROR, so Cloud Logging's error views and a log-based alert on
  * `jsonPayload.outcome="watermark_hold_stuck"` can find it; `offvia status` counts them too.
  */
-export const watermarkHoldStuck = event(
+export const watermarkHoldStuck = fieldsEvent<{
+  pipeline: string;
+  message_id: string;
+  /** RFC 3339 UTC, as `last_failed_at`. */
+  publish_time: string;
+  last_failed_at: string;
+  /** Processing time minus publish time, ms. */
+  hold_age_ms: number;
+}>(
   'ERROR',
   'watermark hold stuck: a message keeps failing past the hold cap',
-  (
-    pipeline: string,
-    d: { messageId: string; publishTimeMs: number; lastFailedAtMs: number; nowMs: number },
-  ) => ({
-    outcome: 'watermark_hold_stuck',
-    pipeline,
-    message_id: d.messageId,
-    publish_time: iso(d.publishTimeMs),
-    last_failed_at: iso(d.lastFailedAtMs),
-    hold_age_ms: d.nowMs - d.publishTimeMs,
-  }),
+  'watermark_hold_stuck',
 );
 
 /** The watermark was held back by failing deliveries in this fireWindows pass (the idle rule would have moved it). */
-export const watermarkHeld = event(
-  'INFO',
-  'watermark held behind failing deliveries',
-  (pipeline: string, d: { oldestPublishTimeMs: number; capMs: number; heldMessages: number }) => ({
-    outcome: 'watermark_held',
-    pipeline,
-    oldest_held_publish_time: iso(d.oldestPublishTimeMs),
-    hold_cap_ms: d.capMs,
-    held_messages: d.heldMessages,
-  }),
-);
+export const watermarkHeld = fieldsEvent<{
+  pipeline: string;
+  /** RFC 3339 UTC. */
+  oldest_held_publish_time: string;
+  hold_cap_ms: number;
+  held_messages: number;
+}>('INFO', 'watermark held behind failing deliveries', 'watermark_held');
 
 /**
  * The ingest subscription's backlog (Cloud Monitoring's oldest unacknowledged message age) could not be read in this
@@ -632,36 +581,30 @@ export const watermarkBacklogReadFailed = event(
 );
 
 /** The watermark was held back by the ingest subscription's unacknowledged backlog in this fireWindows pass. */
-export const watermarkHeldBehindBacklog = event(
-  'INFO',
-  'watermark held behind the subscription backlog',
-  (
-    pipeline: string,
-    d: { oldestPublishTimeMs: number; capMs: number; sampledAtMs: number; ageMs: number },
-  ) => ({
-    outcome: 'watermark_held_backlog',
-    pipeline,
-    oldest_unacked_publish_time: iso(d.oldestPublishTimeMs),
-    hold_cap_ms: d.capMs,
-    sampled_at: iso(d.sampledAtMs),
-    oldest_unacked_age_ms: d.ageMs,
-  }),
-);
+export const watermarkHeldBehindBacklog = fieldsEvent<{
+  pipeline: string;
+  /** RFC 3339 UTC, as `sampled_at`. */
+  oldest_unacked_publish_time: string;
+  hold_cap_ms: number;
+  sampled_at: string;
+  oldest_unacked_age_ms: number;
+}>('INFO', 'watermark held behind the subscription backlog', 'watermark_held_backlog');
 
 /**
  * The subscription's oldest unacknowledged message is older than the hold cap (`OFFVIA_WATERMARK_HOLD_MAX_MS`): it no
  * longer holds the watermark. At ERROR, like a stuck delivery hold (`outcome: watermark_hold_stuck`).
  */
-export const watermarkBacklogStuck = event(
+export const watermarkBacklogStuck = fieldsEvent<{
+  pipeline: string;
+  source: 'monitoring';
+  /** RFC 3339 UTC. */
+  publish_time: string;
+  /** Processing time minus publish time, ms. */
+  hold_age_ms: number;
+}>(
   'ERROR',
   'watermark hold stuck: the subscription backlog is older than the hold cap',
-  (pipeline: string, d: { oldestPublishTimeMs: number; nowMs: number }) => ({
-    outcome: 'watermark_hold_stuck',
-    pipeline,
-    source: 'monitoring',
-    publish_time: iso(d.oldestPublishTimeMs),
-    hold_age_ms: d.nowMs - d.oldestPublishTimeMs,
-  }),
+  'watermark_hold_stuck',
 );
 
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */

@@ -160,19 +160,23 @@ export function backlogWatermarkHold(
     }
     const backlog = backlogHoldAt(options.policy, sample, processingTimeMs, options);
     if (backlog.stuck && sample !== null) {
-      logs.watermarkBacklogStuck(options.logger, options.pipeline, {
-        oldestPublishTimeMs: sample.sampledAtMs - sample.oldestUnackedAgeMs,
-        nowMs: processingTimeMs,
+      const publishTimeMs = sample.sampledAtMs - sample.oldestUnackedAgeMs;
+      logs.watermarkBacklogStuck(options.logger, {
+        pipeline: options.pipeline,
+        source: 'monitoring',
+        publish_time: logs.iso(publishTimeMs),
+        hold_age_ms: processingTimeMs - publishTimeMs,
       });
     }
     if (backlog.oldestPublishTimeMs === null || backlog.capMs === null || sample === null) {
       return local;
     }
-    logs.watermarkHeldBehindBacklog(options.logger, options.pipeline, {
-      oldestPublishTimeMs: backlog.oldestPublishTimeMs,
-      capMs: backlog.capMs,
-      sampledAtMs: sample.sampledAtMs,
-      ageMs: sample.oldestUnackedAgeMs,
+    logs.watermarkHeldBehindBacklog(options.logger, {
+      pipeline: options.pipeline,
+      oldest_unacked_publish_time: logs.iso(backlog.oldestPublishTimeMs),
+      hold_cap_ms: backlog.capMs,
+      sampled_at: logs.iso(sample.sampledAtMs),
+      oldest_unacked_age_ms: sample.oldestUnackedAgeMs,
     });
     const useBacklog = local.capMs === null || backlog.capMs < local.capMs;
     return {

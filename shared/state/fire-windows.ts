@@ -315,7 +315,11 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
             }
           } catch (err) {
             if (err instanceof LeaseLostError) {
-              logs.fireWindowsLeaseLost(deps.logger, deps.pipeline, lease.fence, err.message);
+              logs.fireWindowsLeaseLost(deps.logger, {
+                pipeline: deps.pipeline,
+                lease_fence: lease.fence,
+                error: err.message,
+              });
               stopped = true;
               return;
             }
@@ -323,8 +327,8 @@ async function fireLoop<In, Acc extends JsonValue, Out, U>(
             counts.windowsFailed++;
             logs.windowFiringFailed(
               deps.logger,
+              { error: errorText(err) },
               { pipeline: deps.pipeline, ...firing.where(unit) },
-              errorText(err),
             );
           }
         }
@@ -388,9 +392,9 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
   if (update.written) {
     logs.watermarkAdvanced(deps.logger, {
       pipeline: deps.pipeline,
-      watermarkMs,
-      maxEventTimeMs: update.state.maxEventTimeMs,
-      nowMs: pt,
+      watermark_ms: watermarkMs,
+      max_event_time_ms: update.state.maxEventTimeMs,
+      watermark_lag_ms: pt - watermarkMs,
     });
   }
   const loop = await (deps.sessions !== undefined
@@ -414,7 +418,12 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
       },
     }),
   };
-  if (loop.held === 0) logs.fireWindowsBusy(deps.logger, deps.pipeline, deps.holder, null);
+  if (loop.held === 0)
+    logs.fireWindowsBusy(deps.logger, {
+      pipeline: deps.pipeline,
+      lease_holder: deps.holder,
+      lease_expires_ms: null,
+    });
   else logs.fireWindowsDone(deps.logger, { ...summary });
   return summary;
 }

@@ -66,17 +66,17 @@ export class PaneEmitter {
         logs.paneEmitted(
           this.deps.logger,
           {
+            pane_timing: pane.timing,
+            pane_index: pane.index,
+            pane_is_last: pane.isLast,
+            insert_id: pane.insertId,
+            table,
+          },
+          {
             pipeline: this.deps.pipeline,
             key: pane.key,
             windowStartMs: pane.window.startMs,
             windowEndMs: pane.window.endMs,
-          },
-          {
-            timing: pane.timing,
-            index: pane.index,
-            isLast: pane.isLast,
-            insertId: pane.insertId,
-            table,
           },
         );
       }
@@ -95,12 +95,12 @@ export class PaneEmitter {
       return await this.emit(panes);
     } catch (err) {
       if (!(err instanceof TransientError)) throw err;
-      logs.paneEmissionDeferred(
-        this.deps.logger,
-        this.deps.pipeline,
-        panes.map((p) => p.insertId),
-        errorText(err),
-      );
+      logs.paneEmissionDeferred(this.deps.logger, {
+        pipeline: this.deps.pipeline,
+        insert_ids: panes.slice(0, 20).map((p) => p.insertId),
+        pane_count: panes.length,
+        error: errorText(err),
+      });
       return 'deferred';
     }
   }
@@ -136,7 +136,7 @@ export class PaneEmitter {
     for (const { pane, error } of refused) {
       logs.paneRowRefused(this.deps.logger, {
         pipeline: this.deps.pipeline,
-        insertId: pane.insertId,
+        insert_id: pane.insertId,
         table: targetDest,
         error,
       });

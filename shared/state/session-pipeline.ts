@@ -33,35 +33,42 @@ export function logBundleOutcomes(
   result.outcomes.forEach((outcome, i) => {
     const element = elements[i];
     if (element === undefined) return;
-    const ref = { messageId: element.messageId };
     if (outcome.kind === 'duplicate') {
-      logs.windowDuplicateIgnored(logger, ref, pipeline, element.eventId);
+      logs.windowDuplicateIgnored(logger, {
+        message_id: element.messageId,
+        event_id: element.eventId,
+        pipeline,
+      });
     }
     for (const drop of outcome.dropped) {
       logs.windowElementDropped(
         logger,
-        ref,
-        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
         {
-          eventId: element.eventId,
-          eventTimeMs: element.timestampMs,
-          reason: drop.reason,
-          watermarkMs: result.watermarkMs,
+          message_id: element.messageId,
+          event_id: element.eventId,
+          event_time: logs.iso(element.timestampMs),
+          drop_reason: drop.reason,
+          watermark_ms: result.watermarkMs,
         },
+        { pipeline, key, windowStartMs: drop.window.startMs, windowEndMs: drop.window.endMs },
       );
     }
   });
 }
 
-/** Wiring of a SessionPipeline. */
-export interface SessionPipelineDeps<In, Acc extends JsonValue, Out> {
+/** Wiring shared by the per-event pipelines: the aggregation's name, watermark, pane emitter and log. */
+export interface RecorderDeps {
   readonly pipeline: string;
-  readonly sessions: SessionWindows<In, Acc, Out>;
   readonly tracker: WatermarkTracker;
   readonly emitter: PaneEmitter;
   readonly logger: Logger;
-  /** Most events per transaction for one key. */
+  /** Most events per transaction for one key (session) or one (key, windows) (fixed/sliding). */
   readonly maxBundle: number;
+}
+
+/** Wiring of a SessionPipeline. */
+export interface SessionPipelineDeps<In, Acc extends JsonValue, Out> extends RecorderDeps {
+  readonly sessions: SessionWindows<In, Acc, Out>;
 }
 
 /**

@@ -203,18 +203,20 @@ export async function readWatermarkHold(
     options.maxHoldMs,
   );
   for (const m of hold.stuck) {
-    logs.watermarkHoldStuck(logger, options.pipeline, {
-      messageId: m.messageId,
-      publishTimeMs: m.publishTimeMs,
-      lastFailedAtMs: m.lastFailedAtMs,
-      nowMs,
+    logs.watermarkHoldStuck(logger, {
+      pipeline: options.pipeline,
+      message_id: m.messageId,
+      publish_time: logs.iso(m.publishTimeMs),
+      last_failed_at: logs.iso(m.lastFailedAtMs),
+      hold_age_ms: nowMs - m.publishTimeMs,
     });
   }
   if (hold.oldestPublishTimeMs !== null && hold.capMs !== null) {
-    logs.watermarkHeld(logger, options.pipeline, {
-      oldestPublishTimeMs: hold.oldestPublishTimeMs,
-      capMs: hold.capMs,
-      heldMessages: hold.active - hold.stuck.length,
+    logs.watermarkHeld(logger, {
+      pipeline: options.pipeline,
+      oldest_held_publish_time: logs.iso(hold.oldestPublishTimeMs),
+      hold_cap_ms: hold.capMs,
+      held_messages: hold.active - hold.stuck.length,
     });
   }
   if (hold.lapsed.length > 0) {

@@ -7,20 +7,12 @@ import { Bundler } from './bundler';
 import { joinTransaction } from './grouped-window-store';
 import { KeyedWindows } from './keyed-windows';
 import type { ElementOutcome, WindowElement } from './keyed-windows';
-import type { PaneEmitter } from './pane-emitter';
 import { logBundleOutcomes } from './session-pipeline';
-import type { ElementRecorder } from './session-pipeline';
-import type { WatermarkTracker } from './watermark-tracker';
+import type { ElementRecorder, RecorderDeps } from './session-pipeline';
 
 /** Wiring of a WindowedPipeline. */
-export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> {
-  readonly pipeline: string;
+export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> extends RecorderDeps {
   readonly keyed: KeyedWindows<In, Acc, Out>;
-  readonly tracker: WatermarkTracker;
-  readonly emitter: PaneEmitter;
-  readonly logger: Logger;
-  /** Most events per transaction for one (key, windows). */
-  readonly maxBundle: number;
 }
 
 interface Item<In> {
@@ -101,12 +93,10 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
 export const JOINT_BUNDLE_LINGER_MS = 10;
 
 /** One aggregation of a {@link JointWindowedPipeline}: its name, keyed store path, watermark and pane emitter. */
-export interface WindowedMember<In, Acc extends JsonValue, Out> {
-  readonly pipeline: string;
-  readonly keyed: KeyedWindows<In, Acc, Out>;
-  readonly tracker: WatermarkTracker;
-  readonly emitter: PaneEmitter;
-}
+export type WindowedMember<In, Acc extends JsonValue, Out> = Omit<
+  WindowedPipelineDeps<In, Acc, Out>,
+  'logger' | 'maxBundle'
+>;
 
 /** One event's element for one member (index into the members) under its key. */
 export interface JointInput<In> {

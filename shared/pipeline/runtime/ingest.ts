@@ -423,7 +423,12 @@ async function routeMessage(
   }
   const latency =
     message.publishTimeMs === undefined ? undefined : deps.now() - message.publishTimeMs;
-  logs.silverWritten(deps.logger, message, event.eventId, tableName(silver), latency);
+  logs.silverWritten(deps.logger, {
+    message_id: message.messageId,
+    event_id: event.eventId,
+    table: tableName(silver),
+    publish_to_write_ms: latency,
+  });
   const windows = await count(`the event is in ${silverName}`);
   return {
     destination: 'silver',
@@ -479,7 +484,13 @@ async function retryAgeExceeded(
     logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, result.error);
     throw original;
   }
-  logs.retryAgeExceeded(deps.logger, message, step, ageMs, error, tableName(badTable));
+  logs.retryAgeExceeded(deps.logger, {
+    message_id: message.messageId,
+    target_dest: step,
+    age_ms: ageMs,
+    error,
+    table: tableName(badTable),
+  });
   return { destination: 'bad_data', messageId: message.messageId, targetDest: step, error: reason };
 }
 
