@@ -416,7 +416,7 @@ export const windowElementDropped = windowEvent<{
   watermark_ms: number;
 }>('WARNING', 'event dropped from window aggregates as too late (still in Silver)', 'dropped_late');
 
-/** An event whose dedup ledger entry exists (redelivery or re-publish): window state left unchanged. */
+/** An event whose dedup id is already kept (redelivery or re-publish): window state left unchanged. */
 export const windowDuplicateIgnored = fieldsEvent<{
   message_id: string;
   event_id: string;

@@ -35,10 +35,10 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Applies one event: resolves once its ledger entry and state change are committed (or it was found to be a
+   * Applies one event: resolves once its dedup id and state change are committed (or it was found to be a
    * duplicate, or dropped as too late and counted), after the panes it fired were written or deferred, and after
    * the watermark saw its event time.
-   * @throws TransientError when Firestore fails (the caller must not ack; the ledger makes a retry safe)
+   * @throws TransientError when Firestore fails (the caller must not ack; the dedup ids make a retry safe)
    */
   async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
     const windows = this.deps.keyed.assign(element.timestampMs);
