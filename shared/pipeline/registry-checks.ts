@@ -1,6 +1,6 @@
 // Checks over a list of pipeline definitions: each one well-formed (names follow Pub/Sub, BigQuery, Firestore and
 // Cloud Functions rules, strategies valid, versions sound), and no two sharing a topic, table, function or state.
-import { tableName } from '../config/env';
+import { tableName, type TableRef } from '../config/env';
 import {
   WindowingConfigError,
   validateWatermarkPolicy,
@@ -42,13 +42,7 @@ function check(problems: string[], pattern: RegExp, what: string, value: string)
 /** Every table a pipeline names, with its role, as `dataset.table`. */
 export function pipelineTables(p: AnyPipelineDefinition): { role: string; table: string }[] {
   const t = p.tables;
-  const named = (
-    role: string,
-    ref: { datasetId: string; tableId: string; projectId?: string },
-  ) => ({
-    role,
-    table: tableName(ref),
-  });
+  const named = (role: string, ref: TableRef) => ({ role, table: tableName(ref) });
   return [
     ...(t.bronze ? [named('bronze', t.bronze)] : []),
     named('silver', t.silver),
@@ -189,16 +183,16 @@ export function registryProblems(pipelines: readonly AnyPipelineDefinition[]): s
       'aggregation name',
       (p) => p.aggregations.map((a) => ({ role: 'aggregation', value: a.name })),
     ],
-    ['Pub/Sub id', (p) => pipelinePubSubIds(p).map((x) => ({ role: x.role, value: x.id }))],
-    ['table', (p) => pipelineTables(p).map((x) => ({ role: x.role, value: x.table }))],
+    ['Pub/Sub id', (p) => pipelinePubSubIds(p).map(({ role, id }) => ({ role, value: id }))],
+    ['table', (p) => pipelineTables(p).map(({ role, table }) => ({ role, value: table }))],
     [
       'entry point',
-      (p) => pipelineFunctions(p).map((x) => ({ role: x.role, value: x.entryPoint })),
+      (p) => pipelineFunctions(p).map(({ role, entryPoint: value }) => ({ role, value })),
     ],
-    ['function', (p) => pipelineFunctions(p).map((x) => ({ role: x.role, value: x.baseName }))],
+    ['function', (p) => pipelineFunctions(p).map(({ role, baseName: value }) => ({ role, value }))],
     [
       'service account',
-      (p) => pipelineServiceAccounts(p).map((x) => ({ role: x.role, value: x.base })),
+      (p) => pipelineServiceAccounts(p).map(({ role, base }) => ({ role, value: base })),
     ],
     ['Firestore root', (p) => pipelineFirestoreRoots(p).map((value) => ({ role: 'state', value }))],
   ];

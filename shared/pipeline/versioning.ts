@@ -21,13 +21,6 @@ function quote(version: string): string {
   );
 }
 
-function decodable<S, R, E>(contract: PipelineContract<S, R, E>): string {
-  return contract.versions
-    .filter((v) => v.status !== 'retired')
-    .map((v) => v.version)
-    .join(', ');
-}
-
 /** The version a message is to be decoded as, or why it cannot be ({@link resolveVersion}). */
 export type ResolvedVersion<S, R, E> =
   | { readonly ok: true; readonly version: string; readonly spec: ContractVersion<S, R, E> }
@@ -55,35 +48,21 @@ export function resolveVersion<S, R, E>(
   const named = namedVersion(contract.versionFrom, message);
   if (typeof named === 'object') return { ok: false, version: null, ...named };
   const version = named === undefined ? whenAbsent : named;
+  const decodable = contract.versions.filter((v) => v.status !== 'retired');
+  const accepted = `(accepted: ${decodable.map((v) => v.version).join(', ')})`;
+  const refused = (at: string | null, reason: string) =>
+    ({ ok: false, version: at, stage: VERSION_REJECTION_STAGE, reason }) as const;
   if (version === null) {
-    return refused(
-      null,
-      `missing contract version: ${kind} ${name} is required (accepted: ${decodable(contract)})`,
-    );
+    return refused(null, `missing contract version: ${kind} ${name} is required ${accepted}`);
   }
-  const spec: ContractVersion<S, R, E> | undefined = contract.versions.find(
-    (v) => v.version === version,
-  );
+  const spec = contract.versions.find((v) => v.version === version);
   if (spec === undefined) {
-    return refused(
-      null,
-      `unknown contract version ${quote(version)} (accepted: ${decodable(contract)})`,
-    );
+    return refused(null, `unknown contract version ${quote(version)} ${accepted}`);
   }
   if (spec.status === 'retired') {
-    return refused(
-      version,
-      `contract version ${quote(version)} is retired (accepted: ${decodable(contract)})`,
-    );
+    return refused(version, `contract version ${quote(version)} is retired ${accepted}`);
   }
   return { ok: true, version, spec };
-}
-
-function refused(
-  version: string | null,
-  reason: string,
-): { ok: false; version: string | null; stage: string; reason: string } {
-  return { ok: false, version, stage: VERSION_REJECTION_STAGE, reason };
 }
 
 /**
@@ -97,16 +76,11 @@ export function decodeVersioned<S, R, E>(
   context: DecodeContext<S>,
 ): ContractOutcome<R, E> {
   const resolved = resolveVersion(contract, message);
-  if (!resolved.ok) return rejectVersion(resolved.version, resolved.reason, resolved.stage);
+  if (!resolved.ok) {
+    const { version, stage, reason } = resolved;
+    return { ok: false, stage, reason, context: {}, version };
+  }
   return { ...resolved.spec.decode(message, context), version: resolved.version };
-}
-
-function rejectVersion<R, E>(
-  version: string | null,
-  reason: string,
-  stage = VERSION_REJECTION_STAGE,
-): ContractOutcome<R, E> {
-  return { ok: false, stage, reason, context: {}, version };
 }
 
 /** Payload bytes → text, refusing invalid UTF-8 (as the contracts' PARSE_JSON stage does). */

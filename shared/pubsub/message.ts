@@ -90,13 +90,18 @@ export function decodePushedEvent(event: PushedEvent): DecodeResult {
   if (isPlainObject(event) && isPlainObject(event.message))
     return decodeMessagePublished(event, cloudEventId);
   const raw = safeJson(withoutTraceparent(event));
-  return {
-    ok: false,
-    messageId: cloudEventId ?? bodyHashId(raw),
-    reason: 'request is neither a CloudEvent with data nor a Pub/Sub push body',
-    raw,
-    attributes: {},
-  };
+  const reason = 'request is neither a CloudEvent with data nor a Pub/Sub push body';
+  return malformed(cloudEventId, reason, raw);
+}
+
+/** A failed decode; without `messageId` the id is {@link BODY_HASH_ID_PREFIX} + the SHA-256 of `raw`. */
+function malformed(
+  messageId: string | undefined,
+  reason: string,
+  raw: string,
+  attributes: Record<string, string> = {},
+): DecodeResult {
+  return { ok: false, messageId: messageId ?? bodyHashId(raw), reason, raw, attributes };
 }
 
 /**
@@ -110,14 +115,7 @@ export function decodeMessagePublished(
 ): DecodeResult {
   const raw = () => safeJson(withoutTraceparent(data));
   if (!isPlainObject(data) || !isPlainObject(data.message)) {
-    const text = raw();
-    return {
-      ok: false,
-      messageId: firstString(cloudEventId) ?? bodyHashId(text),
-      reason: 'CloudEvent data has no Pub/Sub message',
-      raw: text,
-      attributes: {},
-    };
+    return malformed(firstString(cloudEventId), 'CloudEvent data has no Pub/Sub message', raw());
   }
   const m = data.message;
   const attributes = stringAttributes(m.attributes);
@@ -128,14 +126,7 @@ export function decodeMessagePublished(
   } else if (typeof m.data === 'string' && isBase64(m.data)) {
     bytes = Buffer.from(m.data, 'base64');
   } else {
-    const text = raw();
-    return {
-      ok: false,
-      messageId: knownId ?? bodyHashId(text),
-      reason: 'message.data is not base64 text',
-      raw: text,
-      attributes,
-    };
+    return malformed(knownId, 'message.data is not base64 text', raw(), attributes);
   }
   // A message without any id still needs a stable one (quarantine insertId): the hash of what was delivered.
   const id = knownId ?? bodyHashId(raw());

@@ -161,23 +161,14 @@ export async function createPipelineIngestDeps(
   logger = new Logger(definition.functions.ingest.entryPoint),
   overrides: PipelineRuntimeOverrides = {},
 ): Promise<PipelineIngestDeps> {
-  const parts = createPipelineParts(definition, env, logger, overrides);
+  const { bigquery, firestore, ...parts } = createPipelineParts(definition, env, logger, overrides);
   const ingest = loadIngestConfig(env);
   const drift = pipelineDriftConfig(parts.definition, env, parts.projectId);
   if (drift !== undefined) logs.configLoaded(logger, { schemaDrift: drift });
-  const settings = await parts.definition.createSettings(env, {
-    bigquery: parts.bigquery,
-    logger,
-    now: parts.now,
-  });
+  const settings = await parts.definition.createSettings(env, { bigquery, logger, now: parts.now });
   return {
-    definition: parts.definition,
+    ...parts,
     settings,
-    writer: parts.writer,
-    projectId: parts.projectId,
-    aggregations: parts.aggregations,
-    logger,
-    now: parts.now,
     maxRetryAgeMs: ingest.maxRetryAgeMs,
     attemptDeadlineMs: ingest.attemptDeadlineMs,
     payloadMaxBytes: ingest.quarantinePayloadMaxBytes,
@@ -187,8 +178,8 @@ export async function createPipelineIngestDeps(
         silverTable: parts.definition.tables.silver,
         badDataTable: parts.definition.tables.badData,
         projectId: parts.projectId,
-        bigquery: parts.bigquery,
-        firestore: parts.firestore,
+        bigquery,
+        firestore,
         writer: parts.writer,
         logger,
         now: parts.now,

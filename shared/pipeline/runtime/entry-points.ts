@@ -95,10 +95,8 @@ export function pipelineEntryPoints(
 ): PipelineEntryPoints {
   const logger = new Logger(definition.functions.ingest.entryPoint, sink);
   const fireLogger = new Logger(definition.functions.fireWindows.entryPoint, sink);
-  const sweepLogger = new Logger(
-    definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep',
-    sink,
-  );
+  const sweepName = definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep';
+  const sweepLogger = new Logger(sweepName, sink);
   let ingestDeps: Promise<PipelineIngestDeps> | undefined;
   let fireDeps: PipelineFireDeps | undefined;
   let sweepDeps: SweepDeps | undefined;
@@ -140,10 +138,7 @@ export function pipelineEntryPoints(
       return factories.ingest(event, deps);
     },
     async fireWindows(request) {
-      const name = definition.functions.fireWindows.entryPoint;
-      if (request.method !== 'POST') {
-        return { status: 405, allow: 'POST', body: { error: `${name} takes POST` } };
-      }
+      if (request.method !== 'POST') return notPost(definition.functions.fireWindows.entryPoint);
       let deps: PipelineFireDeps;
       try {
         deps = buildFire();
@@ -163,10 +158,7 @@ export function pipelineEntryPoints(
       return scheduled ? factories.fire(deps, loop) : factories.fire(deps);
     },
     async schemaSweep(request) {
-      const name = definition.functions.schemaSweep?.entryPoint ?? 'schemaSweep';
-      if (request.method !== 'POST') {
-        return { status: 405, allow: 'POST', body: { error: `${name} takes POST` } };
-      }
+      if (request.method !== 'POST') return notPost(sweepName);
       let deps: SweepDeps | undefined;
       try {
         deps = buildSweep();
@@ -188,6 +180,11 @@ export function pipelineEntryPoints(
       buildFire();
     },
   };
+}
+
+/** The answer to a call other than POST. */
+function notPost(name: string): HttpAnswer & { allow: string } {
+  return { status: 405, allow: 'POST', body: { error: `${name} takes POST` } };
 }
 
 /** The Functions Framework's registration calls (the module satisfies it; tests pass a recorder). */

@@ -8,6 +8,7 @@ import {
   describeObservations,
   observeAttempt,
 } from '../../attempt-observations';
+import { defineField } from '../../contract/json-payload';
 import { DeliveryRefused, TransientError, errorText } from '../../errors';
 import { keptPayload } from '../../ingest/quarantine-row';
 import { INGEST_VARS } from '../../config/ingest-config';
@@ -80,10 +81,7 @@ export interface BadDataRow {
 /** What the schema-drift gate reads of an accepted event: its id and the payload fields the contract does not know. */
 export type DriftEvent = Pick<VersionAccepted<unknown, unknown>, 'eventId' | 'extraFields'>;
 
-/**
- * The gate wrote the row to the bad-data table itself (a permanent schema error, or a row too large to wait);
- * `targetDest` and `error` are that row's columns.
- */
+/** The gate wrote the row to bad data itself (permanent schema error, row too large to wait); its columns. */
 export type DriftBadData = { action: 'bad_data'; targetDest: string; error: string };
 
 /**
@@ -119,6 +117,12 @@ export interface SchemaDriftGate {
   ): Promise<{ action: 'held'; reason: string } | DriftBadData | undefined>;
 }
 
+/** A delivery hold call: the message as delivered, processing time epoch ms UTC. */
+type HoldCall = (
+  message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
+  nowMs: number,
+) => Promise<void>;
+
 /** One aggregation as the ingest uses it: its definition, its per-event path and its delivery holds. */
 export interface IngestAggregation {
   readonly aggregation: AnyAggregation;
@@ -128,18 +132,7 @@ export interface IngestAggregation {
    */
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
-  readonly holds:
-    | {
-        failed(
-          message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
-          nowMs: number,
-        ): Promise<void>;
-        processed(
-          message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs'>,
-          nowMs: number,
-        ): Promise<void>;
-      }
-    | undefined;
+  readonly holds: { readonly failed: HoldCall; readonly processed: HoldCall } | undefined;
 }
 
 /** What the ingest needs; the composition root builds it from the environment, tests from emulators or stubs. */
@@ -396,14 +389,9 @@ async function routeMessage(
     if (drift.action === 'held') return held(drift.reason);
     if (drift.action === 'bad_data') return routedToBadData(drift);
     const base: InsertRow = { insertId: row.insertId, json: { ...row.json } };
-    // defineProperty, not assignment: a column named `__proto__` must stay a property of the row.
+    // defineField, not assignment: a column named `__proto__` must stay a property of the row.
     for (const [column, value] of Object.entries(drift.extraColumns)) {
-      Object.defineProperty(row.json, column, {
-        value,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      defineField(row.json, column, value);
     }
     if (gate.holdRejected) {
       const holdRejected = gate.holdRejected.bind(gate);
@@ -471,17 +459,17 @@ async function retryAgeExceeded(
     insert_id: `retry-age:${message.messageId}`,
   };
   const badTable = deps.definition.tables.badData;
-  let result;
+  let failure: string | undefined;
   try {
-    [result] = await deps.writer.insertRows(badTable, [
+    const [result] = await deps.writer.insertRows(badTable, [
       { insertId: bad.insert_id, json: { ...bad } },
     ]);
+    if (result !== undefined && !result.ok) failure = result.error;
   } catch (err) {
-    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, errorText(err));
-    throw original;
+    failure = errorText(err);
   }
-  if (result !== undefined && !result.ok) {
-    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, result.error);
+  if (failure !== undefined) {
+    logs.transientFailure(deps.logger, message, `insertAll ${tableName(badTable)}`, failure);
     throw original;
   }
   logs.retryAgeExceeded(deps.logger, {

@@ -186,28 +186,25 @@ export function createAggregationWindows(
             paneRow,
           }),
         };
+  const common = {
+    pipeline: aggregation.name,
+    tracker,
+    emitter,
+    logger,
+    maxBundle: knobs.maxBundle,
+  };
   const pipeline: ElementRecorder<never> =
     sessions === undefined
-      ? new WindowedPipeline<never, JsonValue, unknown>({
-          pipeline: aggregation.name,
-          keyed,
-          tracker,
-          emitter,
-          logger,
-          maxBundle: knobs.maxBundle,
-        })
-      : new SessionPipeline<never, JsonValue, unknown>({
-          pipeline: aggregation.name,
-          sessions: sessions.sessions,
-          tracker,
-          emitter,
-          logger,
-          maxBundle: knobs.maxBundle,
-        });
+      ? new WindowedPipeline<never, JsonValue, unknown>({ ...common, keyed })
+      : new SessionPipeline<never, JsonValue, unknown>({ ...common, sessions: sessions.sessions });
   const holdStore =
     knobs.holdLeaseMs > 0
       ? new FirestoreWatermarkHoldStore(parts.firestore, namespace.root, namespace.pipeline)
       : undefined;
+  const partitions = {
+    partitions: knobs.firePartitions,
+    partitionsInFlight: knobs.firePartitionsInFlight,
+  };
   const fire: FireWindowsDeps<never, JsonValue, unknown> = {
     pipeline: aggregation.name,
     store,
@@ -222,20 +219,8 @@ export function createAggregationWindows(
     maxWindows: knobs.fireMaxWindows,
     outboxGraceMs: knobs.outboxGraceMs,
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
-    ...(groups !== undefined && {
-      groups: {
-        store: groups,
-        partitions: knobs.firePartitions,
-        partitionsInFlight: knobs.firePartitionsInFlight,
-      },
-    }),
-    ...(sessions !== undefined && {
-      sessions: {
-        ...sessions,
-        partitions: knobs.firePartitions,
-        partitionsInFlight: knobs.firePartitionsInFlight,
-      },
-    }),
+    ...(groups !== undefined && { groups: { store: groups, ...partitions } }),
+    ...(sessions !== undefined && { sessions: { ...sessions, ...partitions } }),
     ...holdOf(holdStore, aggregation, parts),
   };
   return {

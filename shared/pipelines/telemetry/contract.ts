@@ -9,9 +9,7 @@ import { checkEventTimeWindow, parseEventTime } from '../../contract/event-time'
 import type {
   ContractMessage,
   ContractVersion,
-  DecodeContext,
   PipelineContract,
-  VersionOutcome,
   VersionRejected,
 } from '../../pipeline/definition';
 import type { DeviceDirectory } from './device-directory';
@@ -182,81 +180,80 @@ function versionDecoder(
   version: string,
   readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
 ): ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement>['decode'] {
-  return (message, context) => decodeReading(version, message, context, readPayload);
-}
+  return (message, { receivedAtMs, settings, rulesAtMs }) => {
+    const deviceAttr = message.attributes[TELEMETRY_ATTRIBUTES.deviceId];
+    const deviceContext: Record<string, string> =
+      deviceAttr === undefined ? {} : { deviceId: deviceAttr.slice(0, 128) };
+    const reject: Reject = (stage, reason) => ({
+      ok: false,
+      stage,
+      reason,
+      context: deviceContext,
+    });
 
-function decodeReading(
-  version: string,
-  message: ContractMessage,
-  { receivedAtMs, settings, rulesAtMs }: DecodeContext<TelemetrySettings>,
-  readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
-): VersionOutcome<TelemetrySilverRow, TelemetryElement> {
-  const deviceAttr = message.attributes[TELEMETRY_ATTRIBUTES.deviceId];
-  const deviceContext: Record<string, string> =
-    deviceAttr === undefined ? {} : { deviceId: deviceAttr.slice(0, 128) };
-  const reject: Reject = (stage, reason) => ({ ok: false, stage, reason, context: deviceContext });
+    const parsed = parseObject(message.data, reject);
+    if (!parsed.ok) return parsed;
+    if (deviceAttr === undefined || deviceAttr === '') {
+      return reject('SCHEMA_VALIDATION', 'missing attribute deviceId');
+    }
+    if (!DEVICE_ID_PATTERN.test(deviceAttr)) {
+      return reject(
+        'SCHEMA_VALIDATION',
+        `attribute deviceId ${JSON.stringify(deviceAttr.slice(0, 64))} must be 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit`,
+      );
+    }
+    const payload = readPayload(parsed.value);
+    if ('reason' in payload) return reject('SCHEMA_VALIDATION', payload.reason);
 
-  const parsed = parseObject(message.data, reject);
-  if (!parsed.ok) return parsed;
-  if (deviceAttr === undefined || deviceAttr === '') {
-    return reject('SCHEMA_VALIDATION', 'missing attribute deviceId');
-  }
-  if (!DEVICE_ID_PATTERN.test(deviceAttr)) {
-    return reject(
-      'SCHEMA_VALIDATION',
-      `attribute deviceId ${JSON.stringify(deviceAttr.slice(0, 64))} must be 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit`,
+    const temperature = checkReading(
+      payload.temperatureField,
+      payload.temperature,
+      settings.limits.minTemperatureC,
+      settings.limits.maxTemperatureC,
+      '°C',
     );
-  }
-  const payload = readPayload(parsed.value);
-  if ('reason' in payload) return reject('SCHEMA_VALIDATION', payload.reason);
+    if ('reason' in temperature) return reject('RANGE_VALIDATION', temperature.reason);
+    let humidity: string | null = null;
+    if (payload.humidity !== null) {
+      const checked = checkReading('humidityPct', payload.humidity, 0, 100, '%');
+      if ('reason' in checked) return reject('RANGE_VALIDATION', checked.reason);
+      humidity = checked.text;
+    }
 
-  const temperature = checkReading(
-    payload.temperatureField,
-    payload.temperature,
-    settings.limits.minTemperatureC,
-    settings.limits.maxTemperatureC,
-    '°C',
-  );
-  if ('reason' in temperature) return reject('RANGE_VALIDATION', temperature.reason);
-  let humidity: string | null = null;
-  if (payload.humidity !== null) {
-    const checked = checkReading('humidityPct', payload.humidity, 0, 100, '%');
-    if ('reason' in checked) return reject('RANGE_VALIDATION', checked.reason);
-    humidity = checked.text;
-  }
+    // The skews are checked at `rulesAtMs` when given (a replay: the publish time), so the verdict is the live one.
+    const time = eventTime(message, rulesAtMs ?? receivedAtMs, settings);
+    if ('reason' in time) return reject('EVENT_TIME_VALIDATION', time.reason);
 
-  // The skews are checked at `rulesAtMs` when given (a replay: the publish time), so the verdict is the live one.
-  const time = eventTime(message, rulesAtMs ?? receivedAtMs, settings);
-  if ('reason' in time) return reject('EVENT_TIME_VALIDATION', time.reason);
-
-  const reference = settings.devices.lookup(deviceAttr);
-  const eventId = telemetryEventId(deviceAttr, time.text);
-  const row: TelemetrySilverRow = {
-    event_id: eventId,
-    device_id: deviceAttr,
-    event_timestamp: time.text,
-    event_time_source: time.source,
-    temperature_c: temperature.text,
-    humidity_pct: humidity,
-    region: reference?.region ?? null,
-    site: reference?.site ?? null,
-    reference_status: reference ? 'KNOWN' : 'UNKNOWN_DEVICE',
-    contract_version: version,
-    extra_fields:
-      Object.keys(payload.extra).length === 0 ? null : (stringify(payload.extra) ?? null),
-    publish_time: message.publishTimeMs === undefined ? null : formatEpochMs(message.publishTimeMs),
-    ingestion_timestamp: formatEpochMs(receivedAtMs),
-    source_message_id: message.messageId,
-  };
-  return {
-    ok: true,
-    eventId,
-    eventTimeMs: time.epochMs,
-    eventTimeSource: time.source,
-    keys: { device: deviceAttr, ...(reference && { region: reference.region }) },
-    row,
-    element: { deviceId: deviceAttr, temperatureMilliC: temperature.milli },
-    extraFields: {},
+    const reference = settings.devices.lookup(deviceAttr);
+    const eventId = telemetryEventId(deviceAttr, time.text);
+    const row: TelemetrySilverRow = {
+      event_id: eventId,
+      device_id: deviceAttr,
+      event_timestamp: time.text,
+      event_time_source: time.source,
+      temperature_c: temperature.text,
+      humidity_pct: humidity,
+      region: reference?.region ?? null,
+      site: reference?.site ?? null,
+      reference_status: reference ? 'KNOWN' : 'UNKNOWN_DEVICE',
+      contract_version: version,
+      extra_fields:
+        Object.keys(payload.extra).length === 0 ? null : (stringify(payload.extra) ?? null),
+      publish_time:
+        message.publishTimeMs === undefined ? null : formatEpochMs(message.publishTimeMs),
+      ingestion_timestamp: formatEpochMs(receivedAtMs),
+      source_message_id: message.messageId,
+    };
+    return {
+      ok: true,
+      eventId,
+      eventTimeMs: time.epochMs,
+      eventTimeSource: time.source,
+      keys: { device: deviceAttr, ...(reference && { region: reference.region }) },
+      row,
+      element: { deviceId: deviceAttr, temperatureMilliC: temperature.milli },
+      extraFields: {},
+    };
   };
 }
 

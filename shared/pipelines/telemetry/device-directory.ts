@@ -6,6 +6,7 @@ import { type TableRef, tableName } from '../../config/env';
 import { errorText, TransientError } from '../../errors';
 import type { Logger } from '../../logging/logger';
 import * as logs from '../../logging/logs';
+import { DEVICE_ID_PATTERN } from './contract';
 
 /** Where a device is. */
 export interface DeviceReference {
@@ -35,7 +36,6 @@ export class StaticDeviceDirectory implements DeviceDirectory {
 
 /** Region codes: short lowercase slugs, so they stay plain in Firestore ids and insertIds. */
 export const REGION_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/;
-const DEVICE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const MAX_SITE_LENGTH = 256;
 
 /** What one load read: the devices, and the rows it skipped (logged, never silently). */
@@ -188,7 +188,7 @@ export function toSnapshot(
     const { device_id: id, region, site } = row;
     if (
       typeof id !== 'string' ||
-      !DEVICE_ID.test(id) ||
+      !DEVICE_ID_PATTERN.test(id) ||
       typeof region !== 'string' ||
       !REGION_PATTERN.test(region) ||
       typeof site !== 'string' ||
