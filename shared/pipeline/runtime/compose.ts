@@ -35,10 +35,7 @@ export interface PipelineRuntimeOverrides {
   readonly firestore?: Firestore;
   /** Writer for every row (Silver, quarantine, bad data, gold); default: BigQuery, coalesced per table. */
   readonly writer?: RowWriter;
-  /**
-   * Wraps the default writer's BigQuery writer, below the coalescing layer (the benchmark counts the insertAll calls
-   * BigQuery receives); ignored when `writer` is given.
-   */
+  /** Wraps the default BigQuery writer below the coalescing layer (benchmarks); ignored with `writer`. */
   readonly wrapWriter?: (writer: RowWriter) => RowWriter;
   /** Processing time, epoch ms UTC; default `Date.now`. */
   readonly now?: () => number;
@@ -61,8 +58,8 @@ export interface PipelineParts {
 }
 
 /**
- * The knobs of `loadWindowConfig` every aggregation shares (key groups, fireWindows partitions and leases, TTLs,
- * watermark cache, holds); strategy, shards, gold table and roots come from the (configured) definition instead.
+ * The knobs of `loadWindowConfig` every aggregation shares; strategy, shards, gold table and roots come from the
+ * (configured) definition instead.
  * @throws ConfigError for a bad variable
  */
 export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
@@ -91,7 +88,7 @@ export function createPipelineParts(
   const bigquery = overrides.bigquery ?? bigQueryClient(ingest);
   const direct = new BigQueryRowWriter(bigquery);
   const wrapped = overrides.wrapWriter ? overrides.wrapWriter(direct) : direct;
-  // One writer for Silver, quarantine, bad data, the drift gate's writes and panes: concurrent rows coalesce.
+  // One writer for every row, so concurrent rows coalesce.
   const writer =
     overrides.writer ??
     (coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped);
@@ -148,10 +145,8 @@ export function createPipelineParts(
 }
 
 /**
- * The ingest function's dependencies: the parts, the ingest limits of `loadIngestConfig` (retry age, attempt
- * deadline, quarantine payload cap), the schema-drift gate when the configured definition's `schemaDrift.mode` is
- * `sweep` (its retry store under `firestore.schemaDriftRoot`), then the definition's settings (`createSettings`:
- * telemetry loads its device directory here, booking its passenger-id protection).
+ * The ingest function's dependencies: the parts, the ingest limits of `loadIngestConfig`, the schema-drift gate when
+ * the configured definition's `schemaDrift.mode` is `sweep`, and the definition's settings (`createSettings`).
  * @throws ConfigError for a bad variable; TransientError when a side input cannot be loaded (the cold start fails,
  *   so Pub/Sub holds the messages back instead of dead-lettering them)
  */

@@ -54,8 +54,7 @@ export const REAL_FACTORIES: EntryPointFactories = {
 /** A pipeline's handlers and their cold-start hooks. */
 export interface PipelineEntryPoints {
   /**
-   * The ingest function (`functions.ingest.entryPoint`). Resolves (ack) once the message is in Silver and its
-   * aggregations, or in the quarantine or bad-data table.
+   * The ingest function (`functions.ingest.entryPoint`): {@link ingestPipelinePushedEvent}.
    * @throws DeliveryRefused (Pub/Sub redelivers) on any failure, including dependencies that could not be built
    *   (e.g. the device directory's first load failed): the next delivery tries to build them again
    */
@@ -173,8 +172,7 @@ export function pipelineEntryPoints(
       buildSweep();
     },
     warmIngest() {
-      // A failure is logged by buildIngest's own handler (so it is never an unhandled rejection).
-      void buildIngest();
+      void buildIngest(); // a failure is logged by buildIngest's own handler
     },
     warmFireWindows() {
       buildFire();

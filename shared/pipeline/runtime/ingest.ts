@@ -85,9 +85,8 @@ export type DriftEvent = Pick<VersionAccepted<unknown, unknown>, 'eventId' | 'ex
 export type DriftBadData = { action: 'bad_data'; targetDest: string; error: string };
 
 /**
- * Schema drift (`schemaDrift.mode` `sweep`): for an accepted event, either the values of its extra top-level fields
- * that are already columns of the Silver table (to add to the row), or `held` once the row is durably stored in the
- * schema-retry store, waiting for the sweep's table update.
+ * Schema drift (`schemaDrift.mode` `sweep`): an accepted event's extra fields that are already Silver columns (to add
+ * to the row), or `held` once the row is durably in the schema-retry store, waiting for the sweep's table update.
  */
 export interface SchemaDriftGate {
   /** @throws TransientError when the schema or the retry store cannot be reached (redelivery). */
@@ -102,10 +101,9 @@ export interface SchemaDriftGate {
     | DriftBadData
   >;
   /**
-   * Optional: BigQuery refused the row written after `route` said `write` (per-row `invalid`). The gate may hold
-   * it (e.g. "no such field": its cached schema was stale, or a new column is not yet accepted by streaming) and
-   * answer `held` once it is durably in the retry store; `undefined` sends it to the bad-data table as before.
-   * `row` is the row without its extra columns, as passed to `route`.
+   * Optional: BigQuery refused the row `route` said to `write` (per-row `invalid`). The gate may hold it (e.g. "no
+   * such field": a stale cached schema, or a column streaming does not accept yet) and answer `held` once it is in
+   * the retry store; `undefined` sends it to bad data. `row` is the row without its extra columns.
    * @throws TransientError when the retry store cannot be reached (redelivery).
    */
   holdRejected?(
@@ -126,10 +124,7 @@ type HoldCall = (
 /** One aggregation as the ingest uses it: its definition, its per-event path and its delivery holds. */
 export interface IngestAggregation {
   readonly aggregation: AnyAggregation;
-  /**
-   * Counts an element once (dedup by event id) and emits the element-driven panes; a `JointMemberRecorder` when
-   * the aggregation shares its pipeline's joint per-event path (the event is then recorded there for all at once).
-   */
+  /** Counts an element once (dedup by event id); a `JointMemberRecorder` when on the pipeline's joint path. */
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds: { readonly failed: HoldCall; readonly processed: HoldCall } | undefined;
@@ -150,36 +145,29 @@ export interface PipelineIngestDeps {
   /** Processing time, epoch ms UTC. */
   readonly now: () => number;
   /**
-   * The retry-age guard (`OFFVIA_MAX_RETRY_AGE_MS`): a message still failing when it is older than this (publish
-   * time to now, ms) is written to the bad-data table and acked instead of being refused again. Absent: no guard
-   * (the ingest subscription's dead-letter topic takes what keeps failing).
+   * The retry-age guard (`OFFVIA_MAX_RETRY_AGE_MS`): a message still failing when older than this (publish time to
+   * now, ms) goes to bad data and is acked. Absent: no guard (the dead-letter topic takes what keeps failing).
    */
   readonly maxRetryAgeMs?: number;
   /**
-   * Longest one delivery may take, ms (`OFFVIA_ATTEMPT_DEADLINE_MS`): a dependency that hangs instead of failing is
-   * then a transient failure like any other (redelivery, or past the retry age the guard's bad-data row). Absent: no
-   * deadline.
+   * Longest one delivery may take, ms (`OFFVIA_ATTEMPT_DEADLINE_MS`): a hanging dependency is then a transient
+   * failure like any other. Absent: no deadline.
    */
   readonly attemptDeadlineMs?: number;
   /** Longest payload kept in quarantine and retry-age rows, bytes (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`). */
   readonly payloadMaxBytes?: number;
   /** The schema-drift gate, when the definition's `schemaDrift.mode` is `sweep`; absent: extra fields ignored. */
   readonly schemaDrift?: SchemaDriftGate;
-  /**
-   * The instant a message's event-time rules are checked against (epoch ms UTC), instead of its receipt; passed to
-   * the contract as `DecodeContext.rulesAtMs`. `offvia replay` passes the publish time, so replaying a message next
-   * month gives the verdict it got live.
-   */
+  /** `DecodeContext.rulesAtMs` for a message (epoch ms UTC); `offvia replay` passes the publish time. */
   readonly rulesAtMs?: (message: PubSubMessage) => number | undefined;
 }
 
 /**
- * The whole job for one push: decode what the Functions Framework passed (a CloudEvent, or a Pub/Sub push body it
- * did not convert), then {@link ingestPipelineMessage}. Resolves (ack) once the message is in Silver, the
- * schema-retry store, quarantine or bad data. A refused delivery holds each aggregation's watermark behind its
- * publish time until it is processed (when holds are on).
- * @throws DeliveryRefused (Pub/Sub redelivers) whatever failed; its message names only the message id (the framework
- *   writes it into the 5xx body); the failure was logged with its context and is the `cause`.
+ * The whole job for one push: decode what the Functions Framework passed (a CloudEvent, or a Pub/Sub push body),
+ * then {@link ingestPipelineMessage}. A refused delivery holds each aggregation's watermark behind its publish time
+ * until it is processed (when holds are on).
+ * @throws DeliveryRefused (Pub/Sub redelivers) whatever failed, naming only the message id (the framework writes it
+ *   into the 5xx body); the failure was logged with its context and is the `cause`.
  */
 export async function ingestPipelinePushedEvent(
   event: PushedEvent,
@@ -204,17 +192,13 @@ export async function ingestPipelinePushedEvent(
 }
 
 /**
- * Routes one decoded message. Accepted (`decodeVersioned`): through the drift gate when there is one, then the
- * Silver row with insertId = the event id, then the element of each aggregation (`input(event)`) into its windows,
- * where the store's dedup ids count it once however often it is redelivered. A valid event held in the retry store
- * or routed to bad data (by the gate, or because BigQuery refused its row) is counted too, exactly once
- * (docs/windows.md). Rejected: the definition's quarantine row with insertId = the message id. An envelope that is
- * not a Pub/Sub message is rejected at the contract's first stage.
- *
- * Retry-age guard: a message still failing when it is older (publish time to now) than `maxRetryAgeMs` is written to
- * the bad-data table with the failing step as `target_dest`, its bytes and attributes (replayable), and acked. The
- * attempt deadline (`attemptDeadlineMs`) turns a hang into such a failure. Every failure is logged once, with its
- * step.
+ * Routes one decoded message and resolves (ack) once it is in Silver, the schema-retry store, quarantine or bad
+ * data. Accepted (`decodeVersioned`): through the drift gate when there is one, then the Silver row with insertId =
+ * the event id, then each aggregation's element (`input(event)`) into its windows, where the dedup ids count it once
+ * however often it is redelivered. A valid event held in the retry store or routed to bad data is counted too,
+ * exactly once (docs/windows.md). Rejected: the definition's quarantine row with insertId = the message id; an
+ * envelope that is not a Pub/Sub message at the contract's first stage. Past `maxRetryAgeMs` a failing message goes
+ * to bad data instead ({@link retryAgeExceeded}). Every failure is logged once, with its step.
  * @throws TransientError (or whatever a dependency threw) when BigQuery or Firestore failed and the message is
  *   younger than the guard, or the guard's bad-data write failed too: Pub/Sub must redeliver
  */
@@ -259,11 +243,10 @@ function isReported(err: unknown): boolean {
 }
 
 /**
- * Resolves or rejects as `attempt` does, or rejects with a TransientError once `deps.attemptDeadlineMs` has passed.
- * Its reason names what the attempt ran into, from `observations` (shared/attempt-observations.ts): transactions
- * still being retried after aborted commits (contention), or else a dependency that hangs rather than fails. The
- * attempt goes on in the background; whatever it still writes is idempotent (insertIds, the dedup ids, the retry
- * store's one document per insertId), and a late failure is logged, not thrown.
+ * Settles as `attempt` does, or rejects with a TransientError once `deps.attemptDeadlineMs` has passed, naming what
+ * the attempt ran into (`observations`: transactions retried after aborted commits, else a hanging dependency). The
+ * attempt goes on in the background; what it still writes is idempotent (insertIds, dedup ids, the retry store's one
+ * document per insertId), and a late failure is logged, not thrown.
  */
 async function withDeadline(
   attempt: Promise<PipelineIngestOutcome>,
@@ -320,7 +303,6 @@ async function routeMessage(
   const { definition, projectId } = deps;
   const quarantineStep = tableName(definition.tables.quarantine, projectId);
   if (!decoded.ok) {
-    // An envelope-level failure: the row keeps the envelope's text and whatever attributes it carried.
     const message: ContractMessage = {
       messageId: decoded.messageId,
       publishTimeMs: undefined,
@@ -428,10 +410,9 @@ async function routeMessage(
 }
 
 /**
- * The retry-age guard's route: a bad-data row holding the message (text, base64 bytes when not UTF-8, both capped as
- * in quarantine; attributes, publish time), the step that kept failing and its last error; insertId
- * `retry-age:<message id>`, so a redelivery racing it adds no second row. If the event already reached Silver (only
- * the window state failed), the step says so.
+ * The retry-age guard's route: a bad-data row holding the message (capped as in quarantine, with attributes and
+ * publish time: replayable), the step that kept failing (it says so when only the window state failed) and its last
+ * error; insertId `retry-age:<message id>`, so a redelivery racing it adds no second row.
  * @throws the original error when the bad-data table refuses the row or is down too (redelivery, then dead letter)
  */
 async function retryAgeExceeded(
@@ -488,9 +469,8 @@ interface JointRecording {
 }
 
 /**
- * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently: the members of
- * a joint per-event path in one call (one transaction for all of them), the others each on its own; each resolves
- * once committed (or found a duplicate, or dropped as too late).
+ * Folds an accepted event into every aggregation that takes part (`input` not `null`), concurrently: a joint path's
+ * members in one call (one transaction), the others each on its own.
  * @throws the first failure once all have settled (the others are committed; a redelivery is deduplicated there)
  */
 async function countInWindows(
@@ -537,7 +517,6 @@ async function countInWindows(
     );
   }
   const settled = await Promise.allSettled(work);
-  // Thrown as it is: the caller logs it with the step (the window state) before the delivery is refused.
   for (const s of settled) if (s.status === 'rejected') throw s.reason;
   const result: Record<string, ElementOutcome['kind'] | 'skipped'> = {};
   deps.aggregations.forEach((a, i) => {
@@ -595,8 +574,8 @@ type OnRejected = (rejection: {
 }) => Promise<PipelineIngestOutcome | undefined>;
 
 /**
- * Writes one row; when BigQuery refuses it as data, offers it to `onRejected`, else writes it to the pipeline's
- * bad-data table and returns that outcome. `undefined` when the row landed where it was meant to.
+ * Writes one row; a row BigQuery refuses as data goes to `onRejected`, else to bad data (that outcome is returned).
+ * `undefined` when the row landed where it was meant to.
  * @throws TransientError when a write failed for an infrastructure reason (logged here, with its operation), or the
  *   bad-data row was refused too
  */
