@@ -33,28 +33,19 @@ export type EventTimeSource =
 /** What one contract version made of an accepted message (the version is stamped on by the dispatcher). */
 export interface VersionAccepted<Row, Element> {
   readonly ok: true;
-  /**
-   * Stable event id: the Silver insertId and the dedup ledger key (design.md "Dedup"); the same event published
-   * twice gets the same id.
-   */
+  /** Stable event id, the same for an event published twice: the Silver insertId and the dedup id. */
   readonly eventId: string;
   /** Event time, epoch ms UTC (an integer within BigQuery TIMESTAMP's range). */
   readonly eventTimeMs: number;
   /** Where `eventTimeMs` came from. */
   readonly eventTimeSource: EventTimeSource;
-  /**
-   * Named grouping keys, e.g. `{ route: 'JFK-LHR-USD' }` or `{ device: 'd-1', region: 'eu-west' }`; an
-   * aggregation picks its key from here.
-   */
+  /** Named grouping keys an aggregation picks from, e.g. `{ device: 'd-1', region: 'eu-west' }`. */
   readonly keys: Readonly<Record<string, string>>;
   /** The Silver row, as strings/numbers ready for insertAll; it records the contract version. */
   readonly row: Row;
   /** What the aggregations fold in (an exact fare, a reading), already validated. */
   readonly element: Element;
-  /**
-   * Top-level payload fields the contract does not know (schema drift), for the drift gate when the pipeline's
-   * `schemaDrift.mode` is `sweep`; empty otherwise.
-   */
+  /** Top-level payload fields the contract does not know, for the drift gate (`sweep`); empty otherwise. */
   readonly extraFields: Readonly<Record<string, unknown>>;
 }
 
@@ -65,10 +56,7 @@ export interface VersionRejected {
   readonly stage: string;
   /** One line naming the problem (and the field or attribute concerned). */
   readonly reason: string;
-  /**
-   * Identifying attributes worth a column in the dead-letter row even though the message failed (telemetry:
-   * `deviceId`), when the message had them; empty otherwise.
-   */
+  /** Identifying attributes worth a dead-letter column (telemetry: `deviceId`) when present; else empty. */
   readonly context: Readonly<Record<string, string>>;
 }
 
@@ -95,9 +83,8 @@ export interface DecodeContext<Settings> {
   /** The pipeline's settings, loaded once at cold start (ranges, skews, reference data). */
   readonly settings: Settings;
   /**
-   * The instant event-time rules (how far ahead or behind an event may be stamped) are checked against, epoch ms
-   * UTC, when it is not `receivedAtMs`: `offvia replay` passes the message's publish time, so a replayed message gets
-   * the verdict it got live. Absent: `receivedAtMs`.
+   * The instant the event-time skew and age rules are checked against, epoch ms UTC; absent: `receivedAtMs`.
+   * `offvia replay` passes the publish time, so a replayed message gets the verdict it got live.
    */
   readonly rulesAtMs?: number;
 }
@@ -118,7 +105,7 @@ export interface ContractVersion<Settings, Row, Element> {
   readonly summary: string;
   /**
    * Decodes and validates one message of this version into its Silver row, or a stage and reason. Pure; never
-   * throws for bad data (a malformed message must never crash or stall the function: the lab's poison pill).
+   * throws for bad data (the lab's poison pill).
    */
   decode(message: ContractMessage, context: DecodeContext<Settings>): VersionOutcome<Row, Element>;
 }
@@ -163,10 +150,7 @@ export interface PipelineContract<Settings, Row, Element> {
   /** Every version ever published, oldest first; exactly one is `current`. */
   readonly versions: readonly ContractVersion<Settings, Row, Element>[];
   readonly encoding: MessageEncoding;
-  /**
-   * The attribute publishers use as Pub/Sub ordering key (telemetry: `deviceId`), or `null`. Ordering reduces
-   * reordering within a key; delivery stays at-least-once, so the pipeline stays idempotent.
-   */
+  /** The attribute publishers use as Pub/Sub ordering key (telemetry: `deviceId`), or `null`. */
   readonly orderingKeyAttribute: string | null;
 }
 
@@ -216,15 +200,15 @@ export interface PipelineTables {
 /** A stream of keyed elements, one windowed pipeline on the keyed store, one gold table. */
 export interface AggregationDefinition<Row, Element, In, Acc extends JsonValue, Out> {
   /**
-   * The windowed pipeline's name: its Firestore document under the pipeline's windows root, the gold `pipeline`
-   * column and the insertId prefix (a lowercase letter, then up to 39 lowercase letters, digits or `_`).
+   * The windowed pipeline's name (rule as the pipeline's): its document under the windows root, the gold `pipeline`
+   * column and the insertId prefix.
    */
   readonly name: string;
   /** One sentence: what is aggregated per what key. */
   readonly description: string;
   /** Window function, allowed lateness, trigger and accumulation mode (shared/windowing). */
   readonly strategy: WindowingStrategy;
-  /** The heuristic watermark of this windowed pipeline (one watermark record per windowed pipeline). */
+  /** The heuristic watermark of this windowed pipeline. */
   readonly watermarkPolicy: WatermarkPolicy;
   /**
    * Shard documents per (key, window) in the keyed store: a hot key's writes are spread over them and the shards'
@@ -289,9 +273,8 @@ export interface PipelineFunctions {
 }
 
 /**
- * The runtime service accounts of a pipeline, as ids after the deploy's name prefix (IAM service account ids are
- * 6–30 lowercase letters, digits and hyphens, so with the default prefix `offvia-` a base has at most 23). Each
- * pipeline has its own, so a grant on one pipeline's tables, topics or subscriptions never reaches another's.
+ * The runtime service accounts of a pipeline, as ids after the deploy's name prefix (at most 23 characters: IAM ids
+ * are 6–30, the default prefix is `offvia-`). Each pipeline has its own, so a grant never reaches another's.
  */
 export interface PipelineServiceAccounts {
   /** Runs the ingest function. */
@@ -313,9 +296,8 @@ export interface FirestoreNamespace {
 }
 
 /**
- * Where a message ends: `silver` (accepted), `quarantine` at one of the contract's stages (the booking quarantine, the
- * telemetry dead-letter table), `badData` (a row BigQuery refused, past a retry budget), or `retryStore` (held for a
- * schema change, `schemaDrift.mode` `sweep` only).
+ * Where a message ends: `silver`, `quarantine` at one of the contract's stages, `badData` (a row BigQuery refused,
+ * past a retry budget), or `retryStore` (held for a schema change, `schemaDrift.mode` `sweep` only).
  */
 export type SampleOutcome =
   | { readonly layer: 'silver' }
@@ -346,10 +328,8 @@ export interface PipelineConfig {
 }
 
 /**
- * What the operator command (`offvia`) and the dashboard read of a pipeline's tables beyond their names: the column
- * names, which differ by pipeline (the booking quarantine is the lab's `poisoned_events`, the telemetry dead-letter
- * table the study guide's payload / error / stage / parse time), and how a Silver row maps back to the keys its
- * aggregations counted it under. With it, `trace`, `status`, `quarantine list` and the dashboard work for a new
+ * What `offvia` and the dashboard read of a pipeline's tables beyond their names: the column names, which differ by
+ * pipeline, and how a Silver row maps back to the keys its aggregations counted it under, so they work for a new
  * pipeline without an edit outside its folder.
  */
 export interface OperatorColumns {
@@ -392,10 +372,8 @@ export interface OperatorColumns {
     readonly extra: readonly string[];
   };
   /**
-   * The views of rows still to handle (one of `tables.views` each): quarantine rows and bad-data rows without a
-   * resolution; `null` when the pipeline has none (then `quarantine reprocess` and `bad-data redrive` refuse it).
-   * They are `<quarantine>_open` and `<bad data>_open` beside their tables, with the row key `message_key`
-   * (quarantine) and `row_key` (bad data).
+   * The views of quarantine and bad-data rows without a resolution (`<table>_open` beside each, row keys
+   * `message_key` and `row_key`; among `tables.views`), or `null` (`quarantine reprocess`, `bad-data redrive` refuse).
    */
   readonly openViews: { readonly quarantine: TableRef; readonly badData: TableRef } | null;
   /**
@@ -486,11 +464,9 @@ export interface PipelineDefinition<Settings, Row, Element> {
   /** The column layout the operator command and the dashboard read. */
   readonly operatorColumns: OperatorColumns;
   /**
-   * Optional: the definition as this deployment runs it, from the environment (tables, windowing, schema drift,
-   * Firestore roots overridden by variables). The runtime applies it once per instance, at cold start, before it
-   * builds anything; without it the definition runs as written. It must return a definition with the same name,
-   * topics and functions (those are deployed, not configured) and be idempotent (applying it to its own result with
-   * the same environment changes nothing).
+   * Optional: the definition as this deployment runs it, with tables, windowing, schema drift and Firestore roots
+   * from the environment; applied once per instance at cold start (absent: the definition runs as written). It keeps
+   * the name, topics and functions (deployed, not configured) and is idempotent.
    * @throws ConfigError naming the first bad variable
    */
   configure?(env: Env): PipelineDefinition<Settings, Row, Element>;
@@ -507,10 +483,7 @@ export function configuredDefinition<S, R, E>(
   return definition.configure?.(env) ?? definition;
 }
 
-/**
- * A definition with its type parameters erased, for registries that list pipelines of different shapes. Only the
- * names and specs are read through it; behaviour is called through the typed definition.
- */
+/** A definition with its type parameters erased, for registries that list pipelines of different shapes. */
 export type AnyPipelineDefinition = PipelineDefinition<unknown, unknown, unknown>;
 
 /**
