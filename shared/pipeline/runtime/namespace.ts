@@ -1,16 +1,11 @@
 // Where a pipeline's window state lives in Firestore: one sub-namespace per aggregation under the pipeline's
-// windows root, so two aggregations never share a watermark, a fireWindows lease or window state.
-// Operator commands (`offvia status --pipeline`) read the layout from here rather than spelling paths themselves.
+// windows root. Operator commands read the layout from here rather than spelling paths themselves.
 import type { AggregationDefinition, AnyPipelineDefinition } from '../definition';
 import { COLLECTIONS } from '../../state/firestore-window-store';
 import { GROUP_COLLECTIONS } from '../../state/grouped-window-store';
 import { HOLDS_COLLECTION } from '../../state/watermark-holds';
 
-/**
- * The keyed store's namespace of one aggregation: `root` is the pipeline's `firestore.windowsRoot`, `pipeline` the
- * aggregation's name (the document under `root` that holds everything of that aggregation). These are the
- * `root`/`pipeline` options of `GroupedFirestoreWindowStore` and `FirestoreWatermarkHoldStore`.
- */
+/** The keyed store's namespace of one aggregation (the stores' `root`/`pipeline` options). */
 export interface AggregationNamespace {
   /** Root collection, e.g. `offviaTelemetryWindows`. */
   readonly root: string;
@@ -22,8 +17,7 @@ export interface AggregationNamespace {
 
 /**
  * The Firestore namespace of `aggregation` in `definition`: `{windowsRoot}/{aggregation name}`. Each aggregation has
- * its own, because the keyed store keeps the watermark, the fireWindows leases, the dedup ids (exactly-once counting
- * under redelivery) and the window state per namespace.
+ * its own, so two never share a watermark, fireWindows leases, dedup ids or window state.
  */
 export function aggregationNamespace(
   definition: Pick<AnyPipelineDefinition, 'firestore'>,

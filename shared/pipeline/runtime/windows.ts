@@ -1,6 +1,5 @@
-// One aggregation of a pipeline definition on the keyed window store: the key-groups layout in the aggregation's own
-// Firestore namespace, the windowing core for its strategy and combine, its watermark, its pane emitter to its gold
-// table, the per-event path (ingest) and the fireWindows wiring. The same machinery the booking pipeline runs.
+// One aggregation of a pipeline definition on the keyed window store, in its own Firestore namespace: windowing core,
+// watermark, pane emitter to its gold table, the per-event path (ingest) and the fireWindows wiring.
 import { randomUUID } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import type { TableRef } from '../../config/env';
@@ -59,10 +58,7 @@ export interface AggregationWindowsParts {
   readonly now: () => number;
   /** Firestore counters (benchmarks, tests). */
   readonly metrics?: StoreMetrics;
-  /**
-   * The ingest subscription's backlog (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`): fireWindows holds the watermark
-   * behind its oldest unacknowledged message as well as behind the delivery holds; absent: delivery holds only.
-   */
+  /** The ingest subscription's backlog (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent: delivery holds only. */
   readonly backlog?: BacklogSampleReader;
 }
 
@@ -72,7 +68,7 @@ export interface AggregationWindows {
   readonly namespace: AggregationNamespace;
   /** The key-groups store, or the session layout's store for a `sessions` window function. */
   readonly store: WindowStore<JsonValue>;
-  /** The per-event path: counts an element once (dedup by event id) and emits the element-driven panes. */
+  /** The per-event path: counts an element once (dedup by event id), emits the element-driven panes. */
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of failed deliveries, `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
   readonly holds: DeliveryHolds | undefined;
@@ -81,10 +77,9 @@ export interface AggregationWindows {
 }
 
 /**
- * The aggregations of one pipeline, those in the key-groups layout sharing one per-event path when there are two
- * or more (`JointWindowedPipeline`: a bundle of events is applied to all of them in one transaction and each
- * event's dedup id is kept once, by the first of them it takes part in). Session aggregations, and a pipeline's
- * single key-groups aggregation, keep their own `pipeline`; the joint ones get a `JointMemberRecorder`.
+ * The aggregations of one pipeline, two or more in the key-groups layout sharing one per-event path
+ * (`JointWindowedPipeline`: one transaction per bundle, each dedup id kept once); those get a `JointMemberRecorder`,
+ * the others keep their own `pipeline`.
  */
 export function joinAggregations(
   aggregations: readonly AggregationWindows[],
@@ -110,10 +105,9 @@ export function joinAggregations(
 }
 
 /**
- * Builds one aggregation on Firestore in the key-groups layout under `{windowsRoot}/{aggregation name}`, with the
- * aggregation's `shards` shard documents per key group and window (the hot-key mitigation: a region's writes spread
- * over 16 documents) and its strategy, watermark policy, combine and gold row. A `sessions` window function runs on
- * the session layout instead (one document per key holding its open sessions, docs/windows.md "Session windows").
+ * Builds one aggregation on Firestore under `{windowsRoot}/{aggregation name}`: the key-groups layout with `shards`
+ * shard documents per key group and window (hot-key mitigation), or for a `sessions` window function the session
+ * layout (docs/windows.md "Session windows").
  */
 export function createAggregationWindows(
   definition: {
@@ -236,8 +230,7 @@ export function createAggregationWindows(
 
 /**
  * fireWindows' watermark hold for one aggregation: the delivery holds (none when `OFFVIA_WATERMARK_HOLD_LEASE_MS`
- * is 0) and, with a backlog reader, the subscription's oldest unacknowledged message too (`backlogWatermarkHold`,
- * sampled at most every {@link BACKLOG_CACHE_MS}, a failed read logged and answered by the delivery holds).
+ * is 0) and, with a backlog reader, the subscription's oldest unacknowledged message too (`backlogWatermarkHold`).
  */
 function holdOf(
   holdStore: FirestoreWatermarkHoldStore | undefined,

@@ -62,9 +62,8 @@ export interface TelemetrySettings {
 }
 
 /**
- * Whether the device directory knew the device when the reading was decoded. `UNKNOWN_DEVICE` is not an error
- * (team decision, docs/pipelines.md): a device registered after the last reload is normal, so the reading reaches
- * Silver and its device's panes with `region` and `site` NULL, and takes no part in the regional top-N.
+ * Whether the device directory knew the device at decode. `UNKNOWN_DEVICE` is not an error (docs/pipelines.md): the
+ * reading reaches Silver and its device's panes with `region` and `site` NULL, and ranks in no region.
  */
 export type ReferenceStatus = 'KNOWN' | 'UNKNOWN_DEVICE';
 
@@ -119,10 +118,9 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 export const TELEMETRY_EVENT_ID_PREFIX = 'tm1-';
 
 /**
- * The stable event id of a reading (the study guide: insert id from deviceId + eventTs): `tm1-` + the first 32 hex
- * characters of SHA-256 over the JSON array `[deviceId, event_timestamp]`, the timestamp normalised to UTC with six
- * fraction digits so `+02:00` and its `Z` spelling agree. A reading without `eventTs` uses its publish time, which a
- * redelivery keeps (a re-publish does not: it is a new reading).
+ * The stable event id of a reading (the study guide: deviceId + eventTs): `tm1-` + the first 32 hex of SHA-256 over
+ * `[deviceId, event_timestamp]` as JSON, the timestamp in UTC with six fraction digits so `+02:00` and `Z` agree.
+ * Without `eventTs` the publish time stands in (a redelivery keeps it; a re-publish is a new reading).
  */
 export function telemetryEventId(deviceId: string, eventTimestamp: string): string {
   const hash = crypto
@@ -172,10 +170,7 @@ function numberText(object: Record<string, unknown>, field: string): string | { 
   return value.value;
 }
 
-/**
- * Builds a version's decoder from how it reads its payload; everything else (attributes, ranges, event time,
- * enrichment, the Silver row) is common to every version.
- */
+/** A version's decoder from how it reads its payload; the rest is common to every version. */
 function versionDecoder(
   version: string,
   readPayload: (object: Record<string, unknown>) => ReadingPayload | { reason: string },
@@ -303,8 +298,7 @@ function eventTime(
       source: 'PUBLISH_TIME',
     };
   }
-  // A present but malformed eventTs is a device bug to inspect: falling back would file the reading silently
-  // under another minute.
+  // A malformed eventTs is a device bug to inspect, not a reason to fall back to another minute.
   const parsed = parseEventTime(attr);
   if (!parsed.ok) return { reason: parsed.reason.replace('Invalid event_time', 'Invalid eventTs') };
   const outOfWindow = checkEventTimeWindow(parsed.value, {
@@ -324,7 +318,7 @@ function others(
   return Object.fromEntries(Object.entries(object).filter(([k]) => !known.includes(k)));
 }
 
-/** Version "0": Fahrenheit readings (`tempF`). Retired: changing the unit changed the meaning of the field. */
+/** Version "0": Fahrenheit readings, retired. */
 const V0: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement> = {
   version: '0',
   status: 'retired',
@@ -338,7 +332,7 @@ const V0: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElemen
   }),
 };
 
-/** Version "1": `{"temp": number}` in °C. Still accepted while devices update their firmware. */
+/** Version "1": still accepted while devices update their firmware. */
 const V1: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement> = {
   version: '1',
   status: 'accepted',
@@ -355,10 +349,7 @@ const V1: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElemen
   }),
 };
 
-/**
- * Version "2" (current): `{"temperatureC": number, "humidityPct"?: number}`. The renamed field says its unit; the
- * humidity is an optional addition (the lab: adding optional fields is the safe change).
- */
+/** Version "2" (current): the renamed field says its unit; humidity is an optional addition (the safe change). */
 const V2: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElement> = {
   version: '2',
   status: 'current',

@@ -118,9 +118,8 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       description: 'count, average, minimum and maximum temperature per device and minute',
       strategy: TELEMETRY_STRATEGY,
       watermarkPolicy: TELEMETRY_WATERMARK_POLICY,
-      // One shard: a device sends about one reading a minute, so nearly every bundle adds keys to its key group's
-      // bookkeeping; with one shard that is the same document as the contributions and dedup ids (one read and one
-      // write per key group and bundle). Key groups, not shards, spread a window's devices over documents.
+      // One shard: about one reading per device a minute, so key groups, not shards, spread the writes; one shard
+      // keeps the contributions and dedup ids in one document (one read and one write per key group and bundle).
       shards: 1,
       combineFn: deviceStatsFn,
       parseAccumulator: parseDeviceStatsAccumulator,
@@ -138,8 +137,7 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
       description: `the ${TOP_N} hottest devices (highest reading) per region and minute`,
       strategy: TELEMETRY_STRATEGY,
       watermarkPolicy: TELEMETRY_WATERMARK_POLICY,
-      // The hot key: a region gathers thousands of devices. Its writes are spread over 16 shard documents
-      // (`region#N`), each holding a bounded top-N, merged when the pane fires.
+      // The hot key: a region's writes spread over 16 shard documents (`region#N`), merged when the pane fires.
       shards: 16,
       combineFn: topN,
       parseAccumulator: (value) => parseTopAccumulator(value, TOP_N),
@@ -202,8 +200,7 @@ export const TELEMETRY_PIPELINE: PipelineDefinition<
         goldKeyColumn: 'device_id',
         silverValue: (row) => silverMilliC(row),
       },
-      // An unknown device has no region in Silver: it ranks nowhere. The region is the directory's at ingest, kept
-      // in the row, so a restatement ranks the device where the stream did.
+      // The region kept in Silver at ingest, so a restatement ranks the device where the stream did.
       [REGION_AGGREGATION]: {
         silverKey: (row) => textOrNull(row.region),
         goldKeyColumn: 'region',

@@ -70,10 +70,9 @@ export class DeviceDirectoryTooLargeError extends Error {
 }
 
 /**
- * The device directory over a BigQuery reference table. `load()` reads it once (cold start); afterwards `lookup`
- * answers from memory and, once the snapshot is `refreshIntervalMs` old, starts one background reload (never more
- * than one at a time). A failed reload is logged and the last snapshot kept, so a BigQuery outage never stops the
- * readings: the next lookup after another interval tries again.
+ * The device directory over a BigQuery reference table: `load()` at cold start, then `lookup` from memory, starting
+ * one background reload once the snapshot is `refreshIntervalMs` old. A failed reload is logged and the last
+ * snapshot kept (a BigQuery outage never stops the readings).
  */
 export class BigQueryDeviceDirectory implements DeviceDirectory {
   private snapshot: DeviceSnapshot | undefined;
@@ -107,13 +106,11 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
     const { maxDevices } = this.options;
     let rows: Record<string, unknown>[];
     try {
-      // tables.get first: a missing table must fail the load (BigQuery answers the query with 404 anyway, but the
-      // local emulator answers it with no rows, which would silently make every device unknown).
+      // tables.get first: the local emulator answers a query on a missing table with no rows, not 404.
       const { datasetId, tableId } = this.options.table;
       const [exists] = await this.bigquery.dataset(datasetId).table(tableId).exists();
       if (!exists) throw new Error(`table ${this.tableName} not found`);
-      // One extra row tells "exactly the cap" from "over it". ORDER BY makes duplicates resolve the same way on
-      // every instance and every reload.
+      // One extra row tells "over the cap"; ORDER BY resolves duplicates the same way everywhere.
       [rows] = (await this.bigquery.query({
         query:
           `SELECT device_id, region, site FROM \`${this.tableName}\` ` +
@@ -161,7 +158,6 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
       .then(
         () => undefined,
         (err: unknown) => {
-          // Keep serving the last snapshot: enrichment a few minutes stale beats no readings at all.
           logs.deviceDirectoryReloadFailed(this.options.logger, {
             table: this.tableName,
             error: errorText(err),
