@@ -58,10 +58,8 @@ export interface BookingElement {
 }
 
 /**
- * Version "1": the lab's booking event (JSON, validated by `validateBooking` through the lab's four stages). The
- * only version so far; producers do not send a version attribute, so its absence means "1". With
- * `settings.passengerId` in `hmac-sha256` mode the row carries the pseudonym (protectPassengerId), so Silver, the
- * schema-retry store and bad data never hold the raw id.
+ * Version "1": the lab's booking event, validated by `validateBooking`; producers send no version attribute. With
+ * `settings.passengerId` in `hmac-sha256` mode the row carries the pseudonym (protectPassengerId).
  */
 const BOOKING_V1: ContractVersion<BookingSettings, BookingSilverRow, BookingElement> = {
   version: BOOKING_CONTRACT_VERSION,
@@ -101,11 +99,7 @@ const BOOKING_V1: ContractVersion<BookingSettings, BookingSilverRow, BookingElem
   },
 };
 
-/**
- * Booking's route aggregation for a window configuration: count, exact fare total, min, max and mean per route and
- * window, in the key-groups layout with `groupShards` shard documents per key group and window
- * (`OFFVIA_WINDOW_GROUP_SHARDS`), panes to `goldTable` under the windowed pipeline's name.
- */
+/** Booking's route aggregation for a window configuration (shards: `OFFVIA_WINDOW_GROUP_SHARDS`). */
 function routeAggregation(
   window: WindowConfig,
 ): AggregationDefinition<BookingSilverRow, BookingElement, never, JsonValue, unknown> {
@@ -128,10 +122,7 @@ function routeAggregation(
   });
 }
 
-/**
- * What `offvia` and the dashboard read of booking's tables: the lab's column names, the dedup and open views, and
- * the route key of a Silver row under the route aggregation's name (`OFFVIA_WINDOW_PIPELINE`).
- */
+/** Booking's operator columns: the lab's names, with the route aggregation called `aggregationName`. */
 function bookingOperatorColumns(aggregationName: string): OperatorColumns {
   return {
     silver: {
@@ -158,7 +149,6 @@ function bookingOperatorColumns(aggregationName: string): OperatorColumns {
     resolutions: { datasetId: 'offvia_quarantine', tableId: 'resolutions' },
     aggregations: {
       [aggregationName]: {
-        // The route key as ingest built it from the same three Silver columns.
         silverKey: (row) =>
           routeKey({
             origin: String(row.origin_airport),
@@ -208,11 +198,9 @@ export function assertGoldTableIsOwn(
 }
 
 /**
- * Booking as this deployment runs it (the definition's `configure`): the tables of `OFFVIA_SILVER_TABLE`,
+ * Booking as this deployment runs it (the definition's `configure`): tables from `OFFVIA_SILVER_TABLE`,
  * `_QUARANTINE_TABLE`, `_BAD_DATA_TABLE`; the route aggregation from the `OFFVIA_WINDOW_*` / `OFFVIA_WATERMARK_*`
- * strategy variables, `OFFVIA_GOLD_TABLE`, `OFFVIA_WINDOW_PIPELINE` and `OFFVIA_WINDOW_FIRESTORE_ROOT` (none with
- * `OFFVIA_WINDOWS_ENABLED=false`); schema drift from `OFFVIA_SCHEMA_*` (`off` with `OFFVIA_SCHEMA_DRIFT=false`).
- * Every default is the definition as written, so an existing deployment reads the same tables and Firestore state.
+ * variables and `OFFVIA_GOLD_TABLE` (none with `OFFVIA_WINDOWS_ENABLED=false`); schema drift from `OFFVIA_SCHEMA_*`.
  * @throws ConfigError naming the first bad variable (a gold table that is another layer's, too)
  */
 export function configureBooking(
@@ -333,10 +321,5 @@ const BOOKING_BASE: Omit<
   samples: bookingSamples,
 };
 
-/**
- * The booking pipeline: the lab's Bronze / Silver / quarantine with bad data and the schema sweep, counted per route
- * in one-minute event-time windows to `offvia_gold.route_panes`. The names are the deployed defaults
- * (`configureBooking` with no variable set); at cold start `configure` applies the `OFFVIA_*` overrides of tables,
- * windowing and schema drift (docs/configuration.md).
- */
+/** The booking pipeline with the deployed defaults (`configureBooking` with no variable set). */
 export const BOOKING_PIPELINE = configureBooking({});

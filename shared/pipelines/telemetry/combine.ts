@@ -11,9 +11,8 @@ export class TelemetryAccumulatorError extends Error {
 }
 
 /**
- * Per-device accumulator: readings in milli-degrees Celsius, all exact integers (a sum stays exact while below
- * 2^53 milli-degrees, i.e. for more than 10^10 readings at 125 °C in one window). `min`/`max` are `null` while
- * `count` is 0.
+ * Per-device accumulator: milli-degrees Celsius as exact integers (exact below 2^53, over 10^10 readings at 125 °C
+ * per window). `min`/`max` are `null` while `count` is 0.
  */
 export type DeviceStatsAccumulator = {
   readonly count: number;
@@ -51,10 +50,7 @@ export function milliToText(milli: number): string {
   return formatScaled(BigInt(milli) * 1_000_000n);
 }
 
-/**
- * Beam `CombineFn` per device and window: associative and commutative with the empty accumulator as identity, and
- * canonical (equal inputs give identical JSON in any order or sharding), so shards merge to the unsharded result.
- */
+/** Beam `CombineFn` per device and window; canonical like `bookingAggregatesFn`, so shards merge exactly. */
 export const deviceStatsFn: CombineFn<number, DeviceStatsAccumulator, DeviceStats> = {
   createAccumulator: () => EMPTY_STATS,
   addInput: (acc, milli) => ({
@@ -150,11 +146,9 @@ function topOf(entries: Iterable<TopEntry>, n: number): TopAccumulator {
 }
 
 /**
- * The `n` hottest devices of a region and window, ranked by their highest reading ("hottest" = highest maximum).
- * The accumulator is bounded (at most `n` entries) and still exact under sharding and merging: a device in the true
- * top `n` has its highest reading in some shard, where every device ranked above it also ranks above it overall,
- * so it is in that shard's top `n` too. (A top-N by average would not survive truncation: every device's sum and
- * count would have to be kept until the pane fires.)
+ * The `n` hottest devices (highest reading) of a region and window. The accumulator holds at most `n` entries and
+ * stays exact under sharding: a device in the true top `n` is in the top `n` of the shard holding its highest
+ * reading. (A top-N by average would not survive truncation.)
  * @throws RangeError when `n` is not an integer in 1-100
  */
 export function regionTopNFn(n: number): CombineFn<TelemetryElement, TopAccumulator, TopDevice[]> {
