@@ -170,10 +170,9 @@ function collisions(kind: string, claims: readonly { owner: string; value: strin
 }
 
 /**
- * The problems of a registry: every definition's own (`definitionProblems`), plus any pipeline name, aggregation
- * name (gold `pipeline` column, insertId prefix), topic or subscription, table, entry point, function base name,
- * service account or Firestore root claimed twice, within one pipeline or across two (case-insensitive: BigQuery table names and
- * Cloud Run service names are compared as written, but two spellings of one name only confuse an operator).
+ * The problems of a registry: every definition's own (`definitionProblems`), plus any name, topic, subscription,
+ * table, entry point, function, service account or Firestore root claimed twice, within one pipeline or across two
+ * (case-insensitive: two spellings of one name only confuse an operator).
  * @returns empty when the registry is sound
  */
 export function registryProblems(pipelines: readonly AnyPipelineDefinition[]): string[] {

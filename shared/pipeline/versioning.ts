@@ -66,9 +66,8 @@ export function resolveVersion<S, R, E>(
 }
 
 /**
- * Decodes one message with the contract version it names ({@link resolveVersion}) and that version's own
- * mapping. The outcome carries the version it was decoded as (`null` when none applied). Pure; never throws for
- * bad data.
+ * Decodes one message with the version it names ({@link resolveVersion}) and that version's mapping; the outcome
+ * carries the version (`null` when none applied). Pure; never throws for bad data.
  */
 export function decodeVersioned<S, R, E>(
   contract: PipelineContract<S, R, E>,
@@ -104,7 +103,6 @@ function namedVersion(
   try {
     payload = JSON.parse(UTF8.decode(message.data));
   } catch (err) {
-    // The message's own data is at fault: a rejection naming why, never an exception out of the decoder.
     return {
       stage: 'PARSE_JSON',
       reason: `payload is not UTF-8 JSON, so its contract version field ${selector.name} cannot be read: ${(err as Error).message}`,

@@ -41,10 +41,9 @@ function definitionFolders(dir: string): string[] {
 }
 
 /**
- * The pipelines defined in the folders directly under each of `dirs` (absolute paths): a folder counts when it has
- * a `definition` module, which must export exactly one definition, named as the folder. Sorted by name, the
- * default pipeline first. Synchronous (`require`), so the registry is a constant at import, as the deployed
- * functions, the local stack and the deploy plan read it.
+ * The pipelines defined in the folders directly under each of `dirs` (absolute paths): each `definition` module
+ * must export exactly one definition, named as the folder. Sorted by name, the default first. Synchronous
+ * (`require`), so the registry is a constant at import.
  * @throws Error naming the folder when its module exports no definition, several, or one named otherwise
  */
 export function discoverPipelines(dirs: readonly string[]): AnyPipelineDefinition[] {
@@ -52,7 +51,6 @@ export function discoverPipelines(dirs: readonly string[]): AnyPipelineDefinitio
   for (const dir of dirs) {
     for (const folder of definitionFolders(dir)) {
       const where = path.join(dir, folder, 'definition');
-      // A dynamic require: the folder list is read at run time, the point of the registry.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const exported = Object.values(require(where) as Record<string, unknown>);
       const definitions = exported.filter(isDefinition);

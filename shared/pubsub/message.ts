@@ -56,9 +56,8 @@ export type DecodeResult =
     };
 
 /**
- * Prefix of the id given to an envelope that carries neither a message id nor a CloudEvent id: `body-sha256:` +
- * 64 hex characters of SHA-256 over the envelope's text. Used as the quarantine insertId, so a redelivery of the same
- * body dedups like one with a message id.
+ * Prefix of the id of an envelope with neither a message id nor a CloudEvent id: `body-sha256:` + 64 hex of SHA-256
+ * over its text, the quarantine insertId, so a redelivery of the same body dedups like one with a message id.
  */
 export const BODY_HASH_ID_PREFIX = 'body-sha256:';
 
@@ -69,8 +68,8 @@ export const BODY_HASH_ID_PREFIX = 'body-sha256:';
  */
 export type PushedEvent = { id?: unknown; data?: unknown; message?: unknown } | null | undefined;
 
-// A plain character class with no repeated group: V8 runs it without backtracking, so a 10 MB message (the
-// Pub/Sub limit) cannot overflow the regex stack, as `(?:[…]{4})*` did beyond ~4.4 M characters.
+// A plain character class with no repeated group: no backtracking, so a 10 MB message (Pub/Sub's limit) cannot
+// overflow the regex stack.
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Standard base64 with padding (RFC 4648 §4), as Pub/Sub's JSON mapping sends bytes. */
@@ -79,10 +78,9 @@ function isBase64(text: string): boolean {
 }
 
 /**
- * Decodes what the Functions Framework passed to the CloudEvent function (see {@link PushedEvent}): the CloudEvent's
- * `data` when it has any, else the event itself when it is a Pub/Sub push body (`message` object), else nothing
- * usable. Never throws; a failure is returned as `ok: false`, to be quarantined at PARSE_JSON, and always carries
- * a non-empty `messageId` (message id, CloudEvent id, or a hash of the body).
+ * Decodes what the Functions Framework passed (see {@link PushedEvent}): the CloudEvent's `data` when it has any,
+ * else the event itself when it is a Pub/Sub push body. Never throws; a failure is `ok: false` (quarantined at
+ * PARSE_JSON) with a non-empty `messageId`.
  */
 export function decodePushedEvent(event: PushedEvent): DecodeResult {
   const cloudEventId = firstString(event?.id);
@@ -105,9 +103,8 @@ function malformed(
 }
 
 /**
- * Decodes CloudEvent `data` (already JSON-parsed by the framework). Never throws: a malformed event is returned
- * as `ok: false` with its text, to be quarantined at PARSE_JSON. `cloudEventId` is the fallback message id; without
- * either, the id is {@link BODY_HASH_ID_PREFIX} + a hash of the data's text.
+ * Decodes CloudEvent `data` (already JSON-parsed by the framework); never throws, as {@link decodePushedEvent}.
+ * `cloudEventId` is the fallback message id.
  */
 export function decodeMessagePublished(
   data: unknown,
@@ -128,7 +125,6 @@ export function decodeMessagePublished(
   } else {
     return malformed(knownId, 'message.data is not base64 text', raw(), attributes);
   }
-  // A message without any id still needs a stable one (quarantine insertId): the hash of what was delivered.
   const id = knownId ?? bodyHashId(raw());
   const publishTime = firstString(m.publishTime, m.publish_time);
   const parsed = publishTime === undefined ? NaN : Date.parse(publishTime);
