@@ -33,10 +33,9 @@ export function observeAttempt<T>(fn: () => Promise<T>): {
 }
 
 /**
- * Notes that `operation`'s transaction runs again: because its previous commit failed (Firestore's client retries an
- * ABORTED commit, contention on the same documents, with backoff), or, given `afterError`, because the previous run
- * of the callback failed with that error (the client retries UNAVAILABLE and other retryable codes too). A no-op
- * outside {@link observeAttempt}.
+ * Notes that `operation`'s transaction runs again: after an ABORTED commit (contention), or, given `afterError`,
+ * after the previous run of the callback failed with that error (e.g. UNAVAILABLE). A no-op outside
+ * {@link observeAttempt}.
  */
 export function noteTransactionRetry(operation: string, afterError?: string): void {
   const observations = current.getStore();

@@ -30,10 +30,8 @@ export class ConfigError extends Error {
 }
 
 /**
- * What a Pub/Sub-triggered function throws to refuse a delivery (Pub/Sub redelivers it). Its message is fixed and
- * names only the message id: the Functions Framework writes a thrown error's message into the 5xx response body,
- * which must never carry internal error text (table names, client errors, stack details). The cause, already
- * logged with its context, is kept as `cause` for in-process callers.
+ * What a Pub/Sub-triggered function throws to refuse a delivery (Pub/Sub redelivers it). Its message names only the
+ * message id, as the Functions Framework writes it into the 5xx body; the cause, already logged, is `cause`.
  */
 export class DeliveryRefused extends Error {
   override readonly name = 'DeliveryRefused';

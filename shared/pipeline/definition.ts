@@ -128,8 +128,7 @@ export interface VersionSelector {
 
 /**
  * How message data is encoded. `json`: UTF-8 JSON, no Pub/Sub topic schema. `avro` / `protobuf`: a Pub/Sub topic
- * schema validates at publish (Pub/Sub refuses a non-conforming message: it is not published) and the contract
- * decodes that encoding. See docs/pipelines.md for the telemetry decision.
+ * schema refuses non-conforming messages at publish, and the contract decodes that encoding.
  */
 export type MessageEncoding =
   | { readonly kind: 'json' }
@@ -428,8 +427,7 @@ export interface PipelineDefinition<Settings, Row, Element> {
   readonly pubsub: PipelineTopics;
   readonly contract: PipelineContract<Settings, Row, Element>;
   /**
-   * Builds the contract's settings once per instance, at cold start: reads the environment and opens the side
-   * inputs (reference data loaded now and refreshed on an interval).
+   * Builds the contract's settings once per instance, at cold start (environment, side inputs).
    * @throws ConfigError naming the first bad variable; TransientError when a side input cannot be loaded
    */
   createSettings(env: Env, io: SettingsIo): Promise<Settings>;

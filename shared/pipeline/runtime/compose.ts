@@ -68,10 +68,9 @@ export function sharedWindowKnobs(env: Env): SharedWindowKnobs {
 }
 
 /**
- * Configures `definition` for `env` (its `configure` hook, once), then builds the clients (BigQuery follows
- * `BIGQUERY_EMULATOR_HOST`, with `autoRetry` off there; Firestore follows `FIRESTORE_EMULATOR_HOST`; the project is
- * `OFFVIA_PROJECT_ID` / `GOOGLE_CLOUD_PROJECT` as `loadIngestConfig` reads it), the writer (coalescing concurrent
- * rows per table unless `OFFVIA_BQ_COALESCE` is off) and every aggregation in its own Firestore namespace.
+ * Configures `definition` for `env` (its `configure` hook, once), then builds the clients (emulators when
+ * `BIGQUERY_EMULATOR_HOST` / `FIRESTORE_EMULATOR_HOST` are set), the writer (coalescing unless `OFFVIA_BQ_COALESCE`
+ * is off) and every aggregation in its own Firestore namespace.
  * @throws ConfigError for a bad variable (fail fast at cold start)
  */
 export function createPipelineParts(
@@ -94,7 +93,7 @@ export function createPipelineParts(
     (coalescing.enabled ? new CoalescingRowWriter(wrapped, coalescing) : wrapped);
   const firestore =
     overrides.firestore ?? firestoreClient(ingest.projectId, ingest.firestoreDatabase);
-  // One backlog reader per instance, shared by the aggregations: they read the same ingest subscription.
+  // One backlog reader per instance: the aggregations read the same ingest subscription.
   const window = loadWindowConfig(env);
   const backlog =
     overrides.backlog ??

@@ -60,17 +60,15 @@ export interface PipelineEntryPoints {
    */
   ingest(event: PushedEvent): Promise<PipelineIngestOutcome>;
   /**
-   * The fireWindows function (`functions.fireWindows.entryPoint`), POST only: 405 otherwise. A call from Cloud
-   * Scheduler (header `X-CloudScheduler: true`) runs the timer loop; any other call one pass per aggregation.
-   * Answers 200 / 503 (transient, Cloud Scheduler retries) / 500 as booking's fireWindows; 500 with the error when
-   * the dependencies cannot be built (a bad variable).
+   * The fireWindows function (`functions.fireWindows.entryPoint`), POST only: 405 otherwise. A Cloud Scheduler call
+   * (`X-CloudScheduler: true`) runs the timer loop, any other one pass ({@link firePipelineWindowsHttp}); 500 with
+   * the error when the dependencies cannot be built.
    */
   fireWindows(request: FireRequest): Promise<HttpAnswer & { allow?: string }>;
   /**
-   * The schema sweep (`functions.schemaSweep.entryPoint`), POST only: 405 otherwise. Runs one sweep over the target
-   * tables and answers its JSON summary: 200 when every table was swept (or left to a concurrent sweep), 500 when
-   * any failed (Cloud Scheduler retries; the failure is logged and nothing is lost) or the dependencies cannot be
-   * built.
+   * The schema sweep (`functions.schemaSweep.entryPoint`), POST only: 405 otherwise. Answers one sweep's JSON
+   * summary: 200 when every table was swept (or left to a concurrent sweep), 500 when any failed (Cloud Scheduler
+   * retries) or the dependencies cannot be built.
    */
   schemaSweep(request: FireRequest): Promise<HttpAnswer & { allow?: string }>;
   /** Builds the schemaSweep dependencies now (cold start). @throws ConfigError for a bad variable */
@@ -199,10 +197,8 @@ export interface FireResponse {
 }
 
 /**
- * Registers, for every pipeline of `pipelines`, its `functions.ingest.entryPoint` (cloudEvent), its
- * `functions.schemaSweep.entryPoint` (http) when the definition has one, and its `functions.fireWindows.entryPoint`
- * (http), and builds the dependencies of the one `env.FUNCTION_TARGET` names at once (cold start): a bad variable
- * fails the instance's start.
+ * Registers every pipeline's ingest (cloudEvent), schemaSweep when it has one, and fireWindows (http) entry points,
+ * and builds the dependencies of the one `env.FUNCTION_TARGET` names at once: a bad variable fails the cold start.
  * @returns the entry point names registered, in order
  */
 export function registerPipelineFunctions(

@@ -17,8 +17,7 @@ export interface PipelineFireDeps {
 
 /**
  * The HTTP status of a run over several aggregations, from theirs: 500 when any failed for a non-transient reason,
- * else 503 when any failed transiently (Cloud Scheduler retries), else 200. The same status semantics as booking's
- * fireWindows, applied to the worst aggregation.
+ * else 503 when any failed transiently (Cloud Scheduler retries), else 200.
  */
 export function combinedStatus(statuses: readonly number[]): number {
   if (statuses.some((s) => s >= 500 && s !== 503)) return 500;
@@ -27,10 +26,9 @@ export function combinedStatus(statuses: readonly number[]): number {
 }
 
 /**
- * Fires every aggregation of the pipeline, concurrently (each holds its own lease and watermark, so one busy or
- * failing aggregation never delays another). `loop` present (a Cloud Scheduler call): each aggregation runs the
- * timer loop (`fireWindowsLoopHttp`), serving processing-time timers for `loop.loopMs`; absent: one pass each
- * (`fireWindowsHttp`). Never throws: failures are in the answer (logged by the fireWindows machinery).
+ * Fires every aggregation of the pipeline concurrently, each under its own lease: with `loop` (a Cloud Scheduler
+ * call) the timer loop for `loop.loopMs` (`fireWindowsLoopHttp`), else one pass (`fireWindowsHttp`). Never throws:
+ * failures are in the answer (and logged).
  * @returns status per {@link combinedStatus}; body `{ pipeline, status, aggregations: { <name>: summary } }`, its
  *   `status` `failed` (not 200), `busy` (another run held an aggregation's lease) or `ok`
  */
@@ -51,7 +49,6 @@ export async function firePipelineWindowsHttp(
   const status = combinedStatus(answers.map((a) => a.answer.status));
   const aggregations: Record<string, Record<string, unknown>> = {};
   for (const a of answers) aggregations[a.name] = a.answer.body;
-  // `busy`: another run held an aggregation's lease, so a caller that needs a full pass (a test) calls again.
   const busy = answers.some((a) => a.answer.body.status === 'busy');
   return {
     status,
