@@ -3,9 +3,8 @@ import { accumulatorFields, type CombineFn } from '../windowing';
 import { formatScaled, NUMERIC_SCALE } from '../contract/numeric';
 
 /**
- * The stored accumulator (plain JSON for a Firestore shard document): bookings folded in, and the fares' sum, min
- * and max as canonical decimal text (`formatScaled`, e.g. `"749.5"`), never a binary float; `min`/`max` `null` while
- * `count` is 0.
+ * The stored accumulator (plain JSON): bookings folded in, and the fares' sum, min and max as canonical decimal text
+ * (`formatScaled`, e.g. `"749.5"`), never a binary float; `min`/`max` `null` while `count` is 0.
  */
 export type BookingAccumulator = {
   readonly count: number;
@@ -16,8 +15,7 @@ export type BookingAccumulator = {
 
 /**
  * A pane's value: decimal text ready for BigQuery NUMERIC. `mean` is total / count rounded half-even to 9 fraction
- * digits (NUMERIC's scale); `min`, `max` and `mean` are `null` for an empty pane (e.g. the ON_TIME pane of a
- * DISCARDING window after an early pane took everything).
+ * digits (NUMERIC's scale); `min`, `max` and `mean` are `null` for an empty pane.
  */
 export interface BookingAggregate {
   readonly count: number;
@@ -77,9 +75,8 @@ const minText = (a: string | null, b: string | null) => pick(a, b, (x, y) => x <
 const maxText = (a: string | null, b: string | null) => pick(a, b, (x, y) => x >= y);
 
 /**
- * Beam `Combine.CombineFn` over fares given as value × 10^9 (`ValidationSuccess.fareScaled`): associative and
- * commutative with the empty accumulator as identity, and canonical (equal inputs give identical JSON whatever the
- * order or sharding), so a window split over N shards merges to exactly the unsharded result.
+ * Beam `CombineFn` over fares × 10^9 (`ValidationSuccess.fareScaled`): associative, commutative and canonical (equal
+ * inputs give identical JSON whatever the order or sharding), so N shards merge to exactly the unsharded result.
  * @throws AccumulatorFormatError from any method given an accumulator it did not produce
  */
 export const bookingAggregatesFn: CombineFn<bigint, BookingAccumulator, BookingAggregate> = {

@@ -14,8 +14,7 @@ const PART = /^[A-Z]{3}$/;
 const KEY = /^([A-Z]{3})-([A-Z]{3})-([A-Z]{3})$/;
 
 /**
- * `ORIGIN-DESTINATION-CURRENCY`, e.g. `JFK-LHR-USD`: safe as a Firestore document id part and readable in logs. The
- * contract guarantees three capitals for each part (BUSINESS_RULE_VALIDATION).
+ * `ORIGIN-DESTINATION-CURRENCY`, e.g. `JFK-LHR-USD`: safe as a Firestore document id part and readable in logs.
  * @throws RangeError when a part is not three capitals (a caller bug: the contract validated them)
  */
 export function routeKey(parts: RouteParts): string {

@@ -11,9 +11,8 @@ import type { PassengerIdConfig, PassengerIdKey } from '../config/passenger-id-c
 export const PSEUDONYM_PREFIX = 'hmac1:';
 
 /**
- * `hmac1:` + the 64 lower-case hex digits of HMAC-SHA256(key, UTF-8 of `passengerId`) (RFC 2104). Deterministic for
- * one key (the same passenger gets the same value in every row: joins and counts work); without the key it cannot
- * be reversed by enumerating likely ids, which a plain SHA-256 could. Never throws.
+ * `hmac1:` + the 64 lower-case hex digits of HMAC-SHA256(key, UTF-8 of `passengerId`) (RFC 2104): deterministic per
+ * key (joins work), and unlike a plain SHA-256 not reversible by enumerating likely ids. Never throws.
  */
 export function pseudonymisePassengerId(key: PassengerIdKey, passengerId: string): string {
   return (
@@ -22,10 +21,8 @@ export function pseudonymisePassengerId(key: PassengerIdKey, passengerId: string
 }
 
 /**
- * The validated event as ingestBooking routes it: unchanged for `raw`, else with the Silver row's `passenger_id`
- * pseudonymised. Applied once, right after validation, so everything that stores the row (Silver, the schema-retry
- * store, a bad-data row holding the Silver row as JSON) gets the pseudonym. `eventId` is unaffected: it never
- * depends on `passenger_id` (contract/event-id.ts).
+ * The validated event unchanged for `raw`, else with the Silver row's `passenger_id` pseudonymised; applied right
+ * after validation, so every stored copy gets the pseudonym. `eventId` never depends on `passenger_id`.
  */
 export function protectPassengerId(
   event: ValidationSuccess,

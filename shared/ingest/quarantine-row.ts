@@ -23,11 +23,7 @@ export interface QuarantineRow {
 // ignoreBOM: keep a leading byte-order mark in raw_payload, so the quarantined text is the message's text.
 const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-/**
- * Maps a rejected message to its quarantine row. `raw_payload` is the UTF-8 text (U+FFFD for invalid bytes) of at
- * most `maxPayloadBytes` bytes; when the bytes are not valid UTF-8, `raw_payload_base64` keeps them exactly (also
- * capped). Bronze always has the full message, so truncation loses nothing.
- */
+/** Maps a rejected message to its quarantine row, the payload kept as {@link keptPayload} keeps it. */
 export function quarantineRow(
   message: Pick<PubSubMessage, 'messageId' | 'publishTimeMs' | 'attributes' | 'data'>,
   stage: ErrorStage,
@@ -68,10 +64,9 @@ export interface KeptPayload {
 }
 
 /**
- * The part of a message body a quarantine or bad-data row keeps: at most `maxPayloadBytes` bytes (1 KiB–4 MiB,
- * `OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`), as text, plus an exact base64 copy only when the bytes are not valid UTF-8,
- * so a row stays far below BigQuery's 10 MB insertAll request limit whatever the message size (Pub/Sub allows 10 MB).
- * Bronze always has the full message.
+ * The part of a message body a quarantine or bad-data row keeps: at most `maxPayloadBytes` bytes
+ * (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`) as text, plus an exact base64 copy only when the bytes are not valid UTF-8,
+ * so a row stays far below BigQuery's 10 MB insertAll limit. Bronze always has the full message.
  */
 export function keptPayload(bytes: Uint8Array, maxPayloadBytes: number): KeptPayload {
   const truncated = bytes.length > maxPayloadBytes;

@@ -11,10 +11,7 @@ import { contractProblems } from './versioning';
 
 /** Pipeline and aggregation names: the windowed-pipeline rule of `OFFVIA_WINDOW_PIPELINE`. */
 const PIPELINE_NAME = /^[a-z][a-z0-9_]{0,39}$/;
-/**
- * Pub/Sub topic and subscription ids: start with a letter, 3-255 characters of letters, digits, `-_.~+%`, not
- * starting with `goog` (Pub/Sub resource-name rules).
- */
+/** Pub/Sub topic and subscription ids (Pub/Sub resource-name rules). */
 const PUBSUB_ID = /^(?!goog)[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$/;
 /** BigQuery dataset ids (letters, digits, `_`, up to 1,024) and table ids (kept to the same plain alphabet). */
 const BIGQUERY_ID = /^[A-Za-z_][A-Za-z0-9_]{0,1023}$/;
@@ -22,16 +19,9 @@ const BIGQUERY_ID = /^[A-Za-z_][A-Za-z0-9_]{0,1023}$/;
 const COLLECTION_ID = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 /** Entry points: JavaScript identifiers the Functions Framework registers. */
 const ENTRY_POINT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-/**
- * Function base names: lowercase letters, digits and hyphens, starting with a letter (Cloud Functions gen2 names
- * are Cloud Run service names, at most 63 characters with the deploy's prefix; 40 leaves the prefix room).
- */
+/** Function base names: Cloud Run service names are at most 63 characters; 40 leaves the deploy's prefix room. */
 const FUNCTION_BASE_NAME = /^[a-z][a-z0-9-]{0,38}[a-z0-9]$/;
-
-/**
- * Service account bases: IAM ids are 6–30 lowercase letters, digits and hyphens starting with a letter; a base of at
- * most 23 leaves room for the deploy's default name prefix `offvia-` (the deploy checks the actual prefix).
- */
+/** Service account bases: IAM ids are 6–30 characters; 23 leaves room for the default prefix `offvia-`. */
 const SERVICE_ACCOUNT_BASE = /^[a-z][a-z0-9-]{0,21}[a-z0-9]$/;
 
 function check(problems: string[], pattern: RegExp, what: string, value: string): void {
