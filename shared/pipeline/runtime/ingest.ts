@@ -216,7 +216,7 @@ export async function ingestPipelineMessage(
       const publishedMs = decoded.message.publishTimeMs;
       const ageMs = publishedMs === undefined ? undefined : deps.now() - publishedMs;
       if (ageMs !== undefined && ageMs > deps.maxRetryAgeMs) {
-        return retryAgeExceeded(decoded.message, progress.step, errorText(err), ageMs, deps, err);
+        return retryAgeExceeded(decoded.message, progress.step, ageMs, deps, err);
       }
     }
     // Every failure leaves a line with its context, once (the writes log their own), before Pub/Sub redelivers.
@@ -345,23 +345,15 @@ async function routeMessage(
     return countInWindows(event, message, receivedAtMs, deps);
   };
   const inBadData = 'the row is in the bad-data table';
+  const { messageId } = message;
   const held = async (reason: string): Promise<PipelineIngestOutcome> => {
     await count('the row waits in the schema-retry store');
-    return {
-      destination: 'schema_retry',
-      messageId: message.messageId,
-      eventId: event.eventId,
-      reason,
-    };
+    return { destination: 'schema_retry', messageId, eventId: event.eventId, reason };
   };
   const routedToBadData = async (drift: DriftBadData): Promise<PipelineIngestOutcome> => {
     await count(inBadData);
-    return {
-      destination: 'bad_data',
-      messageId: message.messageId,
-      targetDest: drift.targetDest,
-      error: drift.error,
-    };
+    const { targetDest, error } = drift;
+    return { destination: 'bad_data', messageId, targetDest, error };
   };
   let onRejected: OnRejected | undefined;
   const gate = deps.schemaDrift;
@@ -418,12 +410,12 @@ async function routeMessage(
 async function retryAgeExceeded(
   message: PubSubMessage,
   step: string,
-  error: string,
   ageMs: number,
   deps: PipelineIngestDeps,
   original: unknown,
 ): Promise<PipelineIngestOutcome> {
   const nowMs = deps.now();
+  const error = errorText(original);
   const reason = `retry age exceeded: still failing ${ageMs} ms after publish (limit OFFVIA_MAX_RETRY_AGE_MS=${String(deps.maxRetryAgeMs)}) at ${step}: ${error}`;
   const bad: BadDataRow = {
     bad_data: JSON.stringify({
