@@ -192,13 +192,12 @@ export async function ingestPipelinePushedEvent(
 }
 
 /**
- * Routes one decoded message and resolves (ack) once it is in Silver, the schema-retry store, quarantine or bad
- * data. Accepted (`decodeVersioned`): through the drift gate when there is one, then the Silver row with insertId =
- * the event id, then each aggregation's element (`input(event)`) into its windows, where the dedup ids count it once
- * however often it is redelivered. A valid event held in the retry store or routed to bad data is counted too,
- * exactly once (docs/windows.md). Rejected: the definition's quarantine row with insertId = the message id; an
- * envelope that is not a Pub/Sub message at the contract's first stage. Past `maxRetryAgeMs` a failing message goes
- * to bad data instead ({@link retryAgeExceeded}). Every failure is logged once, with its step.
+ * Routes one decoded message; resolves (ack) once it is in Silver, the schema-retry store, quarantine or bad data.
+ * Accepted: through the drift gate if any, the Silver row with insertId = the event id, then each aggregation's
+ * element into its windows, where the dedup ids count it once however often it is redelivered (a valid event held or
+ * in bad data is counted too, docs/windows.md). Rejected: the quarantine row with insertId = the message id (a
+ * non-Pub/Sub envelope at the contract's first stage). Past `maxRetryAgeMs`: {@link retryAgeExceeded}. Every
+ * failure is logged once, with its step.
  * @throws TransientError (or whatever a dependency threw) when BigQuery or Firestore failed and the message is
  *   younger than the guard, or the guard's bad-data write failed too: Pub/Sub must redeliver
  */

@@ -4,10 +4,7 @@ import type { Env } from '../../config/env';
 import { MAX_EVENT_AGE_LIMIT_MS, MAX_FUTURE_SKEW_LIMIT_MS } from '../../config/ingest-config';
 import { type VarGroup, type VarValues, intVar, readVars, tableVar } from '../../config/spec';
 
-/**
- * What the telemetry contract and its device directory need: every variable of `TELEMETRY_VARS` as read
- * (temperatures in whole °C, durations in ms; meaning, default and range there).
- */
+/** Every variable of `TELEMETRY_VARS` as read (temperatures in whole °C, durations in ms). */
 export type TelemetryConfig = VarValues<typeof TELEMETRY_VARS>;
 
 const SECOND_MS = 1000;

@@ -277,10 +277,7 @@ function checkReading(
   return { text: formatScaled(parsed.scaled), milli: Number(milli) };
 }
 
-/**
- * The event time: `eventTs` when present (strict RFC 3339, within the skews of `rulesAtMs`, epoch ms UTC), else the
- * publish time.
- */
+/** The event time, epoch ms UTC: `eventTs` (RFC 3339, within the skews at `rulesAtMs`), else the publish time. */
 function eventTime(
   message: ContractMessage,
   rulesAtMs: number,

@@ -21,10 +21,7 @@ import { BigQueryDeviceDirectory } from './device-directory';
 import { deadLetterRow, devicePaneRow, regionTopPaneRow } from './rows';
 import { telemetrySamples } from './samples';
 
-/**
- * The scenario's windowing: 1-minute fixed event-time windows, an early pane 30 s of processing time after a
- * pane's first element, a late pane per late element, 10 minutes of allowed lateness, accumulating panes.
- */
+/** The scenario's windowing: 1-minute windows, early pane after 30 s, a late pane per late element. */
 export const TELEMETRY_STRATEGY: WindowingStrategy = {
   windowFn: { kind: 'fixed', sizeMs: 60_000, offsetMs: 0 },
   allowedLatenessMs: 10 * 60_000,
@@ -32,10 +29,7 @@ export const TELEMETRY_STRATEGY: WindowingStrategy = {
   accumulationMode: 'ACCUMULATING',
 };
 
-/**
- * The watermark heuristic, as the booking pipeline's defaults: 10 s of out-of-orderness, the clock taken over after
- * 60 s without a new largest event time, and a device clock running ahead never moving the watermark.
- */
+/** The watermark heuristic, as the booking pipeline's defaults (a clock running ahead never moves it). */
 export const TELEMETRY_WATERMARK_POLICY: WatermarkPolicy = {
   maxOutOfOrdernessMs: 10_000,
   idleTimeoutMs: 60_000,

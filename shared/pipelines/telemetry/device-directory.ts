@@ -96,9 +96,8 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
 
   /**
    * Reads the reference table and replaces the snapshot.
-   * @throws TransientError when BigQuery fails or the table does not exist (at cold start the instance cannot serve
-   *   and Pub/Sub redelivers: a missing reference table holds the readings back rather than dead-lettering them);
-   *   DeviceDirectoryTooLargeError when the table holds more than `maxDevices` devices
+   * @throws TransientError when BigQuery fails or the table does not exist (the readings are held back, not
+   *   dead-lettered); DeviceDirectoryTooLargeError when the table holds more than `maxDevices` devices
    */
   async load(): Promise<DeviceSnapshot> {
     const startedMs = this.options.now();
@@ -147,10 +146,7 @@ export class BigQueryDeviceDirectory implements DeviceDirectory {
     return this.snapshot.devices.get(deviceId);
   }
 
-  /**
-   * Starts a background reload when the last attempt is `refreshIntervalMs` old and none is running; returns the
-   * reload in progress (tests and shutdown await it), or `undefined`.
-   */
+  /** Starts a background reload when one is due and none is running; returns the one in progress, or `undefined`. */
   reloadIfDue(): Promise<void> | undefined {
     if (this.reloading) return this.reloading;
     if (this.options.now() - this.lastAttemptMs < this.options.refreshIntervalMs) return undefined;

@@ -39,7 +39,7 @@ export interface DeadLetterRow {
 
 /**
  * The dead-letter row of a rejected message (the study guide: payload, error, deviceId and parse time, to a
- * partitioned table). `parseTimeMs` is epoch ms UTC. Its insertId is the message id, so a redelivery adds nothing.
+ * partitioned table). `parseTimeMs` is epoch ms UTC.
  * @throws RangeError when `parseTimeMs` is outside BigQuery TIMESTAMP's range
  */
 export function deadLetterRow(
