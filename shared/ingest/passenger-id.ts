@@ -1,5 +1,4 @@
-// Pseudonymisation of `passenger_id` before Silver: a keyed hash, so Silver, the schema-retry store and bad data
-// never hold the raw id while joins on it keep working (docs/privacy.md).
+// Pseudonymisation of `passenger_id` before Silver: a keyed hash, so joins keep working (docs/privacy.md).
 import { createHmac } from 'node:crypto';
 import type { ValidationSuccess } from '../contract';
 import type { PassengerIdConfig, PassengerIdKey } from '../config/passenger-id-config';

@@ -1,6 +1,5 @@
-// The pipeline definition: one typed object per pipeline naming everything it is made of (topic and subscriptions,
-// versioned contract, tables and their DDL, windowing, combine and gold rows, schema drift, functions, Firestore
-// namespace), so entry points, the local stack and the deploy plan can iterate over pipelines instead of one.
+// The pipeline definition: one typed object per pipeline naming everything it is made of, so entry points, the local
+// stack and the deploy plan iterate over pipelines instead of one.
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Env, TableRef } from '../config/env';
 import type { VarGroup } from '../config/spec';

@@ -1,5 +1,4 @@
-// Checks over a list of pipeline definitions: each one well-formed (names follow Pub/Sub, BigQuery, Firestore and
-// Cloud Functions rules, strategies valid, versions sound), and no two sharing a topic, table, function or state.
+// Checks over a list of pipeline definitions: each one well-formed, and no two sharing a name, table or state.
 import { tableName, type TableRef } from '../config/env';
 import {
   WindowingConfigError,

@@ -1,5 +1,4 @@
-// Versioned contracts: read the version a message names, refuse unknown and retired versions at SCHEMA_VALIDATION,
-// and decode the rest with their own version's mapping (the lab: "version the event contracts").
+// Versioned contracts (the lab: "version the event contracts"): each message decoded as the version it names.
 import type {
   ContractMessage,
   ContractOutcome,

@@ -1,5 +1,5 @@
-// The registry: every pipeline this system runs, found on disk. Each folder under shared/pipelines/ whose
-// `definition` module exports a pipeline definition is one pipeline; nothing else lists them (docs/pipelines.md).
+// The registry: every folder under shared/pipelines/ whose `definition` module exports a definition is a pipeline;
+// nothing else lists them (docs/pipelines.md).
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { AnyPipelineDefinition } from '../pipeline/definition';

@@ -1,5 +1,4 @@
-// Composition root of every pipeline definition's functions: the definition as configured for this deployment, the
-// real BigQuery and Firestore clients from the environment, the definition's settings, its aggregations, its gate.
+// Composition root of every pipeline definition's functions: configured definition, clients, settings, aggregations.
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 import { loadCoalescingConfig } from '../../config/coalescing-config';

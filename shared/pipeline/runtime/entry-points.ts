@@ -1,5 +1,4 @@
-// The functions of a pipeline definition as handlers the Functions Framework registers (functions/index.ts): the
-// Pub/Sub-triggered ingest, the HTTP fireWindows and schemaSweep, each building its dependencies once per instance.
+// The functions of a pipeline definition as handlers the Functions Framework registers (functions/index.ts).
 import { runSchemaSweep, type SweepDeps } from '../../drift/sweep';
 import { createSchemaSweepDeps } from '../../drift/sweep-runtime';
 import { DeliveryRefused, errorText } from '../../errors';

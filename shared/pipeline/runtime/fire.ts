@@ -1,5 +1,4 @@
-// The generic fireWindows of a pipeline definition: one HTTP call advances the watermark and fires the due windows of
-// every aggregation (each under its own leases, in its own namespace) and answers one JSON summary per aggregation.
+// The generic fireWindows of a pipeline definition: every aggregation's due windows, one JSON summary.
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { fireWindowsHttp, type FireWindowsDeps, type HttpAnswer } from '../../state/fire-windows';
 import { fireWindowsLoopHttp, type TimerLoopOptions } from '../../state/timer-loop';

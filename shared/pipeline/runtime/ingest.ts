@@ -1,6 +1,5 @@
-// The ingest of every pipeline definition: one pushed Pub/Sub message → versioned decode → Silver (insertId = event
-// id), the schema-retry store or bad data, and each aggregation's windows; or the quarantine table. Transient
-// failures refuse the delivery so Pub/Sub redelivers; the logs say where every message ended.
+// The ingest of every pipeline definition: one pushed Pub/Sub message to Silver, the schema-retry store, bad data or
+// quarantine, and to each aggregation's windows; transient failures refuse the delivery so Pub/Sub redelivers.
 import { createHash } from 'node:crypto';
 import { tableName, type TableRef } from '../../config/env';
 import {

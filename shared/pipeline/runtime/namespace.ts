@@ -1,5 +1,4 @@
-// Where a pipeline's window state lives in Firestore: one sub-namespace per aggregation under the pipeline's
-// windows root. Operator commands read the layout from here rather than spelling paths themselves.
+// Where a pipeline's window state lives in Firestore; operator commands read the layout from here.
 import type { AggregationDefinition, AnyPipelineDefinition } from '../definition';
 import { COLLECTIONS } from '../../state/firestore-window-store';
 import { GROUP_COLLECTIONS } from '../../state/grouped-window-store';

@@ -1,5 +1,4 @@
-// One aggregation of a pipeline definition on the keyed window store, in its own Firestore namespace: windowing core,
-// watermark, pane emitter to its gold table, the per-event path (ingest) and the fireWindows wiring.
+// One aggregation of a pipeline definition on the keyed window store: the per-event path and the fireWindows wiring.
 import { randomUUID } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import type { TableRef } from '../../config/env';

@@ -1,5 +1,4 @@
-// The booking pipeline as a definition run by the one pipeline runtime: the lab's contract (with passenger-id
-// protection), tables, route windows and schema drift, and `configure`, which applies booking's OFFVIA_* overrides.
+// The booking pipeline as a definition: the lab's contract, tables, route windows and schema drift, and `configure`.
 import {
   bookingAggregatesFn,
   parseBookingAccumulator,

@@ -1,5 +1,4 @@
-// The telemetry combines: per-device count, average, minimum and maximum, and the per-region top-N hottest devices,
-// whose bounded accumulator is spread over shards and merged when the pane fires (the scenario's hot-key fix).
+// The telemetry combines: per-device statistics and the per-region top-N hottest devices.
 import { divideHalfEven } from '../../aggregates/booking-aggregates';
 import { formatScaled } from '../../contract';
 import { accumulatorFields, type CombineFn } from '../../windowing';

@@ -1,5 +1,4 @@
-// The telemetry pipeline (the study guide's NovaTrack scenario) as a definition: per-device minute statistics and
-// the regional top-N hottest devices, with its own topic, tables, functions and Firestore namespace.
+// The telemetry pipeline (the study guide's NovaTrack scenario): per-device minute statistics and regional top-N.
 import { loadIngestConfig } from '../../config/ingest-config';
 import { parseNumeric } from '../../contract/numeric';
 import { TELEMETRY_VAR_GROUP, loadTelemetryConfig } from './config';

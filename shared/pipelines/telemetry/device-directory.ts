@@ -1,5 +1,4 @@
-// The telemetry side input: device → region and site, read from a BigQuery reference table at cold start and
-// reloaded in the background on an interval, like a Beam side input refreshed by a slowly-changing source.
+// The telemetry side input: device → region and site, from a BigQuery reference table, reloaded on an interval.
 import type { BigQuery } from '@google-cloud/bigquery';
 
 import { type TableRef, tableName } from '../../config/env';

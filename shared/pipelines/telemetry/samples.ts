@@ -1,5 +1,4 @@
-// Sample telemetry messages and where each must end, for `npm run demo -- --pipeline telemetry --samples` and as a
-// newcomer's first look at the contract: a reading of each current version, then one per dead-letter stage.
+// Sample telemetry messages and where each must end (`npm run demo -- --pipeline telemetry --samples`).
 import type { PipelineSample } from '../../pipeline/definition';
 
 /**
