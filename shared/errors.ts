@@ -1,5 +1,4 @@
-// The two kinds of failure that decide ack or redelivery: data problems are routed and acked, infrastructure
-// problems are thrown so Pub/Sub redelivers with backoff (design.md, "Ack policy").
+// Failures that decide ack or redelivery: infrastructure problems are thrown (design.md, "Ack policy").
 
 /**
  * A transient infrastructure failure (BigQuery or Firestore unavailable, quota, network). Thrown out of a

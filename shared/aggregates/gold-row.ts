@@ -1,5 +1,4 @@
-// Gold rows: the pane columns every gold table shares (Beam's `PaneInfo`, as in offvia_gold.route_panes,
-// sql/060_gold_route_panes.sql), and booking's route pane built on them.
+// Gold rows: the pane columns every gold table shares (sql/060_gold_route_panes.sql), and booking's route pane.
 import { formatEpochMs, isTimestampMs } from '../contract/event-time';
 import type { AccumulationMode, Pane, PaneTiming } from '../windowing';
 import type { BookingAggregate } from './booking-aggregates';

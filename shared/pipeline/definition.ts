@@ -1,5 +1,4 @@
-// The pipeline definition: one typed object per pipeline naming everything it is made of, so entry points, the local
-// stack and the deploy plan iterate over pipelines instead of one.
+// The pipeline definition: one typed object per pipeline naming everything it is made of, for every tool to iterate.
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Env, TableRef } from '../config/env';
 import type { VarGroup } from '../config/spec';
@@ -89,9 +88,8 @@ export interface DecodeContext<Settings> {
 }
 
 /**
- * A contract version's lifecycle (the lab's "version the event contracts"): `current` is what publishers should
- * send; `accepted` is still decoded (an older version kept while publishers migrate); `retired` is quarantined at
- * SCHEMA_VALIDATION with a reason naming it.
+ * A contract version's lifecycle: `current` is what publishers should send; `accepted` is still decoded (while
+ * publishers migrate); `retired` is quarantined at SCHEMA_VALIDATION with a reason naming it.
  */
 export type ContractVersionStatus = 'current' | 'accepted' | 'retired';
 
@@ -391,11 +389,10 @@ export interface OperatorColumns {
         silverKey(row: Readonly<Record<string, unknown>>): string | null;
         readonly goldKeyColumn: string;
         /**
-         * The value the aggregation's `input` folds in for this Silver row's event (its combine's input; the key
-         * is `silverKey`'s), so `offvia gold restate` can recompute a closed window from Silver. Cells are plain
-         * JSON values (NUMERIC and TIMESTAMP as text), from the dedup view or a bad-data or retry-store row. Absent
-         * when the row does not hold what the input needs (e.g. a side input read at ingest and not kept): then
-         * `gold restate` refuses the aggregation, naming it.
+         * The combine input `input` folds in for this Silver row's event (key: `silverKey`'s), so `gold restate`
+         * can recompute a closed window from Silver. Cells are plain JSON (NUMERIC and TIMESTAMP as text), from the
+         * dedup view, a bad-data or a retry-store row. Absent when the row lacks what the input needs (e.g. a side
+         * input not kept): then `gold restate` refuses the aggregation.
          * @throws Error when a cell is not what the contract wrote (a corrupt row)
          */
         silverValue?(row: Readonly<Record<string, unknown>>): unknown;
@@ -432,10 +429,9 @@ export interface PipelineDefinition<Settings, Row, Element> {
   createSettings(env: Env, io: SettingsIo): Promise<Settings>;
   readonly tables: PipelineTables;
   /**
-   * The row of `tables.quarantine` for a rejected message (its stage, one-line reason and the version it was decoded
-   * as, `null` when none applied); `parseTimeMs` is when it was decoded, epoch ms UTC; `maxPayloadBytes` the longest
-   * payload a row may keep (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`; a row may keep less). The runtime streams it with
-   * insertId = the message id, so a redelivery adds no second row.
+   * The row of `tables.quarantine` for a rejected message (version `null` when none applied); `parseTimeMs` is when
+   * it was decoded, epoch ms UTC; `maxPayloadBytes` the longest payload a row may keep
+   * (`OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES`; a row may keep less). Streamed with insertId = the message id.
    * @throws RangeError when `parseTimeMs` cannot be represented (a caller bug)
    */
   quarantineRow(
@@ -451,10 +447,7 @@ export interface PipelineDefinition<Settings, Row, Element> {
   /** The runtime service accounts the deploy creates for this pipeline alone. */
   readonly serviceAccounts: PipelineServiceAccounts;
   readonly firestore: FirestoreNamespace;
-  /**
-   * A few valid and invalid messages with where each must end, built for a receive time `nowMs` (epoch ms UTC) so
-   * event times stay inside the contract's skew and age limits; the demo publishes them.
-   */
+  /** Sample messages for a receive time `nowMs` (epoch ms UTC), inside the skew and age limits; for the demo. */
   samples(nowMs: number): readonly PipelineSample[];
   /** The pipeline's own environment variables, when it reads any beyond the engine's. */
   readonly config?: PipelineConfig;

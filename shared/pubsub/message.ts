@@ -30,7 +30,7 @@ export interface PubSubMessage {
   publishTime: string | undefined;
   /** Publish time in epoch ms, if parseable. */
   publishTimeMs: number | undefined;
-  /** Attributes; non-string values are dropped into `malformed` below rather than trusted. */
+  /** Attributes; non-string values are dropped rather than trusted. */
   attributes: Record<string, string>;
   /** Message body bytes (empty for attributes-only messages). */
   data: Buffer;
@@ -43,10 +43,7 @@ export type DecodeResult =
   | { ok: true; message: PubSubMessage }
   | {
       ok: false;
-      /**
-       * Best id we have, never empty: the message id if present, else the CloudEvent id, else
-       * {@link BODY_HASH_ID_PREFIX} + the SHA-256 of `raw` (stable across redeliveries of the same body).
-       */
+      /** Never empty: the message id, else the CloudEvent id, else {@link BODY_HASH_ID_PREFIX}'s id of `raw`. */
       messageId: string;
       reason: string;
       /** What we received, as text, so the quarantine row keeps it. */

@@ -79,9 +79,8 @@ export interface PipelineEntryPoints {
 }
 
 /**
- * The handlers of `definition`, building their dependencies from `env` on first use (or at cold start through the
- * `warm*` hooks) and keeping them for the instance's life. A failed ingest build is not kept: the next delivery
- * retries it.
+ * The handlers of `definition`, building their dependencies from `env` on first use (or through the `warm*` hooks)
+ * and keeping them for the instance's life; a failed ingest build is retried by the next delivery.
  */
 export function pipelineEntryPoints(
   definition: AnyPipelineDefinition,

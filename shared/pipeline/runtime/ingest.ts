@@ -100,9 +100,9 @@ export interface SchemaDriftGate {
     | DriftBadData
   >;
   /**
-   * Optional: BigQuery refused the row `route` said to `write` (per-row `invalid`). The gate may hold it (e.g. "no
-   * such field": a stale cached schema, or a column streaming does not accept yet) and answer `held` once it is in
-   * the retry store; `undefined` sends it to bad data. `row` is the row without its extra columns.
+   * Optional: BigQuery refused the row `route` said to `write` (e.g. "no such field": a stale cached schema). The
+   * gate may answer `held` once it is in the retry store; `undefined` sends it to bad data. `row` is without its
+   * extra columns.
    * @throws TransientError when the retry store cannot be reached (redelivery).
    */
   holdRejected?(
@@ -162,9 +162,8 @@ export interface PipelineIngestDeps {
 }
 
 /**
- * The whole job for one push: decode what the Functions Framework passed (a CloudEvent, or a Pub/Sub push body),
- * then {@link ingestPipelineMessage}. A refused delivery holds each aggregation's watermark behind its publish time
- * until it is processed (when holds are on).
+ * The whole job for one push: {@link decodePushedEvent}, then {@link ingestPipelineMessage}. A refused delivery holds
+ * each aggregation's watermark behind its publish time until it is processed (when holds are on).
  * @throws DeliveryRefused (Pub/Sub redelivers) whatever failed, naming only the message id (the framework writes it
  *   into the 5xx body); the failure was logged with its context and is the `cause`.
  */
@@ -242,9 +241,8 @@ function isReported(err: unknown): boolean {
 
 /**
  * Settles as `attempt` does, or rejects with a TransientError once `deps.attemptDeadlineMs` has passed, naming what
- * the attempt ran into (`observations`: transactions retried after aborted commits, else a hanging dependency). The
- * attempt goes on in the background; what it still writes is idempotent (insertIds, dedup ids, the retry store's one
- * document per insertId), and a late failure is logged, not thrown.
+ * it ran into (`observations`). The attempt goes on in the background; what it still writes is idempotent
+ * (insertIds, dedup ids, one retry-store document per insertId), and a late failure is logged, not thrown.
  */
 async function withDeadline(
   attempt: Promise<PipelineIngestOutcome>,
@@ -471,10 +469,7 @@ async function countInWindows(
 ): Promise<WindowOutcomes> {
   const kinds = new Map<number, ElementOutcome['kind'] | 'skipped'>();
   // Per joint pipeline: the event's inputs to its members, and their aggregations' indexes.
-  const joints = new Map<
-    object,
-    { joint: JointRecording; inputs: JointInput<never>[]; indexes: number[] }
-  >();
+  const joints = new Map<JointRecording, { inputs: JointInput<never>[]; indexes: number[] }>();
   const work: Promise<void>[] = [];
   deps.aggregations.forEach((a, i) => {
     const input = a.aggregation.input(event);
@@ -494,12 +489,12 @@ async function countInWindows(
       work.push(recorder.record(input.key, element).then((o) => void kinds.set(i, o.kind)));
       return;
     }
-    const entry = joints.get(recorder.joint) ?? { joint: recorder.joint, inputs: [], indexes: [] };
+    const entry = joints.get(recorder.joint) ?? { inputs: [], indexes: [] };
     entry.inputs.push({ member: recorder.member, key: input.key, element });
     entry.indexes.push(i);
     joints.set(recorder.joint, entry);
   });
-  for (const { joint, inputs, indexes } of joints.values()) {
+  for (const [joint, { inputs, indexes }] of joints) {
     work.push(
       joint
         .record(inputs)

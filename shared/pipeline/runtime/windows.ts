@@ -76,9 +76,8 @@ export interface AggregationWindows {
 }
 
 /**
- * The aggregations of one pipeline, two or more in the key-groups layout sharing one per-event path
- * (`JointWindowedPipeline`: one transaction per bundle, each dedup id kept once); those get a `JointMemberRecorder`,
- * the others keep their own `pipeline`.
+ * The aggregations of one pipeline; two or more in the key-groups layout share one per-event path (one transaction
+ * per bundle, each dedup id kept once) through a `JointMemberRecorder` each.
  */
 export function joinAggregations(
   aggregations: readonly AggregationWindows[],
@@ -105,8 +104,7 @@ export function joinAggregations(
 
 /**
  * Builds one aggregation on Firestore under `{windowsRoot}/{aggregation name}`: the key-groups layout with `shards`
- * shard documents per key group and window (hot-key mitigation), or for a `sessions` window function the session
- * layout (docs/windows.md "Session windows").
+ * documents per key group and window, or the session layout for `sessions` (docs/windows.md "Session windows").
  */
 export function createAggregationWindows(
   definition: {

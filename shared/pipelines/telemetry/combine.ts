@@ -169,8 +169,7 @@ export function regionTopNFn(n: number): CombineFn<TelemetryElement, TopAccumula
 }
 
 /**
- * Checks a top-N accumulator read back from Firestore: at most `n` entries of `{deviceId, maxMilliC}`, one per
- * device, in rank order.
+ * Checks a top-N accumulator read back from Firestore: at most `n` `{deviceId, maxMilliC}`, one per device, ranked.
  * @throws TelemetryAccumulatorError describing the first problem
  */
 export function parseTopAccumulator(value: unknown, n: number): TopAccumulator {

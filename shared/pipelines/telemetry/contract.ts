@@ -1,5 +1,4 @@
-// The telemetry contract (the study guide's NovaTrack scenario): attributes deviceId and eventTs, a JSON reading,
-// three versions; parse, schema, range and event-time stages, enrichment from the device directory, Silver row.
+// The telemetry contract (the study guide's NovaTrack scenario): a JSON reading in three versions to its Silver row.
 import * as crypto from 'node:crypto';
 import { isLosslessNumber, parse, stringify } from 'lossless-json';
 
@@ -215,7 +214,6 @@ function versionDecoder(
       humidity = checked.text;
     }
 
-    // The skews are checked at `rulesAtMs` when given (a replay: the publish time), so the verdict is the live one.
     const time = eventTime(message, rulesAtMs ?? receivedAtMs, settings);
     if ('reason' in time) return reject('EVENT_TIME_VALIDATION', time.reason);
 
@@ -370,10 +368,7 @@ const V2: ContractVersion<TelemetrySettings, TelemetrySilverRow, TelemetryElemen
   }),
 };
 
-/**
- * The telemetry contract: JSON data (no Pub/Sub topic schema; docs/pipelines.md says why), the version in the
- * `contractVersion` attribute ("1" when absent: the first devices predate versioning), `deviceId` as ordering key.
- */
+/** The telemetry contract: JSON data (no topic schema, docs/pipelines.md); `contractVersion` "1" when absent. */
 export const TELEMETRY_CONTRACT: PipelineContract<
   TelemetrySettings,
   TelemetrySilverRow,

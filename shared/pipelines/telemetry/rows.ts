@@ -1,5 +1,4 @@
-// The telemetry pipeline's non-Silver rows: a dead-letter row per rejected message, a gold row per device pane
-// and per regional top-N pane (sql/pipelines/telemetry/). TIMESTAMPs are RFC 3339 UTC with six fraction digits.
+// The telemetry pipeline's dead-letter and gold rows (sql/pipelines/telemetry/); TIMESTAMPs RFC 3339 UTC.
 import {
   bigQueryTimestamp as timestamp,
   paneColumns,

@@ -2,9 +2,8 @@
 import type { PipelineSample } from '../../pipeline/definition';
 
 /**
- * The samples for a receive time `nowMs` (epoch ms UTC): readings taken a minute before it, so their `eventTs` is
- * inside the skew and age limits; the device `sample-device-1` need not be in the device directory (an unknown
- * device still reaches Silver, with no region).
+ * The samples for a receive time `nowMs` (epoch ms UTC): readings a minute older, inside the skew and age limits,
+ * from a device the directory need not know (it still reaches Silver).
  */
 export function telemetrySamples(nowMs: number): readonly PipelineSample[] {
   const eventTs = new Date(nowMs - 60_000).toISOString();
