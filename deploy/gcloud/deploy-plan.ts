@@ -6,7 +6,7 @@ import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { functionEnv } from './env';
 import { BUILD_ROLES, CUSTOM_ROLES } from './functions';
-import { assertNoBroadRoles, projectGrant } from './iam';
+import { assertNoBroadRoles, projectRoleStep } from './iam';
 import { assertPlanSecure, kmsCoverageViolations } from './plan-checks';
 import { FUNCTION_IMAGES_REPOSITORY, KEY_USERS, KMS_ROLE, type KmsKey, parseKmsKey } from './kms';
 import {
@@ -182,13 +182,8 @@ function sharedAccounts(ctx: PlanContext): void {
 /** The build account's project roles (not the project's default build account, often the Compute Engine one). */
 function buildRoles({ o, names, steps }: PlanContext): void {
   const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
-  for (const { role, condition } of BUILD_ROLES) {
-    steps.push({
-      kind: 'run',
-      title: `${names.serviceAccountId(BUILD_SA)}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
-      command: projectGrant(o.project, member, role, condition),
-      retry: true,
-    });
+  for (const role of BUILD_ROLES) {
+    steps.push(projectRoleStep(o.project, names.serviceAccountId(BUILD_SA), member, role));
   }
 }
 
