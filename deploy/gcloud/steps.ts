@@ -52,7 +52,6 @@ export type Step = RunStep | EnsureStep | CaptureStep | NoteStep;
 export function commandsOf(step: Step): Command[] {
   switch (step.kind) {
     case 'run':
-      return [step.command];
     case 'capture':
       return [step.command];
     case 'note':
