@@ -24,9 +24,7 @@ import {
   accountStep,
   ackDeadlineSeconds,
   bigQuerySteps,
-  bronzeAccountSteps,
   DELIVERY,
-  functionAccountSteps,
   functionSteps,
   grantSteps,
   monitoringHoldWarnings,
@@ -105,9 +103,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   firestore(ctx);
   keyGroupIndexes(ctx);
   pipelineNotes(ctx, deployments);
-  functionAccountSteps(ctx, deployments);
-  sharedAccounts(ctx);
-  bronzeAccountSteps(ctx, deployments);
+  accountSteps(ctx, deployments);
   customRoles(ctx);
   grantSteps(ctx, deployments);
   if (o.passengerIdHmacSecret !== undefined) passengerIdKeySteps(ctx, deployments);
@@ -169,12 +165,26 @@ export function pipelineSqlFiles(facts: RepoFacts, p: AnyPipelineDefinition): re
   return files;
 }
 
-/** The accounts every pipeline shares: the push (trigger) identity, the Cloud Scheduler invoker, the build account. */
-function sharedAccounts(ctx: PlanContext): void {
+/**
+ * The service accounts: each function's runtime account, those every pipeline shares (push identity, Cloud
+ * Scheduler invoker, build account), then each pipeline's Bronze writer.
+ */
+function accountSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
   const accounts: [string, string][] = [
+    ...deployments.flatMap((d) =>
+      d.functions.map(({ spec }): [string, string] => [
+        spec.serviceAccount,
+        `Offvia ${spec.entryPoint} runtime`,
+      ]),
+    ),
     [TRIGGER_SA, 'Offvia push identity (Eventarc trigger and push subscriptions)'],
     [SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)'],
     [BUILD_SA, 'Offvia Cloud Build (builds the functions)'],
+    ...deployments.flatMap(({ pipeline: p }): [string, string][] =>
+      p.serviceAccounts.bronze === null
+        ? []
+        : [[p.serviceAccounts.bronze, `Offvia ${p.name} Bronze BigQuery subscription writer`]],
+    ),
   ];
   for (const [base, displayName] of accounts) ctx.steps.push(accountStep(ctx, base, displayName));
 }

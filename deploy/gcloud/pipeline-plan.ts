@@ -439,35 +439,6 @@ export function pipelineNotes(
   }
 }
 
-/** The runtime accounts of each pipeline's functions (one per function). */
-export function functionAccountSteps(
-  ctx: PlanContext,
-  deployments: readonly PipelineDeployment[],
-): void {
-  for (const d of deployments) {
-    for (const { spec } of d.functions) {
-      ctx.steps.push(accountStep(ctx, spec.serviceAccount, `Offvia ${spec.entryPoint} runtime`));
-    }
-  }
-}
-
-/** The Bronze writer account of each pipeline with a Bronze. */
-export function bronzeAccountSteps(
-  ctx: PlanContext,
-  deployments: readonly PipelineDeployment[],
-): void {
-  for (const { pipeline: p } of deployments) {
-    if (p.serviceAccounts.bronze === null) continue;
-    ctx.steps.push(
-      accountStep(
-        ctx,
-        p.serviceAccounts.bronze,
-        `Offvia ${p.name} Bronze BigQuery subscription writer`,
-      ),
-    );
-  }
-}
-
 /**
  * Each function's grants: the metadata role on each dataset it writes or reads (insertAll needs
  * `bigquery.datasets.get`), a custom role per table it writes, the reader role on its reference tables, and
