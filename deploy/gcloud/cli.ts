@@ -7,7 +7,6 @@ import { DEFAULT_FIRESTORE_DATABASE } from '../../shared/config/ingest-config';
 import { buildDeployPlan, DEFAULT_TTL_COLLECTION_GROUPS } from './deploy-plan';
 import { DEFAULT_RUNTIME } from './functions';
 import { type DeployOptions, normaliseBqLocation, type Plan, type RepoFacts } from './options';
-import type { SqlFile } from './sql';
 import { PIPELINES } from '../../shared/pipelines';
 import { readPipelineSqlFiles, selectPipelines } from './pipelines';
 import { renderPlan } from './steps';
@@ -46,12 +45,10 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 /** Reads what the plan depends on from the repository at `root`. */
 export function readRepoFacts(root: string, project: string, bqLocation: string): RepoFacts {
-  const pipelineSqlFiles: Record<string, readonly SqlFile[]> = {};
-  for (const p of PIPELINES) {
-    pipelineSqlFiles[p.name] = readPipelineSqlFiles(root, p, project, bqLocation);
-  }
   return {
-    pipelineSqlFiles,
+    pipelineSqlFiles: Object.fromEntries(
+      PIPELINES.map((p) => [p.name, readPipelineSqlFiles(root, p, project, bqLocation)]),
+    ),
     sourceDigest: sourceDigest(root, filesForUpload(root)),
   };
 }

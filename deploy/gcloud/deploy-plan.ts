@@ -6,7 +6,7 @@ import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { functionEnv } from './env';
 import { BUILD_ROLES, CUSTOM_ROLES } from './functions';
-import { assertNoBroadRoles, projectGrant } from './iam';
+import { assertNoBroadRoles, projectRoleStep } from './iam';
 import { assertPlanSecure, kmsCoverageViolations } from './plan-checks';
 import { FUNCTION_IMAGES_REPOSITORY, KEY_USERS, KMS_ROLE, type KmsKey, parseKmsKey } from './kms';
 import {
@@ -24,9 +24,7 @@ import {
   accountStep,
   ackDeadlineSeconds,
   bigQuerySteps,
-  bronzeAccountSteps,
   DELIVERY,
-  functionAccountSteps,
   functionSteps,
   grantSteps,
   monitoringHoldWarnings,
@@ -105,9 +103,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   firestore(ctx);
   keyGroupIndexes(ctx);
   pipelineNotes(ctx, deployments);
-  functionAccountSteps(ctx, deployments);
-  sharedAccounts(ctx);
-  bronzeAccountSteps(ctx, deployments);
+  accountSteps(ctx, deployments);
   customRoles(ctx);
   grantSteps(ctx, deployments);
   if (o.passengerIdHmacSecret !== undefined) passengerIdKeySteps(ctx, deployments);
@@ -169,12 +165,26 @@ export function pipelineSqlFiles(facts: RepoFacts, p: AnyPipelineDefinition): re
   return files;
 }
 
-/** The accounts every pipeline shares: the push (trigger) identity, the Cloud Scheduler invoker, the build account. */
-function sharedAccounts(ctx: PlanContext): void {
+/**
+ * The service accounts: each function's runtime account, those every pipeline shares (push identity, Cloud
+ * Scheduler invoker, build account), then each pipeline's Bronze writer.
+ */
+function accountSteps(ctx: PlanContext, deployments: readonly PipelineDeployment[]): void {
   const accounts: [string, string][] = [
+    ...deployments.flatMap((d) =>
+      d.functions.map(({ spec }): [string, string] => [
+        spec.serviceAccount,
+        `Offvia ${spec.entryPoint} runtime`,
+      ]),
+    ),
     [TRIGGER_SA, 'Offvia push identity (Eventarc trigger and push subscriptions)'],
     [SCHEDULER_SA, 'Offvia Cloud Scheduler invoker (OIDC)'],
     [BUILD_SA, 'Offvia Cloud Build (builds the functions)'],
+    ...deployments.flatMap(({ pipeline: p }): [string, string][] =>
+      p.serviceAccounts.bronze === null
+        ? []
+        : [[p.serviceAccounts.bronze, `Offvia ${p.name} Bronze BigQuery subscription writer`]],
+    ),
   ];
   for (const [base, displayName] of accounts) ctx.steps.push(accountStep(ctx, base, displayName));
 }
@@ -182,13 +192,8 @@ function sharedAccounts(ctx: PlanContext): void {
 /** The build account's project roles (not the project's default build account, often the Compute Engine one). */
 function buildRoles({ o, names, steps }: PlanContext): void {
   const member = `serviceAccount:${names.serviceAccountEmail(BUILD_SA)}`;
-  for (const { role, condition } of BUILD_ROLES) {
-    steps.push({
-      kind: 'run',
-      title: `${names.serviceAccountId(BUILD_SA)}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
-      command: projectGrant(o.project, member, role, condition),
-      retry: true,
-    });
+  for (const role of BUILD_ROLES) {
+    steps.push(projectRoleStep(o.project, names.serviceAccountId(BUILD_SA), member, role));
   }
 }
 

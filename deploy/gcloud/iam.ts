@@ -64,6 +64,21 @@ export function projectGrant(
   );
 }
 
+/** `who` (an entry point or account id) granted a project role as `member`, retried. */
+export function projectRoleStep(
+  project: string,
+  who: string,
+  member: string,
+  { role, condition }: { role: string; condition?: IamCondition },
+): Step {
+  return {
+    kind: 'run',
+    title: `${who}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
+    command: projectGrant(project, member, role, condition),
+    retry: true,
+  };
+}
+
 /**
  * Removes the project binding of `role` for `member` with `condition` (absent: unconditioned) when held.
  * `unconditionedOnly`: the probe finds only an unconditioned binding (one an earlier deploy made).

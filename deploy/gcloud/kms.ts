@@ -38,9 +38,7 @@ export function parseKmsKey(name: string): KmsKey {
 
 /** The KMS location a dataset's key must be in: its region, `us` for `US`, `europe` for `EU` (BigQuery CMEK). */
 export function bigQueryKeyLocation(bqLocation: string): string {
-  if (bqLocation === 'US') return 'us';
-  if (bqLocation === 'EU') return 'europe';
-  return bqLocation;
+  return bqLocation === 'US' ? 'us' : bqLocation === 'EU' ? 'europe' : bqLocation;
 }
 
 /** The KMS location a Firestore database's key must be in: its region, `us` for `nam5`, `europe` for `eur3`. */

@@ -30,7 +30,7 @@ import {
 import {
   bqGrant,
   invokerGrant,
-  projectGrant,
+  projectRoleStep,
   removeProjectBindingStep,
   resourceGrant,
 } from './iam';
@@ -439,35 +439,6 @@ export function pipelineNotes(
   }
 }
 
-/** The runtime accounts of each pipeline's functions (one per function). */
-export function functionAccountSteps(
-  ctx: PlanContext,
-  deployments: readonly PipelineDeployment[],
-): void {
-  for (const d of deployments) {
-    for (const { spec } of d.functions) {
-      ctx.steps.push(accountStep(ctx, spec.serviceAccount, `Offvia ${spec.entryPoint} runtime`));
-    }
-  }
-}
-
-/** The Bronze writer account of each pipeline with a Bronze. */
-export function bronzeAccountSteps(
-  ctx: PlanContext,
-  deployments: readonly PipelineDeployment[],
-): void {
-  for (const { pipeline: p } of deployments) {
-    if (p.serviceAccounts.bronze === null) continue;
-    ctx.steps.push(
-      accountStep(
-        ctx,
-        p.serviceAccounts.bronze,
-        `Offvia ${p.name} Bronze BigQuery subscription writer`,
-      ),
-    );
-  }
-}
-
 /**
  * Each function's grants: the metadata role on each dataset it writes or reads (insertAll needs
  * `bigquery.datasets.get`), a custom role per table it writes, the reader role on its reference tables, and
@@ -547,17 +518,9 @@ export function grantSteps(ctx: PlanContext, deployments: readonly PipelineDeplo
           retry: true,
         });
       }
-      for (const { role, condition } of functionProjectRoles(
-        spec,
-        o.project,
-        o.firestoreDatabase,
-      )) {
-        steps.push({
-          kind: 'run',
-          title: `${spec.entryPoint}: ${role} on the project${condition ? ` (${condition.title})` : ''}`,
-          command: projectGrant(o.project, member, role, condition),
-          retry: true,
-        });
+      for (const grant of functionProjectRoles(spec, o.project, o.firestoreDatabase)) {
+        const { role, condition } = grant;
+        steps.push(projectRoleStep(o.project, spec.entryPoint, member, grant));
         // Earlier deploys granted it unconditioned, which would still reach every database.
         if (condition !== undefined && d.earlierDeploys) {
           steps.push(
@@ -1060,27 +1023,21 @@ function eventarcSubscription(
     ),
   });
   const expected = `${ackDeadlineSeconds(spec)} ${deadLetter} ${DELIVERY.maxDeliveryAttempts}`;
-  steps.push({
-    kind: 'ensure',
-    title: `The ${name} subscription has ack deadline ${ackDeadlineSeconds(spec)} s and its dead-letter policy`,
-    probe: {
-      kind: 'line',
-      command: gcloud(
+  steps.push(
+    requireLine(
+      `The ${name} subscription has ack deadline ${ackDeadlineSeconds(spec)} s and its dead-letter policy`,
+      gcloud(
         'pubsub subscriptions describe',
         subscription,
         p,
         '--format=value[separator=" "](ackDeadlineSeconds,deadLetterPolicy.deadLetterTopic,deadLetterPolicy.maxDeliveryAttempts)',
       ),
-      line: expected,
-    },
-    absent: [
-      'bash',
-      '-c',
-      'echo "the subscription $0 does not have the settings just applied ($1)" >&2; exit 1',
+      expected,
+      'the subscription $0 does not have the settings just applied ($1)',
       subscription,
       expected,
-    ],
-  });
+    ),
+  );
   const previous = `\${${names.variable(spec.entryPoint, 'PREVIOUS_SUBSCRIPTION')}}`;
   steps.push({
     kind: 'ensure',
@@ -1161,28 +1118,22 @@ function pushSubscription(
     retry: true,
   });
   if (ordered) {
-    steps.push({
-      kind: 'ensure',
-      title: `The ${subscription} subscription delivers in order (set only when it is created)`,
-      probe: {
-        kind: 'line',
-        command: gcloud(
+    steps.push(
+      requireLine(
+        `The ${subscription} subscription delivers in order (set only when it is created)`,
+        gcloud(
           'pubsub subscriptions describe',
           subscription,
           proj,
           '--format=value(enableMessageOrdering)',
         ),
-        line: 'True',
-      },
-      absent: [
-        'bash',
-        '-c',
-        'echo "the subscription $0 was created without message ordering, which cannot be turned on: delete it ' +
-          '(teardown.sh --pipeline $1) and deploy again" >&2; exit 1',
+        'True',
+        'the subscription $0 was created without message ordering, which cannot be turned on: delete it ' +
+          '(teardown.sh --pipeline $1) and deploy again',
         subscription,
         p.name,
-      ],
-    });
+      ),
+    );
   }
   steps.push(subscriberGrant(o.project, subscription, subscription));
 }

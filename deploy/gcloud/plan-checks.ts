@@ -134,17 +134,14 @@ function bronzeViolations(steps: readonly Step[], o: DeployOptions): string[] {
 
 /** Firestore commands that name a database other than the system's (or none: gcloud then means `(default)`). */
 function firestoreDatabaseViolations(steps: readonly Step[], o: DeployOptions): string[] {
-  const out: string[] = [];
-  for (const command of steps.flatMap(commandsOf)) {
-    if (!starts(command, 'gcloud', 'firestore')) continue;
-    const database = flagValue(command, '--database');
-    if (database !== o.firestoreDatabase) {
-      out.push(
-        `${command.slice(0, 4).join(' ')} on database ${database ?? '(default)'}, not ${o.firestoreDatabase}`,
-      );
-    }
-  }
-  return out;
+  return steps
+    .flatMap(commandsOf)
+    .filter((c) => starts(c, 'gcloud', 'firestore'))
+    .filter((c) => flagValue(c, '--database') !== o.firestoreDatabase)
+    .map(
+      (c) =>
+        `${c.slice(0, 4).join(' ')} on database ${flagValue(c, '--database') ?? '(default)'}, not ${o.firestoreDatabase}`,
+    );
 }
 
 /** Function deploys without `--ingress-settings=internal-only` (gcloud's default is `all`: the internet). */

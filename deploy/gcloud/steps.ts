@@ -52,7 +52,6 @@ export type Step = RunStep | EnsureStep | CaptureStep | NoteStep;
 export function commandsOf(step: Step): Command[] {
   switch (step.kind) {
     case 'run':
-      return [step.command];
     case 'capture':
       return [step.command];
     case 'note':
@@ -97,14 +96,11 @@ function quoteArg(arg: string, known: ReadonlySet<string>): string {
     if (!known.has(name))
       throw new Error(`argument ${JSON.stringify(arg)} uses \${${name}} before it is set`);
   }
-  let out = '';
-  let last = 0;
-  for (const match of arg.matchAll(VARIABLE)) {
-    out += arg.slice(last, match.index).replace(/[\\"`$]/g, (c) => `\\${c}`) + match[0];
-    last = match.index + match[0].length;
-  }
-  out += arg.slice(last).replace(/[\\"`$]/g, (c) => `\\${c}`);
-  return `"${out}"`;
+  // Each variable stays as it is; every other character special in double quotes is escaped.
+  const escaped = arg.replace(/\$\{[A-Z][A-Z0-9_]*\}|[\\"`$]/g, (m) =>
+    m.length > 1 ? m : `\\${m}`,
+  );
+  return `"${escaped}"`;
 }
 
 /** A command, one flag per line after the positional words, so a diff of two plans reads flag by flag. */
