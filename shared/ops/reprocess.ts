@@ -5,7 +5,8 @@ import { Logger } from '../logging/logger';
 import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
 import { applyFix, jsonOrText, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
-import { cellText, clip, keyValues, section, table, type Io } from './output';
+import { cellText, keyValues, section, table, type Io } from './output';
+import { messageSection } from './replay-format';
 import { countOutcome, ingestFixed, runOverRows, selectOpenRows } from './run';
 import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
@@ -301,29 +302,19 @@ export function formatReprocess(r: ReprocessReport, what = 'quarantine reprocess
       ),
     );
   }
-  if (r.skipped.length > 0) {
-    out.push(
-      section(
-        'Skipped (still open)',
-        table(
-          ['message', 'reason'],
-          r.skipped.slice(0, 20).map((s) => [s.messageId, s.reason]),
-        ),
-      ),
-    );
-  }
-  if (r.failed.length > 0) {
-    out.push(
-      section(
-        'Failed (still open; see the run log)',
-        table(
-          ['message', 'error'],
-          r.failed.slice(0, 20).map((s) => [s.messageId, clip(s.error, 100)]),
-          100,
-        ),
-      ),
-    );
-  }
+  out.push(
+    ...messageSection(
+      'Skipped (still open)',
+      'reason',
+      r.skipped.map((s) => [s.messageId, s.reason]),
+      60,
+    ),
+    ...messageSection(
+      'Failed (still open; see the run log)',
+      'error',
+      r.failed.map((s) => [s.messageId, s.error]),
+    ),
+  );
   if (r.logFile) out.push(`\nlog: ${r.logFile}`);
   return out.join('\n');
 }
