@@ -110,16 +110,8 @@ export function parseEdits(flags: FixFlags): FieldEdit[] {
 }
 
 function describeEdit(edit: FieldEdit): string {
-  switch (edit.kind) {
-    case 'set':
-      return `set ${edit.field}=${JSON.stringify(edit.value)}`;
-    case 'upper':
-      return `upper ${edit.field}`;
-    case 'rename':
-      return `rename ${edit.field}=${edit.to}`;
-    case 'drop':
-      return `drop ${edit.field}`;
-  }
+  if (edit.kind === 'set') return `set ${edit.field}=${JSON.stringify(edit.value)}`;
+  return edit.kind === 'rename' ? `rename ${edit.field}=${edit.to}` : `${edit.kind} ${edit.field}`;
 }
 
 /**

@@ -420,8 +420,7 @@ export function addSnapshotCommands(
     .action(
       action(async (open, flags) => {
         const ctx = open();
-        const pipeline = ctx.pipeline;
-        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, pipeline, pubsub));
+        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, ctx.pipeline, pubsub));
         deps.io.out(
           flags.json
             ? toJson(list)
@@ -472,12 +471,11 @@ export function addSnapshotCommands(
           const to = parseSeekTarget(opts, deps.now());
           if (opts.subscription !== undefined) parseResourceId(opts.subscription, '--subscription');
           const ctx = open();
-          const pipeline = ctx.pipeline;
           const report = await withPubSub(ctx, async (pubsub) =>
             seek(
               ctx,
-              pipeline,
-              await ingestSubscription(ctx, pipeline, pubsub, opts.subscription),
+              ctx.pipeline,
+              await ingestSubscription(ctx, ctx.pipeline, pubsub, opts.subscription),
               to,
               opts.dryRun === true,
               deps.now(),
