@@ -77,30 +77,28 @@ export class KnownRowsWriter implements RowWriter {
   async insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     const layers = rows.map((r) => this.isKnown(table, r));
     const toWrite = rows.filter((_, i) => layers[i] === undefined);
+    const merge = <T extends RowOutcome>(written: readonly T[]): (T | RowResult)[] => {
+      let next = 0;
+      return layers.map((l) =>
+        l === undefined ? (written[next++] ?? { ok: true }) : { ok: true },
+      );
+    };
     let written: RowResult[] = [];
     if (toWrite.length > 0) {
       try {
         written = await this.inner.insertRows(table, toWrite);
       } catch (err) {
-        if (err instanceof PartialInsertError) {
-          let next = 0;
-          const outcomes: RowOutcome[] = layers.map((l) =>
-            l === undefined ? (err.outcomes[next++] ?? { ok: true }) : { ok: true },
-          );
-          const prefix = `${err.operation}: `;
-          const text = err.message.startsWith(prefix)
-            ? err.message.slice(prefix.length)
-            : err.message;
-          throw new PartialInsertError(err.operation, text, outcomes, { cause: err });
-        }
-        throw err;
+        if (!(err instanceof PartialInsertError)) throw err;
+        const prefix = `${err.operation}: `;
+        const text = err.message.startsWith(prefix)
+          ? err.message.slice(prefix.length)
+          : err.message;
+        throw new PartialInsertError(err.operation, text, merge(err.outcomes), { cause: err });
       }
     }
-    let next = 0;
-    return layers.map((layer) => {
-      if (layer === undefined) return written[next++] ?? { ok: true };
-      this.known.skipped[layer] = (this.known.skipped[layer] ?? 0) + 1;
-      return { ok: true };
-    });
+    for (const layer of layers) {
+      if (layer !== undefined) this.known.skipped[layer] = (this.known.skipped[layer] ?? 0) + 1;
+    }
+    return merge(written);
   }
 }
