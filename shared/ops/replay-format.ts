@@ -29,6 +29,9 @@ export function messageSection(
   return [section(title, table(['message', column], rows.slice(0, 20), clipAt))];
 }
 
+const bytesIfKnown = (label: string, bytes: number | null) =>
+  bytes === null ? [] : ([[label, formatBytes(bytes)]] as const);
+
 /** The report as text. */
 export function formatReplay(r: ReplayReport): string {
   const range = `${r.from} to ${r.to}, ${r.chunks} chunk(s) of ${r.chunkMinutes} min`;
@@ -49,14 +52,8 @@ export function formatReplay(r: ReplayReport): string {
             : ([
                 [`bytes scanned (${scan.method})`, formatBytes(scan.bytes)],
                 ['bytes billed on demand (10 MB minimum a query)', formatBytes(scan.billedBytes)],
-                ...(scan.partitionedBytes === null
-                  ? []
-                  : ([
-                      ['  if DAY-partitioned on publish_time', formatBytes(scan.partitionedBytes)],
-                    ] as const)),
-                ...(scan.unpartitionedBytes === null
-                  ? []
-                  : ([['  if not partitioned', formatBytes(scan.unpartitionedBytes)]] as const)),
+                ...bytesIfKnown('  if DAY-partitioned on publish_time', scan.partitionedBytes),
+                ...bytesIfKnown('  if not partitioned', scan.unpartitionedBytes),
                 ['how', scan.note],
               ] as const)),
         ]),

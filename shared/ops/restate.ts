@@ -282,14 +282,11 @@ async function planAggregation(
       aggregation: name,
       windowStart: new Date(c.window.startMs).toISOString(),
       key: c.key,
-      current:
-        current === null
-          ? null
-          : {
-              values: current.values,
-              restatement: current.restatement,
-              paneIndex: current.paneIndex,
-            },
+      current: current && {
+        values: current.values,
+        restatement: current.restatement,
+        paneIndex: current.paneIndex,
+      },
       restated: c.restated.values,
       action: c.action,
       insertId: row === null ? null : String(row.insert_id),

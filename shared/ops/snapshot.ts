@@ -69,9 +69,8 @@ export interface SnapshotInfo {
 
 /** Seconds of a protobuf Duration or Timestamp as the client returns it. */
 function seconds(value: unknown): number | null {
-  if (value === null || value === undefined || typeof value !== 'object') return null;
-  const s = (value as { seconds?: unknown }).seconds;
-  const n = (value as { nanos?: unknown }).nanos;
+  if (typeof value !== 'object' || value === null) return null;
+  const { seconds: s, nanos: n } = value as { seconds?: unknown; nanos?: unknown };
   if (s === undefined || s === null) return null;
   return Number(s) + (typeof n === 'number' ? n / 1e9 : 0);
 }
