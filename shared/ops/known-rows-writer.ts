@@ -36,11 +36,9 @@ function sameTable(a: TableRef, b: TableRef): boolean {
 }
 
 /**
- * Skips (answers `ok` without writing) a quarantine row whose message already has a quarantine row at the same
- * stage, and a bad-data row whose `insert_id` is already in bad data; everything else goes to `inner` unchanged.
- * So replaying a message that was quarantined adds no row and leaves the quarantine open view (the latest row per
- * message) as it was; a message now rejected at another stage is written, and the open view shows the new verdict.
- * `known` is replaced per chunk by the caller.
+ * Skips (answers `ok` without writing) a quarantine row whose message already has one at the same stage, and a
+ * bad-data row whose `insert_id` is already there; everything else goes to `inner`. So the quarantine open view keeps
+ * a replayed message's verdict unless it is now rejected at another stage. `known` is replaced per chunk.
  */
 export class KnownRowsWriter implements RowWriter {
   known: KnownRows = emptyKnownRows();
