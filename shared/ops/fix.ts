@@ -146,8 +146,7 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
 }
 
 /**
- * Applies the edits to a copy of `payload`; `rename` or `upper` of an absent field, or `upper` of a non-string, is
- * no change.
+ * Applies the edits to a copy of `payload`; `rename`/`upper` of an absent field, or `upper` of a non-string: no change.
  * @returns the edited copy, or a skip when there are edits and the payload is not a JSON object.
  */
 export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixResult {

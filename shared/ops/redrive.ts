@@ -117,8 +117,8 @@ export async function selectBadData(
 }
 
 /**
- * Runs `bad-data redrive`: a row goes to its table with its original insertId (Silver: with lineage; the windows
- * counted it on arrival, so not again); a parked message goes through the ingest path; a refused row stays open.
+ * Runs `bad-data redrive`: a row goes to its table with its original insertId (Silver: with lineage, not counted by
+ * the windows again); a parked message goes through the ingest path; a refused row stays open.
  * @throws NotFoundError (exit 3) when no bad-data row, open or resolved, has any of `--ids`; OpsError when BigQuery
  *   or Firestore fail.
  */
