@@ -72,12 +72,14 @@ export function stringifyJson(value: unknown): string {
   return losslessStringify(value) ?? 'null';
 }
 
-/** `--set` value: JSON when it parses as JSON (`5`, `true`, `"x"`, `{"a":1}`), else the text itself. */
-export function parseSetValue(text: string): unknown {
+/**
+ * The JSON value of `text` (numbers exact) when it parses, else the text itself: a `--set` value such as `5`, `"x"` or
+ * a bare word (JFK), or a payload given to a fix (a payload that is not JSON gets its text, to repair).
+ */
+export function jsonOrText(text: string): unknown {
   try {
     return parseJson(text);
   } catch {
-    // A bare word such as JFK is meant as a string.
     return text;
   }
 }
@@ -100,7 +102,7 @@ export function parseEdits(flags: FixFlags): FieldEdit[] {
   }
   for (const s of flags.set ?? []) {
     const [name, value] = pair(s, '--set');
-    edits.push({ kind: 'set', field: name, value: parseSetValue(value) });
+    edits.push({ kind: 'set', field: name, value: jsonOrText(value) });
   }
   for (const u of flags.upper ?? []) edits.push({ kind: 'upper', field: field(u, '--upper') });
   for (const d of flags.drop ?? []) edits.push({ kind: 'drop', field: field(d, '--drop') });
@@ -108,16 +110,8 @@ export function parseEdits(flags: FixFlags): FieldEdit[] {
 }
 
 function describeEdit(edit: FieldEdit): string {
-  switch (edit.kind) {
-    case 'set':
-      return `set ${edit.field}=${JSON.stringify(edit.value)}`;
-    case 'upper':
-      return `upper ${edit.field}`;
-    case 'rename':
-      return `rename ${edit.field}=${edit.to}`;
-    case 'drop':
-      return `drop ${edit.field}`;
-  }
+  if (edit.kind === 'set') return `set ${edit.field}=${JSON.stringify(edit.value)}`;
+  return edit.kind === 'rename' ? `rename ${edit.field}=${edit.to}` : `${edit.kind} ${edit.field}`;
 }
 
 /**
@@ -152,8 +146,7 @@ export async function loadFix(flags: FixFlags, cwd: string): Promise<Fix> {
 }
 
 /**
- * Applies the edits to a copy of `payload`; `rename` or `upper` of an absent field, or `upper` of a non-string, is
- * no change.
+ * Applies the edits to a copy of `payload`; `rename`/`upper` of an absent field, or `upper` of a non-string: no change.
  * @returns the edited copy, or a skip when there are edits and the payload is not a JSON object.
  */
 export function applyEdits(payload: unknown, edits: readonly FieldEdit[]): FixResult {

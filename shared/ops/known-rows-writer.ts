@@ -36,11 +36,9 @@ function sameTable(a: TableRef, b: TableRef): boolean {
 }
 
 /**
- * Skips (answers `ok` without writing) a quarantine row whose message already has a quarantine row at the same
- * stage, and a bad-data row whose `insert_id` is already in bad data; everything else goes to `inner` unchanged.
- * So replaying a message that was quarantined adds no row and leaves the quarantine open view (the latest row per
- * message) as it was; a message now rejected at another stage is written, and the open view shows the new verdict.
- * `known` is replaced per chunk by the caller.
+ * Skips (answers `ok` without writing) a quarantine row whose message already has one at the same stage, and a
+ * bad-data row whose `insert_id` is already there; everything else goes to `inner`. So the quarantine open view keeps
+ * a replayed message's verdict unless it is now rejected at another stage. `known` is replaced per chunk.
  */
 export class KnownRowsWriter implements RowWriter {
   known: KnownRows = emptyKnownRows();
@@ -77,30 +75,28 @@ export class KnownRowsWriter implements RowWriter {
   async insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     const layers = rows.map((r) => this.isKnown(table, r));
     const toWrite = rows.filter((_, i) => layers[i] === undefined);
+    const merge = <T extends RowOutcome>(written: readonly T[]): (T | RowResult)[] => {
+      let next = 0;
+      return layers.map((l) =>
+        l === undefined ? (written[next++] ?? { ok: true }) : { ok: true },
+      );
+    };
     let written: RowResult[] = [];
     if (toWrite.length > 0) {
       try {
         written = await this.inner.insertRows(table, toWrite);
       } catch (err) {
-        if (err instanceof PartialInsertError) {
-          let next = 0;
-          const outcomes: RowOutcome[] = layers.map((l) =>
-            l === undefined ? (err.outcomes[next++] ?? { ok: true }) : { ok: true },
-          );
-          const prefix = `${err.operation}: `;
-          const text = err.message.startsWith(prefix)
-            ? err.message.slice(prefix.length)
-            : err.message;
-          throw new PartialInsertError(err.operation, text, outcomes, { cause: err });
-        }
-        throw err;
+        if (!(err instanceof PartialInsertError)) throw err;
+        const prefix = `${err.operation}: `;
+        const text = err.message.startsWith(prefix)
+          ? err.message.slice(prefix.length)
+          : err.message;
+        throw new PartialInsertError(err.operation, text, merge(err.outcomes), { cause: err });
       }
     }
-    let next = 0;
-    return layers.map((layer) => {
-      if (layer === undefined) return written[next++] ?? { ok: true };
-      this.known.skipped[layer] = (this.known.skipped[layer] ?? 0) + 1;
-      return { ok: true };
-    });
+    for (const layer of layers) {
+      if (layer !== undefined) this.known.skipped[layer] = (this.known.skipped[layer] ?? 0) + 1;
+    }
+    return merge(written);
   }
 }

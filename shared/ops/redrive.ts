@@ -4,9 +4,9 @@ import { readTable, type TableRef } from '../config/env';
 import { isPlainObject } from '../contract/json-payload';
 import { BigQueryRowWriter } from '../sinks/bigquery-writer';
 import { query, type OpsContext } from './context';
-import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
+import { applyFix, jsonOrText, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
 import type { Io } from './output';
-import { changedFields, type ReprocessOptions, type ReprocessReport } from './reprocess';
+import { addSample, type ReprocessOptions, type ReprocessReport } from './reprocess';
 import {
   LINEAGE_COLUMN,
   countOutcome,
@@ -117,8 +117,8 @@ export async function selectBadData(
 }
 
 /**
- * Runs `bad-data redrive`: a row goes to its table with its original insertId (Silver: with lineage; the windows
- * counted it on arrival, so not again); a parked message goes through the ingest path; a refused row stays open.
+ * Runs `bad-data redrive`: a row goes to its table with its original insertId (Silver: with lineage, not counted by
+ * the windows again); a parked message goes through the ingest path; a refused row stays open.
  * @throws NotFoundError (exit 3) when no bad-data row, open or resolved, has any of `--ids`; OpsError when BigQuery
  *   or Firestore fail.
  */
@@ -143,16 +143,8 @@ export async function redrive(
       }
       const target = f.plan.kind === 'row' ? c.targetDest : 'ingest path';
       countOutcome(report, target);
-      if (report.sample.length < options.sampleSize) {
-        const after = payloadBytes(f.payload).toString('utf8');
-        report.sample.push({
-          messageId: c.messageId,
-          before: f.before,
-          after,
-          changes: changedFields(f.before, after),
-          wouldReach: target,
-        });
-      }
+      const after = payloadBytes(f.payload).toString('utf8');
+      addSample(report, options, c.messageId, f.before, after, target);
     }
     finishTiming(report, candidates.length, started, now);
     return report;
@@ -255,12 +247,7 @@ async function fixedRow(
   const plan = planOf(c);
   if (plan.kind === 'unreadable') return { kind: 'skipped', reason: plan.reason };
   const before = plan.kind === 'row' ? stringifyJson(plan.row) : plan.body.toString('utf8');
-  let payload: unknown = before;
-  try {
-    payload = plan.kind === 'row' ? plan.row : parseJson(before);
-  } catch {
-    payload = before; // a parked message that is not JSON: the fix gets its text
-  }
+  const payload = plan.kind === 'row' ? plan.row : jsonOrText(before);
   const fixed = await applyFix(payload, fix, {
     messageId: c.messageId ?? c.rowKey,
     where: c.targetDest,

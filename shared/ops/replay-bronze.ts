@@ -22,9 +22,8 @@ export interface BronzeMessage {
 }
 
 /**
- * The bytes a range's chunk queries scan, by a BigQuery dry run (Σ totalBytesProcessed) or, on the emulator, an
- * estimate from column sizes that also gives the bytes with and without DAY partitions on publish_time. Billed: each
- * query at least 10 MB. `queries`: one per chunk (dry runs stop at 500 and extrapolate).
+ * The bytes a range's chunk queries scan and are billed (see {@link estimateScan}); the emulator's estimate also gives
+ * them with and without DAY partitions on publish_time. `queries`: one per chunk.
  */
 export interface ScanEstimate {
   method: 'dry-run' | 'estimate';

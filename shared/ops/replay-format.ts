@@ -1,5 +1,5 @@
 // The text of `offvia replay`'s report: what a dry run would scan, what a run did, its failures and warnings.
-import { clip, keyValues, section, table } from './output';
+import { keyValues, section, table } from './output';
 import type { ReplayReport } from './replay';
 
 /** Bytes as `1.23 GiB (1,320,702,443 bytes)`. */
@@ -14,6 +14,23 @@ export function formatBytes(bytes: number): string {
   const exact = `${Math.round(bytes).toLocaleString('en-US')} bytes`;
   return unit === 0 ? exact : `${value.toFixed(2)} ${units[unit]} (${exact})`;
 }
+
+/**
+ * At most 20 rows of (message, `column`) under `title`, cells clipped at `clipAt` characters; nothing when there are
+ * no rows. The shared failure and skip listing of `replay`, `quarantine reprocess` and `bad-data redrive`.
+ */
+export function messageSection(
+  title: string,
+  column: string,
+  rows: readonly (readonly [string | null, string])[],
+  clipAt = 100,
+): string[] {
+  if (rows.length === 0) return [];
+  return [section(title, table(['message', column], rows.slice(0, 20), clipAt))];
+}
+
+const bytesIfKnown = (label: string, bytes: number | null) =>
+  bytes === null ? [] : ([[label, formatBytes(bytes)]] as const);
 
 /** The report as text. */
 export function formatReplay(r: ReplayReport): string {
@@ -35,14 +52,8 @@ export function formatReplay(r: ReplayReport): string {
             : ([
                 [`bytes scanned (${scan.method})`, formatBytes(scan.bytes)],
                 ['bytes billed on demand (10 MB minimum a query)', formatBytes(scan.billedBytes)],
-                ...(scan.partitionedBytes === null
-                  ? []
-                  : ([
-                      ['  if DAY-partitioned on publish_time', formatBytes(scan.partitionedBytes)],
-                    ] as const)),
-                ...(scan.unpartitionedBytes === null
-                  ? []
-                  : ([['  if not partitioned', formatBytes(scan.unpartitionedBytes)]] as const)),
+                ...bytesIfKnown('  if DAY-partitioned on publish_time', scan.partitionedBytes),
+                ...bytesIfKnown('  if not partitioned', scan.unpartitionedBytes),
                 ['how', scan.note],
               ] as const)),
         ]),
@@ -76,18 +87,13 @@ export function formatReplay(r: ReplayReport): string {
           ]),
         ),
       );
-      if (t.failures.length > 0) {
-        out.push(
-          section(
-            `Failed (resume with: offvia replay --resume ${r.runId})`,
-            table(
-              ['message', 'error'],
-              t.failures.slice(0, 20).map((f) => [f.messageId, clip(f.error, 100)]),
-              100,
-            ),
-          ),
-        );
-      }
+      out.push(
+        ...messageSection(
+          `Failed (resume with: offvia replay --resume ${r.runId})`,
+          'error',
+          t.failures.map((f) => [f.messageId, f.error]),
+        ),
+      );
     }
     if (r.logFile) out.push(`\nlog: ${r.logFile}`);
   }

@@ -22,9 +22,8 @@ export interface AttributeFilter {
 }
 
 /**
- * What a replay is asked to do: publish-time range `[fromMs, toMs)` (epoch ms UTC; absent with `resume`, the run's
- * own), `--message-ids` (`undefined`: all), `--rate` per second (`undefined`: no limit), chunk length (ms), the run
- * to `--resume`, messages in flight, and the operator.
+ * What a replay is asked to do: publish-time range `[fromMs, toMs)` (epoch ms UTC; absent with `resume`), message ids
+ * (`undefined`: all), `--rate` per second (`undefined`: no limit), chunk length (ms), messages in flight.
  */
 export interface ReplayOptions {
   readonly fromMs: number | undefined;

@@ -48,9 +48,8 @@ function chunkDocId(index: number): string {
 }
 
 /**
- * The checkpoint store on Firestore: `replay_runs/{runId}` and `replay_runs/{runId}/chunks/{index}`. One write per
- * chunk and two per run, far below Firestore's sustained write rate to one document (about one per second), so a
- * checkpoint never slows a replay down. Errors are the client's (the caller wraps them with `firestoreCall`).
+ * The checkpoint store on Firestore: `replay_runs/{runId}` and `replay_runs/{runId}/chunks/{index}`, one write per
+ * chunk (below Firestore's one write a second per document). Errors are the client's (callers use `firestoreCall`).
  */
 export class FirestoreReplayStore implements ReplayCheckpointStore {
   constructor(private readonly firestore: Firestore) {}

@@ -278,35 +278,6 @@ async function runChunk(
   return result;
 }
 
-function emptyReport(
-  run: Pick<ReplayRunRecord, 'fromMs' | 'toMs' | 'chunkMs' | 'filters' | 'messageIds'>,
-  options: ReplayOptions,
-  chunks: number,
-): ReplayReport {
-  return {
-    runId: null,
-    dryRun: options.dryRun,
-    resumed: options.resume !== undefined,
-    from: iso(run.fromMs),
-    to: iso(run.toMs),
-    chunkMinutes: run.chunkMs / 60_000,
-    chunks,
-    chunksRun: 0,
-    filters: run.filters.map((f) => `attr.${f.key}=${f.value}`),
-    messageIds: run.messageIds === null ? null : [...run.messageIds],
-    bronzeRows: 0,
-    partitioning: { partitioned: 'unknown', detail: '' },
-    scan: null,
-    warnings: [],
-    totals: null,
-    resolutionsWritten: 0,
-    elapsedMs: 0,
-    rowsPerSecond: null,
-    logFile: null,
-    status: 'dry-run',
-  };
-}
-
 /**
  * Runs `offvia replay`: a new run records itself, then runs its chunks in order, checkpointing each once handled;
  * `--resume` redoes a run's chunks without a `done` checkpoint. A dry run reads counts and the scan estimate only.
@@ -357,7 +328,28 @@ export async function replay(
     };
   }
   const chunks = cutChunks(run.fromMs, run.toMs, run.chunkMs);
-  const report = emptyReport(run, options, chunks.length);
+  const report: ReplayReport = {
+    runId: null,
+    dryRun: options.dryRun,
+    resumed: options.resume !== undefined,
+    from: iso(run.fromMs),
+    to: iso(run.toMs),
+    chunkMinutes: run.chunkMs / 60_000,
+    chunks: chunks.length,
+    chunksRun: 0,
+    filters: run.filters.map((f) => `attr.${f.key}=${f.value}`),
+    messageIds: run.messageIds === null ? null : [...run.messageIds],
+    bronzeRows: 0,
+    partitioning: { partitioned: 'unknown', detail: '' },
+    scan: null,
+    warnings: [],
+    totals: null,
+    resolutionsWritten: 0,
+    elapsedMs: 0,
+    rowsPerSecond: null,
+    logFile: null,
+    status: 'dry-run',
+  };
   const todo = chunksToRun(chunks, resumed);
   report.partitioning = await bronzePartitioning(ctx);
   if (report.partitioning.partitioned === 'no') {
@@ -371,7 +363,6 @@ export async function replay(
   if (options.dryRun) {
     report.scan = await estimateScan(ctx, todo, run.messageIds, report.partitioning);
     report.runId = options.resume ?? null;
-    report.chunksRun = 0;
     report.elapsedMs = deps.now() - started;
     return report;
   }

@@ -4,8 +4,9 @@ import { isPlainObject } from '../contract/json-payload';
 import { Logger } from '../logging/logger';
 import { decodeVersioned } from '../pipeline/versioning';
 import { query, type OpsContext } from './context';
-import { applyFix, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
-import { cellText, clip, keyValues, section, table, type Io } from './output';
+import { applyFix, jsonOrText, parseJson, payloadBytes, stringifyJson, type Fix } from './fix';
+import { cellText, keyValues, section, table, type Io } from './output';
+import { messageSection } from './replay-format';
 import { countOutcome, ingestFixed, runOverRows, selectOpenRows } from './run';
 import { attributesOf } from './replay-bronze';
 import { selectionWhere, type RowSelection } from './selection';
@@ -132,16 +133,6 @@ function dryRunSettings(ctx: OpsContext): Promise<unknown> {
   });
 }
 
-/** The payload a fix is given: the JSON value (numbers exact), or the text when it is not JSON. */
-function payloadOf(body: Buffer): unknown {
-  const text = body.toString('utf8');
-  try {
-    return parseJson(text);
-  } catch {
-    return text; // PARSE_JSON rows: the fix module gets the text to repair.
-  }
-}
-
 /** The fixed bytes of a candidate, or why it is skipped. */
 async function fixed(
   c: QuarantineCandidate,
@@ -150,7 +141,7 @@ async function fixed(
   if (c.body === null) {
     return { kind: 'skipped', reason: 'payload truncated in quarantine and not found in Bronze' };
   }
-  const result = await applyFix(payloadOf(c.body), fix, {
+  const result = await applyFix(jsonOrText(c.body.toString('utf8')), fix, {
     messageId: c.messageId ?? c.rowKey,
     where: c.stage,
     reason: c.reason,
@@ -176,6 +167,20 @@ export function changedFields(before: string, after: string): string {
     .filter((k) => show(a[k]) !== show(b[k]))
     .map((k) => `${k}: ${show(a[k])} → ${show(b[k])}`);
   return changes.length === 0 ? 'unchanged' : changes.join(', ');
+}
+
+/** Adds a dry run's sample row while the sample has room; `after` null: the row is skipped. */
+export function addSample(
+  report: ReprocessReport,
+  options: Pick<ReprocessOptions, 'sampleSize'>,
+  messageId: string | null,
+  before: string,
+  after: string | null,
+  wouldReach: string,
+): void {
+  if (report.sample.length >= options.sampleSize) return;
+  const changes = after === null ? '' : changedFields(before, after);
+  report.sample.push({ messageId, before, after, changes, wouldReach });
 }
 
 /**
@@ -223,17 +228,8 @@ export async function reprocess(
         wouldReach = v.ok ? 'silver' : v.stage;
         countOutcome(report, wouldReach);
       }
-      if (report.sample.length < options.sampleSize) {
-        const before = c.body?.toString('utf8') ?? '';
-        const after = f.kind === 'fixed' ? f.bytes.toString('utf8') : null;
-        report.sample.push({
-          messageId: c.messageId,
-          before,
-          after,
-          changes: after === null ? '' : changedFields(before, after),
-          wouldReach,
-        });
-      }
+      const after = f.kind === 'fixed' ? f.bytes.toString('utf8') : null;
+      addSample(report, options, c.messageId, c.body?.toString('utf8') ?? '', after, wouldReach);
     }
     report.elapsedMs = now() - started;
     return report;
@@ -306,29 +302,19 @@ export function formatReprocess(r: ReprocessReport, what = 'quarantine reprocess
       ),
     );
   }
-  if (r.skipped.length > 0) {
-    out.push(
-      section(
-        'Skipped (still open)',
-        table(
-          ['message', 'reason'],
-          r.skipped.slice(0, 20).map((s) => [s.messageId, s.reason]),
-        ),
-      ),
-    );
-  }
-  if (r.failed.length > 0) {
-    out.push(
-      section(
-        'Failed (still open; see the run log)',
-        table(
-          ['message', 'error'],
-          r.failed.slice(0, 20).map((s) => [s.messageId, clip(s.error, 100)]),
-          100,
-        ),
-      ),
-    );
-  }
+  out.push(
+    ...messageSection(
+      'Skipped (still open)',
+      'reason',
+      r.skipped.map((s) => [s.messageId, s.reason]),
+      60,
+    ),
+    ...messageSection(
+      'Failed (still open; see the run log)',
+      'error',
+      r.failed.map((s) => [s.messageId, s.error]),
+    ),
+  );
   if (r.logFile) out.push(`\nlog: ${r.logFile}`);
   return out.join('\n');
 }

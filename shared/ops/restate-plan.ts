@@ -1,6 +1,7 @@
 // `offvia gold restate`'s pure part: the windows of a range, the panes recomputed from Silver with the aggregation's
 // own combine, which windows change, and each restatement pane's row. No I/O (restate.ts reads and writes).
 import { createHash } from 'node:crypto';
+import { isPlainObject } from '../contract/json-payload';
 import { boundedInsertId } from '../drift/bad-data';
 import type { AggregationDefinition, OperatorColumns } from '../pipeline/definition';
 import {
@@ -424,11 +425,6 @@ WHERE ${eventTime} >= TIMESTAMP_MILLIS(@loMs) AND ${eventTime} < TIMESTAMP_MILLI
  */
 export function heldSilverRow(json: string): Record<string, unknown> {
   const parsed = JSON.parse(json) as unknown;
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new SyntaxError('not a JSON object');
-  }
-  const inner = (parsed as Record<string, unknown>).row;
-  return typeof inner === 'object' && inner !== null && !Array.isArray(inner)
-    ? (inner as Record<string, unknown>)
-    : (parsed as Record<string, unknown>);
+  if (!isPlainObject(parsed)) throw new SyntaxError('not a JSON object');
+  return isPlainObject(parsed.row) ? parsed.row : parsed;
 }

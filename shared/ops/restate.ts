@@ -282,14 +282,11 @@ async function planAggregation(
       aggregation: name,
       windowStart: new Date(c.window.startMs).toISOString(),
       key: c.key,
-      current:
-        current === null
-          ? null
-          : {
-              values: current.values,
-              restatement: current.restatement,
-              paneIndex: current.paneIndex,
-            },
+      current: current && {
+        values: current.values,
+        restatement: current.restatement,
+        paneIndex: current.paneIndex,
+      },
       restated: c.restated.values,
       action: c.action,
       insertId: row === null ? null : String(row.insert_id),
@@ -313,10 +310,8 @@ async function planAggregation(
 }
 
 /**
- * Runs `gold restate` on `aggregations` of the context's pipeline: recomputes every (key, window) of the range from
- * the events gold counts, compares it with the latest gold pane, and (unless a dry run) writes a restatement pane
- * for each closed window that differs. Windows still open by the watermark are reported and left alone unless
- * `force`.
+ * Runs `gold restate` on `aggregations`: recomputes every (key, window) of the range from the events gold counts and,
+ * unless a dry run, writes a restatement pane for each closed (or `force`d) window whose latest gold pane differs.
  * @throws UsageError for a range off an aggregation's grid; OpsError when BigQuery or Firestore fail, a held row is
  *   corrupt, or gold refuses a row
  */
@@ -523,7 +518,6 @@ export function addGoldCommand(
           dryRun: opts.dryRun === true,
           force: opts.force === true,
         };
-        for (const a of aggregations) windowsOfRange(a.definition.strategy.windowFn, fromMs, toMs);
         const report = await restate(ctx, aggregations, options, deps.now);
         const keyColumns = new Set(
           Object.values(ctx.pipeline.operatorColumns.aggregations).map((c) => c.goldKeyColumn),

@@ -69,9 +69,8 @@ export interface SnapshotInfo {
 
 /** Seconds of a protobuf Duration or Timestamp as the client returns it. */
 function seconds(value: unknown): number | null {
-  if (value === null || value === undefined || typeof value !== 'object') return null;
-  const s = (value as { seconds?: unknown }).seconds;
-  const n = (value as { nanos?: unknown }).nanos;
+  if (typeof value !== 'object' || value === null) return null;
+  const { seconds: s, nanos: n } = value as { seconds?: unknown; nanos?: unknown };
   if (s === undefined || s === null) return null;
   return Number(s) + (typeof n === 'number' ? n / 1e9 : 0);
 }
@@ -420,8 +419,7 @@ export function addSnapshotCommands(
     .action(
       action(async (open, flags) => {
         const ctx = open();
-        const pipeline = ctx.pipeline;
-        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, pipeline, pubsub));
+        const list = await withPubSub(ctx, (pubsub) => listSnapshots(ctx, ctx.pipeline, pubsub));
         deps.io.out(
           flags.json
             ? toJson(list)
@@ -472,12 +470,11 @@ export function addSnapshotCommands(
           const to = parseSeekTarget(opts, deps.now());
           if (opts.subscription !== undefined) parseResourceId(opts.subscription, '--subscription');
           const ctx = open();
-          const pipeline = ctx.pipeline;
           const report = await withPubSub(ctx, async (pubsub) =>
             seek(
               ctx,
-              pipeline,
-              await ingestSubscription(ctx, pipeline, pubsub, opts.subscription),
+              ctx.pipeline,
+              await ingestSubscription(ctx, ctx.pipeline, pubsub, opts.subscription),
               to,
               opts.dryRun === true,
               deps.now(),
