@@ -38,12 +38,11 @@ const FAILED_PRECONDITION = 9;
 const NOT_FOUND = 5;
 
 /**
- * Collection names under `{root}/{pipeline}`. `droppedLate` carries the TTL field `expireAt`; so does `eventLedger`,
- * the retired per-window layout's dedup ledger, which no code writes any more (the deploy keeps its TTL policy so
- * that a drained deployment's entries expire, docs/windows.md "Draining the per-window layout").
+ * Collection names under `{root}/{pipeline}`; `droppedLate` and `eventLedger` carry the TTL field `expireAt`.
+ * `windows`, `shards` and `eventLedger` are the retired per-window layout's, written by no code: kept so teardown
+ * deletes them and the deploy keeps the ledger's TTL (docs/windows.md "Draining the per-window layout").
  */
 export const COLLECTIONS = {
-  /** The retired per-window layout's records and shards: written by no code, kept so teardown deletes them. */
   windows: 'windows',
   shards: 'shards',
   ledger: 'eventLedger',

@@ -619,11 +619,6 @@ class SeedWriter {
   }
 }
 
-/** Key of an image in an attempt's cache. */
-function imageKey(window: IntervalWindow, group: number, shard: number): string {
-  return keyGroupDocId(window, group, shard);
-}
-
 /**
  * One attempt of a transaction in the key-groups layout: documents are read once (cached), the port's record
  * writes change in-memory images, and `finish` writes each changed document once, before the commit.
@@ -670,7 +665,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   ): Promise<void> {
     const missing = new Map<string, { window: IntervalWindow; group: number; shard: number }>();
     for (const w of wanted) {
-      const id = imageKey(w.window, w.group, w.shard);
+      const id = keyGroupDocId(w.window, w.group, w.shard);
       if (!this.images.has(id)) missing.set(id, w);
     }
     if (missing.size === 0) return;
@@ -681,16 +676,18 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     list.forEach((w, i) => {
       const ref = refs[i] as DocumentReference;
       this.images.set(
-        imageKey(w.window, w.group, w.shard),
+        keyGroupDocId(w.window, w.group, w.shard),
         this.grouped.imageOf(ref, snaps[i], w.window, w.group, w.shard),
       );
     });
   }
 
   private image(window: IntervalWindow, group: number, shard: number): GroupImage {
-    const found = this.images.get(imageKey(window, group, shard));
+    const found = this.images.get(keyGroupDocId(window, group, shard));
     if (found === undefined) {
-      throw new Error(`key group ${imageKey(window, group, shard)} written before it was read`);
+      throw new Error(
+        `key group ${keyGroupDocId(window, group, shard)} written before it was read`,
+      );
     }
     return found;
   }
@@ -720,7 +717,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     // Spilled dedup ids of probed documents: one more round trip, only for documents that spilled.
     const spillRefs: DocumentReference[] = [];
     for (const probe of seen) {
-      const image = this.image(probe.window, g(probe.key), probe.shard);
+      const image = this.imageOf(probe, probe.shard);
       if (image.seenSet !== undefined) continue;
       for (let n = 0; n < image.spills; n++) {
         const ref = this.grouped.spillRef(image.ref, n);
@@ -738,23 +735,19 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     }
     return {
       windows: windows.map((a) => {
-        const entry = this.image(a.window, g(a.key), this.grouped.headShard).w.get(
-          keyIdPart(a.key),
-        );
+        const entry = this.imageOf(a).w.get(keyIdPart(a.key));
         return entry === undefined || entry.k !== a.key ? null : this.windowOfEntry(a, entry);
       }),
       shards: shards.map((a) => {
-        const part = this.image(a.window, g(a.key), a.shard).c.get(keyIdPart(a.key));
+        const part = this.imageOf(a, a.shard).c.get(keyIdPart(a.key));
         if (part === undefined || part.k !== a.key) return null;
         return this.shardOfPart(a, part);
       }),
       floors: windows.map((a) => {
-        const head = this.image(a.window, g(a.key), this.grouped.headShard);
+        const head = this.imageOf(a);
         return head.existed ? head.floorMs : null;
       }),
-      seen: seen.map((p) =>
-        this.seenSet(this.image(p.window, g(p.key), p.shard)).has(dedupIdOf(p.eventId)),
-      ),
+      seen: seen.map((p) => this.seenSet(this.imageOf(p, p.shard)).has(dedupIdOf(p.eventId))),
     };
   }
 
@@ -800,12 +793,13 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     };
   }
 
+  /** The image of `address`'s key group on `shard` (default: the head shard, which keeps the bookkeeping). */
+  private imageOf(address: WindowAddress, shard = this.grouped.headShard): GroupImage {
+    return this.image(address.window, this.grouped.groupOf(address.key), shard);
+  }
+
   override putWindow(record: StoredWindow): void {
-    const image = this.image(
-      record.window,
-      this.grouped.groupOf(record.key),
-      this.grouped.headShard,
-    );
+    const image = this.imageOf(record);
     image.w.set(keyIdPart(record.key), {
       k: record.key,
       p: record.pane.phase,
@@ -823,11 +817,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override deleteWindow(address: WindowAddress, watermarkMs?: number): void {
-    const image = this.image(
-      address.window,
-      this.grouped.groupOf(address.key),
-      this.grouped.headShard,
-    );
+    const image = this.imageOf(address);
     image.w.delete(keyIdPart(address.key));
     if (watermarkMs !== undefined) {
       image.floorMs = Math.max(image.floorMs ?? watermarkMs, watermarkMs);
@@ -836,7 +826,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override putShard(shard: StoredShard<Acc>): void {
-    const image = this.image(shard.window, this.grouped.groupOf(shard.key), shard.shard);
+    const image = this.imageOf(shard, shard.shard);
     image.c.set(keyIdPart(shard.key), {
       k: shard.key,
       a: JSON.stringify(shard.contribution.accumulator),
@@ -847,7 +837,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override deleteShard(address: ShardAddress): void {
-    const image = this.image(address.window, this.grouped.groupOf(address.key), address.shard);
+    const image = this.imageOf(address, address.shard);
     image.c.delete(keyIdPart(address.key));
     image.dirty = true;
   }
