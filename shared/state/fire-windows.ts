@@ -446,10 +446,18 @@ export async function fireWindowsHttp<In, Acc extends JsonValue, Out>(
     const summary = await fireWindows(deps);
     return { status: summary.windowsFailed > 0 ? 503 : 200, body: { ...summary } };
   } catch (err) {
-    logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
-    return {
-      status: err instanceof TransientError ? 503 : 500,
-      body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
-    };
+    return failedRunAnswer(deps, err);
   }
+}
+
+/** The answer to a run that threw (logged): 503 when the error is transient (Scheduler retries), else 500. */
+export function failedRunAnswer(
+  deps: Pick<FireWindowsDeps<never, never, never>, 'logger' | 'pipeline'>,
+  err: unknown,
+): HttpAnswer {
+  logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
+  return {
+    status: err instanceof TransientError ? 503 : 500,
+    body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
+  };
 }

@@ -194,7 +194,6 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     let attempts = 0;
     let own: { error: unknown } | undefined;
     let failed: { error: unknown } | undefined;
-    let attempt: FirestoreTransaction<Acc> | undefined;
     let committed: FirestoreTransaction<Acc> | undefined;
     try {
       const value = await this.db.runTransaction(
@@ -211,7 +210,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
           }
           own = undefined;
           failed = undefined;
-          attempt = this.newAttempt(tx);
+          const attempt = this.newAttempt(tx);
           try {
             const result = await fn(attempt);
             // Layouts that buffer their writes queue them now, inside the attempt (reads are all done).
@@ -228,9 +227,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         },
         { maxAttempts: this.maxAttempts },
       );
-      this.metrics.writes += attempt?.writes ?? 0;
-      this.metrics.deletes += attempt?.deletes ?? 0;
-      if (committed !== undefined) this.afterCommit(committed);
+      if (committed !== undefined) this.committed(committed);
       return value;
     } catch (err) {
       if (own !== undefined && own.error === err) throw err;
@@ -241,6 +238,13 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
   /** One attempt's transaction object (layouts override it with their own (key, window) operations). */
   protected newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
     return new FirestoreTransaction(tx, this);
+  }
+
+  /** Counts the writes of the attempt that committed, then `afterCommit`. */
+  protected committed(attempt: FirestoreTransaction<Acc>): void {
+    this.metrics.writes += attempt.writes;
+    this.metrics.deletes += attempt.deletes;
+    this.afterCommit(attempt);
   }
 
   /** Called once with the attempt that committed (layouts that keep bookkeeping of what they wrote override it). */

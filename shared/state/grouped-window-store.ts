@@ -266,9 +266,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     // One BulkWriter batch per callback: key-group documents run to hundreds of KiB, and the writer's default
     // batch of 20 writes would exceed a request's size limit (its retries then stall the seed for minutes).
     await seed.flush();
-    this.metrics.writes += attempt.writes;
-    this.metrics.deletes += attempt.deletes;
-    this.afterCommit(attempt);
+    this.committed(attempt);
     return value;
   }
 
@@ -279,14 +277,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   protected override afterCommit(attempt: FirestoreTransaction<Acc>): void {
     if (!(attempt instanceof GroupTransaction)) return;
     for (const [batchId, ids] of attempt.batches) this.trackBatch(batchId, ids);
-    for (const joined of attempt.joined) joined.grouped.afterJoinedCommit(joined);
-  }
-
-  /** A joined attempt (another aggregation's part of a transaction this store ran) committed: its writes count here. */
-  private afterJoinedCommit(attempt: GroupTransaction<Acc>): void {
-    this.metrics.writes += attempt.writes;
-    this.metrics.deletes += attempt.deletes;
-    this.afterCommit(attempt);
+    // A joined attempt (another aggregation's part of this transaction) counts in its own store.
+    for (const joined of attempt.joined) joined.grouped.committed(joined);
   }
 
   private trackBatch(batchId: string, insertIds: readonly string[]): void {
