@@ -172,16 +172,13 @@ interface GroupImage {
 }
 
 /**
- * Firestore layout of the `key-groups` layout (`{root}/{pipeline}/…`):
- * - `keyGroups/g<group>~<start>_<end>~s<shard>`: `w` (shard 0 only) maps a key id to its pane bookkeeping, `c` maps
- *   a key id to this shard's contribution, `seen` concatenates the 16-character dedup ids of the events this shard
- *   counted or dropped, `spills` counts its `dedupSpills` documents; shard 0 also carries the group's timers
- *   `event_timer_ms` / `processing_timer_ms` (fireWindows' queries) and every document the TTL field `expireAt`.
- *   Once every key of the group is garbage-collected the document stays as a tombstone (no keys, its dedup ids) until
- *   its TTL, so a redelivery or replay is still recognised, and an event dropped as late is counted as dropped once.
- * - `dedupSpills/<group doc id>~<n>`: dedup ids beyond `maxSeenPerDocument`.
- * - `paneBatches/<random>`: the panes one transaction fired (up to 200 per document), deleted once in gold.
- * The watermark, leases and dropped-late counters are the shared documents (inherited).
+ * The key-groups layout (`GROUP_COLLECTIONS` under `{root}/{pipeline}`; the watermark, leases and dropped-late
+ * counters are the inherited shared documents). A `keyGroups` document: `w` (head shard only) maps a key id to its
+ * pane bookkeeping, `c` maps a key id to this shard's contribution, `seen` concatenates the 16-character dedup ids of
+ * the events this shard counted or dropped, `spills` counts its `dedupSpills` documents; the head shard also carries
+ * the group's timers `event_timer_ms` / `processing_timer_ms` (fireWindows' queries). Once every key of the group is
+ * garbage-collected the document stays as a tombstone (its dedup ids) until its TTL, so a redelivery or replay is
+ * still recognised, and an event dropped as late is counted as dropped once.
  */
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
   /** Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). */
