@@ -130,13 +130,10 @@ function codeOf(err: unknown): unknown {
 }
 
 /**
- * Firestore layout of the shared documents (`{root}/{pipeline}/…`, snake_case fields, times in epoch ms):
- * - `droppedLate/{window_start_ms}~{key}~{shard}`: too-late counters (`count`, `expired_window`, `closed_window`,
- *   TTL `expireAt`), summed per window start by `readDropped`;
- * - `paneOutbox/{insertId}`: panes committed but not yet in the gold table;
- * - `meta/watermark` and the leases `meta/fireWindowsLease~p{n}` (fireWindows' partitions).
- * The window state itself is the subclass's (`GroupedFirestoreWindowStore`, `FirestoreSessionStore`): their attempts
- * implement the (key, window) operations of `WindowTransaction`; this class reads and writes only the above.
+ * The shared documents under `{root}/{pipeline}` (snake_case fields, epoch ms): `droppedLate/{start}~{key}~{shard}`
+ * counters (summed per window start by `readDropped`), `paneOutbox/{insertId}`, `meta/watermark` and the leases.
+ * The (key, window) operations of `WindowTransaction` are the layouts' (`GroupedFirestoreWindowStore`,
+ * `FirestoreSessionStore`).
  */
 export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
   protected readonly base: DocumentReference;
@@ -301,10 +298,6 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     });
   }
 
-  /**
-   * @param name lease document under `meta/` (default `fireWindowsLease`, the pipeline's; fireWindows' partitions
-   * use `fireWindowsLease~p<n>`)
-   */
   async acquireLease(
     holder: string,
     nowMs: number,

@@ -265,7 +265,10 @@ export interface WindowStore<Acc extends JsonValue> {
     updatedAtMs: number,
     expected: StoredWatermark | null,
   ): Promise<StoredWatermark | null>;
-  /** Takes the fireWindows lease if it is free or expired at `nowMs`; `null` when someone else holds it. */
+  /**
+   * Takes the fireWindows lease `name` under `meta/` (default `fireWindowsLease`; partitions `fireWindowsLease~p<n>`)
+   * if it is free or expired at `nowMs`; `null` when someone else holds it.
+   */
   acquireLease(
     holder: string,
     nowMs: number,
