@@ -48,7 +48,7 @@ export interface FireWindowsDeps<In, Acc extends JsonValue, Out> {
   readonly groups?: {
     readonly store: KeyGroupStore;
     readonly partitions: number;
-    /** Partitions one run leases and fires at a time (default 1). */
+    /** Partitions one run leases and fires at a time (default 1; `SessionFiring` the same). */
     readonly partitionsInFlight?: number;
     readonly only?: readonly number[];
   };
@@ -65,7 +65,6 @@ export interface SessionFiring<In, Acc extends JsonValue, Out> {
   readonly sessions: SessionWindows<In, Acc, Out>;
   /** Partitions of the session keys (group mod partitions), each fired under its own lease (default 1). */
   readonly partitions?: number;
-  /** Partitions one run leases and fires at a time (default 1). */
   readonly partitionsInFlight?: number;
 }
 
@@ -149,7 +148,6 @@ interface UnitFired {
  */
 interface Firing<U> {
   readonly partitions: number;
-  /** Partitions one run leases and fires at a time. */
   readonly partitionsInFlight: number;
   /** The partitions to try, in order (default all, starting at a random one). */
   readonly only?: readonly number[];
@@ -446,10 +444,18 @@ export async function fireWindowsHttp<In, Acc extends JsonValue, Out>(
     const summary = await fireWindows(deps);
     return { status: summary.windowsFailed > 0 ? 503 : 200, body: { ...summary } };
   } catch (err) {
-    logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
-    return {
-      status: err instanceof TransientError ? 503 : 500,
-      body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
-    };
+    return failedRunAnswer(deps, err);
   }
+}
+
+/** The answer to a run that threw (logged): 503 when the error is transient (Scheduler retries), else 500. */
+export function failedRunAnswer(
+  deps: Pick<FireWindowsDeps<never, never, never>, 'logger' | 'pipeline'>,
+  err: unknown,
+): HttpAnswer {
+  logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
+  return {
+    status: err instanceof TransientError ? 503 : 500,
+    body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
+  };
 }

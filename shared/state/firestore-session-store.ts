@@ -58,13 +58,9 @@ const StateJson = v.object({
 });
 
 /**
- * Firestore layout of the session layout (`{root}/{pipeline}/…`):
- * - `sessionKeys/g<group>~<key>`: `key`, `group`, `state_json` (the core's KeyState: every open session's window,
- *   pane bookkeeping and contribution, the key's watermark and processing-time clamps), `seen` (session id → its
- *   events' concatenated 16-character dedup ids), timers `event_timer_ms` / `processing_timer_ms` (fireWindows'
- *   single-field range queries). Deleted when the key's last session is garbage-collected.
- * Everything else (watermark, leases, `droppedLate`, `paneOutbox`) is the shared documents' (inherited), so the
- * pane emitter and the outbox re-emission work unchanged.
+ * The session layout on Firestore: `sessionKeys/g<group>~<key>` holds `key`, `group`, `state_json` and `seen` (the
+ * `StoredSessionKey`) and the timers `event_timer_ms` / `processing_timer_ms` (fireWindows' range queries); deleted
+ * with the key's last session. The watermark, leases, `droppedLate` and `paneOutbox` are the shared documents.
  */
 export class FirestoreSessionStore<Acc extends JsonValue>
   extends FirestoreWindowStore<Acc>

@@ -38,12 +38,11 @@ const FAILED_PRECONDITION = 9;
 const NOT_FOUND = 5;
 
 /**
- * Collection names under `{root}/{pipeline}`. `droppedLate` carries the TTL field `expireAt`; so does `eventLedger`,
- * the retired per-window layout's dedup ledger, which no code writes any more (the deploy keeps its TTL policy so
- * that a drained deployment's entries expire, docs/windows.md "Draining the per-window layout").
+ * Collection names under `{root}/{pipeline}`; `droppedLate` and `eventLedger` carry the TTL field `expireAt`.
+ * `windows`, `shards` and `eventLedger` are the retired per-window layout's, written by no code: kept so teardown
+ * deletes them and the deploy keeps the ledger's TTL (docs/windows.md "Draining the per-window layout").
  */
 export const COLLECTIONS = {
-  /** The retired per-window layout's records and shards: written by no code, kept so teardown deletes them. */
   windows: 'windows',
   shards: 'shards',
   ledger: 'eventLedger',
@@ -131,13 +130,10 @@ function codeOf(err: unknown): unknown {
 }
 
 /**
- * Firestore layout of the shared documents (`{root}/{pipeline}/…`, snake_case fields, times in epoch ms):
- * - `droppedLate/{window_start_ms}~{key}~{shard}`: too-late counters (`count`, `expired_window`, `closed_window`,
- *   TTL `expireAt`), summed per window start by `readDropped`;
- * - `paneOutbox/{insertId}`: panes committed but not yet in the gold table;
- * - `meta/watermark` and the leases `meta/fireWindowsLease~p{n}` (fireWindows' partitions).
- * The window state itself is the subclass's (`GroupedFirestoreWindowStore`, `FirestoreSessionStore`): their attempts
- * implement the (key, window) operations of `WindowTransaction`; this class reads and writes only the above.
+ * The shared documents under `{root}/{pipeline}` (snake_case fields, epoch ms): `droppedLate/{start}~{key}~{shard}`
+ * counters (summed per window start by `readDropped`), `paneOutbox/{insertId}`, `meta/watermark` and the leases.
+ * The (key, window) operations of `WindowTransaction` are the layouts' (`GroupedFirestoreWindowStore`,
+ * `FirestoreSessionStore`).
  */
 export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<Acc> {
   protected readonly base: DocumentReference;
@@ -195,7 +191,6 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     let attempts = 0;
     let own: { error: unknown } | undefined;
     let failed: { error: unknown } | undefined;
-    let attempt: FirestoreTransaction<Acc> | undefined;
     let committed: FirestoreTransaction<Acc> | undefined;
     try {
       const value = await this.db.runTransaction(
@@ -212,7 +207,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
           }
           own = undefined;
           failed = undefined;
-          attempt = this.newAttempt(tx);
+          const attempt = this.newAttempt(tx);
           try {
             const result = await fn(attempt);
             // Layouts that buffer their writes queue them now, inside the attempt (reads are all done).
@@ -229,9 +224,7 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
         },
         { maxAttempts: this.maxAttempts },
       );
-      this.metrics.writes += attempt?.writes ?? 0;
-      this.metrics.deletes += attempt?.deletes ?? 0;
-      if (committed !== undefined) this.afterCommit(committed);
+      if (committed !== undefined) this.committed(committed);
       return value;
     } catch (err) {
       if (own !== undefined && own.error === err) throw err;
@@ -242,6 +235,13 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
   /** One attempt's transaction object (layouts override it with their own (key, window) operations). */
   protected newAttempt(tx: Transaction): FirestoreTransaction<Acc> {
     return new FirestoreTransaction(tx, this);
+  }
+
+  /** Counts the writes of the attempt that committed, then `afterCommit`. */
+  protected committed(attempt: FirestoreTransaction<Acc>): void {
+    this.metrics.writes += attempt.writes;
+    this.metrics.deletes += attempt.deletes;
+    this.afterCommit(attempt);
   }
 
   /** Called once with the attempt that committed (layouts that keep bookkeeping of what they wrote override it). */
@@ -298,10 +298,6 @@ export class FirestoreWindowStore<Acc extends JsonValue> implements WindowStore<
     });
   }
 
-  /**
-   * @param name lease document under `meta/` (default `fireWindowsLease`, the pipeline's; fireWindows' partitions
-   * use `fireWindowsLease~p<n>`)
-   */
   async acquireLease(
     holder: string,
     nowMs: number,

@@ -172,16 +172,13 @@ interface GroupImage {
 }
 
 /**
- * Firestore layout of the `key-groups` layout (`{root}/{pipeline}/…`):
- * - `keyGroups/g<group>~<start>_<end>~s<shard>`: `w` (shard 0 only) maps a key id to its pane bookkeeping, `c` maps
- *   a key id to this shard's contribution, `seen` concatenates the 16-character dedup ids of the events this shard
- *   counted or dropped, `spills` counts its `dedupSpills` documents; shard 0 also carries the group's timers
- *   `event_timer_ms` / `processing_timer_ms` (fireWindows' queries) and every document the TTL field `expireAt`.
- *   Once every key of the group is garbage-collected the document stays as a tombstone (no keys, its dedup ids) until
- *   its TTL, so a redelivery or replay is still recognised, and an event dropped as late is counted as dropped once.
- * - `dedupSpills/<group doc id>~<n>`: dedup ids beyond `maxSeenPerDocument`.
- * - `paneBatches/<random>`: the panes one transaction fired (up to 200 per document), deleted once in gold.
- * The watermark, leases and dropped-late counters are the shared documents (inherited).
+ * The key-groups layout (`GROUP_COLLECTIONS` under `{root}/{pipeline}`; the watermark, leases and dropped-late
+ * counters are the inherited shared documents). A `keyGroups` document: `w` (head shard only) maps a key id to its
+ * pane bookkeeping, `c` maps a key id to this shard's contribution, `seen` concatenates the 16-character dedup ids of
+ * the events this shard counted or dropped, `spills` counts its `dedupSpills` documents; the head shard also carries
+ * the group's timers `event_timer_ms` / `processing_timer_ms` (fireWindows' queries). Once every key of the group is
+ * garbage-collected the document stays as a tombstone (its dedup ids) until its TTL, so a redelivery or replay is
+ * still recognised, and an event dropped as late is counted as dropped once.
  */
 export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends FirestoreWindowStore<Acc> {
   /** Shards per key group (`OFFVIA_WINDOW_GROUP_SHARDS`). */
@@ -266,9 +263,7 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
     // One BulkWriter batch per callback: key-group documents run to hundreds of KiB, and the writer's default
     // batch of 20 writes would exceed a request's size limit (its retries then stall the seed for minutes).
     await seed.flush();
-    this.metrics.writes += attempt.writes;
-    this.metrics.deletes += attempt.deletes;
-    this.afterCommit(attempt);
+    this.committed(attempt);
     return value;
   }
 
@@ -279,14 +274,8 @@ export class GroupedFirestoreWindowStore<Acc extends JsonValue> extends Firestor
   protected override afterCommit(attempt: FirestoreTransaction<Acc>): void {
     if (!(attempt instanceof GroupTransaction)) return;
     for (const [batchId, ids] of attempt.batches) this.trackBatch(batchId, ids);
-    for (const joined of attempt.joined) joined.grouped.afterJoinedCommit(joined);
-  }
-
-  /** A joined attempt (another aggregation's part of a transaction this store ran) committed: its writes count here. */
-  private afterJoinedCommit(attempt: GroupTransaction<Acc>): void {
-    this.metrics.writes += attempt.writes;
-    this.metrics.deletes += attempt.deletes;
-    this.afterCommit(attempt);
+    // A joined attempt (another aggregation's part of this transaction) counts in its own store.
+    for (const joined of attempt.joined) joined.grouped.committed(joined);
   }
 
   private trackBatch(batchId: string, insertIds: readonly string[]): void {
@@ -619,11 +608,6 @@ class SeedWriter {
   }
 }
 
-/** Key of an image in an attempt's cache. */
-function imageKey(window: IntervalWindow, group: number, shard: number): string {
-  return keyGroupDocId(window, group, shard);
-}
-
 /**
  * One attempt of a transaction in the key-groups layout: documents are read once (cached), the port's record
  * writes change in-memory images, and `finish` writes each changed document once, before the commit.
@@ -670,7 +654,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   ): Promise<void> {
     const missing = new Map<string, { window: IntervalWindow; group: number; shard: number }>();
     for (const w of wanted) {
-      const id = imageKey(w.window, w.group, w.shard);
+      const id = keyGroupDocId(w.window, w.group, w.shard);
       if (!this.images.has(id)) missing.set(id, w);
     }
     if (missing.size === 0) return;
@@ -681,16 +665,18 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     list.forEach((w, i) => {
       const ref = refs[i] as DocumentReference;
       this.images.set(
-        imageKey(w.window, w.group, w.shard),
+        keyGroupDocId(w.window, w.group, w.shard),
         this.grouped.imageOf(ref, snaps[i], w.window, w.group, w.shard),
       );
     });
   }
 
   private image(window: IntervalWindow, group: number, shard: number): GroupImage {
-    const found = this.images.get(imageKey(window, group, shard));
+    const found = this.images.get(keyGroupDocId(window, group, shard));
     if (found === undefined) {
-      throw new Error(`key group ${imageKey(window, group, shard)} written before it was read`);
+      throw new Error(
+        `key group ${keyGroupDocId(window, group, shard)} written before it was read`,
+      );
     }
     return found;
   }
@@ -720,7 +706,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     // Spilled dedup ids of probed documents: one more round trip, only for documents that spilled.
     const spillRefs: DocumentReference[] = [];
     for (const probe of seen) {
-      const image = this.image(probe.window, g(probe.key), probe.shard);
+      const image = this.imageOf(probe, probe.shard);
       if (image.seenSet !== undefined) continue;
       for (let n = 0; n < image.spills; n++) {
         const ref = this.grouped.spillRef(image.ref, n);
@@ -738,23 +724,19 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     }
     return {
       windows: windows.map((a) => {
-        const entry = this.image(a.window, g(a.key), this.grouped.headShard).w.get(
-          keyIdPart(a.key),
-        );
+        const entry = this.imageOf(a).w.get(keyIdPart(a.key));
         return entry === undefined || entry.k !== a.key ? null : this.windowOfEntry(a, entry);
       }),
       shards: shards.map((a) => {
-        const part = this.image(a.window, g(a.key), a.shard).c.get(keyIdPart(a.key));
+        const part = this.imageOf(a, a.shard).c.get(keyIdPart(a.key));
         if (part === undefined || part.k !== a.key) return null;
         return this.shardOfPart(a, part);
       }),
       floors: windows.map((a) => {
-        const head = this.image(a.window, g(a.key), this.grouped.headShard);
+        const head = this.imageOf(a);
         return head.existed ? head.floorMs : null;
       }),
-      seen: seen.map((p) =>
-        this.seenSet(this.image(p.window, g(p.key), p.shard)).has(dedupIdOf(p.eventId)),
-      ),
+      seen: seen.map((p) => this.seenSet(this.imageOf(p, p.shard)).has(dedupIdOf(p.eventId))),
     };
   }
 
@@ -800,12 +782,13 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
     };
   }
 
+  /** The image of `address`'s key group on `shard` (default: the head shard, which keeps the bookkeeping). */
+  private imageOf(address: WindowAddress, shard = this.grouped.headShard): GroupImage {
+    return this.image(address.window, this.grouped.groupOf(address.key), shard);
+  }
+
   override putWindow(record: StoredWindow): void {
-    const image = this.image(
-      record.window,
-      this.grouped.groupOf(record.key),
-      this.grouped.headShard,
-    );
+    const image = this.imageOf(record);
     image.w.set(keyIdPart(record.key), {
       k: record.key,
       p: record.pane.phase,
@@ -823,11 +806,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override deleteWindow(address: WindowAddress, watermarkMs?: number): void {
-    const image = this.image(
-      address.window,
-      this.grouped.groupOf(address.key),
-      this.grouped.headShard,
-    );
+    const image = this.imageOf(address);
     image.w.delete(keyIdPart(address.key));
     if (watermarkMs !== undefined) {
       image.floorMs = Math.max(image.floorMs ?? watermarkMs, watermarkMs);
@@ -836,7 +815,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override putShard(shard: StoredShard<Acc>): void {
-    const image = this.image(shard.window, this.grouped.groupOf(shard.key), shard.shard);
+    const image = this.imageOf(shard, shard.shard);
     image.c.set(keyIdPart(shard.key), {
       k: shard.key,
       a: JSON.stringify(shard.contribution.accumulator),
@@ -847,7 +826,7 @@ class GroupTransaction<Acc extends JsonValue> extends FirestoreTransaction<Acc> 
   }
 
   override deleteShard(address: ShardAddress): void {
-    const image = this.image(address.window, this.grouped.groupOf(address.key), address.shard);
+    const image = this.imageOf(address, address.shard);
     image.c.delete(keyIdPart(address.key));
     image.dirty = true;
   }

@@ -69,12 +69,11 @@ export function dedupIdOf(eventId: string): string {
 /** Characters of a dedup id (`dedupIdOf`). */
 export const DEDUP_ID_LENGTH = 16;
 
+const DEDUP_IDS = new RegExp(`[^]{1,${DEDUP_ID_LENGTH}}`, 'g');
+
 /** The dedup ids of `text` (dedup ids concatenated, as documents keep them). */
 export function dedupIdsIn(text: string): string[] {
-  const ids: string[] = [];
-  for (let i = 0; i < text.length; i += DEDUP_ID_LENGTH)
-    ids.push(text.slice(i, i + DEDUP_ID_LENGTH));
-  return ids;
+  return text.match(DEDUP_IDS) ?? [];
 }
 
 /** The shard number that stands for a key group's separate bookkeeping document (`~h`). */

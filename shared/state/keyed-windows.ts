@@ -176,10 +176,9 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Applies a bundle of elements of one key whose event times fall into the same windows. Elements with the same
-   * event id count once (later copies are `duplicate`), and so do elements whose dedup id the state keeps.
-   * @throws WindowingInputError when the bundle is empty or its elements have different windows (caller bug)
-   * @throws TransientError when the store fails
+   * `processGroupBundle` for one key's bundle (elements in the same windows; a repeated event id counts once).
+   * @throws WindowingInputError when the bundle is empty or mixes windows (caller bug); TransientError when the
+   * store fails
    */
   async processBundle(
     key: string,
@@ -661,10 +660,8 @@ export class KeyedWindows<In, Acc extends JsonValue, Out> {
   }
 
   /**
-   * Writes back the core's two steps (timers, then the bundle) for each window: bookkeeping when the pane state
-   * changed, shards reset after a firing (only those holding something to reset), the accepted elements added to
-   * the bundle's shard, and everything deleted when the window was garbage-collected. Checks that the shards merge
-   * to exactly the core's contribution. Returns the outbox panes (also written).
+   * Writes back the core's two steps (timers, then the bundle) per window: changed bookkeeping and shards, the
+   * accepted elements on the bundle's shard, or deletes a garbage-collected window. Returns the outbox panes written.
    * @throws Error when the written shards would not merge to the core's state (a bug; nothing is committed)
    */
   private persist(

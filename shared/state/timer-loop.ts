@@ -7,6 +7,7 @@ import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import type { JsonValue } from '../windowing';
 import {
+  failedRunAnswer,
   fireWindows,
   keyGroupsOf,
   PASS_COUNTS,
@@ -149,9 +150,7 @@ export async function runTimerLoop(
       failures++;
       logs.fireWindowsFailed(deps.logger, deps.pipeline, `timer query: ${errorText(err)}`);
     }
-    // A deadline at or before the last pass was due then: its element committed after that pass's query (one more
-    // pass serves it), or the pass left it pending (a longer delay applies, or its firing failed): after that one
-    // retry it is left to the next due timer's pass or the next run, so the loop never spins on it.
+    // A deadline at or before the last pass gets one more pass, then is left alone (see above).
     let deadline = next;
     if (next !== null && next <= lastPassPt) {
       deadline = next === retried ? null : next;
@@ -224,10 +223,6 @@ export async function fireWindowsLoopHttp<In, Acc extends JsonValue, Out>(
     const failed = summary.windowsFailed > 0 || summary.loop.failures > 0;
     return { status: failed ? 503 : 200, body: { ...summary } };
   } catch (err) {
-    logs.fireWindowsFailed(deps.logger, deps.pipeline, errorText(err));
-    return {
-      status: err instanceof TransientError ? 503 : 500,
-      body: { status: 'failed', pipeline: deps.pipeline, error: errorText(err) },
-    };
+    return failedRunAnswer(deps, err);
   }
 }

@@ -210,11 +210,9 @@ export class WatermarkTracker {
   }
 
   /**
-   * One document read serves every concurrent caller (single flight): when the cache expires under load, 80
-   * invocations in flight would otherwise each read the watermark, and on the Firestore emulator those reads
-   * queued behind the transactions (issue 8's profile: 147 reads for 500 events). A cached-read caller joins the
-   * read in flight. A `fresh` caller must see every commit that finished before its call, so it joins only a read
-   * that starts after the call: the one queued behind the read in flight.
+   * One document read serves every concurrent caller (single flight), so a cache expiry under load costs one read,
+   * not one per invocation in flight. A cached-read caller joins the read in flight; a `fresh` caller must see every
+   * commit that finished before its call, so it joins only the read queued behind the one in flight.
    */
   private sharedRead(processingTimeMs: number, fresh: boolean): Promise<StoredWatermark | null> {
     const inFlight = this.inFlight;

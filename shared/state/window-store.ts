@@ -26,10 +26,7 @@ export interface ShardAddress extends WindowAddress {
   readonly shard: number;
 }
 
-/**
- * The pane bookkeeping record of one (key, window): written when the window's first elements arrive, when a pane
- * fires, and deleted when the window is garbage-collected; never per element. Its timers are what fireWindows queries.
- */
+/** The pane bookkeeping record of one (key, window), with the timers fireWindows queries; not written per element. */
 export interface StoredWindow extends WindowAddress {
   /** Trigger phase and pane counters (the core's `PaneBookkeeping`). */
   readonly pane: PaneBookkeeping;
@@ -79,12 +76,10 @@ export interface SeenEntry {
  */
 export interface DroppedIncrement {
   readonly window: IntervalWindow;
-  /** The elements' key. */
   readonly key: string;
   /** The shard the writing instance uses (spreads concurrent writers). */
   readonly shard: number;
   readonly reason: DropReason;
-  /** Elements to add. */
   readonly count: number;
   /** Processing time of the drop, epoch ms. */
   readonly atMs: number;
@@ -100,7 +95,6 @@ export interface DroppedIncrement {
 export interface DroppedCounter {
   readonly windowStartMs: number;
   readonly windowEndMs: number;
-  /** All drops of the window. */
   readonly count: number;
   /** Drops because end + allowed lateness <= watermark (Beam `droppedDueToLateness`). */
   readonly expiredWindow: number;
@@ -114,9 +108,8 @@ export interface DroppedCounter {
 export interface OutboxPane extends WindowAddress {
   /** The gold insertId: pipeline, window id, key and pane index (`paneInsertId`). */
   readonly insertId: string;
-  /** The gold row (plain JSON values). */
+  /** The gold row (plain JSON values); timing, index and final flag are for logs. */
   readonly row: Readonly<Record<string, unknown>>;
-  /** The pane's timing, index and final flag, for logs. */
   readonly timing: PaneTiming;
   readonly index: number;
   readonly isLast: boolean;
@@ -227,12 +220,8 @@ export interface WindowReadResult<Acc extends JsonValue> {
   floors: (number | null)[];
 }
 
-/**
- * Reads and writes of one transaction. All reads must come before the first write (Firestore's rule); reads
- * of missing documents return `null`.
- */
+/** Reads and writes of one transaction: all reads before the first write (Firestore's rule). */
 export interface WindowTransaction<Acc extends JsonValue> {
-  /** Reads bookkeeping records, shards and dedup probes in one round trip. */
   read(request: WindowReadRequest): Promise<WindowReadResult<Acc>>;
   /** The (key, window)s kept in one key group of `window` (reads the group's bookkeeping). */
   groupKeys(window: IntervalWindow, group: number): Promise<WindowAddress[]>;
@@ -241,13 +230,11 @@ export interface WindowTransaction<Acc extends JsonValue> {
    * @throws LeaseLostError
    */
   checkLease(lease: Lease): Promise<void>;
-  /** Writes (creates or replaces) a bookkeeping record. */
+  /** Creates or replaces a bookkeeping record (`putShard`: a shard's contribution). */
   putWindow(record: StoredWindow): void;
   /** Deletes a bookkeeping record (garbage collection) closed at watermark `watermarkMs` (epoch ms; the floor). */
   deleteWindow(address: WindowAddress, watermarkMs?: number): void;
-  /** Writes (creates or replaces) one shard's contribution. */
   putShard(shard: StoredShard<Acc>): void;
-  /** Deletes one shard (garbage collection). */
   deleteShard(address: ShardAddress): void;
   /** Keeps the event's dedup id (a later `seen` probe finds it). */
   addSeen(entry: SeenEntry): void;
@@ -278,7 +265,10 @@ export interface WindowStore<Acc extends JsonValue> {
     updatedAtMs: number,
     expected: StoredWatermark | null,
   ): Promise<StoredWatermark | null>;
-  /** Takes the fireWindows lease if it is free or expired at `nowMs`; `null` when someone else holds it. */
+  /**
+   * Takes the fireWindows lease `name` under `meta/` (default `fireWindowsLease`; partitions `fireWindowsLease~p<n>`)
+   * if it is free or expired at `nowMs`; `null` when someone else holds it.
+   */
   acquireLease(
     holder: string,
     nowMs: number,

@@ -6,7 +6,7 @@ import { windowId } from '../windowing';
 import { Bundler } from './bundler';
 import { joinTransaction } from './grouped-window-store';
 import { KeyedWindows } from './keyed-windows';
-import type { ElementOutcome, WindowElement } from './keyed-windows';
+import type { BundleResult, ElementOutcome, WatermarkReader, WindowElement } from './keyed-windows';
 import { logBundleOutcomes } from './session-pipeline';
 import type { ElementRecorder, RecorderDeps } from './session-pipeline';
 
@@ -15,21 +15,22 @@ export interface WindowedPipelineDeps<In, Acc extends JsonValue, Out> extends Re
   readonly keyed: KeyedWindows<In, Acc, Out>;
 }
 
-interface Item<In> {
-  readonly key: string;
-  readonly element: WindowElement<In>;
-}
-
 /**
  * `record` counts an event exactly once in its windows and fires the element-driven panes that are due. Events of
  * the same (key, windows) arriving while a transaction for them is running are applied together in the next one.
  */
 export class WindowedPipeline<In, Acc extends JsonValue, Out> {
-  private readonly bundler: Bundler<Item<In>, ElementOutcome>;
+  private readonly bundler: Bundler<readonly JointInput<In>[], ElementOutcome[]>;
 
   constructor(private readonly deps: WindowedPipelineDeps<In, Acc, Out>) {
+    // One member: a bundle (several keys of one group) is one `processGroupBundle` transaction.
     this.bundler = new Bundler(
-      (_queueKey, items) => this.applyBundle(deps.keyed, items),
+      (_queueKey, items) =>
+        applyBundle([deps], deps.logger, items, async ([part]) =>
+          part === undefined
+            ? []
+            : [await deps.keyed.processGroupBundle(part.bundles, part.watermark)],
+        ),
       deps.maxBundle,
     );
   }
@@ -42,53 +43,19 @@ export class WindowedPipeline<In, Acc extends JsonValue, Out> {
    */
   async record(key: string, element: WindowElement<In>): Promise<ElementOutcome> {
     const windows = this.deps.keyed.assign(element.timestampMs);
-    const outcome = await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, windows), {
-      key,
-      element,
-    });
+    const [outcome] = await this.bundler.submit(this.deps.keyed.bundleQueueKey(key, windows), [
+      { member: 0, key, element },
+    ]);
     await this.deps.tracker.observe(element.timestampMs, element.receivedAtMs);
+    if (outcome === undefined) throw new Error('windowed pipeline returned no outcome');
     return outcome;
-  }
-
-  /** One bundle: in the key-groups layout it may hold several keys of one group, applied in one transaction. */
-  private async applyBundle(
-    keyed: KeyedWindows<In, Acc, Out>,
-    items: readonly Item<In>[],
-  ): Promise<ElementOutcome[]> {
-    const byKey = new Map<string, { positions: number[]; elements: WindowElement<In>[] }>();
-    items.forEach((item, i) => {
-      const entry = byKey.get(item.key) ?? { positions: [], elements: [] };
-      entry.positions.push(i);
-      entry.elements.push(item.element);
-      byKey.set(item.key, entry);
-    });
-    const keys = [...byKey.entries()];
-    const watermark = (pt: number, fresh: boolean) => this.deps.tracker.watermarkMs(pt, fresh);
-    const results = await keyed.processGroupBundle(
-      keys.map(([key, entry]) => ({ key, elements: entry.elements })),
-      watermark,
-    );
-    const outcomes: ElementOutcome[] = new Array<ElementOutcome>(items.length);
-    keys.forEach(([key, entry], k) => {
-      const result = results[k];
-      if (result === undefined) throw new Error(`no bundle result for key ${key}`);
-      logBundleOutcomes(this.deps.logger, this.deps.pipeline, key, entry.elements, result);
-      entry.positions.forEach((position, j) => {
-        const outcome = result.outcomes[j];
-        if (outcome === undefined) throw new Error(`no outcome for element ${j} of key ${key}`);
-        outcomes[position] = outcome;
-      });
-    });
-    await this.deps.emitter.emitOrDefer(results.flatMap((r) => r.panes));
-    return outcomes;
   }
 }
 
 /**
- * How long a joint bundle waits for more events before it starts, ms. The events of the bundle just committed come
- * back with their next messages meanwhile, so a bundle takes about every event in flight rather than half of them:
- * measured 0.04 → 0.02 transactions and USD 0.74 → 0.53 per million telemetry messages at 80 in flight
- * (docs/performance.md), the rate no lower; 10 ms is small beside a transaction's round trips.
+ * How long a joint bundle waits for more events before it starts, ms: the events of the bundle just committed come
+ * back with their next messages meanwhile, so a bundle takes about every event in flight rather than half of them
+ * (half the transactions per message, docs/performance.md); 10 ms is small beside a transaction's round trips.
  */
 export const JOINT_BUNDLE_LINGER_MS = 10;
 
@@ -124,16 +91,13 @@ export class JointWindowedPipeline<In, Acc extends JsonValue, Out> {
     },
   ) {
     this.bundler = new Bundler(
-      (_queueKey, items) => this.applyBundle(items),
+      (_queueKey, items) =>
+        applyBundle(deps.members, deps.logger, items, (parts, homes) =>
+          KeyedWindows.processJointBundle(parts, homes, joinTransaction),
+        ),
       deps.maxBundle,
       JOINT_BUNDLE_LINGER_MS,
     );
-  }
-
-  private member(index: number): WindowedMember<In, Acc, Out> {
-    const member = this.deps.members[index];
-    if (member === undefined) throw new Error(`no aggregation ${index} in the joint pipeline`);
-    return member;
   }
 
   /**
@@ -146,72 +110,16 @@ export class JointWindowedPipeline<In, Acc extends JsonValue, Out> {
   async record(inputs: readonly JointInput<In>[]): Promise<ElementOutcome[]> {
     const first = inputs[0];
     if (first === undefined) return [];
-    const windows = this.member(first.member).keyed.assign(first.element.timestampMs);
+    const windows = memberOf(this.deps.members, first.member).keyed.assign(
+      first.element.timestampMs,
+    );
     const outcomes = await this.bundler.submit(windows.map(windowId).join(','), inputs);
     for (const input of inputs) {
-      await this.member(input.member).tracker.observe(
+      await memberOf(this.deps.members, input.member).tracker.observe(
         input.element.timestampMs,
         input.element.receivedAtMs,
       );
     }
-    return outcomes;
-  }
-
-  /** One bundle of events: per member, its elements grouped by (key, windows), all applied in one transaction. */
-  private async applyBundle(
-    items: readonly (readonly JointInput<In>[])[],
-  ): Promise<ElementOutcome[][]> {
-    type Group = { key: string; elements: WindowElement<In>[]; slots: [number, number][] };
-    const groups = this.deps.members.map(() => new Map<string, Group>());
-    const homes = new Map<string, number>();
-    items.forEach((inputs, i) =>
-      inputs.forEach((input, j) => {
-        const { eventId, timestampMs } = input.element;
-        homes.set(eventId, Math.min(homes.get(eventId) ?? input.member, input.member));
-        const windows = this.member(input.member).keyed.assign(timestampMs);
-        const id = `${input.key}|${windows.map(windowId).join(',')}`;
-        const byKey = groups[input.member] as Map<string, Group>;
-        const group = byKey.get(id) ?? { key: input.key, elements: [], slots: [] };
-        group.elements.push(input.element);
-        group.slots.push([i, j]);
-        byKey.set(id, group);
-      }),
-    );
-    const used = groups.flatMap((g, m) => (g.size > 0 ? [m] : []));
-    const partOf = new Map(used.map((m, p) => [m, p]));
-    const results = await KeyedWindows.processJointBundle(
-      used.map((m) => {
-        const member = this.member(m);
-        return {
-          keyed: member.keyed,
-          bundles: [...(groups[m] ?? new Map<string, Group>()).values()],
-          watermark: (pt: number, fresh: boolean) => member.tracker.watermarkMs(pt, fresh),
-        };
-      }),
-      new Map([...homes].map(([id, m]) => [id, partOf.get(m) ?? 0])),
-      joinTransaction,
-    );
-    const outcomes = items.map((inputs) => new Array<ElementOutcome>(inputs.length));
-    used.forEach((m, p) => {
-      const member = this.member(m);
-      [...(groups[m] ?? new Map<string, Group>()).values()].forEach((group, b) => {
-        const result = results[p]?.[b];
-        if (result === undefined) throw new Error(`no bundle result for key ${group.key}`);
-        logBundleOutcomes(this.deps.logger, member.pipeline, group.key, group.elements, result);
-        group.slots.forEach(([i, j], e) => {
-          const outcome = result.outcomes[e];
-          const row = outcomes[i];
-          if (outcome === undefined || row === undefined)
-            throw new Error('joint bundle lost an outcome');
-          row[j] = outcome;
-        });
-      });
-    });
-    await Promise.all(
-      used.map((m, p) =>
-        this.member(m).emitter.emitOrDefer((results[p] ?? []).flatMap((r) => r.panes)),
-      ),
-    );
     return outcomes;
   }
 }
@@ -232,4 +140,87 @@ export class JointMemberRecorder<In, Acc extends JsonValue, Out> implements Elem
     if (outcome === undefined) throw new Error('joint pipeline returned no outcome');
     return outcome;
   }
+}
+
+function memberOf<In, Acc extends JsonValue, Out>(
+  members: readonly WindowedMember<In, Acc, Out>[],
+  index: number,
+): WindowedMember<In, Acc, Out> {
+  const member = members[index];
+  if (member === undefined) throw new Error(`no aggregation ${index} in the joint pipeline`);
+  return member;
+}
+
+/** One member's part of a bundle, as `KeyedWindows.processJointBundle` takes it. */
+interface BundlePart<In, Acc extends JsonValue, Out> {
+  readonly keyed: KeyedWindows<In, Acc, Out>;
+  readonly bundles: readonly { key: string; elements: WindowElement<In>[] }[];
+  readonly watermark: WatermarkReader;
+}
+
+/**
+ * One bundle of events: per member, its elements grouped by (key, windows), all applied by `apply` (one
+ * transaction; `homes`: event id → index into the parts of the first member it takes part in); then logs the
+ * outcomes and writes (or defers) the fired panes.
+ */
+async function applyBundle<In, Acc extends JsonValue, Out>(
+  members: readonly WindowedMember<In, Acc, Out>[],
+  logger: Logger,
+  items: readonly (readonly JointInput<In>[])[],
+  apply: (
+    parts: BundlePart<In, Acc, Out>[],
+    homes: ReadonlyMap<string, number>,
+  ) => Promise<BundleResult[][]>,
+): Promise<ElementOutcome[][]> {
+  type Group = { key: string; elements: WindowElement<In>[]; slots: [number, number][] };
+  const groups = members.map(() => new Map<string, Group>());
+  const homes = new Map<string, number>();
+  items.forEach((inputs, i) =>
+    inputs.forEach((input, j) => {
+      const { eventId, timestampMs } = input.element;
+      homes.set(eventId, Math.min(homes.get(eventId) ?? input.member, input.member));
+      const windows = memberOf(members, input.member).keyed.assign(timestampMs);
+      const id = `${input.key}|${windows.map(windowId).join(',')}`;
+      const byKey = groups[input.member] as Map<string, Group>;
+      const group = byKey.get(id) ?? { key: input.key, elements: [], slots: [] };
+      group.elements.push(input.element);
+      group.slots.push([i, j]);
+      byKey.set(id, group);
+    }),
+  );
+  const used = groups.flatMap((g, m) => (g.size > 0 ? [m] : []));
+  const partOf = new Map(used.map((m, p) => [m, p]));
+  const results = await apply(
+    used.map((m) => {
+      const member = memberOf(members, m);
+      return {
+        keyed: member.keyed,
+        bundles: [...(groups[m] ?? new Map<string, Group>()).values()],
+        watermark: (pt: number, fresh: boolean) => member.tracker.watermarkMs(pt, fresh),
+      };
+    }),
+    new Map([...homes].map(([id, m]) => [id, partOf.get(m) ?? 0])),
+  );
+  const outcomes = items.map((inputs) => new Array<ElementOutcome>(inputs.length));
+  used.forEach((m, p) => {
+    const member = memberOf(members, m);
+    [...(groups[m] ?? new Map<string, Group>()).values()].forEach((group, b) => {
+      const result = results[p]?.[b];
+      if (result === undefined) throw new Error(`no bundle result for key ${group.key}`);
+      logBundleOutcomes(logger, member.pipeline, group.key, group.elements, result);
+      group.slots.forEach(([i, j], e) => {
+        const outcome = result.outcomes[e];
+        const row = outcomes[i];
+        if (outcome === undefined || row === undefined)
+          throw new Error('joint bundle lost an outcome');
+        row[j] = outcome;
+      });
+    });
+  });
+  await Promise.all(
+    used.map((m, p) =>
+      memberOf(members, m).emitter.emitOrDefer((results[p] ?? []).flatMap((r) => r.panes)),
+    ),
+  );
+  return outcomes;
 }
