@@ -13,12 +13,12 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { createAggregationFireDeps } from '../../shared/pipeline/runtime/compose';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
-import { loadWindowConfig } from '../../shared/config/window-config';
+import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows } from '../../shared/windowing';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import type { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
-import { stackBigQuery, stackEnv, type Row } from './layers';
+import { queryRows, stackBigQuery, stackEnv, type Row } from './layers';
 import {
   BOOKING_TOPIC,
   INGEST_PUSH_SUBSCRIPTION,
@@ -74,16 +74,12 @@ async function queryByIds(
   extra: Record<string, string> = {},
 ) {
   const out: Row[] = [];
+  const types = {
+    ids: ['STRING'],
+    ...Object.fromEntries(Object.keys(extra).map((k) => [k, 'STRING'])),
+  };
   for (let i = 0; i < ids.length; i += 2000) {
-    const [rows] = await bq.query({
-      query: sql,
-      params: { ids: ids.slice(i, i + 2000), ...extra },
-      types: {
-        ids: ['STRING'],
-        ...Object.fromEntries(Object.keys(extra).map((k) => [k, 'STRING'])),
-      },
-    });
-    out.push(...(rows as Row[]));
+    out.push(...(await queryRows(bq, sql, { ids: ids.slice(i, i + 2000), ...extra }, types)));
   }
   return out;
 }
@@ -93,13 +89,12 @@ async function observe(
   bq: BigQuery,
   firestore: Firestore,
   store: GroupedFirestoreWindowStore<BookingAccumulator>,
-  projectId: string,
+  p: string,
   pipeline: string,
   scenario: Scenario,
   bookingPrefix: string,
   published: readonly PublishedMessage[],
 ): Promise<{ observed: Observed; stages: Map<string, string> }> {
-  const p = projectId;
   const ids = published.map((m) => m.messageId);
   const [bronze, quarantine, badData, silverRows, dedup, gold] = await Promise.all([
     queryByIds(
@@ -117,25 +112,22 @@ async function observe(
       `SELECT source_message_id FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids)`,
       ids,
     ),
-    bq
-      .query({
-        query: `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
-        params: { prefix: bookingPrefix },
-      })
-      .then(([rows]) => rows as Row[]),
-    bq
-      .query({
-        query: `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
-        params: { prefix: bookingPrefix },
-      })
-      .then(([rows]) => rows as Row[]),
-    bq
-      .query({
-        query: `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
-                FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
-        params: { pipeline, currency: `-${scenario.currency}` },
-      })
-      .then(([rows]) => rows as Row[]),
+    queryRows(
+      bq,
+      `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
+      { prefix: bookingPrefix },
+    ),
+    queryRows(
+      bq,
+      `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
+      { prefix: bookingPrefix },
+    ),
+    queryRows(
+      bq,
+      `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
+       FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
+      { pipeline, currency: `-${scenario.currency}` },
+    ),
   ]);
   const retryDocs = await firestore.collectionGroup('rows').get();
   const retryStore = retryDocs.docs
@@ -182,20 +174,29 @@ async function observe(
   };
 }
 
+/** The size of the configured windows, ms (a minute for windows without one). */
+function windowSizeOf(config: WindowConfig): number {
+  return 'sizeMs' in config.strategy.windowFn ? config.strategy.windowFn.sizeMs : 60_000;
+}
+
 /**
  * Runs fireWindows in-process with the processing clock moved past the idle timeout, as Cloud Scheduler would once
  * the traffic stopped, until a run completes with nothing failed or deferred: every window's ON_TIME pane (and any
  * pane left in the outbox) is then in gold.
  */
-async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
-  const config = loadWindowConfig(process.env);
-  const { windowFn } = config.strategy;
-  const sizeMs = 'sizeMs' in windowFn ? windowFn.sizeMs : 60_000;
+async function flushWindows(
+  firestore: Firestore,
+  config: WindowConfig,
+): Promise<FireWindowsSummary> {
   const policy = config.watermarkPolicy;
   const logger = new Logger('reliability', () => undefined);
   for (let attempt = 1; ; attempt++) {
     const processingTimeMs =
-      Date.now() + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + sizeMs + 60_000;
+      Date.now() +
+      policy.idleTimeoutMs +
+      policy.maxOutOfOrdernessMs +
+      windowSizeOf(config) +
+      60_000;
     const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, logger, {
       firestore,
       now: () => processingTimeMs,
@@ -211,6 +212,14 @@ async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
     if (attempt >= 20) throw new Error(`fireWindows did not complete: ${JSON.stringify(summary)}`);
     await sleep(5_000);
   }
+}
+
+/** A scenario that ran: its messages, the prefix of its booking ids and how its fault went. */
+interface ScenarioRun {
+  scenario: Scenario;
+  published: PublishedMessage[];
+  prefix: string;
+  fault: FaultOutcome;
 }
 
 /** `deliveries (failed, with their labels)` of a scenario, for its log lines. */
@@ -277,8 +286,21 @@ async function main(): Promise<void> {
   );
   const store = windows.store as GroupedFirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
-  const windowSizeMs =
-    'sizeMs' in windowConfig.strategy.windowFn ? windowConfig.strategy.windowFn.sizeMs : 60_000;
+  const windowSizeMs = windowSizeOf(windowConfig);
+  /** Reads where a scenario's messages ended and accounts for each of them. */
+  const account = async (r: Pick<ScenarioRun, 'scenario' | 'prefix' | 'published'>) => {
+    const { observed, stages } = await observe(
+      bq,
+      firestore,
+      store,
+      projectId,
+      windowConfig.pipeline,
+      r.scenario,
+      r.prefix,
+      r.published,
+    );
+    return accountScenario(r.scenario.name, r.published, observed, windowSizeMs, stages);
+  };
   const runId = randomBytes(3).toString('hex');
 
   // The harness is the delivery path: the emulator's push subscription would deliver every message a fourth way.
@@ -324,12 +346,7 @@ async function main(): Promise<void> {
       `${settings.concurrency} deliveries in flight, scenarios ${settings.scenarios.map((s) => s.name).join(', ')}`,
   );
 
-  const runs: {
-    scenario: Scenario;
-    published: PublishedMessage[];
-    prefix: string;
-    fault: FaultOutcome;
-  }[] = [];
+  const runs: ScenarioRun[] = [];
   const topic = pubsub.topic(BOOKING_TOPIC);
   for (const scenario of settings.scenarios) {
     current = scenario;
@@ -409,17 +426,7 @@ async function main(): Promise<void> {
       let arrived = 0;
       let lastProgressAtMs = Date.now();
       for (;;) {
-        const { observed, stages } = await observe(
-          bq,
-          firestore,
-          store,
-          projectId,
-          windowConfig.pipeline,
-          scenario,
-          prefix,
-          published,
-        );
-        const report = accountScenario(scenario.name, published, observed, windowSizeMs, stages);
+        const report = await account({ scenario, prefix, published });
         const now = published.length - report.lost;
         if (now > arrived || faultOverAtMs === undefined) lastProgressAtMs = Date.now();
         arrived = now;
@@ -474,34 +481,14 @@ async function main(): Promise<void> {
 
   // Bronze (the stand-in) and the ledger may trail the acks by a moment: poll until every message is accounted for
   // or two minutes pass, then report what is there.
-  await flushWindows(firestore);
+  await flushWindows(firestore, windowConfig);
   const reports = [];
   for (const r of runs) {
-    /** Reads where the scenario's messages ended and accounts for each of them. */
-    const account = async () => {
-      const result = await observe(
-        bq,
-        firestore,
-        store,
-        projectId,
-        windowConfig.pipeline,
-        r.scenario,
-        r.prefix,
-        r.published,
-      );
-      return accountScenario(
-        r.scenario.name,
-        r.published,
-        result.observed,
-        windowSizeMs,
-        result.stages,
-      );
-    };
-    let report = await account();
+    let report = await account(r);
     const settleBy = Date.now() + 120_000;
     while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
       await sleep(5_000);
-      report = await account();
+      report = await account(r);
     }
     reports.push(report);
   }

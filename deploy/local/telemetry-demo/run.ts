@@ -10,7 +10,7 @@ import {
   TELEMETRY_WATERMARK_POLICY,
   TOP_N,
 } from '../../../shared/pipelines/telemetry/definition';
-import { pollUntil, stackBigQuery, stackEnv } from '../layers';
+import { pollUntil, queryRows, stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
@@ -89,11 +89,6 @@ function textOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : cellText(value);
 }
 
-async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
-  const [result] = await bq.query({ query, params });
-  return result as Record<string, unknown>[];
-}
-
 /** The topic of the pipeline, publishing with message ordering on (ordering key deviceId). */
 function orderedTopic(pubsub: PubSub) {
   return pubsub.topic(names().topic, {
@@ -118,31 +113,41 @@ async function publish(
   );
 }
 
+/** The query of `columns` of the latest pane per (`key`, window) of `table` where `where` holds, from `@fromMs`. */
+function latestPaneSql(columns: string, table: string, key: string, where: string): string {
+  return `SELECT ${columns}
+     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY ${key}, window_start
+                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
+           FROM ${table}
+           WHERE ${where} AND UNIX_MILLIS(window_start) >= @fromMs)
+     WHERE pane_rank = 1`;
+}
+
 /** The latest pane per (device, window) and per (region, window) of the simulated devices and regions. */
 async function latestPanes(
   bq: BigQuery,
   fromMs: number,
 ): Promise<Pick<Observed, 'devicePanes' | 'regionPanes'>> {
   const n = names();
-  const device = await rows(
+  const device = await queryRows(
     bq,
-    `SELECT device_id, UNIX_MILLIS(window_start) AS window_start_ms, reading_count, temperature_avg_c,
-            temperature_min_c, temperature_max_c, pane_timing
-     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
-                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.devicePanes}
-           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
-     WHERE pane_rank = 1`,
+    latestPaneSql(
+      `device_id, UNIX_MILLIS(window_start) AS window_start_ms, reading_count, temperature_avg_c,
+       temperature_min_c, temperature_max_c, pane_timing`,
+      n.devicePanes,
+      'device_id',
+      'STARTS_WITH(device_id, @prefix)',
+    ),
     { prefix: SIM_DEVICE_PREFIX, fromMs },
   );
-  const region = await rows(
+  const region = await queryRows(
     bq,
-    `SELECT region, UNIX_MILLIS(window_start) AS window_start_ms, top_devices
-     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY region, window_start
-                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.regionPanes}
-           WHERE region IN UNNEST(@regions) AND UNIX_MILLIS(window_start) >= @fromMs)
-     WHERE pane_rank = 1`,
+    latestPaneSql(
+      'region, UNIX_MILLIS(window_start) AS window_start_ms, top_devices',
+      n.regionPanes,
+      'region',
+      'region IN UNNEST(@regions)',
+    ),
     { regions: [...SIM_REGIONS], fromMs },
   );
   return {
@@ -231,7 +236,7 @@ export async function runTelemetryDemo(
         `published phase ${p + 1}/${phases.length}: messages ${ids.length}/${plan.messages.length} to ${n.topic}`,
       );
       allRouted = await pollUntil(deadlineMs, POLL_MS, async () => {
-        const [r] = await rows(
+        const [r] = await queryRows(
           bq,
           `SELECT
              (SELECT COUNT(DISTINCT source_message_id) FROM ${n.silver}
@@ -264,7 +269,7 @@ export async function runTelemetryDemo(
       .filter(({ m }) => m.expect.kind === 'reading' && m.expect.eventTsMs === null);
     const publishTimes = new Map<string, number>();
     await pollUntil(Date.now() + 60_000, POLL_MS, async () => {
-      const found = await rows(
+      const found = await queryRows(
         bq,
         `SELECT message_id, UNIX_MILLIS(publish_time) AS ms FROM ${n.bronze} WHERE message_id IN UNNEST(@ids)`,
         { ids: noTs.map(({ i }) => ids[i] as string) },
@@ -300,14 +305,14 @@ export async function runTelemetryDemo(
     let result: CheckResult | undefined;
     let lastCount = '';
     await pollUntil(panesStartMs + timeoutMs, POLL_MS, async () => {
-      const [c] = await rows(
+      const [c] = await queryRows(
         bq,
-        `SELECT COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings FROM (
-           SELECT reading_count, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
-                                                    ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.devicePanes}
-           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
-         WHERE pane_rank = 1`,
+        latestPaneSql(
+          'COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings',
+          n.devicePanes,
+          'device_id',
+          'STARTS_WITH(device_id, @prefix)',
+        ),
         { prefix: SIM_DEVICE_PREFIX, fromMs },
       );
       const count = `${Number(c?.panes)} device panes counting ${Number(c?.readings)} readings`;
@@ -327,13 +332,13 @@ export async function runTelemetryDemo(
     const panesMs = Date.now() - panesStartMs;
 
     async function readAndCheck(): Promise<CheckResult> {
-      const silver = await rows(
+      const silver = await queryRows(
         bq,
         `SELECT source_message_id, event_id, reference_status, UNIX_MILLIS(ingestion_timestamp) AS ingestion_ms
          FROM ${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
         { sinceMs, prefix: SIM_DEVICE_PREFIX },
       );
-      const dead = await rows(
+      const dead = await queryRows(
         bq,
         `SELECT source_message_id, stage FROM ${n.deadLetter}
          WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
