@@ -32,6 +32,7 @@ import {
   accountScenario,
   formatReport,
   type Observed,
+  type ScenarioReport,
   type PublishedMessage,
 } from './reliability/accounting';
 import { parseArgs, reportUsageError, USAGE, USAGE_EXIT, UsageError } from './reliability/args';
@@ -84,17 +85,20 @@ async function queryByIds(
   return out;
 }
 
-/** Everything the accounting needs for one scenario, read from BigQuery and Firestore. */
-async function observe(
-  bq: BigQuery,
-  firestore: Firestore,
-  store: GroupedFirestoreWindowStore<BookingAccumulator>,
-  p: string,
-  pipeline: string,
-  scenario: Scenario,
-  bookingPrefix: string,
-  published: readonly PublishedMessage[],
-): Promise<{ observed: Observed; stages: Map<string, string> }> {
+/** The clients and window settings the harness reads the layers with. */
+interface Reader {
+  bq: BigQuery;
+  firestore: Firestore;
+  store: GroupedFirestoreWindowStore<BookingAccumulator>;
+  projectId: string;
+  config: WindowConfig;
+}
+
+/** Reads where a scenario's messages ended (BigQuery and Firestore) and accounts for each of them. */
+async function account(
+  { bq, firestore, store, projectId: p, config }: Reader,
+  { scenario, prefix, published }: Pick<ScenarioRun, 'scenario' | 'prefix' | 'published'>,
+): Promise<ScenarioReport> {
   const ids = published.map((m) => m.messageId);
   const [bronze, quarantine, badData, silverRows, dedup, gold] = await Promise.all([
     queryByIds(
@@ -115,18 +119,18 @@ async function observe(
     queryRows(
       bq,
       `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
-      { prefix: bookingPrefix },
+      { prefix },
     ),
     queryRows(
       bq,
       `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
-      { prefix: bookingPrefix },
+      { prefix },
     ),
     queryRows(
       bq,
       `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
        FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
-      { pipeline, currency: `-${scenario.currency}` },
+      { pipeline: config.pipeline, currency: `-${scenario.currency}` },
     ),
   ]);
   const retryDocs = await firestore.collectionGroup('rows').get();
@@ -135,7 +139,7 @@ async function observe(
     .map((d) => String(d.get('source_message_id')));
   // The window state's dedup record of each valid event (the dedup ids of its key group), read through the store.
   const ledger = new Map<string, string>();
-  const { windowFn } = loadWindowConfig(process.env).strategy;
+  const { windowFn } = config.strategy;
   const valid = new Map<string, { routeKey: string; eventTimeMs: number }>();
   for (const m of published) {
     if (m.expectation.kind === 'valid') valid.set(m.expectation.eventId, m.expectation);
@@ -154,24 +158,25 @@ async function observe(
       if (outcome !== null && id !== undefined) ledger.set(id, outcome);
     });
   }
-  return {
-    observed: {
-      bronze: new Set(bronze.map((r) => String(r.message_id))),
-      silverRows: silverRows.map((r) => ({
-        messageId: String(r.source_message_id),
-        eventId: String(r.event_id),
-      })),
-      dedupViewRowsPerEvent: new Map(dedup.map((r) => [String(r.event_id), Number(r.n)])),
-      quarantine: quarantine.map((r) => String(r.source_message_id)),
-      retryStore,
-      badData: badData.map((r) => String(r.source_message_id)),
-      ledger,
-      goldCounts: new Map(
-        gold.map((r) => [`${String(r.route_key)}|${Number(r.start_ms)}`, Number(r.booking_count)]),
-      ),
-    },
-    stages: new Map(quarantine.map((r) => [String(r.source_message_id), String(r.error_stage)])),
+  const observed: Observed = {
+    bronze: new Set(bronze.map((r) => String(r.message_id))),
+    silverRows: silverRows.map((r) => ({
+      messageId: String(r.source_message_id),
+      eventId: String(r.event_id),
+    })),
+    dedupViewRowsPerEvent: new Map(dedup.map((r) => [String(r.event_id), Number(r.n)])),
+    quarantine: quarantine.map((r) => String(r.source_message_id)),
+    retryStore,
+    badData: badData.map((r) => String(r.source_message_id)),
+    ledger,
+    goldCounts: new Map(
+      gold.map((r) => [`${String(r.route_key)}|${Number(r.start_ms)}`, Number(r.booking_count)]),
+    ),
   };
+  const stages = new Map(
+    quarantine.map((r) => [String(r.source_message_id), String(r.error_stage)]),
+  );
+  return accountScenario(scenario.name, published, observed, windowSizeOf(config), stages);
 }
 
 /** The size of the configured windows, ms (a minute for windows without one). */
@@ -286,21 +291,7 @@ async function main(): Promise<void> {
   );
   const store = windows.store as GroupedFirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
-  const windowSizeMs = windowSizeOf(windowConfig);
-  /** Reads where a scenario's messages ended and accounts for each of them. */
-  const account = async (r: Pick<ScenarioRun, 'scenario' | 'prefix' | 'published'>) => {
-    const { observed, stages } = await observe(
-      bq,
-      firestore,
-      store,
-      projectId,
-      windowConfig.pipeline,
-      r.scenario,
-      r.prefix,
-      r.published,
-    );
-    return accountScenario(r.scenario.name, r.published, observed, windowSizeMs, stages);
-  };
+  const reader: Reader = { bq, firestore, store, projectId, config: windowConfig };
   const runId = randomBytes(3).toString('hex');
 
   // The harness is the delivery path: the emulator's push subscription would deliver every message a fourth way.
@@ -426,7 +417,7 @@ async function main(): Promise<void> {
       let arrived = 0;
       let lastProgressAtMs = Date.now();
       for (;;) {
-        const report = await account({ scenario, prefix, published });
+        const report = await account(reader, { scenario, prefix, published });
         const now = published.length - report.lost;
         if (now > arrived || faultOverAtMs === undefined) lastProgressAtMs = Date.now();
         arrived = now;
@@ -484,11 +475,11 @@ async function main(): Promise<void> {
   await flushWindows(firestore, windowConfig);
   const reports = [];
   for (const r of runs) {
-    let report = await account(r);
+    let report = await account(reader, r);
     const settleBy = Date.now() + 120_000;
     while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
       await sleep(5_000);
-      report = await account(r);
+      report = await account(reader, r);
     }
     reports.push(report);
   }

@@ -73,54 +73,49 @@ export const INGEST_OUTAGE_MS = 11 * 60_000;
  */
 export const DELIVERY_STALL_MS = 8 * 60_000;
 
+/** A scenario with the defaults: delivered by the driver, once per message, no re-published copies. */
+function scenario(
+  s: Omit<Scenario, 'delivery' | 'deliveries' | 'republishShare'> & Partial<Scenario>,
+): Scenario {
+  return { delivery: 'driver', deliveries: 1, republishShare: 0, ...s };
+}
+
 /** The scenarios, in the order they run. */
 export const SCENARIOS: readonly Scenario[] = [
-  {
+  scenario({
     name: 'redelivery',
     description:
       'every message delivered 3 times; 10 % of events published twice with new message ids',
-    delivery: 'driver',
     deliveries: 3,
     republishShare: 0.1,
     fault: { kind: 'none' },
     currency: 'RLA',
-  },
-  {
+  }),
+  scenario({
     name: 'function-sigkill',
     description: 'the Functions Framework serving ingestBooking SIGKILLed every ~5 s and restarted',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'kill-function', everyMs: 5_000 },
     currency: 'RLB',
-  },
-  {
+  }),
+  scenario({
     name: 'bigquery-outage',
     description: 'the BigQuery emulator (persistent) stopped for 30 s mid-run, then restarted',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'outage', service: 'bigquery-emulator', atFraction: 0.3, downMs: 30_000 },
     currency: 'RLC',
-  },
-  {
+  }),
+  scenario({
     name: 'firestore-outage',
     description:
       'the Firestore emulator stopped for 30 s mid-run, then restarted (data exported and re-imported)',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'outage', service: 'firestore-emulator', atFraction: 0.3, downMs: 30_000 },
     currency: 'RLD',
-  },
-  {
+  }),
+  scenario({
     name: 'ingest-outage',
     description:
       "ingestBooking stopped for 11 min (longer than the cloud's 10-min maximum push backoff) mid-run; " +
       "delivered by the emulator's push subscription with the stack's settings",
     delivery: 'push',
-    deliveries: 1,
-    republishShare: 0,
     fault: {
       kind: 'outage',
       service: 'fn-ingestBooking',
@@ -128,15 +123,12 @@ export const SCENARIOS: readonly Scenario[] = [
       downMs: INGEST_OUTAGE_MS,
     },
     currency: 'RLE',
-  },
-  {
+  }),
+  scenario({
     name: 'delivery-stall',
     description:
       'every delivery to ingestBooking fails for 8 min (the BigQuery emulator stopped, so Silver writes fail) ' +
       'while events keep being published; 0 dropped late once the backlog is delivered (watermark holds)',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: {
       kind: 'outage',
       service: 'bigquery-emulator',
@@ -145,7 +137,7 @@ export const SCENARIOS: readonly Scenario[] = [
     },
     noneDroppedLate: true,
     currency: 'RLF',
-  },
+  }),
 ];
 
 /** What a published message must become, computed with the contract itself. */
