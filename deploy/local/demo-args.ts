@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { PIPELINES } from '../../shared/pipelines';
+import type { TelemetryDemoOptions } from './telemetry-demo/run';
 
 /** Exit code of a usage error (bad flag or value), as every command of the project. */
 export const USAGE_EXIT = 2;
@@ -26,18 +27,7 @@ export type DemoOptions =
       /** An events file (absolute path), or undefined for the lab's three messages. */
       readonly file: string | undefined;
     }
-  | {
-      readonly run: 'simulator';
-      readonly pipeline: 'telemetry';
-      readonly devices: number;
-      readonly minutes: number;
-      readonly readingsPerMinute: number;
-      readonly seed: number;
-      /** Longest wait for the messages to land and for the panes, ms. */
-      readonly timeoutMs: number | undefined;
-      /** Deliveries in flight through the push relay, or undefined for the emulator's own push. */
-      readonly pushRelayInFlight: number | undefined;
-    };
+  | ({ readonly run: 'simulator'; readonly pipeline: 'telemetry' } & TelemetryDemoOptions);
 
 /** A usage error: one line for stderr; the caller exits {@link USAGE_EXIT}. */
 export class DemoUsageError extends Error {}

@@ -1,7 +1,6 @@
 // The reliability harness's scenarios and its event stream: what each scenario publishes, how often each message is
 // delivered, by whom, and which fault it injects into the local stack.
 import { validateBooking } from '../../../shared/contract';
-// The same seeded PRNG as the test and bench streams, so a scenario publishes the same mix for a given seed.
 import { prng } from '../../../test/support/events';
 
 /** A fault the harness injects through `deploy/local/stack.sh` while a scenario runs. */
@@ -65,11 +64,9 @@ export interface Scenario {
 export const INGEST_OUTAGE_MS = 11 * 60_000;
 
 /**
- * How long the delivery-stall scenario makes every delivery fail, ms: 8 minutes. The idle rule moves the watermark
- * on once 60 s pass without a new event time, trailing the clock by the idle timeout + the out-of-orderness bound
- * (70 s); a backlog event is dropped once its window's end + the allowed lateness (5 min) is behind that, so
- * without a watermark hold a stall longer than 70 s + 5 min + the window (1 min), 7 min 10 s, drops the first of
- * it. (A 5.5-minute stall drops nothing even without holds: measured, 0 of 892.)
+ * How long the delivery-stall scenario makes every delivery fail, ms: 8 minutes, longer than the 7 min 10 s (idle
+ * timeout + out-of-orderness 70 s, allowed lateness 5 min, window 1 min) after which, without a watermark hold,
+ * the idle rule would make the backlog's first events late.
  */
 export const DELIVERY_STALL_MS = 8 * 60_000;
 

@@ -21,15 +21,12 @@ import {
   publishPhases,
   SIM_DEVICE_PREFIX,
   SIM_REGIONS,
+  type PlanOptions,
   type TelemetryPlan,
 } from './plan';
 
-/** What to simulate; see plan.ts. */
-export interface TelemetryDemoOptions {
-  readonly devices: number;
-  readonly minutes: number;
-  readonly readingsPerMinute: number;
-  readonly seed: number;
+/** What to simulate (plan.ts) and how to run it. */
+export interface TelemetryDemoOptions extends Omit<PlanOptions, 'nowMs'> {
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
   /** Deliveries in flight through the push relay (push-relay-loop.ts); undefined: the emulator's push. */
