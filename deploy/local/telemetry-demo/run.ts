@@ -15,7 +15,7 @@ import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
-import { expectedOutcome, type ExpectedOutcome } from './expected';
+import { expectedOutcome } from './expected';
 import {
   planTelemetryRun,
   publishPhases,
@@ -183,7 +183,9 @@ export async function runTelemetryDemo(
   const n = names();
   const startedMs = Date.now();
   // Rows of this run are the ones written after this instant (the emulator compares INT64, not TIMESTAMP, params).
-  const sinceMs = startedMs - 1_000;
+  const runParams = { sinceMs: startedMs - 1_000, prefix: SIM_DEVICE_PREFIX };
+  const silverOfRun = `${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`;
+  const deadOfRun = `${n.deadLetter} WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`;
   let relay: PushRelay | undefined;
   try {
     const plan = planTelemetryRun({ ...options, nowMs: startedMs });
@@ -235,12 +237,9 @@ export async function runTelemetryDemo(
       allRouted = await pollUntil(deadlineMs, POLL_MS, async () => {
         const [r] = await queryRows(
           bq,
-          `SELECT
-             (SELECT COUNT(DISTINCT source_message_id) FROM ${n.silver}
-              WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS silver,
-             (SELECT COUNT(DISTINCT source_message_id) FROM ${n.deadLetter}
-              WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS dead`,
-          { sinceMs, prefix: SIM_DEVICE_PREFIX },
+          `SELECT (SELECT COUNT(DISTINCT source_message_id) FROM ${silverOfRun}) AS silver,
+                  (SELECT COUNT(DISTINCT source_message_id) FROM ${deadOfRun}) AS dead`,
+          runParams,
         );
         const now = Number(r?.silver ?? 0) + Number(r?.dead ?? 0);
         if (now !== routed) {
@@ -279,19 +278,16 @@ export async function runTelemetryDemo(
       const e = plan.messages[i]?.expect;
       return e?.kind === 'reading' ? (e.eventTsMs ?? publishTimeOf(i)) : undefined;
     };
-    let expected: ExpectedOutcome;
+    // Readings without a publish time cannot be placed: left out of the expectation, and the failure says so.
     const missingPublishTimes = noTs.filter(({ i }) => publishTimeOf(i) === undefined);
-    if (missingPublishTimes.length > 0) {
-      // Without their publish time these readings cannot be placed; they are left out of the expectation, and the
-      // failure says so.
-      expected = expectedOutcome(
-        plan.messages.filter((_, i) => !missingPublishTimes.some((x) => x.i === i)),
-        () => undefined,
-        TOP_N,
-      );
-    } else {
-      expected = expectedOutcome(plan.messages, publishTimeOf, TOP_N);
-    }
+    const expected =
+      missingPublishTimes.length > 0
+        ? expectedOutcome(
+            plan.messages.filter((_, i) => !missingPublishTimes.some((x) => x.i === i)),
+            () => undefined,
+            TOP_N,
+          )
+        : expectedOutcome(plan.messages, publishTimeOf, TOP_N);
     const fromMs = Math.min(
       plan.firstWindowStartMs - 60_000,
       ...[...expected.devicePanes.values()].map((p) => p.windowStartMs),
@@ -332,14 +328,13 @@ export async function runTelemetryDemo(
       const silver = await queryRows(
         bq,
         `SELECT source_message_id, event_id, reference_status, UNIX_MILLIS(ingestion_timestamp) AS ingestion_ms
-         FROM ${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
-        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+         FROM ${silverOfRun}`,
+        runParams,
       );
       const dead = await queryRows(
         bq,
-        `SELECT source_message_id, stage FROM ${n.deadLetter}
-         WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
-        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+        `SELECT source_message_id, stage FROM ${deadOfRun}`,
+        runParams,
       );
       const panes = await latestPanes(bq, fromMs);
       const checked = checkTelemetryRun(
