@@ -4,6 +4,7 @@
 // then brings a stack up and down around this). Flags: `--help`, or parseArgs in deploy/local/reliability/args.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Firestore } from '@google-cloud/firestore';
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
@@ -54,7 +55,8 @@ const DELIVERY_ATTRIBUTE = 'offvia_reliability_delivery';
 /** How often a push scenario reads the layers to see whether every message has arrived, ms. */
 const PUSH_POLL_MS = 15_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The window functions' logger: their lines would drown the harness's. */
+const QUIET = new Logger('reliability', () => undefined);
 const log = (text: string): void => {
   console.error(`[reliability ${new Date().toISOString().slice(11, 19)}] ${text}`);
 };
@@ -194,7 +196,6 @@ async function flushWindows(
   config: WindowConfig,
 ): Promise<FireWindowsSummary> {
   const policy = config.watermarkPolicy;
-  const logger = new Logger('reliability', () => undefined);
   for (let attempt = 1; ; attempt++) {
     const processingTimeMs =
       Date.now() +
@@ -202,7 +203,7 @@ async function flushWindows(
       policy.maxOutOfOrdernessMs +
       windowSizeOf(config) +
       60_000;
-    const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, logger, {
+    const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, QUIET, {
       firestore,
       now: () => processingTimeMs,
     });
@@ -253,27 +254,20 @@ async function main(): Promise<void> {
       );
   }
   // What each outage needs from the stack, checked before anything runs.
-  const outageNeeds = [
-    {
-      service: 'bigquery-emulator',
-      variable: 'OFFVIA_BQ_PERSISTENT',
-      what: 'the BigQuery outage needs a persistent emulator',
-    },
-    {
-      // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss.
-      service: 'firestore-emulator',
-      variable: 'OFFVIA_FIRESTORE_GATE',
-      what: 'the Firestore outage needs the TCP gate',
-    },
-  ] as const;
-  for (const need of outageNeeds) {
+  for (const [service, variable, what] of [
+    [
+      'bigquery-emulator',
+      'OFFVIA_BQ_PERSISTENT',
+      'the BigQuery outage needs a persistent emulator',
+    ],
+    // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss.
+    ['firestore-emulator', 'OFFVIA_FIRESTORE_GATE', 'the Firestore outage needs the TCP gate'],
+  ] as const) {
     const planned = settings.scenarios.some(
-      (s) => s.fault.kind === 'outage' && s.fault.service === need.service,
+      (s) => s.fault.kind === 'outage' && s.fault.service === service,
     );
-    if (planned && process.env[need.variable] !== '1') {
-      throw new UsageError(`${need.what}: start the stack with ${need.variable}=1`, {
-        showUsage: false,
-      });
+    if (planned && process.env[variable] !== '1') {
+      throw new UsageError(`${what}: start the stack with ${variable}=1`, { showUsage: false });
     }
   }
   const env = stackEnv();
@@ -281,14 +275,7 @@ async function main(): Promise<void> {
   const bq = stackBigQuery(env);
   const pubsub = new PubSub({ projectId });
   const firestore = firestoreClient(projectId, readFirestoreDatabase(process.env));
-  const windows = createAggregationFireDeps(
-    BOOKING_PIPELINE,
-    process.env,
-    new Logger('reliability', () => undefined),
-    {
-      firestore,
-    },
-  );
+  const windows = createAggregationFireDeps(BOOKING_PIPELINE, process.env, QUIET, { firestore });
   const store = windows.store as GroupedFirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
   const reader: Reader = { bq, firestore, store, projectId, config: windowConfig };
