@@ -398,10 +398,10 @@ async function main(): Promise<void> {
     // give up only after STALL_MS without a single ack, and say so: un-acked messages are then still in the
     // subscription, so the report's LOST column would count them although nothing lost them.
     lastAckAtMs = Math.max(lastAckAtMs, Date.now());
+    let arrived = 0;
     if (scenario.delivery === 'push') {
       // No acks to watch: read the layers until every message is in its place. A stall counts only once the
       // fault is over (nothing can arrive while ingestBooking is down).
-      let arrived = 0;
       let lastProgressAtMs = Date.now();
       for (;;) {
         const report = await account(reader, { scenario, prefix, published });
@@ -422,35 +422,32 @@ async function main(): Promise<void> {
         );
         await sleep(PUSH_POLL_MS);
       }
-      gaveUp = true;
-      const faultOutcome = await fault;
-      clearInterval(progress);
+    } else {
+      while (!allAcked() && Date.now() - lastAckAtMs < STALL_MS) await sleep(1_000);
+      const unacked = published.length - ackedCount();
+      if (unacked > 0) {
+        log(
+          `${scenario.name}: GAVE UP waiting: no ack for ${STALL_MS / 60_000} min, ${unacked} messages never acked ` +
+            '(still in the subscription; the report counts them as LOST)',
+        );
+      }
+    }
+    gaveUp = true;
+    const faultOutcome = await fault;
+    clearInterval(progress);
+    if (scenario.delivery === 'push') {
       // Deleted so it does not deliver the next scenarios' messages a second way.
       await pubsub.subscription(INGEST_PUSH_SUBSCRIPTION).delete();
       log(
         `${scenario.name}: ${arrived} of ${published.length} delivered by the push subscription after ` +
           `${Math.round((Date.now() - started) / 1000)} s`,
       );
-      runs.push({ scenario, published, prefix, fault: faultOutcome });
-      continue;
-    }
-    while (!allAcked() && Date.now() - lastAckAtMs < STALL_MS) {
-      await sleep(1_000);
-    }
-    gaveUp = true;
-    const unacked = published.length - ackedCount();
-    if (unacked > 0) {
+    } else {
       log(
-        `${scenario.name}: GAVE UP waiting: no ack for ${STALL_MS / 60_000} min, ${unacked} messages never acked ` +
-          '(still in the subscription; the report counts them as LOST)',
+        `${scenario.name}: ${ackedCount()} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
+          `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
       );
     }
-    const faultOutcome = await fault;
-    clearInterval(progress);
-    log(
-      `${scenario.name}: ${ackedCount()} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
-        `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
-    );
     runs.push({ scenario, published, prefix, fault: faultOutcome });
   }
   current = undefined;
