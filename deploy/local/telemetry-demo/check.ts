@@ -175,31 +175,6 @@ function nanoOrNull(text: string | null): bigint | null {
   return text === null ? null : numericToNano(text);
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-/**
- * Compares the expected panes with the observed ones by key: `mismatch` gives the failure of an expected pane (its
- * observed one undefined when missing), or undefined when it matches; an observed pane not expected is `unexpected`.
- * Returns how many expected panes matched.
- */
-function comparePanes<E, O>(
-  failures: Failures,
-  kind: string,
-  expected: ReadonlyMap<string, E>,
-  observed: ReadonlyMap<string, O>,
-  mismatch: (e: E, o: O | undefined) => string | undefined,
-  unexpected: (o: O) => string,
-): number {
-  let matching = 0;
-  for (const [key, e] of expected) {
-    const failure = mismatch(e, observed.get(key));
-    if (failure === undefined) matching++;
-    else failures.add(kind, failure);
-  }
-  for (const [key, o] of observed) if (!expected.has(key)) failures.add(kind, unexpected(o));
-  return matching;
-}
-
 /**
  * Checks a run: every message in exactly one of Silver (once per event id, enriched `KNOWN` or `UNKNOWN_DEVICE`) or
  * the dead-letter table at its stage, as planned; every expected device pane and regional top-N, and no other; no
@@ -299,62 +274,90 @@ export function checkTelemetryRun(
   }
 
   // Device panes: the latest pane of each expected (device, window).
-  let devicePanesClosed = 0;
-  const devicePanesMatching = comparePanes(
-    failures,
-    'device panes',
-    expected.devicePanes,
-    new Map(observed.devicePanes.map((p) => [paneKey(p.device_id, p.window_start_ms), p])),
-    (e, o) => {
-      const where = `device ${e.deviceId} window ${iso(e.windowStartMs)}`;
-      if (o === undefined) return `${where}: no pane, expected count ${e.count}`;
-      if (o.pane_timing !== 'EARLY') devicePanesClosed++;
-      if (
-        o.reading_count === e.count &&
-        nanoOrNull(o.temperature_avg_c) === e.avgNano &&
-        nanoOrNull(o.temperature_min_c) === e.minNano &&
-        nanoOrNull(o.temperature_max_c) === e.maxNano
-      ) {
-        return undefined;
-      }
-      return (
-        `${where}: latest pane (${o.pane_timing}) count ${o.reading_count} avg ${o.temperature_avg_c} min ` +
-        `${o.temperature_min_c} max ${o.temperature_max_c}, expected count ${e.count} avg ` +
-        `${nanoToText(e.avgNano)} min ${nanoToText(e.minNano)} max ${nanoToText(e.maxNano)}`
-      );
-    },
-    (o) =>
-      `device ${o.device_id} window ${iso(o.window_start_ms)}: unexpected pane (count ${o.reading_count})`,
+  const deviceObserved = new Map(
+    observed.devicePanes.map((p) => [paneKey(p.device_id, p.window_start_ms), p]),
   );
+  let devicePanesMatching = 0;
+  let devicePanesClosed = 0;
+  for (const [key, e] of expected.devicePanes) {
+    const o = deviceObserved.get(key);
+    const where = `device ${e.deviceId} window ${new Date(e.windowStartMs).toISOString()}`;
+    if (o === undefined) {
+      failures.add('device panes', `${where}: no pane, expected count ${e.count}`);
+      continue;
+    }
+    if (o.pane_timing !== 'EARLY') devicePanesClosed++;
+    const got = {
+      count: o.reading_count,
+      avg: nanoOrNull(o.temperature_avg_c),
+      min: nanoOrNull(o.temperature_min_c),
+      max: nanoOrNull(o.temperature_max_c),
+    };
+    if (
+      got.count !== e.count ||
+      got.avg !== e.avgNano ||
+      got.min !== e.minNano ||
+      got.max !== e.maxNano
+    ) {
+      failures.add(
+        'device panes',
+        `${where}: latest pane (${o.pane_timing}) count ${got.count} avg ${o.temperature_avg_c} min ` +
+          `${o.temperature_min_c} max ${o.temperature_max_c}, expected count ${e.count} avg ` +
+          `${nanoToText(e.avgNano)} min ${nanoToText(e.minNano)} max ${nanoToText(e.maxNano)}`,
+      );
+    } else {
+      devicePanesMatching++;
+    }
+  }
+  for (const [key, o] of deviceObserved) {
+    if (!expected.devicePanes.has(key)) {
+      failures.add(
+        'device panes',
+        `device ${o.device_id} window ${new Date(o.window_start_ms).toISOString()}: unexpected pane (count ${o.reading_count})`,
+      );
+    }
+  }
 
   // Regional rankings.
+  const regionObserved = new Map(
+    observed.regionPanes.map((p) => [paneKey(p.region, p.window_start_ms), p]),
+  );
+  let regionPanesMatching = 0;
   const show = (top: readonly { deviceId: string; max: string }[]) =>
     top.map((t) => `${t.deviceId}=${t.max}`).join(' ');
-  const regionPanesMatching = comparePanes(
-    failures,
-    'region top-N',
-    expected.regionPanes,
-    new Map(observed.regionPanes.map((p) => [paneKey(p.region, p.window_start_ms), p])),
-    (e, o) => {
-      const where = `region ${e.region} window ${iso(e.windowStartMs)}`;
-      if (o === undefined) return `${where}: no ranking`;
-      const got = [...o.top_devices].sort((a, b) => a.rank - b.rank);
-      const same =
-        got.length === e.top.length &&
-        got.every(
-          (g, i) =>
-            g.rank === e.top[i]?.rank &&
-            g.device_id === e.top[i]?.deviceId &&
-            numericToNano(g.max_temperature_c) === e.top[i]?.maxNano,
-        );
-      if (same) return undefined;
-      return (
-        `${where}: got ${show(got.map((g) => ({ deviceId: g.device_id, max: g.max_temperature_c })))}; expected ` +
-        show(e.top.map((t) => ({ deviceId: t.deviceId, max: nanoToText(t.maxNano) })))
+  for (const [key, e] of expected.regionPanes) {
+    const o = regionObserved.get(key);
+    const where = `region ${e.region} window ${new Date(e.windowStartMs).toISOString()}`;
+    if (o === undefined) {
+      failures.add('region top-N', `${where}: no ranking`);
+      continue;
+    }
+    const got = [...o.top_devices].sort((a, b) => a.rank - b.rank);
+    const same =
+      got.length === e.top.length &&
+      got.every(
+        (g, i) =>
+          g.rank === e.top[i]?.rank &&
+          g.device_id === e.top[i]?.deviceId &&
+          numericToNano(g.max_temperature_c) === e.top[i]?.maxNano,
       );
-    },
-    (o) => `region ${o.region} window ${iso(o.window_start_ms)}: unexpected ranking`,
-  );
+    if (same) regionPanesMatching++;
+    else {
+      failures.add(
+        'region top-N',
+        `${where}: got ${show(got.map((g) => ({ deviceId: g.device_id, max: g.max_temperature_c })))}; expected ` +
+          show(e.top.map((t) => ({ deviceId: t.deviceId, max: nanoToText(t.maxNano) }))),
+      );
+    }
+  }
+  for (const [key, o] of regionObserved) {
+    if (!expected.regionPanes.has(key)) {
+      failures.add(
+        'region top-N',
+        `region ${o.region} window ${new Date(o.window_start_ms).toISOString()}: unexpected ranking`,
+      );
+    }
+  }
 
   const deadLetterByStage: Record<string, number> = {};
   for (const [, rows] of deadById) {
