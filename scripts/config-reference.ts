@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG_VAR_GROUPS } from '../shared/config/registry';
-import type { IntVarSpec, VarGroup, VarSpec } from '../shared/config/spec';
+import type { IntVarSpec, VarGroup, VarSpec, VarUnit } from '../shared/config/spec';
 import { PIPELINES } from '../shared/pipelines';
 import { functionEnvName, localFunctionPorts, localFunctions } from '../deploy/local/resources';
 
@@ -204,35 +204,31 @@ export const INTERNAL_NAMES: readonly string[] = [
   'OFFVIA_NODE_BIN',
 ];
 
-const SECOND_MS = 1000;
-const UNITS_MS: readonly (readonly [number, string])[] = [
-  [86_400_000, 'days'],
-  [3_600_000, 'h'],
-  [60_000, 'min'],
-  [SECOND_MS, 's'],
-];
+/** The readable units of an integer variable's unit, largest first. */
+const HUMAN_UNITS: Partial<Record<VarUnit, readonly (readonly [number, string])[]>> = {
+  ms: [
+    [86_400_000, 'days'],
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1000, 's'],
+  ],
+  bytes: [
+    [1024 * 1024, 'MiB'],
+    [1024, 'KiB'],
+  ],
+};
 
-/** `300000` → `5 min`; undefined when no whole unit fits (the raw number says it all). */
-function humanMs(ms: number): string | undefined {
-  if (ms < SECOND_MS) return undefined;
-  const unit = UNITS_MS.find(([size]) => ms % size === 0);
-  if (unit === undefined) return undefined;
-  const [size, name] = unit;
-  const n = ms / size;
+/** `300000` ms → `5 min`, `1048576` bytes → `1 MiB`; undefined when no whole unit fits (the raw number says it all). */
+function humanText(value: number, unit: VarUnit): string | undefined {
+  const [size, name] = HUMAN_UNITS[unit]?.find(([size]) => value > 0 && value % size === 0) ?? [];
+  if (size === undefined) return undefined;
+  const n = value / size;
   return `${n} ${n === 1 && name === 'days' ? 'day' : name}`;
-}
-
-/** `1048576` → `1 MiB`. */
-function humanBytes(bytes: number): string | undefined {
-  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-  return undefined;
 }
 
 /** An integer with its unit and, where it helps, a readable form: `300000` ms (5 min). */
 function intText(value: number, spec: IntVarSpec): string {
-  const human =
-    spec.unit === 'ms' ? humanMs(value) : spec.unit === 'bytes' ? humanBytes(value) : undefined;
+  const human = humanText(value, spec.unit);
   const unit = spec.unit === 'count' ? '' : ` ${spec.unit}`;
   return `\`${value}\`${unit}${human !== undefined && human !== `${value} ${spec.unit}` ? ` (${human})` : ''}`;
 }

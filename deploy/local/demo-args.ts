@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { PIPELINES } from '../../shared/pipelines';
+import type { TelemetryDemoOptions } from './telemetry-demo/run';
 
 /** Exit code of a usage error (bad flag or value), as every command of the project. */
 export const USAGE_EXIT = 2;
@@ -26,18 +27,7 @@ export type DemoOptions =
       /** An events file (absolute path), or undefined for the lab's three messages. */
       readonly file: string | undefined;
     }
-  | {
-      readonly run: 'simulator';
-      readonly pipeline: 'telemetry';
-      readonly devices: number;
-      readonly minutes: number;
-      readonly readingsPerMinute: number;
-      readonly seed: number;
-      /** Longest wait for the messages to land and for the panes, ms. */
-      readonly timeoutMs: number | undefined;
-      /** Deliveries in flight through the push relay, or undefined for the emulator's own push. */
-      readonly pushRelayInFlight: number | undefined;
-    };
+  | ({ readonly run: 'simulator'; readonly pipeline: 'telemetry' } & TelemetryDemoOptions);
 
 /** A usage error: one line for stderr; the caller exits {@link USAGE_EXIT}. */
 export class DemoUsageError extends Error {}
@@ -51,6 +41,32 @@ function intIn(name: string, min: number, max: number) {
     return value;
   };
 }
+
+/** The simulator's flags, in help order: flag, value name, help, smallest and largest value. */
+const TELEMETRY_FLAGS = [
+  ['--devices', 'n', 'telemetry: devices (1-50000)', 1, 50_000],
+  ['--minutes', 'm', 'telemetry: minutes of readings (1-8)', 1, 8],
+  ['--readings-per-minute', 'r', 'telemetry: readings per device and minute (1-6)', 1, 6],
+  ['--seed', 's', 'telemetry: seed of the simulation', 0, 2 ** 32 - 1],
+  [
+    '--timeout-seconds',
+    's',
+    'telemetry: longest wait for the messages and for the panes (default from the run size)',
+    1,
+    86_400,
+  ],
+  [
+    '--push-relay',
+    'n',
+    "telemetry: deliver with up to n in flight through a relay instead of the emulator's push (about 2)",
+    1,
+    1000,
+  ],
+] as const;
+
+/** `--readings-per-minute` → `readingsPerMinute`, commander's option key. */
+const optionKey = (flag: string) =>
+  flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /**
  * Parses the demo's arguments (without `node` and the script). `baseDir` is where relative events files are
@@ -76,24 +92,6 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
       `the pipeline (${PIPELINES.map((p) => p.name).join(', ')})`,
       'booking',
     )
-    .option('--devices <n>', 'telemetry: devices (1-50000)', intIn('--devices', 1, 50_000))
-    .option('--minutes <m>', 'telemetry: minutes of readings (1-8)', intIn('--minutes', 1, 8))
-    .option(
-      '--readings-per-minute <r>',
-      'telemetry: readings per device and minute (1-6)',
-      intIn('--readings-per-minute', 1, 6),
-    )
-    .option('--seed <s>', 'telemetry: seed of the simulation', intIn('--seed', 0, 2 ** 32 - 1))
-    .option(
-      '--timeout-seconds <s>',
-      'telemetry: longest wait for the messages and for the panes (default from the run size)',
-      intIn('--timeout-seconds', 1, 86_400),
-    )
-    .option(
-      '--push-relay <n>',
-      "telemetry: deliver with up to n in flight through a relay instead of the emulator's push (about 2)",
-      intIn('--push-relay', 1, 1000),
-    )
     .exitOverride()
     .configureOutput({
       writeOut: (s) => {
@@ -109,6 +107,9 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
           .replace(/\s*\n\s*/g, ' ');
       },
     });
+  for (const [flag, value, help, min, max] of TELEMETRY_FLAGS) {
+    program.option(`${flag} <${value}>`, help, intIn(flag, min, max));
+  }
   try {
     program.parse([...argv], { from: 'user' });
   } catch (error) {
@@ -119,36 +120,16 @@ export function parseDemoArgs(argv: readonly string[], baseDir: string): DemoOpt
     if (error instanceof CommanderError) throw new DemoUsageError(usage ?? error.message);
     throw error;
   }
-  const o = program.opts<{
-    pipeline: string;
-    samples?: true;
-    devices?: number;
-    minutes?: number;
-    readingsPerMinute?: number;
-    seed?: number;
-    timeoutSeconds?: number;
-    pushRelay?: number;
-  }>();
+  const o = program.opts<{ pipeline: string; samples?: true } & Partial<Record<string, number>>>();
   const file = program.args[0];
-  const telemetryFlags = [
-    'devices',
-    'minutes',
-    'readingsPerMinute',
-    'seed',
-    'timeoutSeconds',
-    'pushRelay',
-  ] as const;
-  const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  const given = telemetryFlags.filter((k) => o[k] !== undefined);
+  const given = TELEMETRY_FLAGS.map(([flag]) => flag).filter((f) => o[optionKey(f)] !== undefined);
   if (!PIPELINES.some((p) => p.name === o.pipeline)) {
     throw new DemoUsageError(
       `no pipeline ${JSON.stringify(o.pipeline)} (registered: ${PIPELINES.map((p) => p.name).join(', ')})`,
     );
   }
   if (given.length > 0 && (o.pipeline !== 'telemetry' || o.samples || file !== undefined)) {
-    throw new DemoUsageError(
-      `${given.map(flagName).join(', ')} apply to --pipeline telemetry's simulator only`,
-    );
+    throw new DemoUsageError(`${given.join(', ')} apply to --pipeline telemetry's simulator only`);
   }
   if (o.samples && file !== undefined) {
     throw new DemoUsageError('--samples and an events file: give one or the other');

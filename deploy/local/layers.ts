@@ -1,5 +1,6 @@
 // Reads the Bronze, Silver, quarantine and bad-data layers, and the schema-retry store, for a set of Pub/Sub
 // message ids (demo and tests).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BigQuery } from '@google-cloud/bigquery';
 import { Firestore } from '@google-cloud/firestore';
 import { tableName } from '../../shared/config/env';
@@ -35,6 +36,17 @@ export function stackBigQuery(env: StackEnv = stackEnv()): BigQuery {
 }
 
 export type Row = Record<string, unknown>;
+
+/** Runs `query` with named `params` (and their `types`, where the emulator needs them); resolves with its rows. */
+export async function queryRows(
+  bq: BigQuery,
+  query: string,
+  params: Record<string, unknown> = {},
+  types?: Record<string, string | string[]>,
+): Promise<Row[]> {
+  const [rows] = await bq.query({ query, params, ...(types && { types }) });
+  return rows as Row[];
+}
 
 /** The four layers' rows for the given message ids, and the rows waiting in the schema-retry store. */
 export interface Layers {
@@ -98,14 +110,8 @@ export async function readLayers(
   projectId: string,
   messageIds: readonly string[],
 ): Promise<Layers> {
-  const q = async (sql: string): Promise<Row[]> => {
-    const [rows] = await bq.query({
-      query: sql,
-      params: { ids: [...messageIds] },
-      types: { ids: ['STRING'] },
-    });
-    return (rows as Row[]).map(plainRow);
-  };
+  const q = async (sql: string): Promise<Row[]> =>
+    (await queryRows(bq, sql, { ids: [...messageIds] }, { ids: ['STRING'] })).map(plainRow);
   const p = projectId;
   const [bronze, silver, quarantine, badData] = await Promise.all([
     q(`SELECT message_id, publish_time, subscription_name,
@@ -154,7 +160,7 @@ export async function waitForLayers(
       (id) => (!requireBronze || bronzeIds.has(id)) && routed.has(id),
     );
     if (complete || Date.now() > deadline) return { layers, complete };
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
   }
 }
 
@@ -167,7 +173,7 @@ export async function pollUntil(
   for (;;) {
     if (await done()) return true;
     if (Date.now() >= deadlineMs) return false;
-    await new Promise((r) => setTimeout(r, Math.min(intervalMs, deadlineMs - Date.now())));
+    await sleep(Math.min(intervalMs, deadlineMs - Date.now()));
   }
 }
 

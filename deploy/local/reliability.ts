@@ -4,6 +4,7 @@
 // then brings a stack up and down around this). Flags: `--help`, or parseArgs in deploy/local/reliability/args.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Firestore } from '@google-cloud/firestore';
 import { readFirestoreDatabase } from '../../shared/config/ingest-config';
@@ -13,12 +14,12 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { createAggregationFireDeps } from '../../shared/pipeline/runtime/compose';
 import { BOOKING_PIPELINE } from '../../shared/pipelines/booking/definition';
 import type { BookingAccumulator } from '../../shared/aggregates/booking-aggregates';
-import { loadWindowConfig } from '../../shared/config/window-config';
+import { loadWindowConfig, type WindowConfig } from '../../shared/config/window-config';
 import { Logger } from '../../shared/logging/logger';
 import { assignWindows } from '../../shared/windowing';
 import { fireWindows, type FireWindowsSummary } from '../../shared/state/fire-windows';
 import type { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
-import { stackBigQuery, stackEnv, type Row } from './layers';
+import { queryRows, stackBigQuery, stackEnv, type Row } from './layers';
 import {
   BOOKING_TOPIC,
   INGEST_PUSH_SUBSCRIPTION,
@@ -32,6 +33,7 @@ import {
   accountScenario,
   formatReport,
   type Observed,
+  type ScenarioReport,
   type PublishedMessage,
 } from './reliability/accounting';
 import { parseArgs, reportUsageError, USAGE, USAGE_EXIT, UsageError } from './reliability/args';
@@ -53,7 +55,8 @@ const DELIVERY_ATTRIBUTE = 'offvia_reliability_delivery';
 /** How often a push scenario reads the layers to see whether every message has arrived, ms. */
 const PUSH_POLL_MS = 15_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The window functions' logger: their lines would drown the harness's. */
+const QUIET = new Logger('reliability', () => undefined);
 const log = (text: string): void => {
   console.error(`[reliability ${new Date().toISOString().slice(11, 19)}] ${text}`);
 };
@@ -74,32 +77,30 @@ async function queryByIds(
   extra: Record<string, string> = {},
 ) {
   const out: Row[] = [];
+  const types = {
+    ids: ['STRING'],
+    ...Object.fromEntries(Object.keys(extra).map((k) => [k, 'STRING'])),
+  };
   for (let i = 0; i < ids.length; i += 2000) {
-    const [rows] = await bq.query({
-      query: sql,
-      params: { ids: ids.slice(i, i + 2000), ...extra },
-      types: {
-        ids: ['STRING'],
-        ...Object.fromEntries(Object.keys(extra).map((k) => [k, 'STRING'])),
-      },
-    });
-    out.push(...(rows as Row[]));
+    out.push(...(await queryRows(bq, sql, { ids: ids.slice(i, i + 2000), ...extra }, types)));
   }
   return out;
 }
 
-/** Everything the accounting needs for one scenario, read from BigQuery and Firestore. */
-async function observe(
-  bq: BigQuery,
-  firestore: Firestore,
-  store: GroupedFirestoreWindowStore<BookingAccumulator>,
-  projectId: string,
-  pipeline: string,
-  scenario: Scenario,
-  bookingPrefix: string,
-  published: readonly PublishedMessage[],
-): Promise<{ observed: Observed; stages: Map<string, string> }> {
-  const p = projectId;
+/** The clients and window settings the harness reads the layers with. */
+interface Reader {
+  bq: BigQuery;
+  firestore: Firestore;
+  store: GroupedFirestoreWindowStore<BookingAccumulator>;
+  projectId: string;
+  config: WindowConfig;
+}
+
+/** Reads where a scenario's messages ended (BigQuery and Firestore) and accounts for each of them. */
+async function account(
+  { bq, firestore, store, projectId: p, config }: Reader,
+  { scenario, prefix, published }: Pick<ScenarioRun, 'scenario' | 'prefix' | 'published'>,
+): Promise<ScenarioReport> {
   const ids = published.map((m) => m.messageId);
   const [bronze, quarantine, badData, silverRows, dedup, gold] = await Promise.all([
     queryByIds(
@@ -117,25 +118,22 @@ async function observe(
       `SELECT source_message_id FROM \`${p}.offvia_quarantine.bad_data\` WHERE source_message_id IN UNNEST(@ids)`,
       ids,
     ),
-    bq
-      .query({
-        query: `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
-        params: { prefix: bookingPrefix },
-      })
-      .then(([rows]) => rows as Row[]),
-    bq
-      .query({
-        query: `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
-        params: { prefix: bookingPrefix },
-      })
-      .then(([rows]) => rows as Row[]),
-    bq
-      .query({
-        query: `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
-                FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
-        params: { pipeline, currency: `-${scenario.currency}` },
-      })
-      .then(([rows]) => rows as Row[]),
+    queryRows(
+      bq,
+      `SELECT source_message_id, event_id FROM \`${p}.offvia_silver.fact_bookings\` WHERE STARTS_WITH(booking_id, @prefix)`,
+      { prefix },
+    ),
+    queryRows(
+      bq,
+      `SELECT event_id, COUNT(*) AS n FROM \`${p}.offvia_silver.fact_bookings_dedup\` WHERE STARTS_WITH(booking_id, @prefix) GROUP BY event_id`,
+      { prefix },
+    ),
+    queryRows(
+      bq,
+      `SELECT route_key, UNIX_MILLIS(window_start) AS start_ms, booking_count
+       FROM \`${p}.offvia_gold.route_panes_latest\` WHERE pipeline = @pipeline AND ENDS_WITH(route_key, @currency)`,
+      { pipeline: config.pipeline, currency: `-${scenario.currency}` },
+    ),
   ]);
   const retryDocs = await firestore.collectionGroup('rows').get();
   const retryStore = retryDocs.docs
@@ -143,7 +141,7 @@ async function observe(
     .map((d) => String(d.get('source_message_id')));
   // The window state's dedup record of each valid event (the dedup ids of its key group), read through the store.
   const ledger = new Map<string, string>();
-  const { windowFn } = loadWindowConfig(process.env).strategy;
+  const { windowFn } = config.strategy;
   const valid = new Map<string, { routeKey: string; eventTimeMs: number }>();
   for (const m of published) {
     if (m.expectation.kind === 'valid') valid.set(m.expectation.eventId, m.expectation);
@@ -162,24 +160,30 @@ async function observe(
       if (outcome !== null && id !== undefined) ledger.set(id, outcome);
     });
   }
-  return {
-    observed: {
-      bronze: new Set(bronze.map((r) => String(r.message_id))),
-      silverRows: silverRows.map((r) => ({
-        messageId: String(r.source_message_id),
-        eventId: String(r.event_id),
-      })),
-      dedupViewRowsPerEvent: new Map(dedup.map((r) => [String(r.event_id), Number(r.n)])),
-      quarantine: quarantine.map((r) => String(r.source_message_id)),
-      retryStore,
-      badData: badData.map((r) => String(r.source_message_id)),
-      ledger,
-      goldCounts: new Map(
-        gold.map((r) => [`${String(r.route_key)}|${Number(r.start_ms)}`, Number(r.booking_count)]),
-      ),
-    },
-    stages: new Map(quarantine.map((r) => [String(r.source_message_id), String(r.error_stage)])),
+  const observed: Observed = {
+    bronze: new Set(bronze.map((r) => String(r.message_id))),
+    silverRows: silverRows.map((r) => ({
+      messageId: String(r.source_message_id),
+      eventId: String(r.event_id),
+    })),
+    dedupViewRowsPerEvent: new Map(dedup.map((r) => [String(r.event_id), Number(r.n)])),
+    quarantine: quarantine.map((r) => String(r.source_message_id)),
+    retryStore,
+    badData: badData.map((r) => String(r.source_message_id)),
+    ledger,
+    goldCounts: new Map(
+      gold.map((r) => [`${String(r.route_key)}|${Number(r.start_ms)}`, Number(r.booking_count)]),
+    ),
   };
+  const stages = new Map(
+    quarantine.map((r) => [String(r.source_message_id), String(r.error_stage)]),
+  );
+  return accountScenario(scenario.name, published, observed, windowSizeOf(config), stages);
+}
+
+/** The size of the configured windows, ms (a minute for windows without one). */
+function windowSizeOf(config: WindowConfig): number {
+  return 'sizeMs' in config.strategy.windowFn ? config.strategy.windowFn.sizeMs : 60_000;
 }
 
 /**
@@ -187,16 +191,19 @@ async function observe(
  * the traffic stopped, until a run completes with nothing failed or deferred: every window's ON_TIME pane (and any
  * pane left in the outbox) is then in gold.
  */
-async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
-  const config = loadWindowConfig(process.env);
-  const { windowFn } = config.strategy;
-  const sizeMs = 'sizeMs' in windowFn ? windowFn.sizeMs : 60_000;
+async function flushWindows(
+  firestore: Firestore,
+  config: WindowConfig,
+): Promise<FireWindowsSummary> {
   const policy = config.watermarkPolicy;
-  const logger = new Logger('reliability', () => undefined);
   for (let attempt = 1; ; attempt++) {
     const processingTimeMs =
-      Date.now() + policy.idleTimeoutMs + policy.maxOutOfOrdernessMs + sizeMs + 60_000;
-    const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, logger, {
+      Date.now() +
+      policy.idleTimeoutMs +
+      policy.maxOutOfOrdernessMs +
+      windowSizeOf(config) +
+      60_000;
+    const deps = createAggregationFireDeps(BOOKING_PIPELINE, process.env, QUIET, {
       firestore,
       now: () => processingTimeMs,
     });
@@ -211,6 +218,14 @@ async function flushWindows(firestore: Firestore): Promise<FireWindowsSummary> {
     if (attempt >= 20) throw new Error(`fireWindows did not complete: ${JSON.stringify(summary)}`);
     await sleep(5_000);
   }
+}
+
+/** A scenario that ran: its messages, the prefix of its booking ids and how its fault went. */
+interface ScenarioRun {
+  scenario: Scenario;
+  published: PublishedMessage[];
+  prefix: string;
+  fault: FaultOutcome;
 }
 
 /** `deliveries (failed, with their labels)` of a scenario, for its log lines. */
@@ -239,27 +254,20 @@ async function main(): Promise<void> {
       );
   }
   // What each outage needs from the stack, checked before anything runs.
-  const outageNeeds = [
-    {
-      service: 'bigquery-emulator',
-      variable: 'OFFVIA_BQ_PERSISTENT',
-      what: 'the BigQuery outage needs a persistent emulator',
-    },
-    {
-      // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss.
-      service: 'firestore-emulator',
-      variable: 'OFFVIA_FIRESTORE_GATE',
-      what: 'the Firestore outage needs the TCP gate',
-    },
-  ] as const;
-  for (const need of outageNeeds) {
+  for (const [service, variable, what] of [
+    [
+      'bigquery-emulator',
+      'OFFVIA_BQ_PERSISTENT',
+      'the BigQuery outage needs a persistent emulator',
+    ],
+    // Without the gate, a commit acknowledged between the export and the stop is lost: the emulator's loss.
+    ['firestore-emulator', 'OFFVIA_FIRESTORE_GATE', 'the Firestore outage needs the TCP gate'],
+  ] as const) {
     const planned = settings.scenarios.some(
-      (s) => s.fault.kind === 'outage' && s.fault.service === need.service,
+      (s) => s.fault.kind === 'outage' && s.fault.service === service,
     );
-    if (planned && process.env[need.variable] !== '1') {
-      throw new UsageError(`${need.what}: start the stack with ${need.variable}=1`, {
-        showUsage: false,
-      });
+    if (planned && process.env[variable] !== '1') {
+      throw new UsageError(`${what}: start the stack with ${variable}=1`, { showUsage: false });
     }
   }
   const env = stackEnv();
@@ -267,18 +275,10 @@ async function main(): Promise<void> {
   const bq = stackBigQuery(env);
   const pubsub = new PubSub({ projectId });
   const firestore = firestoreClient(projectId, readFirestoreDatabase(process.env));
-  const windows = createAggregationFireDeps(
-    BOOKING_PIPELINE,
-    process.env,
-    new Logger('reliability', () => undefined),
-    {
-      firestore,
-    },
-  );
+  const windows = createAggregationFireDeps(BOOKING_PIPELINE, process.env, QUIET, { firestore });
   const store = windows.store as GroupedFirestoreWindowStore<BookingAccumulator>;
   const windowConfig = loadWindowConfig(process.env);
-  const windowSizeMs =
-    'sizeMs' in windowConfig.strategy.windowFn ? windowConfig.strategy.windowFn.sizeMs : 60_000;
+  const reader: Reader = { bq, firestore, store, projectId, config: windowConfig };
   const runId = randomBytes(3).toString('hex');
 
   // The harness is the delivery path: the emulator's push subscription would deliver every message a fourth way.
@@ -324,12 +324,7 @@ async function main(): Promise<void> {
       `${settings.concurrency} deliveries in flight, scenarios ${settings.scenarios.map((s) => s.name).join(', ')}`,
   );
 
-  const runs: {
-    scenario: Scenario;
-    published: PublishedMessage[];
-    prefix: string;
-    fault: FaultOutcome;
-  }[] = [];
+  const runs: ScenarioRun[] = [];
   const topic = pubsub.topic(BOOKING_TOPIC);
   for (const scenario of settings.scenarios) {
     current = scenario;
@@ -403,23 +398,13 @@ async function main(): Promise<void> {
     // give up only after STALL_MS without a single ack, and say so: un-acked messages are then still in the
     // subscription, so the report's LOST column would count them although nothing lost them.
     lastAckAtMs = Math.max(lastAckAtMs, Date.now());
+    let arrived = 0;
     if (scenario.delivery === 'push') {
       // No acks to watch: read the layers until every message is in its place. A stall counts only once the
       // fault is over (nothing can arrive while ingestBooking is down).
-      let arrived = 0;
       let lastProgressAtMs = Date.now();
       for (;;) {
-        const { observed, stages } = await observe(
-          bq,
-          firestore,
-          store,
-          projectId,
-          windowConfig.pipeline,
-          scenario,
-          prefix,
-          published,
-        );
-        const report = accountScenario(scenario.name, published, observed, windowSizeMs, stages);
+        const report = await account(reader, { scenario, prefix, published });
         const now = published.length - report.lost;
         if (now > arrived || faultOverAtMs === undefined) lastProgressAtMs = Date.now();
         arrived = now;
@@ -437,35 +422,32 @@ async function main(): Promise<void> {
         );
         await sleep(PUSH_POLL_MS);
       }
-      gaveUp = true;
-      const faultOutcome = await fault;
-      clearInterval(progress);
+    } else {
+      while (!allAcked() && Date.now() - lastAckAtMs < STALL_MS) await sleep(1_000);
+      const unacked = published.length - ackedCount();
+      if (unacked > 0) {
+        log(
+          `${scenario.name}: GAVE UP waiting: no ack for ${STALL_MS / 60_000} min, ${unacked} messages never acked ` +
+            '(still in the subscription; the report counts them as LOST)',
+        );
+      }
+    }
+    gaveUp = true;
+    const faultOutcome = await fault;
+    clearInterval(progress);
+    if (scenario.delivery === 'push') {
       // Deleted so it does not deliver the next scenarios' messages a second way.
       await pubsub.subscription(INGEST_PUSH_SUBSCRIPTION).delete();
       log(
         `${scenario.name}: ${arrived} of ${published.length} delivered by the push subscription after ` +
           `${Math.round((Date.now() - started) / 1000)} s`,
       );
-      runs.push({ scenario, published, prefix, fault: faultOutcome });
-      continue;
-    }
-    while (!allAcked() && Date.now() - lastAckAtMs < STALL_MS) {
-      await sleep(1_000);
-    }
-    gaveUp = true;
-    const unacked = published.length - ackedCount();
-    if (unacked > 0) {
+    } else {
       log(
-        `${scenario.name}: GAVE UP waiting: no ack for ${STALL_MS / 60_000} min, ${unacked} messages never acked ` +
-          '(still in the subscription; the report counts them as LOST)',
+        `${scenario.name}: ${ackedCount()} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
+          `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
       );
     }
-    const faultOutcome = await fault;
-    clearInterval(progress);
-    log(
-      `${scenario.name}: ${ackedCount()} of ${published.length} acked after ${Math.round((Date.now() - started) / 1000)} s; ` +
-        `${describeStats(statsSince(driver.stats, statsBefore))} in this scenario`,
-    );
     runs.push({ scenario, published, prefix, fault: faultOutcome });
   }
   current = undefined;
@@ -474,34 +456,14 @@ async function main(): Promise<void> {
 
   // Bronze (the stand-in) and the ledger may trail the acks by a moment: poll until every message is accounted for
   // or two minutes pass, then report what is there.
-  await flushWindows(firestore);
+  await flushWindows(firestore, windowConfig);
   const reports = [];
   for (const r of runs) {
-    /** Reads where the scenario's messages ended and accounts for each of them. */
-    const account = async () => {
-      const result = await observe(
-        bq,
-        firestore,
-        store,
-        projectId,
-        windowConfig.pipeline,
-        r.scenario,
-        r.prefix,
-        r.published,
-      );
-      return accountScenario(
-        r.scenario.name,
-        r.published,
-        result.observed,
-        windowSizeMs,
-        result.stages,
-      );
-    };
-    let report = await account();
+    let report = await account(reader, r);
     const settleBy = Date.now() + 120_000;
     while ((report.lost > 0 || report.missingFromAggregates > 0) && Date.now() < settleBy) {
       await sleep(5_000);
-      report = await account();
+      report = await account(reader, r);
     }
     reports.push(report);
   }

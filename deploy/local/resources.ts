@@ -30,7 +30,7 @@ export function topicPath(projectId: string, topic: string): string {
   return `projects/${projectId}/topics/${topic}`;
 }
 
-/** Full resource path of a subscription; also the value of Bronze's subscription_name column. */
+/** Full resource path of a subscription (also Bronze's subscription_name column). */
 export function subscriptionPath(projectId: string, subscription: string): string {
   return `projects/${projectId}/subscriptions/${subscription}`;
 }
@@ -47,13 +47,10 @@ export function pushEndpointFor(projectId: string, topic: string, port: number):
 export const INGEST_PUSH_ACK_DEADLINE_S = 60;
 
 /**
- * Settings of the local push subscription to an ingest function at `pushEndpoint`: deliberately without the cloud's
- * retry and dead-letter policies. The emulator's (0.8.20) backoff task dies on its first NullPointerException (two
- * failed deliveries due at once), leaving every waiting message outstanding forever (measured: 0 of 200 delivered
- * after a 15 s outage; without the policy all within 2 s). Without a policy it redelivers about every second; a
- * dead-letter policy would then dead-letter everything within seconds of an outage, under a new message id. A
- * message refused for good is still bounded by the retry-age guard (OFFVIA_MAX_RETRY_AGE_MS), which routes it to
- * bad data.
+ * Settings of the local push subscription to an ingest function at `pushEndpoint`: without the cloud's retry and
+ * dead-letter policies, because the emulator's backoff task dies on its first error and strands every waiting
+ * message; without them it redelivers about every second, and the retry-age guard (OFFVIA_MAX_RETRY_AGE_MS) still
+ * bounds a message refused for good.
  */
 export function ingestPushSubscriptionOptions(pushEndpoint: string): CreateSubscriptionOptions {
   return { pushConfig: { pushEndpoint }, ackDeadlineSeconds: INGEST_PUSH_ACK_DEADLINE_S };
@@ -70,7 +67,7 @@ export function positiveIntFromEnv(name: string, defaultValue: number, env = pro
   return value;
 }
 
-/** The ports booking's and telemetry's functions had before ports were derived (the docs name them). */
+/** Fixed ports of booking's and telemetry's functions (the docs name them). */
 const ESTABLISHED_PORTS: Readonly<Record<string, number>> = {
   ingestBooking: 8080,
   fireWindows: 8081,

@@ -4,7 +4,14 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { tableName } from '../../shared/config/env';
 import type { AnyPipelineDefinition, SampleOutcome } from '../../shared/pipeline/definition';
-import { formatTable, pollUntil, readRetryStore, stackBigQuery, stackEnv } from './layers';
+import {
+  formatTable,
+  pollUntil,
+  queryRows,
+  readRetryStore,
+  stackBigQuery,
+  stackEnv,
+} from './layers';
 import type { Row } from './layers';
 
 /** A message to publish: a sample, or a file's line (then nothing is expected but one landing). */
@@ -35,14 +42,13 @@ export async function readLandings(
   ids: readonly string[],
 ): Promise<Map<string, SampleOutcome[]>> {
   const bq = stackBigQuery(stackEnv());
-  const rows = async (table: string): Promise<Row[]> => {
-    const [found] = await bq.query({
-      query: `SELECT * FROM \`${table}\` WHERE source_message_id IN UNNEST(@ids)`,
-      params: { ids: [...ids] },
-      types: { ids: ['STRING'] },
-    });
-    return found as Row[];
-  };
+  const rows = (table: string): Promise<Row[]> =>
+    queryRows(
+      bq,
+      `SELECT * FROM \`${table}\` WHERE source_message_id IN UNNEST(@ids)`,
+      { ids: [...ids] },
+      { ids: ['STRING'] },
+    );
   const t = pipeline.tables;
   const [silver, quarantine, badData] = await Promise.all(
     [t.silver, t.quarantine, t.badData].map((ref) => rows(tableName(ref, projectId))),

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { PIPELINES } from '../../shared/pipelines';
 import { SCHEDULES, type Schedule } from '../schedules';
+import { functionEnvName } from './resources';
 
 /**
  * The schedules the local loop runs: `schedules`, then each registered pipeline's fireWindows and schema sweep not
@@ -33,11 +34,6 @@ export interface LocalJob {
   readonly everySeconds: number;
 }
 
-/** ingestBooking → INGEST_BOOKING (the stack's environment naming). */
-export function envName(functionName: string): string {
-  return functionName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
-}
-
 /**
  * The jobs to run: each schedule with its URL from OFFVIA_<NAME>_URL (written by stack.sh) and its cadence from
  * OFFVIA_SCHEDULE_<NAME>_SECONDS (default: the schedule's; 0 turns the job off).
@@ -49,7 +45,7 @@ export function localJobs(
 ): LocalJob[] {
   const jobs: LocalJob[] = [];
   for (const s of schedules) {
-    const name = envName(s.functionName);
+    const name = functionEnvName(s.functionName);
     const cadenceVar = `OFFVIA_SCHEDULE_${name}_SECONDS`;
     const raw = env[cadenceVar];
     const everySeconds = raw === undefined || raw === '' ? s.everySeconds : Number(raw);

@@ -9,11 +9,7 @@ import { localFunctionPort, localPubSubPlan, projectIdFromEnv } from './resource
 const ALREADY_EXISTS = 6;
 
 function isAlreadyExists(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { code?: unknown }).code === ALREADY_EXISTS
-  );
+  return (error as { code?: unknown } | null | undefined)?.code === ALREADY_EXISTS;
 }
 
 async function ensureTopic(

@@ -1,6 +1,6 @@
 // The harness's delivery path: pulls booking-events through a pull subscription and POSTs each message to
 // ingestBooking as the Eventarc `messagePublished` CloudEvent, acking only after the wanted number of 2xx answers,
-// with retries and backoff like the Eventarc push subscription (issue 6).
+// with retries and backoff like the Eventarc push subscription.
 import type { Message, Subscription } from '@google-cloud/pubsub';
 
 /** Settings of the delivery driver. */

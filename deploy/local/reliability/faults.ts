@@ -1,4 +1,4 @@
-// The reliability harness's fault injection (issue 6): SIGKILLs and outages of the local stack's services through
+// The reliability harness's fault injection: SIGKILLs and outages of the local stack's services through
 // `deploy/local/stack.sh`, for as long as a scenario runs.
 import { killSpan, type Scenario } from './scenarios';
 

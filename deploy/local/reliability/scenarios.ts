@@ -1,7 +1,6 @@
 // The reliability harness's scenarios and its event stream: what each scenario publishes, how often each message is
 // delivered, by whom, and which fault it injects into the local stack.
 import { validateBooking } from '../../../shared/contract';
-// The same seeded PRNG as the test and bench streams, so a scenario publishes the same mix for a given seed.
 import { prng } from '../../../test/support/events';
 
 /** A fault the harness injects through `deploy/local/stack.sh` while a scenario runs. */
@@ -65,62 +64,55 @@ export interface Scenario {
 export const INGEST_OUTAGE_MS = 11 * 60_000;
 
 /**
- * How long the delivery-stall scenario makes every delivery fail, ms: 8 minutes. The idle rule moves the watermark
- * on once 60 s pass without a new event time, trailing the clock by the idle timeout + the out-of-orderness bound
- * (70 s); a backlog event is dropped once its window's end + the allowed lateness (5 min) is behind that, so
- * without a watermark hold a stall longer than 70 s + 5 min + the window (1 min), 7 min 10 s, drops the first of
- * it. (A 5.5-minute stall drops nothing even without holds: measured, 0 of 892.)
+ * How long the delivery-stall scenario makes every delivery fail, ms: 8 minutes, longer than the 7 min 10 s (idle
+ * timeout + out-of-orderness 70 s, allowed lateness 5 min, window 1 min) after which, without a watermark hold,
+ * the idle rule would make the backlog's first events late.
  */
 export const DELIVERY_STALL_MS = 8 * 60_000;
 
+/** A scenario with the defaults: delivered by the driver, once per message, no re-published copies. */
+function scenario(
+  s: Omit<Scenario, 'delivery' | 'deliveries' | 'republishShare'> & Partial<Scenario>,
+): Scenario {
+  return { delivery: 'driver', deliveries: 1, republishShare: 0, ...s };
+}
+
 /** The scenarios, in the order they run. */
 export const SCENARIOS: readonly Scenario[] = [
-  {
+  scenario({
     name: 'redelivery',
     description:
       'every message delivered 3 times; 10 % of events published twice with new message ids',
-    delivery: 'driver',
     deliveries: 3,
     republishShare: 0.1,
     fault: { kind: 'none' },
     currency: 'RLA',
-  },
-  {
+  }),
+  scenario({
     name: 'function-sigkill',
     description: 'the Functions Framework serving ingestBooking SIGKILLed every ~5 s and restarted',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'kill-function', everyMs: 5_000 },
     currency: 'RLB',
-  },
-  {
+  }),
+  scenario({
     name: 'bigquery-outage',
     description: 'the BigQuery emulator (persistent) stopped for 30 s mid-run, then restarted',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'outage', service: 'bigquery-emulator', atFraction: 0.3, downMs: 30_000 },
     currency: 'RLC',
-  },
-  {
+  }),
+  scenario({
     name: 'firestore-outage',
     description:
       'the Firestore emulator stopped for 30 s mid-run, then restarted (data exported and re-imported)',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: { kind: 'outage', service: 'firestore-emulator', atFraction: 0.3, downMs: 30_000 },
     currency: 'RLD',
-  },
-  {
+  }),
+  scenario({
     name: 'ingest-outage',
     description:
       "ingestBooking stopped for 11 min (longer than the cloud's 10-min maximum push backoff) mid-run; " +
       "delivered by the emulator's push subscription with the stack's settings",
     delivery: 'push',
-    deliveries: 1,
-    republishShare: 0,
     fault: {
       kind: 'outage',
       service: 'fn-ingestBooking',
@@ -128,15 +120,12 @@ export const SCENARIOS: readonly Scenario[] = [
       downMs: INGEST_OUTAGE_MS,
     },
     currency: 'RLE',
-  },
-  {
+  }),
+  scenario({
     name: 'delivery-stall',
     description:
       'every delivery to ingestBooking fails for 8 min (the BigQuery emulator stopped, so Silver writes fail) ' +
       'while events keep being published; 0 dropped late once the backlog is delivered (watermark holds)',
-    delivery: 'driver',
-    deliveries: 1,
-    republishShare: 0,
     fault: {
       kind: 'outage',
       service: 'bigquery-emulator',
@@ -145,7 +134,7 @@ export const SCENARIOS: readonly Scenario[] = [
     },
     noneDroppedLate: true,
     currency: 'RLF',
-  },
+  }),
 ];
 
 /** What a published message must become, computed with the contract itself. */

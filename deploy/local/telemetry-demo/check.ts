@@ -164,10 +164,9 @@ class Failures {
 function countBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
   const map = new Map<string, T[]>();
   for (const item of items) {
-    const k = key(item);
-    const list = map.get(k);
-    if (list === undefined) map.set(k, [item]);
-    else list.push(item);
+    const list = map.get(key(item)) ?? [];
+    list.push(item);
+    map.set(key(item), list);
   }
   return map;
 }

@@ -4,15 +4,11 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import type { PubSub } from '@google-cloud/pubsub';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TableRef } from '../../../shared/config/env';
+import { queryRows } from '../layers';
 import { SIM_DEVICE_PREFIX, type TelemetryPlan } from './plan';
 
 /** The directory probe's device: outside the simulated prefix and never in the directory. */
 export const PROBE_DEVICE_ID = 'probe-directory';
-
-async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
-  const [result] = await bq.query({ query, params });
-  return result as Record<string, unknown>[];
-}
 
 /**
  * Seeds the directory with the plan's devices not in it yet (other rows are left alone) and removes the plan's
@@ -26,14 +22,14 @@ export async function seedDirectory(
   const name = `\`${table.datasetId}.${table.tableId}\``;
   const existing = new Set(
     (
-      await rows(bq, `SELECT device_id FROM ${name} WHERE STARTS_WITH(device_id, @prefix)`, {
+      await queryRows(bq, `SELECT device_id FROM ${name} WHERE STARTS_WITH(device_id, @prefix)`, {
         prefix: SIM_DEVICE_PREFIX,
       })
     ).map((r) => String(r.device_id)),
   );
   const stale = plan.unknownDevices.filter((id) => existing.has(id));
   if (stale.length > 0) {
-    await rows(bq, `DELETE FROM ${name} WHERE device_id IN UNNEST(@ids)`, { ids: stale });
+    await queryRows(bq, `DELETE FROM ${name} WHERE device_id IN UNNEST(@ids)`, { ids: stale });
   }
   const missing = plan.directory.filter((d) => !existing.has(d.device_id));
   const updatedAt = new Date().toISOString();
@@ -73,7 +69,7 @@ export async function primeDirectory(
   });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [found] = await rows(
+    const [found] = await queryRows(
       bq,
       `SELECT COUNT(*) AS n FROM ${names.silver} WHERE source_message_id = @id`,
       { id },

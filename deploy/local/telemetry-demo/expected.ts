@@ -99,22 +99,19 @@ export function expectedOutcome(
     const windowStartMs = windowStartOf(eventMs);
     const milli = BigInt(e.temperatureMilliC);
     const key = paneKey(e.deviceId, windowStartMs);
-    const acc = perDevice.get(key);
-    if (acc === undefined) {
-      perDevice.set(key, {
-        deviceId: e.deviceId,
-        windowStartMs,
-        count: 1,
-        sum: milli,
-        min: milli,
-        max: milli,
-      });
-    } else {
-      acc.count++;
-      acc.sum += milli;
-      if (milli < acc.min) acc.min = milli;
-      if (milli > acc.max) acc.max = milli;
-    }
+    const acc = perDevice.get(key) ?? {
+      deviceId: e.deviceId,
+      windowStartMs,
+      count: 0,
+      sum: 0n,
+      min: milli,
+      max: milli,
+    };
+    perDevice.set(key, acc);
+    acc.count++;
+    acc.sum += milli;
+    if (milli < acc.min) acc.min = milli;
+    if (milli > acc.max) acc.max = milli;
     if (e.region !== null) {
       const rKey = paneKey(e.region, windowStartMs);
       const devices = perRegion.get(rKey) ?? new Map<string, number>();

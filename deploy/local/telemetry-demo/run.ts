@@ -10,26 +10,23 @@ import {
   TELEMETRY_WATERMARK_POLICY,
   TOP_N,
 } from '../../../shared/pipelines/telemetry/definition';
-import { pollUntil, stackBigQuery, stackEnv } from '../layers';
+import { pollUntil, queryRows, stackBigQuery, stackEnv } from '../layers';
 import { localReferenceRefreshMs } from '../resources';
 import { primeDirectory, seedDirectory } from './directory';
 import { type PushRelay, relayPushSubscription } from '../push-relay-loop';
 import { checkTelemetryRun, type CheckResult, type Observed } from './check';
-import { expectedOutcome, type ExpectedOutcome } from './expected';
+import { expectedOutcome } from './expected';
 import {
   planTelemetryRun,
   publishPhases,
   SIM_DEVICE_PREFIX,
   SIM_REGIONS,
+  type PlanOptions,
   type TelemetryPlan,
 } from './plan';
 
-/** What to simulate; see plan.ts. */
-export interface TelemetryDemoOptions {
-  readonly devices: number;
-  readonly minutes: number;
-  readonly readingsPerMinute: number;
-  readonly seed: number;
+/** What to simulate (plan.ts) and how to run it. */
+export interface TelemetryDemoOptions extends Omit<PlanOptions, 'nowMs'> {
   /** Longest wait for the messages to land, and again for the panes, ms; default from the run size. */
   readonly timeoutMs?: number | undefined;
   /** Deliveries in flight through the push relay (push-relay-loop.ts); undefined: the emulator's push. */
@@ -89,11 +86,6 @@ function textOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : cellText(value);
 }
 
-async function rows(bq: BigQuery, query: string, params: Record<string, unknown> = {}) {
-  const [result] = await bq.query({ query, params });
-  return result as Record<string, unknown>[];
-}
-
 /** The topic of the pipeline, publishing with message ordering on (ordering key deviceId). */
 function orderedTopic(pubsub: PubSub) {
   return pubsub.topic(names().topic, {
@@ -118,31 +110,41 @@ async function publish(
   );
 }
 
+/** The query of `columns` of the latest pane per (`key`, window) of `table` where `where` holds, from `@fromMs`. */
+function latestPaneSql(columns: string, table: string, key: string, where: string): string {
+  return `SELECT ${columns}
+     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY ${key}, window_start
+                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
+           FROM ${table}
+           WHERE ${where} AND UNIX_MILLIS(window_start) >= @fromMs)
+     WHERE pane_rank = 1`;
+}
+
 /** The latest pane per (device, window) and per (region, window) of the simulated devices and regions. */
 async function latestPanes(
   bq: BigQuery,
   fromMs: number,
 ): Promise<Pick<Observed, 'devicePanes' | 'regionPanes'>> {
   const n = names();
-  const device = await rows(
+  const device = await queryRows(
     bq,
-    `SELECT device_id, UNIX_MILLIS(window_start) AS window_start_ms, reading_count, temperature_avg_c,
-            temperature_min_c, temperature_max_c, pane_timing
-     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
-                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.devicePanes}
-           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
-     WHERE pane_rank = 1`,
+    latestPaneSql(
+      `device_id, UNIX_MILLIS(window_start) AS window_start_ms, reading_count, temperature_avg_c,
+       temperature_min_c, temperature_max_c, pane_timing`,
+      n.devicePanes,
+      'device_id',
+      'STARTS_WITH(device_id, @prefix)',
+    ),
     { prefix: SIM_DEVICE_PREFIX, fromMs },
   );
-  const region = await rows(
+  const region = await queryRows(
     bq,
-    `SELECT region, UNIX_MILLIS(window_start) AS window_start_ms, top_devices
-     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY region, window_start
-                                        ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.regionPanes}
-           WHERE region IN UNNEST(@regions) AND UNIX_MILLIS(window_start) >= @fromMs)
-     WHERE pane_rank = 1`,
+    latestPaneSql(
+      'region, UNIX_MILLIS(window_start) AS window_start_ms, top_devices',
+      n.regionPanes,
+      'region',
+      'region IN UNNEST(@regions)',
+    ),
     { regions: [...SIM_REGIONS], fromMs },
   );
   return {
@@ -181,7 +183,9 @@ export async function runTelemetryDemo(
   const n = names();
   const startedMs = Date.now();
   // Rows of this run are the ones written after this instant (the emulator compares INT64, not TIMESTAMP, params).
-  const sinceMs = startedMs - 1_000;
+  const runParams = { sinceMs: startedMs - 1_000, prefix: SIM_DEVICE_PREFIX };
+  const silverOfRun = `${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`;
+  const deadOfRun = `${n.deadLetter} WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`;
   let relay: PushRelay | undefined;
   try {
     const plan = planTelemetryRun({ ...options, nowMs: startedMs });
@@ -231,14 +235,11 @@ export async function runTelemetryDemo(
         `published phase ${p + 1}/${phases.length}: messages ${ids.length}/${plan.messages.length} to ${n.topic}`,
       );
       allRouted = await pollUntil(deadlineMs, POLL_MS, async () => {
-        const [r] = await rows(
+        const [r] = await queryRows(
           bq,
-          `SELECT
-             (SELECT COUNT(DISTINCT source_message_id) FROM ${n.silver}
-              WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS silver,
-             (SELECT COUNT(DISTINCT source_message_id) FROM ${n.deadLetter}
-              WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)) AS dead`,
-          { sinceMs, prefix: SIM_DEVICE_PREFIX },
+          `SELECT (SELECT COUNT(DISTINCT source_message_id) FROM ${silverOfRun}) AS silver,
+                  (SELECT COUNT(DISTINCT source_message_id) FROM ${deadOfRun}) AS dead`,
+          runParams,
         );
         const now = Number(r?.silver ?? 0) + Number(r?.dead ?? 0);
         if (now !== routed) {
@@ -264,7 +265,7 @@ export async function runTelemetryDemo(
       .filter(({ m }) => m.expect.kind === 'reading' && m.expect.eventTsMs === null);
     const publishTimes = new Map<string, number>();
     await pollUntil(Date.now() + 60_000, POLL_MS, async () => {
-      const found = await rows(
+      const found = await queryRows(
         bq,
         `SELECT message_id, UNIX_MILLIS(publish_time) AS ms FROM ${n.bronze} WHERE message_id IN UNNEST(@ids)`,
         { ids: noTs.map(({ i }) => ids[i] as string) },
@@ -277,19 +278,16 @@ export async function runTelemetryDemo(
       const e = plan.messages[i]?.expect;
       return e?.kind === 'reading' ? (e.eventTsMs ?? publishTimeOf(i)) : undefined;
     };
-    let expected: ExpectedOutcome;
+    // Readings without a publish time cannot be placed: left out of the expectation, and the failure says so.
     const missingPublishTimes = noTs.filter(({ i }) => publishTimeOf(i) === undefined);
-    if (missingPublishTimes.length > 0) {
-      // Without their publish time these readings cannot be placed; they are left out of the expectation, and the
-      // failure says so.
-      expected = expectedOutcome(
-        plan.messages.filter((_, i) => !missingPublishTimes.some((x) => x.i === i)),
-        () => undefined,
-        TOP_N,
-      );
-    } else {
-      expected = expectedOutcome(plan.messages, publishTimeOf, TOP_N);
-    }
+    const expected =
+      missingPublishTimes.length > 0
+        ? expectedOutcome(
+            plan.messages.filter((_, i) => !missingPublishTimes.some((x) => x.i === i)),
+            () => undefined,
+            TOP_N,
+          )
+        : expectedOutcome(plan.messages, publishTimeOf, TOP_N);
     const fromMs = Math.min(
       plan.firstWindowStartMs - 60_000,
       ...[...expected.devicePanes.values()].map((p) => p.windowStartMs),
@@ -300,14 +298,14 @@ export async function runTelemetryDemo(
     let result: CheckResult | undefined;
     let lastCount = '';
     await pollUntil(panesStartMs + timeoutMs, POLL_MS, async () => {
-      const [c] = await rows(
+      const [c] = await queryRows(
         bq,
-        `SELECT COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings FROM (
-           SELECT reading_count, ROW_NUMBER() OVER (PARTITION BY device_id, window_start
-                                                    ORDER BY pane_index DESC, emitted_at DESC, insert_id) AS pane_rank
-           FROM ${n.devicePanes}
-           WHERE STARTS_WITH(device_id, @prefix) AND UNIX_MILLIS(window_start) >= @fromMs)
-         WHERE pane_rank = 1`,
+        latestPaneSql(
+          'COUNT(*) AS panes, IFNULL(SUM(reading_count), 0) AS readings',
+          n.devicePanes,
+          'device_id',
+          'STARTS_WITH(device_id, @prefix)',
+        ),
         { prefix: SIM_DEVICE_PREFIX, fromMs },
       );
       const count = `${Number(c?.panes)} device panes counting ${Number(c?.readings)} readings`;
@@ -327,17 +325,16 @@ export async function runTelemetryDemo(
     const panesMs = Date.now() - panesStartMs;
 
     async function readAndCheck(): Promise<CheckResult> {
-      const silver = await rows(
+      const silver = await queryRows(
         bq,
         `SELECT source_message_id, event_id, reference_status, UNIX_MILLIS(ingestion_timestamp) AS ingestion_ms
-         FROM ${n.silver} WHERE UNIX_MILLIS(ingestion_timestamp) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
-        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+         FROM ${silverOfRun}`,
+        runParams,
       );
-      const dead = await rows(
+      const dead = await queryRows(
         bq,
-        `SELECT source_message_id, stage FROM ${n.deadLetter}
-         WHERE UNIX_MILLIS(parse_time) >= @sinceMs AND STARTS_WITH(device_id, @prefix)`,
-        { sinceMs, prefix: SIM_DEVICE_PREFIX },
+        `SELECT source_message_id, stage FROM ${deadOfRun}`,
+        runParams,
       );
       const panes = await latestPanes(bq, fromMs);
       const checked = checkTelemetryRun(

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SCHEDULES } from '../../../deploy/schedules';
-import { callJob, envName, localJobs, nextRunMs, runJob } from '../../../deploy/local/scheduler';
+import { callJob, localJobs, nextRunMs, runJob } from '../../../deploy/local/scheduler';
+import { functionEnvName as envName } from '../../../deploy/local/resources';
 
 /** The schemaSweep job alone (fireWindows is scheduled too; test/unit/state/fire-windows.test.ts covers it). */
 const SWEEP_ONLY = SCHEDULES.filter((s) => s.functionName === 'schemaSweep');
