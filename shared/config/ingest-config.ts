@@ -5,12 +5,13 @@ import { type Env, readOptionalString } from './env';
 import {
   type VarGroup,
   type VarValues,
-  intVar,
   nameVar,
   readNameVar,
   readVars,
   tableVar,
   textVar,
+  bytesVar,
+  msVar,
 } from './spec';
 
 /**
@@ -133,22 +134,16 @@ export const INGEST_VARS = {
     meaning:
       'bad data: rows BigQuery refused, schema-drift rows past their retry budget, messages past the retry-age guard',
   }),
-  maxFutureSkewMs: intVar({
+  maxFutureSkewMs: msVar([0, MAX_FUTURE_SKEW_LIMIT_MS], {
     name: 'OFFVIA_MAX_FUTURE_SKEW_MS',
     default: 5 * MINUTE_MS,
-    min: 0,
-    max: MAX_FUTURE_SKEW_LIMIT_MS,
-    unit: 'ms',
     meaning:
       '`event_time` later than receipt + this is rejected at `EVENT_TIME_VALIDATION`; the maximum is the 1 year ' +
       'ahead BigQuery streams into a partitioned table',
   }),
-  maxEventAgeMs: intVar({
+  maxEventAgeMs: msVar([MINUTE_MS, MAX_EVENT_AGE_LIMIT_MS], {
     name: 'OFFVIA_MAX_EVENT_AGE_MS',
     default: DEFAULT_MAX_EVENT_AGE_MS,
-    min: MINUTE_MS,
-    max: MAX_EVENT_AGE_LIMIT_MS,
-    unit: 'ms',
     meaning:
       '`event_time` older than receipt − this is rejected at `EVENT_TIME_VALIDATION`; the maximum stays inside ' +
       "BigQuery's 5 years for streaming into a partitioned table " +
@@ -163,31 +158,22 @@ export const INGEST_VARS = {
       '`SCHEMA_VALIDATION` error ([validation](validation.md#default-currency))',
   }),
   // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
-  quarantinePayloadMaxBytes: intVar({
+  quarantinePayloadMaxBytes: bytesVar([1024, 4 * 1024 * 1024], {
     name: 'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
     default: 1024 * 1024,
-    min: 1024,
-    max: 4 * 1024 * 1024,
-    unit: 'bytes',
     meaning:
       'longest `raw_payload` kept in a quarantine or retry-age bad-data row (UTF-8 bytes); Bronze keeps the whole message',
   }),
-  maxRetryAgeMs: intVar({
+  maxRetryAgeMs: msVar([MINUTE_MS, 7 * DAY_MS], {
     name: 'OFFVIA_MAX_RETRY_AGE_MS',
     default: 45 * MINUTE_MS,
-    min: MINUTE_MS,
-    max: 7 * DAY_MS,
-    unit: 'ms',
     meaning:
       'retry-age guard: a message still failing this long after its publish time goes to bad data and is acked; ' +
       "keep it below the subscription's dead-letter horizon (about 90 min)",
   }),
-  attemptDeadlineMs: intVar({
+  attemptDeadlineMs: msVar([1_000, 3_600_000], {
     name: 'OFFVIA_ATTEMPT_DEADLINE_MS',
     default: 45_000,
-    min: 1_000,
-    max: 3_600_000,
-    unit: 'ms',
     meaning:
       'longest one delivery may take: a dependency that hangs (rather than fails) is then a transient failure, so ' +
       "the invocation answers 5xx or, past the retry age, routes to bad data; keep it below the function's " +

@@ -115,6 +115,27 @@ export function intVar(spec: Omit<IntVarSpec, 'kind'>): IntVarSpec {
   return { kind: 'int', ...spec };
 }
 
+/** An integer spec's fields but its unit and range, which `msVar` and friends take first. */
+type IntVarFields = Omit<IntVarSpec, 'kind' | 'unit' | 'min' | 'max'>;
+
+/** Builds integer specs in one unit, each from its range `[min, max]` and other fields (checked as `intVar`). */
+const unitVar =
+  (unit: VarUnit) =>
+  ([min, max]: readonly [number, number], spec: IntVarFields): IntVarSpec =>
+    intVar({ ...spec, min, max, unit });
+
+/** Builds an integer spec in ms from its range `[min, max]`. */
+export const msVar = unitVar('ms');
+
+/** Builds an integer spec counting things from its range `[min, max]`. */
+export const countVar = unitVar('count');
+
+/** Builds an integer spec in minutes from its range `[min, max]`. */
+export const minutesVar = unitVar('minutes');
+
+/** Builds an integer spec in bytes from its range `[min, max]`. */
+export const bytesVar = unitVar('bytes');
+
 /** Builds a boolean spec. */
 export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
   return { kind: 'bool', ...spec };
