@@ -188,14 +188,6 @@ export function readIntVar(
 }
 
 /**
- * Reads a boolean variable through its spec.
- * @throws ConfigError naming the variable (the message of `readBool`).
- */
-export function readBoolVar(env: Env, spec: BoolVarSpec): boolean {
-  return readBool(env, spec.name, spec.default);
-}
-
-/**
  * Reads a table variable through its spec.
  * @throws ConfigError naming the variable (the message of `readTable`).
  */
@@ -263,7 +255,7 @@ export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
     case 'int':
       return readIntVar(env, spec);
     case 'bool':
-      return readBoolVar(env, spec);
+      return readBool(env, spec.name, spec.default);
     case 'choice':
       return readChoiceVar(env, spec);
     case 'table':
