@@ -49,6 +49,23 @@ function fieldsEvent<F extends LogFields>(
   return event(severity, message, (fields: F) => ({ ...(outcome && { outcome }), ...fields }));
 }
 
+/**
+ * Declares an event about one Pub/Sub message: the caller passes the message, then the values `fields` maps;
+ * `outcome` and `message_id` come first.
+ */
+function messageEvent<A extends unknown[]>(
+  severity: Severity,
+  message: string,
+  outcome: string,
+  fields: (...args: A) => LogFields,
+): LogEvent<[MessageRef, ...A]> {
+  return event(severity, message, (ref: MessageRef, ...args: A) => ({
+    outcome,
+    message_id: ref.messageId,
+    ...fields(...args),
+  }));
+}
+
 /** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -104,28 +121,19 @@ export const messageQuarantined = event(
 );
 
 /** BigQuery rejected a row as data (per-row insert error); the row is routed to the bad-data table instead. */
-export const rowRejectedBySink = event(
+export const rowRejectedBySink = messageEvent(
   'ERROR',
   'row rejected by BigQuery, routed to bad data',
-  (ref: MessageRef, table: string, insertId: string, error: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    insert_id: insertId,
-    table,
-    error,
-  }),
+  'bad_data',
+  (table: string, insertId: string, error: string) => ({ insert_id: insertId, table, error }),
 );
 
 /** A row went to the bad-data table. */
-export const badDataWritten = event(
+export const badDataWritten = messageEvent(
   'WARNING',
   'row written to bad-data table',
-  (ref: MessageRef, targetDest: string, table: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    target_dest: targetDest,
-    table,
-  }),
+  'bad_data',
+  (targetDest: string, table: string) => ({ target_dest: targetDest, table }),
 );
 
 /**
@@ -141,15 +149,11 @@ export const retryAgeExceeded = fieldsEvent<{
 }>('ERROR', 'message still failing past the retry age, routed to bad data', 'bad_data');
 
 /** A transient failure: the invocation throws and Pub/Sub redelivers (or, past OFFVIA_MAX_RETRY_AGE_MS, the retry-age guard routes the message to bad data). */
-export const transientFailure = event(
+export const transientFailure = messageEvent(
   'ERROR',
   'transient failure: redelivery, or bad data once past the retry-age guard',
-  (ref: MessageRef, operation: string, error: string) => ({
-    outcome: 'retry',
-    message_id: ref.messageId,
-    operation,
-    error,
-  }),
+  'retry',
+  (operation: string, error: string) => ({ operation, error }),
 );
 
 /** The trigger payload was not a Pub/Sub message at all (wrong event type or shape); logged once its quarantine row is written. */
@@ -182,12 +186,11 @@ export const rowHeldForSchema = fieldsEvent<{
 }>('NOTICE', 'row held for a schema change', 'schema_retry');
 
 /** A drift row is too large for the retry store (a Firestore document holds 1 MiB): it goes to bad data now. */
-export const driftRowTooLarge = event(
+export const driftRowTooLarge = messageEvent(
   'ERROR',
   'drift row too large for the retry store, routed to bad data',
-  (ref: MessageRef, table: string, bytes: number, maxBytes: number) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
+  'bad_data',
+  (table: string, bytes: number, maxBytes: number) => ({
     table,
     row_bytes: bytes,
     max_bytes: maxBytes,
@@ -362,12 +365,11 @@ export const nullExtraFieldsLeftOut = fieldsEvent<{
 }>('INFO', 'null extra fields left out of the row');
 
 /** A held row's extra fields carry an error no schema change can clear: it goes to bad data at ingest. */
-export const driftRowRejectedAtIngest = event(
+export const driftRowRejectedAtIngest = messageEvent(
   'WARNING',
   'row with a permanent schema error, routed to bad data at ingest',
-  (ref: MessageRef, d: { eventId: string; table: string; error: string }) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
+  'bad_data',
+  (d: { eventId: string; table: string; error: string }) => ({
     event_id: d.eventId,
     table: d.table,
     bad_data_cause: 'permanent_error',
@@ -391,10 +393,10 @@ export const driftRowMalformed = event(
 );
 
 /** One table's sweep, summarised (the metric source for rows inserted, waiting and sent to bad data). */
-export const sweepTableDone = event(
+export const sweepTableDone = fieldsEvent<Record<string, unknown>>(
   'INFO',
   'schema sweep of table done',
-  (summary: Record<string, unknown>) => ({ outcome: 'schema_sweep', ...summary }),
+  'schema_sweep',
 );
 
 /** One table's sweep failed; what it finished is kept, the rest is retried by the next sweep. */
@@ -516,25 +518,19 @@ export const fireWindowsFailed = event(
  * A failed delivery's watermark hold could not be recorded (the hold store is unreachable too). The message is
  * still redelivered by Pub/Sub (it is not lost); only the watermark may then close its window before it arrives.
  */
-export const watermarkHoldNotRecorded = event(
+export const watermarkHoldNotRecorded = messageEvent(
   'WARNING',
   'watermark hold not recorded for a failed delivery',
-  (ref: MessageRef, error: string) => ({
-    outcome: 'watermark_hold_not_recorded',
-    message_id: ref.messageId,
-    error,
-  }),
+  'watermark_hold_not_recorded',
+  (error: string) => ({ error }),
 );
 
 /** A hold could not be released after its message was processed; it lapses at its lease instead. */
-export const watermarkHoldNotReleased = event(
+export const watermarkHoldNotReleased = messageEvent(
   'WARNING',
   'watermark hold not released; it lapses at its lease',
-  (ref: MessageRef, error: string) => ({
-    outcome: 'watermark_hold_not_released',
-    message_id: ref.messageId,
-    error,
-  }),
+  'watermark_hold_not_released',
+  (error: string) => ({ error }),
 );
 
 /**
@@ -608,10 +604,10 @@ export const watermarkBacklogStuck = fieldsEvent<{
 );
 
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */
-export const fireWindowsLoopDone = event(
+export const fireWindowsLoopDone = fieldsEvent<Record<string, unknown>>(
   'INFO',
   'fireWindows timer loop done',
-  (summary: Record<string, unknown>) => ({ outcome: 'fire_windows_loop', ...summary }),
+  'fire_windows_loop',
 );
 
 /**
