@@ -136,10 +136,7 @@ export const badDataWritten = messageEvent(
   (targetDest: string, table: string) => ({ target_dest: targetDest, table }),
 );
 
-/**
- * The retry-age guard routed a message that kept failing to the bad-data table (acked): an operator replays it from
- * there (or from Bronze) once `step` works again. `ageMs` in ms.
- */
+/** The retry-age guard routed a message that kept failing to the bad-data table (acked); `age_ms` in ms. */
 export const retryAgeExceeded = fieldsEvent<{
   message_id: string;
   target_dest: string;
@@ -260,8 +257,7 @@ export const schemaUpdateDeferred = event(
 
 /**
  * A table update stopped part-way at BigQuery's table metadata update rate (a 403 `rateLimitExceeded`, or the
- * sweep's pacing budget spent): the columns added so far stay, the rest are added by the next sweep, which plans
- * against the table as it is (never from the start).
+ * sweep's pacing budget spent): the columns added so far stay, the next sweep adds the rest.
  */
 export const schemaUpdateRateLimited = fieldsEvent<{
   table: string;
@@ -486,10 +482,9 @@ export const windowFiringFailed = windowEvent<{ error: string }>(
 );
 
 /**
- * One fireWindows run, summarised, with `watermark_lag_ms` (processing time minus watermark, ms) on every run
- * that has a watermark, written or not: the source of the watermark-lag metric, so a stuck watermark still
- * shows (watermarkAdvanced logs only when the watermark is written). No lag field before the first event
- * (`watermarkMs` null). One line per completed run: the fireWindows-runs metric and its absence alert count it.
+ * One fireWindows run, summarised: the fireWindows-runs metric and its absence alert count these. Every run with a
+ * watermark (`watermarkMs` not null) carries `watermark_lag_ms` (processing time minus watermark, ms), the source
+ * of the watermark-lag metric, so a stuck watermark still shows.
  */
 export const fireWindowsDone = event(
   'INFO',
@@ -535,9 +530,8 @@ export const watermarkHoldNotReleased = messageEvent(
 
 /**
  * A message has kept its delivery failing for longer than OFFVIA_WATERMARK_HOLD_MAX_MS: it no longer holds the
- * watermark (so windows keep closing), and once it is delivered it may be dropped as late. One line per stuck
- * message per fireWindows pass, at ERROR, so Cloud Logging's error views and a log-based alert on
- * `jsonPayload.outcome="watermark_hold_stuck"` can find it; `offvia status` counts them too.
+ * watermark, and once delivered it may be dropped as late. One line per stuck message per fireWindows pass, at
+ * ERROR for the log-based alert on `outcome="watermark_hold_stuck"`.
  */
 export const watermarkHoldStuck = fieldsEvent<{
   pipeline: string;
@@ -612,8 +606,7 @@ export const fireWindowsLoopDone = fieldsEvent<Record<string, unknown>>(
 
 /**
  * The telemetry device directory (side input) was loaded from its reference table: device count, rows skipped as
- * malformed or repeated (those devices stay unknown until the table is fixed), and how long the query took (ms).
- * WARNING when any row was skipped.
+ * malformed or repeated (WARNING when any), and how long the query took (ms).
  */
 export const deviceDirectoryLoaded = event(
   (load: { invalid_rows: number; duplicate_rows: number }) =>
