@@ -24,9 +24,8 @@ export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainIngestK
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
   bigQueryEndpoint: string | undefined;
   /**
-   * `currency` of a booking that has none: an ISO-4217-shaped code (three ASCII capitals), default "USD" (the lab's);
-   * `null` when `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error rather
-   * than a fare silently filed in a currency the producer may not have meant.
+   * `currency` of a booking that has none: three ASCII capitals, default "USD" (the lab's); `null` when
+   * `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error.
    */
   defaultCurrency: string | null;
 }
@@ -49,19 +48,16 @@ const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 /**
- * Longest `OFFVIA_MAX_EVENT_AGE_MS` accepted: 1800 days. BigQuery limit: `tabledata.insertAll` into a table
- * partitioned on a DATE or TIMESTAMP column (Silver: `DATE(event_timestamp)`) accepts rows whose partition is
- * between 5 years in the past and 1 year in the future, and rejects the rest (BigQuery docs, "Streaming data into
- * BigQuery", section "Streaming into partitioned tables"; the Storage Write API allows 10 years in the past). 5 years
- * are at least 1825 days; 1800 leaves 25 days for the schema-retry budget (a held row is re-sent up to 7 days after
- * receipt, OFFVIA_SCHEMA_RETRY_MINUTES ≤ 10080) and for the day boundary of the partition date.
+ * Longest `OFFVIA_MAX_EVENT_AGE_MS` accepted: 1800 days. BigQuery limit: `tabledata.insertAll` into a
+ * column-partitioned table (Silver: `DATE(event_timestamp)`) accepts partitions from 5 years in the past to 1 year in
+ * the future ("Streaming into partitioned tables"). 5 years are at least 1825 days; the 25 left cover the
+ * schema-retry budget (up to 7 days, OFFVIA_SCHEMA_RETRY_MINUTES ≤ 10080) and the partition date's day boundary.
  */
 export const MAX_EVENT_AGE_LIMIT_MS = 1800 * DAY_MS;
 
 /**
- * Default `OFFVIA_MAX_EVENT_AGE_MS`: 730 days (team decision). A booking change stamped two years before it reaches
- * us is a replay or a producer bug far more often than news; it is quarantined at EVENT_TIME_VALIDATION, well inside
- * BigQuery's 5-year streaming window ({@link MAX_EVENT_AGE_LIMIT_MS}), so it is never a refused insert.
+ * Default `OFFVIA_MAX_EVENT_AGE_MS`: 730 days (team decision: older is a replay or producer bug far more often than
+ * news), well inside BigQuery's 5-year streaming window ({@link MAX_EVENT_AGE_LIMIT_MS}).
  */
 export const DEFAULT_MAX_EVENT_AGE_MS = 730 * DAY_MS;
 
@@ -86,10 +82,8 @@ export const INGEST_VARS = {
     meaning:
       'Google Cloud project of the BigQuery and Firestore clients (the deploy plan sets it to `--project`)',
   }),
-  // Firestore's rule for a database id: 4–63 characters, lowercase letters, digits and hyphens, starting with a
-  // letter and not ending with a hyphen (Firestore REST reference, projects.databases.create `databaseId`; UUID-like
-  // ids are refused there too). `(default)` does not match: the system keeps its state out of the project's shared
-  // default database.
+  // Firestore's database id rule (projects.databases.create `databaseId`). `(default)` does not match: the system
+  // keeps its state out of the project's shared default database.
   firestoreDatabase: nameVar({
     name: 'OFFVIA_FIRESTORE_DATABASE',
     default: DEFAULT_FIRESTORE_DATABASE,

@@ -55,19 +55,15 @@ const DAY_MS = 24 * HOUR_MS;
 const PIPELINE = /^[a-z][a-z0-9_]{0,39}$/;
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 
-/**
- * The variable that chose the retired per-window layout. Only `key-groups` (the one layout) is accepted; a deployment
- * still holding per-window windows drains them with its previous release first (docs/windows.md).
- */
+/** The variable of the retired per-window layout: only `key-groups` is accepted (docs/windows.md). */
 const RETIRED_LAYOUT_VAR = 'OFFVIA_WINDOW_LAYOUT';
 
 /** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
 export const MAX_WINDOWS_PER_EVENT = 60;
 
 /**
- * The variables `loadWindowConfig` reads; docs/configuration.md is generated from these specs. Defaults are the
- * lab's windowing (one-minute fixed windows, 5 min allowed lateness) with the study guide's early firings every
- * 30 s, a late firing per late element and accumulating panes.
+ * The variables `loadWindowConfig` reads; docs/configuration.md is generated from these specs. Defaults: the lab's
+ * one-minute fixed windows, 5 min lateness, early firings every 30 s, a late firing per element, accumulating.
  */
 export const WINDOW_VARS = {
   enabled: boolVar({
@@ -169,9 +165,8 @@ export const WINDOW_VARS = {
       "Not the contract's `OFFVIA_MAX_FUTURE_SKEW_MS`: one event stamped minutes ahead would drag the watermark " +
       'ahead of the clock and current data would be dropped as late',
   }),
-  // Firestore: at most 500 writes per transaction; closing a window deletes every shard in one.
-  // Sized for Firestore's sustained write rate per document (about 1 write/s, best-practices page) and its 1 MiB
-  // document limit: 16 groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
+  // Sized for Firestore's sustained write rate per document (about 1 write/s) and its 1 MiB document limit: 16
+  // groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
   keyGroups: countVar([1, 1024], {
     name: 'OFFVIA_WINDOW_KEY_GROUPS',
     default: 16,
@@ -412,8 +407,7 @@ function firing(delayMs: number, count: number): FiringSpec | undefined {
 }
 
 /**
- * Refuses the retired per-window layout in one line naming the drain procedure (docs/windows.md "Draining the
- * per-window layout"): its windows would otherwise never fire.
+ * Refuses the retired per-window layout, naming the drain procedure: its windows would otherwise never fire.
  * @throws ConfigError when `OFFVIA_WINDOW_LAYOUT` is set to anything but `key-groups`
  */
 function refuseRetiredLayout(env: Env): void {
@@ -456,9 +450,8 @@ function readHoldSource(env: Env): Pick<WindowConfig, 'holdSource' | 'holdSubscr
 }
 
 /**
- * Session windows (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), refusing the variables that do not apply to them: the
- * window size, period and offset (sessions have none) and group shards (a key's sessions are
- * one document, merged in one transaction). `null` when sessions are off.
+ * The session gap (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), or `null` when sessions are off. Refuses window size, period,
+ * offset and group shards with sessions (a key's sessions are one document, merged in one transaction).
  * @throws ConfigError naming the variable that conflicts
  */
 function readSessionGap(env: Env): number | null {
@@ -483,10 +476,8 @@ function readSessionGap(env: Env): number | null {
 }
 
 /**
- * Reads and validates the windowing configuration. Fixed windows by default; `OFFVIA_WINDOW_PERIOD_MS` below the
- * size gives sliding windows; `OFFVIA_WINDOW_SESSION_GAP_MS` above 0 gives session windows (the session layout).
- * A firing is off when both its delay and count are 0; without late firings the ON_TIME pane is final and later
- * data is dropped (Beam).
+ * Reads and validates the windowing configuration: fixed windows by default, sliding with a period below the size,
+ * sessions with a gap above 0. A firing is off when both its delay and count are 0.
  * @throws ConfigError naming the first bad variable
  */
 export function loadWindowConfig(env: Env): WindowConfig {
@@ -563,8 +554,7 @@ export function longestWindowLifetimeMs(
   config: Pick<WindowConfig, 'strategy' | 'watermarkPolicy'>,
 ): number {
   const { strategy, watermarkPolicy: wm } = config;
-  // A session grows with every event; the gap is a lower bound there (the session layout keeps its dedup ids in the
-  // session itself, so no ledger has to outlive it).
+  // A session grows with every event; the gap is a lower bound (a session keeps its own dedup ids).
   const sizeMs =
     strategy.windowFn.kind === 'sessions' ? strategy.windowFn.gapMs : strategy.windowFn.sizeMs;
   return (
