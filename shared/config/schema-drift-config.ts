@@ -195,8 +195,6 @@ export function loadSchemaDriftConfig(
     );
   }
   const { windowMinutes, retryMinutes } = plain;
-  // 0 is an explicit "no retries" (rows go to bad data at the first sweep after their window); otherwise the
-  // budget must cover two windows (see the spec).
   if (retryMinutes > 0 && retryMinutes < 2 * windowMinutes) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_RETRY_MINUTES',

@@ -136,10 +136,14 @@ export const minutesVar = unitVar('minutes');
 /** Builds an integer spec in bytes from its range `[min, max]`. */
 export const bytesVar = unitVar('bytes');
 
+/** A builder of the specs of one kind: the spec's fields, with `kind` added. */
+const kindVar =
+  <S extends VarSpec>(kind: S['kind']) =>
+  (spec: Omit<S, 'kind'>): S =>
+    ({ kind, ...spec }) as S;
+
 /** Builds a boolean spec. */
-export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
-  return { kind: 'bool', ...spec };
-}
+export const boolVar = kindVar<BoolVarSpec>('bool');
 
 /** Builds a choice spec. */
 export function choiceVar<T extends string>(
@@ -149,24 +153,16 @@ export function choiceVar<T extends string>(
 }
 
 /** Builds a table spec. */
-export function tableVar(spec: Omit<TableVarSpec, 'kind'>): TableVarSpec {
-  return { kind: 'table', ...spec };
-}
+export const tableVar = kindVar<TableVarSpec>('table');
 
 /** Builds a table-list spec. */
-export function tableListVar(spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec {
-  return { kind: 'tables', ...spec };
-}
+export const tableListVar = kindVar<TableListVarSpec>('tables');
 
 /** Builds a name spec. */
-export function nameVar(spec: Omit<NameVarSpec, 'kind'>): NameVarSpec {
-  return { kind: 'name', ...spec };
-}
+export const nameVar = kindVar<NameVarSpec>('name');
 
 /** Builds a free-text spec. */
-export function textVar(spec: Omit<TextVarSpec, 'kind'>): TextVarSpec {
-  return { kind: 'text', ...spec };
-}
+export const textVar = kindVar<TextVarSpec>('text');
 
 /**
  * Reads an integer variable through its spec. `bounds` replaces the default or a bound that depends on another
