@@ -1,7 +1,7 @@
 // The windowing strategy (window function, allowed lateness, trigger, accumulation mode) and its validation.
 import * as v from 'valibot';
 
-import { WindowingConfigError, type WindowingConfigIssue } from './errors';
+import { parseOrThrow } from './errors';
 import type { WindowFnSpec } from './window-fns';
 
 /**
@@ -119,19 +119,6 @@ const STRATEGY = v.strictObject({
     'must be "ACCUMULATING" or "DISCARDING"',
   ),
 });
-
-function toIssues(issues: readonly v.BaseIssue<unknown>[], prefix: string): WindowingConfigIssue[] {
-  return issues.map((issue) => {
-    const keys = (issue.path ?? []).map((item) => String(item.key));
-    return { path: [prefix, ...keys].filter((p) => p !== '').join('.'), message: issue.message };
-  });
-}
-
-function parseOrThrow<T>(schema: v.GenericSchema<unknown, T>, input: unknown, prefix: string): T {
-  const result = v.safeParse(schema, input, { abortPipeEarly: true });
-  if (!result.success) throw new WindowingConfigError(toIssues(result.issues, prefix));
-  return result.output;
-}
 
 function firing(spec: {
   processingTimeDelayMs?: number | undefined;

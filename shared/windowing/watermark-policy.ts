@@ -2,7 +2,7 @@
 // processing time after an idle period; future-dated events never move it. Pure: processing time is an argument.
 import * as v from 'valibot';
 
-import { WindowingConfigError } from './errors';
+import { parseOrThrow } from './errors';
 import { assertTimeMs, MIN_WATERMARK_MS } from './window';
 
 /** Tuning of the watermark heuristic, all in ms. */
@@ -48,14 +48,7 @@ const POLICY = v.strictObject({
  * @throws WindowingConfigError listing every problem, paths under `watermarkPolicy`
  */
 export function validateWatermarkPolicy(input: unknown): WatermarkPolicy {
-  const result = v.safeParse(POLICY, input, { abortPipeEarly: true });
-  if (result.success) return result.output;
-  throw new WindowingConfigError(
-    result.issues.map((issue) => ({
-      path: ['watermarkPolicy', ...(issue.path ?? []).map((p) => String(p.key))].join('.'),
-      message: issue.message,
-    })),
-  );
+  return parseOrThrow(POLICY, input, 'watermarkPolicy');
 }
 
 /**
