@@ -27,11 +27,9 @@ export type DropReason =
 
 /** An element left out of one of its windows; with sliding windows it may still count in the others. */
 export interface DroppedElement<In> {
-  /** The element. */
   readonly element: TimestampedElement<In>;
   /** The window it was not added to. */
   readonly window: IntervalWindow;
-  /** Why. */
   readonly reason: DropReason;
 }
 
@@ -40,7 +38,6 @@ export interface DroppedElement<In> {
  * (end, start); a store may keep each record as its own document.
  */
 export interface KeyState<Acc extends JsonValue> {
-  /** The key. */
   readonly key: string;
   /** Highest input watermark applied, epoch ms (`MIN_WATERMARK_MS` initially); lower inputs are ignored. */
   readonly inputWatermarkMs: number;
@@ -70,7 +67,6 @@ export interface StepResult<In, Acc extends JsonValue, Out> {
 
 /** The windowing core for one strategy and combiner; every method is a pure function of its arguments. */
 export interface ReduceFnRunner<In, Acc extends JsonValue, Out> {
-  /** The validated strategy. */
   readonly strategy: WindowingStrategy;
   /** State of a key that has seen nothing. */
   initialState(key: string): KeyState<Acc>;

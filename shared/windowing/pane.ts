@@ -9,7 +9,6 @@ export type PaneTiming = 'EARLY' | 'ON_TIME' | 'LATE';
 export interface Pane<Out> {
   /** The grouping key. */
   readonly key: string;
-  /** The window the pane belongs to. */
   readonly window: IntervalWindow;
   /** `extractOutput` of the pane's accumulator (all data so far when accumulating, new data when discarding). */
   readonly value: Out;
@@ -38,15 +37,11 @@ export interface Pane<Out> {
 /** What caused a firing, which is what decides its timing. */
 export type FiringCause = 'END_OF_WINDOW' | 'GARBAGE_COLLECTION' | 'ELEMENT_OR_PROCESSING_TIME';
 
-/** Pane index fields of the next pane of a window. */
+/** The timing and index fields (as in `Pane`) of the next pane of a window. */
 export interface PaneDescription {
-  /** Timing of the pane. */
   readonly timing: PaneTiming;
-  /** `Pane.index`. */
   readonly index: number;
-  /** `Pane.onTimeIndex`. */
   readonly onTimeIndex: number;
-  /** `Pane.isFirst`. */
   readonly isFirst: boolean;
 }
 

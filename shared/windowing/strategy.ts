@@ -41,16 +41,13 @@ export interface TriggerSpec {
 
 /** Beam's `WindowingStrategy` restricted to what this project configures. Plain JSON data. */
 export interface WindowingStrategy {
-  /** How event times map to windows. */
   readonly windowFn: WindowFnSpec;
   /**
    * Beam's allowed lateness in ms (integer >= 0): a window keeps state until the input watermark passes
    * end − 1 + allowedLatenessMs; data for it after that is dropped as `EXPIRED_WINDOW`.
    */
   readonly allowedLatenessMs: number;
-  /** When panes fire. */
   readonly trigger: TriggerSpec;
-  /** What a pane contains relative to earlier panes. */
   readonly accumulationMode: AccumulationMode;
 }
 

@@ -69,9 +69,7 @@ export interface Firing<Acc extends JsonValue, Out> {
 
 /** The moment and cause of a firing. */
 export interface FiringContext {
-  /** The grouping key. */
   readonly key: string;
-  /** Why the window fires. */
   readonly cause: FiringCause;
   /** Input watermark at the firing, epoch ms. */
   readonly watermarkMs: number;

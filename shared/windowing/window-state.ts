@@ -16,7 +16,6 @@ export type TriggerPhase = 'EARLY' | 'LATE' | 'CLOSED';
  * never per element, so a store can keep it in one document while elements go to sharded contributions.
  */
 export interface PaneBookkeeping {
-  /** The trigger phase. */
   readonly phase: TriggerPhase;
   /** Panes emitted so far: the next pane's `index` (Java `PaneInfoTracker`, Python `INDEX` state). */
   readonly panesEmitted: number;
@@ -46,11 +45,8 @@ export interface WindowContribution<Acc extends JsonValue> {
 
 /** The whole stored record of one (key, window): plain JSON, one Firestore document when unsharded. */
 export interface WindowState<Acc extends JsonValue> {
-  /** The window this record belongs to. */
   readonly window: IntervalWindow;
-  /** Trigger and pane bookkeeping. */
   readonly pane: PaneBookkeeping;
-  /** Accumulated data and per-pane counters. */
   readonly contribution: WindowContribution<Acc>;
 }
 
