@@ -4,6 +4,7 @@ import { ConfigError } from '../errors';
 import { type Env, readOptionalString } from './env';
 import {
   type VarGroup,
+  type PlainKey,
   type VarValues,
   nameVar,
   readNameVar,
@@ -15,10 +16,10 @@ import {
 } from './spec';
 
 /**
- * Everything ingestBooking needs to know; all durations in ms. The fields named in `PLAIN_INGEST_KEYS` are the
- * variables of `INGEST_VARS` as read (meaning, default, range and unit there).
+ * Everything ingestBooking needs to know; all durations in ms. The plain variables of `INGEST_VARS` are fields as
+ * read (meaning, default, range and unit there).
  */
-export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainIngestKey> {
+export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainKey<typeof INGEST_VARS>> {
   /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
   projectId: string | undefined;
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
@@ -29,20 +30,6 @@ export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainIngestK
    */
   defaultCurrency: string | null;
 }
-
-/** The variables an `IngestConfig` carries as read, in the order they are checked. */
-const PLAIN_INGEST_KEYS = [
-  'firestoreDatabase',
-  'silverTable',
-  'quarantineTable',
-  'badDataTable',
-  'maxFutureSkewMs',
-  'maxEventAgeMs',
-  'quarantinePayloadMaxBytes',
-  'maxRetryAgeMs',
-  'attemptDeadlineMs',
-] as const;
-type PlainIngestKey = (typeof PLAIN_INGEST_KEYS)[number];
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -197,7 +184,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       readOptionalString(env, v.googleCloudProject.name) ??
       readOptionalString(env, v.gcloudProject.name),
     bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
-    ...readVars(env, v, PLAIN_INGEST_KEYS),
+    ...readVars(env, v),
     defaultCurrency: readDefaultCurrency(env),
   };
 }

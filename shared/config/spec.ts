@@ -241,6 +241,9 @@ export type VarValue<S> = S extends IntVarSpec
           ? string
           : never;
 
+/** The keys of a spec table whose specs are plain: what `readVars` reads when no keys are given. */
+export type PlainKey<V> = { [K in keyof V]: V[K] extends PlainVarSpec ? K : never }[keyof V];
+
 /** The values of the listed keys of a spec table, one field per key (what a loader returns for them). */
 export type VarValues<V, K extends keyof V = keyof V> = { -readonly [P in K]: VarValue<V[P]> };
 
@@ -262,11 +265,14 @@ export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
 }
 
 /**
- * Reads the listed variables of a spec table (every one when `keys` is left out) through their specs, in the order
- * listed (so the first bad one is the one reported), each with its spec's default and range.
+ * Reads the listed variables of a spec table (without `keys`: every plain one, in table order) through their specs,
+ * in the order listed (so the first bad one is the one reported), each with its spec's default and range.
  * @throws ConfigError naming the first bad variable
  */
-export function readVars<V extends Record<string, PlainVarSpec>>(env: Env, vars: V): VarValues<V>;
+export function readVars<V extends Record<string, VarSpec>>(
+  env: Env,
+  vars: V,
+): VarValues<V, PlainKey<V>>;
 export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
   env: Env,
   vars: V,
@@ -274,8 +280,10 @@ export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
 ): VarValues<V, K>;
 export function readVars(
   env: Env,
-  vars: Record<string, PlainVarSpec>,
-  keys: readonly string[] = Object.keys(vars),
+  vars: Record<string, VarSpec>,
+  keys: readonly string[] = Object.keys(vars).filter(
+    (k) => !['text', 'tables'].includes(vars[k]!.kind),
+  ),
 ): Record<string, unknown> {
   return Object.fromEntries(keys.map((key) => [key, readVar(env, vars[key] as PlainVarSpec)]));
 }
