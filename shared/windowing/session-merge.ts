@@ -41,8 +41,7 @@ export function mergeSessions<Acc extends JsonValue>(
     if (activeMembers.length === 0 || (activeMembers.length === 1 && survivor)) continue;
     for (const m of activeMembers) byId.delete(windowId(m.window));
     if (byId.has(windowId(result))) continue; // a CLOSED record with the same bounds
-    // An EARLY member always ends after the watermark (its end-of-window timer has not fired), so "every member
-    // LATE" only matters together with the end check; both are kept to mirror Java.
+    // Both checks mirror Java (an EARLY member always ends after the watermark).
     const stillLate =
       activeMembers.every((m) => m.pane.phase === 'LATE') && maxTimestampMs(result) < watermarkMs;
     byId.set(windowId(result), {

@@ -52,15 +52,10 @@ export function validateWatermarkPolicy(input: unknown): WatermarkPolicy {
 }
 
 /**
- * The idle rule. Once `idleTimeoutMs` of processing time has passed since the largest event time last grew,
- * event time is assumed to keep pace with processing time from there, but never to run ahead of it:
- *
- *   candidate = pt − idleTimeoutMs − maxOutOfOrdernessMs + min(0, maxEventTimeMs − maxEventTimeSeenAtMs)
- *
- * i.e. min(pt − idle − bound, (maxEventTime − bound) + (pt − seenAt − idle)). The second term makes the
- * watermark glide on from where the events left it when event times lag the clock (a replay or a backlog), so
- * idleness never jumps it to "now" and drops a backlog as late; the first keeps it behind the clock when
- * events were stamped ahead of it. Before any event there is nothing to close, so the rule does not apply.
+ * The idle rule: once `idleTimeoutMs` of processing time has passed since the largest event time last grew, event
+ * time keeps pace with processing time from there, never ahead of it:
+ *   candidate = min(pt − idle − bound, (maxEventTime − bound) + (pt − seenAt − idle)).
+ * So a lagging backlog is never jumped to "now" and dropped as late. Not before any event.
  */
 function idleCandidateMs(
   policy: WatermarkPolicy,
