@@ -545,10 +545,9 @@ export function loadWindowConfig(env: Env): WindowConfig {
 }
 
 /**
- * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: the
- * event is at most `maxFutureSkewMs` ahead of the clock, the window ends at most `sizeMs` after it, and it is
- * closed once the watermark, which trails the clock by at most the out-of-orderness bound plus the idle timeout,
- * passes its end + allowed lateness. The dedup ledger must outlive this (see `OFFVIA_WINDOW_LEDGER_TTL_MS`).
+ * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: future
+ * skew + size + allowed lateness + the watermark's lag behind the clock (out-of-orderness + idle timeout). The
+ * dedup ledger must outlive this (`OFFVIA_WINDOW_LEDGER_TTL_MS`).
  */
 export function longestWindowLifetimeMs(
   config: Pick<WindowConfig, 'strategy' | 'watermarkPolicy'>,

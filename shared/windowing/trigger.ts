@@ -79,13 +79,11 @@ export interface FiringContext {
 
 /**
  * Fires one window (Java `ReduceFnRunner.emit` / `onTrigger` / garbage collection in `onTimers`):
- * - the pane is emitted when it has new elements, or when it is ON_TIME even if empty (Beam defaults:
- *   `OnTimeBehavior.FIRE_ALWAYS`, `ClosingBehavior.FIRE_IF_NON_EMPTY`, `ReduceFnRunner.needToEmit`);
- * - the watermark firing (end-of-window timer, or an element/processing-time firing once the watermark is past
- *   the window) moves EARLY to LATE, or to CLOSED with `isLast` when no late firings are configured;
- * - garbage collection (end − 1 + allowed lateness < watermark) emits a last pane only if non-empty, with
- *   `isLast`, and deletes the state; with allowed lateness 0 it is also the end-of-window timer, so that ON_TIME
- *   pane is the last;
+ * - a pane is emitted when it has new elements, or when ON_TIME even if empty (Beam's `FIRE_ALWAYS` on time,
+ *   `FIRE_IF_NON_EMPTY` on closing);
+ * - the watermark firing moves EARLY to LATE, or to CLOSED with `isLast` when no late firings are configured;
+ * - garbage collection (end − 1 + allowed lateness < watermark) emits a last pane if non-empty and deletes the state
+ *   (with allowed lateness 0 it is also the end-of-window timer, so that ON_TIME pane is the last);
  * - afterwards the pane counters reset, and the accumulator too when DISCARDING or CLOSED.
  */
 export function fireWindow<Acc extends JsonValue, Out>(

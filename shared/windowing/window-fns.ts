@@ -40,9 +40,7 @@ export interface SessionsSpec {
 export type WindowFnSpec = FixedWindowsSpec | SlidingWindowsSpec | SessionsSpec;
 
 /**
- * Fixed (tumbling) windows.
- * @param sizeMs window length in ms (integer >= 1)
- * @param offsetMs grid shift in ms (integer, 0 <= offsetMs < sizeMs), default 0
+ * Fixed (tumbling) windows; ms, ranges as in {@link FixedWindowsSpec}.
  * @throws WindowingConfigError on a bad size or offset
  */
 export function fixed(sizeMs: number, offsetMs = 0): FixedWindowsSpec {
@@ -50,10 +48,7 @@ export function fixed(sizeMs: number, offsetMs = 0): FixedWindowsSpec {
 }
 
 /**
- * Sliding (hopping) windows.
- * @param sizeMs window length in ms (integer >= 1)
- * @param periodMs distance between starts in ms (integer >= 1)
- * @param offsetMs start shift in ms (integer, 0 <= offsetMs < periodMs), default 0
+ * Sliding (hopping) windows; ms, ranges as in {@link SlidingWindowsSpec}.
  * @throws WindowingConfigError on a bad size, period or offset
  */
 export function sliding(sizeMs: number, periodMs: number, offsetMs = 0): SlidingWindowsSpec {
@@ -61,8 +56,7 @@ export function sliding(sizeMs: number, periodMs: number, offsetMs = 0): Sliding
 }
 
 /**
- * Session windows.
- * @param gapMs gap duration in ms (integer >= 1)
+ * Session windows with a gap of `gapMs` (integer ms >= 1).
  * @throws WindowingConfigError on a bad gap
  */
 export function sessions(gapMs: number): SessionsSpec {
