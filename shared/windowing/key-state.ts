@@ -71,10 +71,9 @@ export interface ReduceFnRunner<In, Acc extends JsonValue, Out> {
   /** State of a key that has seen nothing. */
   initialState(key: string): KeyState<Acc>;
   /**
-   * Processes one bundle of elements of the state's key at `ctx`: first fires whatever the (clamped) watermark and
-   * processing time make due (`advanceTime`), then drops elements for expired windows, merges sessions, adds the
-   * rest, and fires the windows whose trigger is ready — evaluated once per bundle, as Beam does (an
-   * `elementCount` early firing fires once for a bundle that crosses it, with the whole bundle in the pane).
+   * Processes one bundle of elements of the state's key at `ctx`: fires what time makes due (`advanceTime`), drops
+   * elements of expired windows, merges sessions, adds the rest, and fires the windows whose trigger is ready, once
+   * per bundle as Beam does (an `elementCount` firing fires once for a bundle crossing it).
    * @throws WindowingInputError for an element of another key or a non-integer time
    */
   processElements(

@@ -46,14 +46,11 @@ export interface PaneDescription {
 }
 
 /**
- * Java `PaneInfoTracker.describePane`, with the output watermark replaced by what it is in a sequential run
- * (timers fire before the next input is processed):
- * - a window that already had a non-EARLY pane only gets LATE panes;
- * - the end-of-window firing (and the garbage-collection firing when allowed lateness is 0, which is the same
- *   timer) is ON_TIME: the window's own watermark hold keeps the output watermark at or before its max timestamp;
- * - any other firing is EARLY while `watermarkMs <= end − 1`, LATE once the watermark is past the window
- *   (`isLateForOutput`: a window whose first element arrives late gets a LATE pane with index 0 — Beam does the
- *   same, checked on Python's DirectRunner: `trigger.py` `GeneralTriggerDriver._output`).
+ * Java `PaneInfoTracker.describePane` for a sequential run (timers fire before the next input):
+ * - after a non-EARLY pane, only LATE panes;
+ * - the end-of-window firing (or garbage collection with allowed lateness 0, the same timer) is ON_TIME;
+ * - any other firing is EARLY while `watermarkMs <= end − 1`, else LATE (a window whose first element arrives
+ *   late gets a LATE pane with index 0, as on Beam's Python DirectRunner).
  */
 export function describePane(
   pane: PaneBookkeeping,
