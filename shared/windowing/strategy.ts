@@ -138,9 +138,8 @@ export function validateWindowFn(input: unknown): WindowFnSpec {
 }
 
 /**
- * Checks a windowing strategy (e.g. parsed from JSON or built from environment variables) and returns a clean,
- * JSON-safe copy: unknown keys are rejected, absent optional fields are omitted, `lateFirings: undefined`
- * becomes `null`.
+ * Checks a windowing strategy and returns a clean, JSON-safe copy: unknown keys are rejected, absent optional
+ * fields are omitted, `lateFirings: undefined` becomes `null`.
  * @throws WindowingConfigError listing every problem with its path
  */
 export function validateWindowingStrategy(input: unknown): WindowingStrategy {

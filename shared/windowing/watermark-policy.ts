@@ -84,9 +84,8 @@ export interface WatermarkObservation {
 }
 
 /**
- * Feeds one event time into the heuristic at processing time `processingTimeMs`, then applies the idle rule.
- * watermark = max(previous, maxEventTime − maxOutOfOrdernessMs, idle candidate). An event stamped after
- * processingTimeMs + maxFutureSkewMs is ignored entirely (it moves neither the maximum nor the idle clock).
+ * Feeds one event time into the heuristic at `processingTimeMs`: watermark = max(previous, maxEventTime −
+ * maxOutOfOrdernessMs, idle candidate). An event stamped after processingTimeMs + maxFutureSkewMs is ignored.
  * @throws WindowingInputError for non-integer times
  */
 export function observeEventTime(
