@@ -45,10 +45,9 @@ export function decodePayload(payload: Uint8Array | string): Ok<string> | Valida
 }
 
 /**
- * Parses JSON text with JSON.parse (lab: `json.loads`). Failures are PARSE_JSON: "payload is empty" for an
- * empty or whitespace-only text; "Invalid JSON: <what>: line L column C (char P)" otherwise, where P counts
- * UTF-16 code units like the lab's Python message counts characters; "nesting too deep" beyond
- * {@link MAX_NESTING_DEPTH} levels.
+ * Parses JSON text with JSON.parse (lab: `json.loads`). Failures are PARSE_JSON: "payload is empty"; "Invalid JSON:
+ * <what>: line L column C (char P)" (P in UTF-16 code units, like the lab's Python message); "nesting too deep"
+ * beyond {@link MAX_NESTING_DEPTH} levels.
  */
 export function parseJsonPayload(text: string): Ok<unknown> | ValidationFailure {
   let value: unknown;

@@ -24,9 +24,7 @@ function activeFiring(
 /**
  * Processing time (epoch ms) at which the current phase's `AfterProcessingTime.pastFirstElementInPane()
  * .plusDelayOf(d)` fires: first element of the pane + d; `null` when no such sub-trigger runs or the pane is
- * empty. Fires when processing time >= the deadline (Python `InMemoryUnmergedState.get_timers`:
- * `timestamp <= time_marker`; Java's `AfterDelayFromFirstElementStateMachine.shouldFire` asks for strictly
- * after, a 1 ms difference at the boundary).
+ * empty. Due at processing time >= the deadline, as in Python (Java asks for strictly after).
  */
 export function processingTimeDeadlineMs(
   strategy: WindowingStrategy,
@@ -38,10 +36,9 @@ export function processingTimeDeadlineMs(
 }
 
 /**
- * Java `AfterWatermarkEarlyAndLate.shouldFire` outside timers: in EARLY phase the watermark trigger is ready
- * once the input watermark is past the window's max timestamp (`endOfWindowReached`), or the early sub-trigger
- * is; in LATE phase the late sub-trigger decides; CLOSED never fires. A sub-trigger is ready when the pane holds
- * `elementCount` new elements or its processing-time deadline has come.
+ * Java `AfterWatermarkEarlyAndLate.shouldFire` outside timers: EARLY fires once the watermark is past the window's
+ * max timestamp or the early sub-trigger is ready; LATE when the late one is; CLOSED never. A sub-trigger is ready
+ * at `elementCount` new elements in the pane or at its processing-time deadline.
  */
 export function shouldFire(
   strategy: WindowingStrategy,

@@ -73,10 +73,8 @@ function floorMod(value: number, modulus: number): number {
 }
 
 /**
- * The windows an element stamped `timestampMs` belongs to, ordered by (end, start). Same arithmetic as Beam's
- * `FixedWindows.assignWindow`, `SlidingWindows.assignWindows` (start = t − ((t − offset) mod period), stepping
- * back by the period while start > t − size) and `Sessions.assignWindows` ([t, t + gap)), in Java
- * `sdks/java/core/.../transforms/windowing/` and Python `apache_beam/transforms/window.py`.
+ * The windows an element stamped `timestampMs` belongs to, ordered by (end, start), by the arithmetic of Beam's
+ * `FixedWindows.assignWindow`, `SlidingWindows.assignWindows` and `Sessions.assignWindows`.
  */
 export function assignWindows(windowFn: WindowFnSpec, timestampMs: number): IntervalWindow[] {
   switch (windowFn.kind) {
@@ -107,10 +105,9 @@ export interface WindowMerge {
 }
 
 /**
- * Groups windows into sessions the way Beam's `MergeOverlappingIntervalWindows.mergeWindows` (Java) and
- * `Sessions.merge` (Python) do: sort by start, and a window joins the current group when it strictly overlaps
- * the group's span (start < span end) — windows that merely touch ([a, b) and [b, c)) stay apart. Returns every
- * group, singletons included, ordered by start; duplicates in `windows` count once.
+ * Groups windows into sessions as Beam's `MergeOverlappingIntervalWindows.mergeWindows` does: by start, a window
+ * joins the current group when it strictly overlaps its span (touching windows stay apart). Returns every group,
+ * singletons included, ordered by start; duplicates in `windows` count once.
  */
 export function mergeOverlappingWindows(windows: readonly IntervalWindow[]): WindowMerge[] {
   const sorted = [...windows].sort((a, b) => a.startMs - b.startMs || a.endMs - b.endMs);
