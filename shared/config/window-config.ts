@@ -12,6 +12,7 @@ import {
 } from '../windowing';
 import { type Env, readOptionalString, readString } from './env';
 import {
+  type IntVarSpec,
   type VarGroup,
   type VarValues,
   boolVar,
@@ -398,7 +399,10 @@ function asConfigError(err: unknown): never {
   throw new ConfigError(variable, err.message);
 }
 
-function firing(delayMs: number, count: number): FiringSpec | undefined {
+/** The firing of a delay and a count variable; `undefined` (off) when both are 0. */
+function firing(env: Env, delay: IntVarSpec, elements: IntVarSpec): FiringSpec | undefined {
+  const delayMs = readIntVar(env, delay);
+  const count = readIntVar(env, elements);
   if (delayMs === 0 && count === 0) return undefined;
   return {
     ...(delayMs > 0 && { processingTimeDelayMs: delayMs }),
@@ -496,14 +500,8 @@ export function loadWindowConfig(env: Env): WindowConfig {
     );
   }
   const offsetMs = readIntVar(env, v.offsetMs, { max: periodMs - 1 });
-  const earlyFirings = firing(
-    readIntVar(env, v.earlyFiringDelayMs),
-    readIntVar(env, v.earlyFiringCount),
-  );
-  const lateFirings = firing(
-    readIntVar(env, v.lateFiringDelayMs),
-    readIntVar(env, v.lateFiringCount),
-  );
+  const earlyFirings = firing(env, v.earlyFiringDelayMs, v.earlyFiringCount);
+  const lateFirings = firing(env, v.lateFiringDelayMs, v.lateFiringCount);
   let strategy: WindowingStrategy;
   let watermarkPolicy: WatermarkPolicy;
   try {
