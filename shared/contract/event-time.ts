@@ -131,10 +131,9 @@ export function parseEventTime(
 }
 
 /**
- * Checks an event time against the receive time (design.md: an event too far in the future must never drag the
- * watermark forward; team decision: a bounded maximum age). Rejects, as EVENT_TIME_VALIDATION, an instant more
- * than `maxFutureSkewMs` after `receivedAtMs` ("too far in the future") or more than `maxEventAgeMs` before it
- * ("too old"); both bounds are inclusive and exact to the microsecond. All values are epoch/duration ms.
+ * Checks an event time against the receive time (design.md; team decision: a bounded age). Rejects, as
+ * EVENT_TIME_VALIDATION, an instant more than `maxFutureSkewMs` after `receivedAtMs` ("too far in the future") or
+ * more than `maxEventAgeMs` before it ("too old"); bounds inclusive, exact to the microsecond; all values in ms.
  */
 export function checkEventTimeWindow(
   instant: EventInstant,

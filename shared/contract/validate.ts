@@ -53,15 +53,13 @@ export interface ValidationOptions {
   /** How far before `receivedAtMs` an event time may lie: whole ms ≥ 0, or `Infinity` for no limit. */
   maxEventAgeMs: number;
   /**
-   * The instant the event-time window (`maxFutureSkewMs`, `maxEventAgeMs`) is checked against, epoch ms UTC;
-   * `receivedAtMs` when absent (live traffic). A replay of Bronze passes the message's publish time, so a verdict
-   * does not change with the date of the replay; `ingestion_timestamp` stays `receivedAtMs`.
+   * The instant the event-time window is checked against, epoch ms UTC; `receivedAtMs` when absent. A Bronze replay
+   * passes the publish time, so a verdict does not change with the replay's date.
    */
   rulesAtMs?: number;
   /**
-   * `currency` of a booking that has none (absent or null): three ASCII capitals, "USD" when not given (lab:
-   * `payload.get("currency", "USD")`); `null` for no default, so a booking without `currency` is a
-   * SCHEMA_VALIDATION error ("Missing required fields: currency"). Configured by `OFFVIA_DEFAULT_CURRENCY`.
+   * `currency` of a booking that has none (`OFFVIA_DEFAULT_CURRENCY`): three ASCII capitals, "USD" when not given
+   * (lab); `null` for no default, so a booking without `currency` is a SCHEMA_VALIDATION error.
    */
   defaultCurrency?: string | null;
 }

@@ -47,9 +47,8 @@ export function parseOrThrow<T>(
 }
 
 /**
- * A call into the per-key state machine that cannot be honoured: an element for another key, or a time that is
- * not a safe integer number of milliseconds. Bad input events never reach here (they are quarantined upstream),
- * so this is a bug in the caller.
+ * A call into the per-key state machine that cannot be honoured (an element for another key, a time that is not a
+ * safe integer of ms): a bug in the caller, as bad events are quarantined upstream.
  */
 export class WindowingInputError extends Error {
   override readonly name = 'WindowingInputError';
