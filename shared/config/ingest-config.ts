@@ -210,9 +210,8 @@ function readDefaultCurrency(env: Env): string | null {
 }
 
 /**
- * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE; the rule is the spec's pattern (Firestore's database id
- * rule, see `INGEST_VARS.firestoreDatabase`).
- * @throws ConfigError for any other value.
+ * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE.
+ * @throws ConfigError when it breaks Firestore's database id rule (`INGEST_VARS.firestoreDatabase`).
  */
 export function readFirestoreDatabase(env: Env): string {
   return readNameVar(env, INGEST_VARS.firestoreDatabase);

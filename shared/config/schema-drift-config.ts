@@ -19,9 +19,8 @@ import {
 export type SchemaMode = 'propose' | 'apply';
 
 /**
- * How a change is sent to BigQuery: `single` is one `ALTER TABLE … ADD COLUMN …, ADD COLUMN …` statement (one
- * table metadata update, what BigQuery wants); `per_column` is one statement per column, for the local emulator,
- * which takes one ALTER command per statement.
+ * How a change is sent to BigQuery: `single`, one `ALTER TABLE` adding every column (one table metadata update);
+ * `per_column`, one statement per column, for the local emulator (one ALTER command per statement).
  */
 export type DdlStyle = 'single' | 'per_column';
 

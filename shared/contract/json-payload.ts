@@ -70,11 +70,10 @@ export function parseJsonPayload(text: string): Ok<unknown> | ValidationFailure 
 }
 
 /**
- * The contract fields of a parsed top-level object, read as the schema expects them: own properties only, JSON
- * numbers as `LosslessNumber` (their exact source text), and the contract keys that occur more than once with
- * different values. Only when a contract value is a number or some top-level key is duplicated is the text
- * parsed again with lossless-json (team decision: the common payload costs one JSON.parse and one scan).
- * `text` must be the text `object` was parsed from, and within {@link MAX_NESTING_DEPTH}.
+ * The contract fields of a parsed top-level object as the schema expects them (own properties, JSON numbers as
+ * `LosslessNumber`), and the contract keys that occur more than once with different values. Re-parses with
+ * lossless-json only for a numeric contract value or a duplicated key. `text` must be the text `object` was parsed
+ * from, and within {@link MAX_NESTING_DEPTH}.
  */
 export function readContractFields(
   text: string,

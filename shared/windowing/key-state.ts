@@ -89,8 +89,8 @@ export interface ReduceFnRunner<In, Acc extends JsonValue, Out> {
   ): StepResult<In, Acc, Out>;
   /**
    * Advances the input watermark: fires each EARLY window whose max timestamp it passed (ON_TIME pane), then
-   * garbage-collects each window whose end − 1 + allowed lateness it passed, in timer order. `processingTimeMs`
-   * stamps the panes; processing-time triggers are not run (see `advanceProcessingTime`).
+   * garbage-collects each whose end − 1 + allowed lateness it passed, in timer order; `processingTimeMs` stamps panes
+   * (processing-time triggers are not run: `advanceProcessingTime`).
    * @throws WindowingInputError for a non-integer time
    */
   advanceWatermark(

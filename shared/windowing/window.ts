@@ -24,10 +24,7 @@ export const MIN_WATERMARK_MS = -8_640_000_000_000_000;
  */
 export const MAX_WATERMARK_MS = 8_640_000_000_000_000;
 
-/**
- * Beam's `BoundedWindow.maxTimestamp()` for an interval window: the last millisecond inside it, `endMs - 1`
- * (`IntervalWindow.maxTimestamp()` in the Java SDK; the Python SDK's `max_timestamp()` is `end - 1µs`).
- */
+/** Beam's `IntervalWindow.maxTimestamp()` (Java): the last millisecond inside the window, `endMs - 1`. */
 export function maxTimestampMs(window: IntervalWindow): number {
   return window.endMs - 1;
 }
@@ -66,10 +63,7 @@ export function sameWindow(a: IntervalWindow, b: IntervalWindow): boolean {
   return a.startMs === b.startMs && a.endMs === b.endMs;
 }
 
-/**
- * Deterministic window order used for state and emitted panes: by end, then start (the order in which Beam's
- * end-of-window timers come due).
- */
+/** Window order of state and emitted panes: by end, then start (the order Beam's end-of-window timers come due). */
 export function compareWindows(a: IntervalWindow, b: IntervalWindow): number {
   return a.endMs - b.endMs || a.startMs - b.startMs;
 }
