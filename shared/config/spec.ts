@@ -21,10 +21,7 @@ interface BaseVarSpec {
   readonly name: string;
   /** What it changes, in the field's terms; one or two sentences, Markdown allowed (it lands in a table cell). */
   readonly meaning: string;
-  /**
-   * Set when the default is not a constant (another variable's value, a detected project): the reference prints
-   * this instead of `default`, which the loader then does not use.
-   */
+  /** Set when the default is not a constant: the reference prints this, and the loader does not use `default`. */
   readonly defaultText?: string;
 }
 
@@ -36,8 +33,8 @@ export interface IntVarSpec extends BaseVarSpec {
   readonly max: number;
   readonly unit: VarUnit;
   /**
-   * Set when a bound depends on another variable (e.g. at most `OFFVIA_WINDOW_SIZE_MS`) or a cross-variable rule
-   * applies; the reference prints it beside the static range, which stays the widest the loader accepts.
+   * A bound that depends on another variable or a cross-variable rule, printed beside the static range (which
+   * stays the widest the loader accepts).
    */
   readonly rangeText?: string;
 }

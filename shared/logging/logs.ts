@@ -291,9 +291,8 @@ export const sweepInsertFailed = fieldsEvent<{
 }>('ERROR', 'sweep insert failed, rows stay in the retry store', 'retry');
 
 /**
- * Why a waiting row went to bad data. `retry_budget`: retryable errors outlived the budget; `permanent_error`: a
- * schema error no wait can clear; `insert_invalid`: BigQuery refused the row's data on insert (reason `invalid`),
- * which no re-send can clear.
+ * Why a waiting row went to bad data: retryable errors outlived the budget (`retry_budget`), a schema error no wait
+ * can clear (`permanent_error`), or BigQuery refused the row's data on insert (`insert_invalid`).
  */
 export type DriftBadDataCause = 'retry_budget' | 'permanent_error' | 'insert_invalid';
 
@@ -347,10 +346,7 @@ export const schemaContestResolved = event(
   }),
 );
 
-/**
- * Extra fields of an event whose value is `null` and that are no column: nothing to store and no type to
- * propose, so they are left out of the row (Bronze keeps the raw message). Logged once per event, at ingest.
- */
+/** Extra fields of an event that are `null` and no column (no type to propose) were left out of the row. */
 export const nullExtraFieldsLeftOut = fieldsEvent<{
   message_id: string;
   event_id: string;
@@ -509,10 +505,7 @@ export const fireWindowsFailed = event(
 
 // ---- watermark holds and the fireWindows timer loop ----------------------------------------------------------------
 
-/**
- * A failed delivery's watermark hold could not be recorded (the hold store is unreachable too). The message is
- * still redelivered by Pub/Sub (it is not lost); only the watermark may then close its window before it arrives.
- */
+/** A failed delivery's watermark hold could not be recorded: the watermark may close its window before redelivery. */
 export const watermarkHoldNotRecorded = messageEvent(
   'WARNING',
   'watermark hold not recorded for a failed delivery',
