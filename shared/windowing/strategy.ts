@@ -4,10 +4,7 @@ import * as v from 'valibot';
 import { parseOrThrow } from './errors';
 import type { WindowFnSpec } from './window-fns';
 
-/**
- * Beam's `AccumulationMode`: after a pane fires, `DISCARDING` starts the next pane empty
- * (`discardingFiredPanes()`), `ACCUMULATING` keeps everything seen so far (`accumulatingFiredPanes()`).
- */
+/** Beam's `AccumulationMode`: after a pane fires, `DISCARDING` starts the next empty, `ACCUMULATING` keeps it all. */
 export type AccumulationMode = 'ACCUMULATING' | 'DISCARDING';
 
 /**

@@ -2,10 +2,7 @@
 // Dataflow's Pub/Sub source holds its watermark behind the oldest unacknowledged message. Pure: times are arguments.
 import type { WatermarkPolicy, WatermarkState } from './watermark-policy';
 
-/**
- * One message known to be waiting for a successful delivery (its delivery failed), as the store keeps it. All times
- * epoch ms UTC.
- */
+/** A message whose delivery failed, waiting for a successful one, as the store keeps it; times epoch ms UTC. */
 export interface HeldMessage {
   /** The Pub/Sub message id. */
   readonly messageId: string;

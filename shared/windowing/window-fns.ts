@@ -13,8 +13,7 @@ export interface FixedWindowsSpec {
 
 /**
  * Beam's `SlidingWindows.of(size).every(period).withOffset(offset)`: windows of `sizeMs` starting every
- * `periodMs`; an element belongs to every window that contains it (ceil(size / period) of them when
- * period <= size).
+ * `periodMs`; an element belongs to every window containing it (ceil(size / period) when period <= size).
  */
 export interface SlidingWindowsSpec {
   readonly kind: 'sliding';

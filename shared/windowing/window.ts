@@ -12,16 +12,10 @@ export interface IntervalWindow {
   readonly endMs: number;
 }
 
-/**
- * The earliest input watermark, before any progress (Beam's `BoundedWindow.TIMESTAMP_MIN_VALUE`, at the
- * millisecond range JavaScript `Date` supports so it stays JSON- and `Date`-safe).
- */
+/** The earliest input watermark (Beam's `TIMESTAMP_MIN_VALUE`, at the bound of JavaScript `Date`'s range). */
 export const MIN_WATERMARK_MS = -8_640_000_000_000_000;
 
-/**
- * The input watermark at "end of time" (TestStream's `advanceWatermarkToInfinity`): every window's end of window
- * and garbage-collection time is behind it, so advancing to it fires and closes everything.
- */
+/** The input watermark at "end of time" (TestStream's `advanceWatermarkToInfinity`): it fires and closes all. */
 export const MAX_WATERMARK_MS = 8_640_000_000_000_000;
 
 /** Beam's `IntervalWindow.maxTimestamp()` (Java): the last millisecond inside the window, `endMs - 1`. */
