@@ -2,7 +2,7 @@
 import { ConfigError } from '../errors';
 import type { CoalescingOptions } from '../sinks/coalescing-writer';
 import type { Env } from './env';
-import { type VarGroup, boolVar, intVar, readVars } from './spec';
+import { type VarGroup, boolVar, readVars, bytesVar, countVar, msVar } from './spec';
 
 /** Whether rows of concurrent invocations share insertAll calls, and the limits of one call. */
 export interface CoalescingConfig extends CoalescingOptions {
@@ -18,45 +18,30 @@ export const COALESCING_VARS = {
     meaning:
       'rows of concurrent invocations bound for one table share `insertAll` calls; `false`: one call per row',
   }),
-  maxRows: intVar({
+  maxRows: countVar([1, 500], {
     name: 'OFFVIA_BQ_COALESCE_MAX_ROWS',
     default: 500,
-    min: 1,
-    max: 500,
-    unit: 'count',
     meaning: 'rows in one coalesced call (BigQuery recommends at most 500 rows per request)',
   }),
-  maxBytes: intVar({
+  maxBytes: bytesVar([1024, 9 * 1024 * 1024], {
     name: 'OFFVIA_BQ_COALESCE_MAX_BYTES',
     default: 5 * 1024 * 1024,
-    min: 1024,
-    max: 9 * 1024 * 1024,
-    unit: 'bytes',
     meaning: 'request bytes of one coalesced call (BigQuery caps a request at 10 MB)',
   }),
-  lingerMs: intVar({
+  lingerMs: msVar([0, 1000], {
     name: 'OFFVIA_BQ_COALESCE_LINGER_MS',
     default: 5,
-    min: 0,
-    max: 1000,
-    unit: 'ms',
     meaning: "how long a batch's first row waits for company; added to a lone event's latency",
   }),
-  maxInFlight: intVar({
+  maxInFlight: countVar([1, 100], {
     name: 'OFFVIA_BQ_COALESCE_MAX_IN_FLIGHT',
     default: 1,
-    min: 1,
-    max: 100,
-    unit: 'count',
     meaning:
       'group commit: `insertAll` calls per table in flight before a batch whose linger elapsed waits for one to settle',
   }),
-  maxHoldMs: intVar({
+  maxHoldMs: msVar([0, 60_000], {
     name: 'OFFVIA_BQ_COALESCE_MAX_HOLD_MS',
     default: 1000,
-    min: 0,
-    max: 60_000,
-    unit: 'ms',
     rangeText: 'at least `OFFVIA_BQ_COALESCE_LINGER_MS`',
     meaning:
       'longest a batch waits from its first row behind calls in flight, so a hung call does not hold every row',

@@ -6,8 +6,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** A non-empty string, or `fallback` when unset/empty. */
 export function readString(env: Env, name: string, fallback: string): string {
-  const raw = env[name];
-  return raw === undefined || raw.trim() === '' ? fallback : raw.trim();
+  return readOptionalString(env, name) ?? fallback;
 }
 
 /** An optional non-empty string, `undefined` when unset/empty. */

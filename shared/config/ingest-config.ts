@@ -4,63 +4,47 @@ import { ConfigError } from '../errors';
 import { type Env, readOptionalString } from './env';
 import {
   type VarGroup,
+  type PlainKey,
   type VarValues,
-  intVar,
   nameVar,
   readNameVar,
   readVars,
   tableVar,
   textVar,
+  bytesVar,
+  msVar,
 } from './spec';
 
 /**
- * Everything ingestBooking needs to know; all durations in ms. The fields named in `PLAIN_INGEST_KEYS` are the
- * variables of `INGEST_VARS` as read (meaning, default, range and unit there).
+ * Everything ingestBooking needs to know; all durations in ms. The plain variables of `INGEST_VARS` are fields as
+ * read (meaning, default, range and unit there).
  */
-export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainIngestKey> {
+export interface IngestConfig extends VarValues<typeof INGEST_VARS, PlainKey<typeof INGEST_VARS>> {
   /** Google Cloud project for the clients; `undefined` lets the client libraries detect it. */
   projectId: string | undefined;
   /** BigQuery REST endpoint of the local emulator (`BIGQUERY_EMULATOR_HOST`), `undefined` in Google Cloud. */
   bigQueryEndpoint: string | undefined;
   /**
-   * `currency` of a booking that has none: an ISO-4217-shaped code (three ASCII capitals), default "USD" (the lab's);
-   * `null` when `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error rather
-   * than a fare silently filed in a currency the producer may not have meant.
+   * `currency` of a booking that has none: three ASCII capitals, default "USD" (the lab's); `null` when
+   * `OFFVIA_DEFAULT_CURRENCY=none`, so a booking without currency is a SCHEMA_VALIDATION error.
    */
   defaultCurrency: string | null;
 }
-
-/** The variables an `IngestConfig` carries as read, in the order they are checked. */
-const PLAIN_INGEST_KEYS = [
-  'firestoreDatabase',
-  'silverTable',
-  'quarantineTable',
-  'badDataTable',
-  'maxFutureSkewMs',
-  'maxEventAgeMs',
-  'quarantinePayloadMaxBytes',
-  'maxRetryAgeMs',
-  'attemptDeadlineMs',
-] as const;
-type PlainIngestKey = (typeof PLAIN_INGEST_KEYS)[number];
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 /**
- * Longest `OFFVIA_MAX_EVENT_AGE_MS` accepted: 1800 days. BigQuery limit: `tabledata.insertAll` into a table
- * partitioned on a DATE or TIMESTAMP column (Silver: `DATE(event_timestamp)`) accepts rows whose partition is
- * between 5 years in the past and 1 year in the future, and rejects the rest (BigQuery docs, "Streaming data into
- * BigQuery", section "Streaming into partitioned tables"; the Storage Write API allows 10 years in the past). 5 years
- * are at least 1825 days; 1800 leaves 25 days for the schema-retry budget (a held row is re-sent up to 7 days after
- * receipt, OFFVIA_SCHEMA_RETRY_MINUTES ≤ 10080) and for the day boundary of the partition date.
+ * Longest `OFFVIA_MAX_EVENT_AGE_MS` accepted: 1800 days. BigQuery limit: `tabledata.insertAll` into a
+ * column-partitioned table (Silver: `DATE(event_timestamp)`) accepts partitions from 5 years in the past to 1 year in
+ * the future ("Streaming into partitioned tables"). 5 years are at least 1825 days; the 25 left cover the
+ * schema-retry budget (up to 7 days, OFFVIA_SCHEMA_RETRY_MINUTES ≤ 10080) and the partition date's day boundary.
  */
 export const MAX_EVENT_AGE_LIMIT_MS = 1800 * DAY_MS;
 
 /**
- * Default `OFFVIA_MAX_EVENT_AGE_MS`: 730 days (team decision). A booking change stamped two years before it reaches
- * us is a replay or a producer bug far more often than news; it is quarantined at EVENT_TIME_VALIDATION, well inside
- * BigQuery's 5-year streaming window ({@link MAX_EVENT_AGE_LIMIT_MS}), so it is never a refused insert.
+ * Default `OFFVIA_MAX_EVENT_AGE_MS`: 730 days (team decision: older is a replay or producer bug far more often than
+ * news), well inside BigQuery's 5-year streaming window ({@link MAX_EVENT_AGE_LIMIT_MS}).
  */
 export const DEFAULT_MAX_EVENT_AGE_MS = 730 * DAY_MS;
 
@@ -85,10 +69,8 @@ export const INGEST_VARS = {
     meaning:
       'Google Cloud project of the BigQuery and Firestore clients (the deploy plan sets it to `--project`)',
   }),
-  // Firestore's rule for a database id: 4–63 characters, lowercase letters, digits and hyphens, starting with a
-  // letter and not ending with a hyphen (Firestore REST reference, projects.databases.create `databaseId`; UUID-like
-  // ids are refused there too). `(default)` does not match: the system keeps its state out of the project's shared
-  // default database.
+  // Firestore's database id rule (projects.databases.create `databaseId`). `(default)` does not match: the system
+  // keeps its state out of the project's shared default database.
   firestoreDatabase: nameVar({
     name: 'OFFVIA_FIRESTORE_DATABASE',
     default: DEFAULT_FIRESTORE_DATABASE,
@@ -133,22 +115,16 @@ export const INGEST_VARS = {
     meaning:
       'bad data: rows BigQuery refused, schema-drift rows past their retry budget, messages past the retry-age guard',
   }),
-  maxFutureSkewMs: intVar({
+  maxFutureSkewMs: msVar([0, MAX_FUTURE_SKEW_LIMIT_MS], {
     name: 'OFFVIA_MAX_FUTURE_SKEW_MS',
     default: 5 * MINUTE_MS,
-    min: 0,
-    max: MAX_FUTURE_SKEW_LIMIT_MS,
-    unit: 'ms',
     meaning:
       '`event_time` later than receipt + this is rejected at `EVENT_TIME_VALIDATION`; the maximum is the 1 year ' +
       'ahead BigQuery streams into a partitioned table',
   }),
-  maxEventAgeMs: intVar({
+  maxEventAgeMs: msVar([MINUTE_MS, MAX_EVENT_AGE_LIMIT_MS], {
     name: 'OFFVIA_MAX_EVENT_AGE_MS',
     default: DEFAULT_MAX_EVENT_AGE_MS,
-    min: MINUTE_MS,
-    max: MAX_EVENT_AGE_LIMIT_MS,
-    unit: 'ms',
     meaning:
       '`event_time` older than receipt − this is rejected at `EVENT_TIME_VALIDATION`; the maximum stays inside ' +
       "BigQuery's 5 years for streaming into a partitioned table " +
@@ -163,31 +139,22 @@ export const INGEST_VARS = {
       '`SCHEMA_VALIDATION` error ([validation](validation.md#default-currency))',
   }),
   // 1 MiB keeps a quarantine row far below BigQuery's 10 MB streaming row limit even with the base64 copy.
-  quarantinePayloadMaxBytes: intVar({
+  quarantinePayloadMaxBytes: bytesVar([1024, 4 * 1024 * 1024], {
     name: 'OFFVIA_QUARANTINE_PAYLOAD_MAX_BYTES',
     default: 1024 * 1024,
-    min: 1024,
-    max: 4 * 1024 * 1024,
-    unit: 'bytes',
     meaning:
       'longest `raw_payload` kept in a quarantine or retry-age bad-data row (UTF-8 bytes); Bronze keeps the whole message',
   }),
-  maxRetryAgeMs: intVar({
+  maxRetryAgeMs: msVar([MINUTE_MS, 7 * DAY_MS], {
     name: 'OFFVIA_MAX_RETRY_AGE_MS',
     default: 45 * MINUTE_MS,
-    min: MINUTE_MS,
-    max: 7 * DAY_MS,
-    unit: 'ms',
     meaning:
       'retry-age guard: a message still failing this long after its publish time goes to bad data and is acked; ' +
       "keep it below the subscription's dead-letter horizon (about 90 min)",
   }),
-  attemptDeadlineMs: intVar({
+  attemptDeadlineMs: msVar([1_000, 3_600_000], {
     name: 'OFFVIA_ATTEMPT_DEADLINE_MS',
     default: 45_000,
-    min: 1_000,
-    max: 3_600_000,
-    unit: 'ms',
     meaning:
       'longest one delivery may take: a dependency that hangs (rather than fails) is then a transient failure, so ' +
       "the invocation answers 5xx or, past the retry age, routes to bad data; keep it below the function's " +
@@ -217,7 +184,7 @@ export function loadIngestConfig(env: Env): IngestConfig {
       readOptionalString(env, v.googleCloudProject.name) ??
       readOptionalString(env, v.gcloudProject.name),
     bigQueryEndpoint: emulatorEndpoint(readOptionalString(env, v.bigQueryEmulatorHost.name)),
-    ...readVars(env, v, PLAIN_INGEST_KEYS),
+    ...readVars(env, v),
     defaultCurrency: readDefaultCurrency(env),
   };
 }
@@ -243,9 +210,8 @@ function readDefaultCurrency(env: Env): string | null {
 }
 
 /**
- * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE; the rule is the spec's pattern (Firestore's database id
- * rule, see `INGEST_VARS.firestoreDatabase`).
- * @throws ConfigError for any other value.
+ * OFFVIA_FIRESTORE_DATABASE, or DEFAULT_FIRESTORE_DATABASE.
+ * @throws ConfigError when it breaks Firestore's database id rule (`INGEST_VARS.firestoreDatabase`).
  */
 export function readFirestoreDatabase(env: Env): string {
   return readNameVar(env, INGEST_VARS.firestoreDatabase);

@@ -85,10 +85,9 @@ export const PASSENGER_ID_VAR_GROUP: VarGroup = {
 
 /**
  * Reads OFFVIA_PASSENGER_ID_MODE and, for `hmac-sha256`, OFFVIA_PASSENGER_ID_HMAC_KEY (standard or URL-safe base64,
- * surrounding whitespace ignored, as `openssl rand -base64 32` writes it with a newline).
+ * surrounding whitespace ignored).
  * @throws ConfigError naming the variable: an unknown mode, a missing key, a key that is not base64 or is shorter
- * than MIN_HMAC_KEY_BYTES, or a key set while the mode is `raw` (a key that hashes nothing is a misconfiguration:
- * the operator believes `passenger_id` is protected).
+ * than MIN_HMAC_KEY_BYTES, or a key set while the mode is `raw` (the operator would believe ids are protected).
  */
 export function loadPassengerIdConfig(env: Env): PassengerIdConfig {
   const { mode: modeSpec, key: keySpec } = PASSENGER_ID_VARS;

@@ -6,20 +6,21 @@ import {
   type VarValues,
   boolVar,
   choiceVar,
-  intVar,
   nameVar,
   readChoiceVar,
   readVars,
   tableListVar,
+  countVar,
+  minutesVar,
+  msVar,
 } from './spec';
 
 /** Whether the sweep applies planned changes (`apply`) or only records them on the change (`propose`). */
 export type SchemaMode = 'propose' | 'apply';
 
 /**
- * How a change is sent to BigQuery: `single` is one `ALTER TABLE … ADD COLUMN …, ADD COLUMN …` statement (one
- * table metadata update, what BigQuery wants); `per_column` is one statement per column, for the local emulator,
- * which takes one ALTER command per statement.
+ * How a change is sent to BigQuery: `single`, one `ALTER TABLE` adding every column (one table metadata update);
+ * `per_column`, one statement per column, for the local emulator (one ALTER command per statement).
  */
 export type DdlStyle = 'single' | 'per_column';
 
@@ -73,33 +74,24 @@ export const SCHEMA_DRIFT_VARS = {
     meaning:
       "`apply`: the sweep adds columns; `propose`: it records each window's plan on the change and adds nothing",
   }),
-  windowMinutes: intVar({
+  windowMinutes: minutesVar([1, 60], {
     name: 'OFFVIA_SCHEMA_WINDOW_MINUTES',
     default: 3,
-    min: 1,
-    max: 60,
-    unit: 'minutes',
     meaning: "schema-change window (the bad-data design's default; 1–5 for high volume)",
   }),
   // A row waits up to one window for its window to close, then for the sweep that applies the change and retries
   // it: a budget under two windows sends rows to bad data before their column could exist.
-  retryMinutes: intVar({
+  retryMinutes: minutesVar([0, WEEK_MINUTES], {
     name: 'OFFVIA_SCHEMA_RETRY_MINUTES',
     default: 30,
-    min: 0,
-    max: WEEK_MINUTES,
-    unit: 'minutes',
     rangeText: '0 (no retries) or at least two schema windows',
     meaning:
       'retry budget from first receipt for retryable errors (default: 10 windows of 3 min); then bad data. ' +
       'Permanent errors go to bad data at once',
   }),
-  windowGraceMs: intVar({
+  windowGraceMs: msVar([0, 300_000], {
     name: 'OFFVIA_SCHEMA_WINDOW_GRACE_MS',
     default: 10_000,
-    min: 0,
-    max: 300_000,
-    unit: 'ms',
     meaning: 'a window is swept this long after its end, so late proposals still land in it',
   }),
   targetTables: tableListVar({
@@ -109,46 +101,31 @@ export const SCHEMA_DRIFT_VARS = {
       'comma-separated tables drift may change (configuration only, never a payload); must include Silver while ' +
       'drift is on',
   }),
-  maxNewColumnsPerWindow: intVar({
+  maxNewColumnsPerWindow: countVar([0, 10_000], {
     name: 'OFFVIA_SCHEMA_MAX_NEW_COLUMNS_PER_WINDOW',
     default: 10,
-    min: 0,
-    max: 10_000,
-    unit: 'count',
     meaning: "columns one window's update may add to a table; the rest wait for a later window",
   }),
-  maxColumnsPerTable: intVar({
+  maxColumnsPerTable: countVar([1, 10_000], {
     name: 'OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE',
     default: 1000,
-    min: 1,
-    max: 10_000,
-    unit: 'count',
     meaning: 'columns a target table may reach (BigQuery allows 10,000)',
   }),
-  maxNewFieldsPerEvent: intVar({
+  maxNewFieldsPerEvent: countVar([0, 10_000], {
     name: 'OFFVIA_SCHEMA_MAX_NEW_FIELDS_PER_EVENT',
     default: 20,
-    min: 0,
-    max: 10_000,
-    unit: 'count',
     meaning:
       'an event with more not-yet-column fields is a flood: it proposes none of them (`FIELD_FLOOD`)',
   }),
-  maxProposedFieldsPerWindow: intVar({
+  maxProposedFieldsPerWindow: countVar([1, 2000], {
     name: 'OFFVIA_SCHEMA_MAX_PROPOSED_FIELDS_PER_WINDOW',
     default: 200,
-    min: 1,
-    max: 2000,
-    unit: 'count',
     meaning:
       'distinct fields one pending change holds (bounds the Firestore document); a field past it is `PROPOSAL_CAP`',
   }),
-  schemaCacheTtlMs: intVar({
+  schemaCacheTtlMs: msVar([0, HOUR_MS], {
     name: 'OFFVIA_SCHEMA_CACHE_TTL_MS',
     default: 60_000,
-    min: 0,
-    max: HOUR_MS,
-    unit: 'ms',
     meaning: 'how long `ingestBooking` trusts a cached table schema',
   }),
   ddlStyle: choiceVar<DdlStyle>({
@@ -160,29 +137,20 @@ export const SCHEMA_DRIFT_VARS = {
       'one `ALTER TABLE` with every column (one metadata update, what BigQuery wants), or one per column (the ' +
       'local emulator takes one ALTER command per statement)',
   }),
-  leaseMs: intVar({
+  leaseMs: msVar([10_000, HOUR_MS], {
     name: 'OFFVIA_SCHEMA_LEASE_MS',
     default: 120_000,
-    min: 10_000,
-    max: HOUR_MS,
-    unit: 'ms',
     meaning: "the sweep's lease per table, renewed before every write step",
   }),
-  minUpdateIntervalMs: intVar({
+  minUpdateIntervalMs: msVar([0, HOUR_MS], {
     name: 'OFFVIA_SCHEMA_MIN_UPDATE_INTERVAL_MS',
     default: 10_000,
-    min: 0,
-    max: HOUR_MS,
-    unit: 'ms',
     meaning:
       'least time between two updates of one table (BigQuery allows 5 table metadata updates per 10 s per table)',
   }),
-  sweepMaxRows: intVar({
+  sweepMaxRows: countVar([1, 100_000], {
     name: 'OFFVIA_SCHEMA_SWEEP_MAX_ROWS',
     default: 5000,
-    min: 1,
-    max: 100_000,
-    unit: 'count',
     meaning: 'waiting rows one sweep retries per table, oldest first',
   }),
   firestoreRoot: nameVar({
@@ -226,8 +194,6 @@ export function loadSchemaDriftConfig(
     );
   }
   const { windowMinutes, retryMinutes } = plain;
-  // 0 is an explicit "no retries" (rows go to bad data at the first sweep after their window); otherwise the
-  // budget must cover two windows (see the spec).
   if (retryMinutes > 0 && retryMinutes < 2 * windowMinutes) {
     throw new ConfigError(
       'OFFVIA_SCHEMA_RETRY_MINUTES',

@@ -21,10 +21,7 @@ interface BaseVarSpec {
   readonly name: string;
   /** What it changes, in the field's terms; one or two sentences, Markdown allowed (it lands in a table cell). */
   readonly meaning: string;
-  /**
-   * Set when the default is not a constant (another variable's value, a detected project): the reference prints
-   * this instead of `default`, which the loader then does not use.
-   */
+  /** Set when the default is not a constant: the reference prints this, and the loader does not use `default`. */
   readonly defaultText?: string;
 }
 
@@ -36,8 +33,8 @@ export interface IntVarSpec extends BaseVarSpec {
   readonly max: number;
   readonly unit: VarUnit;
   /**
-   * Set when a bound depends on another variable (e.g. at most `OFFVIA_WINDOW_SIZE_MS`) or a cross-variable rule
-   * applies; the reference prints it beside the static range, which stays the widest the loader accepts.
+   * A bound that depends on another variable or a cross-variable rule, printed beside the static range (which
+   * stays the widest the loader accepts).
    */
   readonly rangeText?: string;
 }
@@ -115,10 +112,35 @@ export function intVar(spec: Omit<IntVarSpec, 'kind'>): IntVarSpec {
   return { kind: 'int', ...spec };
 }
 
+/** An integer spec's fields but its unit and range, which `msVar` and friends take first. */
+type IntVarFields = Omit<IntVarSpec, 'kind' | 'unit' | 'min' | 'max'>;
+
+/** Builds integer specs in one unit, each from its range `[min, max]` and other fields (checked as `intVar`). */
+const unitVar =
+  (unit: VarUnit) =>
+  ([min, max]: readonly [number, number], spec: IntVarFields): IntVarSpec =>
+    intVar({ ...spec, min, max, unit });
+
+/** Builds an integer spec in ms from its range `[min, max]`. */
+export const msVar = unitVar('ms');
+
+/** Builds an integer spec counting things from its range `[min, max]`. */
+export const countVar = unitVar('count');
+
+/** Builds an integer spec in minutes from its range `[min, max]`. */
+export const minutesVar = unitVar('minutes');
+
+/** Builds an integer spec in bytes from its range `[min, max]`. */
+export const bytesVar = unitVar('bytes');
+
+/** A builder of the specs of one kind: the spec's fields, with `kind` added. */
+const kindVar =
+  <S extends VarSpec>(kind: S['kind']) =>
+  (spec: Omit<S, 'kind'>): S =>
+    ({ kind, ...spec }) as S;
+
 /** Builds a boolean spec. */
-export function boolVar(spec: Omit<BoolVarSpec, 'kind'>): BoolVarSpec {
-  return { kind: 'bool', ...spec };
-}
+export const boolVar = kindVar<BoolVarSpec>('bool');
 
 /** Builds a choice spec. */
 export function choiceVar<T extends string>(
@@ -128,24 +150,16 @@ export function choiceVar<T extends string>(
 }
 
 /** Builds a table spec. */
-export function tableVar(spec: Omit<TableVarSpec, 'kind'>): TableVarSpec {
-  return { kind: 'table', ...spec };
-}
+export const tableVar = kindVar<TableVarSpec>('table');
 
 /** Builds a table-list spec. */
-export function tableListVar(spec: Omit<TableListVarSpec, 'kind'>): TableListVarSpec {
-  return { kind: 'tables', ...spec };
-}
+export const tableListVar = kindVar<TableListVarSpec>('tables');
 
 /** Builds a name spec. */
-export function nameVar(spec: Omit<NameVarSpec, 'kind'>): NameVarSpec {
-  return { kind: 'name', ...spec };
-}
+export const nameVar = kindVar<NameVarSpec>('name');
 
 /** Builds a free-text spec. */
-export function textVar(spec: Omit<TextVarSpec, 'kind'>): TextVarSpec {
-  return { kind: 'text', ...spec };
-}
+export const textVar = kindVar<TextVarSpec>('text');
 
 /**
  * Reads an integer variable through its spec. `bounds` replaces the default or a bound that depends on another
@@ -164,14 +178,6 @@ export function readIntVar(
     bounds.min ?? spec.min,
     bounds.max ?? spec.max,
   );
-}
-
-/**
- * Reads a boolean variable through its spec.
- * @throws ConfigError naming the variable (the message of `readBool`).
- */
-export function readBoolVar(env: Env, spec: BoolVarSpec): boolean {
-  return readBool(env, spec.name, spec.default);
 }
 
 /**
@@ -232,6 +238,9 @@ export type VarValue<S> = S extends IntVarSpec
           ? string
           : never;
 
+/** The keys of a spec table whose specs are plain: what `readVars` reads when no keys are given. */
+export type PlainKey<V> = { [K in keyof V]: V[K] extends PlainVarSpec ? K : never }[keyof V];
+
 /** The values of the listed keys of a spec table, one field per key (what a loader returns for them). */
 export type VarValues<V, K extends keyof V = keyof V> = { -readonly [P in K]: VarValue<V[P]> };
 
@@ -242,7 +251,7 @@ export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
     case 'int':
       return readIntVar(env, spec);
     case 'bool':
-      return readBoolVar(env, spec);
+      return readBool(env, spec.name, spec.default);
     case 'choice':
       return readChoiceVar(env, spec);
     case 'table':
@@ -253,11 +262,14 @@ export function readVar(env: Env, spec: PlainVarSpec): VarValue<PlainVarSpec> {
 }
 
 /**
- * Reads the listed variables of a spec table (every one when `keys` is left out) through their specs, in the order
- * listed (so the first bad one is the one reported), each with its spec's default and range.
+ * Reads the listed variables of a spec table (without `keys`: every plain one, in table order) through their specs,
+ * in the order listed (so the first bad one is the one reported), each with its spec's default and range.
  * @throws ConfigError naming the first bad variable
  */
-export function readVars<V extends Record<string, PlainVarSpec>>(env: Env, vars: V): VarValues<V>;
+export function readVars<V extends Record<string, VarSpec>>(
+  env: Env,
+  vars: V,
+): VarValues<V, PlainKey<V>>;
 export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
   env: Env,
   vars: V,
@@ -265,8 +277,10 @@ export function readVars<K extends string, V extends Record<K, PlainVarSpec>>(
 ): VarValues<V, K>;
 export function readVars(
   env: Env,
-  vars: Record<string, PlainVarSpec>,
-  keys: readonly string[] = Object.keys(vars),
+  vars: Record<string, VarSpec>,
+  keys: readonly string[] = Object.keys(vars).filter(
+    (k) => !['text', 'tables'].includes(vars[k]!.kind),
+  ),
 ): Record<string, unknown> {
   return Object.fromEntries(keys.map((key) => [key, readVar(env, vars[key] as PlainVarSpec)]));
 }

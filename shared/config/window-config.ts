@@ -12,17 +12,19 @@ import {
 } from '../windowing';
 import { type Env, readOptionalString, readString } from './env';
 import {
+  type IntVarSpec,
   type VarGroup,
   type VarValues,
   boolVar,
   choiceVar,
-  intVar,
   nameVar,
   readChoiceVar,
   readIntVar,
   readVars,
   tableVar,
   textVar,
+  countVar,
+  msVar,
 } from './spec';
 
 /**
@@ -54,19 +56,15 @@ const DAY_MS = 24 * HOUR_MS;
 const PIPELINE = /^[a-z][a-z0-9_]{0,39}$/;
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 
-/**
- * The variable that chose the retired per-window layout. Only `key-groups` (the one layout) is accepted; a deployment
- * still holding per-window windows drains them with its previous release first (docs/windows.md).
- */
+/** The variable of the retired per-window layout: only `key-groups` is accepted (docs/windows.md). */
 const RETIRED_LAYOUT_VAR = 'OFFVIA_WINDOW_LAYOUT';
 
 /** Most windows one event may fall in (sliding windows: ceil(size / period)); each is a state write. */
 export const MAX_WINDOWS_PER_EVENT = 60;
 
 /**
- * The variables `loadWindowConfig` reads; docs/configuration.md is generated from these specs. Defaults are the
- * lab's windowing (one-minute fixed windows, 5 min allowed lateness) with the study guide's early firings every
- * 30 s, a late firing per late element and accumulating panes.
+ * The variables `loadWindowConfig` reads; docs/configuration.md is generated from these specs. Defaults: the lab's
+ * one-minute fixed windows, 5 min lateness, early firings every 30 s, a late firing per element, accumulating.
  */
 export const WINDOW_VARS = {
   enabled: boolVar({
@@ -81,31 +79,22 @@ export const WINDOW_VARS = {
     patternText: 'a lowercase letter, then up to 39 lowercase letters, digits or `_`',
     meaning: 'pipeline name: Firestore namespace, gold `pipeline` column, insertId prefix',
   }),
-  sizeMs: intVar({
+  sizeMs: msVar([SECOND_MS, DAY_MS], {
     name: 'OFFVIA_WINDOW_SIZE_MS',
     default: MINUTE_MS,
-    min: SECOND_MS,
-    max: DAY_MS,
-    unit: 'ms',
     meaning: 'window length',
   }),
-  periodMs: intVar({
+  periodMs: msVar([SECOND_MS, DAY_MS], {
     name: 'OFFVIA_WINDOW_PERIOD_MS',
     default: MINUTE_MS,
     defaultText: '`OFFVIA_WINDOW_SIZE_MS` (fixed windows)',
-    min: SECOND_MS,
-    max: DAY_MS,
-    unit: 'ms',
     rangeText: `at most \`OFFVIA_WINDOW_SIZE_MS\`, and size / period ≤ ${MAX_WINDOWS_PER_EVENT}`,
     meaning:
       'below the size: sliding windows. Each event is in size / period windows, each a state write in its transaction',
   }),
-  sessionGapMs: intVar({
+  sessionGapMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WINDOW_SESSION_GAP_MS',
     default: 0,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     rangeText:
       'with it, `OFFVIA_WINDOW_SIZE_MS`, `OFFVIA_WINDOW_PERIOD_MS`, `OFFVIA_WINDOW_OFFSET_MS` must be unset, ' +
       'and `OFFVIA_WINDOW_GROUP_SHARDS` 1',
@@ -114,55 +103,37 @@ export const WINDOW_VARS = {
       "windows, kept in the session layout (one Firestore document per key holding the key's open sessions, see " +
       '[windows](windows.md#session-windows)); 0: fixed or sliding windows',
   }),
-  offsetMs: intVar({
+  offsetMs: msVar([0, DAY_MS - 1], {
     name: 'OFFVIA_WINDOW_OFFSET_MS',
     default: 0,
-    min: 0,
-    max: DAY_MS - 1,
-    unit: 'ms',
     rangeText: 'below the period',
     meaning: 'shifts window starts from the epoch',
   }),
-  allowedLatenessMs: intVar({
+  allowedLatenessMs: msVar([0, 7 * DAY_MS], {
     name: 'OFFVIA_WINDOW_ALLOWED_LATENESS_MS',
     default: 5 * MINUTE_MS,
-    min: 0,
-    max: 7 * DAY_MS,
-    unit: 'ms',
     meaning:
       "Beam's allowed lateness: data later than window end + this (by the watermark) is dropped and counted",
   }),
-  earlyFiringDelayMs: intVar({
+  earlyFiringDelayMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WINDOW_EARLY_FIRING_DELAY_MS',
     default: 30 * SECOND_MS,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     meaning:
       "early firings: processing time after the pane's first element (0 = off; with a count too: `AfterFirst`)",
   }),
-  earlyFiringCount: intVar({
+  earlyFiringCount: countVar([0, 1_000_000], {
     name: 'OFFVIA_WINDOW_EARLY_FIRING_COUNT',
     default: 0,
-    min: 0,
-    max: 1_000_000,
-    unit: 'count',
     meaning: 'early firings: elements in the pane (0 = off)',
   }),
-  lateFiringDelayMs: intVar({
+  lateFiringDelayMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WINDOW_LATE_FIRING_DELAY_MS',
     default: 0,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     meaning: "late firings: processing time after the late pane's first element (0 = off)",
   }),
-  lateFiringCount: intVar({
+  lateFiringCount: countVar([0, 1_000_000], {
     name: 'OFFVIA_WINDOW_LATE_FIRING_COUNT',
     default: 1,
-    min: 0,
-    max: 1_000_000,
-    unit: 'count',
     meaning:
       'late firings: late elements per LATE pane. With the delay also 0 there are none: the ON_TIME pane is final ' +
       'and later data is dropped (`CLOSED_WINDOW`)',
@@ -174,69 +145,50 @@ export const WINDOW_VARS = {
     meaning:
       'whether a pane carries everything so far (`ACCUMULATING`) or only what came since the last pane',
   }),
-  maxOutOfOrdernessMs: intVar({
+  maxOutOfOrdernessMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WATERMARK_MAX_OUT_OF_ORDERNESS_MS',
     default: 10 * SECOND_MS,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     meaning: 'watermark = largest event time seen − this',
   }),
-  idleTimeoutMs: intVar({
+  idleTimeoutMs: msVar([SECOND_MS, DAY_MS], {
     name: 'OFFVIA_WATERMARK_IDLE_TIMEOUT_MS',
     default: MINUTE_MS,
-    min: SECOND_MS,
-    max: DAY_MS,
-    unit: 'ms',
     meaning:
       'no new largest event time for this long: the watermark glides on with processing time',
   }),
   // Not the contract's OFFVIA_MAX_FUTURE_SKEW_MS (5 min): an event the contract accepts a few minutes ahead of
   // the clock must not drag the watermark ahead of it, or on-time data of the current minute is dropped as late.
-  watermarkMaxFutureSkewMs: intVar({
+  watermarkMaxFutureSkewMs: msVar([0, HOUR_MS], {
     name: 'OFFVIA_WATERMARK_MAX_FUTURE_SKEW_MS',
     default: 0,
-    min: 0,
-    max: HOUR_MS,
-    unit: 'ms',
     meaning:
       'events stamped later than their receipt + this are counted in their windows but never move the watermark. ' +
       "Not the contract's `OFFVIA_MAX_FUTURE_SKEW_MS`: one event stamped minutes ahead would drag the watermark " +
       'ahead of the clock and current data would be dropped as late',
   }),
-  // Firestore: at most 500 writes per transaction; closing a window deletes every shard in one.
-  // Sized for Firestore's sustained write rate per document (about 1 write/s, best-practices page) and its 1 MiB
-  // document limit: 16 groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
-  keyGroups: intVar({
+  // Sized for Firestore's sustained write rate per document (about 1 write/s) and its 1 MiB document limit: 16
+  // groups keep a 50,000-key window at about 3,100 keys (~500 KiB) per document.
+  keyGroups: countVar([1, 1024], {
     name: 'OFFVIA_WINDOW_KEY_GROUPS',
     default: 16,
-    min: 1,
-    max: 1024,
-    unit: 'count',
     meaning:
       'key groups per window (the keys of a window hashed into key-group documents, dedup ids kept in the state, ' +
       'docs/windows.md): hash(key) mod this picks the document a key lives in. Fewer ' +
       'groups bundle more events per transaction; more groups spread writes and keep documents under 1 MiB. ' +
       'Change it only while no window is open (a key would move to another group)',
   }),
-  groupShards: intVar({
+  groupShards: countVar([1, 16], {
     name: 'OFFVIA_WINDOW_GROUP_SHARDS',
     default: 1,
-    min: 1,
-    max: 16,
-    unit: 'count',
     meaning:
       'shard documents per key group and window: events go to hash(event id) mod this. 1 keeps a group in one ' +
       'document (one read and one write ' +
       'per transaction); raise it when one key takes more writes than one document sustains (a hot key written by ' +
       'many instances). Change it only while no window is open',
   }),
-  maxBundle: intVar({
+  maxBundle: countVar([1, 200], {
     name: 'OFFVIA_WINDOW_MAX_BUNDLE',
     default: 100,
-    min: 1,
-    max: 200,
-    unit: 'count',
     meaning: 'most events of one (key, window) an instance applies in one Firestore transaction',
   }),
   firestoreRoot: nameVar({
@@ -252,102 +204,69 @@ export const WINDOW_VARS = {
     meaning:
       'where panes go; refused at cold start when it is the Silver, quarantine or bad-data table',
   }),
-  ledgerTtlMs: intVar({
+  ledgerTtlMs: msVar([MINUTE_MS, 400 * DAY_MS], {
     name: 'OFFVIA_WINDOW_LEDGER_TTL_MS',
     default: 8 * DAY_MS,
-    min: MINUTE_MS,
-    max: 400 * DAY_MS,
-    unit: 'ms',
     rangeText:
       'at least size + allowed lateness + out-of-orderness + idle timeout + watermark future skew (checked at ' +
       'cold start)',
     meaning:
       "dedup ledger lifetime; must also cover the subscription's retention (7 days; the deploy plan checks)",
   }),
-  droppedTtlMs: intVar({
+  droppedTtlMs: msVar([MINUTE_MS, 400 * DAY_MS], {
     name: 'OFFVIA_WINDOW_DROPPED_TTL_MS',
     default: 30 * DAY_MS,
-    min: MINUTE_MS,
-    max: 400 * DAY_MS,
-    unit: 'ms',
     meaning: 'lifetime of the dropped-late counters',
   }),
-  watermarkCacheMs: intVar({
+  watermarkCacheMs: msVar([0, MINUTE_MS], {
     name: 'OFFVIA_WATERMARK_CACHE_MS',
     default: SECOND_MS,
-    min: 0,
-    max: MINUTE_MS,
-    unit: 'ms',
     meaning: 'how long an instance reuses a watermark it read (0: read every time)',
   }),
-  watermarkWriteIntervalMs: intVar({
+  watermarkWriteIntervalMs: msVar([0, MINUTE_MS], {
     name: 'OFFVIA_WATERMARK_WRITE_INTERVAL_MS',
     default: SECOND_MS,
-    min: 0,
-    max: MINUTE_MS,
-    unit: 'ms',
     meaning: 'least processing time between two watermark writes of an instance',
   }),
-  fireLeaseMs: intVar({
+  fireLeaseMs: msVar([10 * SECOND_MS, 30 * MINUTE_MS], {
     name: 'OFFVIA_FIRE_WINDOWS_LEASE_MS',
     default: 2 * MINUTE_MS,
-    min: 10 * SECOND_MS,
-    max: 30 * MINUTE_MS,
-    unit: 'ms',
     meaning: "`fireWindows`' lease per pipeline (one run at a time)",
   }),
-  fireConcurrency: intVar({
+  fireConcurrency: countVar([1, 64], {
     name: 'OFFVIA_FIRE_WINDOWS_CONCURRENCY',
     default: 8,
-    min: 1,
-    max: 64,
-    unit: 'count',
     meaning: 'windows `fireWindows` fires in parallel',
   }),
-  fireMaxWindows: intVar({
+  fireMaxWindows: countVar([1, 100_000], {
     name: 'OFFVIA_FIRE_WINDOWS_MAX_WINDOWS',
     default: 5000,
-    min: 1,
-    max: 100_000,
-    unit: 'count',
     meaning: 'due windows one `fireWindows` run handles; the rest wait for the next run',
   }),
-  firePartitions: intVar({
+  firePartitions: countVar([1, 64], {
     name: 'OFFVIA_FIRE_WINDOWS_PARTITIONS',
     default: 4,
-    min: 1,
-    max: 64,
-    unit: 'count',
     meaning:
       '`key-groups` layout: partitions of the key groups, each with its own lease, so several `fireWindows` ' +
       'invocations fire due windows in parallel',
   }),
-  firePartitionsInFlight: intVar({
+  firePartitionsInFlight: countVar([1, 64], {
     name: 'OFFVIA_FIRE_WINDOWS_PARTITIONS_IN_FLIGHT',
     default: 4,
-    min: 1,
-    max: 64,
-    unit: 'count',
     meaning:
       '`key-groups` layout: partitions one `fireWindows` run leases and fires at a time (each with ' +
       '`OFFVIA_FIRE_WINDOWS_CONCURRENCY` key groups in flight), so a lone run keeps several partitions going',
   }),
-  outboxGraceMs: intVar({
+  outboxGraceMs: msVar([0, 10 * MINUTE_MS], {
     name: 'OFFVIA_PANE_OUTBOX_GRACE_MS',
     default: 30 * SECOND_MS,
-    min: 0,
-    max: 10 * MINUTE_MS,
-    unit: 'ms',
     meaning: 'outbox panes older than this are re-emitted to gold by `fireWindows`',
   }),
   // Cloud Scheduler runs fireWindows once a minute and never starts a run before the previous one ended (Cloud
   // Scheduler API, Job.schedule): a loop of just under a minute hands over to the next run with a gap of ~2 s.
-  fireLoopMs: intVar({
+  fireLoopMs: msVar([0, 30 * MINUTE_MS], {
     name: 'OFFVIA_FIRE_WINDOWS_LOOP_MS',
     default: 58 * SECOND_MS,
-    min: 0,
-    max: 30 * MINUTE_MS,
-    unit: 'ms',
     rangeText:
       'below the schedule (60 s), so a run ends before the next; the deploy plan sets the function timeout to ' +
       'this + `OFFVIA_FIRE_WINDOWS_LEASE_MS` + 30 s',
@@ -356,36 +275,27 @@ export const WINDOW_VARS = {
       'processing-time timers (early/late panes) this long after its first pass, sleeping until the earliest one; ' +
       '0: one pass per run (timers then wait for the next run)',
   }),
-  firePollMs: intVar({
+  firePollMs: msVar([500, MINUTE_MS], {
     name: 'OFFVIA_FIRE_WINDOWS_POLL_MS',
     default: 5 * SECOND_MS,
-    min: 500,
-    max: MINUTE_MS,
-    unit: 'ms',
     meaning:
       "longest sleep of `fireWindows`' timer loop between two queries for the earliest pending timer (one " +
       'Firestore read each): bounds how late a timer of a pane that began while the loop slept can fire',
   }),
   // The cloud subscription retries a failed push after 10 s to 600 s (deploy/gcloud/deploy-plan.ts DELIVERY): a
   // hold must outlive the longest backoff, or it lapses while its message still waits for redelivery.
-  holdLeaseMs: intVar({
+  holdLeaseMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WATERMARK_HOLD_LEASE_MS',
     default: 11 * MINUTE_MS,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     rangeText: "above the push subscription's maximum retry delay (600 s in the cloud)",
     meaning:
       'a delivery `ingestBooking` refuses holds the watermark at its publish time − out-of-orderness until the ' +
       'message is processed, or this long after its last failed delivery (it was acked elsewhere or dead-lettered); ' +
       '0: no holds',
   }),
-  holdMaxMs: intVar({
+  holdMaxMs: msVar([MINUTE_MS, 7 * DAY_MS], {
     name: 'OFFVIA_WATERMARK_HOLD_MAX_MS',
     default: HOUR_MS,
-    min: MINUTE_MS,
-    max: 7 * DAY_MS,
-    unit: 'ms',
     meaning:
       'a message failing for longer than this (since its publish time) stops holding the watermark and is logged as ' +
       'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing',
@@ -408,12 +318,9 @@ export const WINDOW_VARS = {
     allowedText: 'a Pub/Sub subscription id (the `eventarc-*` subscription the deploy prints)',
     meaning: 'the push subscription feeding `ingestBooking` whose backlog holds the watermark',
   }),
-  holdMinBacklogAgeMs: intVar({
+  holdMinBacklogAgeMs: msVar([0, DAY_MS], {
     name: 'OFFVIA_WATERMARK_HOLD_MIN_BACKLOG_AGE_MS',
     default: MINUTE_MS,
-    min: 0,
-    max: DAY_MS,
-    unit: 'ms',
     meaning:
       '`monitoring` source: a backlog whose oldest message is younger than this does not hold (deliveries in flight, ' +
       'covered by the out-of-orderness bound; holding behind them would keep the watermark a metric delay behind ' +
@@ -492,7 +399,10 @@ function asConfigError(err: unknown): never {
   throw new ConfigError(variable, err.message);
 }
 
-function firing(delayMs: number, count: number): FiringSpec | undefined {
+/** The firing of a delay and a count variable; `undefined` (off) when both are 0. */
+function firing(env: Env, delay: IntVarSpec, elements: IntVarSpec): FiringSpec | undefined {
+  const delayMs = readIntVar(env, delay);
+  const count = readIntVar(env, elements);
   if (delayMs === 0 && count === 0) return undefined;
   return {
     ...(delayMs > 0 && { processingTimeDelayMs: delayMs }),
@@ -501,8 +411,7 @@ function firing(delayMs: number, count: number): FiringSpec | undefined {
 }
 
 /**
- * Refuses the retired per-window layout in one line naming the drain procedure (docs/windows.md "Draining the
- * per-window layout"): its windows would otherwise never fire.
+ * Refuses the retired per-window layout, naming the drain procedure: its windows would otherwise never fire.
  * @throws ConfigError when `OFFVIA_WINDOW_LAYOUT` is set to anything but `key-groups`
  */
 function refuseRetiredLayout(env: Env): void {
@@ -545,9 +454,8 @@ function readHoldSource(env: Env): Pick<WindowConfig, 'holdSource' | 'holdSubscr
 }
 
 /**
- * Session windows (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), refusing the variables that do not apply to them: the
- * window size, period and offset (sessions have none) and group shards (a key's sessions are
- * one document, merged in one transaction). `null` when sessions are off.
+ * The session gap (`OFFVIA_WINDOW_SESSION_GAP_MS` > 0), or `null` when sessions are off. Refuses window size, period,
+ * offset and group shards with sessions (a key's sessions are one document, merged in one transaction).
  * @throws ConfigError naming the variable that conflicts
  */
 function readSessionGap(env: Env): number | null {
@@ -572,10 +480,8 @@ function readSessionGap(env: Env): number | null {
 }
 
 /**
- * Reads and validates the windowing configuration. Fixed windows by default; `OFFVIA_WINDOW_PERIOD_MS` below the
- * size gives sliding windows; `OFFVIA_WINDOW_SESSION_GAP_MS` above 0 gives session windows (the session layout).
- * A firing is off when both its delay and count are 0; without late firings the ON_TIME pane is final and later
- * data is dropped (Beam).
+ * Reads and validates the windowing configuration: fixed windows by default, sliding with a period below the size,
+ * sessions with a gap above 0. A firing is off when both its delay and count are 0.
  * @throws ConfigError naming the first bad variable
  */
 export function loadWindowConfig(env: Env): WindowConfig {
@@ -594,14 +500,8 @@ export function loadWindowConfig(env: Env): WindowConfig {
     );
   }
   const offsetMs = readIntVar(env, v.offsetMs, { max: periodMs - 1 });
-  const earlyFirings = firing(
-    readIntVar(env, v.earlyFiringDelayMs),
-    readIntVar(env, v.earlyFiringCount),
-  );
-  const lateFirings = firing(
-    readIntVar(env, v.lateFiringDelayMs),
-    readIntVar(env, v.lateFiringCount),
-  );
+  const earlyFirings = firing(env, v.earlyFiringDelayMs, v.earlyFiringCount);
+  const lateFirings = firing(env, v.lateFiringDelayMs, v.lateFiringCount);
   let strategy: WindowingStrategy;
   let watermarkPolicy: WatermarkPolicy;
   try {
@@ -643,17 +543,15 @@ export function loadWindowConfig(env: Env): WindowConfig {
 }
 
 /**
- * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: the
- * event is at most `maxFutureSkewMs` ahead of the clock, the window ends at most `sizeMs` after it, and it is
- * closed once the watermark, which trails the clock by at most the out-of-orderness bound plus the idle timeout,
- * passes its end + allowed lateness. The dedup ledger must outlive this (see `OFFVIA_WINDOW_LEDGER_TTL_MS`).
+ * Upper bound, in ms of processing time, on how long a window stays open after its first counted event: future
+ * skew + size + allowed lateness + the watermark's lag behind the clock (out-of-orderness + idle timeout). The
+ * dedup ledger must outlive this (`OFFVIA_WINDOW_LEDGER_TTL_MS`).
  */
 export function longestWindowLifetimeMs(
   config: Pick<WindowConfig, 'strategy' | 'watermarkPolicy'>,
 ): number {
   const { strategy, watermarkPolicy: wm } = config;
-  // A session grows with every event; the gap is a lower bound there (the session layout keeps its dedup ids in the
-  // session itself, so no ledger has to outlive it).
+  // A session grows with every event; the gap is a lower bound (a session keeps its own dedup ids).
   const sizeMs =
     strategy.windowFn.kind === 'sessions' ? strategy.windowFn.gapMs : strategy.windowFn.sizeMs;
   return (

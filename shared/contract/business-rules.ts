@@ -39,14 +39,9 @@ export interface BusinessFields {
 
 /**
  * Checks the business rules of a schema-valid booking and reports every broken one, fare first, in one reason
- * joined by "; ":
- * - fare (lab: `Decimal(str(fare))`, then "fare must be greater than zero"; BigQuery limit: NUMERIC): a JSON
- *   number or a decimal string, > 0, exactly representable in NUMERIC (≤ 29 integer digits, ≤ 9 fraction
- *   digits once trailing zeros are dropped). Reasons start "Invalid fare:" as in the lab.
- * - origin and destination: three ASCII capitals each, and different (team decision).
- * - currency: three ASCII capitals (team decision); status: /^[A-Z][A-Z0-9_]*$/, at most 64 characters (team
- *   decision). Absent or null, they default to `defaultCurrency` ("USD", the lab's, unless configured) and
- *   "CONFIRMED" (lab).
+ * joined by "; ": the fare is > 0 and exact in BigQuery NUMERIC (lab: `Decimal(str(fare))`, reasons "Invalid
+ * fare: …"); origin and destination are different IATA codes; currency and status match their patterns above
+ * (team decisions), defaulting to `defaultCurrency` ("USD" unless configured) and "CONFIRMED" (lab).
  */
 export function checkBusinessRules(
   booking: SchemaValidBooking,

@@ -18,11 +18,9 @@ export interface EventIdSource {
 }
 
 /**
- * Derives a booking's event id (design.md "Dedup": "a hash of booking id, status and event time"):
- * `"bk1-"` + the first 32 hex characters of SHA-256 over the JSON array `[booking_id, booking_status,
- * event_timestamp]`. JSON encoding keeps the parts unambiguous (no separator can be forged inside a part).
- * Message id, key order, fare spelling and the original offset do not enter, so a re-published event keeps its
- * id (team decision). Used as the Silver insertId and the dedup ledger key. Never throws.
+ * Derives a booking's event id (design.md "Dedup"): `"bk1-"` + the first 32 hex characters of SHA-256 over the
+ * JSON array `[booking_id, booking_status, event_timestamp]` (JSON keeps the parts unambiguous), so a re-published
+ * event keeps its id (team decision). Used as the Silver insertId and the dedup key. Never throws.
  */
 export function deriveEventId(source: EventIdSource): string {
   const canonical = JSON.stringify([

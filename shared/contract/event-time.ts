@@ -43,17 +43,12 @@ export interface EventInstant {
 }
 
 /**
- * Parses `event_time` strictly (lab: `datetime.fromisoformat` plus a required offset; team decisions for the
- * rest), without `Date.parse`, which accepts far more than RFC 3339. Rejections are EVENT_TIME_VALIDATION with
- * reasons starting "Invalid event_time:" (lab):
- * - not a string, or not `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (date only, `+0200`, ...) or more than 9
- *   fraction digits;
- * - no offset: "event_time must include an offset or Z" (lab);
- * - month, day of month (2026-02-30), hour (24), minute or second (60: BigQuery TIMESTAMP has no leap seconds),
- *   offset hour (> 23) or offset minute out of range;
- * - outside BigQuery TIMESTAMP's range 0001-01-01 to 9999-12-31 UTC, before or after applying the offset
- *   (BigQuery limit).
- * Fraction digits beyond microseconds are truncated (BigQuery limit: TIMESTAMP precision is microseconds).
+ * Parses `event_time` strictly as RFC 3339 (lab: `datetime.fromisoformat` plus a required offset; not `Date.parse`,
+ * which accepts far more). Rejections are EVENT_TIME_VALIDATION, reasons starting "Invalid event_time:" (lab): not
+ * a string or not `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` with at most 9 fraction digits; no offset (the lab's
+ * "event_time must include an offset or Z"); a field out of range (no leap seconds in BigQuery TIMESTAMP); outside
+ * TIMESTAMP's range 0001-01-01 to 9999-12-31 UTC before or after the offset (BigQuery limit). Fraction digits
+ * beyond microseconds are truncated (BigQuery limit: TIMESTAMP precision).
  */
 export function parseEventTime(
   value: string | LosslessNumber,
@@ -136,10 +131,9 @@ export function parseEventTime(
 }
 
 /**
- * Checks an event time against the receive time (design.md: an event too far in the future must never drag the
- * watermark forward; team decision: a bounded maximum age). Rejects, as EVENT_TIME_VALIDATION, an instant more
- * than `maxFutureSkewMs` after `receivedAtMs` ("too far in the future") or more than `maxEventAgeMs` before it
- * ("too old"); both bounds are inclusive and exact to the microsecond. All values are epoch/duration ms.
+ * Checks an event time against the receive time (design.md; team decision: a bounded age). Rejects, as
+ * EVENT_TIME_VALIDATION, an instant more than `maxFutureSkewMs` after `receivedAtMs` ("too far in the future") or
+ * more than `maxEventAgeMs` before it ("too old"); bounds inclusive, exact to the microsecond; all values in ms.
  */
 export function checkEventTimeWindow(
   instant: EventInstant,
@@ -189,9 +183,8 @@ function instantAt(secondMs: number, micros: number, text: string): EventInstant
 }
 
 /**
- * "YYYY-MM-DDTHH:MM:SS" of a whole UTC second within 0001-9999. Arithmetic instead of Date#toISOString, which
- * allocates and cost more than JSON.parse of a whole booking; the civil-from-days conversion is Howard
- * Hinnant's public-domain algorithm (days since 1970-01-01 → proleptic Gregorian date).
+ * "YYYY-MM-DDTHH:MM:SS" of a whole UTC second within 0001-9999, by Howard Hinnant's public-domain civil-from-days
+ * algorithm (Date#toISOString cost more than JSON.parse of a whole booking).
  */
 function formatUtcSecond(secondMs: number): string {
   const days = Math.floor(secondMs / MS_PER_DAY);

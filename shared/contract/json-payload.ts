@@ -6,8 +6,7 @@ import { failWith, type Ok, type ValidationFailure } from './stages';
 
 /**
  * Deepest nesting of objects and arrays accepted, the top-level value being depth 1 (BigQuery limit: the JSON
- * type's nesting limit is 500). It also bounds lossless-json's recursion, which overflows the stack after a few
- * thousand levels, whereas V8's JSON.parse is iterative.
+ * type's nesting limit is 500). It also bounds lossless-json's recursion, which overflows the stack.
  */
 export const MAX_NESTING_DEPTH = 500;
 
@@ -16,6 +15,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 const BYTE_ORDER_MARK = '\uFEFF';
 const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
+const JSON_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const CHAR_QUOTE = 0x22;
 const CHAR_BACKSLASH = 0x5c;
 const CHAR_COLON = 0x3a;
@@ -27,9 +27,8 @@ const POSITION_SUFFIX = / at position (\d+)$/;
 const V8_POSITION = / in JSON at position (\d+)/;
 
 /**
- * Decodes message bytes as UTF-8, or takes a string as is; in both cases one leading BOM is dropped (RFC 8259
- * §8.1 lets parsers ignore it). Invalid UTF-8 is a PARSE_JSON failure, "payload is not valid UTF-8" (team
- * decision: the lab decoded with `errors="replace"`, which silently corrupts identifiers).
+ * Decodes message bytes as UTF-8, or takes a string as is; one leading BOM is dropped (RFC 8259 §8.1). Invalid
+ * UTF-8 is a PARSE_JSON failure, "payload is not valid UTF-8" (team decision: replacing it corrupts identifiers).
  */
 export function decodePayload(payload: Uint8Array | string): Ok<string> | ValidationFailure {
   if (typeof payload === 'string') {
@@ -38,7 +37,6 @@ export function decodePayload(payload: Uint8Array | string): Ok<string> | Valida
   try {
     return { ok: true, value: UTF8.decode(payload) };
   } catch (error: unknown) {
-    // The WHATWG decoder reports malformed input with a TypeError; anything else is not about the data.
     if (!(error instanceof TypeError)) throw error;
     return failWith('PARSE_JSON', [
       { field: null, kind: 'invalid_utf8', message: 'payload is not valid UTF-8' },
@@ -47,17 +45,15 @@ export function decodePayload(payload: Uint8Array | string): Ok<string> | Valida
 }
 
 /**
- * Parses JSON text with JSON.parse (lab: `json.loads`). Failures are PARSE_JSON: "payload is empty" for an
- * empty or whitespace-only text; "Invalid JSON: <what>: line L column C (char P)" otherwise, where P counts
- * UTF-16 code units like the lab's Python message counts characters; "nesting too deep" beyond
- * {@link MAX_NESTING_DEPTH} levels.
+ * Parses JSON text with JSON.parse (lab: `json.loads`). Failures are PARSE_JSON: "payload is empty"; "Invalid JSON:
+ * <what>: line L column C (char P)" (P in UTF-16 code units, like the lab's Python message); "nesting too deep"
+ * beyond {@link MAX_NESTING_DEPTH} levels.
  */
 export function parseJsonPayload(text: string): Ok<unknown> | ValidationFailure {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error: unknown) {
-    // JSON.parse reports malformed text with a SyntaxError; anything else is not about the data.
     if (!(error instanceof SyntaxError)) throw error;
     return invalidJson(text, error.message);
   }
@@ -74,13 +70,10 @@ export function parseJsonPayload(text: string): Ok<unknown> | ValidationFailure 
 }
 
 /**
- * The contract fields of a parsed top-level object, read as the schema expects them: own properties only, JSON
- * numbers as `LosslessNumber` (their exact source text), and the contract keys that occur more than once with
- * different values. JSON.parse keeps the last of duplicate keys and turns numbers into doubles; so when a
- * contract value is a number, or the text holds more top-level keys than the parsed object (some key is
- * duplicated, possibly spelled with `\u` escapes), the text is parsed again with lossless-json (team decision:
- * the common payload, all strings and no duplicates, costs one JSON.parse and one scan of the text).
- * `text` must be the text `object` was parsed from, and within {@link MAX_NESTING_DEPTH}.
+ * The contract fields of a parsed top-level object as the schema expects them (own properties, JSON numbers as
+ * `LosslessNumber`), and the contract keys that occur more than once with different values. Re-parses with
+ * lossless-json only for a numeric contract value or a duplicated key. `text` must be the text `object` was parsed
+ * from, and within {@link MAX_NESTING_DEPTH}.
  */
 export function readContractFields(
   text: string,
@@ -116,20 +109,18 @@ function pickContractFields(object: Record<string, unknown>): ContractFields {
 }
 
 /**
- * The schema's input record. valibot tests presence with `in`, which must see own properties only: the chain of
- * this class ends in an empty null-prototype object, so nothing of Object.prototype (polluted or not) is
- * visible. Unlike Object.create(null) objects, which V8 keeps as slow dictionaries, instances stay fast.
+ * The schema's input record: valibot tests presence with `in`, so its prototype chain ends in null and nothing of
+ * Object.prototype is visible (unlike Object.create(null), instances stay fast in V8).
  */
 class ContractFieldRecord {}
 Object.setPrototypeOf(ContractFieldRecord.prototype, null);
 
 /**
  * The top-level keys the contract does not know (schema drift), with their values read exactly: when any of
- * them holds a JSON number (at any depth), `text` is parsed again with lossless-json and every number of those
- * values is a `LosslessNumber` carrying its source text (9007199254740993 stays that, a 30-digit integer is not
- * rounded to a double); otherwise the values are JSON.parse's. Duplicate keys resolve last-wins, as in
- * JSON.parse. A `__proto__` key becomes an ordinary own property, never the record's prototype.
- * `text` must be the text `object` was parsed from, and within {@link MAX_NESTING_DEPTH}.
+ * them holds a JSON number (at any depth), every number of those values is a `LosslessNumber` carrying its source
+ * text (lossless-json re-parse); otherwise the values are JSON.parse's. Duplicate keys resolve last-wins. A
+ * `__proto__` key becomes an ordinary own property. `text` must be the text `object` was parsed from, and within
+ * {@link MAX_NESTING_DEPTH}.
  */
 export function collectExtraFields(
   text: string,
@@ -139,10 +130,9 @@ export function collectExtraFields(
   if (!Object.values(extra).some(containsNumber)) return extra;
   let lossless: unknown;
   try {
-    lossless = parseLossless(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+    lossless = parseLastWins(text);
   } catch (error: unknown) {
-    // Defensive only: the text passed JSON.parse and is within MAX_NESTING_DEPTH. Keeping JSON.parse's values
-    // would round big integers silently, so this is not swallowed: it is a programming error.
+    // Defensive only (the text passed JSON.parse); not swallowed, as JSON.parse's values would round big integers.
     throw new Error(`lossless re-parse of a valid JSON text failed: ${String(error)}`, {
       cause: error,
     });
@@ -160,9 +150,8 @@ function extraFieldsOf(object: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
- * Sets `target[key] = value` as an own, enumerable, writable data property. `Object.defineProperty`, not
- * assignment: assigning a field named `__proto__` would set the prototype and drop the value, so a JSON field,
- * column or attribute of that name must be defined.
+ * Sets `target[key] = value` as an own, enumerable, writable data property: assigning a field named `__proto__`
+ * would set the prototype and drop the value.
  */
 export function defineField(target: object, key: string, value: unknown): void {
   Object.defineProperty(target, key, {
@@ -176,11 +165,8 @@ export function defineField(target: object, key: string, value: unknown): void {
 /** Whether a JSON.parse value is or holds a number; iterative, so any depth is safe. */
 function containsNumber(root: unknown): boolean {
   const pending: unknown[] = [root];
-  for (
-    let value = pending.pop();
-    pending.length > 0 || value !== undefined;
-    value = pending.pop()
-  ) {
+  while (pending.length > 0) {
+    const value = pending.pop();
     if (typeof value === 'number') return true;
     if (typeof value === 'object' && value !== null) {
       for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push(child);
@@ -190,9 +176,8 @@ function containsNumber(root: unknown): boolean {
 }
 
 /**
- * How many keys the top-level object of a valid JSON text has, duplicates included. One pass, no allocation:
- * JSON.parse has already validated the syntax, so only strings and brackets need tracking, and string bodies
- * are skipped with native `indexOf` rather than walked character by character (twice as fast).
+ * How many keys the top-level object of a valid JSON text has, duplicates included. One pass tracking only strings
+ * and brackets (the syntax is already valid); string bodies are skipped with native `indexOf` (twice as fast).
  */
 function countTopLevelKeys(text: string): number {
   let count = 0;
@@ -225,14 +210,11 @@ function isEscaped(text: string, index: number): boolean {
   return backslashes % 2 === 1;
 }
 
+/** The index of the first character from `from` on that is not JSON whitespace. */
 function skipWhitespace(text: string, from: number): number {
   let i = from;
-  while (isJsonWhitespace(text.charCodeAt(i))) i++;
+  while (JSON_WHITESPACE.has(text.charCodeAt(i))) i++;
   return i;
-}
-
-function isJsonWhitespace(code: number): boolean {
-  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 }
 
 /** Marks a key seen more than once with different values; `last` is the value JSON.parse would keep. */
@@ -242,10 +224,8 @@ class DuplicateKey {
 
 /**
  * lossless-json's parse of a text JSON.parse accepted, with duplicate contract keys marked by
- * {@link DuplicateKey} (only top-level markers are read; nested ones are ignored) and other duplicates resolved
- * last-wins like JSON.parse. Returns undefined if the two parsers ever disagreed on a text (no known text makes
- * them): the caller then keeps JSON.parse's view, where a numeric contract value fails the schema as a wrong
- * type, a visible rejection rather than a function that throws on every redelivery.
+ * {@link DuplicateKey} (only top-level markers are read) and other duplicates resolved last-wins. Undefined if the
+ * parsers ever disagree: the caller keeps JSON.parse's view, a visible schema rejection rather than a throw.
  */
 function parseLosslessObject(text: string): Record<string, unknown> | undefined {
   let parsed: unknown;
@@ -255,12 +235,16 @@ function parseLosslessObject(text: string): Record<string, unknown> | undefined 
         isContractField(key) ? new DuplicateKey(newValue) : newValue,
     });
   } catch (error: unknown) {
-    // Defensive only: the text passed JSON.parse and is within MAX_NESTING_DEPTH, so neither a SyntaxError nor
-    // a stack overflow is expected.
+    // Defensive only: the text passed JSON.parse and is within MAX_NESTING_DEPTH.
     if (!(error instanceof Error)) throw error;
     return undefined;
   }
   return isPlainObject(parsed) ? parsed : undefined;
+}
+
+/** lossless-json's parse with duplicate keys resolved last-wins, as JSON.parse does. */
+function parseLastWins(text: string): unknown {
+  return parseLossless(text, null, { onDuplicateKey: ({ newValue }) => newValue });
 }
 
 /** Whether a JSON value is an object (not an array, not null, not a lossless-json number). */
@@ -288,9 +272,8 @@ function nestingExceeds(root: object, maxDepth: number): boolean {
 }
 
 /**
- * The PARSE_JSON failure for text JSON.parse rejected. V8's messages only sometimes carry a position, so the
- * error is located by lossless-json, whose messages always end "at position N"; when it cannot say (it
- * overflows the stack on deep nesting), V8's message is used as is.
+ * The PARSE_JSON failure for text JSON.parse rejected, located by lossless-json (its messages end "at position
+ * N"), else by V8's message when that has a position, else V8's message as is.
  */
 function invalidJson(text: string, v8Message: string): ValidationFailure {
   if (JSON_WHITESPACE_ONLY.test(text)) {
@@ -308,9 +291,9 @@ function invalidJson(text: string, v8Message: string): ValidationFailure {
 
 function locateSyntaxError(text: string): { what: string; position: number } | undefined {
   try {
-    parseLossless(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+    parseLastWins(text);
   } catch (error: unknown) {
-    // Only a SyntaxError describes the text; a RangeError (deep nesting) says nothing about where it breaks.
+    // Only a SyntaxError describes the text (a RangeError is deep nesting).
     if (!(error instanceof SyntaxError)) return undefined;
     const match = POSITION_SUFFIX.exec(error.message);
     if (match === null) return undefined;

@@ -14,9 +14,8 @@ export const NUMERIC_MAX_INTEGER_DIGITS = 29;
 const DECIMAL_PATTERN = /^([+-]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?$/;
 
 /**
- * Exponent digits beyond which the value certainly cannot fit NUMERIC (a non-zero value needs an exponent
- * within a few hundred thousand even for a multi-megabyte mantissa); keeps `Number()` exact and avoids ever
- * materialising `1e999999999` as digits.
+ * Exponent digits beyond which a non-zero value cannot fit NUMERIC, whatever its mantissa; keeps `Number()` exact
+ * and `1e999999999` never materialised as digits.
  */
 const MAX_EXPONENT_DIGITS = 12;
 
@@ -41,11 +40,9 @@ export type NumericParseResult =
     };
 
 /**
- * Parses decimal text into an exact BigQuery NUMERIC value (BigQuery limit: precision 38, scale 9, so at most
- * 29 integer digits and 9 fraction digits once trailing fraction zeros are dropped). Accepts an optional sign,
- * a fraction, and an exponent: "7.495e2" is 749.5, "749.50" is 749.5, "-0" is 0. Nothing is rounded: "1e-10"
- * and 30-digit integers are rejected rather than silently changed (team decision). Runs in time linear in the
- * text, without building strings longer than the input. Never throws.
+ * Parses decimal text into an exact BigQuery NUMERIC value (BigQuery limit: at most 29 integer and 9 fraction
+ * digits once trailing fraction zeros are dropped), with optional sign, fraction and exponent ("7.495e2" is 749.5).
+ * Nothing is rounded: "1e-10" is rejected (team decision). Linear in the text. Never throws.
  */
 export function parseNumeric(text: string): NumericParseResult {
   const match = DECIMAL_PATTERN.exec(text);

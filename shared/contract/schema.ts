@@ -40,9 +40,8 @@ function fitsIdentifierLength(text: string): boolean {
 }
 
 /**
- * Characters an identifier may not hold (team decision): controls (C0, DEL, C1: they corrupt logs and CSV
- * exports), invisible format characters (zero-width, bidi overrides, BOM: ids that look equal but are not, or
- * read reversed), line/paragraph separators, and unpaired surrogates (no UTF-8 form, so no BigQuery STRING).
+ * Characters an identifier may not hold (team decision): controls (they corrupt logs and CSV exports), invisible
+ * format characters (ids that look equal but are not), line/paragraph separators, and unpaired surrogates (no UTF-8).
  */
 const FORBIDDEN_IN_IDENTIFIER = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/u;
 
@@ -102,13 +101,10 @@ const EventIdSchema = v.nullish(
 );
 
 /**
- * The booking event contract as a valibot schema, over the contract fields only (extra top-level fields are
- * schema drift, handled elsewhere). Input: a record of the contract fields with JSON numbers as lossless-json
- * `LosslessNumber`s, as `readContractFields` produces. Required (lab): `booking_id`, `passenger_id`,
- * `flight_number` (identifiers: string or JSON integer, output as text), `origin`, `destination` (strings),
- * `fare` and `event_time` (a non-blank string or number here; their formats are business and event-time rules, so
- * an epoch-number `event_time` is an EVENT_TIME_VALIDATION error). Optional:
- * `currency`, `status` (lab, defaults applied later) and `event_id` (design.md "Dedup"); null = absent.
+ * The booking event contract as a valibot schema over the contract fields (input as `readContractFields` gives
+ * it). Required (lab): identifiers `booking_id`, `passenger_id`, `flight_number` (string or JSON integer, output as
+ * text), strings `origin`, `destination`, and `fare`, `event_time` (string or number; their formats are later
+ * stages). Optional, null = absent: `currency`, `status` (lab) and `event_id` (design.md "Dedup").
  */
 export const BookingEventSchema = v.object({
   booking_id: IdentifierSchema,
@@ -143,12 +139,10 @@ const KIND_BY_REQUIREMENT: ReadonlyMap<unknown, ContractIssueKind> = new Map<
 ]);
 
 /**
- * Runs the SCHEMA_VALIDATION stage on the contract fields of a JSON object. Every problem is reported, one
- * issue per field (plus one per duplicate key), in one reason with the fields sorted within each group: first
- * exactly the lab's "Missing required fields: a, b" (with `currencyRequired`, an absent or null `currency` is
- * listed there too), then "Null or empty required fields", "Empty optional
- * fields", "Non-scalar fields", "Duplicate keys with different values", and "Invalid fields: <field> <why>"
- * (wrong type, too long, control characters, malformed event_id), joined by "; ".
+ * Runs the SCHEMA_VALIDATION stage on the contract fields of a JSON object: one issue per field (plus one per
+ * duplicate key), in one reason of groups joined by "; ", fields sorted within each: the lab's "Missing required
+ * fields: a, b" (with `currencyRequired`, a null or absent `currency` too), "Null or empty required fields",
+ * "Empty optional fields", "Non-scalar fields", "Duplicate keys with different values", "Invalid fields: …".
  */
 export function checkSchema(
   fields: Partial<Record<ContractField, unknown>>,

@@ -1,12 +1,9 @@
 // The validation stages a rejected booking is filed under, and the issue data a rejection is built from.
 
 /**
- * The stage at which a booking was rejected; it becomes the quarantine row's `error_stage` (lab:
- * `ValidateAndEnrichBookingFn`'s four stages).
- * - `PARSE_JSON`: the bytes are not UTF-8 JSON.
- * - `SCHEMA_VALIDATION`: JSON, but not an object with the contract's fields and types.
- * - `BUSINESS_RULE_VALIDATION`: the fare, airports, currency or status break a business rule.
- * - `EVENT_TIME_VALIDATION`: `event_time` is not a usable RFC 3339 instant.
+ * The stage at which a booking was rejected, the quarantine row's `error_stage` (lab: `ValidateAndEnrichBookingFn`):
+ * PARSE_JSON (not UTF-8 JSON), SCHEMA_VALIDATION (not an object with the contract's fields and types),
+ * BUSINESS_RULE_VALIDATION (fare, airports, currency, status), EVENT_TIME_VALIDATION (no usable RFC 3339 instant).
  */
 export type ErrorStage =
   'PARSE_JSON' | 'SCHEMA_VALIDATION' | 'BUSINESS_RULE_VALIDATION' | 'EVENT_TIME_VALIDATION';

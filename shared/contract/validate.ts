@@ -21,7 +21,6 @@ import { failWith, type ValidationFailure } from './stages';
 export interface SilverRow {
   /** The booking's id (a JSON integer arrives as its exact digits). */
   booking_id: string;
-  /** The passenger's id. */
   passenger_id: string;
   /** The flight number, e.g. "OF-104". */
   flight_number: string;
@@ -54,15 +53,13 @@ export interface ValidationOptions {
   /** How far before `receivedAtMs` an event time may lie: whole ms ≥ 0, or `Infinity` for no limit. */
   maxEventAgeMs: number;
   /**
-   * The instant the event-time window (`maxFutureSkewMs`, `maxEventAgeMs`) is checked against, epoch ms UTC;
-   * `receivedAtMs` when absent (live traffic). A replay of Bronze passes the message's publish time, so a verdict
-   * does not change with the date of the replay; `ingestion_timestamp` stays `receivedAtMs`.
+   * The instant the event-time window is checked against, epoch ms UTC; `receivedAtMs` when absent. A Bronze replay
+   * passes the publish time, so a verdict does not change with the replay's date.
    */
   rulesAtMs?: number;
   /**
-   * `currency` of a booking that has none (absent or null): three ASCII capitals, "USD" when not given (lab:
-   * `payload.get("currency", "USD")`); `null` for no default, so a booking without `currency` is a
-   * SCHEMA_VALIDATION error ("Missing required fields: currency"). Configured by `OFFVIA_DEFAULT_CURRENCY`.
+   * `currency` of a booking that has none (`OFFVIA_DEFAULT_CURRENCY`): three ASCII capitals, "USD" when not given
+   * (lab); `null` for no default, so a booking without `currency` is a SCHEMA_VALIDATION error.
    */
   defaultCurrency?: string | null;
 }
@@ -76,7 +73,6 @@ export interface ValidationSuccess {
   eventTimeMs: number;
   /** The fare × 10^9 (BigQuery NUMERIC's scale), exact. */
   fareScaled: bigint;
-  /** The Silver row. */
   row: SilverRow;
   /**
    * Top-level keys the contract does not know (schema drift); numbers in them are `LosslessNumber`s (exact source
@@ -89,16 +85,11 @@ export interface ValidationSuccess {
 export type ValidationResult = ValidationSuccess | ValidationFailure;
 
 /**
- * Validates one booking payload against the contract, in the lab's stage order (PARSE_JSON,
- * SCHEMA_VALIDATION, BUSINESS_RULE_VALIDATION, EVENT_TIME_VALIDATION; the first failing stage is reported,
- * with all of its issues) and maps a valid one to its Silver row (lab: `ValidateAndEnrichBookingFn`).
- * `payload` is the message data: bytes (must be UTF-8) or an already-decoded string.
- * Bad data is always a result, never an exception (lab: no poison-pill crash loop): for any payload this
- * function returns. It throws a TypeError only when `options` break their documented ranges, a programming
- * error that must not be quarantined as if the data were at fault (team decision).
- * Cost on the valid path: one JSON.parse, one scan of the text counting top-level keys, one valibot pass, a few
- * anchored regexes and one SHA-256; a second, lossless parse only when a contract value is a JSON number or a
- * top-level key is duplicated, and one more when an extra (drift) field holds a number.
+ * Validates one booking payload against the contract, in the lab's stage order (PARSE_JSON, SCHEMA_VALIDATION,
+ * BUSINESS_RULE_VALIDATION, EVENT_TIME_VALIDATION; the first failing stage is reported, with all of its issues)
+ * and maps a valid one to its Silver row (lab: `ValidateAndEnrichBookingFn`). `payload`: bytes (UTF-8) or a string.
+ * Bad data is always a result, never an exception (lab: no poison-pill crash loop).
+ * @throws TypeError only when `options` break their documented ranges (a programming error, team decision)
  */
 export function validateBooking(
   payload: Uint8Array | string,

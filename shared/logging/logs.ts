@@ -49,6 +49,23 @@ function fieldsEvent<F extends LogFields>(
   return event(severity, message, (fields: F) => ({ ...(outcome && { outcome }), ...fields }));
 }
 
+/**
+ * Declares an event about one Pub/Sub message: the caller passes the message, then the values `fields` maps;
+ * `outcome` and `message_id` come first.
+ */
+function messageEvent<A extends unknown[]>(
+  severity: Severity,
+  message: string,
+  outcome: string,
+  fields: (...args: A) => LogFields,
+): LogEvent<[MessageRef, ...A]> {
+  return event(severity, message, (ref: MessageRef, ...args: A) => ({
+    outcome,
+    message_id: ref.messageId,
+    ...fields(...args),
+  }));
+}
+
 /** Epoch ms as RFC 3339 UTC, the form of every time field of a log line. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -104,34 +121,22 @@ export const messageQuarantined = event(
 );
 
 /** BigQuery rejected a row as data (per-row insert error); the row is routed to the bad-data table instead. */
-export const rowRejectedBySink = event(
+export const rowRejectedBySink = messageEvent(
   'ERROR',
   'row rejected by BigQuery, routed to bad data',
-  (ref: MessageRef, table: string, insertId: string, error: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    insert_id: insertId,
-    table,
-    error,
-  }),
+  'bad_data',
+  (table: string, insertId: string, error: string) => ({ insert_id: insertId, table, error }),
 );
 
 /** A row went to the bad-data table. */
-export const badDataWritten = event(
+export const badDataWritten = messageEvent(
   'WARNING',
   'row written to bad-data table',
-  (ref: MessageRef, targetDest: string, table: string) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
-    target_dest: targetDest,
-    table,
-  }),
+  'bad_data',
+  (targetDest: string, table: string) => ({ target_dest: targetDest, table }),
 );
 
-/**
- * The retry-age guard routed a message that kept failing to the bad-data table (acked): an operator replays it from
- * there (or from Bronze) once `step` works again. `ageMs` in ms.
- */
+/** The retry-age guard routed a message that kept failing to the bad-data table (acked); `age_ms` in ms. */
 export const retryAgeExceeded = fieldsEvent<{
   message_id: string;
   target_dest: string;
@@ -141,15 +146,11 @@ export const retryAgeExceeded = fieldsEvent<{
 }>('ERROR', 'message still failing past the retry age, routed to bad data', 'bad_data');
 
 /** A transient failure: the invocation throws and Pub/Sub redelivers (or, past OFFVIA_MAX_RETRY_AGE_MS, the retry-age guard routes the message to bad data). */
-export const transientFailure = event(
+export const transientFailure = messageEvent(
   'ERROR',
   'transient failure: redelivery, or bad data once past the retry-age guard',
-  (ref: MessageRef, operation: string, error: string) => ({
-    outcome: 'retry',
-    message_id: ref.messageId,
-    operation,
-    error,
-  }),
+  'retry',
+  (operation: string, error: string) => ({ operation, error }),
 );
 
 /** The trigger payload was not a Pub/Sub message at all (wrong event type or shape); logged once its quarantine row is written. */
@@ -182,12 +183,11 @@ export const rowHeldForSchema = fieldsEvent<{
 }>('NOTICE', 'row held for a schema change', 'schema_retry');
 
 /** A drift row is too large for the retry store (a Firestore document holds 1 MiB): it goes to bad data now. */
-export const driftRowTooLarge = event(
+export const driftRowTooLarge = messageEvent(
   'ERROR',
   'drift row too large for the retry store, routed to bad data',
-  (ref: MessageRef, table: string, bytes: number, maxBytes: number) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
+  'bad_data',
+  (table: string, bytes: number, maxBytes: number) => ({
     table,
     row_bytes: bytes,
     max_bytes: maxBytes,
@@ -257,8 +257,7 @@ export const schemaUpdateDeferred = event(
 
 /**
  * A table update stopped part-way at BigQuery's table metadata update rate (a 403 `rateLimitExceeded`, or the
- * sweep's pacing budget spent): the columns added so far stay, the rest are added by the next sweep, which plans
- * against the table as it is (never from the start).
+ * sweep's pacing budget spent): the columns added so far stay, the next sweep adds the rest.
  */
 export const schemaUpdateRateLimited = fieldsEvent<{
   table: string;
@@ -292,9 +291,8 @@ export const sweepInsertFailed = fieldsEvent<{
 }>('ERROR', 'sweep insert failed, rows stay in the retry store', 'retry');
 
 /**
- * Why a waiting row went to bad data. `retry_budget`: retryable errors outlived the budget; `permanent_error`: a
- * schema error no wait can clear; `insert_invalid`: BigQuery refused the row's data on insert (reason `invalid`),
- * which no re-send can clear.
+ * Why a waiting row went to bad data: retryable errors outlived the budget (`retry_budget`), a schema error no wait
+ * can clear (`permanent_error`), or BigQuery refused the row's data on insert (`insert_invalid`).
  */
 export type DriftBadDataCause = 'retry_budget' | 'permanent_error' | 'insert_invalid';
 
@@ -348,10 +346,7 @@ export const schemaContestResolved = event(
   }),
 );
 
-/**
- * Extra fields of an event whose value is `null` and that are no column: nothing to store and no type to
- * propose, so they are left out of the row (Bronze keeps the raw message). Logged once per event, at ingest.
- */
+/** Extra fields of an event that are `null` and no column (no type to propose) were left out of the row. */
 export const nullExtraFieldsLeftOut = fieldsEvent<{
   message_id: string;
   event_id: string;
@@ -362,12 +357,11 @@ export const nullExtraFieldsLeftOut = fieldsEvent<{
 }>('INFO', 'null extra fields left out of the row');
 
 /** A held row's extra fields carry an error no schema change can clear: it goes to bad data at ingest. */
-export const driftRowRejectedAtIngest = event(
+export const driftRowRejectedAtIngest = messageEvent(
   'WARNING',
   'row with a permanent schema error, routed to bad data at ingest',
-  (ref: MessageRef, d: { eventId: string; table: string; error: string }) => ({
-    outcome: 'bad_data',
-    message_id: ref.messageId,
+  'bad_data',
+  (d: { eventId: string; table: string; error: string }) => ({
     event_id: d.eventId,
     table: d.table,
     bad_data_cause: 'permanent_error',
@@ -391,10 +385,10 @@ export const driftRowMalformed = event(
 );
 
 /** One table's sweep, summarised (the metric source for rows inserted, waiting and sent to bad data). */
-export const sweepTableDone = event(
+export const sweepTableDone = fieldsEvent<Record<string, unknown>>(
   'INFO',
   'schema sweep of table done',
-  (summary: Record<string, unknown>) => ({ outcome: 'schema_sweep', ...summary }),
+  'schema_sweep',
 );
 
 /** One table's sweep failed; what it finished is kept, the rest is retried by the next sweep. */
@@ -484,10 +478,9 @@ export const windowFiringFailed = windowEvent<{ error: string }>(
 );
 
 /**
- * One fireWindows run, summarised, with `watermark_lag_ms` (processing time minus watermark, ms) on every run
- * that has a watermark, written or not: the source of the watermark-lag metric, so a stuck watermark still
- * shows (watermarkAdvanced logs only when the watermark is written). No lag field before the first event
- * (`watermarkMs` null). One line per completed run: the fireWindows-runs metric and its absence alert count it.
+ * One fireWindows run, summarised: the fireWindows-runs metric and its absence alert count these. Every run with a
+ * watermark (`watermarkMs` not null) carries `watermark_lag_ms` (processing time minus watermark, ms), the source
+ * of the watermark-lag metric, so a stuck watermark still shows.
  */
 export const fireWindowsDone = event(
   'INFO',
@@ -512,36 +505,26 @@ export const fireWindowsFailed = event(
 
 // ---- watermark holds and the fireWindows timer loop ----------------------------------------------------------------
 
-/**
- * A failed delivery's watermark hold could not be recorded (the hold store is unreachable too). The message is
- * still redelivered by Pub/Sub (it is not lost); only the watermark may then close its window before it arrives.
- */
-export const watermarkHoldNotRecorded = event(
+/** A failed delivery's watermark hold could not be recorded: the watermark may close its window before redelivery. */
+export const watermarkHoldNotRecorded = messageEvent(
   'WARNING',
   'watermark hold not recorded for a failed delivery',
-  (ref: MessageRef, error: string) => ({
-    outcome: 'watermark_hold_not_recorded',
-    message_id: ref.messageId,
-    error,
-  }),
+  'watermark_hold_not_recorded',
+  (error: string) => ({ error }),
 );
 
 /** A hold could not be released after its message was processed; it lapses at its lease instead. */
-export const watermarkHoldNotReleased = event(
+export const watermarkHoldNotReleased = messageEvent(
   'WARNING',
   'watermark hold not released; it lapses at its lease',
-  (ref: MessageRef, error: string) => ({
-    outcome: 'watermark_hold_not_released',
-    message_id: ref.messageId,
-    error,
-  }),
+  'watermark_hold_not_released',
+  (error: string) => ({ error }),
 );
 
 /**
  * A message has kept its delivery failing for longer than OFFVIA_WATERMARK_HOLD_MAX_MS: it no longer holds the
- * watermark (so windows keep closing), and once it is delivered it may be dropped as late. One line per stuck
- * message per fireWindows pass, at ERROR, so Cloud Logging's error views and a log-based alert on
- * `jsonPayload.outcome="watermark_hold_stuck"` can find it; `offvia status` counts them too.
+ * watermark, and once delivered it may be dropped as late. One line per stuck message per fireWindows pass, at
+ * ERROR for the log-based alert on `outcome="watermark_hold_stuck"`.
  */
 export const watermarkHoldStuck = fieldsEvent<{
   pipeline: string;
@@ -608,16 +591,15 @@ export const watermarkBacklogStuck = fieldsEvent<{
 );
 
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */
-export const fireWindowsLoopDone = event(
+export const fireWindowsLoopDone = fieldsEvent<Record<string, unknown>>(
   'INFO',
   'fireWindows timer loop done',
-  (summary: Record<string, unknown>) => ({ outcome: 'fire_windows_loop', ...summary }),
+  'fire_windows_loop',
 );
 
 /**
  * The telemetry device directory (side input) was loaded from its reference table: device count, rows skipped as
- * malformed or repeated (those devices stay unknown until the table is fixed), and how long the query took (ms).
- * WARNING when any row was skipped.
+ * malformed or repeated (WARNING when any), and how long the query took (ms).
  */
 export const deviceDirectoryLoaded = event(
   (load: { invalid_rows: number; duplicate_rows: number }) =>

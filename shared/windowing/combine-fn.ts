@@ -9,12 +9,10 @@ export type JsonValue =
   null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
 /**
- * Beam's `Combine.CombineFn<InputT, AccumT, OutputT>`: an associative, commutative reduction kept as an
- * accumulator, so one window's state can be split across shards (`key#N`) and merged when a pane fires.
- *
- * Every method must be pure: return a new accumulator, never mutate its arguments (state snapshots are shared).
- * `mergeAccumulators` must be associative and commutative with `createAccumulator()` as identity, so that
- * firing results do not depend on sharding or delivery order.
+ * Beam's `Combine.CombineFn<InputT, AccumT, OutputT>`, kept as an accumulator so one window's state can be split
+ * across shards (`key#N`) and merged when a pane fires. Every method must be pure (state snapshots are shared);
+ * `mergeAccumulators` must be associative and commutative with `createAccumulator()` as identity, so firing results
+ * do not depend on sharding or delivery order.
  */
 export interface CombineFn<In, Acc extends JsonValue, Out> {
   /** A fresh, empty accumulator (the identity of `mergeAccumulators`). */

@@ -1,4 +1,5 @@
 // The windowing core's named errors: a bad windowing configuration, and a bad argument to the state machine.
+import * as v from 'valibot';
 
 /** One problem found in a windowing configuration: where it is and what is wrong. */
 export interface WindowingConfigIssue {
@@ -27,9 +28,27 @@ export class WindowingConfigError extends Error {
 }
 
 /**
- * A call into the per-key state machine that cannot be honoured: an element for another key, or a time that is
- * not a safe integer number of milliseconds. Bad input events never reach here (they are quarantined upstream),
- * so this is a bug in the caller.
+ * Parses `input` with a valibot schema (first issue per field), issue paths prefixed with `prefix` (`''`: none).
+ * @throws WindowingConfigError listing every problem with its path
+ */
+export function parseOrThrow<T>(
+  schema: v.GenericSchema<unknown, T>,
+  input: unknown,
+  prefix: string,
+): T {
+  const result = v.safeParse(schema, input, { abortPipeEarly: true });
+  if (result.success) return result.output;
+  throw new WindowingConfigError(
+    result.issues.map((issue) => {
+      const keys = (issue.path ?? []).map((item) => String(item.key));
+      return { path: [prefix, ...keys].filter((p) => p !== '').join('.'), message: issue.message };
+    }),
+  );
+}
+
+/**
+ * A call into the per-key state machine that cannot be honoured (an element for another key, a time that is not a
+ * safe integer of ms): a bug in the caller, as bad events are quarantined upstream.
  */
 export class WindowingInputError extends Error {
   override readonly name = 'WindowingInputError';

@@ -1,45 +1,28 @@
 // The pure windowing core: windows, triggers, panes and the watermark heuristic, with Beam's semantics.
 export { accumulatorFields, type CombineFn, type JsonValue } from './combine-fn';
-export { WindowingConfigError, WindowingInputError, type WindowingConfigIssue } from './errors';
-export {
-  describePane,
-  type FiringCause,
-  type Pane,
-  type PaneDescription,
-  type PaneTiming,
-} from './pane';
+export { WindowingConfigError, WindowingInputError } from './errors';
+export { type Pane, type PaneTiming } from './pane';
 export {
   type DropReason,
   type DroppedElement,
   type KeyState,
   type ReduceFnRunner,
   type StepResult,
-  type TimeContext,
   type TimestampedElement,
 } from './key-state';
 export { createReduceFnRunner } from './reduce-fn-runner';
-export { mergeSessions } from './session-merge';
 export {
-  validateWindowFn,
   validateWindowingStrategy,
   type AccumulationMode,
   type FiringSpec,
-  type TriggerSpec,
   type WindowingStrategy,
 } from './strategy';
-export {
-  fireWindow,
-  processingTimeDeadlineMs,
-  shouldFire,
-  type Firing,
-  type FiringContext,
-} from './trigger';
+export { processingTimeDeadlineMs } from './trigger';
 export {
   advanceWatermarkByProcessingTime,
   INITIAL_WATERMARK_STATE,
   observeEventTime,
   validateWatermarkPolicy,
-  type WatermarkObservation,
   type WatermarkPolicy,
   type WatermarkState,
 } from './watermark-policy';
@@ -67,11 +50,7 @@ export {
   mergeOverlappingWindows,
   sessions,
   sliding,
-  type FixedWindowsSpec,
-  type SessionsSpec,
-  type SlidingWindowsSpec,
   type WindowFnSpec,
-  type WindowMerge,
 } from './window-fns';
 export {
   addToContribution,
@@ -79,7 +58,6 @@ export {
   FRESH_PANE,
   mergeContributions,
   type PaneBookkeeping,
-  type TriggerPhase,
   type WindowContribution,
   type WindowState,
 } from './window-state';

@@ -27,11 +27,9 @@ export type DropReason =
 
 /** An element left out of one of its windows; with sliding windows it may still count in the others. */
 export interface DroppedElement<In> {
-  /** The element. */
   readonly element: TimestampedElement<In>;
   /** The window it was not added to. */
   readonly window: IntervalWindow;
-  /** Why. */
   readonly reason: DropReason;
 }
 
@@ -40,7 +38,6 @@ export interface DroppedElement<In> {
  * (end, start); a store may keep each record as its own document.
  */
 export interface KeyState<Acc extends JsonValue> {
-  /** The key. */
   readonly key: string;
   /** Highest input watermark applied, epoch ms (`MIN_WATERMARK_MS` initially); lower inputs are ignored. */
   readonly inputWatermarkMs: number;
@@ -70,15 +67,13 @@ export interface StepResult<In, Acc extends JsonValue, Out> {
 
 /** The windowing core for one strategy and combiner; every method is a pure function of its arguments. */
 export interface ReduceFnRunner<In, Acc extends JsonValue, Out> {
-  /** The validated strategy. */
   readonly strategy: WindowingStrategy;
   /** State of a key that has seen nothing. */
   initialState(key: string): KeyState<Acc>;
   /**
-   * Processes one bundle of elements of the state's key at `ctx`: first fires whatever the (clamped) watermark and
-   * processing time make due (`advanceTime`), then drops elements for expired windows, merges sessions, adds the
-   * rest, and fires the windows whose trigger is ready — evaluated once per bundle, as Beam does (an
-   * `elementCount` early firing fires once for a bundle that crosses it, with the whole bundle in the pane).
+   * Processes one bundle of elements of the state's key at `ctx`: fires what time makes due (`advanceTime`), drops
+   * elements of expired windows, merges sessions, adds the rest, and fires the windows whose trigger is ready, once
+   * per bundle as Beam does (an `elementCount` firing fires once for a bundle crossing it).
    * @throws WindowingInputError for an element of another key or a non-integer time
    */
   processElements(
@@ -94,8 +89,8 @@ export interface ReduceFnRunner<In, Acc extends JsonValue, Out> {
   ): StepResult<In, Acc, Out>;
   /**
    * Advances the input watermark: fires each EARLY window whose max timestamp it passed (ON_TIME pane), then
-   * garbage-collects each window whose end − 1 + allowed lateness it passed, in timer order. `processingTimeMs`
-   * stamps the panes; processing-time triggers are not run (see `advanceProcessingTime`).
+   * garbage-collects each whose end − 1 + allowed lateness it passed, in timer order; `processingTimeMs` stamps panes
+   * (processing-time triggers are not run: `advanceProcessingTime`).
    * @throws WindowingInputError for a non-integer time
    */
   advanceWatermark(

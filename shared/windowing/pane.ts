@@ -9,7 +9,6 @@ export type PaneTiming = 'EARLY' | 'ON_TIME' | 'LATE';
 export interface Pane<Out> {
   /** The grouping key. */
   readonly key: string;
-  /** The window the pane belongs to. */
   readonly window: IntervalWindow;
   /** `extractOutput` of the pane's accumulator (all data so far when accumulating, new data when discarding). */
   readonly value: Out;
@@ -38,27 +37,20 @@ export interface Pane<Out> {
 /** What caused a firing, which is what decides its timing. */
 export type FiringCause = 'END_OF_WINDOW' | 'GARBAGE_COLLECTION' | 'ELEMENT_OR_PROCESSING_TIME';
 
-/** Pane index fields of the next pane of a window. */
+/** The timing and index fields (as in `Pane`) of the next pane of a window. */
 export interface PaneDescription {
-  /** Timing of the pane. */
   readonly timing: PaneTiming;
-  /** `Pane.index`. */
   readonly index: number;
-  /** `Pane.onTimeIndex`. */
   readonly onTimeIndex: number;
-  /** `Pane.isFirst`. */
   readonly isFirst: boolean;
 }
 
 /**
- * Java `PaneInfoTracker.describePane`, with the output watermark replaced by what it is in a sequential run
- * (timers fire before the next input is processed):
- * - a window that already had a non-EARLY pane only gets LATE panes;
- * - the end-of-window firing (and the garbage-collection firing when allowed lateness is 0, which is the same
- *   timer) is ON_TIME: the window's own watermark hold keeps the output watermark at or before its max timestamp;
- * - any other firing is EARLY while `watermarkMs <= end − 1`, LATE once the watermark is past the window
- *   (`isLateForOutput`: a window whose first element arrives late gets a LATE pane with index 0 — Beam does the
- *   same, checked on Python's DirectRunner: `trigger.py` `GeneralTriggerDriver._output`).
+ * Java `PaneInfoTracker.describePane` for a sequential run (timers fire before the next input):
+ * - after a non-EARLY pane, only LATE panes;
+ * - the end-of-window firing (or garbage collection with allowed lateness 0, the same timer) is ON_TIME;
+ * - any other firing is EARLY while `watermarkMs <= end − 1`, else LATE (a window whose first element arrives
+ *   late gets a LATE pane with index 0, as on Beam's Python DirectRunner).
  */
 export function describePane(
   pane: PaneBookkeeping,

@@ -6,16 +6,11 @@ import { mergeOverlappingWindows } from './window-fns';
 import { FRESH_PANE, mergeContributions, type WindowState } from './window-state';
 
 /**
- * Merges the key's active windows with a bundle's proto-windows, in place in `byId` (window id → state):
- * - active means not CLOSED: a finished window takes no part in merging (Java removes it from the active set);
- * - windows group by strict overlap (`mergeOverlappingWindows`); the state of a group's active members moves to
- *   the merge result, contributions merged (accumulators, pane counts, first-arrival times);
- * - pane info stays with the actual window: a merge result that is a new window restarts at index 0 (Java
- *   `paneInfoTracker.clear` for merged-away windows; Python clears `INDEX` on merge);
- * - the result is in the early phase again unless every active member was LATE and the result's end is already
- *   behind the watermark (Java `AfterWatermarkEarlyAndLate.onMerge`, `finishedInAllMergingWindows`);
- * - if the result has the bounds of a CLOSED record, that record wins and the window stays closed.
- *
+ * Merges the key's active (not CLOSED) windows with a bundle's proto-windows, in place in `byId` (window id →
+ * state): windows group by strict overlap and a group's active members move to the merge result, contributions
+ * merged; a result that is a new window restarts at pane index 0 (Java `paneInfoTracker.clear`); it is EARLY again
+ * unless every active member was LATE and its end is behind the watermark (Java `AfterWatermarkEarlyAndLate.onMerge`);
+ * a CLOSED record with the result's bounds wins and stays closed.
  * @returns proto-window id → the window its elements go to (absent: the proto-window itself)
  */
 export function mergeSessions<Acc extends JsonValue>(
@@ -41,8 +36,7 @@ export function mergeSessions<Acc extends JsonValue>(
     if (activeMembers.length === 0 || (activeMembers.length === 1 && survivor)) continue;
     for (const m of activeMembers) byId.delete(windowId(m.window));
     if (byId.has(windowId(result))) continue; // a CLOSED record with the same bounds
-    // An EARLY member always ends after the watermark (its end-of-window timer has not fired), so "every member
-    // LATE" only matters together with the end check; both are kept to mirror Java.
+    // Both checks mirror Java (an EARLY member always ends after the watermark).
     const stillLate =
       activeMembers.every((m) => m.pane.phase === 'LATE') && maxTimestampMs(result) < watermarkMs;
     byId.set(windowId(result), {

@@ -1,13 +1,10 @@
 // The windowing strategy (window function, allowed lateness, trigger, accumulation mode) and its validation.
 import * as v from 'valibot';
 
-import { WindowingConfigError, type WindowingConfigIssue } from './errors';
+import { parseOrThrow } from './errors';
 import type { WindowFnSpec } from './window-fns';
 
-/**
- * Beam's `AccumulationMode`: after a pane fires, `DISCARDING` starts the next pane empty
- * (`discardingFiredPanes()`), `ACCUMULATING` keeps everything seen so far (`accumulatingFiredPanes()`).
- */
+/** Beam's `AccumulationMode`: after a pane fires, `DISCARDING` starts the next empty, `ACCUMULATING` keeps it all. */
 export type AccumulationMode = 'ACCUMULATING' | 'DISCARDING';
 
 /**
@@ -41,16 +38,13 @@ export interface TriggerSpec {
 
 /** Beam's `WindowingStrategy` restricted to what this project configures. Plain JSON data. */
 export interface WindowingStrategy {
-  /** How event times map to windows. */
   readonly windowFn: WindowFnSpec;
   /**
    * Beam's allowed lateness in ms (integer >= 0): a window keeps state until the input watermark passes
    * end − 1 + allowedLatenessMs; data for it after that is dropped as `EXPIRED_WINDOW`.
    */
   readonly allowedLatenessMs: number;
-  /** When panes fire. */
   readonly trigger: TriggerSpec;
-  /** What a pane contains relative to earlier panes. */
   readonly accumulationMode: AccumulationMode;
 }
 
@@ -120,19 +114,6 @@ const STRATEGY = v.strictObject({
   ),
 });
 
-function toIssues(issues: readonly v.BaseIssue<unknown>[], prefix: string): WindowingConfigIssue[] {
-  return issues.map((issue) => {
-    const keys = (issue.path ?? []).map((item) => String(item.key));
-    return { path: [prefix, ...keys].filter((p) => p !== '').join('.'), message: issue.message };
-  });
-}
-
-function parseOrThrow<T>(schema: v.GenericSchema<unknown, T>, input: unknown, prefix: string): T {
-  const result = v.safeParse(schema, input, { abortPipeEarly: true });
-  if (!result.success) throw new WindowingConfigError(toIssues(result.issues, prefix));
-  return result.output;
-}
-
 function firing(spec: {
   processingTimeDelayMs?: number | undefined;
   elementCount?: number | undefined;
@@ -154,9 +135,8 @@ export function validateWindowFn(input: unknown): WindowFnSpec {
 }
 
 /**
- * Checks a windowing strategy (e.g. parsed from JSON or built from environment variables) and returns a clean,
- * JSON-safe copy: unknown keys are rejected, absent optional fields are omitted, `lateFirings: undefined`
- * becomes `null`.
+ * Checks a windowing strategy and returns a clean, JSON-safe copy: unknown keys are rejected, absent optional
+ * fields are omitted, `lateFirings: undefined` becomes `null`.
  * @throws WindowingConfigError listing every problem with its path
  */
 export function validateWindowingStrategy(input: unknown): WindowingStrategy {

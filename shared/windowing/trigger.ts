@@ -24,9 +24,7 @@ function activeFiring(
 /**
  * Processing time (epoch ms) at which the current phase's `AfterProcessingTime.pastFirstElementInPane()
  * .plusDelayOf(d)` fires: first element of the pane + d; `null` when no such sub-trigger runs or the pane is
- * empty. Fires when processing time >= the deadline (Python `InMemoryUnmergedState.get_timers`:
- * `timestamp <= time_marker`; Java's `AfterDelayFromFirstElementStateMachine.shouldFire` asks for strictly
- * after, a 1 ms difference at the boundary).
+ * empty. Due at processing time >= the deadline, as in Python (Java asks for strictly after).
  */
 export function processingTimeDeadlineMs(
   strategy: WindowingStrategy,
@@ -38,10 +36,9 @@ export function processingTimeDeadlineMs(
 }
 
 /**
- * Java `AfterWatermarkEarlyAndLate.shouldFire` outside timers: in EARLY phase the watermark trigger is ready
- * once the input watermark is past the window's max timestamp (`endOfWindowReached`), or the early sub-trigger
- * is; in LATE phase the late sub-trigger decides; CLOSED never fires. A sub-trigger is ready when the pane holds
- * `elementCount` new elements or its processing-time deadline has come.
+ * Java `AfterWatermarkEarlyAndLate.shouldFire` outside timers: EARLY fires once the watermark is past the window's
+ * max timestamp or the early sub-trigger is ready; LATE when the late one is; CLOSED never. A sub-trigger is ready
+ * at `elementCount` new elements in the pane or at its processing-time deadline.
  */
 export function shouldFire(
   strategy: WindowingStrategy,
@@ -69,9 +66,7 @@ export interface Firing<Acc extends JsonValue, Out> {
 
 /** The moment and cause of a firing. */
 export interface FiringContext {
-  /** The grouping key. */
   readonly key: string;
-  /** Why the window fires. */
   readonly cause: FiringCause;
   /** Input watermark at the firing, epoch ms. */
   readonly watermarkMs: number;
@@ -81,13 +76,11 @@ export interface FiringContext {
 
 /**
  * Fires one window (Java `ReduceFnRunner.emit` / `onTrigger` / garbage collection in `onTimers`):
- * - the pane is emitted when it has new elements, or when it is ON_TIME even if empty (Beam defaults:
- *   `OnTimeBehavior.FIRE_ALWAYS`, `ClosingBehavior.FIRE_IF_NON_EMPTY`, `ReduceFnRunner.needToEmit`);
- * - the watermark firing (end-of-window timer, or an element/processing-time firing once the watermark is past
- *   the window) moves EARLY to LATE, or to CLOSED with `isLast` when no late firings are configured;
- * - garbage collection (end − 1 + allowed lateness < watermark) emits a last pane only if non-empty, with
- *   `isLast`, and deletes the state; with allowed lateness 0 it is also the end-of-window timer, so that ON_TIME
- *   pane is the last;
+ * - a pane is emitted when it has new elements, or when ON_TIME even if empty (Beam's `FIRE_ALWAYS` on time,
+ *   `FIRE_IF_NON_EMPTY` on closing);
+ * - the watermark firing moves EARLY to LATE, or to CLOSED with `isLast` when no late firings are configured;
+ * - garbage collection (end − 1 + allowed lateness < watermark) emits a last pane if non-empty and deletes the state
+ *   (with allowed lateness 0 it is also the end-of-window timer, so that ON_TIME pane is the last);
  * - afterwards the pane counters reset, and the accumulator too when DISCARDING or CLOSED.
  */
 export function fireWindow<Acc extends JsonValue, Out>(

@@ -2,10 +2,7 @@
 // Dataflow's Pub/Sub source holds its watermark behind the oldest unacknowledged message. Pure: times are arguments.
 import type { WatermarkPolicy, WatermarkState } from './watermark-policy';
 
-/**
- * One message known to be waiting for a successful delivery (its delivery failed), as the store keeps it. All times
- * epoch ms UTC.
- */
+/** A message whose delivery failed, waiting for a successful one, as the store keeps it; times epoch ms UTC. */
 export interface HeldMessage {
   /** The Pub/Sub message id. */
   readonly messageId: string;
@@ -15,8 +12,7 @@ export interface HeldMessage {
   readonly lastFailedAtMs: number;
   /**
    * When the hold lapses unless another failed delivery renews it: last failure + the hold lease
-   * (`OFFVIA_WATERMARK_HOLD_LEASE_MS`), which covers the subscription's longest retry backoff. A message that was
-   * acked elsewhere, or dead-lettered, stops failing, so its hold lapses at the latest here.
+   * (`OFFVIA_WATERMARK_HOLD_LEASE_MS`, longer than the subscription's longest retry backoff).
    */
   readonly expiresAtMs: number;
 }
@@ -30,9 +26,8 @@ export interface WatermarkHold {
   /** Held messages whose lease is still running (stuck ones included). */
   readonly active: number;
   /**
-   * Active holds older (publish time to now) than the cap `maxHoldMs`: they no longer hold the watermark, so one
-   * message that fails for hours cannot stop every window from closing; the caller logs them (an operator's
-   * problem, like a stuck Dataflow step).
+   * Active holds older (publish time to now) than `maxHoldMs`: they no longer hold the watermark, so one failing
+   * message cannot stop every window from closing; the caller logs them.
    */
   readonly stuck: readonly HeldMessage[];
   /** Held messages whose lease has run out (the caller may delete them). */
@@ -40,10 +35,8 @@ export interface WatermarkHold {
 }
 
 /**
- * The highest watermark a message published at `publishTimeMs` allows: publish time − `maxOutOfOrdernessMs`. The
- * same assumption the bounded out-of-orderness rule makes for delivered events (an event is at most that much
- * older than the newest one around it), applied to the publish time, since the message's event time is unknown
- * until it is read.
+ * The highest watermark a message published at `publishTimeMs` allows: publish time − `maxOutOfOrdernessMs`, the
+ * out-of-orderness bound applied to the publish time (its event time is unknown until it is read).
  */
 export function holdCapMs(policy: WatermarkPolicy, publishTimeMs: number): number {
   return publishTimeMs - policy.maxOutOfOrdernessMs;

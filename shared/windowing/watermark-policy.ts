@@ -2,7 +2,7 @@
 // processing time after an idle period; future-dated events never move it. Pure: processing time is an argument.
 import * as v from 'valibot';
 
-import { WindowingConfigError } from './errors';
+import { parseOrThrow } from './errors';
 import { assertTimeMs, MIN_WATERMARK_MS } from './window';
 
 /** Tuning of the watermark heuristic, all in ms. */
@@ -48,26 +48,14 @@ const POLICY = v.strictObject({
  * @throws WindowingConfigError listing every problem, paths under `watermarkPolicy`
  */
 export function validateWatermarkPolicy(input: unknown): WatermarkPolicy {
-  const result = v.safeParse(POLICY, input, { abortPipeEarly: true });
-  if (result.success) return result.output;
-  throw new WindowingConfigError(
-    result.issues.map((issue) => ({
-      path: ['watermarkPolicy', ...(issue.path ?? []).map((p) => String(p.key))].join('.'),
-      message: issue.message,
-    })),
-  );
+  return parseOrThrow(POLICY, input, 'watermarkPolicy');
 }
 
 /**
- * The idle rule. Once `idleTimeoutMs` of processing time has passed since the largest event time last grew,
- * event time is assumed to keep pace with processing time from there, but never to run ahead of it:
- *
- *   candidate = pt − idleTimeoutMs − maxOutOfOrdernessMs + min(0, maxEventTimeMs − maxEventTimeSeenAtMs)
- *
- * i.e. min(pt − idle − bound, (maxEventTime − bound) + (pt − seenAt − idle)). The second term makes the
- * watermark glide on from where the events left it when event times lag the clock (a replay or a backlog), so
- * idleness never jumps it to "now" and drops a backlog as late; the first keeps it behind the clock when
- * events were stamped ahead of it. Before any event there is nothing to close, so the rule does not apply.
+ * The idle rule: once `idleTimeoutMs` of processing time has passed since the largest event time last grew, event
+ * time keeps pace with processing time from there, never ahead of it:
+ *   candidate = min(pt − idle − bound, (maxEventTime − bound) + (pt − seenAt − idle)).
+ * So a lagging backlog is never jumped to "now" and dropped as late. Not before any event.
  */
 function idleCandidateMs(
   policy: WatermarkPolicy,
@@ -96,9 +84,8 @@ export interface WatermarkObservation {
 }
 
 /**
- * Feeds one event time into the heuristic at processing time `processingTimeMs`, then applies the idle rule.
- * watermark = max(previous, maxEventTime − maxOutOfOrdernessMs, idle candidate). An event stamped after
- * processingTimeMs + maxFutureSkewMs is ignored entirely (it moves neither the maximum nor the idle clock).
+ * Feeds one event time into the heuristic at `processingTimeMs`: watermark = max(previous, maxEventTime −
+ * maxOutOfOrdernessMs, idle candidate). An event stamped after processingTimeMs + maxFutureSkewMs is ignored.
  * @throws WindowingInputError for non-integer times
  */
 export function observeEventTime(

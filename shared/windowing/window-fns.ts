@@ -13,8 +13,7 @@ export interface FixedWindowsSpec {
 
 /**
  * Beam's `SlidingWindows.of(size).every(period).withOffset(offset)`: windows of `sizeMs` starting every
- * `periodMs`; an element belongs to every window that contains it (ceil(size / period) of them when
- * period <= size).
+ * `periodMs`; an element belongs to every window containing it (ceil(size / period) when period <= size).
  */
 export interface SlidingWindowsSpec {
   readonly kind: 'sliding';
@@ -40,9 +39,7 @@ export interface SessionsSpec {
 export type WindowFnSpec = FixedWindowsSpec | SlidingWindowsSpec | SessionsSpec;
 
 /**
- * Fixed (tumbling) windows.
- * @param sizeMs window length in ms (integer >= 1)
- * @param offsetMs grid shift in ms (integer, 0 <= offsetMs < sizeMs), default 0
+ * Fixed (tumbling) windows; ms, ranges as in {@link FixedWindowsSpec}.
  * @throws WindowingConfigError on a bad size or offset
  */
 export function fixed(sizeMs: number, offsetMs = 0): FixedWindowsSpec {
@@ -50,10 +47,7 @@ export function fixed(sizeMs: number, offsetMs = 0): FixedWindowsSpec {
 }
 
 /**
- * Sliding (hopping) windows.
- * @param sizeMs window length in ms (integer >= 1)
- * @param periodMs distance between starts in ms (integer >= 1)
- * @param offsetMs start shift in ms (integer, 0 <= offsetMs < periodMs), default 0
+ * Sliding (hopping) windows; ms, ranges as in {@link SlidingWindowsSpec}.
  * @throws WindowingConfigError on a bad size, period or offset
  */
 export function sliding(sizeMs: number, periodMs: number, offsetMs = 0): SlidingWindowsSpec {
@@ -61,8 +55,7 @@ export function sliding(sizeMs: number, periodMs: number, offsetMs = 0): Sliding
 }
 
 /**
- * Session windows.
- * @param gapMs gap duration in ms (integer >= 1)
+ * Session windows with a gap of `gapMs` (integer ms >= 1).
  * @throws WindowingConfigError on a bad gap
  */
 export function sessions(gapMs: number): SessionsSpec {
@@ -79,10 +72,8 @@ function floorMod(value: number, modulus: number): number {
 }
 
 /**
- * The windows an element stamped `timestampMs` belongs to, ordered by (end, start). Same arithmetic as Beam's
- * `FixedWindows.assignWindow`, `SlidingWindows.assignWindows` (start = t − ((t − offset) mod period), stepping
- * back by the period while start > t − size) and `Sessions.assignWindows` ([t, t + gap)), in Java
- * `sdks/java/core/.../transforms/windowing/` and Python `apache_beam/transforms/window.py`.
+ * The windows an element stamped `timestampMs` belongs to, ordered by (end, start), by the arithmetic of Beam's
+ * `FixedWindows.assignWindow`, `SlidingWindows.assignWindows` and `Sessions.assignWindows`.
  */
 export function assignWindows(windowFn: WindowFnSpec, timestampMs: number): IntervalWindow[] {
   switch (windowFn.kind) {
@@ -113,10 +104,9 @@ export interface WindowMerge {
 }
 
 /**
- * Groups windows into sessions the way Beam's `MergeOverlappingIntervalWindows.mergeWindows` (Java) and
- * `Sessions.merge` (Python) do: sort by start, and a window joins the current group when it strictly overlaps
- * the group's span (start < span end) — windows that merely touch ([a, b) and [b, c)) stay apart. Returns every
- * group, singletons included, ordered by start; duplicates in `windows` count once.
+ * Groups windows into sessions as Beam's `MergeOverlappingIntervalWindows.mergeWindows` does: by start, a window
+ * joins the current group when it strictly overlaps its span (touching windows stay apart). Returns every group,
+ * singletons included, ordered by start; duplicates in `windows` count once.
  */
 export function mergeOverlappingWindows(windows: readonly IntervalWindow[]): WindowMerge[] {
   const sorted = [...windows].sort((a, b) => a.startMs - b.startMs || a.endMs - b.endMs);

@@ -3,11 +3,9 @@ import type { CombineFn, JsonValue } from './combine-fn';
 import type { IntervalWindow } from './window';
 
 /**
- * Where a window's `AfterWatermark` trigger is (Java `AfterWatermarkStateMachine`):
- * - `EARLY`: the watermark has not passed the end of the window; early firings run.
- * - `LATE`: the on-time firing happened; late firings run until garbage collection.
- * - `CLOSED`: the trigger finished (on-time pane without late firings configured); the accumulator is gone and
- *   new data is dropped as `CLOSED_WINDOW` until garbage collection removes the record.
+ * Where a window's `AfterWatermark` trigger is (Java `AfterWatermarkStateMachine`): `EARLY` before the on-time
+ * firing, `LATE` after it until garbage collection, `CLOSED` once finished (on-time pane without late firings):
+ * new data is then dropped as `CLOSED_WINDOW` until garbage collection removes the record.
  */
 export type TriggerPhase = 'EARLY' | 'LATE' | 'CLOSED';
 
@@ -16,7 +14,6 @@ export type TriggerPhase = 'EARLY' | 'LATE' | 'CLOSED';
  * never per element, so a store can keep it in one document while elements go to sharded contributions.
  */
 export interface PaneBookkeeping {
-  /** The trigger phase. */
   readonly phase: TriggerPhase;
   /** Panes emitted so far: the next pane's `index` (Java `PaneInfoTracker`, Python `INDEX` state). */
   readonly panesEmitted: number;
@@ -46,11 +43,8 @@ export interface WindowContribution<Acc extends JsonValue> {
 
 /** The whole stored record of one (key, window): plain JSON, one Firestore document when unsharded. */
 export interface WindowState<Acc extends JsonValue> {
-  /** The window this record belongs to. */
   readonly window: IntervalWindow;
-  /** Trigger and pane bookkeeping. */
   readonly pane: PaneBookkeeping;
-  /** Accumulated data and per-pane counters. */
   readonly contribution: WindowContribution<Acc>;
 }
 
@@ -91,8 +85,7 @@ export function addToContribution<In, Acc extends JsonValue>(
 
 /**
  * One contribution equal to all `parts` (shards of one window, or windows merged into a session): accumulators
- * merged with the combiner, counts summed, first-arrival times minimised (Java merges `AfterPane` counts and
- * `AfterDelayFromFirstElement`'s `DELAYED_UNTIL_TAG` the same way on window merge).
+ * merged with the combiner, counts summed, first-arrival times minimised (as Java merges trigger state).
  */
 export function mergeContributions<Acc extends JsonValue>(
   combineFn: CombineFn<never, Acc, unknown>,

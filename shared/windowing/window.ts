@@ -12,22 +12,13 @@ export interface IntervalWindow {
   readonly endMs: number;
 }
 
-/**
- * The earliest input watermark, before any progress (Beam's `BoundedWindow.TIMESTAMP_MIN_VALUE`, at the
- * millisecond range JavaScript `Date` supports so it stays JSON- and `Date`-safe).
- */
+/** The earliest input watermark (Beam's `TIMESTAMP_MIN_VALUE`, at the bound of JavaScript `Date`'s range). */
 export const MIN_WATERMARK_MS = -8_640_000_000_000_000;
 
-/**
- * The input watermark at "end of time" (TestStream's `advanceWatermarkToInfinity`): every window's end of window
- * and garbage-collection time is behind it, so advancing to it fires and closes everything.
- */
+/** The input watermark at "end of time" (TestStream's `advanceWatermarkToInfinity`): it fires and closes all. */
 export const MAX_WATERMARK_MS = 8_640_000_000_000_000;
 
-/**
- * Beam's `BoundedWindow.maxTimestamp()` for an interval window: the last millisecond inside it, `endMs - 1`
- * (`IntervalWindow.maxTimestamp()` in the Java SDK; the Python SDK's `max_timestamp()` is `end - 1µs`).
- */
+/** Beam's `IntervalWindow.maxTimestamp()` (Java): the last millisecond inside the window, `endMs - 1`. */
 export function maxTimestampMs(window: IntervalWindow): number {
   return window.endMs - 1;
 }
@@ -66,10 +57,7 @@ export function sameWindow(a: IntervalWindow, b: IntervalWindow): boolean {
   return a.startMs === b.startMs && a.endMs === b.endMs;
 }
 
-/**
- * Deterministic window order used for state and emitted panes: by end, then start (the order in which Beam's
- * end-of-window timers come due).
- */
+/** Window order of state and emitted panes: by end, then start (the order Beam's end-of-window timers come due). */
 export function compareWindows(a: IntervalWindow, b: IntervalWindow): number {
   return a.endMs - b.endMs || a.startMs - b.startMs;
 }
