@@ -57,11 +57,7 @@ import { DdlError, type TableAdmin } from './table-admin';
 export const SWEEP_BATCH_ROWS = 400;
 /** Re-plans when a change grew between planning and beginning the update, at most this often. */
 const MAX_PLAN_ATTEMPTS = 3;
-/**
- * insertAll calls one batch of waiting rows may take in one sweep: the first, then re-sends of the rows BigQuery
- * did not write for a reason that is not their data (`stopped` beside an `invalid` row, `timeout`,
- * `backendError`). Each call drops the rows that got a verdict, so `stopped` rows land in the second call.
- */
+/** insertAll calls one batch of waiting rows may take in one sweep: the first, then re-sends (`insertWithResends`). */
 export const MAX_INSERT_ATTEMPTS = 3;
 
 /** What the sweep needs; tests pass emulator-backed or stubbed adapters and their own clocks. */
@@ -120,10 +116,7 @@ export interface TableSweepResult {
   /** Proposed fields refused by the plan (first 20), with reasons. */
   readonly rejected: readonly { field: string; code: string; reason: string }[];
   readonly rejectedCount: number;
-  /**
-   * Case and type contests the plan decided by waiting-row support (first 20): the winner gets the column, the
-   * other spellings or types end in bad data once it exists.
-   */
+  /** Case and type contests the plan decided by waiting-row support (first 20). */
   readonly resolved: readonly ResolvedConflict[];
   /** Waiting rows: inserted into the table, still waiting, written to bad data, unreadable documents. */
   readonly rows: {
@@ -170,13 +163,8 @@ export async function runSchemaSweep(deps: SweepDeps): Promise<SweepResult> {
   };
 }
 
-/** Mutable working state of one table's sweep. */
-interface TableRun {
-  readonly target: TableRef;
-  readonly key: string;
-  lease: Lease;
-  schema: TableSchema;
-  rejections: Map<string, RejectedField>;
+/** What one table's sweep reports, as it accumulates. */
+interface RunTally {
   windows: string[];
   update: AppliedUpdateSummary | null;
   notApplied: string[];
@@ -184,6 +172,27 @@ interface TableRun {
   rejected: RejectedField[];
   resolved: ResolvedConflict[];
   rows: { inserted: number; waiting: number; badData: number; malformed: number };
+}
+
+function emptyTally(): RunTally {
+  return {
+    windows: [],
+    update: null,
+    notApplied: [],
+    notAppliedReason: null,
+    rejected: [],
+    resolved: [],
+    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+  };
+}
+
+/** Mutable working state of one table's sweep. */
+interface TableRun extends RunTally {
+  readonly target: TableRef;
+  readonly key: string;
+  lease: Lease;
+  schema: TableSchema;
+  rejections: Map<string, RejectedField>;
   errors: string[];
   /** The waiting rows read at the start of the sweep, oldest first (phase 2 retries these). */
   waiting: RetryRow[];
@@ -199,25 +208,19 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
     lease = await deps.store.acquireLease(key, holder, deps.leaseNow(), deps.config.leaseMs);
   } catch (err) {
     logs.sweepTableFailed(deps.logger, key, errorText(err));
-    return emptyResult(key, 'failed', errorText(err));
+    return tableResult(key, 'failed', emptyTally(), errorText(err));
   }
   if (lease === null) {
     logs.sweepTableBusy(deps.logger, key);
-    return emptyResult(key, 'busy', null);
+    return tableResult(key, 'busy', emptyTally(), null);
   }
   const run: TableRun = {
+    ...emptyTally(),
     target,
     key,
     lease,
     schema: { fields: [] },
     rejections: new Map(),
-    windows: [],
-    update: null,
-    notApplied: [],
-    notAppliedReason: null,
-    rejected: [],
-    resolved: [],
-    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     errors: [],
     waiting: [],
     support: new Map(),
@@ -254,21 +257,12 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
       run.errors.push(`release lease: ${errorText(err)}`);
     }
   }
-  const result: TableSweepResult = {
-    table: key,
-    status: run.errors.length === 0 ? 'swept' : 'failed',
-    windows: run.windows,
-    update: run.update,
-    notApplied: run.notApplied,
-    notAppliedReason: run.notAppliedReason,
-    rejected: run.rejected
-      .slice(0, 20)
-      .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
-    rejectedCount: run.rejected.length,
-    resolved: run.resolved.slice(0, 20),
-    rows: run.rows,
-    error: run.errors.length === 0 ? null : run.errors.join('; '),
-  };
+  const result = tableResult(
+    key,
+    run.errors.length === 0 ? 'swept' : 'failed',
+    run,
+    run.errors.length === 0 ? null : run.errors.join('; '),
+  );
   if (result.error !== null) logs.sweepTableFailed(deps.logger, key, result.error);
   logs.sweepTableDone(deps.logger, {
     table: key,
@@ -284,22 +278,25 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
   return result;
 }
 
-function emptyResult(
+function tableResult(
   table: string,
-  status: 'busy' | 'failed',
+  status: TableSweepResult['status'],
+  tally: RunTally,
   error: string | null,
 ): TableSweepResult {
   return {
     table,
     status,
-    windows: [],
-    update: null,
-    notApplied: [],
-    notAppliedReason: null,
-    rejected: [],
-    rejectedCount: 0,
-    resolved: [],
-    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+    windows: tally.windows,
+    update: tally.update,
+    notApplied: tally.notApplied,
+    notAppliedReason: tally.notAppliedReason,
+    rejected: tally.rejected
+      .slice(0, 20)
+      .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
+    rejectedCount: tally.rejected.length,
+    resolved: tally.resolved.slice(0, 20),
+    rows: tally.rows,
     error,
   };
 }
@@ -463,22 +460,17 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
     run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
     if ((await store.beginUpdate(run.lease, update, deps.leaseNow())) === 'stale') continue;
     const ddl = await runDdlSteps(deps, run, ddlSteps(plan, config.ddlStyle));
-    if (ddl.stop === null) {
-      await store.finishUpdate(
-        run.lease,
-        update,
-        { ok: true, catalogPatched: ddl.catalogPatched },
-        deps.leaseNow(),
-      );
-    } else {
-      // The change goes back to `pending`: the next sweep plans it against the table as it then is, so the
-      // columns added before the stop are `unchanged` there and only the rest is issued (never from the start).
-      await store.finishUpdate(
-        run.lease,
-        update,
-        { ok: false, error: ddl.stop.error },
-        deps.leaseNow(),
-      );
+    // After a stop the change goes back to `pending`: the next sweep plans it against the table as it then is, so
+    // the columns added before the stop are `unchanged` there and only the rest is issued (never from the start).
+    await store.finishUpdate(
+      run.lease,
+      update,
+      ddl.stop === null
+        ? { ok: true, catalogPatched: ddl.catalogPatched }
+        : { ok: false, error: ddl.stop.error },
+      deps.leaseNow(),
+    );
+    if (ddl.stop !== null) {
       run.notApplied = columns.filter((c) => !ddl.added.includes(c));
       if (ddl.stop.kind === 'update_rate') {
         run.notAppliedReason = 'update_rate';
@@ -550,26 +542,22 @@ export function judgeWaitingRow(
   rules: { maxNewFieldsPerEvent: number },
   rejections: ReadonlyMap<string, RejectedField> = new Map(),
 ): RowVerdict {
+  const unreadable = (reason: string): RowVerdict => ({
+    kind: 'failing',
+    row,
+    errors: [{ field: null, code: 'UNREADABLE_ROW', reason }],
+    proposed: new Map(),
+  });
   let base: unknown;
   let extra: unknown;
   try {
     base = JSON.parse(row.rowJson);
     extra = parseExtraFields(row.extraFieldsJson);
   } catch (err) {
-    return {
-      kind: 'failing',
-      row,
-      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: `stored row: ${errorText(err)}` }],
-      proposed: new Map(),
-    };
+    return unreadable(`stored row: ${errorText(err)}`);
   }
   if (!isPlainObject(base) || !isPlainObject(extra)) {
-    return {
-      kind: 'failing',
-      row,
-      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: 'stored row is not a JSON object' }],
-      proposed: new Map(),
-    };
+    return unreadable('stored row is not a JSON object');
   }
   const verdict = classifyExtraFields(extra, schema, {
     protectedNames: DRIFT_PROTECTED_NAMES,
@@ -628,13 +616,11 @@ type InsertFate =
   | { readonly kind: 'not_written'; readonly error: string };
 
 /**
- * Inserts one batch's rows into `table` (the target table, or the bad-data table), re-sending at once (up to `MAX_INSERT_ATTEMPTS` calls in
- * all, the lease renewed before each re-send) the rows BigQuery did not write for a reason that is not their
- * data: `stopped` (refused because a neighbour was `invalid`; BigQuery says they can be re-sent as-is), `timeout`,
- * `backendError`. Rows refused as `invalid` get that verdict and are not re-sent. A call that fails as a whole
- * (HTTP 5xx, network) is not repeated within the sweep: its rows are `not_written` and wait for the next sweep.
- * Never throws for BigQuery's answer, only for a lost lease (`LeaseLostError`).
- * @returns one fate per row of `rows`, in order.
+ * Inserts one batch's rows into `table` (target or bad-data table), re-sending at once, up to `MAX_INSERT_ATTEMPTS`
+ * calls with the lease renewed before each, the rows not written for a reason that is not their data (`stopped`,
+ * `timeout`, `backendError`). `invalid` rows are not re-sent. A call that fails as a whole (HTTP 5xx, network)
+ * leaves its rows `not_written` for the next sweep.
+ * @returns one fate per row of `rows`, in order. @throws only LeaseLostError.
  */
 async function insertWithResends(
   deps: SweepDeps,
@@ -712,42 +698,10 @@ interface BadRow {
 }
 
 /**
- * Writes failing rows to the bad-data table, with the same re-sends as the target table (`insertWithResends`), so
- * a bad-data row BigQuery refuses does not keep its `stopped` neighbours out of the table sweep after sweep.
- * @returns per row whether it was written, or why not. Never throws for BigQuery's answer.
- */
-async function writeBadData(
-  deps: SweepDeps,
-  run: TableRun,
-  bad: readonly BadRow[],
-  nowMs: number,
-): Promise<({ ok: true } | { ok: false; error: string })[]> {
-  const rows = bad.map((b) =>
-    badDataRowOf({
-      rowJson: b.row.rowJson,
-      extraFieldsJson: b.row.extraFieldsJson,
-      targetDest: run.key,
-      error: b.error,
-      nowMs,
-      processedTimestampMs: b.row.processedTimestampMs,
-      retryCount: b.retryCount,
-      sourceMessageId: b.row.sourceMessageId,
-      insertId: b.row.insertId,
-    }),
-  );
-  const fates = await insertWithResends(deps, run, deps.badDataTable, rows);
-  return fates.map((fate) =>
-    fate.kind === 'written' ? { ok: true } : { ok: false, error: fate.error },
-  );
-}
-
-/**
- * Phase 2: retry the rows read in phase 0, in batches. Each batch's ready rows are inserted (`insertWithResends`:
- * rows `stopped` beside a refused row are re-sent at once); then every row that is still failing gets its verdict
- * in the same sweep: a permanent error (`isPermanentError`: a schema error no wait clears, or `INSERT_INVALID`)
- * sends it to bad data now; past its budget (`isPastBudget`) it goes to bad data with its retryable errors;
- * otherwise it waits with its derived retry count. A batch whose insert or bad-data write failed does not stop the
- * others, and the budget check runs for every row read.
+ * Phase 2: retry the rows read in phase 0, in batches. Each batch's ready rows are inserted (`insertWithResends`);
+ * then every row still failing gets its verdict in the same sweep: a permanent error (`isPermanentError`) or a
+ * spent budget (`isPastBudget`) sends it to bad data, otherwise it waits with its derived retry count. A batch
+ * whose insert or bad-data write failed does not stop the others; the budget check runs for every row read.
  * @returns the fields still-waiting rows propose again.
  */
 async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
@@ -826,10 +780,24 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
     }
 
     if (bad.length > 0) {
-      const written = await writeBadData(deps, run, bad, nowMs);
+      // The same re-sends as the target table, so a refused bad-data row does not keep its `stopped` neighbours out.
+      const rows = bad.map((b) =>
+        badDataRowOf({
+          rowJson: b.row.rowJson,
+          extraFieldsJson: b.row.extraFieldsJson,
+          targetDest: run.key,
+          error: b.error,
+          nowMs,
+          processedTimestampMs: b.row.processedTimestampMs,
+          retryCount: b.retryCount,
+          sourceMessageId: b.row.sourceMessageId,
+          insertId: b.row.insertId,
+        }),
+      );
+      const written = await insertWithResends(deps, run, deps.badDataTable, rows);
       bad.forEach((b, j) => {
-        const result = written[j] ?? { ok: false, error: 'no outcome' };
-        if (result.ok) {
+        const result = written[j] ?? { kind: 'not_written', error: 'no outcome' };
+        if (result.kind === 'written') {
           deletes.push(b.row.id);
           run.rows.badData++;
           logs.driftRowToBadData(deps.logger, {
