@@ -329,16 +329,13 @@ export class FirestoreDriftStore implements DriftStore {
     const out: PendingChange[] = [];
     for (const doc of snap.docs) {
       const parsed = v.safeParse(ChangeDocSchema, doc.data());
-      const proposed = parsed.success ? loadProposedFields(parsed.output.proposed) : undefined;
-      if (!parsed.success || proposed === undefined || !proposed.ok) {
+      const proposed = parsed.success
+        ? loadProposedFields(parsed.output.proposed)
+        : { ok: false as const, message: v.summarize(parsed.issues) };
+      if (!parsed.success || !proposed.ok) {
         throw new TransientError(
           'firestore pending changes',
-          `change ${tableKey}/${doc.id} is malformed: ` +
-            (parsed.success
-              ? proposed?.ok === false
-                ? proposed.message
-                : ''
-              : v.summarize(parsed.issues)),
+          `change ${tableKey}/${doc.id} is malformed: ${proposed.ok ? '' : proposed.message}`,
         );
       }
       const d = parsed.output;
