@@ -40,14 +40,9 @@ export type DriftErrorCode =
   | 'UNREADABLE_ROW';
 
 /**
- * Whether each code is final (`permanent`: the row goes to bad data at the next sweep, or at ingest when the gate
- * already knows) or may still clear (`retryable`: the row waits within its retry budget). The schema core's codes
- * as `SCHEMA_ERROR_PERMANENCE` classifies them, plus: `FIELD_FLOOD` permanent (the event proposes none of its
- * fields, so they would become columns only if other events proposed every one of them); `UNREADABLE_ROW`
- * permanent (a damaged document does not heal); `PROPOSAL_CAP` retryable (proposed again in a later window);
- * `INSERT_REJECTED` retryable (BigQuery's streaming can take minutes to accept a new column); `INSERT_INVALID`
- * permanent (BigQuery refused the row's own data: the same row is refused every time); `INSERT_NOT_WRITTEN`
- * retryable (an infrastructure reason, not the row's).
+ * Whether each code is final (`permanent`: the row goes to bad data at the next sweep, or at ingest) or may still
+ * clear (`retryable`: the row waits within its retry budget): `SCHEMA_ERROR_PERMANENCE` plus the drift codes,
+ * for the reasons given on `DriftErrorCode` (a flooding event proposes none of its fields, so they stay missing).
  */
 export const DRIFT_ERROR_PERMANENCE: Readonly<Record<DriftErrorCode, 'permanent' | 'retryable'>> = {
   ...SCHEMA_ERROR_PERMANENCE,

@@ -77,16 +77,11 @@ const API_TYPE: Partial<Record<BqType, string>> = {
 };
 
 /**
- * TableAdmin over the official client. Takes the client in the constructor (emulator or Google Cloud).
- *
- * Local emulator (bqemulator 1.4.0), verified: `ALTER TABLE … ADD COLUMN` changes the table's storage but not
- * the emulator's catalog, so `tables.get` and INFORMATION_SCHEMA.COLUMNS keep the old columns and every
- * `insertAll` into the table then fails with HTTP 500 (DuckDB binder error: N+1 columns, N values), with or
- * without the new column. `addColumns` therefore checks `tables.get` after the DDL; if a column is missing it
- * reads the real columns with a dry-run `SELECT *` (free on BigQuery) and, when storage has them, writes the
- * catalog with `tables.patch` in storage order. On BigQuery a finished DDL job is already visible to
- * `tables.get`, so this branch does not run there; if it ever did, the patch only adds the NULLABLE columns the
- * DDL added, which BigQuery also accepts.
+ * TableAdmin over the official client (emulator or Google Cloud).
+ * The local emulator (bqemulator 1.4.0) applies `ADD COLUMN` to storage but not to its catalog, and every
+ * `insertAll` then fails with HTTP 500. So `addColumns` checks `tables.get` after the DDL; for a missing column
+ * it reads the stored columns with a dry-run `SELECT *` and writes the catalog with `tables.patch`. On BigQuery
+ * the DDL is already visible to `tables.get`, so this branch does not run there.
  */
 export class BigQueryTableAdmin implements TableAdmin {
   constructor(private readonly bigquery: BigQuery) {}
