@@ -783,15 +783,11 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
       // The same re-sends as the target table, so a refused bad-data row does not keep its `stopped` neighbours out.
       const rows = bad.map((b) =>
         badDataRowOf({
-          rowJson: b.row.rowJson,
-          extraFieldsJson: b.row.extraFieldsJson,
+          ...b.row,
           targetDest: run.key,
           error: b.error,
           nowMs,
-          processedTimestampMs: b.row.processedTimestampMs,
           retryCount: b.retryCount,
-          sourceMessageId: b.row.sourceMessageId,
-          insertId: b.row.insertId,
         }),
       );
       const written = await insertWithResends(deps, run, deps.badDataTable, rows);

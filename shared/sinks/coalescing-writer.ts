@@ -22,9 +22,8 @@ export interface CoalescingOptions {
    */
   readonly lingerMs: number;
   /**
-   * Most insertAll calls in flight per table before a lingered batch waits for one of them to settle, an integer
-   * 1..100. While the cap is reached, new rows for that table gather in the open batch (group commit), so batches
-   * grow with the load instead of going out every `lingerMs` with a few rows each. A full batch is never held back.
+   * Most insertAll calls in flight per table before a lingered batch waits for one to settle, an integer 1..100:
+   * meanwhile new rows gather in the open batch, so batches grow with the load. A full batch is never held back.
    */
   readonly maxInFlight: number;
   /**
@@ -78,12 +77,9 @@ function tableKey(table: TableRef): string {
 
 /**
  * A RowWriter that gathers the rows of concurrent `insertRows` calls for the same table into one call of the
- * wrapped writer (group commit; docs/performance.md, "Coalesced BigQuery writes"). A caller's rows are never
- * split across calls. A table's batch goes when full (`maxRows` / `maxBytes`), `lingerMs` after its first row if
- * fewer than `maxInFlight` calls for the table are in flight (else as soon as one settles), and at the latest
- * `maxHoldMs` after its first row. Per-row results go back to the caller that sent the row, in its order; when the
- * wrapped call throws (a TransientError), every caller of that batch gets the error and must not ack (their
- * redeliveries carry the same insertIds).
+ * wrapped writer (group commit; docs/performance.md, "Coalesced BigQuery writes"), never splitting a caller's
+ * rows. A batch goes when full, after `lingerMs` if a call slot is free (else when one settles), at the latest
+ * after `maxHoldMs`. Each caller gets its own rows' results, or the wrapped call's error (do not ack).
  */
 export class CoalescingRowWriter implements RowWriter {
   private readonly open = new Map<string, Batch>();
@@ -123,11 +119,10 @@ export class CoalescingRowWriter implements RowWriter {
 
   /**
    * Queues `rows` for `table`; resolves with one result per row, in order, once the batch holding them was written.
-   * A row without an insertId is answered `rejected` at once and not sent.
+   * A row without an insertId is answered `rejected` at once and not sent (`withInsertIds`).
    * @throws whatever the wrapped writer threw for that batch (TransientError: do not ack)
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    // A row without an insertId is answered `rejected` here and never joins a batch (see `withInsertIds`).
     return withInsertIds(rows, (sendable) => this.enqueue(table, sendable));
   }
 
