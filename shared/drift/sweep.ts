@@ -301,12 +301,6 @@ function tableResult(
   };
 }
 
-/** The statements of a plan in the configured style. */
-function statementsOf(plan: SchemaChangePlan, style: DdlStyle): string[] {
-  if (plan.ddl === null) return [];
-  return style === 'single' ? [plan.ddl] : [...plan.ddlPerColumn];
-}
-
 /** One call of `TableAdmin.addColumns`: the columns it adds and the statements that add them. */
 interface DdlStep {
   readonly columns: readonly BqField[];
@@ -317,7 +311,7 @@ interface DdlStep {
 function ddlSteps(plan: SchemaChangePlan, style: DdlStyle): DdlStep[] {
   if (plan.addColumns.length === 0) return [];
   if (style === 'single')
-    return [{ columns: plan.addColumns, statements: statementsOf(plan, style) }];
+    return [{ columns: plan.addColumns, statements: plan.ddl === null ? [] : [plan.ddl] }];
   return plan.addColumns.map((column, i) => ({
     columns: [column],
     statements: plan.ddlPerColumn[i] === undefined ? [] : [plan.ddlPerColumn[i]],
@@ -520,7 +514,7 @@ function plannedUpdate(
     updateId: updateIdOf(closed.map((c) => c.windowId)),
     changes: closed.map((c) => ({ windowId: c.windowId, fingerprint: c.fingerprint })),
     addColumns: plan.addColumns,
-    statements: statementsOf(plan, style),
+    statements: ddlSteps(plan, style).flatMap((step) => step.statements),
     unchanged: plan.unchanged,
     rejected: plan.rejected,
   };

@@ -252,21 +252,15 @@ export function planSchemaChange(
   const tableBinds = tableRoom < guard.maxNewColumnsPerWindow;
   const limit = tableBinds ? tableRoom : guard.maxNewColumnsPerWindow;
   const addColumns = newColumns.slice(0, limit);
-  for (const column of newColumns.slice(limit)) {
-    if (tableBinds) {
-      reject(
-        column.name,
-        'TABLE_CAP',
-        `table has ${columnCount} columns and its cap is ${tableCap}; field ${describeName(column.name)} gets none`,
-      );
-    } else {
-      reject(
-        column.name,
-        'WINDOW_CAP',
-        `this window already adds ${guard.maxNewColumnsPerWindow} columns (the per-window cap); ` +
-          `field ${describeName(column.name)} may get one in a later window`,
-      );
-    }
+  for (const { name } of newColumns.slice(limit)) {
+    reject(
+      name,
+      tableBinds ? 'TABLE_CAP' : 'WINDOW_CAP',
+      tableBinds
+        ? `table has ${columnCount} columns and its cap is ${tableCap}; field ${describeName(name)} gets none`
+        : `this window already adds ${guard.maxNewColumnsPerWindow} columns (the per-window cap); ` +
+            `field ${describeName(name)} may get one in a later window`,
+    );
   }
 
   rejected.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
