@@ -66,27 +66,21 @@ export interface SweepDeps {
   readonly store: DriftStore;
   readonly admin: TableAdmin;
   readonly writer: RowWriter;
-  /** The bad-data table (`OFFVIA_BAD_DATA_TABLE`). */
+  /** `OFFVIA_BAD_DATA_TABLE`. */
   readonly badDataTable: TableRef;
   /** Project of the clients, for `project.dataset.table` names; `undefined` to leave it out. */
   readonly projectId: string | undefined;
   readonly logger: Logger;
-  /**
-   * The processing-time clock, ms since the epoch (UTC): window closure, retry counts, the retry budget and the
-   * bad-data `insert_time`. Tests advance it instead of waiting minutes.
-   */
+  /** Processing-time clock, ms since the epoch (UTC): windows, retry counts and budget, bad-data `insert_time`. */
   readonly now: () => number;
   /**
-   * The real clock, ms since the epoch (UTC): leases, the metadata-update rate and audit times. Kept apart from
-   * `now` so a sweep with an advanced clock and a scheduled sweep still exclude each other.
+   * Real clock, ms since the epoch (UTC): leases, the metadata-update rate and audit times (apart from `now`, so
+   * a sweep with an advanced clock and a scheduled sweep still exclude each other).
    */
   readonly leaseNow: () => number;
   /** A unique id per sweep invocation (lease holder); default a random UUID. */
   readonly newHolderId?: () => string;
-  /**
-   * Waits `ms` by the lease clock (pacing DDL statements under the table-update rate); default a real timer.
-   * Tests pass one that advances their lease clock.
-   */
+  /** Waits `ms` by the lease clock (DDL pacing); default a real timer. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
@@ -107,7 +101,6 @@ export interface TableSweepResult {
   readonly status: 'swept' | 'busy' | 'failed';
   /** The closed windows whose change this sweep handled. */
   readonly windows: readonly string[];
-  /** The table update made, if any. */
   readonly update: AppliedUpdateSummary | null;
   /** Columns planned but only recorded (propose mode), or deferred (update rate). */
   readonly notApplied: readonly string[];
