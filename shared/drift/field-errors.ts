@@ -63,7 +63,6 @@ export function isPermanentError(error: Pick<DriftFieldError, 'code'>): boolean 
 export interface DriftFieldError {
   /** The field, as in the event; `null` for an error of the whole row (`FIELD_FLOOD`, `INSERT_…`). */
   readonly field: string | null;
-  /** Machine-readable cause. */
   readonly code: DriftErrorCode;
   /** Human-readable cause, naming the rule. */
   readonly reason: string;

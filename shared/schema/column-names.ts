@@ -27,9 +27,8 @@ export const RESERVED_COLUMN_PREFIXES: readonly string[] = [
 
 /**
  * GoogleSQL reserved keywords (https://cloud.google.com/bigquery/docs/reference/standard-sql/lexical#reserved_keywords),
- * plus TABLE, INCLUDE, PIVOT and UNPIVOT, which some copies of that list carry. BigQuery accepts a keyword as a
- * column name when it is quoted; the project rejects them anyway (a policy, not a BigQuery rule), so no drift
- * column forces every downstream query to quote it. Listing a word too many only rejects one more name.
+ * plus TABLE, INCLUDE, PIVOT and UNPIVOT. Rejected by project policy (BigQuery accepts them quoted), so no drift
+ * column forces every downstream query to quote it.
  */
 export const RESERVED_KEYWORDS: ReadonlySet<string> = new Set(
   (
@@ -67,9 +66,8 @@ export const JS_SPECIAL_NAMES: ReadonlySet<string> = new Set(
 );
 
 /**
- * The classic (non-flexible) BigQuery column-name alphabet: letters, digits, underscores, starting with a letter
- * or underscore. Flexible column names (other characters, a leading digit) are NOT accepted: they need special
- * handling in the Storage Read/Write APIs and quoting in every query, and a drift column should be boring.
+ * The classic BigQuery column-name alphabet: letters, digits, underscores, not starting with a digit. Flexible
+ * column names are not accepted (they need quoting in every query).
  * Source: https://cloud.google.com/bigquery/docs/schemas#column_names (and #flexible-column-names).
  */
 export const COLUMN_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -50,7 +50,6 @@ export type RejectionCode =
 export interface RejectedField {
   /** The field name, exactly as proposed. */
   readonly field: string;
-  /** Machine-readable cause. */
   readonly code: RejectionCode;
   /** Human-readable cause, for the error column of the rows that need the field. */
   readonly reason: string;

@@ -62,9 +62,8 @@ function sortedMap(entries: Iterable<[string, FieldProposal]>): Map<string, Fiel
 /**
  * Merges two proposed field sets: the union of their fields, a field present in both merged by
  * `mergeProposals` (`INT64` + `FLOAT64` → `FLOAT64`; `STRING` + `INT64` → a conflict on that field only).
- * Never throws on data. Commutative, associative and idempotent (property-tested), so concurrent proposals
- * for one (target table, schema window) give the same merged change in any order and under redelivery
- * (design.md, "Schema-change window and retry minutes").
+ * Commutative, associative and idempotent, so concurrent proposals give the same change in any order and under
+ * redelivery (design.md, "Schema-change window and retry minutes").
  * @returns a new set, keys in code-unit order.
  */
 export function mergeFieldSets(a: ProposedFields, b: ProposedFields): ProposedFields {
@@ -108,11 +107,8 @@ export function mergeAllFieldSets(sets: Iterable<ProposedFields>): ProposedField
 
 /** An extra field whose value has no BigQuery type; it is reported, never dropped. */
 export interface UninferableField {
-  /** The field name, as in the event. */
   readonly field: string;
-  /** Machine-readable cause. */
   readonly code: InferenceErrorCode;
-  /** Human-readable cause. */
   readonly reason: string;
 }
 

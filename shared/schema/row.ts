@@ -16,7 +16,6 @@ export type RowFieldErrorCode =
 
 /** An extra field that cannot go into the row, with the reason; such a row must not be inserted yet. */
 export interface RowFieldError {
-  /** The field name, as in the event. */
   readonly field: string;
   /** Machine-readable cause; `NO_COLUMN` is the schema drift the retry store waits out. */
   readonly code: RowFieldErrorCode;

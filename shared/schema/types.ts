@@ -38,7 +38,6 @@ export type BqMode = 'NULLABLE' | 'REQUIRED' | 'REPEATED';
 export interface BqField {
   /** Column name, as stored (BigQuery compares names case-insensitively). */
   readonly name: string;
-  /** Column type. */
   readonly type: BqType;
   /** Column mode; the API's absent mode means `NULLABLE`. */
   readonly mode: BqMode;
@@ -48,21 +47,17 @@ export interface BqField {
 
 /** A table's schema: its top-level columns, in table order. */
 export interface TableSchema {
-  /** Top-level columns. */
   readonly fields: readonly BqField[];
 }
 
 /**
- * The table a schema change targets. Structurally the same as the configuration's `TableRef`
- * (`shared/config/env.ts`), so a configured target can be passed as is. Target tables come from configuration
- * only, never from a payload (design.md, "Schema-change window and retry minutes").
+ * The table a schema change targets; structurally the configuration's `TableRef`. Target tables come from
+ * configuration only, never from a payload (design.md, "Schema-change window and retry minutes").
  */
 export interface TargetTableRef {
   /** Project id; when absent the DDL names `dataset.table` and the job's project applies. */
   readonly projectId?: string;
-  /** Dataset id. */
   readonly datasetId: string;
-  /** Table id. */
   readonly tableId: string;
 }
 
