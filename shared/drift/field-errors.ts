@@ -90,11 +90,10 @@ export interface ExtraFieldsVerdict {
 
 /**
  * Classifies an event's extra top-level fields against the table's current `schema`:
- * - `extraFieldsToRow` gives the values and the per-field errors (`PROTECTED_NAME`, `CASE_COLLISION` with a
- *   column, `INCOMPATIBLE_WITH_COLUMN`, uninferable values, `NO_COLUMN`);
- * - a `NO_COLUMN` field then gets the name rules (`checkColumnName`: empty, too long, illegal characters,
- *   reserved prefix, reserved keyword) and `CASE_COLLISION` with another not-yet-column field of the same event;
- *   what survives is proposed with its inferred type and keeps its `NO_COLUMN` error (the row waits for it);
+ * - `extraFieldsToRow` gives the values and the per-field errors;
+ * - a `NO_COLUMN` field then gets the name rules (`checkColumnName`) and `CASE_COLLISION` with another
+ *   not-yet-column field of the same event; what survives is proposed with its inferred type and keeps its
+ *   `NO_COLUMN` error (the row waits for it);
  * - more than `rules.maxNewFieldsPerEvent` proposable fields: none is proposed, one `FIELD_FLOOD` error.
  * Deterministic and pure; the same function judges a row at ingest (gate) and at every retry (sweep).
  */

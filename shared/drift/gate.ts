@@ -28,10 +28,7 @@ import { retryRowId, type DriftStore } from './store';
  */
 export const MAX_RETRY_ROW_BYTES = 900_000;
 
-/**
- * A cached schema older than this is read again before a row is held for a field it lacks, ms: the sweep may
- * have just added the column, and holding the row would delay it by a window.
- */
+/** A cached schema older than this, ms, is read again before a row is held for a field it lacks. */
 export const MISS_REFRESH_MS = 5_000;
 
 /** What the gate needs. */
@@ -59,13 +56,11 @@ export type RoutedToBadData = { action: 'bad_data'; targetDest: string; error: s
 
 /**
  * `SchemaDriftGate` over the Firestore retry store (docs/schema-drift.md, "In `ingestBooking`"). For a valid event:
- * no extra fields, or all of them fitting columns of the cached target schema (`classifyExtraFields`): `write`;
- * an extra field with a permanent error (`isPermanentError`): the row goes to bad data at once with every reason;
- * otherwise the fields that may become columns are merged into the pending change of (target, current schema
- * window) and the row is stored in the retry store, then `held`. Null extra fields that are no column are left
- * out and logged once. `holdRejected` holds a written row BigQuery refused with "no such field" the same way.
- * Throws TransientError when BigQuery or Firestore cannot be reached (the message is redelivered; holding is
- * idempotent per insertId).
+ * every extra field fitting a column of the cached schema (`classifyExtraFields`): `write`; a permanent error
+ * (`isPermanentError`): bad data at once with every reason; otherwise the proposable fields are merged into the
+ * pending change of the current schema window and the row is stored in the retry store (`held`).
+ * `holdRejected` holds a written row BigQuery refused with "no such field" the same way.
+ * Throws TransientError when BigQuery or Firestore cannot be reached (redelivery; holding is idempotent per insertId).
  */
 export class RetryStoreDriftGate implements SchemaDriftGate {
   private readonly tableKey: string;

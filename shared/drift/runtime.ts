@@ -14,9 +14,8 @@ import { TableSchemaCache } from './schema-cache';
 import { BigQueryTableAdmin } from './table-admin';
 
 /**
- * A Firestore client for the project's system database `databaseId` (OFFVIA_FIRESTORE_DATABASE, a named
- * database; the emulator serves named databases too); it finds the local emulator through FIRESTORE_EMULATOR_HOST
- * by itself. `ignoreUndefinedProperties` stays off: an undefined field is a bug to see, not to drop.
+ * A Firestore client for the named database `databaseId` (OFFVIA_FIRESTORE_DATABASE); it finds the emulator
+ * through FIRESTORE_EMULATOR_HOST. `ignoreUndefinedProperties` stays off: an undefined field is a bug to see.
  */
 export function firestoreClient(projectId: string | undefined, databaseId: string): Firestore {
   return new Firestore({ ...(projectId ? { projectId } : {}), databaseId });

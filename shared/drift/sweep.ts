@@ -133,14 +133,12 @@ export interface SweepResult {
 
 /**
  * The schema sweep (docs/schema-drift.md, "The sweep"): for each configured target table, in order, under the
- * table's lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
- * 1. the closed windows' pending changes are merged and planned against the current schema (`planSchemaChange`);
- *    in `apply` mode the plan becomes ONE table update (fenced `beginUpdate`, the DDL paced under BigQuery's
- *    table-update rate by `runDdlSteps`, `finishUpdate`), never within `minUpdateIntervalMs` of the last; in
- *    `propose` mode it is only recorded. A failure here does not skip step 2;
- * 2. up to `sweepMaxRows` waiting rows, oldest first, are judged and inserted, re-sent, kept (with their retry
- *    count) or, past the budget (`isPastBudget`) or with a permanent error, written to bad data; every write is
- *    fenced by the lease, renewed before each batch and re-send;
+ * table's lease (a table leased by another sweep is skipped as `busy`):
+ * 1. the closed windows' pending changes are planned against the current schema (`planSchemaChange`); in `apply`
+ *    mode the plan becomes ONE paced table update, never within `minUpdateIntervalMs` of the last; in `propose`
+ *    mode it is only recorded. A failure here does not skip step 2;
+ * 2. up to `sweepMaxRows` waiting rows, oldest first, are inserted, kept (with their retry count) or, past the
+ *    budget (`isPastBudget`) or with a permanent error, written to bad data; every write is fenced by the lease;
  * 3. fields of still-waiting rows that may still become columns are proposed again into the current window.
  * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
  */
@@ -321,11 +319,10 @@ interface DdlOutcome {
 }
 
 /**
- * Runs the steps in order under BigQuery's table metadata update rate (`TABLE_UPDATE_RATE`, 5 per 10 s per table):
- * before each step it waits (`updateDelayMs`, counting the table's last update) so no 10 s window holds more than
- * 5 statements, renews the lease, then runs it. It stops at the first failure, keeping what was added: a 403
- * `rateLimitExceeded` (another writer used the table's rate) or a wait past `DDL_PACING_BUDGET_MS` is an
- * `update_rate` stop, to be continued next sweep; any other failure is an `error` stop.
+ * Runs the steps in order under `TABLE_UPDATE_RATE`: before each it waits (`updateDelayMs`, counting the table's
+ * last update) and renews the lease. It stops at the first failure, keeping what was added: a 403
+ * `rateLimitExceeded` or a wait past `DDL_PACING_BUDGET_MS` is an `update_rate` stop (continued next sweep); any
+ * other failure is an `error` stop.
  * @throws LeaseLostError when the lease was lost before a step (nothing more is issued).
  */
 async function runDdlSteps(

@@ -6,10 +6,7 @@ import { tableSchemaFromApi, type BqField, type BqType, type TableSchema } from 
 
 /** What a column addition did besides its DDL. */
 export interface AddColumnsResult {
-  /**
-   * Columns whose catalog entry was written with `tables.patch` after the DDL because `tables.get` did not list
-   * them (the local emulator; see `BigQueryTableAdmin.addColumns`). Empty on BigQuery.
-   */
+  /** Columns whose catalog entry had to be written with `tables.patch` (local emulator only; see `BigQueryTableAdmin`). */
   readonly catalogPatched: readonly string[];
 }
 
@@ -49,10 +46,9 @@ export class DdlError extends Error {
 }
 
 /**
- * Whether an error from the BigQuery client is the short-term rate limit (reason `rateLimitExceeded`, HTTP 403;
- * for DDL "Exceeded rate limits: too many table update operations for this table"), in the error's `errors`
- * list, a failed job's `errorResult`, or its message (https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
- * A `quotaExceeded` (longer-term quota) is not: waiting seconds does not clear it.
+ * Whether an error from the BigQuery client is the short-term rate limit (reason `rateLimitExceeded`, HTTP 403), in
+ * its `errors`, a failed job's `errorResult`, or its message (https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
+ * A `quotaExceeded` is not: waiting seconds does not clear it.
  */
 export function isRateLimitError(err: unknown): boolean {
   const e = err as {
