@@ -33,8 +33,7 @@ const DEFINITION_DRIFT_VARS = [
 /**
  * The drift configuration of a pipeline, or `undefined` when its definition turns drift off (`schemaDrift.mode`
  * `off`, or no `firestore.schemaDriftRoot`): target tables, schema window, retry budget and Firestore root from the
- * definition (booking's `configure` reads them from `OFFVIA_SCHEMA_*`); the gate's and the sweep's operational knobs
- * (cache TTL, caps, lease, DDL style, ...) from `env` (`loadSchemaDriftConfig`).
+ * definition; the operational knobs (cache TTL, caps, lease, DDL style, ...) from `env` (`loadSchemaDriftConfig`).
  * @throws ConfigError for a bad variable
  */
 export function pipelineDriftConfig(

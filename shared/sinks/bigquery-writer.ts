@@ -79,10 +79,8 @@ export function missingFieldsOf(message: string): string[] {
 }
 
 /**
- * Writes with `tabledata.insertAll` through the official client: `raw: true` (rows carry our insertIds, the client
- * generates none), `skipInvalidRows: true` (valid rows land even when a neighbour is refused),
- * `ignoreUnknownValues: false` (an unknown field is an error, never a silent drop), `partialRetries: 0` (the
- * client would otherwise re-send refused rows three times).
+ * Writes with `tabledata.insertAll`: `raw` (our insertIds), `skipInvalidRows` (valid rows land beside a refused
+ * one), no `ignoreUnknownValues` (an unknown field is an error, never a silent drop), `partialRetries: 0`.
  */
 export class BigQueryRowWriter implements RowWriter {
   constructor(private readonly bigquery: BigQuery) {}
