@@ -1,5 +1,4 @@
-// Composition of the schema-drift gate of a pipeline whose definition turns drift on: its configuration from the
-// definition and the environment, the Firestore retry store and the BigQuery schema cache.
+// Composition of a pipeline's schema-drift gate: its configuration, the Firestore retry store, the schema cache.
 import { Firestore } from '@google-cloud/firestore';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Env, TableRef } from '../config/env';

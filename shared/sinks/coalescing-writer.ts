@@ -1,5 +1,4 @@
-// Coalesces concurrent BigQuery writes inside one instance: rows bound for the same table, from many invocations,
-// go out as one insertAll call; each caller still gets exactly its own rows' results, or the batch's failure.
+// Coalesces one instance's concurrent BigQuery writes per table into one insertAll call (group commit).
 import type { TableRef } from '../config/env';
 import { type InsertRow, type RowResult, type RowWriter, withInsertIds } from './row-writer';
 
