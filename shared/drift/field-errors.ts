@@ -24,17 +24,11 @@ export type DriftErrorCode =
   | 'FIELD_FLOOD'
   /** The window's pending change already holds `maxProposedFieldsPerWindow` fields. */
   | 'PROPOSAL_CAP'
-  /**
-   * BigQuery refused the row on insert with "no such field" (insertErrors reason `invalid`) for a column the table
-   * already lists: streaming can take minutes to accept a new column.
-   */
+  /** BigQuery refused the row with "no such field" for a column the table lists (streaming lags minutes). */
   | 'INSERT_REJECTED'
   /** BigQuery refused the row's data on insert (reason `invalid`, e.g. "Invalid NUMERIC value"): final. */
   | 'INSERT_INVALID'
-  /**
-   * BigQuery did not write the row for a reason that is not its data (`stopped` after the re-sends of one sweep,
-   * `timeout`, `backendError`, or the whole insertAll call failed): the next sweep tries again.
-   */
+  /** BigQuery did not write the row for a reason that is not its data: the next sweep tries again. */
   | 'INSERT_NOT_WRITTEN'
   /** The stored row or extra fields are not a JSON object (a damaged retry-store document). */
   | 'UNREADABLE_ROW';

@@ -4,10 +4,7 @@ import { type InsertRow, type RowResult, type RowWriter, withInsertIds } from '.
 
 /** Limits of one coalesced insertAll call, and how many such calls per table may be in flight. */
 export interface CoalescingOptions {
-  /**
-   * Most rows per call, 1..500. BigQuery recommends at most 500 rows per insertAll request (streaming quotas,
-   * "Streaming inserts": maximum rows per request 50,000, recommended 500).
-   */
+  /** Most rows per call, 1..500 (BigQuery's recommended maximum per insertAll request). */
   readonly maxRows: number;
   /**
    * Most request bytes per call (the rows' JSON, UTF-8, plus insertIds), 1 KiB..9 MiB. BigQuery caps an insertAll
@@ -15,10 +12,7 @@ export interface CoalescingOptions {
    * on its own, unbatched.
    */
   readonly maxBytes: number;
-  /**
-   * How long the first row of a batch waits for company, ms (0..1000). A full batch goes at once. This is added to
-   * the latency of a lone event, so it stays a few milliseconds.
-   */
+  /** How long the first row of a batch waits for company, ms (0..1000); added to a lone event's latency. */
   readonly lingerMs: number;
   /**
    * Most insertAll calls in flight per table before a lingered batch waits for one to settle, an integer 1..100:
