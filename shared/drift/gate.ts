@@ -121,9 +121,8 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
   }
 
   /**
-   * BigQuery refused the row written after `route` said `write`. When the refusal names only unknown fields
-   * (`missingFields`) that are extra fields of the event, the row is held; otherwise `undefined` (not a drift
-   * problem: the caller routes it to bad data as before).
+   * BigQuery refused the row written after `route` said `write`. When the refusal names only unknown fields that
+   * are extra fields of the event, the row is held; otherwise `undefined` (the caller routes it to bad data).
    * @param row the row without its extra columns, as passed to `route`.
    */
   async holdRejected(

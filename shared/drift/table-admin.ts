@@ -14,8 +14,7 @@ export interface AddColumnsResult {
 export interface TableAdmin {
   /**
    * The table's current schema (`tables.get`).
-   * @throws TransientError when BigQuery cannot be reached or the table does not exist (an operator must act;
-   *   until then the caller retries).
+   * @throws TransientError when BigQuery cannot be reached or the table does not exist.
    */
   getSchema(table: TableRef): Promise<TableSchema>;
   /**
@@ -34,10 +33,7 @@ export interface TableAdmin {
 /** A DDL statement failed, or did not leave the table with the columns it should have added. */
 export class DdlError extends Error {
   override readonly name = 'DdlError';
-  /**
-   * BigQuery refused the statement for the table metadata update rate (`isRateLimitError`): not a fault of the
-   * change; the sweep stops its DDL and goes on next time from the columns that exist.
-   */
+  /** BigQuery refused the statement for the table metadata update rate (`isRateLimitError`): retry next sweep. */
   readonly rateLimited: boolean;
   constructor(message: string, options?: { cause?: unknown; rateLimited?: boolean }) {
     super(message, options);

@@ -17,11 +17,7 @@ export interface InferredType {
   readonly type: InferableType | null;
 }
 
-/**
- * Why a value has no BigQuery type. `NUMBER_OUT_OF_RANGE`: an integer literal with more integer digits than
- * BIGNUMERIC holds exactly (38); `NON_FINITE_NUMBER` and `UNSUPPORTED_VALUE` cannot come out of a JSON parser,
- * they guard other callers.
- */
+/** Why a value has no BigQuery type (see `inferType`). */
 export type InferenceErrorCode = 'NON_FINITE_NUMBER' | 'NUMBER_OUT_OF_RANGE' | 'UNSUPPORTED_VALUE';
 
 /** A failed inference: the value cannot be written to any column. */
@@ -39,11 +35,7 @@ const INT64_MAX = 2n ** 63n - 1n;
 const NUMERIC_INTEGER_DIGITS = 29;
 const BIGNUMERIC_INTEGER_DIGITS = 38;
 
-/**
- * The type of an integer known exactly (a `bigint` or a lossless integer literal), or an error when no BigQuery
- * numeric type holds it exactly (more than 38 integer digits): FLOAT64 would round it, and a silently rounded
- * id is worse than a row in bad data with the reason (Bronze keeps the raw message).
- */
+/** The type of an exactly known integer, or an error when no BigQuery numeric type holds it exactly. */
 function exactIntegerType(n: bigint): InferredType | InferenceError {
   if (n >= INT64_MIN && n <= INT64_MAX) return { ok: true, type: 'INT64' };
   const digits = (n < 0n ? -n : n).toString().length;

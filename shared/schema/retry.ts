@@ -90,8 +90,8 @@ export interface SchemaWindow {
 const MAX_DATE_MS = 8_640_000_000_000_000n;
 
 /**
- * The fixed processing-time window a drift row belongs to, from its `processed_timestamp` (Beam's fixed
- * window, as the bad-data design uses: changes are combined per target table per window).
+ * The fixed processing-time window a drift row belongs to, from its `processed_timestamp` (changes are combined
+ * per target table per window).
  * @param tsMs processing time, ms since the epoch (UTC), an integer within the Date range (±8.64e15).
  * @param windowMinutes window length in minutes, an integer ≥ 1 (default 3, `DEFAULT_SCHEMA_WINDOW_MINUTES`).
  * @throws RangeError on a non-integer or out-of-range timestamp or a bad window length.

@@ -7,9 +7,8 @@ export interface CoalescingOptions {
   /** Most rows per call, 1..500 (BigQuery's recommended maximum per insertAll request). */
   readonly maxRows: number;
   /**
-   * Most request bytes per call (the rows' JSON, UTF-8, plus insertIds), 1 KiB..9 MiB. BigQuery caps an insertAll
-   * HTTP request at 10 MB; 9 MiB leaves room for the envelope. A single caller whose rows alone exceed it is sent
-   * on its own, unbatched.
+   * Most request bytes per call (the rows' JSON and insertIds, UTF-8), 1 KiB..9 MiB (BigQuery caps a request at
+   * 10 MB). A single caller whose rows alone exceed it is sent on its own.
    */
   readonly maxBytes: number;
   /** How long the first row of a batch waits for company, ms (0..1000); added to a lone event's latency. */
