@@ -41,10 +41,8 @@ export function quoteColumnName(name: string): string {
 }
 
 /**
- * A table path as one backtick-quoted identifier, `` `project.dataset.table` `` (or `` `dataset.table` ``
- * without a project), the form BigQuery's DDL documents.
- * @throws SchemaConfigError when an id is outside the accepted alphabet (targets come from configuration, so
- *   this is a configuration error, never a data error).
+ * A table path as one backtick-quoted identifier, `` `project.dataset.table` `` (or `` `dataset.table` ``).
+ * @throws SchemaConfigError when an id is outside the accepted alphabet (a configuration error).
  */
 export function quoteTablePath(table: TargetTableRef): string {
   const { projectId, datasetId, tableId } = table;

@@ -27,11 +27,7 @@ export const BQ_TYPES = [
 /** A BigQuery column type (GoogleSQL name). See `BQ_TYPES`. */
 export type BqType = (typeof BQ_TYPES)[number];
 
-/**
- * A column mode. New columns added by the schema sweep are always `NULLABLE`: BigQuery allows adding only
- * `NULLABLE` or `REPEATED` columns to an existing table
- * (https://cloud.google.com/bigquery/docs/managing-table-schemas#add_an_empty_column).
- */
+/** A column mode. The schema sweep adds only `NULLABLE` columns. */
 export type BqMode = 'NULLABLE' | 'REQUIRED' | 'REPEATED';
 
 /** One column of a table schema, as the BigQuery API describes it (types normalised to GoogleSQL names). */
