@@ -593,7 +593,7 @@ async function readWaitingRows(deps: SweepDeps, run: TableRun): Promise<void> {
   run.support = supportOf(supporting);
 }
 
-/** A ready row's fate after the sweep's insert and its re-sends. */
+/** A ready row's fate after its insert and re-sends. */
 type InsertFate =
   | { readonly kind: 'written' }
   | { readonly kind: 'invalid'; readonly error: string; readonly missingFields: readonly string[] }
@@ -666,8 +666,7 @@ function insertErrorOf(fate: Exclude<InsertFate, { kind: 'written' }>): DriftFie
   if (fate.kind === 'not_written') {
     return { field: null, code: 'INSERT_NOT_WRITTEN', reason: fate.error };
   }
-  // "no such field" for a column the table lists is the new column propagating to streaming: it clears within
-  // minutes. Any other `invalid` is the row's own data, refused the same way every time.
+  // "no such field" is a new column propagating to streaming (clears within minutes); any other `invalid` is final.
   return fate.missingFields.length > 0
     ? { field: null, code: 'INSERT_REJECTED', reason: fate.error }
     : { field: null, code: 'INSERT_INVALID', reason: fate.error };

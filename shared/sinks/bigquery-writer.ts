@@ -13,8 +13,8 @@ import {
 } from './row-writer';
 
 /**
- * A BigQuery client for the configured project; pointed at the local emulator when BIGQUERY_EMULATOR_HOST is set
- * (then `autoRetry` is off: the emulator's 500s are not transient and would be retried for minutes).
+ * A BigQuery client for the configured project; at the local emulator (BIGQUERY_EMULATOR_HOST) without
+ * `autoRetry`, since the emulator's 500s are not transient.
  */
 export function bigQueryClient(
   config: Pick<IngestConfig, 'projectId' | 'bigQueryEndpoint'>,

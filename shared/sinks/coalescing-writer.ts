@@ -18,10 +18,7 @@ export interface CoalescingOptions {
    * meanwhile new rows gather in the open batch, so batches grow with the load. A full batch is never held back.
    */
   readonly maxInFlight: number;
-  /**
-   * Longest a batch waits from its first row before it is sent whatever is in flight, ms, an integer in
-   * [lingerMs, 60000]: a slow or hung call must not hold every row of the instance for that table.
-   */
+  /** Longest a batch waits from its first row before it is sent whatever is in flight, ms, in [lingerMs, 60000]. */
   readonly maxHoldMs: number;
 }
 
@@ -161,10 +158,7 @@ export class CoalescingRowWriter implements RowWriter {
     return this.inFlight.get(tableKey(table)) ?? 0;
   }
 
-  /**
-   * The linger of `batch` elapsed: send it if the table has a free slot (or the hold is no longer than the
-   * linger); otherwise hold it until a call settles or `maxHoldMs` after its first row.
-   */
+  /** The linger elapsed: send `batch` if a slot is free, else hold it until a call settles or `maxHoldMs`. */
   private lingered(key: string, batch: Batch): void {
     if (this.open.get(key) !== batch) return;
     const { lingerMs, maxHoldMs, maxInFlight } = this.options;
