@@ -39,8 +39,7 @@ export interface BadDataInput {
 
 /**
  * The bad-data row of a drift row: `bad_data` is `{"row": <row>, "extra_fields": <extra fields>}` as JSON text,
- * built from the stored texts so nothing is re-encoded (and a field named like a Silver column cannot overwrite
- * it); insertId `bad:<insertId>` (hashed when longer than 128 characters).
+ * built from the stored texts (nothing re-encoded); insertId `bad:<insertId>` (hashed when over 128 characters).
  */
 export function badDataRowOf(input: BadDataInput): InsertRow {
   const row: BadDataRow = {

@@ -9,25 +9,20 @@ export interface UpdateRate {
 }
 
 /**
- * BigQuery's limit on table metadata update operations: 5 per 10 s per table, and every DDL statement that
- * changes a table's schema is one (https://cloud.google.com/bigquery/quotas, "Tables"; a request over it is refused
- * with 403 `rateLimitExceeded`, "Exceeded rate limits: too many table update operations for this table",
- * https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
+ * BigQuery's limit on table metadata updates (every schema DDL statement is one): 5 per 10 s per table; over it,
+ * 403 `rateLimitExceeded` (https://cloud.google.com/bigquery/quotas, "Tables").
  */
 export const TABLE_UPDATE_RATE: UpdateRate = { updates: 5, windowMs: 10_000 };
 
 /**
- * Longest a sweep waits, in total, for the table-update rate while adding columns one statement at a time, ms.
- * Past it the sweep stops its DDL and the next sweep goes on from the columns that then exist: a sweep stays well
- * inside its function timeout and its lease (renewed before every statement) whatever the number of columns.
+ * Longest a sweep waits, in total, for the table-update rate while adding columns, ms. Past it the next sweep
+ * goes on, so a sweep stays inside its function timeout and lease whatever the number of columns.
  */
 export const DDL_PACING_BUDGET_MS = 30_000;
 
 /**
  * How long to wait, ms, before one more update keeps every window of `rate.windowMs` at `rate.updates` or fewer
- * updates, given the times of earlier updates (`recentMs`, ms since the epoch, any order). 0 when fewer than
- * `rate.updates` of them are within `rate.windowMs` of `nowMs`; otherwise until the oldest of the last
- * `rate.updates` leaves the window. Pure.
+ * updates, given the times of earlier updates (`recentMs`, ms since the epoch, any order).
  * @throws RangeError for a rate that is not two positive integers.
  */
 export function updateDelayMs(

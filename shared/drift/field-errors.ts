@@ -24,30 +24,19 @@ export type DriftErrorCode =
   | 'FIELD_FLOOD'
   /** The window's pending change already holds `maxProposedFieldsPerWindow` fields. */
   | 'PROPOSAL_CAP'
-  /**
-   * BigQuery refused the row on insert with "no such field" (insertErrors reason `invalid`) for a column the table
-   * already lists: streaming can take minutes to accept a new column.
-   */
+  /** BigQuery refused the row with "no such field" for a column the table lists (streaming lags minutes). */
   | 'INSERT_REJECTED'
   /** BigQuery refused the row's data on insert (reason `invalid`, e.g. "Invalid NUMERIC value"): final. */
   | 'INSERT_INVALID'
-  /**
-   * BigQuery did not write the row for a reason that is not its data (`stopped` after the re-sends of one sweep,
-   * `timeout`, `backendError`, or the whole insertAll call failed): the next sweep tries again.
-   */
+  /** BigQuery did not write the row for a reason that is not its data: the next sweep tries again. */
   | 'INSERT_NOT_WRITTEN'
   /** The stored row or extra fields are not a JSON object (a damaged retry-store document). */
   | 'UNREADABLE_ROW';
 
 /**
- * Whether each code is final (`permanent`: the row goes to bad data at the next sweep, or at ingest when the gate
- * already knows) or may still clear (`retryable`: the row waits within its retry budget). The schema core's codes
- * as `SCHEMA_ERROR_PERMANENCE` classifies them, plus: `FIELD_FLOOD` permanent (the event proposes none of its
- * fields, so they would become columns only if other events proposed every one of them); `UNREADABLE_ROW`
- * permanent (a damaged document does not heal); `PROPOSAL_CAP` retryable (proposed again in a later window);
- * `INSERT_REJECTED` retryable (BigQuery's streaming can take minutes to accept a new column); `INSERT_INVALID`
- * permanent (BigQuery refused the row's own data: the same row is refused every time); `INSERT_NOT_WRITTEN`
- * retryable (an infrastructure reason, not the row's).
+ * Whether each code is final (`permanent`: the row goes to bad data at the next sweep, or at ingest) or may still
+ * clear (`retryable`: the row waits within its retry budget): `SCHEMA_ERROR_PERMANENCE` plus the drift codes,
+ * for the reasons given on `DriftErrorCode` (a flooding event proposes none of its fields, so they stay missing).
  */
 export const DRIFT_ERROR_PERMANENCE: Readonly<Record<DriftErrorCode, 'permanent' | 'retryable'>> = {
   ...SCHEMA_ERROR_PERMANENCE,
@@ -68,7 +57,6 @@ export function isPermanentError(error: Pick<DriftFieldError, 'code'>): boolean 
 export interface DriftFieldError {
   /** The field, as in the event; `null` for an error of the whole row (`FIELD_FLOOD`, `INSERT_…`). */
   readonly field: string | null;
-  /** Machine-readable cause. */
   readonly code: DriftErrorCode;
   /** Human-readable cause, naming the rule. */
   readonly reason: string;
@@ -96,11 +84,10 @@ export interface ExtraFieldsVerdict {
 
 /**
  * Classifies an event's extra top-level fields against the table's current `schema`:
- * - `extraFieldsToRow` gives the values and the per-field errors (`PROTECTED_NAME`, `CASE_COLLISION` with a
- *   column, `INCOMPATIBLE_WITH_COLUMN`, uninferable values, `NO_COLUMN`);
- * - a `NO_COLUMN` field then gets the name rules (`checkColumnName`: empty, too long, illegal characters,
- *   reserved prefix, reserved keyword) and `CASE_COLLISION` with another not-yet-column field of the same event;
- *   what survives is proposed with its inferred type and keeps its `NO_COLUMN` error (the row waits for it);
+ * - `extraFieldsToRow` gives the values and the per-field errors;
+ * - a `NO_COLUMN` field then gets the name rules (`checkColumnName`) and `CASE_COLLISION` with another
+ *   not-yet-column field of the same event; what survives is proposed with its inferred type and keeps its
+ *   `NO_COLUMN` error (the row waits for it);
  * - more than `rules.maxNewFieldsPerEvent` proposable fields: none is proposed, one `FIELD_FLOOD` error.
  * Deterministic and pure; the same function judges a row at ingest (gate) and at every retry (sweep).
  */

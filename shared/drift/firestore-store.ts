@@ -212,9 +212,7 @@ export class FirestoreDriftStore implements DriftStore {
 
   /**
    * In `tx`: `window` if its change is still pending (or absent), else the first later window of the same
-   * length whose change is pending or absent. A proposal arriving after its window was swept (an instance whose
-   * clock is behind the sweep's, or a sweep run with an advanced clock) waits for the next change; it never
-   * joins a swept one, which would leave its field out of every update.
+   * length whose change is. A proposal never joins a swept change, which would leave its field out of every update.
    */
   private async openWindow(
     tx: Transaction,
@@ -329,16 +327,13 @@ export class FirestoreDriftStore implements DriftStore {
     const out: PendingChange[] = [];
     for (const doc of snap.docs) {
       const parsed = v.safeParse(ChangeDocSchema, doc.data());
-      const proposed = parsed.success ? loadProposedFields(parsed.output.proposed) : undefined;
-      if (!parsed.success || proposed === undefined || !proposed.ok) {
+      const proposed = parsed.success
+        ? loadProposedFields(parsed.output.proposed)
+        : { ok: false as const, message: v.summarize(parsed.issues) };
+      if (!parsed.success || !proposed.ok) {
         throw new TransientError(
           'firestore pending changes',
-          `change ${tableKey}/${doc.id} is malformed: ` +
-            (parsed.success
-              ? proposed?.ok === false
-                ? proposed.message
-                : ''
-              : v.summarize(parsed.issues)),
+          `change ${tableKey}/${doc.id} is malformed: ${proposed.ok ? '' : proposed.message}`,
         );
       }
       const d = parsed.output;

@@ -28,10 +28,7 @@ import { retryRowId, type DriftStore } from './store';
  */
 export const MAX_RETRY_ROW_BYTES = 900_000;
 
-/**
- * A cached schema older than this is read again before a row is held for a field it lacks, ms: the sweep may
- * have just added the column, and holding the row would delay it by a window.
- */
+/** A cached schema older than this, ms, is read again before a row is held for a field it lacks. */
 export const MISS_REFRESH_MS = 5_000;
 
 /** What the gate needs. */
@@ -59,13 +56,11 @@ export type RoutedToBadData = { action: 'bad_data'; targetDest: string; error: s
 
 /**
  * `SchemaDriftGate` over the Firestore retry store (docs/schema-drift.md, "In `ingestBooking`"). For a valid event:
- * no extra fields, or all of them fitting columns of the cached target schema (`classifyExtraFields`): `write`;
- * an extra field with a permanent error (`isPermanentError`): the row goes to bad data at once with every reason;
- * otherwise the fields that may become columns are merged into the pending change of (target, current schema
- * window) and the row is stored in the retry store, then `held`. Null extra fields that are no column are left
- * out and logged once. `holdRejected` holds a written row BigQuery refused with "no such field" the same way.
- * Throws TransientError when BigQuery or Firestore cannot be reached (the message is redelivered; holding is
- * idempotent per insertId).
+ * every extra field fitting a column of the cached schema (`classifyExtraFields`): `write`; a permanent error
+ * (`isPermanentError`): bad data at once with every reason; otherwise the proposable fields are merged into the
+ * pending change of the current schema window and the row is stored in the retry store (`held`).
+ * `holdRejected` holds a written row BigQuery refused with "no such field" the same way.
+ * Throws TransientError when BigQuery or Firestore cannot be reached (redelivery; holding is idempotent per insertId).
  */
 export class RetryStoreDriftGate implements SchemaDriftGate {
   private readonly tableKey: string;
@@ -111,17 +106,23 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
         return { action: 'write', extraColumns: { ...verdict.values } };
       const permanent = verdict.errors.filter(isPermanentError);
       if (permanent.length > 0) {
+        // Every reason, the permanent ones first.
         const errors = [...permanent, ...verdict.errors.filter((e) => !isPermanentError(e))];
-        return this.rejectNow(event, message, receivedAtMs, row, errors);
+        const error = errorsText(errors);
+        logs.driftRowRejectedAtIngest(this.deps.logger, message, {
+          eventId: event.eventId,
+          table: this.tableKey,
+          error,
+        });
+        return this.toBadData(message, receivedAtMs, row, storedForms(event, row), error);
       }
       return this.hold(event, message, receivedAtMs, row, verdict.errors, verdict.proposed);
     });
   }
 
   /**
-   * BigQuery refused the row written after `route` said `write`. When the refusal names only unknown fields
-   * (`missingFields`) that are extra fields of the event, the row is held; otherwise `undefined` (not a drift
-   * problem: the caller routes it to bad data as before).
+   * BigQuery refused the row written after `route` said `write`. When the refusal names only unknown fields that
+   * are extra fields of the event, the row is held; otherwise `undefined` (the caller routes it to bad data).
    * @param row the row without its extra columns, as passed to `route`.
    */
   async holdRejected(
@@ -167,10 +168,16 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     proposed: ProposedFields,
   ): Promise<Held | RoutedToBadData> {
     const { config, store, merger, logger } = this.deps;
-    const { rowJson, extraFieldsJson } = storedForms(event, row);
+    const forms = storedForms(event, row);
+    const { rowJson, extraFieldsJson } = forms;
     const bytes = Buffer.byteLength(rowJson, 'utf8') + Buffer.byteLength(extraFieldsJson, 'utf8');
     if (bytes > MAX_RETRY_ROW_BYTES) {
-      return this.tooLarge(message, receivedAtMs, row, rowJson, extraFieldsJson, bytes);
+      // The retry store cannot hold it: bad data at once, with the reason.
+      logs.driftRowTooLarge(logger, message, this.tableKey, bytes, MAX_RETRY_ROW_BYTES);
+      const error =
+        `row with extra fields is ${bytes} bytes, more than the schema-retry store holds ` +
+        `(${MAX_RETRY_ROW_BYTES}); it cannot wait for a schema change`;
+      return this.toBadData(message, receivedAtMs, row, forms, error);
     }
     let errors = [...fieldErrors];
     const window = schemaWindowOf(this.deps.now(), config.windowMinutes);
@@ -220,40 +227,6 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     return { action: 'held', reason: errorsText(errors, 5) };
   }
 
-  /** A row whose extra fields carry a permanent error goes to the bad-data table now, with every reason. */
-  private async rejectNow(
-    event: DriftEvent,
-    message: PubSubMessage,
-    receivedAtMs: number,
-    row: InsertRow,
-    errors: readonly DriftFieldError[],
-  ): Promise<RoutedToBadData> {
-    const { rowJson, extraFieldsJson } = storedForms(event, row);
-    const error = errorsText(errors);
-    logs.driftRowRejectedAtIngest(this.deps.logger, message, {
-      eventId: event.eventId,
-      table: this.tableKey,
-      error,
-    });
-    return this.toBadData(message, receivedAtMs, row, rowJson, extraFieldsJson, error);
-  }
-
-  /** A row the retry store cannot hold goes to the bad-data table at once, with the reason. */
-  private async tooLarge(
-    message: PubSubMessage,
-    receivedAtMs: number,
-    row: InsertRow,
-    rowJson: string,
-    extraFieldsJson: string,
-    bytes: number,
-  ): Promise<RoutedToBadData> {
-    const error =
-      `row with extra fields is ${bytes} bytes, more than the schema-retry store holds ` +
-      `(${MAX_RETRY_ROW_BYTES}); it cannot wait for a schema change`;
-    logs.driftRowTooLarge(this.deps.logger, message, this.tableKey, bytes, MAX_RETRY_ROW_BYTES);
-    return this.toBadData(message, receivedAtMs, row, rowJson, extraFieldsJson, error);
-  }
-
   /**
    * Writes the row to the bad-data table (retry count 0, `insert_time` now) and says so.
    * @throws TransientError when BigQuery refuses it (the message is redelivered; the row is not lost).
@@ -262,14 +235,12 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
     message: PubSubMessage,
     receivedAtMs: number,
     row: InsertRow,
-    rowJson: string,
-    extraFieldsJson: string,
+    forms: StoredForms,
     error: string,
   ): Promise<RoutedToBadData> {
     const { writer, badDataTable, logger, projectId } = this.deps;
     const badRow = badDataRowOf({
-      rowJson,
-      extraFieldsJson,
+      ...forms,
       targetDest: this.tableKey,
       error,
       nowMs: this.deps.now(),
@@ -290,14 +261,16 @@ export class RetryStoreDriftGate implements SchemaDriftGate {
   }
 }
 
+interface StoredForms {
+  readonly rowJson: string;
+  readonly extraFieldsJson: string;
+}
+
 /**
  * The retry store's and bad-data table's text forms of a row: the Silver row as JSON, and the extra fields with
  * lossless-json, so a big integer keeps every digit (JSON.stringify would turn a `LosslessNumber` into an object).
  */
-function storedForms(
-  event: DriftEvent,
-  row: InsertRow,
-): { rowJson: string; extraFieldsJson: string } {
+function storedForms(event: DriftEvent, row: InsertRow): StoredForms {
   return {
     rowJson: JSON.stringify(row.json),
     extraFieldsJson: losslessStringify(event.extraFields) ?? '{}',

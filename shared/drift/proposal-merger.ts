@@ -18,11 +18,9 @@ interface Waiter {
 const MAX_KNOWN = 256;
 
 /**
- * Merges proposals into the pending change of (table, window) with as few transactions as possible: many events
- * of one instance proposing the same fields at once would otherwise contend on one document. While a merge for a
- * change is in flight, later proposals for it wait and go together in the next transaction. A proposal already
- * contained in what this instance merged into that change (same names, no type widening) needs no transaction
- * at all: proposals only grow (a join on the type lattice), so a merged field stays merged.
+ * Merges proposals into the pending change of (table, window) with as few transactions as possible: while a merge
+ * for a change is in flight, later proposals wait and go together in the next one. A proposal already contained
+ * in what this instance merged there needs no transaction: proposals only grow, so a merged field stays merged.
  */
 export class ProposalMerger {
   private readonly known = new Map<string, ProposedFields>();

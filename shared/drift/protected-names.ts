@@ -28,10 +28,8 @@ const SILVER_COLUMN_SET: Readonly<
 export const SILVER_COLUMNS: readonly string[] = Object.freeze(Object.keys(SILVER_COLUMN_SET));
 
 /**
- * The protected names of the guard rails (`GuardConfig.protectedNames`): the contract's
- * top-level fields (`shared/contract` CONTRACT_FIELDS: `origin`, `fare`, `status`, …) and Silver's columns
- * (`origin_airport`, `fare_amount`, `ingestion_timestamp`, `event_id`, …), compared case-insensitively by the
- * schema core. A producer field with such a name is an error on its row, never a column.
+ * The protected names of the guard rails (`GuardConfig.protectedNames`): the contract's top-level fields
+ * (CONTRACT_FIELDS) and Silver's columns, compared case-insensitively. Such a producer field is never a column.
  */
 export const DRIFT_PROTECTED_NAMES: readonly string[] = Object.freeze([
   ...new Set([...CONTRACT_FIELDS, ...SILVER_COLUMNS]),

@@ -1,5 +1,4 @@
-// Composition of the schema-drift gate of a pipeline whose definition turns drift on: its configuration from the
-// definition and the environment, the Firestore retry store and the BigQuery schema cache.
+// Composition of a pipeline's schema-drift gate: its configuration, the Firestore retry store, the schema cache.
 import { Firestore } from '@google-cloud/firestore';
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Env, TableRef } from '../config/env';
@@ -14,9 +13,8 @@ import { TableSchemaCache } from './schema-cache';
 import { BigQueryTableAdmin } from './table-admin';
 
 /**
- * A Firestore client for the project's system database `databaseId` (OFFVIA_FIRESTORE_DATABASE, a named
- * database; the emulator serves named databases too); it finds the local emulator through FIRESTORE_EMULATOR_HOST
- * by itself. `ignoreUndefinedProperties` stays off: an undefined field is a bug to see, not to drop.
+ * A Firestore client for the named database `databaseId` (OFFVIA_FIRESTORE_DATABASE); it finds the emulator
+ * through FIRESTORE_EMULATOR_HOST. `ignoreUndefinedProperties` stays off: an undefined field is a bug to see.
  */
 export function firestoreClient(projectId: string | undefined, databaseId: string): Firestore {
   return new Firestore({ ...(projectId ? { projectId } : {}), databaseId });
@@ -34,8 +32,7 @@ const DEFINITION_DRIFT_VARS = [
 /**
  * The drift configuration of a pipeline, or `undefined` when its definition turns drift off (`schemaDrift.mode`
  * `off`, or no `firestore.schemaDriftRoot`): target tables, schema window, retry budget and Firestore root from the
- * definition (booking's `configure` reads them from `OFFVIA_SCHEMA_*`); the gate's and the sweep's operational knobs
- * (cache TTL, caps, lease, DDL style, ...) from `env` (`loadSchemaDriftConfig`).
+ * definition; the operational knobs (cache TTL, caps, lease, DDL style, ...) from `env` (`loadSchemaDriftConfig`).
  * @throws ConfigError for a bad variable
  */
 export function pipelineDriftConfig(

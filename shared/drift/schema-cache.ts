@@ -10,10 +10,8 @@ export interface CachedSchema {
 }
 
 /**
- * Caches `TableAdmin.getSchema` per table for `ttlMs`. Concurrent misses share one `tables.get` call, so 200
- * events arriving together read the schema once. `invalidate` drops an entry (BigQuery said "no such field");
- * `get` with `maxAgeMs` re-reads an entry older than that (a field the cache does not know may have just been
- * added by the sweep).
+ * Caches `TableAdmin.getSchema` per table for `ttlMs`; concurrent misses share one `tables.get` call.
+ * `invalidate` drops an entry; `get` with `maxAgeMs` re-reads an entry older than that.
  */
 export class TableSchemaCache {
   private readonly entries = new Map<string, CachedSchema>();

@@ -15,7 +15,6 @@ export interface RetryRow {
   readonly targetTable: string;
   /** The row's insertId in the target table (Silver: the `event_id`). */
   readonly insertId: string;
-  /** Pub/Sub message id of the delivery that stored the row. */
   readonly sourceMessageId: string;
   /** When the row was first received: ms since the epoch, UTC. Start of its retry budget. */
   readonly processedTimestampMs: number;
@@ -23,7 +22,6 @@ export interface RetryRow {
   readonly rowJson: string;
   /** The event's extra top-level fields, JSON text (values exactly as `JSON.parse` read them). */
   readonly extraFieldsJson: string;
-  /** The schema window the row's proposal was merged into. */
   readonly windowId: string;
   /** Why the row cannot be written, as of the last attempt (at most `MAX_STORED_ERRORS`). */
   readonly errors: readonly DriftFieldError[];
@@ -42,14 +40,12 @@ export const MAX_STORED_ERRORS = 100;
 
 /** The pending change for one (target table, schema window): the merged proposals of its rows. */
 export interface PendingChange {
-  /** `SchemaWindow.id`, also the document id. */
   readonly windowId: string;
   /** Window start and end, ms since the epoch (UTC). */
   readonly windowStartMs: number;
   readonly windowEndMs: number;
   /** `pending`: not swept yet; `applying`: an update was started and not finished (crash, lost lease). */
   readonly status: 'pending' | 'applying';
-  /** The merged proposals. */
   readonly proposed: ProposedFields;
   /** Canonical text of `proposed`; an update is begun only if it is unchanged since the plan was made. */
   readonly fingerprint: string;
@@ -57,7 +53,7 @@ export interface PendingChange {
 
 /** A sweep's lease on one target table. Every write under it checks that `fence` is still the table's fence. */
 export interface Lease {
-  /** The table's key (`project.dataset.table`). */
+  /** `project.dataset.table`. */
   readonly tableKey: string;
   /** Who holds it: one id per sweep invocation. */
   readonly holder: string;
@@ -76,13 +72,10 @@ export class LeaseLostError extends Error {
 
 /** One proposal merge: `proposed` for (`tableKey`, `window`). */
 export interface ProposalMerge {
-  /** The table's key (`project.dataset.table`). */
   readonly tableKey: string;
-  /** The schema window the proposal belongs to. */
   readonly window: SchemaWindow;
   /** The schema window length in minutes, to find the next window when `window` was already swept. */
   readonly windowMinutes: number;
-  /** The proposed fields. */
   readonly proposed: ProposedFields;
   /** The most distinct names a change holds (`maxProposedFieldsPerWindow`). */
   readonly maxFields: number;
@@ -104,7 +97,6 @@ export interface PlannedUpdate {
   readonly updateId: string;
   /** The windows it applies, with the fingerprints the plan was made from. */
   readonly changes: readonly { readonly windowId: string; readonly fingerprint: string }[];
-  /** Columns to add. */
   readonly addColumns: readonly BqField[];
   /** The DDL statements that make it. */
   readonly statements: readonly string[];

@@ -1,5 +1,4 @@
-// Composition root of a pipeline's schemaSweep: its drift configuration from the (configured) definition and the
-// environment, the real Firestore and BigQuery clients, built once per instance.
+// Composition root of a pipeline's schemaSweep: its drift configuration and real clients, built once per instance.
 import type { Env } from '../config/env';
 import { loadIngestConfig } from '../config/ingest-config';
 import { loadSchemaDriftConfig } from '../config/schema-drift-config';

@@ -57,11 +57,7 @@ import { DdlError, type TableAdmin } from './table-admin';
 export const SWEEP_BATCH_ROWS = 400;
 /** Re-plans when a change grew between planning and beginning the update, at most this often. */
 const MAX_PLAN_ATTEMPTS = 3;
-/**
- * insertAll calls one batch of waiting rows may take in one sweep: the first, then re-sends of the rows BigQuery
- * did not write for a reason that is not their data (`stopped` beside an `invalid` row, `timeout`,
- * `backendError`). Each call drops the rows that got a verdict, so `stopped` rows land in the second call.
- */
+/** insertAll calls one batch of waiting rows may take in one sweep: the first, then re-sends (`insertWithResends`). */
 export const MAX_INSERT_ATTEMPTS = 3;
 
 /** What the sweep needs; tests pass emulator-backed or stubbed adapters and their own clocks. */
@@ -70,27 +66,21 @@ export interface SweepDeps {
   readonly store: DriftStore;
   readonly admin: TableAdmin;
   readonly writer: RowWriter;
-  /** The bad-data table (`OFFVIA_BAD_DATA_TABLE`). */
+  /** `OFFVIA_BAD_DATA_TABLE`. */
   readonly badDataTable: TableRef;
   /** Project of the clients, for `project.dataset.table` names; `undefined` to leave it out. */
   readonly projectId: string | undefined;
   readonly logger: Logger;
-  /**
-   * The processing-time clock, ms since the epoch (UTC): window closure, retry counts, the retry budget and the
-   * bad-data `insert_time`. Tests advance it instead of waiting minutes.
-   */
+  /** Processing-time clock, ms since the epoch (UTC): windows, retry counts and budget, bad-data `insert_time`. */
   readonly now: () => number;
   /**
-   * The real clock, ms since the epoch (UTC): leases, the metadata-update rate and audit times. Kept apart from
-   * `now` so a sweep with an advanced clock and a scheduled sweep still exclude each other.
+   * Real clock, ms since the epoch (UTC): leases, the metadata-update rate and audit times (apart from `now`, so
+   * a sweep with an advanced clock and a scheduled sweep still exclude each other).
    */
   readonly leaseNow: () => number;
   /** A unique id per sweep invocation (lease holder); default a random UUID. */
   readonly newHolderId?: () => string;
-  /**
-   * Waits `ms` by the lease clock (pacing DDL statements under the table-update rate); default a real timer.
-   * Tests pass one that advances their lease clock.
-   */
+  /** Waits `ms` by the lease clock (DDL pacing); default a real timer. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
@@ -111,7 +101,6 @@ export interface TableSweepResult {
   readonly status: 'swept' | 'busy' | 'failed';
   /** The closed windows whose change this sweep handled. */
   readonly windows: readonly string[];
-  /** The table update made, if any. */
   readonly update: AppliedUpdateSummary | null;
   /** Columns planned but only recorded (propose mode), or deferred (update rate). */
   readonly notApplied: readonly string[];
@@ -120,10 +109,7 @@ export interface TableSweepResult {
   /** Proposed fields refused by the plan (first 20), with reasons. */
   readonly rejected: readonly { field: string; code: string; reason: string }[];
   readonly rejectedCount: number;
-  /**
-   * Case and type contests the plan decided by waiting-row support (first 20): the winner gets the column, the
-   * other spellings or types end in bad data once it exists.
-   */
+  /** Case and type contests the plan decided by waiting-row support (first 20). */
   readonly resolved: readonly ResolvedConflict[];
   /** Waiting rows: inserted into the table, still waiting, written to bad data, unreadable documents. */
   readonly rows: {
@@ -147,14 +133,12 @@ export interface SweepResult {
 
 /**
  * The schema sweep (docs/schema-drift.md, "The sweep"): for each configured target table, in order, under the
- * table's lease (`DriftStore.acquireLease`; a table leased by another sweep is skipped as `busy`):
- * 1. the closed windows' pending changes are merged and planned against the current schema (`planSchemaChange`);
- *    in `apply` mode the plan becomes ONE table update (fenced `beginUpdate`, the DDL paced under BigQuery's
- *    table-update rate by `runDdlSteps`, `finishUpdate`), never within `minUpdateIntervalMs` of the last; in
- *    `propose` mode it is only recorded. A failure here does not skip step 2;
- * 2. up to `sweepMaxRows` waiting rows, oldest first, are judged and inserted, re-sent, kept (with their retry
- *    count) or, past the budget (`isPastBudget`) or with a permanent error, written to bad data; every write is
- *    fenced by the lease, renewed before each batch and re-send;
+ * table's lease (a table leased by another sweep is skipped as `busy`):
+ * 1. the closed windows' pending changes are planned against the current schema (`planSchemaChange`); in `apply`
+ *    mode the plan becomes ONE paced table update, never within `minUpdateIntervalMs` of the last; in `propose`
+ *    mode it is only recorded. A failure here does not skip step 2;
+ * 2. up to `sweepMaxRows` waiting rows, oldest first, are inserted, kept (with their retry count) or, past the
+ *    budget (`isPastBudget`) or with a permanent error, written to bad data; every write is fenced by the lease;
  * 3. fields of still-waiting rows that may still become columns are proposed again into the current window.
  * Never throws for one table's failure: it is in the result (`ok: false`), logged, and retried next time.
  */
@@ -170,13 +154,8 @@ export async function runSchemaSweep(deps: SweepDeps): Promise<SweepResult> {
   };
 }
 
-/** Mutable working state of one table's sweep. */
-interface TableRun {
-  readonly target: TableRef;
-  readonly key: string;
-  lease: Lease;
-  schema: TableSchema;
-  rejections: Map<string, RejectedField>;
+/** What one table's sweep reports, as it accumulates. */
+interface RunTally {
   windows: string[];
   update: AppliedUpdateSummary | null;
   notApplied: string[];
@@ -184,6 +163,27 @@ interface TableRun {
   rejected: RejectedField[];
   resolved: ResolvedConflict[];
   rows: { inserted: number; waiting: number; badData: number; malformed: number };
+}
+
+function emptyTally(): RunTally {
+  return {
+    windows: [],
+    update: null,
+    notApplied: [],
+    notAppliedReason: null,
+    rejected: [],
+    resolved: [],
+    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+  };
+}
+
+/** Mutable working state of one table's sweep. */
+interface TableRun extends RunTally {
+  readonly target: TableRef;
+  readonly key: string;
+  lease: Lease;
+  schema: TableSchema;
+  rejections: Map<string, RejectedField>;
   errors: string[];
   /** The waiting rows read at the start of the sweep, oldest first (phase 2 retries these). */
   waiting: RetryRow[];
@@ -199,25 +199,19 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
     lease = await deps.store.acquireLease(key, holder, deps.leaseNow(), deps.config.leaseMs);
   } catch (err) {
     logs.sweepTableFailed(deps.logger, key, errorText(err));
-    return emptyResult(key, 'failed', errorText(err));
+    return tableResult(key, 'failed', emptyTally(), errorText(err));
   }
   if (lease === null) {
     logs.sweepTableBusy(deps.logger, key);
-    return emptyResult(key, 'busy', null);
+    return tableResult(key, 'busy', emptyTally(), null);
   }
   const run: TableRun = {
+    ...emptyTally(),
     target,
     key,
     lease,
     schema: { fields: [] },
     rejections: new Map(),
-    windows: [],
-    update: null,
-    notApplied: [],
-    notAppliedReason: null,
-    rejected: [],
-    resolved: [],
-    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
     errors: [],
     waiting: [],
     support: new Map(),
@@ -254,21 +248,12 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
       run.errors.push(`release lease: ${errorText(err)}`);
     }
   }
-  const result: TableSweepResult = {
-    table: key,
-    status: run.errors.length === 0 ? 'swept' : 'failed',
-    windows: run.windows,
-    update: run.update,
-    notApplied: run.notApplied,
-    notAppliedReason: run.notAppliedReason,
-    rejected: run.rejected
-      .slice(0, 20)
-      .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
-    rejectedCount: run.rejected.length,
-    resolved: run.resolved.slice(0, 20),
-    rows: run.rows,
-    error: run.errors.length === 0 ? null : run.errors.join('; '),
-  };
+  const result = tableResult(
+    key,
+    run.errors.length === 0 ? 'swept' : 'failed',
+    run,
+    run.errors.length === 0 ? null : run.errors.join('; '),
+  );
   if (result.error !== null) logs.sweepTableFailed(deps.logger, key, result.error);
   logs.sweepTableDone(deps.logger, {
     table: key,
@@ -284,30 +269,27 @@ async function sweepTable(deps: SweepDeps, target: TableRef): Promise<TableSweep
   return result;
 }
 
-function emptyResult(
+function tableResult(
   table: string,
-  status: 'busy' | 'failed',
+  status: TableSweepResult['status'],
+  tally: RunTally,
   error: string | null,
 ): TableSweepResult {
   return {
     table,
     status,
-    windows: [],
-    update: null,
-    notApplied: [],
-    notAppliedReason: null,
-    rejected: [],
-    rejectedCount: 0,
-    resolved: [],
-    rows: { inserted: 0, waiting: 0, badData: 0, malformed: 0 },
+    windows: tally.windows,
+    update: tally.update,
+    notApplied: tally.notApplied,
+    notAppliedReason: tally.notAppliedReason,
+    rejected: tally.rejected
+      .slice(0, 20)
+      .map((r) => ({ field: r.field, code: r.code, reason: r.reason })),
+    rejectedCount: tally.rejected.length,
+    resolved: tally.resolved.slice(0, 20),
+    rows: tally.rows,
     error,
   };
-}
-
-/** The statements of a plan in the configured style. */
-function statementsOf(plan: SchemaChangePlan, style: DdlStyle): string[] {
-  if (plan.ddl === null) return [];
-  return style === 'single' ? [plan.ddl] : [...plan.ddlPerColumn];
 }
 
 /** One call of `TableAdmin.addColumns`: the columns it adds and the statements that add them. */
@@ -320,7 +302,7 @@ interface DdlStep {
 function ddlSteps(plan: SchemaChangePlan, style: DdlStyle): DdlStep[] {
   if (plan.addColumns.length === 0) return [];
   if (style === 'single')
-    return [{ columns: plan.addColumns, statements: statementsOf(plan, style) }];
+    return [{ columns: plan.addColumns, statements: plan.ddl === null ? [] : [plan.ddl] }];
   return plan.addColumns.map((column, i) => ({
     columns: [column],
     statements: plan.ddlPerColumn[i] === undefined ? [] : [plan.ddlPerColumn[i]],
@@ -337,11 +319,10 @@ interface DdlOutcome {
 }
 
 /**
- * Runs the steps in order under BigQuery's table metadata update rate (`TABLE_UPDATE_RATE`, 5 per 10 s per table):
- * before each step it waits (`updateDelayMs`, counting the table's last update) so no 10 s window holds more than
- * 5 statements, renews the lease, then runs it. It stops at the first failure, keeping what was added: a 403
- * `rateLimitExceeded` (another writer used the table's rate) or a wait past `DDL_PACING_BUDGET_MS` is an
- * `update_rate` stop, to be continued next sweep; any other failure is an `error` stop.
+ * Runs the steps in order under `TABLE_UPDATE_RATE`: before each it waits (`updateDelayMs`, counting the table's
+ * last update) and renews the lease. It stops at the first failure, keeping what was added: a 403
+ * `rateLimitExceeded` or a wait past `DDL_PACING_BUDGET_MS` is an `update_rate` stop (continued next sweep); any
+ * other failure is an `error` stop.
  * @throws LeaseLostError when the lease was lost before a step (nothing more is issued).
  */
 async function runDdlSteps(
@@ -463,22 +444,17 @@ async function applyClosedChanges(deps: SweepDeps, run: TableRun): Promise<void>
     run.lease = await store.renewLease(run.lease, deps.leaseNow(), config.leaseMs);
     if ((await store.beginUpdate(run.lease, update, deps.leaseNow())) === 'stale') continue;
     const ddl = await runDdlSteps(deps, run, ddlSteps(plan, config.ddlStyle));
-    if (ddl.stop === null) {
-      await store.finishUpdate(
-        run.lease,
-        update,
-        { ok: true, catalogPatched: ddl.catalogPatched },
-        deps.leaseNow(),
-      );
-    } else {
-      // The change goes back to `pending`: the next sweep plans it against the table as it then is, so the
-      // columns added before the stop are `unchanged` there and only the rest is issued (never from the start).
-      await store.finishUpdate(
-        run.lease,
-        update,
-        { ok: false, error: ddl.stop.error },
-        deps.leaseNow(),
-      );
+    // After a stop the change goes back to `pending`: the next sweep plans it against the table as it then is, so
+    // the columns added before the stop are `unchanged` there and only the rest is issued (never from the start).
+    await store.finishUpdate(
+      run.lease,
+      update,
+      ddl.stop === null
+        ? { ok: true, catalogPatched: ddl.catalogPatched }
+        : { ok: false, error: ddl.stop.error },
+      deps.leaseNow(),
+    );
+    if (ddl.stop !== null) {
       run.notApplied = columns.filter((c) => !ddl.added.includes(c));
       if (ddl.stop.kind === 'update_rate') {
         run.notAppliedReason = 'update_rate';
@@ -528,7 +504,7 @@ function plannedUpdate(
     updateId: updateIdOf(closed.map((c) => c.windowId)),
     changes: closed.map((c) => ({ windowId: c.windowId, fingerprint: c.fingerprint })),
     addColumns: plan.addColumns,
-    statements: statementsOf(plan, style),
+    statements: ddlSteps(plan, style).flatMap((step) => step.statements),
     unchanged: plan.unchanged,
     rejected: plan.rejected,
   };
@@ -550,26 +526,22 @@ export function judgeWaitingRow(
   rules: { maxNewFieldsPerEvent: number },
   rejections: ReadonlyMap<string, RejectedField> = new Map(),
 ): RowVerdict {
+  const unreadable = (reason: string): RowVerdict => ({
+    kind: 'failing',
+    row,
+    errors: [{ field: null, code: 'UNREADABLE_ROW', reason }],
+    proposed: new Map(),
+  });
   let base: unknown;
   let extra: unknown;
   try {
     base = JSON.parse(row.rowJson);
     extra = parseExtraFields(row.extraFieldsJson);
   } catch (err) {
-    return {
-      kind: 'failing',
-      row,
-      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: `stored row: ${errorText(err)}` }],
-      proposed: new Map(),
-    };
+    return unreadable(`stored row: ${errorText(err)}`);
   }
   if (!isPlainObject(base) || !isPlainObject(extra)) {
-    return {
-      kind: 'failing',
-      row,
-      errors: [{ field: null, code: 'UNREADABLE_ROW', reason: 'stored row is not a JSON object' }],
-      proposed: new Map(),
-    };
+    return unreadable('stored row is not a JSON object');
   }
   const verdict = classifyExtraFields(extra, schema, {
     protectedNames: DRIFT_PROTECTED_NAMES,
@@ -621,20 +593,18 @@ async function readWaitingRows(deps: SweepDeps, run: TableRun): Promise<void> {
   run.support = supportOf(supporting);
 }
 
-/** A ready row's fate after the sweep's insert and its re-sends. */
+/** A ready row's fate after its insert and re-sends. */
 type InsertFate =
   | { readonly kind: 'written' }
   | { readonly kind: 'invalid'; readonly error: string; readonly missingFields: readonly string[] }
   | { readonly kind: 'not_written'; readonly error: string };
 
 /**
- * Inserts one batch's rows into `table` (the target table, or the bad-data table), re-sending at once (up to `MAX_INSERT_ATTEMPTS` calls in
- * all, the lease renewed before each re-send) the rows BigQuery did not write for a reason that is not their
- * data: `stopped` (refused because a neighbour was `invalid`; BigQuery says they can be re-sent as-is), `timeout`,
- * `backendError`. Rows refused as `invalid` get that verdict and are not re-sent. A call that fails as a whole
- * (HTTP 5xx, network) is not repeated within the sweep: its rows are `not_written` and wait for the next sweep.
- * Never throws for BigQuery's answer, only for a lost lease (`LeaseLostError`).
- * @returns one fate per row of `rows`, in order.
+ * Inserts one batch's rows into `table` (target or bad-data table), re-sending at once, up to `MAX_INSERT_ATTEMPTS`
+ * calls with the lease renewed before each, the rows not written for a reason that is not their data (`stopped`,
+ * `timeout`, `backendError`). `invalid` rows are not re-sent. A call that fails as a whole (HTTP 5xx, network)
+ * leaves its rows `not_written` for the next sweep.
+ * @returns one fate per row of `rows`, in order. @throws only LeaseLostError.
  */
 async function insertWithResends(
   deps: SweepDeps,
@@ -696,8 +666,7 @@ function insertErrorOf(fate: Exclude<InsertFate, { kind: 'written' }>): DriftFie
   if (fate.kind === 'not_written') {
     return { field: null, code: 'INSERT_NOT_WRITTEN', reason: fate.error };
   }
-  // "no such field" for a column the table lists is the new column propagating to streaming: it clears within
-  // minutes. Any other `invalid` is the row's own data, refused the same way every time.
+  // "no such field" is a new column propagating to streaming (clears within minutes); any other `invalid` is final.
   return fate.missingFields.length > 0
     ? { field: null, code: 'INSERT_REJECTED', reason: fate.error }
     : { field: null, code: 'INSERT_INVALID', reason: fate.error };
@@ -712,42 +681,10 @@ interface BadRow {
 }
 
 /**
- * Writes failing rows to the bad-data table, with the same re-sends as the target table (`insertWithResends`), so
- * a bad-data row BigQuery refuses does not keep its `stopped` neighbours out of the table sweep after sweep.
- * @returns per row whether it was written, or why not. Never throws for BigQuery's answer.
- */
-async function writeBadData(
-  deps: SweepDeps,
-  run: TableRun,
-  bad: readonly BadRow[],
-  nowMs: number,
-): Promise<({ ok: true } | { ok: false; error: string })[]> {
-  const rows = bad.map((b) =>
-    badDataRowOf({
-      rowJson: b.row.rowJson,
-      extraFieldsJson: b.row.extraFieldsJson,
-      targetDest: run.key,
-      error: b.error,
-      nowMs,
-      processedTimestampMs: b.row.processedTimestampMs,
-      retryCount: b.retryCount,
-      sourceMessageId: b.row.sourceMessageId,
-      insertId: b.row.insertId,
-    }),
-  );
-  const fates = await insertWithResends(deps, run, deps.badDataTable, rows);
-  return fates.map((fate) =>
-    fate.kind === 'written' ? { ok: true } : { ok: false, error: fate.error },
-  );
-}
-
-/**
- * Phase 2: retry the rows read in phase 0, in batches. Each batch's ready rows are inserted (`insertWithResends`:
- * rows `stopped` beside a refused row are re-sent at once); then every row that is still failing gets its verdict
- * in the same sweep: a permanent error (`isPermanentError`: a schema error no wait clears, or `INSERT_INVALID`)
- * sends it to bad data now; past its budget (`isPastBudget`) it goes to bad data with its retryable errors;
- * otherwise it waits with its derived retry count. A batch whose insert or bad-data write failed does not stop the
- * others, and the budget check runs for every row read.
+ * Phase 2: retry the rows read in phase 0, in batches. Each batch's ready rows are inserted (`insertWithResends`);
+ * then every row still failing gets its verdict in the same sweep: a permanent error (`isPermanentError`) or a
+ * spent budget (`isPastBudget`) sends it to bad data, otherwise it waits with its derived retry count. A batch
+ * whose insert or bad-data write failed does not stop the others; the budget check runs for every row read.
  * @returns the fields still-waiting rows propose again.
  */
 async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<ProposedFields> {
@@ -826,10 +763,20 @@ async function retryWaitingRows(deps: SweepDeps, run: TableRun): Promise<Propose
     }
 
     if (bad.length > 0) {
-      const written = await writeBadData(deps, run, bad, nowMs);
+      // The same re-sends as the target table, so a refused bad-data row does not keep its `stopped` neighbours out.
+      const rows = bad.map((b) =>
+        badDataRowOf({
+          ...b.row,
+          targetDest: run.key,
+          error: b.error,
+          nowMs,
+          retryCount: b.retryCount,
+        }),
+      );
+      const written = await insertWithResends(deps, run, deps.badDataTable, rows);
       bad.forEach((b, j) => {
-        const result = written[j] ?? { ok: false, error: 'no outcome' };
-        if (result.ok) {
+        const result = written[j] ?? { kind: 'not_written', error: 'no outcome' };
+        if (result.kind === 'written') {
           deletes.push(b.row.id);
           run.rows.badData++;
           logs.driftRowToBadData(deps.logger, {

@@ -6,10 +6,7 @@ import { tableSchemaFromApi, type BqField, type BqType, type TableSchema } from 
 
 /** What a column addition did besides its DDL. */
 export interface AddColumnsResult {
-  /**
-   * Columns whose catalog entry was written with `tables.patch` after the DDL because `tables.get` did not list
-   * them (the local emulator; see `BigQueryTableAdmin.addColumns`). Empty on BigQuery.
-   */
+  /** Columns whose catalog entry had to be written with `tables.patch` (local emulator only; see `BigQueryTableAdmin`). */
   readonly catalogPatched: readonly string[];
 }
 
@@ -17,8 +14,7 @@ export interface AddColumnsResult {
 export interface TableAdmin {
   /**
    * The table's current schema (`tables.get`).
-   * @throws TransientError when BigQuery cannot be reached or the table does not exist (an operator must act;
-   *   until then the caller retries).
+   * @throws TransientError when BigQuery cannot be reached or the table does not exist.
    */
   getSchema(table: TableRef): Promise<TableSchema>;
   /**
@@ -37,10 +33,7 @@ export interface TableAdmin {
 /** A DDL statement failed, or did not leave the table with the columns it should have added. */
 export class DdlError extends Error {
   override readonly name = 'DdlError';
-  /**
-   * BigQuery refused the statement for the table metadata update rate (`isRateLimitError`): not a fault of the
-   * change; the sweep stops its DDL and goes on next time from the columns that exist.
-   */
+  /** BigQuery refused the statement for the table metadata update rate (`isRateLimitError`): retry next sweep. */
   readonly rateLimited: boolean;
   constructor(message: string, options?: { cause?: unknown; rateLimited?: boolean }) {
     super(message, options);
@@ -49,10 +42,9 @@ export class DdlError extends Error {
 }
 
 /**
- * Whether an error from the BigQuery client is the short-term rate limit (reason `rateLimitExceeded`, HTTP 403;
- * for DDL "Exceeded rate limits: too many table update operations for this table"), in the error's `errors`
- * list, a failed job's `errorResult`, or its message (https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
- * A `quotaExceeded` (longer-term quota) is not: waiting seconds does not clear it.
+ * Whether an error from the BigQuery client is the short-term rate limit (reason `rateLimitExceeded`, HTTP 403), in
+ * its `errors`, a failed job's `errorResult`, or its message (https://cloud.google.com/bigquery/docs/troubleshoot-quotas).
+ * A `quotaExceeded` is not: waiting seconds does not clear it.
  */
 export function isRateLimitError(err: unknown): boolean {
   const e = err as {
@@ -77,16 +69,11 @@ const API_TYPE: Partial<Record<BqType, string>> = {
 };
 
 /**
- * TableAdmin over the official client. Takes the client in the constructor (emulator or Google Cloud).
- *
- * Local emulator (bqemulator 1.4.0), verified: `ALTER TABLE … ADD COLUMN` changes the table's storage but not
- * the emulator's catalog, so `tables.get` and INFORMATION_SCHEMA.COLUMNS keep the old columns and every
- * `insertAll` into the table then fails with HTTP 500 (DuckDB binder error: N+1 columns, N values), with or
- * without the new column. `addColumns` therefore checks `tables.get` after the DDL; if a column is missing it
- * reads the real columns with a dry-run `SELECT *` (free on BigQuery) and, when storage has them, writes the
- * catalog with `tables.patch` in storage order. On BigQuery a finished DDL job is already visible to
- * `tables.get`, so this branch does not run there; if it ever did, the patch only adds the NULLABLE columns the
- * DDL added, which BigQuery also accepts.
+ * TableAdmin over the official client (emulator or Google Cloud).
+ * The local emulator (bqemulator 1.4.0) applies `ADD COLUMN` to storage but not to its catalog, and every
+ * `insertAll` then fails with HTTP 500. So `addColumns` checks `tables.get` after the DDL; for a missing column
+ * it reads the stored columns with a dry-run `SELECT *` and writes the catalog with `tables.patch`. On BigQuery
+ * the DDL is already visible to `tables.get`, so this branch does not run there.
  */
 export class BigQueryTableAdmin implements TableAdmin {
   constructor(private readonly bigquery: BigQuery) {}

@@ -1,34 +1,19 @@
 // Reads a table schema as the BigQuery API returns it (tables.get / table.getMetadata) into the core's types.
 import * as v from 'valibot';
-import type { BqField, BqMode, BqType, TableSchema } from './types';
+import { BQ_TYPES, type BqField, type BqMode, type BqType, type TableSchema } from './types';
 
 /**
- * API type names → GoogleSQL names. The API reports legacy names (INTEGER, FLOAT, BOOLEAN, RECORD) for tables
- * made with them, and GoogleSQL names otherwise.
+ * API type names → GoogleSQL names: each GoogleSQL name, and the legacy names the API reports for tables made
+ * with them.
  * Source: https://cloud.google.com/bigquery/docs/reference/rest/v2/tables#TableFieldSchema (`type`).
  */
 const API_TYPES: Readonly<Record<string, BqType>> = {
-  STRING: 'STRING',
-  BYTES: 'BYTES',
+  ...Object.fromEntries(BQ_TYPES.map((t) => [t, t])),
   INTEGER: 'INT64',
-  INT64: 'INT64',
   FLOAT: 'FLOAT64',
-  FLOAT64: 'FLOAT64',
-  NUMERIC: 'NUMERIC',
   DECIMAL: 'NUMERIC',
-  BIGNUMERIC: 'BIGNUMERIC',
   BIGDECIMAL: 'BIGNUMERIC',
   BOOLEAN: 'BOOL',
-  BOOL: 'BOOL',
-  TIMESTAMP: 'TIMESTAMP',
-  DATE: 'DATE',
-  TIME: 'TIME',
-  DATETIME: 'DATETIME',
-  GEOGRAPHY: 'GEOGRAPHY',
-  INTERVAL: 'INTERVAL',
-  RANGE: 'RANGE',
-  JSON: 'JSON',
-  RECORD: 'RECORD',
   STRUCT: 'RECORD',
 };
 

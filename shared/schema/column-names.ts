@@ -27,9 +27,8 @@ export const RESERVED_COLUMN_PREFIXES: readonly string[] = [
 
 /**
  * GoogleSQL reserved keywords (https://cloud.google.com/bigquery/docs/reference/standard-sql/lexical#reserved_keywords),
- * plus TABLE, INCLUDE, PIVOT and UNPIVOT, which some copies of that list carry. BigQuery accepts a keyword as a
- * column name when it is quoted; the project rejects them anyway (a policy, not a BigQuery rule), so no drift
- * column forces every downstream query to quote it. Listing a word too many only rejects one more name.
+ * plus TABLE, INCLUDE, PIVOT and UNPIVOT. Rejected by project policy (BigQuery accepts them quoted), so no drift
+ * column forces every downstream query to quote it.
  */
 export const RESERVED_KEYWORDS: ReadonlySet<string> = new Set(
   (
@@ -44,11 +43,9 @@ export const RESERVED_KEYWORDS: ReadonlySet<string> = new Set(
 
 /**
  * Names special to JavaScript objects, case-folded (team decision, treated like reserved keywords): every own
- * property of `Object.prototype` (`__proto__`, `constructor`, `toString`, `hasOwnProperty`, …) and `prototype`.
- * As a key of a plain object such a name reads or, for `__proto__`, replaces inherited behaviour, and every
- * JavaScript reader of the table (the BigQuery and Firestore clients return rows as plain objects, and this
- * project's own row and retry-store code) would have to special-case the column. Compared case-insensitively, as
- * BigQuery compares column names, so `__PROTO__` cannot take the column either.
+ * property of `Object.prototype` and `prototype`. As a plain-object key such a name reads or replaces inherited
+ * behaviour, so every JavaScript reader of the table would have to special-case the column. Compared
+ * case-insensitively, as BigQuery compares column names.
  */
 export const JS_SPECIAL_NAMES: ReadonlySet<string> = new Set(
   [
@@ -69,9 +66,8 @@ export const JS_SPECIAL_NAMES: ReadonlySet<string> = new Set(
 );
 
 /**
- * The classic (non-flexible) BigQuery column-name alphabet: letters, digits, underscores, starting with a letter
- * or underscore. Flexible column names (other characters, a leading digit) are NOT accepted: they need special
- * handling in the Storage Read/Write APIs and quoting in every query, and a drift column should be boring.
+ * The classic BigQuery column-name alphabet: letters, digits, underscores, not starting with a digit. Flexible
+ * column names are not accepted (they need quoting in every query).
  * Source: https://cloud.google.com/bigquery/docs/schemas#column_names (and #flexible-column-names).
  */
 export const COLUMN_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -119,49 +115,46 @@ export function describeName(name: string): string {
  * Does not check collisions: those depend on the table and the configuration (see `planSchemaChange`).
  */
 export function checkColumnName(name: string): NameCheck {
-  if (name.length === 0) return { ok: false, code: 'EMPTY_NAME', reason: 'empty column name' };
+  const fail = (code: NameRejectionCode, reason: string): NameCheck => ({
+    ok: false,
+    code,
+    reason,
+  });
+  const quoted = describeName(name);
+  if (name.length === 0) return fail('EMPTY_NAME', 'empty column name');
   if (name.length > MAX_COLUMN_NAME_LENGTH) {
-    return {
-      ok: false,
-      code: 'NAME_TOO_LONG',
-      reason: `column name ${describeName(name)} is longer than BigQuery's ${MAX_COLUMN_NAME_LENGTH} characters`,
-    };
+    return fail(
+      'NAME_TOO_LONG',
+      `column name ${quoted} is longer than BigQuery's ${MAX_COLUMN_NAME_LENGTH} characters`,
+    );
   }
   if (!COLUMN_NAME_PATTERN.test(name)) {
     const bad = /^[0-9]/.test(name)
       ? name.charAt(0)
       : ([...name].find((c) => !/[A-Za-z0-9_]/.test(c)) ?? '');
     const codePoint = (bad.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
-    return {
-      ok: false,
-      code: 'ILLEGAL_CHARACTERS',
-      reason:
-        `column name ${describeName(name)} has ${JSON.stringify(bad)} (U+${codePoint}) where only letters, ` +
+    return fail(
+      'ILLEGAL_CHARACTERS',
+      `column name ${quoted} has ${JSON.stringify(bad)} (U+${codePoint}) where only letters, ` +
         'digits and underscores are allowed, starting with a letter or underscore',
-    };
+    );
   }
   const upper = name.toUpperCase();
   const prefix = RESERVED_COLUMN_PREFIXES.find((p) => upper.startsWith(p));
   if (prefix !== undefined) {
-    return {
-      ok: false,
-      code: 'RESERVED_PREFIX',
-      reason: `column name ${describeName(name)} starts with ${prefix}, a prefix BigQuery reserves`,
-    };
+    return fail(
+      'RESERVED_PREFIX',
+      `column name ${quoted} starts with ${prefix}, a prefix BigQuery reserves`,
+    );
   }
   if (RESERVED_KEYWORDS.has(upper)) {
-    return {
-      ok: false,
-      code: 'RESERVED_KEYWORD',
-      reason: `column name ${describeName(name)} is a GoogleSQL reserved keyword`,
-    };
+    return fail('RESERVED_KEYWORD', `column name ${quoted} is a GoogleSQL reserved keyword`);
   }
   if (JS_SPECIAL_NAMES.has(name.toLowerCase())) {
-    return {
-      ok: false,
-      code: 'JS_SPECIAL_NAME',
-      reason: `column name ${describeName(name)} is special to JavaScript objects (a property of Object.prototype)`,
-    };
+    return fail(
+      'JS_SPECIAL_NAME',
+      `column name ${quoted} is special to JavaScript objects (a property of Object.prototype)`,
+    );
   }
   return { ok: true };
 }

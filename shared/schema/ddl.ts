@@ -30,8 +30,7 @@ export function isAddableType(type: BqType): boolean {
 
 /**
  * A column name as a backtick-quoted identifier, e.g. `` `promo_code` ``. The name must pass
- * `COLUMN_NAME_PATTERN` and the length limit, so it holds no backtick, backslash, quote or whitespace and no
- * injection is possible; quoting on top keeps it unambiguous.
+ * `COLUMN_NAME_PATTERN` and the length limit, so no injection is possible.
  * @throws SchemaConfigError for any other name (callers pass only names `planSchemaChange` accepted).
  */
 export function quoteColumnName(name: string): string {
@@ -42,10 +41,8 @@ export function quoteColumnName(name: string): string {
 }
 
 /**
- * A table path as one backtick-quoted identifier, `` `project.dataset.table` `` (or `` `dataset.table` ``
- * without a project), the form BigQuery's DDL documents.
- * @throws SchemaConfigError when an id is outside the accepted alphabet (targets come from configuration, so
- *   this is a configuration error, never a data error).
+ * A table path as one backtick-quoted identifier, `` `project.dataset.table` `` (or `` `dataset.table` ``).
+ * @throws SchemaConfigError when an id is outside the accepted alphabet (a configuration error).
  */
 export function quoteTablePath(table: TargetTableRef): string {
   const { projectId, datasetId, tableId } = table;
@@ -80,11 +77,9 @@ function addColumnClause(column: BqField): string {
 /**
  * The single statement adding `columns` to `table`:
  * `` ALTER TABLE `p.d.t` ADD COLUMN IF NOT EXISTS `a` INT64, ADD COLUMN IF NOT EXISTS `b` JSON ``.
- * One statement per table is one table metadata update, well inside BigQuery's rate of 5 per 10 s per table
- * (https://cloud.google.com/bigquery/quotas). `IF NOT EXISTS` makes a repeated or concurrent sweep harmless.
- * Source: https://cloud.google.com/bigquery/docs/managing-table-schemas#add_an_empty_column
- * The local emulator (bqemulator 1.4.0, DuckDB) refuses several ALTER commands in one statement ("Only one
- * ALTER command per statement is supported"): use `addColumnDdlStatements` there.
+ * One statement is one table metadata update (BigQuery: 5 per 10 s per table). `IF NOT EXISTS` makes a repeated
+ * or concurrent sweep harmless. Source: https://cloud.google.com/bigquery/docs/managing-table-schemas#add_an_empty_column
+ * The local emulator (bqemulator 1.4.0) takes one ALTER command per statement: use `addColumnDdlStatements`.
  * @param columns the columns to add: `NULLABLE`, an addable type (`isAddableType`), names that pass
  *   `checkColumnName`; at least one.
  * @throws SchemaConfigError for an invalid table, an empty list or a column breaking those rules.
@@ -96,9 +91,8 @@ export function addColumnsDdl(table: TargetTableRef, columns: readonly BqField[]
 }
 
 /**
- * The same change as `addColumnsDdl`, one `ALTER TABLE … ADD COLUMN IF NOT EXISTS` statement per column, for
- * engines that take one ALTER command per statement (the local emulator). On BigQuery each statement is a
- * table metadata update of its own (5 per 10 s per table), so prefer `addColumnsDdl` there.
+ * The same change as `addColumnsDdl`, one statement per column (the local emulator). On BigQuery each statement
+ * is a table metadata update of its own, so prefer `addColumnsDdl` there.
  * @throws SchemaConfigError under the same conditions as `addColumnsDdl`.
  */
 export function addColumnDdlStatements(

@@ -14,21 +14,15 @@ export type InferableType = Extract<
  */
 export interface InferredType {
   readonly ok: true;
-  /** The column type the value needs, or `null` for no information. */
   readonly type: InferableType | null;
 }
 
-/**
- * Why a value has no BigQuery type. `NUMBER_OUT_OF_RANGE`: an integer literal with more integer digits than
- * BIGNUMERIC holds exactly (38); `NON_FINITE_NUMBER` and `UNSUPPORTED_VALUE` cannot come out of a JSON parser,
- * they guard other callers.
- */
+/** Why a value has no BigQuery type (see `inferType`). */
 export type InferenceErrorCode = 'NON_FINITE_NUMBER' | 'NUMBER_OUT_OF_RANGE' | 'UNSUPPORTED_VALUE';
 
 /** A failed inference: the value cannot be written to any column. */
 export interface InferenceError {
   readonly ok: false;
-  /** Machine-readable cause. */
   readonly code: InferenceErrorCode;
   /** Human-readable cause, for the row's error column. */
   readonly message: string;
@@ -41,11 +35,7 @@ const INT64_MAX = 2n ** 63n - 1n;
 const NUMERIC_INTEGER_DIGITS = 29;
 const BIGNUMERIC_INTEGER_DIGITS = 38;
 
-/**
- * The type of an integer known exactly (a `bigint` or a lossless integer literal), or an error when no BigQuery
- * numeric type holds it exactly (more than 38 integer digits): FLOAT64 would round it, and a silently rounded
- * id is worse than a row in bad data with the reason (Bronze keeps the raw message).
- */
+/** The type of an exactly known integer, or an error when no BigQuery numeric type holds it exactly. */
 function exactIntegerType(n: bigint): InferredType | InferenceError {
   if (n >= INT64_MIN && n <= INT64_MAX) return { ok: true, type: 'INT64' };
   const digits = (n < 0n ? -n : n).toString().length;
@@ -67,18 +57,14 @@ function isPlainObject(value: object): boolean {
 
 /**
  * Infers the BigQuery column type a JSON value needs. Decisions (mission.md, "The bad-data design"):
- * - string → `STRING`, always. No TIMESTAMP/DATE detection: a later value that does not parse would break the
- *   column, and a typed column can still be made by an operator.
+ * - string → `STRING`, always (no TIMESTAMP/DATE detection: a later value that does not parse would break it).
  * - number (as `JSON.parse` gives it): a safe integer → `INT64`; any other finite number → `FLOAT64`, as BigQuery's
- *   own JSON schema auto-detection does. `JSON.parse` has already rounded such numbers to doubles, so FLOAT64
- *   stores exactly what was received; exact decimals (money) belong in the contract, not in drift columns.
- * - a `lossless-json` number or a `bigint` (exact integers; the contract parses extra fields losslessly): within
- *   INT64 → `INT64`; up to 29 integer digits → `NUMERIC`; up to 38 → `BIGNUMERIC`; more → `NUMBER_OUT_OF_RANGE`
- *   (no exact type; never rounded to FLOAT64). A lossless literal with a fraction or exponent → `FLOAT64` (like
- *   BigQuery's auto-detection, the literal's form decides; FLOAT64 is an approximate type by definition).
+ *   own JSON schema auto-detection does.
+ * - a `lossless-json` number or a `bigint`: within INT64 → `INT64`; up to 29 integer digits → `NUMERIC`; up to
+ *   38 → `BIGNUMERIC`; more → `NUMBER_OUT_OF_RANGE` (never rounded to FLOAT64). A lossless literal with a
+ *   fraction or exponent → `FLOAT64`.
  * - boolean → `BOOL`.
- * - object or array → `JSON`. No RECORD or REPEATED columns from arbitrary payloads: their shape drifts too, a
- *   REPEATED column rejects nulls and mixed element types, and JSON accepts every later shape.
+ * - object or array → `JSON` (never RECORD or REPEATED: their shape drifts too; JSON accepts every later shape).
  * - `null` → `{ ok: true, type: null }`: no information; the field waits for a typed value.
  * @returns `InferredType`, or `InferenceError` for a non-finite number (`NON_FINITE_NUMBER`), an integer beyond
  *   BIGNUMERIC (`NUMBER_OUT_OF_RANGE`) or a value JSON cannot hold (`UNSUPPORTED_VALUE`: undefined, function,

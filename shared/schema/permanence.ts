@@ -9,11 +9,9 @@ export type SchemaErrorCode =
   RejectionCode | RowFieldErrorCode | NameRejectionCode | InferenceErrorCode;
 
 /**
- * `permanent`: nothing the pipeline does and no change BigQuery allows on the table makes the row writable as it
- * stands, so waiting out the retry budget only delays bad data. `retryable`: a later schema window may clear it
- * (`NO_COLUMN`, caps on one window, a case variant whose winner has no column yet), or an operator may, without
- * touching the row (`TABLE_CAP`: raise `OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE`; `NEEDS_COLUMN_WIDENING`:
- * `ALTER COLUMN SET DATA TYPE` to the numeric supertype), within the budget.
+ * `permanent`: no pipeline action or allowed table change makes the row writable, so waiting only delays bad
+ * data. `retryable`: a later schema window or an operator (`TABLE_CAP`: raise
+ * `OFFVIA_SCHEMA_MAX_COLUMNS_PER_TABLE`; `NEEDS_COLUMN_WIDENING`: widen the column) may clear it within the budget.
  * A `Record` over the union, so a new code does not compile until it is classified.
  */
 export const SCHEMA_ERROR_PERMANENCE: Readonly<Record<SchemaErrorCode, 'permanent' | 'retryable'>> =

@@ -23,11 +23,7 @@ import {
 
 /** The guard rails of a schema change (design.md). */
 export interface GuardConfig {
-  /**
-   * Names no drift field may take, compared case-insensitively: the contract's input fields and Silver's
-   * derived columns (e.g. `origin`, `fare`, `origin_airport`, `fare_amount`, `ingestion_timestamp`,
-   * `source_message_id`, `event_id`). Without them a producer could write a derived column.
-   */
+  /** Names no drift field may take, case-insensitive: the contract's fields and Silver's derived columns. */
   readonly protectedNames: readonly string[];
   /** Most columns one window's change may add to one table; an integer ≥ 0. */
   readonly maxNewColumnsPerWindow: number;
@@ -54,14 +50,10 @@ export type RejectionCode =
 export interface RejectedField {
   /** The field name, exactly as proposed. */
   readonly field: string;
-  /** Machine-readable cause. */
   readonly code: RejectionCode;
   /** Human-readable cause, for the error column of the rows that need the field. */
   readonly reason: string;
-  /**
-   * `!isPermanentSchemaError(code)`: whether a later window or an operator may still clear the rejection, so the
-   * rows needing the field wait within their retry budget; a permanent one sends them to bad data at once.
-   */
+  /** `!isPermanentSchemaError(code)`: the rows needing the field may wait within their retry budget. */
   readonly retryable: boolean;
 }
 
@@ -71,7 +63,7 @@ export interface ResolvedConflict {
   readonly kind: 'case' | 'type';
   /** The field whose column it is about (the winning name for `case`). */
   readonly field: string;
-  /** The winner: a field name (`case`) or a type (`type`), with its support. */
+  /** The winner: a field name (`case`) or a type (`type`). */
   readonly winner: string;
   /** Every contender in winning order, with its support (rows 0 when no waiting row was counted). */
   readonly contenders: readonly { readonly value: string; readonly support: FieldSupport }[];
@@ -89,10 +81,7 @@ export interface SchemaChangePlan {
   readonly resolved: readonly ResolvedConflict[];
   /** The single `ALTER TABLE … ADD COLUMN IF NOT EXISTS …` statement (BigQuery), or `null` when nothing is added. */
   readonly ddl: string | null;
-  /**
-   * The same change as one statement per column, for the local emulator, which takes one ALTER command per
-   * statement (see `addColumnDdlStatements`); empty when nothing is added.
-   */
+  /** The same change as one statement per column (`addColumnDdlStatements`); empty when nothing is added. */
   readonly ddlPerColumn: readonly string[];
 }
 
@@ -114,23 +103,17 @@ export function countColumns(fields: readonly BqField[]): number {
  * 1. Name rules (`checkColumnName`): empty, too long, illegal characters, reserved prefix, reserved keyword.
  * 2. `PROTECTED_NAME`: equal, ignoring case, to a `guard.protectedNames` entry.
  * 3. An existing column of exactly that name: `unchanged` if every proposed type is assignable to it
- *    (`isAssignable`: same type, a numeric widening such as INT64 into FLOAT64, or a JSON column), else
- *    `NEEDS_COLUMN_WIDENING` when BigQuery could widen the column to every refused type (`canWidenColumn`), or
- *    `INCOMPATIBLE_WITH_COLUMN`. Existing columns are never altered: widening one (ALTER COLUMN SET DATA TYPE)
- *    is an operator's decision.
+ *    (`isAssignable`), else `NEEDS_COLUMN_WIDENING` when BigQuery could widen the column to every refused type
+ *    (`canWidenColumn`), or `INCOMPATIBLE_WITH_COLUMN`. Existing columns are never altered.
  * 4. `CASE_COLLISION` when an existing column differs only in case. New names that differ only in case from each
- *    other are a contest: the winner is the name with the most supporting rows (`support`), then the earliest
- *    first seen, then the first in code-unit order; it goes on, the others are `CASE_VARIANT_LOST` (retryable:
- *    once the winner is a column, their rows collide with it, which is permanent). One rogue spelling cannot
- *    block the column for everyone.
- * 5. A merged type conflict (e.g. STRING vs INT64) is a contest too: the type with the most rows (a row counts
- *    for the conflicting type its value widens to), then the earliest first seen, then `BQ_TYPES` order, becomes
- *    the column's type; rows of the other types then get `INCOMPATIBLE_WITH_COLUMN` against it. A type ADD
- *    COLUMN cannot create is `UNSUPPORTED_TYPE`.
+ *    other are a contest: the name with the most supporting rows (`support`), then the earliest first seen, then
+ *    code-unit order wins; the others are `CASE_VARIANT_LOST` (retryable).
+ * 5. A merged type conflict is a contest too: the type with the most rows (a row counts for the conflicting type
+ *    its value widens to), then the earliest first seen, then `BQ_TYPES` order, becomes the column's type. A
+ *    type ADD COLUMN cannot create is `UNSUPPORTED_TYPE`.
  * 6. Caps, in name order: the first `min(room, guard.maxNewColumnsPerWindow)` candidates get columns, where
  *    room is `guard.maxColumnsPerTable` (at most BigQuery's 10,000) minus the table's columns. The rest are
- *    `TABLE_CAP` when the table's room is what binds, else `WINDOW_CAP` (retryable: a later window may add
- *    them). A flood of fields yields at most the cap of columns and a rejection for every other field.
+ *    `TABLE_CAP` when the table's room binds, else `WINDOW_CAP` (retryable).
  * Deterministic: the same inputs give the same plan, whatever order the proposals were merged in.
  * @param current the table's schema now (see `tableSchemaFromApi`).
  * @param proposed the window's merged proposals (`mergeFieldSets`).
@@ -268,21 +251,15 @@ export function planSchemaChange(
   const tableBinds = tableRoom < guard.maxNewColumnsPerWindow;
   const limit = tableBinds ? tableRoom : guard.maxNewColumnsPerWindow;
   const addColumns = newColumns.slice(0, limit);
-  for (const column of newColumns.slice(limit)) {
-    if (tableBinds) {
-      reject(
-        column.name,
-        'TABLE_CAP',
-        `table has ${columnCount} columns and its cap is ${tableCap}; field ${describeName(column.name)} gets none`,
-      );
-    } else {
-      reject(
-        column.name,
-        'WINDOW_CAP',
-        `this window already adds ${guard.maxNewColumnsPerWindow} columns (the per-window cap); ` +
-          `field ${describeName(column.name)} may get one in a later window`,
-      );
-    }
+  for (const { name } of newColumns.slice(limit)) {
+    reject(
+      name,
+      tableBinds ? 'TABLE_CAP' : 'WINDOW_CAP',
+      tableBinds
+        ? `table has ${columnCount} columns and its cap is ${tableCap}; field ${describeName(name)} gets none`
+        : `this window already adds ${guard.maxNewColumnsPerWindow} columns (the per-window cap); ` +
+            `field ${describeName(name)} may get one in a later window`,
+    );
   }
 
   rejected.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));

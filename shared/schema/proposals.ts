@@ -6,8 +6,7 @@ import { BQ_TYPES, type BqType } from './types';
 
 /**
  * What is known about one proposed field: one type (`ok: true`), or a conflict (`ok: false`) holding the
- * incompatible widest types seen, e.g. `['INT64', 'STRING']`. A conflict is an error of that field only; the
- * rest of the set merges on.
+ * incompatible widest types seen, e.g. `['INT64', 'STRING']` (an error of that field only).
  */
 export type FieldProposal =
   | {
@@ -62,9 +61,8 @@ function sortedMap(entries: Iterable<[string, FieldProposal]>): Map<string, Fiel
 /**
  * Merges two proposed field sets: the union of their fields, a field present in both merged by
  * `mergeProposals` (`INT64` + `FLOAT64` → `FLOAT64`; `STRING` + `INT64` → a conflict on that field only).
- * Never throws on data. Commutative, associative and idempotent (property-tested), so concurrent proposals
- * for one (target table, schema window) give the same merged change in any order and under redelivery
- * (design.md, "Schema-change window and retry minutes").
+ * Commutative, associative and idempotent, so concurrent proposals give the same change in any order and under
+ * redelivery (design.md, "Schema-change window and retry minutes").
  * @returns a new set, keys in code-unit order.
  */
 export function mergeFieldSets(a: ProposedFields, b: ProposedFields): ProposedFields {
@@ -77,9 +75,8 @@ export function mergeFieldSets(a: ProposedFields, b: ProposedFields): ProposedFi
 }
 
 /**
- * `mergeFieldSets(held, proposed)` holding at most `maxFields` distinct names: names already in `held` always merge;
- * new names of `proposed` are admitted in its order (code-unit order for a set from this module) until the cap.
- * The cap is one schema window's change (`maxProposedFieldsPerWindow`); a name left out waits for a later window.
+ * `mergeFieldSets(held, proposed)` holding at most `maxFields` distinct names (`maxProposedFieldsPerWindow`):
+ * names already in `held` always merge; new names of `proposed` are admitted in its order until the cap.
  * @returns a new set, keys in code-unit order.
  */
 export function mergeFieldSetsCapped(
@@ -108,11 +105,8 @@ export function mergeAllFieldSets(sets: Iterable<ProposedFields>): ProposedField
 
 /** An extra field whose value has no BigQuery type; it is reported, never dropped. */
 export interface UninferableField {
-  /** The field name, as in the event. */
   readonly field: string;
-  /** Machine-readable cause. */
   readonly code: InferenceErrorCode;
-  /** Human-readable cause. */
   readonly reason: string;
 }
 
@@ -141,10 +135,7 @@ export function proposeFields(extraFields: Readonly<Record<string, unknown>>): E
   return { proposed: sortedMap(proposed), uninferable };
 }
 
-/**
- * The storage form of a proposed field set, e.g. for a Firestore document: a list (never an object keyed by
- * field name, since payload names such as `__proto__` or `__x__` are unsafe or reserved as object keys).
- */
+/** The storage form of a proposed field set: a list (payload names such as `__proto__` are unsafe as keys). */
 export type StoredProposedFields = { readonly name: string; readonly types: readonly BqType[] }[];
 
 /** Converts a proposed field set to its storage form (sorted by name). */

@@ -30,11 +30,8 @@ function floorDiv(n: bigint, d: bigint): bigint {
 
 /**
  * The derived retry count of a waiting row: `floor((nowMs − processedTimestampMs) / (windowMinutes · 60000))`,
- * the number of schema-migration attempts (one per window) the row has seen. Derived from time, never
- * incremented, so a row retried more often than once per window is not over-counted (bad-data design;
- * mission.md, "The bad-data design").
- * Clock skew: when `nowMs < processedTimestampMs` (the sweep's clock behind the ingesting instance's) the
- * count is 0, never negative.
+ * the schema-migration attempts (one per window) it has seen. Derived from time, never incremented (bad-data
+ * design). Clock skew (`nowMs < processedTimestampMs`) gives 0, never negative.
  * @param processedTimestampMs when the row was first received, ms since the epoch (UTC), an integer.
  * @param nowMs the current time, ms since the epoch (UTC), an integer.
  * @param windowMinutes the schema-change window length in minutes, an integer ≥ 1.
@@ -93,8 +90,8 @@ export interface SchemaWindow {
 const MAX_DATE_MS = 8_640_000_000_000_000n;
 
 /**
- * The fixed processing-time window a drift row belongs to, from its `processed_timestamp` (Beam's fixed
- * window, as the bad-data design uses: changes are combined per target table per window).
+ * The fixed processing-time window a drift row belongs to, from its `processed_timestamp` (changes are combined
+ * per target table per window).
  * @param tsMs processing time, ms since the epoch (UTC), an integer within the Date range (±8.64e15).
  * @param windowMinutes window length in minutes, an integer ≥ 1 (default 3, `DEFAULT_SCHEMA_WINDOW_MINUTES`).
  * @throws RangeError on a non-integer or out-of-range timestamp or a bad window length.
@@ -119,9 +116,8 @@ export function schemaWindowOf(tsMs: number, windowMinutes: number): SchemaWindo
 }
 
 /**
- * Whether a schema window has closed, so its pending change may be applied: `nowMs ≥ endMs + graceMs`.
- * A grace of a few seconds lets proposals from invocations that took their processed time just before the end
- * land before the sweep reads the window.
+ * Whether a schema window has closed, so its pending change may be applied: `nowMs ≥ endMs + graceMs` (the
+ * grace lets proposals stamped just before the end land first).
  * @param nowMs the current time, ms since the epoch (UTC), an integer.
  * @param graceMs extra wait after the end, ms, an integer ≥ 0 (default 0).
  * @throws RangeError on a non-integer time or a negative grace.

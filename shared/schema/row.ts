@@ -16,7 +16,6 @@ export type RowFieldErrorCode =
 
 /** An extra field that cannot go into the row, with the reason; such a row must not be inserted yet. */
 export interface RowFieldError {
-  /** The field name, as in the event. */
   readonly field: string;
   /** Machine-readable cause; `NO_COLUMN` is the schema drift the retry store waits out. */
   readonly code: RowFieldErrorCode;
@@ -30,10 +29,7 @@ export interface ExtraFieldsRow {
   readonly values: Readonly<Record<string, unknown>>;
   /** Fields that cannot be written; when non-empty the row is not ready (never insert it without them). */
   readonly errors: readonly RowFieldError[];
-  /**
-   * Fields whose value is `null` and that are no column: no value to store (NULL and absent are the same for a
-   * NULLABLE column) and no type to propose. Listed so the caller can log them; Bronze keeps the raw message.
-   */
+  /** Fields whose value is `null` and that are no column: nothing to store or propose; listed for the logs. */
   readonly nullFields: readonly string[];
 }
 
@@ -84,18 +80,14 @@ function columnValue(value: unknown, column: BqField): unknown {
 /**
  * The values to put in an event's row for its extra top-level fields, given the table's columns (after the
  * window's change was applied). For each field, in event order:
- * - a name equal, ignoring case, to `target.protectedNames` → `PROTECTED_NAME` (a producer never writes a
- *   derived column);
+ * - a name equal, ignoring case, to `target.protectedNames` → `PROTECTED_NAME`;
  * - a value with no type (`inferType` error) → that error;
  * - no column of exactly that name: `CASE_COLLISION` if one differs only in case, else `NO_COLUMN`, except
  *   for a `null` value, which is left out (NULL and absent are the same);
  * - a value not assignable to the column (`isAssignable`): `NEEDS_COLUMN_WIDENING` when BigQuery could widen the
- *   column to the value's type (`ALTER COLUMN SET DATA TYPE`: INT64 → NUMERIC/BIGNUMERIC/FLOAT64, NUMERIC →
- *   BIGNUMERIC/FLOAT64, BIGNUMERIC → FLOAT64; an operator's decision, never the sweep's), else
- *   `INCOMPATIBLE_WITH_COLUMN` (e.g. a STRING for an INT64 column: no change BigQuery allows makes it fit);
- * - else the value, converted for a streaming insert: JSON columns get JSON text (lossless), INT64 gets the
- *   number or, for integers beyond 2^53, decimal text; NUMERIC/BIGNUMERIC get decimal text; FLOAT64 a number;
- *   STRING and BOOL as they are; `null` as `null`.
+ *   column to the value's type (`canWidenColumn`), else `INCOMPATIBLE_WITH_COLUMN`;
+ * - else the value, converted for a streaming insert (`columnValue`: JSON as lossless text, integers beyond
+ *   2^53 as decimal text).
  * Never drops a field silently: every field is either in `values`, in `nullFields` (a `null` with no column),
  * or in `errors`.
  */

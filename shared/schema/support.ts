@@ -10,10 +10,7 @@ export interface FieldSupport {
   readonly firstSeenMs: number;
 }
 
-/**
- * Field name (exactly as in the events) → inferred type → support. Counted from the retry store's rows (one per
- * insertId), so a redelivered event is not counted twice and the tally does not depend on arrival order.
- */
+/** Field name → inferred type → support, counted over the retry store's rows (one per insertId). */
 export type ProposalSupport = ReadonlyMap<string, ReadonlyMap<BqType, FieldSupport>>;
 
 /** One waiting row as the tally reads it. */
@@ -61,8 +58,8 @@ export function totalSupport(
 }
 
 /**
- * Orders contenders (field names of one case-insensitive group, or the conflicting types of one field) for a
- * deterministic winner: most rows first, then the earliest first seen, then `tieBreak` (name or type order).
+ * Orders contenders (case variants of a name, or conflicting types of a field): most rows first, then the
+ * earliest first seen, then `tieBreak`.
  * @returns a negative number when `a` wins over `b`.
  */
 export function compareSupport(a: FieldSupport, b: FieldSupport, tieBreak: number): number {

@@ -2,12 +2,9 @@
 import { BQ_TYPES, type BqField, type BqType } from './types';
 
 /**
- * The numeric widening chain, narrowest first: `INT64 → NUMERIC → BIGNUMERIC → FLOAT64`. Each type coerces to
- * every type after it in GoogleSQL (INT64 coerces to NUMERIC, BIGNUMERIC and FLOAT64; NUMERIC to BIGNUMERIC and
- * FLOAT64; BIGNUMERIC to FLOAT64), so a column of a later type accepts values of an earlier one.
+ * The numeric widening chain, narrowest first: each type coerces to every type after it in GoogleSQL, so a column
+ * of a later type accepts values of an earlier one. Every other type is comparable only with itself.
  * Source: https://cloud.google.com/bigquery/docs/reference/standard-sql/conversion_rules (coercion table).
- * Every other type is comparable only with itself: `STRING` and `INT64`, `BOOL` and `JSON`, … have no common
- * type here, which is what makes them a conflict.
  */
 export const NUMERIC_WIDENING_CHAIN: readonly BqType[] = [
   'INT64',
@@ -30,8 +27,7 @@ export function widensTo(narrow: BqType, wide: BqType): boolean {
 /**
  * The maximal elements of a set of types under `widensTo`, deduplicated and in `BQ_TYPES` order: one type when
  * the set has a common widest type (`[INT64, FLOAT64]` → `[FLOAT64]`), several when it holds a conflict
- * (`[INT64, STRING]` → `[INT64, STRING]`). Union followed by this is a join on antichains, hence commutative,
- * associative and idempotent, which is what lets concurrent proposals merge in any order.
+ * (`[INT64, STRING]` → `[INT64, STRING]`). Union followed by this is a join, so proposals merge in any order.
  */
 export function maximalTypes(types: Iterable<BqType>): BqType[] {
   const set = new Set(types);

@@ -27,18 +27,13 @@ export const BQ_TYPES = [
 /** A BigQuery column type (GoogleSQL name). See `BQ_TYPES`. */
 export type BqType = (typeof BQ_TYPES)[number];
 
-/**
- * A column mode. New columns added by the schema sweep are always `NULLABLE`: BigQuery allows adding only
- * `NULLABLE` or `REPEATED` columns to an existing table
- * (https://cloud.google.com/bigquery/docs/managing-table-schemas#add_an_empty_column).
- */
+/** A column mode. The schema sweep adds only `NULLABLE` columns. */
 export type BqMode = 'NULLABLE' | 'REQUIRED' | 'REPEATED';
 
 /** One column of a table schema, as the BigQuery API describes it (types normalised to GoogleSQL names). */
 export interface BqField {
   /** Column name, as stored (BigQuery compares names case-insensitively). */
   readonly name: string;
-  /** Column type. */
   readonly type: BqType;
   /** Column mode; the API's absent mode means `NULLABLE`. */
   readonly mode: BqMode;
@@ -48,21 +43,17 @@ export interface BqField {
 
 /** A table's schema: its top-level columns, in table order. */
 export interface TableSchema {
-  /** Top-level columns. */
   readonly fields: readonly BqField[];
 }
 
 /**
- * The table a schema change targets. Structurally the same as the configuration's `TableRef`
- * (`shared/config/env.ts`), so a configured target can be passed as is. Target tables come from configuration
- * only, never from a payload (design.md, "Schema-change window and retry minutes").
+ * The table a schema change targets; structurally the configuration's `TableRef`. Target tables come from
+ * configuration only, never from a payload (design.md, "Schema-change window and retry minutes").
  */
 export interface TargetTableRef {
   /** Project id; when absent the DDL names `dataset.table` and the job's project applies. */
   readonly projectId?: string;
-  /** Dataset id. */
   readonly datasetId: string;
-  /** Table id. */
   readonly tableId: string;
 }
 

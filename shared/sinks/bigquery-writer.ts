@@ -13,8 +13,8 @@ import {
 } from './row-writer';
 
 /**
- * A BigQuery client for the configured project; pointed at the local emulator when BIGQUERY_EMULATOR_HOST is set
- * (then `autoRetry` is off: the emulator's 500s are not transient and would be retried for minutes).
+ * A BigQuery client for the configured project; at the local emulator (BIGQUERY_EMULATOR_HOST) without
+ * `autoRetry`, since the emulator's 500s are not transient.
  */
 export function bigQueryClient(
   config: Pick<IngestConfig, 'projectId' | 'bigQueryEndpoint'>,
@@ -32,15 +32,10 @@ interface InsertErrorEntry {
 }
 
 /**
- * What an insertErrors `reason` says about a row (BigQuery "Error messages", error table and "Streaming insert
- * success HTTP response codes", https://cloud.google.com/bigquery/docs/error-messages):
- * - `invalid`: the row's own data was refused (a bad value such as "Invalid NUMERIC value", an unknown field,
- *   a missing required field). Re-sending the same row cannot help, except for "no such field" while a new
- *   column propagates (the caller decides that from `missingFields`).
- * - `stopped`: the row was not written because another row of the request was refused; "rows that did not have a
- *   schema mismatch have an error with the reason property set to stopped, and can be re-sent as-is".
- * - `timeout`, `backendError`, `internalError`, `rateLimitExceeded`, `quotaExceeded` (and any reason not listed
- *   here): the service did not write the row for its own reasons; retry later, with backoff.
+ * What an insertErrors `reason` says about a row (https://cloud.google.com/bigquery/docs/error-messages):
+ * `data` (`invalid`): the row's own data was refused, re-sending cannot help (except "no such field" while a new
+ * column propagates, see `missingFields`); `stopped`: refused because another row was, "can be re-sent as-is";
+ * `transient` (`timeout`, `backendError`, any other reason): not written for the service's own reasons.
  */
 export type InsertErrorClass = 'data' | 'stopped' | 'transient';
 
@@ -84,10 +79,8 @@ export function missingFieldsOf(message: string): string[] {
 }
 
 /**
- * Writes with `tabledata.insertAll` through the official client: `raw: true` (rows carry our insertIds, the client
- * generates none), `skipInvalidRows: true` (valid rows land even when a neighbour is refused),
- * `ignoreUnknownValues: false` (an unknown field is an error, never a silent drop), `partialRetries: 0` (the
- * client would otherwise re-send refused rows three times).
+ * Writes with `tabledata.insertAll`: `raw` (our insertIds), `skipInvalidRows` (valid rows land beside a refused
+ * one), no `ignoreUnknownValues` (an unknown field is an error, never a silent drop), `partialRetries: 0`.
  */
 export class BigQueryRowWriter implements RowWriter {
   constructor(private readonly bigquery: BigQuery) {}

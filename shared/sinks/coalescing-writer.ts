@@ -1,36 +1,24 @@
-// Coalesces concurrent BigQuery writes inside one instance: rows bound for the same table, from many invocations,
-// go out as one insertAll call; each caller still gets exactly its own rows' results, or the batch's failure.
+// Coalesces one instance's concurrent BigQuery writes per table into one insertAll call (group commit).
 import type { TableRef } from '../config/env';
 import { type InsertRow, type RowResult, type RowWriter, withInsertIds } from './row-writer';
 
 /** Limits of one coalesced insertAll call, and how many such calls per table may be in flight. */
 export interface CoalescingOptions {
-  /**
-   * Most rows per call, 1..500. BigQuery recommends at most 500 rows per insertAll request (streaming quotas,
-   * "Streaming inserts": maximum rows per request 50,000, recommended 500).
-   */
+  /** Most rows per call, 1..500 (BigQuery's recommended maximum per insertAll request). */
   readonly maxRows: number;
   /**
-   * Most request bytes per call (the rows' JSON, UTF-8, plus insertIds), 1 KiB..9 MiB. BigQuery caps an insertAll
-   * HTTP request at 10 MB; 9 MiB leaves room for the envelope. A single caller whose rows alone exceed it is sent
-   * on its own, unbatched.
+   * Most request bytes per call (the rows' JSON and insertIds, UTF-8), 1 KiB..9 MiB (BigQuery caps a request at
+   * 10 MB). A single caller whose rows alone exceed it is sent on its own.
    */
   readonly maxBytes: number;
-  /**
-   * How long the first row of a batch waits for company, ms (0..1000). A full batch goes at once. This is added to
-   * the latency of a lone event, so it stays a few milliseconds.
-   */
+  /** How long the first row of a batch waits for company, ms (0..1000); added to a lone event's latency. */
   readonly lingerMs: number;
   /**
-   * Most insertAll calls in flight per table before a lingered batch waits for one of them to settle, an integer
-   * 1..100. While the cap is reached, new rows for that table gather in the open batch (group commit), so batches
-   * grow with the load instead of going out every `lingerMs` with a few rows each. A full batch is never held back.
+   * Most insertAll calls in flight per table before a lingered batch waits for one to settle, an integer 1..100:
+   * meanwhile new rows gather in the open batch, so batches grow with the load. A full batch is never held back.
    */
   readonly maxInFlight: number;
-  /**
-   * Longest a batch waits from its first row before it is sent whatever is in flight, ms, an integer in
-   * [lingerMs, 60000]: a slow or hung call must not hold every row of the instance for that table.
-   */
+  /** Longest a batch waits from its first row before it is sent whatever is in flight, ms, in [lingerMs, 60000]. */
   readonly maxHoldMs: number;
 }
 
@@ -78,12 +66,9 @@ function tableKey(table: TableRef): string {
 
 /**
  * A RowWriter that gathers the rows of concurrent `insertRows` calls for the same table into one call of the
- * wrapped writer (group commit; docs/performance.md, "Coalesced BigQuery writes"). A caller's rows are never
- * split across calls. A table's batch goes when full (`maxRows` / `maxBytes`), `lingerMs` after its first row if
- * fewer than `maxInFlight` calls for the table are in flight (else as soon as one settles), and at the latest
- * `maxHoldMs` after its first row. Per-row results go back to the caller that sent the row, in its order; when the
- * wrapped call throws (a TransientError), every caller of that batch gets the error and must not ack (their
- * redeliveries carry the same insertIds).
+ * wrapped writer (group commit; docs/performance.md, "Coalesced BigQuery writes"), never splitting a caller's
+ * rows. A batch goes when full, after `lingerMs` if a call slot is free (else when one settles), at the latest
+ * after `maxHoldMs`. Each caller gets its own rows' results, or the wrapped call's error (do not ack).
  */
 export class CoalescingRowWriter implements RowWriter {
   private readonly open = new Map<string, Batch>();
@@ -123,11 +108,10 @@ export class CoalescingRowWriter implements RowWriter {
 
   /**
    * Queues `rows` for `table`; resolves with one result per row, in order, once the batch holding them was written.
-   * A row without an insertId is answered `rejected` at once and not sent.
+   * A row without an insertId is answered `rejected` at once and not sent (`withInsertIds`).
    * @throws whatever the wrapped writer threw for that batch (TransientError: do not ack)
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
-    // A row without an insertId is answered `rejected` here and never joins a batch (see `withInsertIds`).
     return withInsertIds(rows, (sendable) => this.enqueue(table, sendable));
   }
 
@@ -174,10 +158,7 @@ export class CoalescingRowWriter implements RowWriter {
     return this.inFlight.get(tableKey(table)) ?? 0;
   }
 
-  /**
-   * The linger of `batch` elapsed: send it if the table has a free slot (or the hold is no longer than the
-   * linger); otherwise hold it until a call settles or `maxHoldMs` after its first row.
-   */
+  /** The linger elapsed: send `batch` if a slot is free, else hold it until a call settles or `maxHoldMs`. */
   private lingered(key: string, batch: Batch): void {
     if (this.open.get(key) !== batch) return;
     const { lingerMs, maxHoldMs, maxInFlight } = this.options;

@@ -18,10 +18,8 @@ export type RowResult =
   { ok: true } | { ok: false; kind: 'rejected'; error: string; missingFields: string[] };
 
 /**
- * A row BigQuery did not write for a reason that is not its own data: `stopped` (the request was refused because
- * another row of it was `invalid`; the row "can be re-sent as-is"), or a transient reason (`timeout`,
- * `backendError`, …). Only `PartialInsertError.outcomes` carries it, so callers that know nothing of it keep
- * treating the call as a `TransientError`.
+ * A row BigQuery did not write for a reason that is not its own data (`stopped` beside an `invalid` row, or a
+ * transient reason). Only `PartialInsertError.outcomes` carries it.
  */
 export interface RowNotWritten {
   readonly ok: false;
@@ -36,9 +34,8 @@ export interface RowNotWritten {
 export type RowOutcome = RowResult | RowNotWritten;
 
 /**
- * An insertAll call in which some row was not written for a reason other than its own data (see `RowNotWritten`).
- * Still a `TransientError`, so a caller that must not ack (ingest) redelivers the whole call as before; a caller
- * that can act per row (the schema sweep) reads `outcomes`: one per row sent, in order.
+ * An insertAll call in which some row was not written for a reason other than its own data (`RowNotWritten`).
+ * A `TransientError`, so ingest redelivers the whole call; the schema sweep reads `outcomes` to act per row.
  */
 export class PartialInsertError extends TransientError {
   // `name` stays `TransientError`: logs and callers that know only the base class read it unchanged.
@@ -60,9 +57,8 @@ export interface RowWriter {
   /**
    * Inserts `rows` (1..500, ≤ 9 MB: BigQuery recommends ≤ 500 rows a request and caps a request at 10 MB) and
    * resolves with one result per row, in order.
-   * @throws TransientError when the call failed as a whole for an infrastructure reason; `PartialInsertError` (a
-   * TransientError) when some row failed with a non-data reason (stopped, backendError, timeout, …), with every
-   * row's outcome. Either way the caller must not ack.
+   * @throws TransientError when the call failed as a whole; `PartialInsertError` when some row failed with a
+   * non-data reason, with every row's outcome. Either way the caller must not ack.
    */
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]>;
 }
@@ -75,10 +71,9 @@ export function insertIdProblem(row: InsertRow): string | undefined {
 }
 
 /**
- * Calls `write` with the rows that have an insertId and answers the others `rejected` (a data problem the caller
- * routes, e.g. to the bad-data table) without sending them, so a row that lost its insertId upstream is routed
- * instead of crashing the writer or being streamed without dedup. Results are in the order of `rows`; a
- * `PartialInsertError` from `write` is re-thrown with one outcome per row of `rows` (the unsent rows `rejected`).
+ * Calls `write` with the rows that have an insertId and answers the others `rejected` without sending them (never
+ * streamed without dedup). Results are in the order of `rows`; a `PartialInsertError` from `write` is re-thrown
+ * with one outcome per row of `rows` (the unsent rows `rejected`).
  */
 export async function withInsertIds(
   rows: readonly InsertRow[],
