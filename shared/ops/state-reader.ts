@@ -28,11 +28,10 @@ export function windowStoreAt(
   });
 }
 
-/** The watermark document: watermark, max event time and update time (epoch ms; `null` before any event). */
+/** The watermark document: watermark and max event time (epoch ms; `null` before any event). */
 export interface WatermarkView {
   watermarkMs: number | null;
   maxEventTimeMs: number | null;
-  updatedAtMs: number | null;
 }
 
 /** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
@@ -41,26 +40,23 @@ export async function readWatermark(
   store: FirestoreWindowStore<JsonValue>,
 ): Promise<WatermarkView> {
   const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
-  if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
+  if (stored === null) return { watermarkMs: null, maxEventTimeMs: null };
   // Before the first event the watermark is the windowing core's minimum: "none".
   const wm = stored.state.watermarkMs;
   return {
     watermarkMs: wm <= -8.64e15 || !Number.isFinite(wm) ? null : wm,
     maxEventTimeMs: stored.state.maxEventTimeMs,
-    updatedAtMs: stored.updatedAtMs,
   };
 }
 
 /**
  * The watermark holds of failing deliveries (docs/windows.md): `active` (stuck ones included), `stuck` (past
- * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holding), the oldest held publish time and the watermark cap (epoch ms;
- * `null` when none holds).
+ * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holding) and the oldest held publish time (epoch ms; `null` when none holds).
  */
 export interface HoldsView {
   active: number;
   stuck: number;
   oldestPublishTimeMs: number | null;
-  capMs: number | null;
 }
 
 /** Reads the 100 oldest watermark holds and applies the hold rule of `policy` at `nowMs` (epoch ms), as fireWindows does. */
@@ -81,18 +77,20 @@ export async function watermarkHolds(
     active: hold.active,
     stuck: hold.stuck.length,
     oldestPublishTimeMs: hold.oldestPublishTimeMs,
-    capMs: hold.capMs,
   };
 }
+
+/** The aggregation's document under the windows root. */
+const stateDoc = (ctx: OpsContext, namespace: WindowNamespace) =>
+  ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
 
 /** (key, window)s not yet CLOSED: the EARLY or LATE entries of the key groups with an event-time timer. */
 export async function countOpenWindows(
   ctx: OpsContext,
   namespace: WindowNamespace,
 ): Promise<number> {
-  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const groups = await firestoreCall(ctx, 'open key groups', () =>
-    base
+    stateDoc(ctx, namespace)
       .collection(GROUP_COLLECTIONS.groups)
       .where('event_timer_ms', '>=', Number.MIN_SAFE_INTEGER)
       .get(),
@@ -109,29 +107,31 @@ export async function countOpenWindows(
 export async function droppedLate(
   ctx: OpsContext,
   store: FirestoreWindowStore<JsonValue>,
-): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
+): Promise<{ total: number; expiredWindow: number; closedWindow: number }> {
   const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
   return {
     total: counters.reduce((s, c) => s + c.count, 0),
     expiredWindow: counters.reduce((s, c) => s + c.expiredWindow, 0),
     closedWindow: counters.reduce((s, c) => s + c.closedWindow, 0),
-    windows: counters.length,
   };
 }
 
-/**
- * The newest fireWindows partition lease (`meta/fireWindowsLease~p{n}`): holder, fencing token and when it was taken
- * (epoch ms); `null` before the first run.
- */
+/** A fireWindows partition lease: holder, fencing token and when it was taken (epoch ms). */
+export interface Lease {
+  holder: string;
+  fence: number;
+  acquiredAtMs: number;
+}
+
+/** The newest fireWindows partition lease (`meta/fireWindowsLease~p{n}`); `null` before the first run. */
 export async function fireWindowsLease(
   ctx: OpsContext,
   namespace: WindowNamespace,
-): Promise<{ holder: string; fence: number; acquiredAtMs: number } | null> {
-  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
+): Promise<Lease | null> {
   const snap = await firestoreCall(ctx, 'fireWindows leases', () =>
-    base.collection(COLLECTIONS.meta).get(),
+    stateDoc(ctx, namespace).collection(COLLECTIONS.meta).get(),
   );
-  let newest: { holder: string; fence: number; acquiredAtMs: number } | null = null;
+  let newest: Lease | null = null;
   for (const d of snap.docs) {
     const acquired: unknown = d.get('acquired_at_ms');
     if (!d.id.startsWith('fireWindowsLease') || typeof acquired !== 'number') continue;

@@ -4,12 +4,13 @@ import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
-import { keyValues, printReport, section, table, type Io } from './output';
+import { keyValues, pickTable, printReport, section, table, type Io } from './output';
 import {
   countOpenWindows,
   droppedLate,
   fireWindowsLease,
   lastLogEntry,
+  type Lease,
   readWatermark,
   retryStoreRows,
   watermarkHolds,
@@ -104,31 +105,20 @@ export async function collectStatus(
     n((await rows<{ n: unknown }>(sql, withSince))[0]?.n);
   const countIf = (ref: TableRef | null, sql: (table: string) => string, withSince = true) =>
     ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
+  /** Rows (or `what`) of `ref` whose `column` is in the look-back; `null` without the table. */
+  const countSince = <R extends TableRef | null>(ref: R, column: string, what = 'COUNT(*)') =>
+    countIf(ref, (x) => `SELECT ${what} AS n FROM \`${x}\` WHERE ${column} >= ${since}`) as Promise<
+      R extends null ? null : number
+    >;
   const message = `COALESCE(${c.messageId}, ${c.payload})`;
   const layers = allOf({
-    bronze: countIf(
-      t.bronze,
-      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE publish_time >= ${since}`,
-    ),
-    silverRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.silver)}\` WHERE ${s.writtenAt} >= ${since}`,
-    ),
-    silverEvents: count(
-      `SELECT COUNT(*) AS n FROM \`${q(s.dedupView)}\` WHERE ${s.writtenAt} >= ${since}`,
-    ),
-    quarantineRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
-    ),
-    quarantineMessages: count(
-      `SELECT COUNT(DISTINCT ${message}) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
-    ),
-    badDataRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}`,
-    ),
-    resolutions: countIf(
-      cols.resolutions,
-      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE resolved_at >= ${since}`,
-    ),
+    bronze: countSince(t.bronze, 'publish_time'),
+    silverRows: countSince(t.silver, s.writtenAt),
+    silverEvents: countSince(s.dedupView, s.writtenAt),
+    quarantineRows: countSince(t.quarantine, c.rejectedAt),
+    quarantineMessages: countSince(t.quarantine, c.rejectedAt, `COUNT(DISTINCT ${message})`),
+    badDataRows: countSince(t.badData, 'insert_time'),
+    resolutions: countSince(cols.resolutions, 'resolved_at'),
   });
   const [
     counts,
@@ -262,11 +252,7 @@ export async function collectStatus(
 }
 
 /** A scheduled function's last run: the local scheduler's last call, else the fireWindows lease, else where to look. */
-function lastRun(
-  ctx: OpsContext,
-  entryPoint: string,
-  lease: { holder: string; fence: number; acquiredAtMs: number } | null,
-): LastRun {
+function lastRun(ctx: OpsContext, entryPoint: string, lease: Lease | null): LastRun {
   const entry = lastLogEntry(ctx, 'scheduler', new RegExp(`^${entryPoint} (answered|call failed)`));
   if (entry !== null) {
     return {
@@ -329,33 +315,19 @@ export function formatStatus(r: StatusReport): string {
     ),
     section(
       'Quarantine by stage',
-      table(
-        ['stage', 'rows', 'messages', 'open'],
-        r.quarantineByStage.map((x) => [x.stage, x.rows, x.messages, x.open ?? '']),
-      ),
+      pickTable(r.quarantineByStage, ['stage', 'rows', 'messages', 'open']),
     ),
     section(
       'Top quarantine reasons',
-      table(
-        ['stage', 'rows', 'reason'],
-        r.topQuarantineReasons.map((x) => [x.stage, x.rows, x.reason]),
-        80,
-      ),
+      pickTable(r.topQuarantineReasons, ['stage', 'rows', 'reason'], 80),
     ),
     section(
       'Bad data by target and error',
-      table(
-        ['target', 'rows', 'open', 'error'],
-        r.badDataByCause.map((x) => [x.target, x.rows, x.open ?? '', x.error]),
-        70,
-      ),
+      pickTable(r.badDataByCause, ['target', 'rows', 'open', 'error'], 70),
     ),
     section(
       'Schema-retry store',
-      table(
-        ['table', 'rows waiting', 'oldest'],
-        r.retryStore.map((x) => [x.table, x.rows, x.oldest]),
-      ),
+      pickTable(r.retryStore, ['table', ['rows waiting', 'rows'], 'oldest']),
     ),
     ...r.aggregations.map((a) =>
       section(
