@@ -128,26 +128,26 @@ export async function collectDashboard(
   const p = { since_ms: sinceMs };
   const types = { since_ms: 'INT64' };
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
-  const perMinuteSql = (table: string, column: string, key: string) =>
-    `SELECT UNIX_MILLIS(TIMESTAMP_TRUNC(${column}, MINUTE)) AS minute_ms, ${key} AS k, COUNT(*) AS n
-     FROM \`${table}\` WHERE ${column} >= ${since} GROUP BY 1, 2`;
-  type MinuteRow = { minute_ms: unknown; k: unknown; n: unknown };
+  /** Rows of `ref` per minute of `column` and per destination `key` (an SQL expression). */
+  const perMinuteOf = (ref: TableRef, column: string, key: string) =>
+    query<{ minute_ms: unknown; k: unknown; n: unknown }>(
+      ctx,
+      `SELECT UNIX_MILLIS(TIMESTAMP_TRUNC(${column}, MINUTE)) AS minute_ms, ${key} AS k, COUNT(*) AS n
+       FROM \`${q(ref)}\` WHERE ${column} >= ${since} GROUP BY 1, 2`,
+      p,
+      types,
+    );
   const maxRoutes = options.maxRoutes ?? 12;
   const maxPanes = options.maxPanesPerRoute ?? 30;
   const [status, silver, quarantine, badData, panes, marks, retry, dropped] = await Promise.all([
     collectStatus(ctx, pipeline, sinceMs, nowMs),
-    query<MinuteRow>(ctx, perMinuteSql(q(t.silver), cols.silver.writtenAt, "'Silver'"), p, types),
-    query<MinuteRow>(
-      ctx,
-      perMinuteSql(
-        q(t.quarantine),
-        cols.quarantine.rejectedAt,
-        `CONCAT('quarantine: ', ${cols.quarantine.stage})`,
-      ),
-      p,
-      types,
+    perMinuteOf(t.silver, cols.silver.writtenAt, "'Silver'"),
+    perMinuteOf(
+      t.quarantine,
+      cols.quarantine.rejectedAt,
+      `CONCAT('quarantine: ', ${cols.quarantine.stage})`,
     ),
-    query<MinuteRow>(ctx, perMinuteSql(q(t.badData), 'insert_time', "'bad data'"), p, types),
+    perMinuteOf(t.badData, 'insert_time', "'bad data'"),
     query<Record<string, unknown>>(
       ctx,
       `SELECT ${keyColumn} AS route_key, UNIX_MILLIS(window_start) AS window_start_ms, UNIX_MILLIS(window_end) AS window_end_ms,

@@ -1,5 +1,5 @@
 // Reads the pipeline's Firestore state and local logs for the operator, through the adapters the functions use.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FirestoreDriftStore } from '../drift/firestore-store';
 import type { RetryRow } from '../drift/store';
@@ -195,15 +195,11 @@ export function localLogLines(
   idFields: readonly string[] = [],
   limit = 50,
 ): LogLine[] {
-  const dir = ctx.logsDir;
-  if (dir === undefined || !existsSync(dir) || ids.length === 0) return [];
+  if (ids.length === 0) return [];
   const wanted = new Set(ids);
   const out: LogLine[] = [];
-  const files = readdirSync(dir)
-    .filter((f) => services.some((s) => f === `${s}.log`))
-    .sort();
-  for (const file of files) {
-    for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+  for (const file of [...new Set(services.map((s) => `${s}.log`))].sort()) {
+    for (const line of logLines(ctx, file)) {
       // Cheap filter first: most lines are about other messages.
       if (![...wanted].some((id) => line.includes(id))) continue;
       const entry = logEntry(line);
@@ -223,6 +219,12 @@ export function localLogLines(
   return out;
 }
 
+/** The lines of the local log `file` (`<service>.log`); none in the cloud or before the service wrote one. */
+function logLines(ctx: OpsContext, file: string): string[] {
+  const full = ctx.logsDir === undefined ? undefined : path.join(ctx.logsDir, file);
+  return full !== undefined && existsSync(full) ? readFileSync(full, 'utf8').split('\n') : [];
+}
+
 /** A JSON log line parsed; `null` for anything else (a line cut by a crash mid-write is not an entry). */
 function logEntry(line: string): Record<string, unknown> | null {
   if (!line.startsWith('{')) return null;
@@ -239,11 +241,7 @@ export function lastLogEntry(
   service: string,
   pattern: RegExp,
 ): Record<string, unknown> | null {
-  const dir = ctx.logsDir;
-  if (dir === undefined) return null;
-  const file = path.join(dir, `${service}.log`);
-  if (!existsSync(file)) return null;
-  const lines = readFileSync(file, 'utf8').split('\n');
+  const lines = logLines(ctx, `${service}.log`);
   for (let i = lines.length - 1; i >= 0; i--) {
     const entry = logEntry(lines[i] ?? '');
     if (typeof entry?.message === 'string' && pattern.test(entry.message)) return entry;

@@ -4,7 +4,7 @@ import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
-import { keyValues, pickTable, printReport, section, table, type Io } from './output';
+import { keyValues, pickTable, section, table } from './output';
 import {
   countOpenWindows,
   droppedLate,
@@ -365,9 +365,4 @@ export function formatStatus(r: StatusReport): string {
           ),
         ]),
   ].join('\n');
-}
-
-/** Prints the report as tables or JSON. */
-export function printStatus(io: Io, report: StatusReport, json: boolean): void {
-  printReport(io, report, json, formatStatus);
 }

@@ -7,17 +7,7 @@ import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
-import {
-  cellText,
-  keyValues,
-  pickTable,
-  plainRow,
-  printReport,
-  rowsTable,
-  section,
-  table,
-  type Io,
-} from './output';
+import { cellText, keyValues, pickTable, plainRow, rowsTable, section, table } from './output';
 import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
 type Row = Record<string, unknown>;
@@ -392,9 +382,4 @@ export function formatTrace(r: TraceReport): string {
           '(none)'),
     ),
   ].join('\n');
-}
-
-/** Prints the report as sections or JSON. */
-export function printTrace(io: Io, report: TraceReport, json: boolean): void {
-  printReport(io, report, json, formatTrace);
 }
