@@ -101,15 +101,17 @@ export async function collectStatus(
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
   const rows = <T>(sql: string, withSince = true): Promise<T[]> =>
     query<T>(ctx, sql, withSince ? p : {}, withSince ? types : undefined);
-  const count = async (sql: string, withSince = true): Promise<number> =>
-    n((await rows<{ n: unknown }>(sql, withSince))[0]?.n);
-  const countIf = (ref: TableRef | null, sql: (table: string) => string, withSince = true) =>
-    ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
   /** Rows (or `what`) of `ref` whose `column` is in the look-back; `null` without the table. */
-  const countSince = <R extends TableRef | null>(ref: R, column: string, what = 'COUNT(*)') =>
-    countIf(ref, (x) => `SELECT ${what} AS n FROM \`${x}\` WHERE ${column} >= ${since}`) as Promise<
-      R extends null ? null : number
-    >;
+  const countSince = async <R extends TableRef | null>(
+    ref: R,
+    column: string,
+    what = 'COUNT(*)',
+  ) => {
+    type Count = R extends null ? null : number;
+    if (ref === null) return null as Count;
+    const sql = `SELECT ${what} AS n FROM \`${q(ref)}\` WHERE ${column} >= ${since}`;
+    return n((await rows<{ n: unknown }>(sql))[0]?.n) as Count;
+  };
   const message = `COALESCE(${c.messageId}, ${c.payload})`;
   const layers = allOf({
     bronze: countSince(t.bronze, 'publish_time'),
@@ -120,20 +122,8 @@ export async function collectStatus(
     badDataRows: countSince(t.badData, 'insert_time'),
     resolutions: countSince(cols.resolutions, 'resolved_at'),
   });
-  const [
-    counts,
-    openQuarantine,
-    openBadData,
-    stages,
-    openStages,
-    reasons,
-    causes,
-    openCauses,
-    retry,
-  ] = await Promise.all([
+  const [counts, stages, openStages, reasons, causes, openCauses, retry] = await Promise.all([
     layers,
-    countIf(open?.quarantine ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
-    countIf(open?.badData ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
     rows<{ stage: string; rows: unknown; messages: unknown }>(
       `SELECT ${c.stage} AS stage, COUNT(*) AS \`rows\`, COUNT(DISTINCT ${message}) AS messages
        FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since} GROUP BY stage ORDER BY stage`,
@@ -215,7 +205,11 @@ export async function collectStatus(
     target: { mode: ctx.mode, project: ctx.projectId },
     layers: { ...counts, goldPanes: aggregations.reduce((sum, a) => sum + a.goldPanes, 0) },
     quarantineTable: q(t.quarantine),
-    open: { quarantine: openQuarantine, badData: openBadData },
+    // Every open row is in one group of its view, so the groups add up to the view's count.
+    open: {
+      quarantine: open === null ? null : sum([...openByStage.values()]),
+      badData: open === null ? null : sum([...openByCause.values()]),
+    },
     quarantineByStage: stageNames.map((stage) => {
       const row = stages.find((x) => x.stage === stage);
       return {
@@ -274,6 +268,8 @@ function lastRun(ctx: OpsContext, entryPoint: string, lease: Lease | null): Last
         : `see Cloud Logging: gcloud logging read 'resource.labels.service_name=~"${entryPoint.toLowerCase()}"' --limit 5`,
   };
 }
+
+const sum = (values: readonly number[]): number => values.reduce((total, v) => total + v, 0);
 
 /** Awaits every promise of an object, concurrently: the object of their values. */
 async function allOf<T extends Record<string, Promise<unknown>>>(
