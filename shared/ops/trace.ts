@@ -85,10 +85,8 @@ export async function trace(
   id: string,
 ): Promise<TraceReport> {
   const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
-  const t = pipeline.tables;
-  const cols = pipeline.operatorColumns;
-  const s = cols.silver;
-  const c = cols.quarantine;
+  const { tables: t, operatorColumns: cols } = pipeline;
+  const { silver: s, quarantine: c } = cols;
   // Inside payloads the id is matched as a JSON string ("BK-90210"): small integer ids would match any payload.
   const quoted = JSON.stringify(id);
   const p = { id, quoted };
@@ -243,7 +241,6 @@ async function windowsOf(
   silver: readonly Row[],
 ): Promise<TraceWindows | null> {
   const namespace = aggregationNamespace(pipeline, aggregation);
-  const parse = (v: unknown): JsonValue => aggregation.parseAccumulator(v);
   const s = pipeline.operatorColumns.silver;
   const keyOf = pipeline.operatorColumns.aggregations[aggregation.name];
   const row = silver.find((r) => String(r[s.eventId]) === eventId);
@@ -255,7 +252,7 @@ async function windowsOf(
   const store = new GroupedFirestoreWindowStore<JsonValue>(ctx.firestore(), {
     root: namespace.root,
     pipeline: namespace.pipeline,
-    parseAccumulator: parse,
+    parseAccumulator: (v) => aggregation.parseAccumulator(v),
     keyGroups: ctx.windows.keyGroups,
     shards: aggregation.shards,
     earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
