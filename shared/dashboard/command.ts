@@ -41,13 +41,14 @@ function probePort(port: number, host: string): Promise<void> {
   });
 }
 
-/** The one line for a failed bind: a port in use names the flag to change. */
-function bindError(err: unknown, port: number, host: string): unknown {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'EADDRINUSE') {
-    return new OpsError(`port ${port} on ${host} is in use: pick another with --port`);
-  }
-  return err;
+/** `binding`, its failure as one line when the port is in use (naming the flag to change). */
+function bound<T>(binding: Promise<T>, port: number, host: string): Promise<T> {
+  return binding.catch((err: unknown) => {
+    if ((err as { code?: unknown }).code === 'EADDRINUSE') {
+      throw new OpsError(`port ${port} on ${host} is in use: pick another with --port`);
+    }
+    throw err;
+  });
 }
 
 /** Resolves on the first SIGINT or SIGTERM (the listeners are removed then). */
@@ -95,15 +96,13 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
             ? undefined
             : parsePositiveInt(opts.refresh, '--refresh', 3600);
         if (opts.check) {
-          await probePort(port, opts.host).catch((err: unknown) => {
-            throw bindError(err, port, opts.host);
-          });
+          await bound(probePort(port, opts.host), port, opts.host);
           return EXIT.ok;
         }
         const ctx = open();
         const refreshMs =
           (refreshS ?? (ctx.mode === 'cloud' ? CLOUD_REFRESH_S : LOCAL_REFRESH_S)) * 1000;
-        const running = await startDashboard(ctx, {
+        const starting = startDashboard(ctx, {
           port,
           host: opts.host,
           lookBackMs,
@@ -113,9 +112,8 @@ export function addDashboardCommand(program: Command, action: CliAction, deps: C
             deps.io.err(
               `offvia dashboard: collecting the numbers failed: ${err instanceof Error ? err.message : String(err)}`,
             ),
-        }).catch((err: unknown) => {
-          throw bindError(err, port, opts.host);
         });
+        const running = await bound(starting, port, opts.host);
         deps.io.out(
           `offvia dashboard: ${running.url} (${ctx.mode} project ${ctx.projectId}); Ctrl-C to stop`,
         );

@@ -9,6 +9,9 @@ import { retryStoreRows, windowStoreAt } from '../ops/state-reader';
 import { collectStatus, type StatusReport } from '../ops/status';
 
 const MINUTE_MS = 60_000;
+/** Most routes the page charts, and most panes per route. */
+const MAX_ROUTES = 12;
+const MAX_PANES_PER_ROUTE = 30;
 
 /** Arrivals per minute at one destination (`Silver`, `quarantine: <stage>`, `bad data`, `retry store`). */
 export interface DestinationSeries {
@@ -68,13 +71,6 @@ export interface DashboardData {
   droppedLate: DroppedWindow[];
 }
 
-/** Tuning of `collectDashboard`: refresh interval (ms), most routes, most panes per route. */
-export interface DashboardOptions {
-  refreshMs: number;
-  maxRoutes?: number;
-  maxPanesPerRoute?: number;
-}
-
 /** Number of a COUNT(*) or INT64 column (the emulator sometimes returns text). */
 const num = (value: unknown): number => Number(value ?? 0);
 
@@ -117,7 +113,7 @@ export async function collectDashboard(
   pipeline: AnyPipelineDefinition,
   sinceMs: number,
   nowMs: number,
-  options: DashboardOptions,
+  options: { refreshMs: number },
 ): Promise<DashboardData> {
   const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
   const { tables: t, operatorColumns: cols, aggregations } = pipeline;
@@ -128,26 +124,24 @@ export async function collectDashboard(
   const p = { since_ms: sinceMs };
   const types = { since_ms: 'INT64' };
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
-  const perMinuteSql = (table: string, column: string, key: string) =>
-    `SELECT UNIX_MILLIS(TIMESTAMP_TRUNC(${column}, MINUTE)) AS minute_ms, ${key} AS k, COUNT(*) AS n
-     FROM \`${table}\` WHERE ${column} >= ${since} GROUP BY 1, 2`;
-  type MinuteRow = { minute_ms: unknown; k: unknown; n: unknown };
-  const maxRoutes = options.maxRoutes ?? 12;
-  const maxPanes = options.maxPanesPerRoute ?? 30;
-  const [status, silver, quarantine, badData, panes, marks, retry, dropped] = await Promise.all([
-    collectStatus(ctx, pipeline, sinceMs, nowMs),
-    query<MinuteRow>(ctx, perMinuteSql(q(t.silver), cols.silver.writtenAt, "'Silver'"), p, types),
-    query<MinuteRow>(
+  /** Rows of `ref` per minute of `column` and per destination `key` (an SQL expression). */
+  const perMinuteOf = (ref: TableRef, column: string, key: string) =>
+    query<{ minute_ms: unknown; k: unknown; n: unknown }>(
       ctx,
-      perMinuteSql(
-        q(t.quarantine),
-        cols.quarantine.rejectedAt,
-        `CONCAT('quarantine: ', ${cols.quarantine.stage})`,
-      ),
+      `SELECT UNIX_MILLIS(TIMESTAMP_TRUNC(${column}, MINUTE)) AS minute_ms, ${key} AS k, COUNT(*) AS n
+       FROM \`${q(ref)}\` WHERE ${column} >= ${since} GROUP BY 1, 2`,
       p,
       types,
+    );
+  const [status, silver, quarantine, badData, panes, marks, retry, dropped] = await Promise.all([
+    collectStatus(ctx, pipeline, sinceMs, nowMs),
+    perMinuteOf(t.silver, cols.silver.writtenAt, "'Silver'"),
+    perMinuteOf(
+      t.quarantine,
+      cols.quarantine.rejectedAt,
+      `CONCAT('quarantine: ', ${cols.quarantine.stage})`,
     ),
-    query<MinuteRow>(ctx, perMinuteSql(q(t.badData), 'insert_time', "'bad data'"), p, types),
+    perMinuteOf(t.badData, 'insert_time', "'bad data'"),
     query<Record<string, unknown>>(
       ctx,
       `SELECT ${keyColumn} AS route_key, UNIX_MILLIS(window_start) AS window_start_ms, UNIX_MILLIS(window_end) AS window_end_ms,
@@ -217,8 +211,8 @@ export async function collectDashboard(
   const lastEmitted = (list: LatestPane[]): number => Math.max(...list.map((x) => x.emittedAtMs));
   const routes = [...byRoute.entries()]
     .sort(([ka, a], [kb, b]) => lastEmitted(b) - lastEmitted(a) || ka.localeCompare(kb))
-    .slice(0, maxRoutes)
-    .map(([routeKey, list]) => ({ routeKey, panes: list.slice(-maxPanes) }));
+    .slice(0, MAX_ROUTES)
+    .map(([routeKey, list]) => ({ routeKey, panes: list.slice(-MAX_PANES_PER_ROUTE) }));
 
   const watermarkHistory: WatermarkSample[] = marks
     .map((m) => ({ atMs: num(m.at_ms), watermarkMs: num(m.wm_ms), source: 'gold' as const }))

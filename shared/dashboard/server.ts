@@ -78,11 +78,20 @@ export function buildDashboardApp(
   app.addHook('onClose', async () => {
     await Promise.allSettled([...inFlight]);
   });
-  /** Sends a collection's data, or 503 with its one-line error (the page shows it and keeps polling). */
+  /**
+   * Sends the data `collect` gathers over the look-back ending now, or 503 with its one-line error (the page shows
+   * it and keeps polling).
+   */
   const answer = async (
     reply: FastifyReply,
-    collecting: Promise<DashboardData | PipelineDashboardData>,
+    collect: (
+      sinceMs: number,
+      nowMs: number,
+      options: { refreshMs: number },
+    ) => Promise<DashboardData | PipelineDashboardData>,
   ): Promise<FastifyReply> => {
+    const nowMs = now();
+    const collecting = collect(nowMs - options.lookBackMs, nowMs, { refreshMs: options.refreshMs });
     inFlight.add(collecting);
     try {
       return reply.header('cache-control', 'no-store').send(await collecting);
@@ -94,15 +103,9 @@ export function buildDashboardApp(
       inFlight.delete(collecting);
     }
   };
-  app.get('/api/dashboard', async (_req, reply) => {
-    const nowMs = now();
-    const booking = choosePipeline(DEFAULT_PIPELINE);
-    const { refreshMs } = options;
-    return answer(
-      reply,
-      collectDashboard(ctx, booking, nowMs - options.lookBackMs, nowMs, { refreshMs }),
-    );
-  });
+  app.get('/api/dashboard', async (_req, reply) =>
+    answer(reply, (...look) => collectDashboard(ctx, choosePipeline(DEFAULT_PIPELINE), ...look)),
+  );
   app.get('/api/pipelines', async (_req, reply) =>
     reply.header('cache-control', 'no-store').send(pipelineList()),
   );
@@ -115,12 +118,7 @@ export function buildDashboardApp(
         refreshMs: options.refreshMs,
       });
     }
-    const nowMs = now();
-    const { refreshMs } = options;
-    return answer(
-      reply,
-      collectPipelineDashboard(ctx, pipeline, nowMs - options.lookBackMs, nowMs, { refreshMs }),
-    );
+    return answer(reply, (...look) => collectPipelineDashboard(ctx, pipeline, ...look));
   });
   return app;
 }

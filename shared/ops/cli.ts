@@ -18,9 +18,9 @@ import {
   parseTimeFlag,
   type RowSelection,
 } from './selection';
-import { collectStatus, printStatus } from './status';
-import { printTrace, trace } from './trace';
-import { addDashboardCommand } from '../dashboard/command';
+import { collectStatus, formatStatus } from './status';
+import { formatTrace, trace } from './trace';
+import { addDashboardCommand, type CliAction } from '../dashboard/command';
 import { addReplayCommand } from './replay-command';
 import { addGoldCommand } from './restate';
 import { addSnapshotCommands } from './snapshot';
@@ -201,11 +201,9 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
    * Runs a command body with the global flags and one-line errors. The body parses its own flags first and then
    * calls `open()` for the connection, so a bad flag is reported as such even when no stack is up.
    */
-  const action =
-    <A extends unknown[]>(
-      body: (open: () => OpsContext, flags: GlobalFlags, ...args: A) => Promise<number | void>,
-    ) =>
-    async (...args: A): Promise<void> => {
+  const action: CliAction =
+    (body) =>
+    async (...args): Promise<void> => {
       const command = args[args.length - 1] as Command;
       const flags = command.optsWithGlobals<GlobalFlags>();
       let ctx: OpsContext | undefined;
@@ -216,7 +214,6 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
           pipeline: choosePipeline(flags.pipeline),
         }));
       try {
-        // Before the body: a usage error even when no stack is up.
         assertCommandAvailable(choosePipeline(flags.pipeline), commandPath(command));
         onExit((await body(open, flags, ...args)) ?? EXIT.ok);
       } finally {
@@ -253,7 +250,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         const sinceMs = deps.now() - parseDuration(opts.since, '--since');
         const ctx = open();
         const report = await collectStatus(ctx, ctx.pipeline, sinceMs, deps.now());
-        printStatus(deps.io, report, flags.json === true);
+        printReport(deps.io, report, flags.json === true, formatStatus);
       }),
     );
 
@@ -272,7 +269,7 @@ export function buildProgram(deps: CliDeps, onExit: (code: number) => void): Com
         if (id.trim() === '') throw new UsageError('trace: the id is empty');
         const ctx = open();
         const report = await trace(ctx, ctx.pipeline, id.trim());
-        printTrace(deps.io, report, flags.json === true);
+        printReport(deps.io, report, flags.json === true, formatTrace);
       }),
     );
 

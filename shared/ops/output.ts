@@ -71,14 +71,23 @@ export function table(
   return t.toString();
 }
 
-/** Rows as a table of all their columns (in first-seen order). */
-export function rowsTable(rows: readonly Readonly<Record<string, unknown>>[], clipAt = 40): string {
-  const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+/** Rows as a table of `columns`: each a key, or a [heading, key] pair. */
+export function pickTable(
+  rows: readonly Readonly<Record<string, unknown>>[],
+  columns: readonly (string | readonly [string, string])[],
+  clipAt = 60,
+): string {
+  const pairs = columns.map((c) => (typeof c === 'string' ? [c, c] : c));
   return table(
-    columns,
-    rows.map((row) => columns.map((name) => row[name])),
+    pairs.map(([heading]) => heading),
+    rows.map((row) => pairs.map(([, key]) => row[key])),
     clipAt,
   );
+}
+
+/** Rows as a table of all their columns (in first-seen order). */
+export function rowsTable(rows: readonly Readonly<Record<string, unknown>>[], clipAt = 40): string {
+  return pickTable(rows, [...new Set(rows.flatMap((row) => Object.keys(row)))], clipAt);
 }
 
 /** Prints a command's report: `--json` as one JSON document, else as `format` renders it. */

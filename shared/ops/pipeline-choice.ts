@@ -4,7 +4,7 @@ import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { PIPELINES } from '../pipelines';
 import { UsageError } from './errors';
 
-/** The pipeline every command works on when `--pipeline` is absent: the booking pipeline, as before the registry. */
+/** The pipeline every command works on when `--pipeline` is absent. */
 export const DEFAULT_PIPELINE = 'booking';
 
 /**

@@ -227,7 +227,7 @@ export async function insertAll(
 /**
  * Appends resolution rows (insertId `res:<layer>:<row_key>:<run_id>`, so a retried call adds no second row).
  * @throws OpsError naming how many rows were re-driven without their resolution: running the same command again
- *   is safe (Silver dedups by event_id, the window ledger by event_id) and records them.
+ *   is safe (Silver and the window state dedup by event_id) and records them.
  */
 export function writeResolutions(ctx: OpsContext, rows: readonly Resolution[]): Promise<void> {
   const table: TableRef = { ...ctx.pipeline.tables.quarantine, tableId: 'resolutions' };

@@ -123,35 +123,29 @@ export function selectionWhere(
   const parts: string[] = [];
   const params: Record<string, unknown> = {};
   const types: Record<string, string | string[]> = {};
+  const add = (sql: string, name: string, value: unknown, type: string | string[]): void => {
+    parts.push(sql);
+    params[name] = value;
+    types[name] = type;
+  };
   if (selection.stages && selection.stages.length > 0 && columns.stage) {
-    parts.push(`${columns.stage} IN UNNEST(@stages)`);
-    params.stages = [...selection.stages];
-    types.stages = ['STRING'];
+    add(`${columns.stage} IN UNNEST(@stages)`, 'stages', [...selection.stages], ['STRING']);
   }
   if (selection.targets && selection.targets.length > 0 && columns.target) {
-    parts.push(`${columns.target} IN UNNEST(@targets)`);
-    params.targets = [...selection.targets];
-    types.targets = ['STRING'];
+    add(`${columns.target} IN UNNEST(@targets)`, 'targets', [...selection.targets], ['STRING']);
   }
   if (selection.pattern !== undefined) {
-    parts.push(`REGEXP_CONTAINS(${columns.text}, @pattern)`);
-    params.pattern = selection.pattern;
-    types.pattern = 'STRING';
+    add(`REGEXP_CONTAINS(${columns.text}, @pattern)`, 'pattern', selection.pattern, 'STRING');
   }
   if (selection.sinceMs !== undefined) {
-    parts.push(`${columns.time} >= TIMESTAMP_MILLIS(@since_ms)`);
-    params.since_ms = selection.sinceMs;
-    types.since_ms = 'INT64';
+    add(`${columns.time} >= TIMESTAMP_MILLIS(@since_ms)`, 'since_ms', selection.sinceMs, 'INT64');
   }
   if (selection.untilMs !== undefined) {
-    parts.push(`${columns.time} < TIMESTAMP_MILLIS(@until_ms)`);
-    params.until_ms = selection.untilMs;
-    types.until_ms = 'INT64';
+    add(`${columns.time} < TIMESTAMP_MILLIS(@until_ms)`, 'until_ms', selection.untilMs, 'INT64');
   }
   if (selection.ids && selection.ids.length > 0) {
-    parts.push(`(${columns.ids.map((c) => `${c} IN UNNEST(@ids)`).join(' OR ')})`);
-    params.ids = [...selection.ids];
-    types.ids = ['STRING'];
+    const any = columns.ids.map((c) => `${c} IN UNNEST(@ids)`).join(' OR ');
+    add(`(${any})`, 'ids', [...selection.ids], ['STRING']);
   }
   return { where: parts.length > 0 ? parts.join(' AND ') : 'TRUE', params, types };
 }

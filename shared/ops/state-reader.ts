@@ -1,5 +1,5 @@
 // Reads the pipeline's Firestore state and local logs for the operator, through the adapters the functions use.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FirestoreDriftStore } from '../drift/firestore-store';
 import type { RetryRow } from '../drift/store';
@@ -28,11 +28,10 @@ export function windowStoreAt(
   });
 }
 
-/** The watermark document: watermark, max event time and update time (epoch ms; `null` before any event). */
+/** The watermark document: watermark and max event time (epoch ms; `null` before any event). */
 export interface WatermarkView {
   watermarkMs: number | null;
   maxEventTimeMs: number | null;
-  updatedAtMs: number | null;
 }
 
 /** Reads the pipeline's watermark (`meta/watermark`); all `null` when no event was ever counted. */
@@ -41,26 +40,23 @@ export async function readWatermark(
   store: FirestoreWindowStore<JsonValue>,
 ): Promise<WatermarkView> {
   const stored = await firestoreCall(ctx, 'watermark', () => store.readWatermark());
-  if (stored === null) return { watermarkMs: null, maxEventTimeMs: null, updatedAtMs: null };
+  if (stored === null) return { watermarkMs: null, maxEventTimeMs: null };
   // Before the first event the watermark is the windowing core's minimum: "none".
   const wm = stored.state.watermarkMs;
   return {
     watermarkMs: wm <= -8.64e15 || !Number.isFinite(wm) ? null : wm,
     maxEventTimeMs: stored.state.maxEventTimeMs,
-    updatedAtMs: stored.updatedAtMs,
   };
 }
 
 /**
  * The watermark holds of failing deliveries (docs/windows.md): `active` (stuck ones included), `stuck` (past
- * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holding), the oldest held publish time and the watermark cap (epoch ms;
- * `null` when none holds).
+ * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holding) and the oldest held publish time (epoch ms; `null` when none holds).
  */
 export interface HoldsView {
   active: number;
   stuck: number;
   oldestPublishTimeMs: number | null;
-  capMs: number | null;
 }
 
 /** Reads the 100 oldest watermark holds and applies the hold rule of `policy` at `nowMs` (epoch ms), as fireWindows does. */
@@ -81,18 +77,20 @@ export async function watermarkHolds(
     active: hold.active,
     stuck: hold.stuck.length,
     oldestPublishTimeMs: hold.oldestPublishTimeMs,
-    capMs: hold.capMs,
   };
 }
+
+/** The aggregation's document under the windows root. */
+const stateDoc = (ctx: OpsContext, namespace: WindowNamespace) =>
+  ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
 
 /** (key, window)s not yet CLOSED: the EARLY or LATE entries of the key groups with an event-time timer. */
 export async function countOpenWindows(
   ctx: OpsContext,
   namespace: WindowNamespace,
 ): Promise<number> {
-  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
   const groups = await firestoreCall(ctx, 'open key groups', () =>
-    base
+    stateDoc(ctx, namespace)
       .collection(GROUP_COLLECTIONS.groups)
       .where('event_timer_ms', '>=', Number.MIN_SAFE_INTEGER)
       .get(),
@@ -109,29 +107,31 @@ export async function countOpenWindows(
 export async function droppedLate(
   ctx: OpsContext,
   store: FirestoreWindowStore<JsonValue>,
-): Promise<{ total: number; expiredWindow: number; closedWindow: number; windows: number }> {
+): Promise<{ total: number; expiredWindow: number; closedWindow: number }> {
   const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
   return {
     total: counters.reduce((s, c) => s + c.count, 0),
     expiredWindow: counters.reduce((s, c) => s + c.expiredWindow, 0),
     closedWindow: counters.reduce((s, c) => s + c.closedWindow, 0),
-    windows: counters.length,
   };
 }
 
-/**
- * The newest fireWindows partition lease (`meta/fireWindowsLease~p{n}`): holder, fencing token and when it was taken
- * (epoch ms); `null` before the first run.
- */
+/** A fireWindows partition lease: holder, fencing token and when it was taken (epoch ms). */
+export interface Lease {
+  holder: string;
+  fence: number;
+  acquiredAtMs: number;
+}
+
+/** The newest fireWindows partition lease (`meta/fireWindowsLease~p{n}`); `null` before the first run. */
 export async function fireWindowsLease(
   ctx: OpsContext,
   namespace: WindowNamespace,
-): Promise<{ holder: string; fence: number; acquiredAtMs: number } | null> {
-  const base = ctx.firestore().collection(namespace.root).doc(namespace.pipeline);
+): Promise<Lease | null> {
   const snap = await firestoreCall(ctx, 'fireWindows leases', () =>
-    base.collection(COLLECTIONS.meta).get(),
+    stateDoc(ctx, namespace).collection(COLLECTIONS.meta).get(),
   );
-  let newest: { holder: string; fence: number; acquiredAtMs: number } | null = null;
+  let newest: Lease | null = null;
   for (const d of snap.docs) {
     const acquired: unknown = d.get('acquired_at_ms');
     if (!d.id.startsWith('fireWindowsLease') || typeof acquired !== 'number') continue;
@@ -195,15 +195,11 @@ export function localLogLines(
   idFields: readonly string[] = [],
   limit = 50,
 ): LogLine[] {
-  const dir = ctx.logsDir;
-  if (dir === undefined || !existsSync(dir) || ids.length === 0) return [];
+  if (ids.length === 0) return [];
   const wanted = new Set(ids);
   const out: LogLine[] = [];
-  const files = readdirSync(dir)
-    .filter((f) => services.some((s) => f === `${s}.log`))
-    .sort();
-  for (const file of files) {
-    for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+  for (const file of [...new Set(services.map((s) => `${s}.log`))].sort()) {
+    for (const line of logLines(ctx, file)) {
       // Cheap filter first: most lines are about other messages.
       if (![...wanted].some((id) => line.includes(id))) continue;
       const entry = logEntry(line);
@@ -223,6 +219,12 @@ export function localLogLines(
   return out;
 }
 
+/** The lines of the local log `file` (`<service>.log`); none in the cloud or before the service wrote one. */
+function logLines(ctx: OpsContext, file: string): string[] {
+  const full = ctx.logsDir === undefined ? undefined : path.join(ctx.logsDir, file);
+  return full !== undefined && existsSync(full) ? readFileSync(full, 'utf8').split('\n') : [];
+}
+
 /** A JSON log line parsed; `null` for anything else (a line cut by a crash mid-write is not an entry). */
 function logEntry(line: string): Record<string, unknown> | null {
   if (!line.startsWith('{')) return null;
@@ -239,11 +241,7 @@ export function lastLogEntry(
   service: string,
   pattern: RegExp,
 ): Record<string, unknown> | null {
-  const dir = ctx.logsDir;
-  if (dir === undefined) return null;
-  const file = path.join(dir, `${service}.log`);
-  if (!existsSync(file)) return null;
-  const lines = readFileSync(file, 'utf8').split('\n');
+  const lines = logLines(ctx, `${service}.log`);
   for (let i = lines.length - 1; i >= 0; i--) {
     const entry = logEntry(lines[i] ?? '');
     if (typeof entry?.message === 'string' && pattern.test(entry.message)) return entry;

@@ -4,12 +4,13 @@ import { tableName, type TableRef } from '../config/env';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { aggregationNamespace } from '../pipeline/runtime/namespace';
 import { query, type OpsContext } from './context';
-import { keyValues, printReport, section, table, type Io } from './output';
+import { keyValues, pickTable, section, table } from './output';
 import {
   countOpenWindows,
   droppedLate,
   fireWindowsLease,
   lastLogEntry,
+  type Lease,
   readWatermark,
   retryStoreRows,
   watermarkHolds,
@@ -100,50 +101,29 @@ export async function collectStatus(
   const since = 'TIMESTAMP_MILLIS(@since_ms)';
   const rows = <T>(sql: string, withSince = true): Promise<T[]> =>
     query<T>(ctx, sql, withSince ? p : {}, withSince ? types : undefined);
-  const count = async (sql: string, withSince = true): Promise<number> =>
-    n((await rows<{ n: unknown }>(sql, withSince))[0]?.n);
-  const countIf = (ref: TableRef | null, sql: (table: string) => string, withSince = true) =>
-    ref === null ? Promise.resolve(null) : count(sql(q(ref)), withSince);
+  /** Rows (or `what`) of `ref` whose `column` is in the look-back; `null` without the table. */
+  const countSince = async <R extends TableRef | null>(
+    ref: R,
+    column: string,
+    what = 'COUNT(*)',
+  ) => {
+    type Count = R extends null ? null : number;
+    if (ref === null) return null as Count;
+    const sql = `SELECT ${what} AS n FROM \`${q(ref)}\` WHERE ${column} >= ${since}`;
+    return n((await rows<{ n: unknown }>(sql))[0]?.n) as Count;
+  };
   const message = `COALESCE(${c.messageId}, ${c.payload})`;
   const layers = allOf({
-    bronze: countIf(
-      t.bronze,
-      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE publish_time >= ${since}`,
-    ),
-    silverRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.silver)}\` WHERE ${s.writtenAt} >= ${since}`,
-    ),
-    silverEvents: count(
-      `SELECT COUNT(*) AS n FROM \`${q(s.dedupView)}\` WHERE ${s.writtenAt} >= ${since}`,
-    ),
-    quarantineRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
-    ),
-    quarantineMessages: count(
-      `SELECT COUNT(DISTINCT ${message}) AS n FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since}`,
-    ),
-    badDataRows: count(
-      `SELECT COUNT(*) AS n FROM \`${q(t.badData)}\` WHERE insert_time >= ${since}`,
-    ),
-    resolutions: countIf(
-      cols.resolutions,
-      (x) => `SELECT COUNT(*) AS n FROM \`${x}\` WHERE resolved_at >= ${since}`,
-    ),
+    bronze: countSince(t.bronze, 'publish_time'),
+    silverRows: countSince(t.silver, s.writtenAt),
+    silverEvents: countSince(s.dedupView, s.writtenAt),
+    quarantineRows: countSince(t.quarantine, c.rejectedAt),
+    quarantineMessages: countSince(t.quarantine, c.rejectedAt, `COUNT(DISTINCT ${message})`),
+    badDataRows: countSince(t.badData, 'insert_time'),
+    resolutions: countSince(cols.resolutions, 'resolved_at'),
   });
-  const [
-    counts,
-    openQuarantine,
-    openBadData,
-    stages,
-    openStages,
-    reasons,
-    causes,
-    openCauses,
-    retry,
-  ] = await Promise.all([
+  const [counts, stages, openStages, reasons, causes, openCauses, retry] = await Promise.all([
     layers,
-    countIf(open?.quarantine ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
-    countIf(open?.badData ?? null, (x) => `SELECT COUNT(*) AS n FROM \`${x}\``, false),
     rows<{ stage: string; rows: unknown; messages: unknown }>(
       `SELECT ${c.stage} AS stage, COUNT(*) AS \`rows\`, COUNT(DISTINCT ${message}) AS messages
        FROM \`${q(t.quarantine)}\` WHERE ${c.rejectedAt} >= ${since} GROUP BY stage ORDER BY stage`,
@@ -225,7 +205,11 @@ export async function collectStatus(
     target: { mode: ctx.mode, project: ctx.projectId },
     layers: { ...counts, goldPanes: aggregations.reduce((sum, a) => sum + a.goldPanes, 0) },
     quarantineTable: q(t.quarantine),
-    open: { quarantine: openQuarantine, badData: openBadData },
+    // Every open row is in one group of its view, so the groups add up to the view's count.
+    open: {
+      quarantine: open === null ? null : sum([...openByStage.values()]),
+      badData: open === null ? null : sum([...openByCause.values()]),
+    },
     quarantineByStage: stageNames.map((stage) => {
       const row = stages.find((x) => x.stage === stage);
       return {
@@ -262,11 +246,7 @@ export async function collectStatus(
 }
 
 /** A scheduled function's last run: the local scheduler's last call, else the fireWindows lease, else where to look. */
-function lastRun(
-  ctx: OpsContext,
-  entryPoint: string,
-  lease: { holder: string; fence: number; acquiredAtMs: number } | null,
-): LastRun {
+function lastRun(ctx: OpsContext, entryPoint: string, lease: Lease | null): LastRun {
   const entry = lastLogEntry(ctx, 'scheduler', new RegExp(`^${entryPoint} (answered|call failed)`));
   if (entry !== null) {
     return {
@@ -288,6 +268,8 @@ function lastRun(
         : `see Cloud Logging: gcloud logging read 'resource.labels.service_name=~"${entryPoint.toLowerCase()}"' --limit 5`,
   };
 }
+
+const sum = (values: readonly number[]): number => values.reduce((total, v) => total + v, 0);
 
 /** Awaits every promise of an object, concurrently: the object of their values. */
 async function allOf<T extends Record<string, Promise<unknown>>>(
@@ -329,33 +311,19 @@ export function formatStatus(r: StatusReport): string {
     ),
     section(
       'Quarantine by stage',
-      table(
-        ['stage', 'rows', 'messages', 'open'],
-        r.quarantineByStage.map((x) => [x.stage, x.rows, x.messages, x.open ?? '']),
-      ),
+      pickTable(r.quarantineByStage, ['stage', 'rows', 'messages', 'open']),
     ),
     section(
       'Top quarantine reasons',
-      table(
-        ['stage', 'rows', 'reason'],
-        r.topQuarantineReasons.map((x) => [x.stage, x.rows, x.reason]),
-        80,
-      ),
+      pickTable(r.topQuarantineReasons, ['stage', 'rows', 'reason'], 80),
     ),
     section(
       'Bad data by target and error',
-      table(
-        ['target', 'rows', 'open', 'error'],
-        r.badDataByCause.map((x) => [x.target, x.rows, x.open ?? '', x.error]),
-        70,
-      ),
+      pickTable(r.badDataByCause, ['target', 'rows', 'open', 'error'], 70),
     ),
     section(
       'Schema-retry store',
-      table(
-        ['table', 'rows waiting', 'oldest'],
-        r.retryStore.map((x) => [x.table, x.rows, x.oldest]),
-      ),
+      pickTable(r.retryStore, ['table', ['rows waiting', 'rows'], 'oldest']),
     ),
     ...r.aggregations.map((a) =>
       section(
@@ -393,9 +361,4 @@ export function formatStatus(r: StatusReport): string {
           ),
         ]),
   ].join('\n');
-}
-
-/** Prints the report as tables or JSON. */
-export function printStatus(io: Io, report: StatusReport, json: boolean): void {
-  printReport(io, report, json, formatStatus);
 }

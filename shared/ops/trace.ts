@@ -7,16 +7,7 @@ import { GroupedFirestoreWindowStore } from '../state/grouped-window-store';
 import { assignWindows, type JsonValue } from '../windowing';
 import { firestoreCall, query, type OpsContext } from './context';
 import { NotFoundError } from './errors';
-import {
-  cellText,
-  keyValues,
-  plainRow,
-  printReport,
-  rowsTable,
-  section,
-  table,
-  type Io,
-} from './output';
+import { cellText, keyValues, pickTable, plainRow, rowsTable, section, table } from './output';
 import { localLogLines, pipelineLogs, retryStoreRows, type LogLine } from './state-reader';
 
 type Row = Record<string, unknown>;
@@ -94,41 +85,41 @@ export async function trace(
   id: string,
 ): Promise<TraceReport> {
   const q = (ref: TableRef): string => tableName(ref, ctx.projectId);
-  const t = pipeline.tables;
-  const cols = pipeline.operatorColumns;
-  const s = cols.silver;
-  const c = cols.quarantine;
+  const { tables: t, operatorColumns: cols } = pipeline;
+  const { silver: s, quarantine: c } = cols;
   // Inside payloads the id is matched as a JSON string ("BK-90210"): small integer ids would match any payload.
   const quoted = JSON.stringify(id);
   const p = { id, quoted };
-  const silverIds = [s.messageId, s.eventId, ...s.lookupColumns].map((x) => `${x} = @id`);
-  const [silver, quarantine, badData, firstResolutions, retry] = await Promise.all([
-    query(
-      ctx,
-      `SELECT * FROM \`${q(t.silver)}\` WHERE ${silverIds.join(' OR ')}
-       ORDER BY ${s.writtenAt} LIMIT ${MAX_ROWS}`,
-      p,
-    ),
-    query(
-      ctx,
-      `SELECT * FROM \`${q(t.quarantine)}\` WHERE ${c.messageId} = @id OR STRPOS(${c.payload}, @quoted) > 0
-       ORDER BY ${c.rejectedAt} LIMIT ${MAX_ROWS}`,
-      p,
-    ),
-    query(
-      ctx,
-      `SELECT * FROM \`${q(t.badData)}\` WHERE source_message_id = @id OR insert_id = @id OR STRPOS(bad_data, @quoted) > 0
-       ORDER BY insert_time LIMIT ${MAX_ROWS}`,
-      p,
-    ),
-    cols.resolutions === null
+  /** Up to MAX_ROWS rows of `ref` where `where` holds, ordered by `order`; none without the table. */
+  const rowsOf = (
+    ref: TableRef | null,
+    where: string,
+    order: string,
+    params: Record<string, unknown> = p,
+    types?: Record<string, string | string[]>,
+  ): Promise<Row[]> =>
+    ref === null
       ? Promise.resolve([])
       : query(
           ctx,
-          `SELECT * FROM \`${q(cols.resolutions)}\` WHERE source_message_id = @id OR row_key = @id OR result_event_id = @id
-           ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
-          p,
-        ),
+          `SELECT * FROM \`${q(ref)}\` WHERE ${where} ORDER BY ${order} LIMIT ${MAX_ROWS}`,
+          params,
+          types,
+        );
+  const silverIds = [s.messageId, s.eventId, ...s.lookupColumns].map((x) => `${x} = @id`);
+  const [silver, quarantine, badData, firstResolutions, retry] = await Promise.all([
+    rowsOf(t.silver, silverIds.join(' OR '), s.writtenAt),
+    rowsOf(t.quarantine, `${c.messageId} = @id OR STRPOS(${c.payload}, @quoted) > 0`, c.rejectedAt),
+    rowsOf(
+      t.badData,
+      'source_message_id = @id OR insert_id = @id OR STRPOS(bad_data, @quoted) > 0',
+      'insert_time',
+    ),
+    rowsOf(
+      cols.resolutions,
+      'source_message_id = @id OR row_key = @id OR result_event_id = @id',
+      'resolved_at',
+    ),
     retryStoreRows(ctx, pipeline),
   ]);
   const retryStore = retry
@@ -167,15 +158,13 @@ export async function trace(
   ];
   const bronzeIds = [...new Set([id, ...messageIds])];
   const [bronze, silverDedup, resolutions] = await Promise.all([
-    t.bronze === null
-      ? Promise.resolve([])
-      : query(
-          ctx,
-          `SELECT * FROM \`${q(t.bronze)}\` WHERE message_id IN UNNEST(@ids) OR STRPOS(data, @quoted) > 0
-           ORDER BY publish_time LIMIT ${MAX_ROWS}`,
-          { ids: bronzeIds, quoted },
-          { ids: ['STRING'], quoted: 'STRING' },
-        ),
+    rowsOf(
+      t.bronze,
+      'message_id IN UNNEST(@ids) OR STRPOS(data, @quoted) > 0',
+      'publish_time',
+      { ids: bronzeIds, quoted },
+      { ids: ['STRING'], quoted: 'STRING' },
+    ),
     eventIds.length === 0
       ? Promise.resolve([])
       : query(
@@ -186,20 +175,17 @@ export async function trace(
           { ids: ['STRING'] },
         ),
     // Resolutions of every message and event found (a booking_id names neither).
-    cols.resolutions === null
-      ? Promise.resolve([])
-      : query(
-          ctx,
-          `SELECT * FROM \`${q(cols.resolutions)}\`
-           WHERE source_message_id IN UNNEST(@mids) OR row_key IN UNNEST(@keys) OR result_event_id IN UNNEST(@eids)
-           ORDER BY resolved_at LIMIT ${MAX_ROWS}`,
-          {
-            mids: bronzeIds,
-            keys: [...new Set([id, ...eventIds, ...messageIds])],
-            eids: [id, ...eventIds],
-          },
-          { mids: ['STRING'], keys: ['STRING'], eids: ['STRING'] },
-        ),
+    rowsOf(
+      cols.resolutions,
+      'source_message_id IN UNNEST(@mids) OR row_key IN UNNEST(@keys) OR result_event_id IN UNNEST(@eids)',
+      'resolved_at',
+      {
+        mids: bronzeIds,
+        keys: [...new Set([id, ...eventIds, ...messageIds])],
+        eids: [id, ...eventIds],
+      },
+      { mids: ['STRING'], keys: ['STRING'], eids: ['STRING'] },
+    ),
   ]);
   for (const m of ids(bronze, 'message_id')) if (!messageIds.includes(m)) messageIds.push(m);
   // The id may be an event id only the window state knows.
@@ -255,7 +241,6 @@ async function windowsOf(
   silver: readonly Row[],
 ): Promise<TraceWindows | null> {
   const namespace = aggregationNamespace(pipeline, aggregation);
-  const parse = (v: unknown): JsonValue => aggregation.parseAccumulator(v);
   const s = pipeline.operatorColumns.silver;
   const keyOf = pipeline.operatorColumns.aggregations[aggregation.name];
   const row = silver.find((r) => String(r[s.eventId]) === eventId);
@@ -267,7 +252,7 @@ async function windowsOf(
   const store = new GroupedFirestoreWindowStore<JsonValue>(ctx.firestore(), {
     root: namespace.root,
     pipeline: namespace.pipeline,
-    parseAccumulator: parse,
+    parseAccumulator: (v) => aggregation.parseAccumulator(v),
     keyGroups: ctx.windows.keyGroups,
     shards: aggregation.shards,
     earlyDelayMs: earlyFirings?.processingTimeDelayMs ?? null,
@@ -322,10 +307,7 @@ export function formatTrace(r: TraceReport): string {
     `message ids: ${r.messageIds.join(', ') || '-'}   event ids: ${r.eventIds.join(', ') || '-'}`,
     section(
       `Bronze (${r.bronze.length})`,
-      table(
-        ['message_id', 'publish_time', 'data'],
-        r.bronze.map((b) => [b.message_id, b.publish_time, b.data]),
-      ),
+      pickTable(r.bronze, ['message_id', 'publish_time', 'data']),
     ),
     section(
       `Silver (${r.silver.length} rows; the dedup view keeps ${r.silverDedup.length})`,
@@ -334,39 +316,39 @@ export function formatTrace(r: TraceReport): string {
     section(`Quarantine (${r.quarantine.length})`, rowsTable(r.quarantine)),
     section(
       `Bad data (${r.badData.length})`,
-      table(
-        ['insert_id', 'target', 'inserted', 'error'],
-        r.badData.map((b) => [b.insert_id, b.target_dest, b.insert_time, b.error]),
+      pickTable(
+        r.badData,
+        ['insert_id', ['target', 'target_dest'], ['inserted', 'insert_time'], 'error'],
         50,
       ),
     ),
     section(
       `Resolutions (${r.resolutions.length})`,
-      table(
-        ['layer', 'row_key', 'run_id', 'action', 'outcome', 'by', 'at'],
-        r.resolutions.map((x) => [
-          x.layer,
-          x.row_key,
-          x.run_id,
-          x.action,
-          x.outcome,
-          x.resolved_by,
-          x.resolved_at,
-        ]),
+      pickTable(
+        r.resolutions,
+        [
+          'layer',
+          'row_key',
+          'run_id',
+          'action',
+          'outcome',
+          ['by', 'resolved_by'],
+          ['at', 'resolved_at'],
+        ],
         40,
       ),
     ),
     section(
       `Schema-retry store (${r.retryStore.length})`,
-      table(
-        ['target', 'insert_id', 'message', 'retries', 'last error'],
-        r.retryStore.map((x) => [
-          x.target_table,
-          x.insert_id,
-          x.source_message_id,
-          x.retry_count,
-          x.last_error,
-        ]),
+      pickTable(
+        r.retryStore,
+        [
+          ['target', 'target_table'],
+          'insert_id',
+          ['message', 'source_message_id'],
+          ['retries', 'retry_count'],
+          ['last error', 'last_error'],
+        ],
         40,
       ),
     ),
@@ -397,9 +379,4 @@ export function formatTrace(r: TraceReport): string {
           '(none)'),
     ),
   ].join('\n');
-}
-
-/** Prints the report as sections or JSON. */
-export function printTrace(io: Io, report: TraceReport, json: boolean): void {
-  printReport(io, report, json, formatTrace);
 }
