@@ -49,6 +49,44 @@ offvia_die() {
   exit 1
 }
 
+# Linux's default ephemeral port range (net.ipv4.ip_local_port_range, 32768-60999): the kernel picks the source port
+# of an outgoing connection there. A service port inside it can be taken by such a connection: the Pub/Sub emulator's
+# push to a stopped function at 127.0.0.1:P may get P itself as its source port, connect to itself (TCP simultaneous
+# open) and hold P, so the function cannot listen there again (docs/local-stack.md#ports). Every port of the stack is
+# below it.
+OFFVIA_EPHEMERAL_LOW=32768
+OFFVIA_EPHEMERAL_HIGH=60999
+
+# One line when PORT is no port number or lies in the ephemeral range; nothing when it is fine.
+#   offvia_port_problem WHAT PORT
+offvia_port_problem() {
+  local what=$1 port=$2
+  if ! [[ "$port" =~ ^[0-9]{1,5}$ ]] || ((port < 1 || port > 65535)); then
+    echo "port '$port' for $what is not a port number"
+  elif ((port >= OFFVIA_EPHEMERAL_LOW && port <= OFFVIA_EPHEMERAL_HIGH)); then
+    echo "port $port for $what is in the kernel's ephemeral range ($OFFVIA_EPHEMERAL_LOW-$OFFVIA_EPHEMERAL_HIGH), where a stopped service may not get it back; choose one below $OFFVIA_EPHEMERAL_LOW"
+  fi
+}
+
+# Whether something listens on 127.0.0.1:PORT.
+offvia_port_in_use() {
+  (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# The first port from FROM up to just below the ephemeral range that nobody listens on now; fails when there is none.
+#   offvia_free_port FROM
+offvia_free_port() {
+  local port=$1
+  while ((port < OFFVIA_EPHEMERAL_LOW)); do
+    if ! offvia_port_in_use "$port"; then
+      echo "$port"
+      return 0
+    fi
+    port=$((port + 1))
+  done
+  return 1
+}
+
 # Milliseconds since the epoch, for bounded polling loops.
 offvia_now_ms() {
   date +%s%3N

@@ -267,9 +267,6 @@ wait_file() {
   offvia_log "$name ready after $(($(offvia_now_ms) - started)) ms"
 }
 
-port_in_use() {
-  (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # ---- services by name ---------------------------------------------------------------------------------------------
 
@@ -313,9 +310,16 @@ firestore_emulator_port() {
   fi
 }
 
-# A TCP port nobody listens on now (the kernel's choice), for the gated Firestore emulator.
-free_port() {
-  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+# The gated Firestore emulator's own port: OFFVIA_FIRESTORE_BACKEND_PORT when set (checked with the others), else the
+# first free port from 29000 + (OFFVIA_FIRESTORE_PORT mod 3000), below the ephemeral range and apart from the
+# function ports (20000-28999), so stacks on other ports pick different ones.
+firestore_backend_port() {
+  if [[ -n "${OFFVIA_FIRESTORE_BACKEND_PORT:-}" ]]; then
+    printf '%s' "$OFFVIA_FIRESTORE_BACKEND_PORT"
+  else
+    offvia_free_port $((29000 + OFFVIA_FIRESTORE_PORT % 3000)) ||
+      offvia_die "no free port for the Firestore emulator behind the gate between 29000 and $((OFFVIA_EPHEMERAL_LOW - 1))"
+  fi
 }
 
 # The newest Firestore export's metadata file, if a stop left one.
@@ -520,7 +524,6 @@ cmd_up() {
   trap 'exit 143' TERM
 
   UP_STEP="check installation"
-  [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || offvia_die "bqemulator is not installed: run bash deploy/local/install.sh"
   [[ -d "$OFFVIA_ROOT/node_modules" ]] || offvia_die "node_modules is missing: run bash deploy/local/install.sh"
 
   UP_STEP="list the registered pipelines' functions"
@@ -537,21 +540,26 @@ cmd_up() {
     IFS='|' read -r name signature port <<<"$entry"
     ports+=("$name:$(function_port "$name" "$port")")
   done
+  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
+    OFFVIA_FIRESTORE_BACKEND_PORT="$(firestore_backend_port)"
+    ports+=("firestore behind the gate:$OFFVIA_FIRESTORE_BACKEND_PORT")
+  fi
+  local problem
   for entry in "${ports[@]}"; do
-    if ! [[ "${entry##*:}" =~ ^[0-9]{1,5}$ ]] || ((${entry##*:} < 1 || ${entry##*:} > 65535)); then
-      offvia_die "port '${entry##*:}' for ${entry%:*} is not a port number"
-    fi
-    if port_in_use "${entry##*:}"; then
+    problem="$(offvia_port_problem "${entry%:*}" "${entry##*:}")"
+    [[ -z "$problem" ]] || offvia_die "$problem"
+  done
+  for entry in "${ports[@]}"; do
+    if offvia_port_in_use "${entry##*:}"; then
       offvia_die "port ${entry##*:} (${entry%:*}) is already in use; stop whatever listens there or choose another port (see deploy/local/lib.sh)"
     fi
   done
+  UP_STEP="check installation"
+  [[ -x "$OFFVIA_VENV_BQ/bin/bqemulator" ]] || offvia_die "bqemulator is not installed: run bash deploy/local/install.sh"
 
   UP_STEP="prepare ${OFFVIA_STACK_DIR#"$OFFVIA_ROOT"/}"
   mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$OFFVIA_STACK_DIR/data/pubsub"
   rm -f "$ORDER_FILE" "$OFFVIA_STACK_DIR/bronze.ready" "$OFFVIA_STACK_DIR/scheduler.ready"
-  if [[ "${OFFVIA_FIRESTORE_GATE:-0}" == 1 ]]; then
-    OFFVIA_FIRESTORE_BACKEND_PORT="$(free_port)"
-  fi
   write_env_file
   # Every process started from here on gets the stack's environment.
   # shellcheck source=/dev/null
