@@ -9,6 +9,8 @@ export const EXIT = {
   usage: 2,
   /** The command ran, but what it was asked about does not exist (e.g. `trace` of an unknown id). */
   notFound: 3,
+  /** `replay`: Bronze lacks messages of the range that Silver, quarantine or its retention say were published. */
+  bronzeGap: 4,
 } as const;
 
 /** A failure the operator can act on, printed as one line (no stack trace) with its exit code. */

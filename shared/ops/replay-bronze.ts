@@ -35,11 +35,15 @@ export interface ScanEstimate {
   note: string;
 }
 
-/** What Bronze's table says about its partitioning. */
+/** What Bronze's table says about its partitioning and retention. */
 export interface BronzePartitioning {
   /** `yes` (time-partitioned on publish_time), `no`, or `unknown` (the emulator does not report it). */
   partitioned: 'yes' | 'no' | 'unknown';
   detail: string;
+  /** `timePartitioning.expirationMs`: a partition is deleted this long after its date, ms; `null`: never. */
+  partitionExpirationMs: number | null;
+  /** The table's `creationTime`, epoch ms UTC; `null` when not reported. */
+  createdMs: number | null;
 }
 
 /**
@@ -166,10 +170,19 @@ export async function countPerChunk(
   return counts;
 }
 
-/** Whether Bronze is time-partitioned on publish_time, from the table's metadata. */
+/** A metadata number (the API sends int64 as a decimal string), or `null` when absent or not a number. */
+function metadataNumber(value: unknown): number | null {
+  const n = Number(value);
+  return value === undefined || value === null || !Number.isFinite(n) ? null : n;
+}
+
+/** Whether Bronze is time-partitioned on publish_time, and how long it keeps partitions, from the table's metadata. */
 export async function bronzePartitioning(ctx: OpsContext): Promise<BronzePartitioning> {
   const [projectId, datasetId, tableId] = ctx.tables.bronze.split('.') as [string, string, string];
-  let metadata: { timePartitioning?: { type?: string; field?: string } };
+  let metadata: {
+    timePartitioning?: { type?: string; field?: string; expirationMs?: unknown };
+    creationTime?: unknown;
+  };
   try {
     [metadata] = (await ctx.bigquery
       .dataset(datasetId, { projectId })
@@ -181,13 +194,22 @@ export async function bronzePartitioning(ctx: OpsContext): Promise<BronzePartiti
     );
   }
   const tp = metadata.timePartitioning;
+  const retention = {
+    partitionExpirationMs: metadataNumber(tp?.expirationMs),
+    createdMs: metadataNumber(metadata.creationTime),
+  };
   if (tp?.field === 'publish_time') {
-    return { partitioned: 'yes', detail: `partitioned by ${tp.type ?? 'DAY'} on publish_time` };
+    return {
+      partitioned: 'yes',
+      detail: `partitioned by ${tp.type ?? 'DAY'} on publish_time`,
+      ...retention,
+    };
   }
   if (tp !== undefined) {
     return {
       partitioned: 'no',
       detail: `partitioned on ${tp.field ?? 'ingestion time'}, not publish_time: a range scans every partition`,
+      ...retention,
     };
   }
   if (ctx.mode === 'local') {
@@ -195,9 +217,65 @@ export async function bronzePartitioning(ctx: OpsContext): Promise<BronzePartiti
       partitioned: 'unknown',
       detail:
         'the BigQuery emulator does not report partitioning of tables made by DDL; sql/010 creates Bronze partitioned by DAY(publish_time)',
+      ...retention,
     };
   }
-  return { partitioned: 'no', detail: 'not partitioned: every chunk query scans all of Bronze' };
+  return {
+    partitioned: 'no',
+    detail: 'not partitioned: every chunk query scans all of Bronze',
+    ...retention,
+  };
+}
+
+/** Most message ids the Bronze coverage check takes from Silver and quarantine (one `IN UNNEST` parameter). */
+const MAX_WITNESSES = 10_000;
+/**
+ * How far before a span the coverage check looks for a witness's Bronze row, ms: 7 days, Pub/Sub's longest
+ * subscription message retention, so no live delivery is written later than that after its publish time.
+ */
+const MAX_DELIVERY_DELAY_MS = 7 * 86_400_000;
+
+/**
+ * The messages Silver and quarantine wrote in `[fromMs, toMs)` (their written-at columns, `operatorColumns`; at most
+ * {@link MAX_WITNESSES}, restricted to `messageIds` when given) and how many of those Bronze holds nowhere with a
+ * publish time from {@link MAX_DELIVERY_DELAY_MS} before `fromMs` up to `toMs`. A live row is written after its
+ * publish time, so such a message was published before `toMs` and should be in Bronze. Reads Silver's written-at
+ * and message-id columns over all its partitions (Silver is partitioned on event time): the replay runs it only for
+ * chunks where Bronze has no row.
+ */
+export async function messagesMissingFromBronze(
+  ctx: OpsContext,
+  fromMs: number,
+  toMs: number,
+  messageIds: readonly string[] | null,
+): Promise<{ written: number; missing: number }> {
+  const { silver, quarantine } = ctx.pipeline.operatorColumns;
+  const only = (column: string) => (messageIds === null ? '' : ` AND ${column} IN UNNEST(@ids)`);
+  const { params, types } = rangeParams(fromMs, toMs, messageIds);
+  const written = await query<{ id: unknown }>(
+    ctx,
+    `SELECT DISTINCT id FROM (
+       SELECT ${silver.messageId} AS id FROM \`${ctx.tables.silver}\`
+       WHERE ${silver.writtenAt} >= TIMESTAMP_MILLIS(@fromMs) AND ${silver.writtenAt} < TIMESTAMP_MILLIS(@toMs)${only(silver.messageId)}
+       UNION ALL
+       SELECT ${quarantine.messageId} AS id FROM \`${ctx.tables.quarantine}\`
+       WHERE ${quarantine.rejectedAt} >= TIMESTAMP_MILLIS(@fromMs) AND ${quarantine.rejectedAt} < TIMESTAMP_MILLIS(@toMs)${only(quarantine.messageId)}
+     ) WHERE id IS NOT NULL LIMIT ${MAX_WITNESSES}`,
+    params,
+    types,
+  );
+  const ids = written.map((r) => String(r.id));
+  if (ids.length === 0) return { written: 0, missing: 0 };
+  const held = await query<{ id: unknown }>(
+    ctx,
+    `SELECT DISTINCT message_id AS id FROM \`${ctx.tables.bronze}\`
+     WHERE publish_time >= TIMESTAMP_MILLIS(@fromMs) AND publish_time < TIMESTAMP_MILLIS(@toMs)
+       AND message_id IN UNNEST(@ids)`,
+    { fromMs: fromMs - MAX_DELIVERY_DELAY_MS, toMs, ids },
+    { fromMs: 'INT64', toMs: 'INT64', ids: ['STRING'] },
+  );
+  const inBronze = new Set(held.map((r) => String(r.id)));
+  return { written: ids.length, missing: ids.filter((id) => !inBronze.has(id)).length };
 }
 
 /** `dryRun` statistics of one query: totalBytesProcessed. */
@@ -237,7 +315,7 @@ export async function estimateScan(
   ctx: OpsContext,
   chunks: readonly ReplayChunk[],
   messageIds: readonly string[] | null,
-  partitioning: BronzePartitioning,
+  partitioning: Pick<BronzePartitioning, 'partitioned'>,
 ): Promise<ScanEstimate> {
   const sql = chunkSql(ctx.tables.bronze, messageIds);
   const billed = (perQuery: readonly number[]) =>

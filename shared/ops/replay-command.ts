@@ -43,7 +43,8 @@ export function addReplayCommand(program: Command, action: CliAction, deps: CliD
     .option('--by <name>', 'operator recorded with the run (default: OS user)')
     .addHelpText(
       'after',
-      '\nExit code 1 when a message still failed after its attempts (its chunk is redone by --resume).\n' +
+      '\nExit code 1 when a message still failed after its attempts (its chunk is redone by --resume);\n' +
+        '4 when Bronze lacks messages of the range that Silver, quarantine or its partition expiration say were published.\n' +
         'Runbook: docs/backfill.md\nExamples:\n' +
         '  offvia replay --from 2026-12-01T10:00:00Z --to 2026-12-01T11:00:00Z --dry-run\n' +
         '  offvia replay --from 2026-12-01T10:00:00Z --to 2026-12-01T11:00:00Z --rate 200\n' +
@@ -57,7 +58,8 @@ export function addReplayCommand(program: Command, action: CliAction, deps: CliD
         const io = flags.json ? { ...deps.io, progressStream: undefined } : deps.io;
         const report = await replay(ctx, options, io, { ...replayDeps(ctx), now: deps.now });
         deps.io.out(flags.json ? toJson(report) : formatReplay(report));
-        return report.totals !== null && report.totals.failed > 0 ? EXIT.failure : EXIT.ok;
+        if (report.totals !== null && report.totals.failed > 0) return EXIT.failure;
+        return report.bronzeGap === null ? EXIT.ok : EXIT.bronzeGap;
       }),
     );
 }

@@ -296,3 +296,54 @@ export function parseReplayFlags(flags: ReplayFlags, operator: string): ReplayOp
   }
   return options;
 }
+
+/**
+ * What says whether Bronze holds a replay range, besides Bronze's own rows: the message ids Silver and quarantine
+ * wrote while the range's empty chunks lasted and how many of them Bronze lacks, and Bronze's retention. Times epoch ms
+ * UTC; `partitionExpirationMs` and `createdMs` are `null` when Bronze sets or reports none (the emulator reports none).
+ */
+export interface BronzeCoverage {
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly nowMs: number;
+  /** Bronze rows in the range. */
+  readonly bronzeRows: number;
+  /** Distinct message ids Silver or quarantine wrote in the empty chunks' span (at most the witness limit). */
+  readonly written: number;
+  /** Of `written`, those Bronze holds nowhere from a week before the span to its end. */
+  readonly missing: number;
+  /** Bronze's partition expiration (`timePartitioning.expirationMs`), ms. */
+  readonly partitionExpirationMs: number | null;
+  /** When the Bronze table was created. */
+  readonly createdMs: number | null;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The one line `offvia replay` warns with when Bronze cannot hold all of the range, or `null` when nothing says so:
+ * Silver or quarantine wrote messages in the range that Bronze lacks (deleted, or never written), or the range starts
+ * before what Bronze's partition expiration keeps (BigQuery deletes a partition that long after its date). A range
+ * that is simply quiet (no rows anywhere) is not a gap.
+ */
+export function bronzeGap(c: BronzeCoverage): string | null {
+  const causes: string[] = [];
+  if (c.missing > 0) {
+    const created =
+      c.createdMs !== null && c.createdMs > c.fromMs
+        ? `; Bronze was created at ${new Date(c.createdMs).toISOString()}`
+        : '';
+    causes.push(
+      `Silver and quarantine hold ${c.missing} message(s) written in the range (of ${c.written} checked) that Bronze does not hold${created}`,
+    );
+  }
+  if (c.partitionExpirationMs !== null && c.fromMs < c.nowMs - c.partitionExpirationMs) {
+    const keptFrom = new Date(c.nowMs - c.partitionExpirationMs).toISOString();
+    const age = ((c.nowMs - c.fromMs) / DAY_MS).toFixed(1);
+    causes.push(
+      `Bronze partitions expire after ${(c.partitionExpirationMs / DAY_MS).toFixed(1)} days and the range starts ${age} days ago: nothing published before ${keptFrom} is left`,
+    );
+  }
+  if (causes.length === 0) return null;
+  return `Bronze holds ${c.bronzeRows} row(s) from ${new Date(c.fromMs).toISOString()} to ${new Date(c.toMs).toISOString()}, but ${causes.join('; and ')}: those messages cannot be replayed (docs/backfill.md#when-bronze-lacks-the-range)`;
+}

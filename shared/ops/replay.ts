@@ -13,6 +13,7 @@ import {
   bronzePartitioning,
   countPerChunk,
   estimateScan,
+  messagesMissingFromBronze,
   readChunk,
   type BronzeMessage,
   type BronzePartitioning,
@@ -21,6 +22,7 @@ import {
 import { emptyKnownRows, KnownRowsWriter, type KnownRows } from './known-rows-writer';
 import { progressBar, type Io, type Progress } from './output';
 import {
+  bronzeGap,
   chunksToRun,
   cutChunks,
   MAX_STORED_FAILURES,
@@ -74,6 +76,8 @@ export interface ReplayReport {
   bronzeRows: number;
   partitioning: BronzePartitioning;
   scan: ScanEstimate | null;
+  /** Why Bronze cannot hold all of the range ({@link bronzeGap}), or `null`; also among `warnings`. */
+  bronzeGap: string | null;
   warnings: string[];
   /** Totals over every chunk of the run (a resumed run includes the chunks done before). */
   totals: ReplayTotals | null;
@@ -279,6 +283,39 @@ async function runChunk(
 }
 
 /**
+ * Whether Bronze holds the whole range ({@link bronzeGap}): the messages Silver and quarantine wrote over the chunks
+ * where Bronze has no row (asked only when there is such a chunk), and Bronze's partition expiration.
+ */
+async function checkBronzeCoverage(
+  ctx: OpsContext,
+  run: ReplayRunRecord,
+  chunks: readonly ReplayChunk[],
+  counts: ReadonlyMap<number, number>,
+  report: ReplayReport,
+  nowMs: number,
+): Promise<string | null> {
+  const empty = chunks.filter((c) => (counts.get(c.index) ?? 0) === 0);
+  const witnesses =
+    empty.length === 0
+      ? { written: 0, missing: 0 }
+      : await messagesMissingFromBronze(
+          ctx,
+          Math.min(...empty.map((c) => c.fromMs)),
+          Math.max(...empty.map((c) => c.toMs)),
+          run.messageIds,
+        );
+  return bronzeGap({
+    fromMs: run.fromMs,
+    toMs: run.toMs,
+    nowMs,
+    bronzeRows: report.bronzeRows,
+    ...witnesses,
+    partitionExpirationMs: report.partitioning.partitionExpirationMs,
+    createdMs: report.partitioning.createdMs,
+  });
+}
+
+/**
  * Runs `offvia replay`: a new run records itself, then runs its chunks in order, checkpointing each once handled;
  * `--resume` redoes a run's chunks without a `done` checkpoint. A dry run reads counts and the scan estimate only.
  * @throws UsageError for a range or resume that does not fit; NotFoundError for an unknown `--resume` id;
@@ -340,8 +377,14 @@ export async function replay(
     filters: run.filters.map((f) => `attr.${f.key}=${f.value}`),
     messageIds: run.messageIds === null ? null : [...run.messageIds],
     bronzeRows: 0,
-    partitioning: { partitioned: 'unknown', detail: '' },
+    partitioning: {
+      partitioned: 'unknown',
+      detail: '',
+      partitionExpirationMs: null,
+      createdMs: null,
+    },
     scan: null,
+    bronzeGap: null,
     warnings: [],
     totals: null,
     resolutionsWritten: 0,
@@ -359,6 +402,8 @@ export async function replay(
   }
   const counts = await countPerChunk(ctx, run.fromMs, run.toMs, run.chunkMs, run.messageIds);
   report.bronzeRows = [...counts.values()].reduce((s, n) => s + n, 0);
+  report.bronzeGap = await checkBronzeCoverage(ctx, run, chunks, counts, report, deps.now());
+  if (report.bronzeGap !== null) report.warnings.push(report.bronzeGap);
 
   if (options.dryRun) {
     report.scan = await estimateScan(ctx, todo, run.messageIds, report.partitioning);

@@ -8,6 +8,7 @@ import { EXIT, OpsError, UsageError } from '../../../shared/ops/errors';
 import { attributesOf } from '../../../shared/ops/replay-bronze';
 import { KnownRowsWriter, emptyKnownRows } from '../../../shared/ops/known-rows-writer';
 import {
+  bronzeGap,
   chunksToRun,
   cutChunks,
   matchesFilters,
@@ -512,5 +513,67 @@ describe('replay: attributes read from Bronze', () => {
     assert.throws(() => attributesOf('{"a":null}', 'm-8'), /"a" of message m-8 is null/);
     assert.throws(() => attributesOf('[1]', 'm-9'), /of message m-9 are not a JSON object/);
     assert.throws(() => attributesOf('{', 'm-10'), /of message m-10 are not JSON/);
+  });
+});
+
+describe('offvia replay: does Bronze hold the range', () => {
+  const from = Date.parse('2026-12-01T10:00:00Z');
+  const to = Date.parse('2026-12-01T10:01:00Z');
+  const day = 86_400_000;
+  const base = {
+    fromMs: from,
+    toMs: to,
+    nowMs: from + 2 * 3_600_000,
+    bronzeRows: 0,
+    written: 0,
+    missing: 0,
+    partitionExpirationMs: null,
+    createdMs: null,
+  };
+
+  it('is no gap when a range is quiet everywhere, or every written message is in Bronze', () => {
+    assert.equal(bronzeGap(base), null);
+    assert.equal(bronzeGap({ ...base, written: 120 }), null);
+    assert.equal(bronzeGap({ ...base, bronzeRows: 118, written: 120 }), null);
+    // Within the partition expiration: the range is kept.
+    assert.equal(bronzeGap({ ...base, partitionExpirationMs: 30 * day }), null);
+  });
+
+  it('names the messages Silver and quarantine wrote that Bronze lacks, with the range', () => {
+    assert.equal(
+      bronzeGap({ ...base, written: 120, missing: 117 }),
+      'Bronze holds 0 row(s) from 2026-12-01T10:00:00.000Z to 2026-12-01T10:01:00.000Z, but Silver and quarantine ' +
+        'hold 117 message(s) written in the range (of 120 checked) that Bronze does not hold: those messages cannot ' +
+        'be replayed (docs/backfill.md#when-bronze-lacks-the-range)',
+    );
+    assert.match(
+      bronzeGap({ ...base, written: 5, missing: 5, createdMs: from + 30_000 }) ?? '',
+      /that Bronze does not hold; Bronze was created at 2026-12-01T10:00:30.000Z:/,
+    );
+    // A Bronze created before the range is no cause.
+    assert.doesNotMatch(
+      bronzeGap({ ...base, written: 5, missing: 5, createdMs: from - 1 }) ?? '',
+      /created/,
+    );
+  });
+
+  it('names a range older than the partition expiration, even where some rows are left', () => {
+    const now = from + 31.5 * day;
+    assert.equal(
+      bronzeGap({ ...base, bronzeRows: 40, nowMs: now, partitionExpirationMs: 30 * day }),
+      'Bronze holds 40 row(s) from 2026-12-01T10:00:00.000Z to 2026-12-01T10:01:00.000Z, but Bronze partitions ' +
+        'expire after 30.0 days and the range starts 31.5 days ago: nothing published before ' +
+        '2026-12-02T22:00:00.000Z is left: those messages cannot be replayed (docs/backfill.md#when-bronze-lacks-the-range)',
+    );
+    assert.match(
+      bronzeGap({ ...base, nowMs: now, partitionExpirationMs: 30 * day, written: 3, missing: 3 }) ??
+        '',
+      /does not hold; and Bronze partitions expire after 30\.0 days/,
+    );
+  });
+
+  it('exits 4 for a gap (docs/operations.md), apart from 1 for failed messages', () => {
+    assert.equal(EXIT.bronzeGap, 4);
+    assert.equal(new Set(Object.values(EXIT)).size, Object.values(EXIT).length);
   });
 });
