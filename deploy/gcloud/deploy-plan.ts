@@ -7,7 +7,7 @@ import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { functionEnv } from './env';
 import { BUILD_ROLES, CUSTOM_ROLES } from './functions';
 import { assertNoBroadRoles, projectRoleStep } from './iam';
-import { assertPlanSecure, kmsCoverageViolations } from './plan-checks';
+import { assertPlanSecure, kmsCoverageViolations, retentionFindings } from './plan-checks';
 import { FUNCTION_IMAGES_REPOSITORY, KEY_USERS, KMS_ROLE, type KmsKey, parseKmsKey } from './kms';
 import {
   BUILD_SA,
@@ -114,6 +114,13 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   monitoringSteps(ctx, deployments);
   assertNoBroadRoles(ctx.steps);
   assertPlanSecure(ctx.steps, o);
+  // Replay reads Bronze and restate reads Silver as far back as the docs promise: nothing may expire sooner.
+  const retention = retentionFindings(ctx.steps, selected, Date.now());
+  if (retention.refusals.length > 0) {
+    throw new Error(
+      `the plan keeps less than the replay horizon:\n  ${retention.refusals.join('\n  ')}`,
+    );
+  }
   const uncovered = kmsCoverageViolations(
     ctx.steps,
     o,
@@ -135,6 +142,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
         ]
       : []),
     ...monitoringHoldWarnings(o, ctx.names, deployments),
+    ...retention.warnings.map((w) => `WARNING: ${w}`),
     `BigQuery location ${o.bqLocation}; Firestore database ${o.firestoreDatabase} in ${o.firestoreLocation} ` +
       '(the location applies only if the database is created)',
     `name prefix ${JSON.stringify(o.namePrefix)}; runtime ${o.runtime}; functions: ${deployed.join(', ')}`,

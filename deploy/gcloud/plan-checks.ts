@@ -1,5 +1,7 @@
 // Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
 // them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
+import type { TableRef } from '../../shared/config/env';
+import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { PIPELINES } from '../../shared/pipelines';
 import { DATASET_METADATA_ROLE, INGRESS_SETTINGS } from './functions';
 import { grantsOf, isDataRole } from './iam';
@@ -278,6 +280,167 @@ function passengerIdViolations(steps: readonly Step[], o: DeployOptions): string
     }
   }
   return out;
+}
+
+/**
+ * The replay horizon the docs promise, days: how far back `offvia replay` reads Bronze and `gold restate` reads Silver
+ * (docs/backfill.md#replay-horizon). Unlimited: Bronze, Silver and gold keep every partition.
+ */
+export const REPLAY_HORIZON_DAYS = Number.POSITIVE_INFINITY;
+
+/**
+ * How long a table or dataset keeps data as the plan's steps set it, days (`null`: kept, no expiry), with the step
+ * title that set each. A dataset's `default_*` options stand for the tables it holds that set none of their own.
+ */
+export interface Retention {
+  /** `partition_expiration_days` (datasets: `default_partition_expiration_days`). */
+  partitionDays: number | null;
+  partitionStep: string;
+  /** Days from now to `expiration_timestamp` (datasets: `default_table_expiration_days`). */
+  tableDays: number | null;
+  tableStep: string;
+}
+
+const SECONDS_PER_DAY = 86_400;
+
+/** An option's value in days: `NULL` is none, a number as is, a TIMESTAMP '…' as days from `nowMs`. */
+function optionDays(text: string, nowMs: number): number | null {
+  const value = text.trim();
+  if (/^NULL$/i.test(value)) return null;
+  const timestamp = /^TIMESTAMP\s*['"]([^'"]+)['"]$/i.exec(value);
+  if (timestamp?.[1] !== undefined)
+    return (Date.parse(timestamp[1]) - nowMs) / (SECONDS_PER_DAY * 1000);
+  const n = Number(value);
+  return Number.isFinite(n) ? n : null;
+}
+
+/** Expiry options of a DDL statement's `OPTIONS (…)` (comments removed): option name to its value text. */
+function expiryOptions(statement: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const re =
+    /\b(partition_expiration_days|expiration_timestamp|default_table_expiration_days|default_partition_expiration_days)\s*=\s*(NULL|TIMESTAMP\s*'[^']*'|TIMESTAMP\s*"[^"]*"|[0-9.]+)/gi;
+  for (const m of statement.matchAll(re)) out.set((m[1] ?? '').toLowerCase(), m[2] ?? '');
+  return out;
+}
+
+/**
+ * Every table's (`dataset.table`) and dataset's (`dataset`) retention as the plan's commands set it, step by step (a
+ * later step wins): the DDL of `bq query` steps (`CREATE`/`ALTER` `TABLE`/`SCHEMA` with `partition_expiration_days`,
+ * `expiration_timestamp`, `default_*_expiration_days`) and `bq mk`/`bq update` flags (`--time_partitioning_expiration`,
+ * `--expiration`, `--default_table_expiration`, `--default_partition_expiration`, seconds). Wherever the expiry comes
+ * from (the DDL files, a flag, the pipeline definition), it reaches BigQuery through these steps, so this is the one
+ * place it is read. `nowMs` turns an `expiration_timestamp` into days.
+ */
+export function retentionsOf(steps: readonly Step[], nowMs: number): Map<string, Retention> {
+  const out = new Map<string, Retention>();
+  const set = (id: string, key: 'partition' | 'table', days: number | null, step: string) => {
+    const r = out.get(id) ?? {
+      partitionDays: null,
+      partitionStep: '',
+      tableDays: null,
+      tableStep: '',
+    };
+    if (key === 'partition') Object.assign(r, { partitionDays: days, partitionStep: step });
+    else Object.assign(r, { tableDays: days, tableStep: step });
+    out.set(id, r);
+  };
+  for (const step of steps) {
+    for (const c of commandsOf(step)) {
+      if (c[0] !== 'bq') continue;
+      if (c.includes('query')) {
+        const sql = (c.at(-1) ?? '').replace(/--[^\n]*/g, '');
+        for (const statement of sql.split(';')) {
+          const target =
+            /\b(?:CREATE\s+(?:OR\s+REPLACE\s+)?|ALTER\s+)(TABLE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`([^`]+)`/i.exec(
+              statement,
+            );
+          if (target === null) continue;
+          // `project.dataset[.table]` without the project.
+          const id = (target[2] ?? '').split('.').slice(1).join('.');
+          for (const [name, value] of expiryOptions(statement)) {
+            const days = optionDays(value, nowMs);
+            const key = /partition/.test(name) ? 'partition' : 'table';
+            set(id, key, days, step.title);
+          }
+        }
+        continue;
+      }
+      // `P:dataset[.table]`, the last argument of `bq mk` / `bq update`.
+      const id = (c.at(-1) ?? '').split(':')[1];
+      if (id === undefined) continue;
+      const flags: [string, 'partition' | 'table'][] = [
+        ['--time_partitioning_expiration', 'partition'],
+        ['--default_partition_expiration', 'partition'],
+        ['--expiration', 'table'],
+        ['--default_table_expiration', 'table'],
+      ];
+      for (const [flag, key] of flags) {
+        const seconds = flagValue(c, flag);
+        if (seconds === undefined) continue;
+        const n = Number(seconds);
+        set(id, key, n > 0 ? n / SECONDS_PER_DAY : null, step.title);
+      }
+    }
+  }
+  return out;
+}
+
+/** What the retention check found: `refusals` stop the plan, `warnings` go into its header; each one line. */
+export interface RetentionFindings {
+  refusals: string[];
+  warnings: string[];
+}
+
+/**
+ * Bronze, Silver and gold retention against {@link REPLAY_HORIZON_DAYS}, for the plan's pipelines. Bronze (the
+ * replay's source) or Silver (`gold restate`'s source) keeping less refuses the plan; gold keeping less is a
+ * warning (it is restated from Silver). A table with no expiry of its own takes its dataset's default.
+ */
+export function retentionFindings(
+  steps: readonly Step[],
+  pipelines: readonly Pick<AnyPipelineDefinition, 'name' | 'tables' | 'aggregations'>[],
+  nowMs: number,
+  horizonDays = REPLAY_HORIZON_DAYS,
+): RetentionFindings {
+  const retentions = retentionsOf(steps, nowMs);
+  const findings: RetentionFindings = { refusals: [], warnings: [] };
+  const horizon = Number.isFinite(horizonDays) ? `${horizonDays} days` : 'unlimited';
+  for (const p of pipelines) {
+    const layers: [string, TableRef | null, string[]][] = [
+      ['Bronze', p.tables.bronze, findings.refusals],
+      ['Silver', p.tables.silver, findings.refusals],
+      ...p.aggregations.map((a): [string, TableRef, string[]] => [
+        `gold (${a.name})`,
+        a.goldTable,
+        findings.warnings,
+      ]),
+    ];
+    for (const [layer, ref, into] of layers) {
+      if (ref === null) continue;
+      const id = `${ref.datasetId}.${ref.tableId}`;
+      const own = retentions.get(id);
+      const dataset = retentions.get(ref.datasetId);
+      const kinds: [string, number | null, string][] = [
+        [
+          'partitions expire after',
+          own?.partitionDays ?? dataset?.partitionDays ?? null,
+          own?.partitionDays == null ? (dataset?.partitionStep ?? '') : own.partitionStep,
+        ],
+        [
+          'the table expires in',
+          own?.tableDays ?? dataset?.tableDays ?? null,
+          own?.tableDays == null ? (dataset?.tableStep ?? '') : own.tableStep,
+        ],
+      ];
+      for (const [what, days, step] of kinds) {
+        if (days === null || days >= horizonDays) continue;
+        into.push(
+          `${p.name} ${layer} ${id}: ${what} ${Number(days.toFixed(2))} days (step "${step}"), shorter than the replay horizon (${horizon}, docs/backfill.md#replay-horizon)`,
+        );
+      }
+    }
+  }
+  return findings;
 }
 
 /** Every violation of the security properties in a deploy or teardown plan's steps; empty when there is none. */

@@ -54,8 +54,8 @@ offvia_die() {
 # push to a stopped function at 127.0.0.1:P may get P itself as its source port, connect to itself (TCP simultaneous
 # open) and hold P, so the function cannot listen there again (docs/local-stack.md#ports). Every port of the stack is
 # below it.
-OFFVIA_EPHEMERAL_LOW=32768
-OFFVIA_EPHEMERAL_HIGH=60999
+EPHEMERAL_PORT_LOW=32768
+EPHEMERAL_PORT_HIGH=60999
 
 # One line when PORT is no port number or lies in the ephemeral range; nothing when it is fine.
 #   offvia_port_problem WHAT PORT
@@ -63,8 +63,8 @@ offvia_port_problem() {
   local what=$1 port=$2
   if ! [[ "$port" =~ ^[0-9]{1,5}$ ]] || ((port < 1 || port > 65535)); then
     echo "port '$port' for $what is not a port number"
-  elif ((port >= OFFVIA_EPHEMERAL_LOW && port <= OFFVIA_EPHEMERAL_HIGH)); then
-    echo "port $port for $what is in the kernel's ephemeral range ($OFFVIA_EPHEMERAL_LOW-$OFFVIA_EPHEMERAL_HIGH), where a stopped service may not get it back; choose one below $OFFVIA_EPHEMERAL_LOW"
+  elif ((port >= EPHEMERAL_PORT_LOW && port <= EPHEMERAL_PORT_HIGH)); then
+    echo "port $port for $what is in the kernel's ephemeral range ($EPHEMERAL_PORT_LOW-$EPHEMERAL_PORT_HIGH), where a stopped service may not get it back; choose one below $EPHEMERAL_PORT_LOW"
   fi
 }
 
@@ -77,7 +77,7 @@ offvia_port_in_use() {
 #   offvia_free_port FROM
 offvia_free_port() {
   local port=$1
-  while ((port < OFFVIA_EPHEMERAL_LOW)); do
+  while ((port < EPHEMERAL_PORT_LOW)); do
     if ! offvia_port_in_use "$port"; then
       echo "$port"
       return 0

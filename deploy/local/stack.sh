@@ -318,7 +318,7 @@ firestore_backend_port() {
     printf '%s' "$OFFVIA_FIRESTORE_BACKEND_PORT"
   else
     offvia_free_port $((29000 + OFFVIA_FIRESTORE_PORT % 3000)) ||
-      offvia_die "no free port for the Firestore emulator behind the gate between 29000 and $((OFFVIA_EPHEMERAL_LOW - 1))"
+      offvia_die "no free port for the Firestore emulator behind the gate between 29000 and $((EPHEMERAL_PORT_LOW - 1))"
   fi
 }
 
