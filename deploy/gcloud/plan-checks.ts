@@ -1,5 +1,6 @@
 // Security properties every rendered plan must have, checked on its commands: the deploy and teardown plans run
 // them before rendering (a violation stops the plan), and the tests run them on plans altered to break each one.
+// Also the retention of Bronze, Silver and gold against the replay horizon, read from the same commands.
 import type { TableRef } from '../../shared/config/env';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { PIPELINES } from '../../shared/pipelines';

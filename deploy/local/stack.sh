@@ -267,7 +267,6 @@ wait_file() {
   offvia_log "$name ready after $(($(offvia_now_ms) - started)) ms"
 }
 
-
 # ---- services by name ---------------------------------------------------------------------------------------------
 
 # Where the BigQuery emulator keeps its DuckDB file with OFFVIA_BQ_PERSISTENT=1, and where the Firestore emulator's
