@@ -91,7 +91,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         'OFFVIA_PROJECT_ID | `offvia-local` | project id of the local stack (the functions read it too, above)',
         'OFFVIA_PUBSUB_PORT | `8085` | Pub/Sub emulator port',
         "OFFVIA_FIRESTORE_PORT | `8086` | Firestore emulator port (the gate's, with `OFFVIA_FIRESTORE_GATE=1`)",
-        "OFFVIA_FIRESTORE_BACKEND_PORT | a free port | the Firestore emulator's own port behind the gate (`OFFVIA_FIRESTORE_GATE=1` only)",
+        "OFFVIA_FIRESTORE_BACKEND_PORT | the first free port from 29000 + (`OFFVIA_FIRESTORE_PORT` mod 3000) | the Firestore emulator's own port behind the gate (`OFFVIA_FIRESTORE_GATE=1` only); every local port must be below 32768 (docs/local-stack.md)",
         'OFFVIA_BQ_REST_PORT | `9050` | BigQuery emulator REST port',
         'OFFVIA_BQ_GRPC_PORT | `9060` | BigQuery emulator gRPC port (Storage Write API)',
       ]),
