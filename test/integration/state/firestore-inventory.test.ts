@@ -2,31 +2,18 @@
 // emulator while each store runs its paths, is in the Firestore inventory (shared/state/firestore-inventory.ts) with a
 // decision, and the deploy plan carries that decision: an index exemption, a kept index with its query, a TTL.
 import assert from 'node:assert/strict';
-import type { BookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
-import { parseBookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
-import { loadWindowConfig } from '../../../shared/config/window-config';
 import { FirestoreDriftStore, retryRowId } from '../../../shared/drift';
-import { Logger } from '../../../shared/logging/logger';
 import { FirestoreReplayStore } from '../../../shared/ops/replay-store';
 import { proposeFields, schemaWindowOf } from '../../../shared/schema';
-import { GroupedFirestoreWindowStore } from '../../../shared/state/grouped-window-store';
 import { FirestoreWatermarkHoldStore } from '../../../shared/state/watermark-holds';
-import { assembleBookingWindows, BookingWindowSink } from '../../support/booking-window-assembly';
-import {
-  Clock,
-  fire,
-  MIN,
-  record,
-  RecordingWriter,
-  runLabWindowScenario,
-  S,
-  T,
-} from '../../support/booking-windows';
+import { fire, MIN, record, runLabWindowScenario, S, T } from '../../support/booking-windows';
 import {
   emulatorFirestore,
   firestoreBookingWindows,
+  spillingBookingWindows,
   uniqueRoot,
 } from '../../support/firestore-windows';
+import { addColumnUpdate } from '../../support/drift-fixtures';
 import { recordWrites, type WrittenFields } from '../../support/firestore-write-recorder';
 import { firestoreCoverageProblems } from '../../support/firestore-plan-coverage';
 import { OPTIONS, P } from '../../support/deploy-plans';
@@ -45,30 +32,7 @@ async function runEveryStore(
   await runLabWindowScenario(lab.sink, lab.windows, lab.clock);
 
   // Dedup ids spilled from a full key-group document.
-  const root = uniqueRoot('itInventory');
-  const config = loadWindowConfig({ OFFVIA_WINDOW_FIRESTORE_ROOT: root });
-  const clock = new Clock(T);
-  const store = new GroupedFirestoreWindowStore<BookingAccumulator>(db, {
-    root,
-    pipeline: config.pipeline,
-    parseAccumulator: parseBookingAccumulator,
-    keyGroups: 1,
-    shards: 2,
-    earlyDelayMs: 30 * S,
-    lateDelayMs: null,
-    dedupTtlMs: config.ledgerTtlMs,
-    maxSeenPerDocument: 2,
-    now: clock.now,
-  });
-  const windows = assembleBookingWindows(config, {
-    store,
-    writer: new RecordingWriter(),
-    badDataTable: { datasetId: 'offvia_quarantine', tableId: 'bad_data' },
-    projectId: 'offvia-test',
-    logger: new Logger('test', () => undefined, clock.now),
-    now: clock.now,
-  });
-  const sink = new BookingWindowSink(windows.pipeline, windows.logger);
+  const { sink } = spillingBookingWindows(db, 2, 2);
   for (let i = 0; i < 5; i++) {
     await record(sink, { id: `inv-${i}`, fare: '1', at: T + i * S }, T + 6 * S);
   }
@@ -123,14 +87,7 @@ async function runEveryStore(
   assert.ok(lease);
   const [change] = await drift.pendingChanges(key);
   assert.ok(change);
-  const update = {
-    updateId: 'u-1',
-    changes: [{ windowId: change.windowId, fingerprint: change.fingerprint }],
-    addColumns: [{ name: 'a', type: 'INT64', mode: 'NULLABLE' } as const],
-    statements: ['ALTER …'],
-    unchanged: [],
-    rejected: [],
-  };
+  const update = addColumnUpdate('u-1', change);
   assert.equal(await drift.beginUpdate(lease, update, T), 'started');
   await drift.finishUpdate(lease, update, { ok: true, catalogPatched: ['a'] }, T + 1);
   await drift.settleRows(

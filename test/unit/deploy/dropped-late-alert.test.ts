@@ -2,28 +2,14 @@
 // lines the real pipeline emits in the lab scenario), labelled by pipeline and reason, and the deploy plan creates
 // it and an alert policy on it, grouped by pipeline and reason.
 import assert from 'node:assert/strict';
-import {
-  alertPolicies,
-  logMetrics,
-  type MonitoringTargets,
-} from '../../../deploy/gcloud/monitoring';
+import { alertPolicies, logMetrics } from '../../../deploy/gcloud/monitoring';
 import { buildDeployPlan } from '../../../deploy/gcloud/deploy-plan';
 import { REPO_ROOT, readRepoFacts } from '../../../deploy/gcloud/cli';
 import type { LogEntry } from '../../../shared/logging/logger';
 import { memoryBookingWindows, runLabWindowScenario } from '../../support/booking-windows';
-import { OPTIONS, P } from '../../support/deploy-plans';
+import { MONITORING_TARGETS, OPTIONS, P } from '../../support/deploy-plans';
 
-const TARGETS: MonitoringTargets = {
-  prefix: 'offvia-',
-  region: 'europe-west1',
-  services: ['ingestbooking'],
-  ingestService: 'ingestbooking',
-  schedulerJobs: [],
-  bronzeSubscription: 'b',
-  deadLetterHoldSubscription: 'd',
-  bronzeDeadLetterHoldSubscription: 'bd',
-  notificationChannels: [],
-};
+const TARGETS = MONITORING_TARGETS;
 
 /** The `jsonPayload.K="V"` clauses of a filter, as a predicate on in-process lines (the resource part is not theirs). */
 function matches(filter: string, line: LogEntry): boolean {

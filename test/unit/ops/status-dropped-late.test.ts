@@ -11,9 +11,9 @@ import {
 import type { FirestoreWindowStore } from '../../../shared/state/firestore-window-store';
 import type { DroppedCounter } from '../../../shared/state/window-store';
 import type { JsonValue } from '../../../shared/windowing';
+import { MIN } from '../../support/booking-windows';
 
 const T = Date.UTC(2026, 11, 6, 4, 0, 0);
-const MIN = 60_000;
 
 /** 12 one-minute windows with drops; window i has i + 1 drops, CLOSED_WINDOW for odd i. */
 const COUNTERS: DroppedCounter[] = Array.from({ length: 12 }, (_, i) => ({
