@@ -177,6 +177,16 @@ export function monitoringDashboard(t: MonitoringTargets): MonitoringDashboard {
         '${resource.labels.service_name} ${metric.labels.response_code_class}',
       ),
     ),
+    chart(
+      'Events dropped as late per minute, by pipeline and reason (in Silver, missing from gold)',
+      'events / min',
+      series(
+        user(names.droppedLate),
+        perMinute(['metric.label.pipeline', 'metric.label.drop_reason']),
+        'STACKED_BAR',
+        '${metric.labels.pipeline} ${metric.labels.drop_reason}',
+      ),
+    ),
   ];
   return {
     displayName: `${t.prefix}pipeline`,

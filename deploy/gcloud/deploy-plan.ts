@@ -2,7 +2,11 @@
 // once here, each concept of the selected pipelines by pipeline-plan.ts. No Google Cloud call happens here.
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
 import { HOLDS_COLLECTION } from '../../shared/state/watermark-holds';
-import { GROUP_COLLECTIONS } from '../../shared/state/grouped-window-store';
+import {
+  FIRESTORE_INVENTORY,
+  indexExemptions,
+  ttlCollections,
+} from '../../shared/state/firestore-inventory';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
 import { functionEnv } from './env';
 import { BUILD_ROLES, CUSTOM_ROLES } from './functions';
@@ -101,7 +105,7 @@ export function buildDeployPlan(o: DeployOptions, facts: RepoFacts): Plan {
   if (ctx.kms !== undefined) kmsKeyGrants(ctx, ctx.kms);
   bigQuerySteps(ctx, deployments);
   firestore(ctx);
-  keyGroupIndexes(ctx);
+  firestoreIndexes(ctx);
   pipelineNotes(ctx, deployments);
   accountSteps(ctx, deployments);
   customRoles(ctx);
@@ -330,46 +334,22 @@ function ttlPolicyStep(o: DeployOptions, p: string, group: string, title: string
 }
 
 /**
- * Key-group fields no query uses, exempted from automatic single-field indexes: large maps and strings written on
- * every transaction (index fan-out costs write latency; a document may have 40,000 index entries). Firestore's
- * best-practices and quotas pages.
+ * Firestore's index settings and TTL policies from the inventory (shared/state/firestore-inventory.ts): a TTL policy on
+ * every collection it gives one (unless `--ttl-collection-group` already listed it), a single-field index exemption
+ * for every field it exempts (monotonic, or written at high rate: index entries cost write latency, a document may
+ * have 40,000, sequential values hot-spot an index range; Firestore's best-practices and quotas pages), and the
+ * composite indexes its queries need.
  */
-export const KEY_GROUP_INDEX_EXEMPTIONS: readonly (readonly [string, string])[] = [
-  [GROUP_COLLECTIONS.groups, 'w'],
-  [GROUP_COLLECTIONS.groups, 'c'],
-  [GROUP_COLLECTIONS.groups, 'seen'],
-  [GROUP_COLLECTIONS.groups, 'expireAt'],
-  [GROUP_COLLECTIONS.spills, 'seen'],
-  [GROUP_COLLECTIONS.paneBatches, 'panes_json'],
-];
-
-/**
- * The composite indexes fireWindows' key-group queries need (`group in […]` with a range on a timer); leading with
- * the group spreads the ever-growing timer values over the groups' ranges.
- */
-export const KEY_GROUP_COMPOSITE_INDEXES: readonly (readonly [string, string])[] = [
-  ['group', 'event_timer_ms'],
-  ['group', 'processing_timer_ms'],
-];
-
-/** The key-groups layout's TTL policies, single-field index exemptions and composite indexes. */
-function keyGroupIndexes({ o, p, steps }: PlanContext): void {
+function firestoreIndexes({ o, p, steps }: PlanContext): void {
   const db = `--database=${o.firestoreDatabase}`;
-  for (const group of [GROUP_COLLECTIONS.groups, GROUP_COLLECTIONS.spills]) {
+  for (const group of ttlCollections()) {
     if (o.ttlCollectionGroups.includes(group)) continue;
-    steps.push(
-      ttlPolicyStep(
-        o,
-        p,
-        group,
-        `Firestore TTL policy on ${group}.${TTL_FIELD} (key-group tombstones and dedup ids)`,
-      ),
-    );
+    steps.push(ttlPolicyStep(o, p, group, `Firestore TTL policy on ${group}.${TTL_FIELD}`));
   }
-  for (const [group, field] of KEY_GROUP_INDEX_EXEMPTIONS) {
+  for (const [group, field, why] of indexExemptions()) {
     steps.push({
       kind: 'ensure',
-      title: `Firestore single-field index exemption: ${group}.${field} (no query uses it)`,
+      title: `Firestore single-field index exemption: ${group}.${field} (no query uses it; ${why})`,
       probe: {
         kind: 'line',
         command: gcloud(
@@ -393,34 +373,36 @@ function keyGroupIndexes({ o, p, steps }: PlanContext): void {
       ),
     });
   }
-  for (const [first, second] of KEY_GROUP_COMPOSITE_INDEXES) {
-    steps.push({
-      kind: 'ensure',
-      title: `Firestore composite index ${GROUP_COLLECTIONS.groups} (${first}, ${second})`,
-      probe: {
-        kind: 'status',
-        command: [
-          'bash',
-          '-c',
-          // The timer fields appear in no other index of the database.
-          'gcloud firestore indexes composite list --database="$0" --project="$1" --format=json | ' +
-            'grep -q -- "$2"',
-          o.firestoreDatabase,
-          o.project,
-          second,
-        ],
-      },
-      absent: gcloud(
-        'firestore indexes composite create',
-        `--collection-group=${GROUP_COLLECTIONS.groups}`,
-        '--query-scope=COLLECTION',
-        `--field-config=field-path=${first},order=ascending`,
-        `--field-config=field-path=${second},order=ascending`,
-        db,
-        '--async',
-        p,
-      ),
-    });
+  for (const { collection, composite = [] } of FIRESTORE_INVENTORY) {
+    for (const [first, second] of composite) {
+      steps.push({
+        kind: 'ensure',
+        title: `Firestore composite index ${collection} (${first}, ${second})`,
+        probe: {
+          kind: 'status',
+          command: [
+            'bash',
+            '-c',
+            // The timer fields appear in no other index of the database.
+            'gcloud firestore indexes composite list --database="$0" --project="$1" --format=json | ' +
+              'grep -q -- "$2"',
+            o.firestoreDatabase,
+            o.project,
+            second,
+          ],
+        },
+        absent: gcloud(
+          'firestore indexes composite create',
+          `--collection-group=${collection}`,
+          '--query-scope=COLLECTION',
+          `--field-config=field-path=${first},order=ascending`,
+          `--field-config=field-path=${second},order=ascending`,
+          db,
+          '--async',
+          p,
+        ),
+      });
+    }
   }
 }
 

@@ -106,6 +106,11 @@ export const THRESHOLDS = {
   fireWindowsAbsentSeconds: 600,
   /** Failed Cloud Scheduler attempts (ERROR log entries) in 10 minutes: any is a broken schedule (OIDC, 4xx/5xx). */
   schedulerErrors: 0,
+  /**
+   * Events dropped from the window aggregates as too late, per pipeline, in 10 minutes: any is an event in Silver
+   * that gold misses (allowed lateness passed, or the window's trigger finished).
+   */
+  droppedLateEvents: 0,
 } as const;
 
 /** The message and outcome of one catalogue line, by calling it with a capturing logger. */
@@ -146,8 +151,10 @@ export function metricNames(prefix: string): {
   watermarkLag: string;
   fireWindowsRuns: string;
   schedulerErrors: string;
+  droppedLate: string;
 } {
   return {
+    droppedLate: `${prefix}dropped-late-events`,
     quarantined: `${prefix}quarantined-messages`,
     badData: `${prefix}bad-data-rows`,
     watermarkLag: `${prefix}watermark-lag`,
@@ -168,17 +175,22 @@ export function ingestSubscriptionFilter(t: MonitoringTargets): string {
     : q(t.ingestSubscription);
 }
 
-/** A DELTA metric's descriptor, with at most one string label `[key, description]`. */
+/** A DELTA metric's descriptor, with string labels `[key, description]`. */
 function descriptor(
   valueType: LogMetric['metricDescriptor']['valueType'],
   unit: string,
-  label?: [string, string],
+  ...labels: [string, string][]
 ): LogMetric['metricDescriptor'] {
-  const labels =
-    label === undefined
-      ? []
-      : [{ key: label[0], valueType: 'STRING' as const, description: label[1] }];
-  return { metricKind: 'DELTA', valueType, unit, labels };
+  return {
+    metricKind: 'DELTA',
+    valueType,
+    unit,
+    labels: labels.map(([key, description]) => ({
+      key,
+      valueType: 'STRING' as const,
+      description,
+    })),
+  };
 }
 
 const PIPELINE_LABEL: [string, string] = ['pipeline', 'Windowed pipeline (jsonPayload.pipeline)'];
@@ -197,6 +209,14 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
   // Every completed fireWindows run logs this line, with watermark_lag_ms whenever there is a watermark.
   const fireWindowsRun = catalogued((log) =>
     logs.fireWindowsDone(log, { processingTimeMs: 1, watermarkMs: 0 }),
+  );
+  // One line per element left out of a window as too late (a redelivery of it is a duplicate, not a second drop).
+  const droppedLate = catalogued((log) =>
+    logs.windowElementDropped(
+      log,
+      { message_id: 'm', event_id: 'e', event_time: 't', drop_reason: 'r', watermark_ms: 0 },
+      { pipeline: 'p', key: 'k', windowStartMs: 0, windowEndMs: 1 },
+    ),
   );
   const announcements = [
     catalogued((log) => logs.rowRejectedBySink(log, { messageId: 'm' }, 't', 'i', 'e')),
@@ -248,6 +268,21 @@ export function logMetrics(t: MonitoringTargets): LogMetric[] {
       filter: `${ours} AND ${lineFilter(fireWindowsRun)}`,
       metricDescriptor: descriptor('INT64', '1', PIPELINE_LABEL),
       labelExtractors: { pipeline: 'EXTRACT(jsonPayload.pipeline)' },
+    },
+    {
+      name: names.droppedLate,
+      description:
+        'Events dropped from the window aggregates as too late (shared/logging/logs.ts windowElementDropped), by ' +
+        'pipeline and drop_reason; they are in Silver, gold misses them',
+      filter: `${ours} AND ${lineFilter(droppedLate)}`,
+      metricDescriptor: descriptor('INT64', '1', PIPELINE_LABEL, [
+        'drop_reason',
+        'EXPIRED_WINDOW (allowed lateness passed) or CLOSED_WINDOW (the trigger finished)',
+      ]),
+      labelExtractors: {
+        pipeline: 'EXTRACT(jsonPayload.pipeline)',
+        drop_reason: 'EXTRACT(jsonPayload.drop_reason)',
+      },
     },
   ];
   if (t.schedulerJobs.length > 0) {
@@ -424,6 +459,29 @@ export function alertPolicies(t: MonitoringTargets): AlertPolicy[] {
           [agg('300s', 'ALIGN_PERCENTILE_99', 'REDUCE_MAX', ['metric.label.pipeline'])],
           THRESHOLDS.watermarkLagMs,
           '300s',
+        ),
+      ],
+    ),
+    policy(
+      'dropped-late',
+      'Events were dropped from the window aggregates as too late: they are in Silver, gold misses them. ' +
+        '`offvia status` and the dashboard list the windows and the reason (`EXPIRED_WINDOW`: the allowed ' +
+        'lateness had passed; `CLOSED_WINDOW`: the trigger had finished); the log lines ' +
+        '(`outcome: dropped_late`) name each event, its event time and the watermark. A burst after an outage ' +
+        'means the watermark moved on without the delayed events: restate the windows from Silver ' +
+        '(`offvia gold restate`). A steady trickle means producers send later than the allowed lateness.',
+      [
+        above(
+          'Events dropped as late in 10 minutes, by pipeline and reason',
+          userMetric(names.droppedLate),
+          [
+            agg('600s', 'ALIGN_DELTA', 'REDUCE_SUM', [
+              'metric.label.pipeline',
+              'metric.label.drop_reason',
+            ]),
+          ],
+          THRESHOLDS.droppedLateEvents,
+          '0s',
         ),
       ],
     ),

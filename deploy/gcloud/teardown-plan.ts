@@ -2,6 +2,7 @@
 // Data (datasets, topics, dead letters, the documents of the system's Firestore database) stays unless asked for;
 // no other Firestore database, and no API, is ever touched.
 import { COLLECTIONS } from '../../shared/state/firestore-window-store';
+import { DRIFT_COLLECTIONS } from '../../shared/drift/firestore-store';
 import { pipelineSqlFiles } from './deploy-plan';
 import { functionEnv } from './env';
 import { BUILD_ROLES } from './functions';
@@ -34,9 +35,6 @@ export interface TeardownOptions extends DeployOptions {
   readonly deleteShared?: boolean;
 }
 
-/** Drift store subcollections under each table document (shared/drift/firestore-store.ts). */
-const DRIFT_SUBCOLLECTIONS = ['changes', 'rows', 'updates'] as const;
-
 /**
  * The collection ids of the window and drift stores (roots from the functions' configuration and subcollections),
  * for `gcloud firestore bulk-delete --collection-ids`.
@@ -53,7 +51,7 @@ export function firestoreCollectionIds(
       config.window.firestoreRoot,
       ...Object.values(COLLECTIONS),
       config.drift.firestoreRoot,
-      ...DRIFT_SUBCOLLECTIONS,
+      ...Object.values(DRIFT_COLLECTIONS),
     ]),
   ];
 }

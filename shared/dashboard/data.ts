@@ -54,6 +54,9 @@ export interface DroppedWindow {
   count: number;
   expiredWindow: number;
   closedWindow: number;
+  /** The latest drop in the window (epoch ms UTC) and its event id (the `dropped_late` log line names it too). */
+  lastDroppedAtMs: number;
+  lastEventId: string;
 }
 
 /**
@@ -234,6 +237,8 @@ export async function collectDashboard(
       count: d.count,
       expiredWindow: d.expiredWindow,
       closedWindow: d.closedWindow,
+      lastDroppedAtMs: d.lastDroppedAtMs,
+      lastEventId: d.lastEventId,
     })),
   };
 }

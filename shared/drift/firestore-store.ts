@@ -83,6 +83,9 @@ export function fingerprintOf(proposed: ProposedFields): string {
   return JSON.stringify(storeProposedFields(proposed));
 }
 
+/** The subcollections under each table document of the drift store's root collection. */
+export const DRIFT_COLLECTIONS = { changes: 'changes', rows: 'rows', updates: 'updates' } as const;
+
 /**
  * Firestore layout, under the configured root collection (default `offviaSchemaDrift`):
  * - `{root}/{table}`: `target_table`, lease (`lease_holder`, `lease_fence`, `lease_expires_ms`), `last_update_ms`;
@@ -105,15 +108,15 @@ export class FirestoreDriftStore implements DriftStore {
   }
 
   private changeRef(tableKey: string, windowId: string) {
-    return this.tableRef(tableKey).collection('changes').doc(windowId);
+    return this.tableRef(tableKey).collection(DRIFT_COLLECTIONS.changes).doc(windowId);
   }
 
   private rowRef(tableKey: string, id: string) {
-    return this.tableRef(tableKey).collection('rows').doc(id);
+    return this.tableRef(tableKey).collection(DRIFT_COLLECTIONS.rows).doc(id);
   }
 
   private updateRef(tableKey: string, updateId: string) {
-    return this.tableRef(tableKey).collection('updates').doc(updateId);
+    return this.tableRef(tableKey).collection(DRIFT_COLLECTIONS.updates).doc(updateId);
   }
 
   /**
@@ -227,7 +230,7 @@ export class FirestoreDriftStore implements DriftStore {
     for (;;) {
       const later = await tx.get(
         this.tableRef(tableKey)
-          .collection('changes')
+          .collection(DRIFT_COLLECTIONS.changes)
           .where('window_start_ms', '>=', candidate.startMs)
           .orderBy('window_start_ms')
           .limit(MAX_LATER_WINDOWS),
@@ -320,7 +323,7 @@ export class FirestoreDriftStore implements DriftStore {
   async pendingChanges(tableKey: string): Promise<PendingChange[]> {
     const snap = await this.call('pending changes', () =>
       this.tableRef(tableKey)
-        .collection('changes')
+        .collection(DRIFT_COLLECTIONS.changes)
         .where('status', 'in', ['pending', 'applying'])
         .get(),
     );
@@ -464,7 +467,11 @@ export class FirestoreDriftStore implements DriftStore {
     limit: number,
   ): Promise<{ rows: RetryRow[]; malformed: { id: string; problem: string }[] }> {
     const snap = await this.call('waiting rows', () =>
-      this.tableRef(tableKey).collection('rows').orderBy('processed_timestamp').limit(limit).get(),
+      this.tableRef(tableKey)
+        .collection(DRIFT_COLLECTIONS.rows)
+        .orderBy('processed_timestamp')
+        .limit(limit)
+        .get(),
     );
     const rows: RetryRow[] = [];
     const malformed: { id: string; problem: string }[] = [];
@@ -524,7 +531,7 @@ export class FirestoreDriftStore implements DriftStore {
 
   async updates(tableKey: string): Promise<UpdateRecord[]> {
     const snap = await this.call('updates', () =>
-      this.tableRef(tableKey).collection('updates').orderBy('started_ms').get(),
+      this.tableRef(tableKey).collection(DRIFT_COLLECTIONS.updates).orderBy('started_ms').get(),
     );
     return snap.docs.map((doc) => {
       const parsed = v.safeParse(UpdateDocSchema, doc.data());

@@ -400,7 +400,7 @@ export const sweepTableFailed = event(
 
 // ---- windows, watermark and panes: the window-state sink and the fireWindows function -----------------------------
 
-/** A valid event was left out of a window's aggregates as too late; metric `dropped late by window` counts these. */
+/** A valid event was left out of a window's aggregates as too late; log metric `dropped-late-events` (deploy/gcloud/monitoring.ts) counts these. */
 export const windowElementDropped = windowEvent<{
   message_id: string;
   event_id: string;

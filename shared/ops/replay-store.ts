@@ -5,6 +5,8 @@ import type { AttributeFilter, ChunkCheckpoint } from './replay-plan';
 
 /** The collection of replay runs (a namespace of its own, beside the window and drift stores' collections). */
 export const REPLAY_COLLECTION = 'replay_runs';
+/** The chunk checkpoints of one run, under `replay_runs/{runId}`. */
+export const REPLAY_CHUNKS = 'chunks';
 
 /** A run as stored: what `--resume` needs to continue it with the same range, chunks and filters. */
 export interface ReplayRunRecord {
@@ -76,13 +78,13 @@ export class FirestoreReplayStore implements ReplayCheckpointStore {
   }
 
   async readCheckpoints(runId: string): Promise<ChunkCheckpoint[]> {
-    const snap = await this.run(runId).collection('chunks').get();
+    const snap = await this.run(runId).collection(REPLAY_CHUNKS).get();
     return snap.docs.map((d) => d.data() as ChunkCheckpoint).sort((a, b) => a.index - b.index);
   }
 
   async writeCheckpoint(runId: string, checkpoint: ChunkCheckpoint): Promise<void> {
     await this.run(runId)
-      .collection('chunks')
+      .collection(REPLAY_CHUNKS)
       .doc(chunkDocId(checkpoint.index))
       .set({
         ...checkpoint,

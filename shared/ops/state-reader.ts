@@ -103,16 +103,54 @@ export async function countOpenWindows(
   return keys;
 }
 
-/** Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS). */
+/** Windows `offvia status` lists the dropped-late counters of, newest window first. */
+export const DROPPED_WINDOWS_SHOWN = 10;
+
+/** One window's dropped-late counters as `offvia status` shows them; times RFC 3339 UTC. */
+export type DroppedLateWindow = {
+  windowStart: string;
+  windowEnd: string;
+  count: number;
+  /** Drops because the allowed lateness had passed (`EXPIRED_WINDOW`). */
+  expiredWindow: number;
+  /** Drops because the window's trigger had finished (`CLOSED_WINDOW`). */
+  closedWindow: number;
+  lastDroppedAt: string;
+  /** The event id of the latest drop, to find its `dropped_late` log line. */
+  lastEventId: string;
+};
+
+/**
+ * Elements dropped as too late, summed over the counters (their TTL is OFFVIA_WINDOW_DROPPED_TTL_MS), and the
+ * newest {@link DROPPED_WINDOWS_SHOWN} windows with drops, newest first.
+ */
 export async function droppedLate(
   ctx: OpsContext,
   store: FirestoreWindowStore<JsonValue>,
-): Promise<{ total: number; expiredWindow: number; closedWindow: number }> {
+): Promise<{
+  total: number;
+  expiredWindow: number;
+  closedWindow: number;
+  windows: DroppedLateWindow[];
+}> {
   const counters = await firestoreCall(ctx, 'dropped-late counters', () => store.readDropped());
+  const iso = (ms: number) => new Date(ms).toISOString();
   return {
     total: counters.reduce((s, c) => s + c.count, 0),
     expiredWindow: counters.reduce((s, c) => s + c.expiredWindow, 0),
     closedWindow: counters.reduce((s, c) => s + c.closedWindow, 0),
+    windows: [...counters]
+      .sort((a, b) => b.windowStartMs - a.windowStartMs)
+      .slice(0, DROPPED_WINDOWS_SHOWN)
+      .map((c) => ({
+        windowStart: iso(c.windowStartMs),
+        windowEnd: iso(c.windowEndMs),
+        count: c.count,
+        expiredWindow: c.expiredWindow,
+        closedWindow: c.closedWindow,
+        lastDroppedAt: iso(c.lastDroppedAtMs),
+        lastEventId: c.lastEventId,
+      })),
   };
 }
 

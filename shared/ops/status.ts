@@ -8,6 +8,7 @@ import { keyValues, pickTable, section, table } from './output';
 import {
   countOpenWindows,
   droppedLate,
+  type DroppedLateWindow,
   fireWindowsLease,
   lastLogEntry,
   type Lease,
@@ -44,7 +45,27 @@ export interface AggregationStatus {
   droppedLate: number;
   droppedExpiredWindow: number;
   droppedClosedWindow: number;
+  /** The newest windows with drops, newest first (at most DROPPED_WINDOWS_SHOWN). */
+  droppedLateWindows: DroppedLateWindow[];
   lastRun: LastRun;
+}
+
+/** The dropped-late counters by window and reason, newest first; empty when nothing was dropped. */
+function droppedWindowsTable(a: AggregationStatus): string {
+  if (a.droppedLateWindows.length === 0) return '';
+  return (
+    `\ndropped late by window (newest ${a.droppedLateWindows.length}; EXPIRED_WINDOW: allowed lateness ` +
+    'passed, CLOSED_WINDOW: trigger finished)\n' +
+    pickTable(a.droppedLateWindows, [
+      ['window start', 'windowStart'],
+      ['window end', 'windowEnd'],
+      ['dropped', 'count'],
+      ['EXPIRED_WINDOW', 'expiredWindow'],
+      ['CLOSED_WINDOW', 'closedWindow'],
+      ['last dropped at', 'lastDroppedAt'],
+      ['last event id', 'lastEventId'],
+    ])
+  );
 }
 
 /** Everything `status` reports; `--json` prints it as is. Times are RFC 3339 UTC, durations ms. */
@@ -190,6 +211,7 @@ export async function collectStatus(
         droppedLate: dropped.total,
         droppedExpiredWindow: dropped.expiredWindow,
         droppedClosedWindow: dropped.closedWindow,
+        droppedLateWindows: dropped.windows,
         lastRun: lastRun(ctx, pipeline.functions.fireWindows.entryPoint, lease),
       };
     }),
@@ -349,7 +371,7 @@ export function formatStatus(r: StatusReport): string {
             `${a.panesByTiming.map((x) => `${x.timing} ${x.panes}`).join(', ') || '0'} (${a.goldTable})`,
           ],
           ['last fireWindows run', `${a.lastRun.at ?? ''} ${a.lastRun.detail}`.trim()],
-        ]),
+        ]) + droppedWindowsTable(a),
       ),
     ),
     ...(r.schemaSweep === null

@@ -311,6 +311,14 @@ describe('e2e: the dashboard in headless Chromium', function () {
       dropped?.labels.indexOf(`${hhmm(lateWindowMs)}–${hhmm(lateWindowMs + 60_000)}`) ?? -1;
     assert.ok(lateIndex >= 0, JSON.stringify(dropped?.labels));
     assert.ok(Number(dropped?.datasets[0]?.data[lateIndex]) >= 1, JSON.stringify(dropped));
+    // Its caption names the newest window with drops, the reason and the latest dropped event.
+    const caption = await page.evaluate<string>(
+      `document.querySelector('[data-caption="dropped"]').textContent`,
+    );
+    assert.match(
+      caption,
+      /Newest: window \d\d:\d\d–\d\d:\d\d, \d+ dropped \((EXPIRED|CLOSED)_WINDOW.*\), last at \S+Z \(event \S+\)\./,
+    );
 
     // The page's numbers equal collectStatus for the same moment (its `now` and look-back). The scheduler may
     // fire between the page's read and ours: then compare at the next refresh.

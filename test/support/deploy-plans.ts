@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parseCli, planFor, REPO_ROOT, readRepoFacts } from '../../deploy/gcloud/cli';
 import { DEFAULT_TTL_COLLECTION_GROUPS } from '../../deploy/gcloud/deploy-plan';
 import { DEFAULT_RUNTIME } from '../../deploy/gcloud/functions';
+import type { MonitoringTargets } from '../../deploy/gcloud/monitoring';
 import type { DeployOptions, Plan, RepoFacts } from '../../deploy/gcloud/options';
 
 /** The test project. */
@@ -30,6 +31,19 @@ export const OPTIONS: DeployOptions = {
   ttlCollectionGroups: DEFAULT_TTL_COLLECTION_GROUPS,
   outDir: 'deploy/gcloud/generated/test',
   runtime: DEFAULT_RUNTIME,
+};
+
+/** Monitoring targets of one ingest function, for tests of single metrics and policies. */
+export const MONITORING_TARGETS: MonitoringTargets = {
+  prefix: 'offvia-',
+  region: 'europe-west1',
+  services: ['ingestbooking'],
+  ingestService: 'ingestbooking',
+  schedulerJobs: [],
+  bronzeSubscription: 'b',
+  deadLetterHoldSubscription: 'd',
+  bronzeDeadLetterHoldSubscription: 'bd',
+  notificationChannels: [],
 };
 
 /** The repository's facts for the test project. */

@@ -151,3 +151,18 @@ export class RecordingWriter implements RowWriter {
     return this.written.get(tableName(table)) ?? [];
   }
 }
+
+/** A planned table update adding INT64 column `a` for `change` (the drift store's beginUpdate/finishUpdate input). */
+export function addColumnUpdate(
+  updateId: string,
+  change: { readonly windowId: string; readonly fingerprint: string },
+) {
+  return {
+    updateId,
+    changes: [{ windowId: change.windowId, fingerprint: change.fingerprint }],
+    addColumns: [{ name: 'a', type: 'INT64', mode: 'NULLABLE' } as const],
+    statements: ['ALTER …'],
+    unchanged: [],
+    rejected: [],
+  };
+}

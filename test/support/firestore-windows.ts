@@ -9,7 +9,11 @@ import { createBookingWindows, type BookingWindows } from './booking-window-asse
 import type { FirestoreWindowStore, StoreMetrics } from '../../shared/state/firestore-window-store';
 import { Logger, type LogEntry } from '../../shared/logging/logger';
 import type { RowWriter } from '../../shared/sinks/row-writer';
-import { Clock, RecordingWriter, T } from './booking-windows';
+import { Clock, RecordingWriter, S, T } from './booking-windows';
+import { assembleBookingWindows } from './booking-window-assembly';
+import { loadWindowConfig } from '../../shared/config/window-config';
+import { parseBookingAccumulator } from '../../shared/aggregates/booking-aggregates';
+import { GroupedFirestoreWindowStore } from '../../shared/state/grouped-window-store';
 
 /** A Firestore client on the emulator of the running stack. @throws when FIRESTORE_EMULATOR_HOST is not set */
 export function emulatorFirestore(): Firestore {
@@ -82,4 +86,39 @@ export function firestoreBookingWindows(
     clock,
     sink: new BookingWindowSink(windows.pipeline, logger),
   };
+}
+
+/**
+ * The booking pipeline on a key-groups store of its own root with one key group, `shards` shards and at most
+ * `maxSeenPerDocument` dedup ids per document, so a few events spill to `dedupSpills`.
+ */
+export function spillingBookingWindows(
+  db: Firestore,
+  maxSeenPerDocument: number,
+  shards = 1,
+): { store: GroupedFirestoreWindowStore<BookingAccumulator>; sink: BookingWindowSink } {
+  const root = uniqueRoot('itSpill');
+  const config = loadWindowConfig({ OFFVIA_WINDOW_FIRESTORE_ROOT: root });
+  const clock = new Clock(T);
+  const store = new GroupedFirestoreWindowStore<BookingAccumulator>(db, {
+    root,
+    pipeline: config.pipeline,
+    parseAccumulator: parseBookingAccumulator,
+    keyGroups: 1,
+    shards,
+    earlyDelayMs: 30 * S,
+    lateDelayMs: null,
+    dedupTtlMs: config.ledgerTtlMs,
+    maxSeenPerDocument,
+    now: clock.now,
+  });
+  const windows = assembleBookingWindows(config, {
+    store,
+    writer: new RecordingWriter(),
+    badDataTable: { datasetId: 'offvia_quarantine', tableId: 'bad_data' },
+    projectId: 'offvia-test',
+    logger: new Logger('test', () => undefined, clock.now),
+    now: clock.now,
+  });
+  return { store, sink: new BookingWindowSink(windows.pipeline, windows.logger) };
 }

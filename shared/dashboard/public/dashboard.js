@@ -350,9 +350,16 @@ function drawDropped(d) {
     },
   });
   const s = d.status.aggregations[0];
+  // The counters come oldest window first: the last one is the newest window with drops.
+  const newest = w[w.length - 1];
   text(
     '[data-caption="dropped"]',
-    `${fmt(s.droppedLate)} dropped (${fmt(s.droppedExpiredWindow)} expired window, ${fmt(s.droppedClosedWindow)} closed window) over ${w.length} window(s).`,
+    `${fmt(s.droppedLate)} dropped (${fmt(s.droppedExpiredWindow)} expired window, ${fmt(s.droppedClosedWindow)} closed window) over ${w.length} window(s).` +
+      (newest
+        ? ` Newest: window ${hhmm(newest.windowStartMs)}–${hhmm(newest.windowEndMs)}, ${fmt(newest.count)} dropped ` +
+          `(${newest.closedWindow > 0 ? 'CLOSED_WINDOW' : 'EXPIRED_WINDOW'}${newest.closedWindow > 0 && newest.expiredWindow > 0 ? ' and EXPIRED_WINDOW' : ''}), ` +
+          `last at ${new Date(newest.lastDroppedAtMs).toISOString()} (event ${newest.lastEventId}).`
+        : ''),
   );
 }
 

@@ -8,6 +8,7 @@ import {
   type RetryRow,
 } from '../../../shared/drift';
 import { proposeFields, schemaWindowOf } from '../../../shared/schema';
+import { addColumnUpdate } from '../../support/drift-fixtures';
 import { requireStack, runTag, stackClients } from '../../support/drift-stack';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 10, 0);
@@ -155,14 +156,7 @@ describe('integration: FirestoreDriftStore on the Firestore emulator', function 
     assert.ok(change);
     const lease = await store.acquireLease(key, 'U', NOW, 60_000);
     assert.ok(lease);
-    const update = {
-      updateId: 'u-test',
-      changes: [{ windowId: change.windowId, fingerprint: change.fingerprint }],
-      addColumns: [{ name: 'a', type: 'INT64', mode: 'NULLABLE' } as const],
-      statements: ['ALTER …'],
-      unchanged: [],
-      rejected: [],
-    };
+    const update = addColumnUpdate('u-test', change);
     // The change grows after the plan: stale.
     await propose(key, { b: 1 });
     assert.equal(await store.beginUpdate(lease, update, NOW), 'stale');

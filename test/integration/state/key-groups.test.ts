@@ -2,11 +2,7 @@
 // and in tombstones after garbage collection, the spill path, partitioned fireWindows with its own leases, the timer
 // query for a timer loop, and the refusal of the retired per-window layout.
 import assert from 'node:assert/strict';
-import type { BookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
-import { assembleBookingWindows, fireWindowsDepsOf } from '../../support/booking-window-assembly';
-import { BookingWindowSink } from '../../support/booking-window-assembly';
-import { loadWindowConfig } from '../../../shared/config/window-config';
-import { Logger } from '../../../shared/logging/logger';
+import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { COLLECTIONS } from '../../../shared/state/firestore-window-store';
 import { keyGroupOf } from '../../../shared/state/ids';
@@ -14,13 +10,10 @@ import {
   GROUP_COLLECTIONS,
   GroupedFirestoreWindowStore,
 } from '../../../shared/state/grouped-window-store';
-import { parseBookingAccumulator } from '../../../shared/aggregates/booking-aggregates';
 import {
-  Clock,
   LAB_SCENARIO_PANES,
   MIN,
   paneSummary,
-  RecordingWriter,
   record,
   routesOf,
   runLabWindowScenario,
@@ -30,7 +23,7 @@ import {
 import {
   suiteFirestore,
   firestoreBookingWindows,
-  uniqueRoot,
+  spillingBookingWindows,
 } from '../../support/firestore-windows';
 
 const ROUTES = routesOf('JFK-LHR-USD SFO-HND-USD CDG-JFK-EUR LHR-DXB-GBP BOS-MIA-USD ORD-LAX-USD');
@@ -140,32 +133,7 @@ describe('integration: key-groups layout on the Firestore emulator', function ()
   });
 
   it('spills dedup ids beyond the per-document bound and still recognises every event', async () => {
-    const root = uniqueRoot('itSpill');
-    const config = loadWindowConfig({
-      OFFVIA_WINDOW_FIRESTORE_ROOT: root,
-    });
-    const clock = new Clock(T);
-    const store = new GroupedFirestoreWindowStore<BookingAccumulator>(db(), {
-      root,
-      pipeline: config.pipeline,
-      parseAccumulator: parseBookingAccumulator,
-      keyGroups: 1,
-      shards: 1,
-      earlyDelayMs: 30 * S,
-      lateDelayMs: null,
-      dedupTtlMs: config.ledgerTtlMs,
-      maxSeenPerDocument: 4,
-      now: clock.now,
-    });
-    const windows = assembleBookingWindows(config, {
-      store,
-      writer: new RecordingWriter(),
-      badDataTable: { datasetId: 'offvia_quarantine', tableId: 'bad_data' },
-      projectId: 'offvia-test',
-      logger: new Logger('test', () => undefined, clock.now),
-      now: clock.now,
-    });
-    const sink = new BookingWindowSink(windows.pipeline, windows.logger);
+    const { store, sink } = spillingBookingWindows(db(), 4);
     for (let i = 0; i < 11; i++) {
       const outcome = await record(sink, { id: `sp-${i}`, fare: '1', at: T + i * S }, T + 12 * S);
       assert.equal(outcome.kind, 'counted');

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { logMetrics } from '../../../deploy/gcloud/monitoring';
 import type { LogEntry } from '../../../shared/logging/logger';
+import { MONITORING_TARGETS } from '../../support/deploy-plans';
 import { bookingPayload } from '../../support/drift-fixtures';
 import { driftRig } from '../../support/drift-rig';
 
@@ -23,17 +24,7 @@ function countedByMetric(filter: string, lines: readonly LogEntry[]): number {
 }
 
 describe('deploy: the bad-data-rows log metric', () => {
-  const metric = logMetrics({
-    prefix: 'offvia-',
-    region: 'europe-west1',
-    services: ['ingestbooking'],
-    ingestService: 'ingestbooking',
-    schedulerJobs: [],
-    bronzeSubscription: 'b',
-    deadLetterHoldSubscription: 'd',
-    bronzeDeadLetterHoldSubscription: 'bd',
-    notificationChannels: [],
-  }).find((m) => m.name === 'offvia-bad-data-rows');
+  const metric = logMetrics(MONITORING_TARGETS).find((m) => m.name === 'offvia-bad-data-rows');
 
   it('counts a row the drift gate sends to bad data at ingest (permanent schema error) once', async () => {
     assert.ok(metric);

@@ -1,10 +1,12 @@
 // Redeploy compatibility: every pinned dry run (test/unit/deploy/golden/, written from the plans before booking was
 // planned as a registered pipeline) still runs the same commands. A step's title and the plan's notes are prose and
 // may change; its kind, probe, commands, retry and captured variable may not, but for the console labels PROSE lists.
-// Booking's deploy and telemetry's teardowns keep their order; the other plans list each pipeline's steps concept by
-// concept now (ORDER says why that is safe), so they are compared as multisets. ADDED lists the steps a plan gained.
-// One pinned command changed on purpose: telemetry's Silver and dead-letter DDL declare reprocess_run_id at creation
-// (the BigQuery emulator refuses streamed rows into a column added by ALTER), so those two steps were re-pinned.
+// The deploy plans and telemetry's teardowns keep their order; the other teardowns list each pipeline's steps concept
+// by concept now (ORDER says why that is safe), so they are compared as multisets. ADDED lists the steps a plan gained.
+// Pinned commands changed on purpose: telemetry's Silver and dead-letter DDL declare reprocess_run_id at creation
+// (the BigQuery emulator refuses streamed rows into a column added by ALTER), so those two steps were re-pinned; the
+// four deploy plans were re-pinned whole (current order, telemetry's operator DDL included) when the Firestore
+// inventory (shared/state/firestore-inventory.ts) gave every monotonic or high-rate field its index exemption.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -65,23 +67,10 @@ function meaning(step: Step): string {
  * refuses a variable used before its capture), metrics before the policies and dashboards reading them; a teardown
  * removes project bindings before their accounts. Pipelines share no resource but those project-wide steps.
  */
-const MULTISET = new Set([
-  'deploy-all',
-  'deploy-telemetry',
-  'deploy-all-kms-publisher-hmac',
-  'teardown-all',
-  'teardown-all-delete-data',
-]);
+const MULTISET = new Set(['teardown-all', 'teardown-all-delete-data']);
 
-/**
- * Booking's teardown now deletes its dashboard, which the deploy creates and the old teardown left behind; telemetry's
- * deploy creates the tables the operator command's re-drives write (its resolutions table and open views).
- */
-const TELEMETRY_OPERATOR_DDL = 'BigQuery DDL sql/pipelines/telemetry/080_operator_runs.sql';
+/** Booking's teardown now deletes its dashboard, which the deploy creates and the old teardown left behind. */
 const ADDED: Readonly<Record<string, readonly string[]>> = {
-  'deploy-all': [TELEMETRY_OPERATOR_DDL],
-  'deploy-telemetry': [TELEMETRY_OPERATOR_DDL],
-  'deploy-all-kms-publisher-hmac': [TELEMETRY_OPERATOR_DDL],
   'teardown-all': ['Delete Cloud Monitoring dashboard offvia-pipeline'],
   'teardown-all-delete-data': ['Delete Cloud Monitoring dashboard offvia-pipeline'],
   'teardown-booking': ['Delete Cloud Monitoring dashboard offvia-pipeline'],

@@ -156,6 +156,8 @@ describe('gcloud plan rendering', () => {
 
   it('renders deploy and teardown plans that pass shellcheck', function () {
     needShellcheck(this);
+    // Twelve plans of ~150–300 steps each through shellcheck: about 10 s on an idle machine, more under load.
+    this.timeout(60_000);
     // Every pinned dry run (deploy and teardown, each pipeline and all), then one with other locations.
     const options = {
       ...OPTIONS,
