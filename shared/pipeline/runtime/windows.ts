@@ -61,6 +61,8 @@ export interface AggregationWindowsParts {
   readonly metrics?: StoreMetrics;
   /** The ingest subscription's backlog (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent: delivery holds only. */
   readonly backlog?: BacklogSampleReader;
+  /** The heartbeat record (tests); absent: Firestore's, beside the watermark (`FirestoreWatermarkHoldStore`). */
+  readonly heartbeats?: HeartbeatStore;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -197,6 +199,7 @@ export function createAggregationWindows(
     namespace.root,
     namespace.pipeline,
   );
+  const heartbeats = parts.heartbeats ?? holdStore;
   const partitions = {
     partitions: knobs.firePartitions,
     partitionsInFlight: knobs.firePartitionsInFlight,
@@ -217,7 +220,7 @@ export function createAggregationWindows(
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
     ...(groups !== undefined && { groups: { store: groups, ...partitions } }),
     ...(sessions !== undefined && { sessions: { ...sessions, ...partitions } }),
-    ...holdOf(holdStore, aggregation, parts),
+    ...holdOf(holdStore, heartbeats, aggregation, parts),
   };
   return {
     aggregation,
@@ -226,7 +229,7 @@ export function createAggregationWindows(
     pipeline,
     holds:
       knobs.holdLeaseMs > 0 ? new DeliveryHolds(holdStore, knobs.holdLeaseMs, logger) : undefined,
-    heartbeats: holdStore,
+    heartbeats,
     fire,
   };
 }
@@ -238,6 +241,7 @@ export function createAggregationWindows(
  */
 function holdOf(
   holdStore: FirestoreWatermarkHoldStore,
+  heartbeats: HeartbeatStore,
   aggregation: AnyAggregation,
   parts: AggregationWindowsParts,
 ): Pick<FireWindowsDeps<never, JsonValue, unknown>, 'watermarkHold'> {
@@ -267,7 +271,7 @@ function holdOf(
           pipeline: aggregation.name,
         });
   return {
-    watermarkHold: heartbeatWatermarkHold(holdStore, inner, {
+    watermarkHold: heartbeatWatermarkHold(heartbeats, inner, {
       policy: aggregation.watermarkPolicy,
       maxHoldMs: knobs.holdMaxMs,
       pipeline: aggregation.name,
