@@ -70,6 +70,13 @@ export const INGEST_OUTAGE_MS = 11 * 60_000;
  */
 export const DELIVERY_STALL_MS = 8 * 60_000;
 
+/**
+ * How long the ingest-down scenario keeps ingestBooking down by default, ms: 15 min, more than twice the 7 min 10 s
+ * after which the idle rule alone would make the backlog's first events late (see {@link DELIVERY_STALL_MS}); a
+ * stopped function records no delivery hold, so only the heartbeat holds the watermark. `--down-ms` shortens it.
+ */
+export const INGEST_DOWN_MS = 15 * 60_000;
+
 /** A scenario with the defaults: delivered by the driver, once per message, no re-published copies. */
 function scenario(
   s: Omit<Scenario, 'delivery' | 'deliveries' | 'republishShare'> & Partial<Scenario>,
@@ -120,6 +127,16 @@ export const SCENARIOS: readonly Scenario[] = [
       downMs: INGEST_OUTAGE_MS,
     },
     currency: 'RLE',
+  }),
+  scenario({
+    name: 'ingest-down',
+    description:
+      'ingestBooking stopped for 15 min mid-run while events (event time = now) and heartbeats keep coming; ' +
+      "push delivery with the stack's settings; 0 dropped late (the heartbeat holds the watermark)",
+    delivery: 'push',
+    fault: { kind: 'outage', service: 'fn-ingestBooking', atFraction: 0.2, downMs: INGEST_DOWN_MS },
+    noneDroppedLate: true,
+    currency: 'RLG',
   }),
   scenario({
     name: 'delivery-stall',

@@ -49,6 +49,7 @@ describe('reliability harness: command line', () => {
         'bigquery-outage',
         'firestore-outage',
         'ingest-outage',
+        'ingest-down',
         'delivery-stall',
       ],
     );
@@ -215,5 +216,20 @@ describe('reliability harness: the check before the stack starts', () => {
     assert.equal(first, 'reliability: --events must be a positive integer, got "abc"');
     assert.equal(rest.join('\n'), `\n${USAGE}`);
     assert.doesNotMatch(r.err, /^\s+at /m);
+  });
+});
+
+describe('reliability harness: --down-ms', () => {
+  it('sets the ingest-down outage and refuses it without that scenario', () => {
+    const parsed = parseArgs(['--scenarios', 'ingest-down', '--down-ms', '480000']);
+    assert.equal(parsed.kind, 'run');
+    const [s] = parsed.kind === 'run' ? parsed.settings.scenarios : [];
+    assert.equal(s?.fault.kind === 'outage' && s.fault.downMs, 480_000);
+    assert.equal(s?.noneDroppedLate, true);
+    assert.match(s?.description ?? '', /480 s/);
+    assert.throws(
+      () => parseArgs(['--scenarios', 'redelivery', '--down-ms', '1000']),
+      /ingest-down/,
+    );
   });
 });
