@@ -930,9 +930,20 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
       `--description=Calls ${spec.entryPoint} of pipeline ${d.pipeline.name} (deploy/schedules.ts)`,
       p,
     );
+  schedulerJobStep(ctx, name, `Cloud Scheduler job ${name} (${schedule.cron}, OIDC)`, job);
+  if (spec.role === 'fireWindows') heartbeatJob(ctx, d.pipeline);
+}
+
+/** The step ensuring Cloud Scheduler job `name`: `job('create')` when it does not exist, else `job('update')`. */
+function schedulerJobStep(
+  { o, p, steps }: PlanContext,
+  name: string,
+  title: string,
+  job: (verb: 'create' | 'update') => string[],
+): void {
   steps.push({
     kind: 'ensure',
-    title: `Cloud Scheduler job ${name} (${schedule.cron}, OIDC)`,
+    title,
     probe: {
       kind: 'status',
       command: gcloud('scheduler jobs describe', name, `--location=${o.region}`, p),
@@ -941,7 +952,6 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
     present: job('update'),
     retry: true,
   });
-  if (spec.role === 'fireWindows') heartbeatJob(ctx, d.pipeline);
 }
 
 /** The Cloud Scheduler job publishing a pipeline's watermark heartbeat: named after its ingest function. */
@@ -954,7 +964,8 @@ export function heartbeatJobName(names: Names, p: AnyPipelineDefinition): string
  * minute into the ingest topic (a Pub/Sub target: no function, no OIDC; Cloud Scheduler's service agent
  * publishes), marked with `HEARTBEAT_ATTRIBUTE`, so it travels the events' own subscription and push path.
  */
-function heartbeatJob({ o, p, names, steps }: PlanContext, pipeline: AnyPipelineDefinition): void {
+function heartbeatJob(ctx: PlanContext, pipeline: AnyPipelineDefinition): void {
+  const { o, p, names } = ctx;
   const name = heartbeatJobName(names, pipeline);
   const attribute = `${HEARTBEAT_ATTRIBUTE}=${pipeline.name}`;
   const job = (verb: 'create' | 'update'): string[] =>
@@ -972,17 +983,8 @@ function heartbeatJob({ o, p, names, steps }: PlanContext, pipeline: AnyPipeline
       `--description=Watermark heartbeat of pipeline ${pipeline.name} (docs/windows.md)`,
       p,
     );
-  steps.push({
-    kind: 'ensure',
-    title: `Cloud Scheduler job ${name} (* * * * *, Pub/Sub heartbeat into ${pipeline.pubsub.topic})`,
-    probe: {
-      kind: 'status',
-      command: gcloud('scheduler jobs describe', name, `--location=${o.region}`, p),
-    },
-    absent: job('create'),
-    present: job('update'),
-    retry: true,
-  });
+  const title = `Cloud Scheduler job ${name} (* * * * *, Pub/Sub heartbeat into ${pipeline.pubsub.topic})`;
+  schedulerJobStep(ctx, name, title, job);
 }
 
 /** A label-safe digest of the source and of everything else that goes into a deploy. */
