@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import type { TableRef } from '../../../shared/config/env';
 import { main } from '../../../shared/ops/cli';
 import { EXIT, OpsError, UsageError } from '../../../shared/ops/errors';
-import { attributesOf } from '../../../shared/ops/replay-bronze';
+import { attributesOf, readChunk } from '../../../shared/ops/replay-bronze';
+import type { OpsContext } from '../../../shared/ops/context';
 import { KnownRowsWriter, emptyKnownRows } from '../../../shared/ops/known-rows-writer';
 import {
   chunksToRun,
@@ -512,5 +513,36 @@ describe('replay: attributes read from Bronze', () => {
     assert.throws(() => attributesOf('{"a":null}', 'm-8'), /"a" of message m-8 is null/);
     assert.throws(() => attributesOf('[1]', 'm-9'), /of message m-9 are not a JSON object/);
     assert.throws(() => attributesOf('{', 'm-10'), /of message m-10 are not JSON/);
+  });
+});
+
+describe('replay: Bronze heartbeats', () => {
+  it('skips watermark heartbeats when reading a chunk: they are never re-published as events', async () => {
+    const row = (id: string, attributes: string) => ({
+      message_id: id,
+      publish_time: '2026-12-01T10:00:00.000Z',
+      data: id === 'hb' ? 'heartbeat' : '{"booking_id":"BK-1"}',
+      attributes,
+    });
+    const ctx = {
+      mode: 'local',
+      env: {},
+      tables: { bronze: 'p.offvia_bronze.raw_bookings' },
+      bigquery: {
+        query: () =>
+          Promise.resolve([
+            [row('hb', '{"offvia_heartbeat":"booking"}'), row('m-1', '{}')],
+            {},
+            {},
+          ]),
+      },
+      describe: { bigquery: 'BigQuery emulator', firestore: '', hint: '' },
+    } as unknown as OpsContext;
+    const chunk = { index: 0, fromMs: 0, toMs: Date.UTC(2027, 0, 1) };
+    const read = await readChunk(ctx, chunk as never, { filters: [], messageIds: null });
+    assert.deepEqual(
+      read.map((m) => m.messageId),
+      ['m-1'],
+    );
   });
 });
