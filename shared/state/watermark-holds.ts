@@ -101,9 +101,7 @@ export class FirestoreWatermarkHoldStore implements WatermarkHoldStore, Heartbea
   }
 
   async newestHeartbeat(): Promise<number | null> {
-    return this.call('read heartbeat', async () =>
-      this.parseHeartbeat(await this.heartbeat.get()),
-    );
+    return this.call('read heartbeat', async () => this.parseHeartbeat(await this.heartbeat.get()));
   }
 
   private parseHeartbeat(snap: { exists: boolean; data(): unknown }): number | null {

@@ -253,9 +253,15 @@ async function recordHeartbeat(
   const publishTimeMs = message.publishTimeMs ?? null;
   if (publishTimeMs !== null) {
     try {
-      for (const a of deps.aggregations) await a.heartbeats?.recordHeartbeat(publishTimeMs, deps.now());
+      for (const a of deps.aggregations)
+        await a.heartbeats?.recordHeartbeat(publishTimeMs, deps.now());
     } catch (err) {
-      logs.transientFailure(deps.logger, { messageId: message.messageId }, 'heartbeat', errorText(err));
+      logs.transientFailure(
+        deps.logger,
+        { messageId: message.messageId },
+        'heartbeat',
+        errorText(err),
+      );
       throw err;
     }
   }

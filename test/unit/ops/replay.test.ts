@@ -539,7 +539,7 @@ describe('replay: Bronze heartbeats', () => {
       describe: { bigquery: 'BigQuery emulator', firestore: '', hint: '' },
     } as unknown as OpsContext;
     const chunk = { index: 0, fromMs: 0, toMs: Date.UTC(2027, 0, 1) };
-    const read = await readChunk(ctx, chunk as never, { filters: [], messageIds: null });
+    const read = await readChunk(ctx, chunk, { filters: [], messageIds: null });
     assert.deepEqual(
       read.map((m) => m.messageId),
       ['m-1'],
