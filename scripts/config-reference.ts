@@ -109,6 +109,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
         "OFFVIA_PYTHON | `python3` | the Python that creates the emulator's venv",
         "*OFFVIA_SCHEDULE_SCHEMA_SWEEP_SECONDS | `60` | cadence of the local scheduler loop's `schemaSweep` calls (`0` pauses it); `OFFVIA_SCHEDULE_<FUNCTION>_SECONDS` for any job in `deploy/schedules.ts`",
         "*OFFVIA_SCHEDULE_FIRE_WINDOWS_SECONDS | `60` | cadence of the local scheduler loop's `fireWindows` calls (`0` pauses it)",
+        "*OFFVIA_SCHEDULE_HEARTBEAT_SECONDS | `60` | cadence of the local scheduler loop's watermark heartbeats into every pipeline's ingest topic (`0` stops them: every watermark's idle rule then waits up to `OFFVIA_WATERMARK_HOLD_MAX_MS`; see [windows](windows.md#heartbeats))",
         'OFFVIA_BRONZE_MAX_BATCH_ROWS | `500` | rows per `insertAll` of the Bronze stand-in',
         'OFFVIA_BRONZE_MAX_BATCH_DELAY_MS | `50` | how long the Bronze stand-in gathers a batch',
         'OFFVIA_BRONZE_NACK_DELAY_MS | `1000` | wait before the Bronze stand-in nacks a batch it could not write',

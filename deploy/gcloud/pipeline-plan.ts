@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { TableRef } from '../../shared/config/env';
 import { loadWindowConfig } from '../../shared/config/window-config';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { HEARTBEAT_ATTRIBUTE } from '../../shared/pubsub/message';
 import { pipelineFirestoreRoots } from '../../shared/pipeline/registry-checks';
 import { pipelineSchedules, type Schedule } from '../schedules';
 import { addMonitoringDashboard, DASHBOARD_VARIABLE } from './dashboard';
@@ -245,9 +246,12 @@ export function pipelineMonitoringTargets(
     ingestService: names.functionName(p.functions.ingest.baseName),
     fireWindowsService: names.functionName(p.functions.fireWindows.baseName),
     // Scheduler jobs are named like their functions.
-    schedulerJobs: specs
-      .filter((spec) => spec.trigger === 'http' && spec.role !== 'ingest')
-      .map((spec) => names.functionName(spec.baseName)),
+    schedulerJobs: [
+      ...specs
+        .filter((spec) => spec.trigger === 'http' && spec.role !== 'ingest')
+        .map((spec) => names.functionName(spec.baseName)),
+      heartbeatJobName(names, p),
+    ],
     ...(booking ? {} : { ingestSubscription: s.ingest }),
     bronzeSubscription: s.bronze ?? s.ingest,
     deadLetterHoldSubscription: s.deadLetterHold,
@@ -926,9 +930,20 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
       `--description=Calls ${spec.entryPoint} of pipeline ${d.pipeline.name} (deploy/schedules.ts)`,
       p,
     );
+  schedulerJobStep(ctx, name, `Cloud Scheduler job ${name} (${schedule.cron}, OIDC)`, job);
+  if (spec.role === 'fireWindows') heartbeatJob(ctx, d.pipeline);
+}
+
+/** The step ensuring Cloud Scheduler job `name`: `job('create')` when it does not exist, else `job('update')`. */
+function schedulerJobStep(
+  { o, p, steps }: PlanContext,
+  name: string,
+  title: string,
+  job: (verb: 'create' | 'update') => string[],
+): void {
   steps.push({
     kind: 'ensure',
-    title: `Cloud Scheduler job ${name} (${schedule.cron}, OIDC)`,
+    title,
     probe: {
       kind: 'status',
       command: gcloud('scheduler jobs describe', name, `--location=${o.region}`, p),
@@ -937,6 +952,39 @@ function deployFunction(ctx: PlanContext, d: PipelineDeployment, fn: PipelineFun
     present: job('update'),
     retry: true,
   });
+}
+
+/** The Cloud Scheduler job publishing a pipeline's watermark heartbeat: named after its ingest function. */
+export function heartbeatJobName(names: Names, p: AnyPipelineDefinition): string {
+  return `${names.functionName(p.functions.ingest.baseName)}-heartbeat`;
+}
+
+/**
+ * The watermark heartbeat of a pipeline (docs/windows.md "Heartbeats"): Cloud Scheduler publishes one message a
+ * minute into the ingest topic (a Pub/Sub target: no function, no OIDC; Cloud Scheduler's service agent
+ * publishes), marked with `HEARTBEAT_ATTRIBUTE`, so it travels the events' own subscription and push path.
+ */
+function heartbeatJob(ctx: PlanContext, pipeline: AnyPipelineDefinition): void {
+  const { o, p, names } = ctx;
+  const name = heartbeatJobName(names, pipeline);
+  const attribute = `${HEARTBEAT_ATTRIBUTE}=${pipeline.name}`;
+  const job = (verb: 'create' | 'update'): string[] =>
+    gcloud(
+      `scheduler jobs ${verb} pubsub`,
+      name,
+      `--location=${o.region}`,
+      '--schedule=* * * * *',
+      '--time-zone=Etc/UTC',
+      `--topic=${pipeline.pubsub.topic}`,
+      '--message-body=heartbeat',
+      `--${verb === 'create' ? 'attributes' : 'update-attributes'}=${attribute}`,
+      // The next minute's heartbeat is the retry.
+      '--max-retry-attempts=0',
+      `--description=Watermark heartbeat of pipeline ${pipeline.name} (docs/windows.md)`,
+      p,
+    );
+  const title = `Cloud Scheduler job ${name} (* * * * *, Pub/Sub heartbeat into ${pipeline.pubsub.topic})`;
+  schedulerJobStep(ctx, name, title, job);
 }
 
 /** A label-safe digest of the source and of everything else that goes into a deploy. */

@@ -1,12 +1,14 @@
 // Local stand-in for Cloud Scheduler: POSTs to each scheduled HTTP function of the local stack on its cadence
 // (deploy/schedules.ts, plus every registered pipeline's fireWindows), aligned to the clock like cron, with the
-// headers Cloud Scheduler sends.
+// headers Cloud Scheduler sends; and publishes each pipeline's watermark heartbeat into its ingest topic.
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PubSub } from '@google-cloud/pubsub';
 import type { AnyPipelineDefinition } from '../../shared/pipeline/definition';
+import { HEARTBEAT_ATTRIBUTE } from '../../shared/pubsub/message';
 import { PIPELINES } from '../../shared/pipelines';
 import { SCHEDULES, type Schedule } from '../schedules';
-import { functionEnvName } from './resources';
+import { functionEnvName, projectIdFromEnv, topicPath } from './resources';
 
 /**
  * The schedules the local loop runs: `schedules`, then each registered pipeline's fireWindows and schema sweep not
@@ -64,6 +66,46 @@ export function localJobs(
   return jobs;
 }
 
+/** A pipeline's watermark heartbeat as the local loop publishes it (Cloud Scheduler's Pub/Sub target in the cloud). */
+export interface HeartbeatJob {
+  readonly pipeline: string;
+  /** The pipeline's ingest topic: the heartbeat travels the events' own subscription and push path. */
+  readonly topic: string;
+  /** Seconds between heartbeats; aligned to multiples of it as the HTTP jobs are. */
+  readonly everySeconds: number;
+}
+
+/** The heartbeat cadence variable of the local loop (default 60 s, as the cloud job's `* * * * *`; 0: none). */
+export const HEARTBEAT_CADENCE_VAR = 'OFFVIA_SCHEDULE_HEARTBEAT_SECONDS';
+
+/**
+ * One heartbeat job per pipeline, every `OFFVIA_SCHEDULE_HEARTBEAT_SECONDS` (default 60; 0 turns them off, which
+ * holds every watermark until `OFFVIA_WATERMARK_HOLD_MAX_MS`: docs/windows.md "Heartbeats").
+ * @throws Error naming the variable when it is not an integer ≥ 0
+ */
+export function heartbeatJobs(
+  pipelines: readonly AnyPipelineDefinition[],
+  env: NodeJS.ProcessEnv = process.env,
+): HeartbeatJob[] {
+  const raw = env[HEARTBEAT_CADENCE_VAR];
+  const everySeconds = raw === undefined || raw === '' ? 60 : Number(raw);
+  if (!Number.isSafeInteger(everySeconds) || everySeconds < 0) {
+    throw new Error(
+      `${HEARTBEAT_CADENCE_VAR} must be an integer number of seconds >= 0, got ${JSON.stringify(raw)}`,
+    );
+  }
+  if (everySeconds === 0) return [];
+  return pipelines.map((p) => ({ pipeline: p.name, topic: p.pubsub.topic, everySeconds }));
+}
+
+/** The heartbeat message of `pipeline`: the attribute the ingest recognises, named after the pipeline. */
+export function heartbeatMessage(pipeline: string): {
+  data: Buffer;
+  attributes: Record<string, string>;
+} {
+  return { data: Buffer.from('heartbeat'), attributes: { [HEARTBEAT_ATTRIBUTE]: pipeline } };
+}
+
 /** The next call time strictly after `nowMs`: the next multiple of the cadence (ms since the epoch, UTC). */
 export function nextRunMs(nowMs: number, everySeconds: number): number {
   const periodMs = everySeconds * 1000;
@@ -114,9 +156,15 @@ export async function callJob(
 
 /**
  * Runs `job` on its cadence until `signal` aborts; a call still running at the next tick delays that tick until it
- * ends (logged), as Cloud Scheduler does (API `Job.schedule`): never two executions of a job at once.
+ * ends (logged), as Cloud Scheduler does (API `Job.schedule`): never two executions of a job at once. `call` is
+ * one execution (default: the HTTP call; a heartbeat job publishes instead).
  */
-export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: number): Promise<void> {
+export async function runJob(
+  job: LocalJob,
+  signal: AbortSignal,
+  timeoutMs: number,
+  call: (stop: AbortSignal) => Promise<unknown> = (stop) => callJob(job, timeoutMs, stop),
+): Promise<void> {
   let running: Promise<void> | undefined;
   while (!signal.aborted) {
     const waitMs = nextRunMs(Date.now(), job.everySeconds) - Date.now();
@@ -134,7 +182,7 @@ export async function runJob(job: LocalJob, signal: AbortSignal, timeoutMs: numb
       await running;
       if (signal.aborted) break;
     }
-    running = callJob(job, timeoutMs, signal)
+    running = call(signal)
       .then(() => undefined)
       .catch((err: unknown) => {
         if (signal.aborted) {
@@ -167,7 +215,25 @@ async function main(): Promise<void> {
   });
   const ready = process.env.OFFVIA_SCHEDULER_READY_FILE;
   if (ready) await writeFile(ready, `${process.pid}\n`);
-  await Promise.all(jobs.map((job) => runJob(job, controller.signal, 5 * 60_000)));
+  const pubsub = new PubSub({ projectId: projectIdFromEnv() });
+  const heartbeats = heartbeatJobs(PIPELINES).map((h) => {
+    const topic = pubsub.topic(h.topic);
+    const publish = async () => {
+      const id = await topic.publishMessage(heartbeatMessage(h.pipeline));
+      log('INFO', `heartbeat of ${h.pipeline} published`, { topic: h.topic, message_id: id });
+    };
+    const job = {
+      functionName: `heartbeat-${h.pipeline}`,
+      url: topicPath(projectIdFromEnv(), h.topic),
+      everySeconds: h.everySeconds,
+    };
+    return runJob(job, controller.signal, 0, publish);
+  });
+  await Promise.all([
+    ...jobs.map((job) => runJob(job, controller.signal, 5 * 60_000)),
+    ...heartbeats,
+  ]);
+  await pubsub.close();
   log('INFO', 'scheduler stopped');
 }
 

@@ -293,12 +293,18 @@ export const WINDOW_VARS = {
       'message is processed, or this long after its last failed delivery (it was acked elsewhere or dead-lettered); ' +
       '0: no holds',
   }),
+  // One cap for every hold (failing deliveries, the backlog, the heartbeat): 1 h outlasts the cloud push
+  // subscription's 10-min maximum backoff and a 15-minute ingest outage several times over, and bounds how long a
+  // stall (or heartbeats stopped for good) keeps windows open.
   holdMaxMs: msVar([MINUTE_MS, 7 * DAY_MS], {
     name: 'OFFVIA_WATERMARK_HOLD_MAX_MS',
     default: HOUR_MS,
     meaning:
       'a message failing for longer than this (since its publish time) stops holding the watermark and is logged as ' +
-      'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing',
+      'a stuck hold (`watermark_hold_stuck`, alerted): one poison message must not stop every window from closing. ' +
+      'The same cap bounds the heartbeat rule: a newest processed heartbeat older than this (heartbeats stopped for ' +
+      'good: scheduler job paused, topic deleted) no longer holds, logged at ERROR (`watermark_hold_stuck`, ' +
+      '`source: heartbeat`). See [windows](windows.md#heartbeats)',
   }),
   // A text spec rather than a choice: `monitoring` is valid only together with its subscription.
   holdSource: textVar({

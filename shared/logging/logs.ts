@@ -590,6 +590,24 @@ export const watermarkBacklogStuck = fieldsEvent<{
   'watermark_hold_stuck',
 );
 
+/**
+ * The newest heartbeat the ingest path processed is older than the hold cap (`OFFVIA_WATERMARK_HOLD_MAX_MS`):
+ * heartbeats stopped for good (topic deleted, scheduler paused, ingest down that long), so the heartbeat no longer
+ * holds the watermark. At ERROR, like a stuck delivery hold (`outcome: watermark_hold_stuck`).
+ */
+export const watermarkHeartbeatStale = fieldsEvent<{
+  pipeline: string;
+  source: 'heartbeat';
+  /** RFC 3339 UTC: publish time of the newest processed heartbeat. */
+  publish_time: string;
+  /** Processing time minus that publish time, ms. */
+  hold_age_ms: number;
+}>(
+  'ERROR',
+  'watermark hold stuck: no heartbeat processed within the hold cap, the watermark follows the idle rule alone',
+  'watermark_hold_stuck',
+);
+
 /** The timer loop of one scheduled fireWindows run ended: its passes, polls and timer latency. */
 export const fireWindowsLoopDone = fieldsEvent<Record<string, unknown>>(
   'INFO',

@@ -6,6 +6,7 @@ import { query, type OpsContext } from './context';
 import { OpsError } from './errors';
 import { cellText, clip } from './output';
 import { matchesFilters, type ReplayChunk } from './replay-plan';
+import { isHeartbeat } from '../pubsub/message';
 import type { ReplayRunRecord } from './replay-store';
 
 /** BigQuery on-demand bills at least 10 MB per table a query references (its pricing page), bytes. */
@@ -134,7 +135,8 @@ export async function readChunk(
     seen.add(messageId);
     const publishTime = cellText(r.publish_time);
     const attributes = attributesOf(r.attributes, messageId);
-    if (!matchesFilters(attributes, run.filters)) continue;
+    // Watermark heartbeats land in Bronze as every raw message does; they are no events to replay.
+    if (isHeartbeat(attributes) || !matchesFilters(attributes, run.filters)) continue;
     out.push({
       messageId,
       publishTime,

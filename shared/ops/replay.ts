@@ -264,6 +264,8 @@ async function runChunk(
         result.failures.push({ messageId: m.messageId, error: lastError });
         return;
       }
+      // Bronze's heartbeats are skipped when read (replay-bronze.ts readChunk): none reaches here.
+      if (outcome.destination === 'heartbeat') return;
       result.outcomes[outcome.destination] = (result.outcomes[outcome.destination] ?? 0) + 1;
       // Its bad-data or quarantine rows are resolved when it now lands elsewhere, as redrive and reprocess do.
       if (outcome.destination !== 'bad_data') {

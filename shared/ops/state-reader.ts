@@ -6,7 +6,12 @@ import type { RetryRow } from '../drift/store';
 import { tableName } from '../config/env';
 import { COLLECTIONS, FirestoreWindowStore } from '../state/firestore-window-store';
 import { FirestoreWatermarkHoldStore } from '../state/watermark-holds';
-import { watermarkHoldAt, type JsonValue, type WatermarkPolicy } from '../windowing';
+import {
+  heartbeatHoldAt,
+  watermarkHoldAt,
+  type JsonValue,
+  type WatermarkPolicy,
+} from '../windowing';
 import type { AnyPipelineDefinition } from '../pipeline/definition';
 import { GROUP_COLLECTIONS } from '../state/grouped-window-store';
 import type { AggregationNamespace } from '../pipeline/runtime/namespace';
@@ -57,9 +62,17 @@ export interface HoldsView {
   active: number;
   stuck: number;
   oldestPublishTimeMs: number | null;
+  /**
+   * The newest processed heartbeat (docs/windows.md "Heartbeats"): its publish time (epoch ms; `null`: none yet) and
+   * whether it is older than OFFVIA_WATERMARK_HOLD_MAX_MS (`stale`: heartbeats stopped, it no longer holds).
+   */
+  heartbeat: { publishTimeMs: number | null; stale: boolean };
 }
 
-/** Reads the 100 oldest watermark holds and applies the hold rule of `policy` at `nowMs` (epoch ms), as fireWindows does. */
+/**
+ * Reads the 100 oldest watermark holds and the newest processed heartbeat, and applies the hold and heartbeat rules of
+ * `policy` at `nowMs` (epoch ms), as fireWindows does.
+ */
 export async function watermarkHolds(
   ctx: OpsContext,
   namespace: WindowNamespace,
@@ -71,12 +84,17 @@ export async function watermarkHolds(
     namespace.root,
     namespace.pipeline,
   );
-  const held = await firestoreCall(ctx, 'watermark holds', () => store.oldest(100));
+  const [held, newest] = await Promise.all([
+    firestoreCall(ctx, 'watermark holds', () => store.oldest(100)),
+    firestoreCall(ctx, 'watermark heartbeat', () => store.newestHeartbeat()),
+  ]);
   const hold = watermarkHoldAt(policy, held, nowMs, ctx.windows.holdMaxMs);
+  const heartbeat = heartbeatHoldAt(policy, newest, nowMs, ctx.windows.holdMaxMs);
   return {
     active: hold.active,
     stuck: hold.stuck.length,
     oldestPublishTimeMs: hold.oldestPublishTimeMs,
+    heartbeat: { publishTimeMs: heartbeat.publishTimeMs, stale: heartbeat.stale },
   };
 }
 

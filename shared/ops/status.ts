@@ -41,6 +41,11 @@ export interface AggregationStatus {
   lagMs: number | null;
   maxEventTime: string | null;
   watermarkHolds: { active: number; stuck: number; oldestHeldPublishTime: string | null };
+  /**
+   * The newest heartbeat the ingest path processed (RFC 3339; `null`: none yet), its age (ms) and whether it is past
+   * OFFVIA_WATERMARK_HOLD_MAX_MS (`stale`: it no longer holds): the idle rule goes no further than it.
+   */
+  heartbeat: { publishTime: string | null; ageMs: number | null; stale: boolean };
   openWindows: number;
   droppedLate: number;
   droppedExpiredWindow: number;
@@ -207,6 +212,12 @@ export async function collectStatus(
           stuck: holds.stuck,
           oldestHeldPublishTime: iso(holds.oldestPublishTimeMs),
         },
+        heartbeat: {
+          publishTime: iso(holds.heartbeat.publishTimeMs),
+          ageMs:
+            holds.heartbeat.publishTimeMs === null ? null : nowMs - holds.heartbeat.publishTimeMs,
+          stale: holds.heartbeat.stale,
+        },
         openWindows,
         droppedLate: dropped.total,
         droppedExpiredWindow: dropped.expiredWindow,
@@ -304,6 +315,23 @@ async function allOf<T extends Record<string, Promise<unknown>>>(
 }
 
 const seconds = (v: number | null): string => (v === null ? '' : `${(v / 1000).toFixed(1)} s`);
+
+/**
+ * Why the heartbeat holds the watermark, or not: a heartbeat processed within two schedule periods (2 min) is a
+ * flowing ingest path; an older one holds the idle rule at its publish time (the path stalls); a stale one, past
+ * OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holds (heartbeats stopped: the job paused or the topic gone).
+ */
+function heartbeatText(h: AggregationStatus['heartbeat']): string {
+  if (h.publishTime === null || h.ageMs === null) {
+    return 'none processed yet: no heartbeat cap (is the heartbeat job publishing?)';
+  }
+  const age = `newest processed ${h.publishTime}, ${seconds(h.ageMs)} old`;
+  if (h.stale)
+    return `${age}: STALE past OFFVIA_WATERMARK_HOLD_MAX_MS, no longer holds (heartbeats stopped)`;
+  if (h.ageMs > 2 * 60_000)
+    return `${age}: HOLDS the watermark (the ingest path is not processing heartbeats)`;
+  return `${age}: the ingest path is flowing`;
+}
 const orNone = (v: number | null, what: string): string | number => v ?? `no ${what}`;
 
 /** The report as tables. */
@@ -361,6 +389,7 @@ export function formatStatus(r: StatusReport): string {
               : `${a.watermarkHolds.active} (oldest held publish time ${a.watermarkHolds.oldestHeldPublishTime ?? 'none'}; ` +
                 `${a.watermarkHolds.stuck} stuck past OFFVIA_WATERMARK_HOLD_MAX_MS)`,
           ],
+          ['watermark heartbeat', heartbeatText(a.heartbeat)],
           [a.windowKind === 'sessions' ? 'open sessions' : 'open windows', a.openWindows],
           [
             'dropped late (TTL-bounded counters)',

@@ -38,6 +38,20 @@ export interface PubSubMessage {
   subscription: string | undefined;
 }
 
+/**
+ * The attribute marking a watermark heartbeat: a message the scheduler (Cloud Scheduler's Pub/Sub target in the
+ * cloud, deploy/local/scheduler.ts locally) publishes into a pipeline's ingest topic once a minute. The ingest path
+ * records its publish time for the watermark (docs/windows.md "Heartbeats") and routes it nowhere else: never to
+ * Silver, quarantine, the schema-retry store, bad data or gold. Bronze keeps it as it keeps every raw message;
+ * `offvia replay` skips it.
+ */
+export const HEARTBEAT_ATTRIBUTE = 'offvia_heartbeat';
+
+/** Whether a message's attributes mark it as a watermark heartbeat ({@link HEARTBEAT_ATTRIBUTE}, any value). */
+export function isHeartbeat(attributes: Readonly<Record<string, string>>): boolean {
+  return Object.hasOwn(attributes, HEARTBEAT_ATTRIBUTE);
+}
+
 /** Result of decoding: a message, or the reason the CloudEvent is not a well-formed Pub/Sub message. */
 export type DecodeResult =
   | { ok: true; message: PubSubMessage }

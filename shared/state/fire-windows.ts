@@ -92,6 +92,8 @@ export interface SummaryHold {
   readonly active: number;
   /** Holds past `OFFVIA_WATERMARK_HOLD_MAX_MS` (no longer holding; logged as stuck). */
   readonly stuck: number;
+  /** Publish time of the newest processed heartbeat, epoch ms; `null` before the first (heartbeat rule only). */
+  readonly heartbeatPublishTimeMs?: number | null;
 }
 
 /** What one run did (also the HTTP response body). */
@@ -413,6 +415,9 @@ export async function fireWindows<In, Acc extends JsonValue, Out>(
         capMs: hold.capMs,
         active: hold.active,
         stuck: hold.stuck.length,
+        ...(hold.heartbeat !== undefined && {
+          heartbeatPublishTimeMs: hold.heartbeat.publishTimeMs,
+        }),
       },
     }),
   };

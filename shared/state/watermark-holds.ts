@@ -1,12 +1,18 @@
 // Watermark holds from failing deliveries: ingestBooking records the publish time of each message whose delivery
 // failed and releases it once the message is processed; fireWindows reads the oldest holds before the idle rule.
 import { createHash } from 'node:crypto';
-import { Timestamp, type CollectionReference, type Firestore } from '@google-cloud/firestore';
+import {
+  Timestamp,
+  type CollectionReference,
+  type DocumentReference,
+  type Firestore,
+} from '@google-cloud/firestore';
 import * as v from 'valibot';
 import { TransientError, errorText } from '../errors';
 import type { Logger } from '../logging/logger';
 import * as logs from '../logging/logs';
 import {
+  heartbeatHoldAt,
   watermarkHoldAt,
   type HeldMessage,
   type WatermarkHold,
@@ -44,7 +50,22 @@ export interface WatermarkHoldStore {
   deleteLapsed(messageIds: readonly string[]): Promise<void>;
 }
 
+/**
+ * The newest watermark heartbeat the ingest path processed (docs/windows.md "Heartbeats"), one document per
+ * aggregation beside its watermark (`{root}/{pipeline}/meta/heartbeat`). Every method throws TransientError.
+ */
+export interface HeartbeatStore {
+  /** Keeps `publishTimeMs` (epoch ms) when newer than the one kept (one transaction: a read, at most one write). */
+  recordHeartbeat(publishTimeMs: number, nowMs: number): Promise<void>;
+  /** Publish time of the newest processed heartbeat, epoch ms; `null` before the first (one read). */
+  newestHeartbeat(): Promise<number | null>;
+}
+
+/** The heartbeat document under `{root}/{pipeline}/meta` (the watermark's collection). */
+export const HEARTBEAT_DOC = 'heartbeat';
+
 const int = v.pipe(v.number(), v.safeInteger());
+const HeartbeatDoc = v.object({ publish_time_ms: int, processed_at_ms: int });
 const HoldDoc = v.object({
   message_id: v.string(),
   publish_time_ms: int,
@@ -57,12 +78,39 @@ export function holdDocId(messageId: string): string {
   return createHash('sha256').update(messageId, 'utf8').digest('hex');
 }
 
-/** WatermarkHoldStore on Firestore, under `{root}/{pipeline}/watermarkHolds`. */
-export class FirestoreWatermarkHoldStore implements WatermarkHoldStore {
+/** WatermarkHoldStore on Firestore, under `{root}/{pipeline}/watermarkHolds`, and its HeartbeatStore. */
+export class FirestoreWatermarkHoldStore implements WatermarkHoldStore, HeartbeatStore {
   private readonly holds: CollectionReference;
+  private readonly heartbeat: DocumentReference;
 
   constructor(db: Firestore, root: string, pipeline: string) {
-    this.holds = db.collection(root).doc(pipeline).collection(HOLDS_COLLECTION);
+    const base = db.collection(root).doc(pipeline);
+    this.holds = base.collection(HOLDS_COLLECTION);
+    this.heartbeat = base.collection('meta').doc(HEARTBEAT_DOC);
+  }
+
+  async recordHeartbeat(publishTimeMs: number, nowMs: number): Promise<void> {
+    await this.call('record heartbeat', () =>
+      this.holds.firestore.runTransaction(async (tx) => {
+        const kept = this.parseHeartbeat(await tx.get(this.heartbeat));
+        // Redeliveries come in any order: the kept publish time never goes back.
+        if (kept !== null && kept >= publishTimeMs) return;
+        tx.set(this.heartbeat, { publish_time_ms: publishTimeMs, processed_at_ms: nowMs });
+      }),
+    );
+  }
+
+  async newestHeartbeat(): Promise<number | null> {
+    return this.call('read heartbeat', async () => this.parseHeartbeat(await this.heartbeat.get()));
+  }
+
+  private parseHeartbeat(snap: { exists: boolean; data(): unknown }): number | null {
+    if (!snap.exists) return null;
+    const parsed = v.safeParse(HeartbeatDoc, snap.data());
+    if (!parsed.success) {
+      throw new Error(`malformed meta/${HEARTBEAT_DOC}: ${parsed.issues[0].message}`);
+    }
+    return parsed.output.publish_time_ms;
   }
 
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -225,4 +273,39 @@ export async function readWatermarkHold(
     });
   }
   return hold;
+}
+
+/**
+ * fireWindows' heartbeat rule over another hold source (`inner`: the delivery holds, and the backlog in the cloud):
+ * the earlier of both caps (`heartbeatHoldAt`). A stale heartbeat (older than `maxHoldMs`) is logged at ERROR
+ * (`watermark_hold_stuck`, source `heartbeat`) every pass and no longer holds.
+ * @throws TransientError when the heartbeat or the inner holds cannot be read (never advance the watermark blind)
+ */
+export function heartbeatWatermarkHold(
+  store: HeartbeatStore,
+  inner: (processingTimeMs: number) => Promise<WatermarkHold>,
+  options: {
+    readonly policy: WatermarkPolicy;
+    readonly maxHoldMs: number;
+    readonly pipeline: string;
+    readonly logger: Logger;
+  },
+): (processingTimeMs: number) => Promise<WatermarkHold> {
+  return async (nowMs) => {
+    const [hold, newest] = await Promise.all([inner(nowMs), store.newestHeartbeat()]);
+    const heartbeat = heartbeatHoldAt(options.policy, newest, nowMs, options.maxHoldMs);
+    if (heartbeat.stale && heartbeat.publishTimeMs !== null) {
+      logs.watermarkHeartbeatStale(options.logger, {
+        pipeline: options.pipeline,
+        source: 'heartbeat',
+        publish_time: logs.iso(heartbeat.publishTimeMs),
+        hold_age_ms: nowMs - heartbeat.publishTimeMs,
+      });
+    }
+    const capMs =
+      heartbeat.capMs === null || (hold.capMs !== null && hold.capMs <= heartbeat.capMs)
+        ? hold.capMs
+        : heartbeat.capMs;
+    return { ...hold, capMs, heartbeat };
+  };
 }

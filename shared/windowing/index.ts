@@ -28,8 +28,10 @@ export {
 } from './watermark-policy';
 export {
   applyWatermarkHold,
+  heartbeatHoldAt,
   holdCapMs,
   watermarkHoldAt,
+  type HeartbeatHold,
   type HeldMessage,
   type WatermarkHold,
 } from './watermark-hold';

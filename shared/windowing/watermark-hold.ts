@@ -32,6 +32,8 @@ export interface WatermarkHold {
   readonly stuck: readonly HeldMessage[];
   /** Held messages whose lease has run out (the caller may delete them). */
   readonly lapsed: readonly HeldMessage[];
+  /** The heartbeat rule's part (`heartbeatHoldAt`), when the hold source applies it; `capMs` includes its cap. */
+  readonly heartbeat?: HeartbeatHold;
 }
 
 /**
@@ -90,4 +92,45 @@ export function applyWatermarkHold(
 ): WatermarkState {
   if (capMs === null || next.watermarkMs <= capMs) return next;
   return { ...next, watermarkMs: Math.max(previous.watermarkMs, capMs) };
+}
+
+/** What the newest processed heartbeat says about the watermark at one processing time. */
+export interface HeartbeatHold {
+  /** Publish time of the newest heartbeat the ingest path processed, epoch ms UTC; `null`: none recorded yet. */
+  readonly publishTimeMs: number | null;
+  /** The highest watermark it allows (`holdCapMs` of its publish time), epoch ms; `null`: no cap. */
+  readonly capMs: number | null;
+  /**
+   * The newest heartbeat is older (publish time to now) than `maxHoldMs`: heartbeats stopped for good (topic
+   * deleted, scheduler paused), so it no longer holds; the caller logs it at ERROR.
+   */
+  readonly stale: boolean;
+}
+
+/**
+ * The heartbeat rule at processing time `nowMs`: a heartbeat is published into the pipeline's ingest topic once a
+ * minute and travels the events' own subscription and push path, so while the path stalls (function down,
+ * crashing, unreachable, throttled, backlog, paused subscription) no newer heartbeat is processed and the idle rule
+ * may take the watermark no further than the newest processed heartbeat's publish time − out-of-orderness (the
+ * delivery holds' `holdCapMs`: events published just before it may still be in flight beside it). On a healthy path
+ * the newest heartbeat is at most one period (60 s) + delivery latency old, within the default idle timeout (60 s)
+ * + out-of-orderness (10 s), so the cap costs at most the delivery latency of lag.
+ * No heartbeat yet: no cap (a pipeline deployed without heartbeats keeps the idle rule alone). A heartbeat older
+ * than `maxHoldMs` (`OFFVIA_WATERMARK_HOLD_MAX_MS`, the cap of every hold) no longer holds and is `stale`.
+ */
+export function heartbeatHoldAt(
+  policy: WatermarkPolicy,
+  newestHeartbeatMs: number | null,
+  nowMs: number,
+  maxHoldMs: number,
+): HeartbeatHold {
+  if (newestHeartbeatMs === null) return { publishTimeMs: null, capMs: null, stale: false };
+  if (nowMs - newestHeartbeatMs > maxHoldMs) {
+    return { publishTimeMs: newestHeartbeatMs, capMs: null, stale: true };
+  }
+  return {
+    publishTimeMs: newestHeartbeatMs,
+    capMs: holdCapMs(policy, newestHeartbeatMs),
+    stale: false,
+  };
 }

@@ -50,6 +50,11 @@ export interface Scenario {
    */
   noneDroppedLate?: boolean;
   /**
+   * Run only when named in `--scenarios`: an acceptance scenario whose fix has not landed yet (it fails today), kept
+   * out of the default run so that a default `npm run reliability` reports the guarantees that hold.
+   */
+  optIn?: boolean;
+  /**
    * Three uppercase letters used as the events' currency, so the scenario's aggregates live under route keys no
    * other scenario touches (route key = ORIGIN-DESTINATION-CURRENCY).
    */
@@ -69,6 +74,13 @@ export const INGEST_OUTAGE_MS = 11 * 60_000;
  * the idle rule would make the backlog's first events late.
  */
 export const DELIVERY_STALL_MS = 8 * 60_000;
+
+/**
+ * How long the ingest-down scenario keeps ingestBooking down by default, ms: 15 min, more than twice the 7 min 10 s
+ * after which the idle rule alone would make the backlog's first events late (see {@link DELIVERY_STALL_MS}); a
+ * stopped function records no delivery hold, so only the heartbeat holds the watermark. `--down-ms` shortens it.
+ */
+export const INGEST_DOWN_MS = 15 * 60_000;
 
 /** A scenario with the defaults: delivered by the driver, once per message, no re-published copies. */
 function scenario(
@@ -120,6 +132,17 @@ export const SCENARIOS: readonly Scenario[] = [
       downMs: INGEST_OUTAGE_MS,
     },
     currency: 'RLE',
+  }),
+  scenario({
+    name: 'ingest-down',
+    description:
+      'ingestBooking stopped for 15 min mid-run while events (event time = now) and heartbeats keep coming; ' +
+      "push delivery with the stack's settings; 0 dropped late (the heartbeat holds the watermark)",
+    delivery: 'push',
+    fault: { kind: 'outage', service: 'fn-ingestBooking', atFraction: 0.2, downMs: INGEST_DOWN_MS },
+    noneDroppedLate: true,
+    optIn: true,
+    currency: 'RLG',
   }),
   scenario({
     name: 'delivery-stall',

@@ -15,6 +15,7 @@ import type { Logger } from '../../logging/logger';
 import * as logs from '../../logging/logs';
 import {
   decodePushedEvent,
+  isHeartbeat,
   type DecodeResult,
   type PubSubMessage,
   type PushedEvent,
@@ -56,6 +57,16 @@ export type PipelineIngestOutcome =
       /** The table BigQuery refused the row for, or the step that kept failing (retry-age guard). */
       readonly targetDest: string;
       readonly error: string;
+    }
+  | {
+      /**
+       * A watermark heartbeat (`HEARTBEAT_ATTRIBUTE`): its publish time was recorded for each aggregation's
+       * watermark, and it went nowhere else (docs/windows.md "Heartbeats").
+       */
+      readonly destination: 'heartbeat';
+      readonly messageId: string;
+      /** Its Pub/Sub publish time, epoch ms UTC; `null` when the push carried none (then nothing was recorded). */
+      readonly publishTimeMs: number | null;
     }
   | {
       /** A valid event whose extra fields are not all columns yet: its row waits in the schema-retry store. */
@@ -127,6 +138,10 @@ export interface IngestAggregation {
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of refused deliveries; `undefined` when holds are off. */
   readonly holds: { readonly failed: HoldCall; readonly processed: HoldCall } | undefined;
+  /** Where heartbeats are recorded (`HeartbeatStore`); absent: heartbeats are acked and recorded nowhere. */
+  readonly heartbeats?: {
+    recordHeartbeat(publishTimeMs: number, nowMs: number): Promise<void>;
+  };
 }
 
 /** What the ingest needs; the composition root builds it from the environment, tests from emulators or stubs. */
@@ -203,6 +218,9 @@ export async function ingestPipelineMessage(
   decoded: DecodeResult,
   deps: PipelineIngestDeps,
 ): Promise<PipelineIngestOutcome> {
+  if (decoded.ok && isHeartbeat(decoded.message.attributes)) {
+    return recordHeartbeat(decoded.message, deps);
+  }
   const progress: Progress = { step: 'decode' };
   const messageId = decoded.ok ? decoded.message.messageId : decoded.messageId;
   const attempt = observeAttempt(() => routeMessage(decoded, deps, progress));
@@ -221,6 +239,33 @@ export async function ingestPipelineMessage(
       logs.transientFailure(deps.logger, { messageId }, progress.step, errorText(err));
     throw err;
   }
+}
+
+/**
+ * A heartbeat, recognised by its attribute before any validation: its publish time goes to every aggregation's
+ * heartbeat record (the watermark's idle rule goes no further, `heartbeatHoldAt`), and nothing else is written.
+ * @throws TransientError when a record cannot be written (Pub/Sub redelivers; the watermark waits meanwhile)
+ */
+async function recordHeartbeat(
+  message: PubSubMessage,
+  deps: PipelineIngestDeps,
+): Promise<PipelineIngestOutcome> {
+  const publishTimeMs = message.publishTimeMs ?? null;
+  if (publishTimeMs !== null) {
+    try {
+      for (const a of deps.aggregations)
+        await a.heartbeats?.recordHeartbeat(publishTimeMs, deps.now());
+    } catch (err) {
+      logs.transientFailure(
+        deps.logger,
+        { messageId: message.messageId },
+        'heartbeat',
+        errorText(err),
+      );
+      throw err;
+    }
+  }
+  return { destination: 'heartbeat', messageId: message.messageId, publishTimeMs };
 }
 
 /** The step a message was at when it failed: the table (or window store, or retry store) it was being written to. */

@@ -17,7 +17,9 @@ import { PaneEmitter } from '../../state/pane-emitter';
 import {
   DeliveryHolds,
   FirestoreWatermarkHoldStore,
+  heartbeatWatermarkHold,
   readWatermarkHold,
+  type HeartbeatStore,
 } from '../../state/watermark-holds';
 import {
   BACKLOG_CACHE_MS,
@@ -59,6 +61,8 @@ export interface AggregationWindowsParts {
   readonly metrics?: StoreMetrics;
   /** The ingest subscription's backlog (`OFFVIA_WATERMARK_HOLD_SOURCE=monitoring`); absent: delivery holds only. */
   readonly backlog?: BacklogSampleReader;
+  /** The heartbeat record (tests); absent: Firestore's, beside the watermark (`FirestoreWatermarkHoldStore`). */
+  readonly heartbeats?: HeartbeatStore;
 }
 
 /** One aggregation, built: its namespace, the per-event path, the delivery holds and the fireWindows wiring. */
@@ -71,6 +75,8 @@ export interface AggregationWindows {
   readonly pipeline: ElementRecorder<never>;
   /** Watermark holds of failed deliveries, `undefined` when `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0. */
   readonly holds: DeliveryHolds | undefined;
+  /** Where the ingest records the newest processed heartbeat (always on: docs/windows.md "Heartbeats"). */
+  readonly heartbeats: HeartbeatStore;
   /** fireWindows' dependencies (a fresh lease holder id per instance). */
   readonly fire: FireWindowsDeps<never, JsonValue, unknown>;
 }
@@ -188,10 +194,12 @@ export function createAggregationWindows(
     sessions === undefined
       ? new WindowedPipeline<never, JsonValue, unknown>({ ...common, keyed })
       : new SessionPipeline<never, JsonValue, unknown>({ ...common, sessions: sessions.sessions });
-  const holdStore =
-    knobs.holdLeaseMs > 0
-      ? new FirestoreWatermarkHoldStore(parts.firestore, namespace.root, namespace.pipeline)
-      : undefined;
+  const holdStore = new FirestoreWatermarkHoldStore(
+    parts.firestore,
+    namespace.root,
+    namespace.pipeline,
+  );
+  const heartbeats = parts.heartbeats ?? holdStore;
   const partitions = {
     partitions: knobs.firePartitions,
     partitionsInFlight: knobs.firePartitionsInFlight,
@@ -212,7 +220,7 @@ export function createAggregationWindows(
     processingTimeDelayMs: minProcessingTimeDelayMs(aggregation.strategy),
     ...(groups !== undefined && { groups: { store: groups, ...partitions } }),
     ...(sessions !== undefined && { sessions: { ...sessions, ...partitions } }),
-    ...holdOf(holdStore, aggregation, parts),
+    ...holdOf(holdStore, heartbeats, aggregation, parts),
   };
   return {
     aggregation,
@@ -220,43 +228,54 @@ export function createAggregationWindows(
     store,
     pipeline,
     holds:
-      holdStore === undefined ? undefined : new DeliveryHolds(holdStore, knobs.holdLeaseMs, logger),
+      knobs.holdLeaseMs > 0 ? new DeliveryHolds(holdStore, knobs.holdLeaseMs, logger) : undefined,
+    heartbeats,
     fire,
   };
 }
 
 /**
- * fireWindows' watermark hold for one aggregation: the delivery holds (none when `OFFVIA_WATERMARK_HOLD_LEASE_MS`
- * is 0) and, with a backlog reader, the subscription's oldest unacknowledged message too (`backlogWatermarkHold`).
+ * fireWindows' watermark hold for one aggregation: the heartbeat rule (always), over the delivery holds (none when
+ * `OFFVIA_WATERMARK_HOLD_LEASE_MS` is 0) and, with a backlog reader, the subscription's oldest unacknowledged
+ * message too (`backlogWatermarkHold`).
  */
 function holdOf(
-  holdStore: FirestoreWatermarkHoldStore | undefined,
+  holdStore: FirestoreWatermarkHoldStore,
+  heartbeats: HeartbeatStore,
   aggregation: AnyAggregation,
   parts: AggregationWindowsParts,
 ): Pick<FireWindowsDeps<never, JsonValue, unknown>, 'watermarkHold'> {
   const { knobs, logger } = parts;
   const local =
-    holdStore === undefined
-      ? undefined
-      : (processingTimeMs: number) =>
+    knobs.holdLeaseMs > 0
+      ? (processingTimeMs: number) =>
           readWatermarkHold(
             holdStore,
             aggregation.watermarkPolicy,
             { maxHoldMs: knobs.holdMaxMs, pipeline: aggregation.name },
             logger,
             processingTimeMs,
-          );
-  if (parts.backlog === undefined) return local === undefined ? {} : { watermarkHold: local };
+          )
+      : () => Promise.resolve(NO_HOLD);
+  const inner =
+    parts.backlog === undefined
+      ? local
+      : backlogWatermarkHold({
+          read: parts.backlog,
+          local,
+          policy: aggregation.watermarkPolicy,
+          maxHoldMs: knobs.holdMaxMs,
+          minAgeMs: knobs.holdMinBacklogAgeMs,
+          cacheMs: BACKLOG_CACHE_MS,
+          logger,
+          pipeline: aggregation.name,
+        });
   return {
-    watermarkHold: backlogWatermarkHold({
-      read: parts.backlog,
-      local: local ?? (() => Promise.resolve(NO_HOLD)),
+    watermarkHold: heartbeatWatermarkHold(heartbeats, inner, {
       policy: aggregation.watermarkPolicy,
       maxHoldMs: knobs.holdMaxMs,
-      minAgeMs: knobs.holdMinBacklogAgeMs,
-      cacheMs: BACKLOG_CACHE_MS,
-      logger,
       pipeline: aggregation.name,
+      logger,
     }),
   };
 }

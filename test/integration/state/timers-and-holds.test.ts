@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { fireWindowsDepsOf } from '../../support/booking-window-assembly';
 import { fireWindows } from '../../../shared/state/fire-windows';
 import { nextTimerQuery } from '../../../shared/state/timer-loop';
-import { FirestoreWatermarkHoldStore } from '../../../shared/state/watermark-holds';
+import {
+  FirestoreWatermarkHoldStore,
+  heartbeatWatermarkHold,
+} from '../../../shared/state/watermark-holds';
+import { NO_HOLD } from '../../../shared/state/backlog-hold';
+import { Logger } from '../../../shared/logging/logger';
 import { MIN, record, S, T } from '../../support/booking-windows';
 import {
   suiteFirestore,
@@ -49,6 +54,25 @@ describe('integration: timer query and watermark holds on the Firestore emulator
     await store.release('never-held');
     await store.deleteLapsed(['m-2']);
     assert.deepEqual(await store.oldest(10), []);
+  });
+
+  it('keeps the newest processed heartbeat, whatever the order of deliveries, and caps the hold at it', async () => {
+    const store = new FirestoreWatermarkHoldStore(db(), uniqueRoot(), 'p');
+    assert.equal(await store.newestHeartbeat(), null);
+    await store.recordHeartbeat(T + 2 * MIN, T + 2 * MIN + S);
+    // A redelivered older heartbeat does not move it back.
+    await store.recordHeartbeat(T + MIN, T + 3 * MIN);
+    assert.equal(await store.newestHeartbeat(), T + 2 * MIN);
+    await store.recordHeartbeat(T + 3 * MIN, T + 3 * MIN + S);
+    assert.equal(await store.newestHeartbeat(), T + 3 * MIN);
+    const policy = { maxOutOfOrdernessMs: 10 * S, idleTimeoutMs: MIN, maxFutureSkewMs: 0 };
+    const hold = heartbeatWatermarkHold(store, () => Promise.resolve(NO_HOLD), {
+      policy,
+      maxHoldMs: 60 * MIN,
+      pipeline: 'p',
+      logger: new Logger('test', () => undefined),
+    });
+    assert.equal((await hold(T + 20 * MIN)).capMs, T + 3 * MIN - 10 * S);
   });
 
   it('fireWindows holds the watermark behind a failing delivery, then lets the idle rule go on', async () => {

@@ -35,7 +35,7 @@ function refused(argv: string[], message: RegExp): void {
 }
 
 describe('reliability harness: command line', () => {
-  it('uses the defaults with no flags: every scenario, in order', () => {
+  it('uses the defaults with no flags: every scenario but the opt-in ingest-down, in order', () => {
     const s = run();
     assert.equal(s.events, 10_000);
     assert.equal(s.ratePerS, 20);
@@ -51,6 +51,10 @@ describe('reliability harness: command line', () => {
         'ingest-outage',
         'delivery-stall',
       ],
+    );
+    assert.deepEqual(
+      run('--scenarios', 'ingest-down').scenarios.map((x) => x.name),
+      ['ingest-down'],
     );
     assert.deepEqual(DEFAULTS, { events: 10_000, ratePerS: 20, concurrency: 16, seed: 6 });
   });
@@ -215,5 +219,20 @@ describe('reliability harness: the check before the stack starts', () => {
     assert.equal(first, 'reliability: --events must be a positive integer, got "abc"');
     assert.equal(rest.join('\n'), `\n${USAGE}`);
     assert.doesNotMatch(r.err, /^\s+at /m);
+  });
+});
+
+describe('reliability harness: --down-ms', () => {
+  it('sets the ingest-down outage and refuses it without that scenario', () => {
+    const parsed = parseArgs(['--scenarios', 'ingest-down', '--down-ms', '480000']);
+    assert.equal(parsed.kind, 'run');
+    const [s] = parsed.kind === 'run' ? parsed.settings.scenarios : [];
+    assert.equal(s?.fault.kind === 'outage' && s.fault.downMs, 480_000);
+    assert.equal(s?.noneDroppedLate, true);
+    assert.match(s?.description ?? '', /480 s/);
+    assert.throws(
+      () => parseArgs(['--scenarios', 'redelivery', '--down-ms', '1000']),
+      /ingest-down/,
+    );
   });
 });

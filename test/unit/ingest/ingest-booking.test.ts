@@ -19,7 +19,7 @@ import {
   type MutableIngestDeps,
 } from '../../support/booking-ingest';
 import type { LogEntry } from '../../../shared/logging/logger';
-import type { DecodeResult } from '../../../shared/pubsub/message';
+import { HEARTBEAT_ATTRIBUTE, type DecodeResult } from '../../../shared/pubsub/message';
 
 const NOW = Date.UTC(2026, 9, 7, 14, 11, 0);
 const VALID =
@@ -191,6 +191,66 @@ describe('ingestMessage: window state (gold aggregates contract-valid bookings)'
     const { deps, failNext } = withWindowState();
     failNext();
     await assert.rejects(ingestMessage(msg(VALID), deps), TransientError);
+  });
+});
+
+describe('ingestMessage: watermark heartbeats', () => {
+  function withHeartbeats() {
+    const base = setup();
+    const recorded: string[] = [];
+    const heartbeats: number[] = [];
+    base.deps.aggregations = [
+      {
+        ...bookingWindowStub((_key, element) => {
+          recorded.push(element.eventId);
+          return Promise.resolve();
+        }),
+        heartbeats: {
+          recordHeartbeat: (publishTimeMs: number) => {
+            heartbeats.push(publishTimeMs);
+            return Promise.resolve();
+          },
+        },
+      },
+    ];
+    const heartbeat = (data: string, messageId = 'hb-1'): DecodeResult => {
+      const m = msg(data, messageId);
+      if (m.ok) Object.assign(m.message.attributes, { [HEARTBEAT_ATTRIBUTE]: 'booking' });
+      return m;
+    };
+    return { ...base, recorded, heartbeats, heartbeat };
+  }
+
+  it('records its publish time and writes no Silver, quarantine, bad-data or window row, whatever its body', async () => {
+    const { deps, writer, recorded, heartbeats, heartbeat } = withHeartbeats();
+    // A body that would be quarantined, and one that would be a valid booking: neither is looked at.
+    for (const [i, body] of ['heartbeat', VALID].entries()) {
+      const out = await ingestMessage(heartbeat(body, `hb-${i}`), deps);
+      assert.deepEqual(out, {
+        destination: 'heartbeat',
+        messageId: `hb-${i}`,
+        publishTimeMs: NOW - 1000,
+      });
+    }
+    assert.deepEqual(heartbeats, [NOW - 1000, NOW - 1000]);
+    assert.equal(writer.rows.size, 0, [...writer.rows.keys()].join());
+    assert.deepEqual(recorded, []);
+  });
+
+  it('throws (redelivery) when the heartbeat cannot be recorded', async () => {
+    const { deps, heartbeat } = withHeartbeats();
+    const [a] = deps.aggregations;
+    assert.ok(a);
+    deps.aggregations = [
+      {
+        ...a,
+        heartbeats: {
+          recordHeartbeat: () =>
+            Promise.reject(new TransientError('firestore record heartbeat', 'unavailable')),
+        },
+      },
+    ];
+    await assert.rejects(ingestMessage(heartbeat('heartbeat'), deps), TransientError);
   });
 });
 

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import type { TableRef } from '../../../shared/config/env';
 import { main } from '../../../shared/ops/cli';
 import { EXIT, OpsError, UsageError } from '../../../shared/ops/errors';
-import { attributesOf } from '../../../shared/ops/replay-bronze';
+import { attributesOf, readChunk } from '../../../shared/ops/replay-bronze';
+import type { OpsContext } from '../../../shared/ops/context';
 import { KnownRowsWriter, emptyKnownRows } from '../../../shared/ops/known-rows-writer';
 import {
   bronzeGap,
@@ -575,5 +576,36 @@ describe('offvia replay: does Bronze hold the range', () => {
   it('exits 4 for a gap (docs/operations.md), apart from 1 for failed messages', () => {
     assert.equal(EXIT.bronzeGap, 4);
     assert.equal(new Set(Object.values(EXIT)).size, Object.values(EXIT).length);
+  });
+});
+
+describe('replay: Bronze heartbeats', () => {
+  it('skips watermark heartbeats when reading a chunk: they are never re-published as events', async () => {
+    const row = (id: string, attributes: string) => ({
+      message_id: id,
+      publish_time: '2026-12-01T10:00:00.000Z',
+      data: id === 'hb' ? 'heartbeat' : '{"booking_id":"BK-1"}',
+      attributes,
+    });
+    const ctx = {
+      mode: 'local',
+      env: {},
+      tables: { bronze: 'p.offvia_bronze.raw_bookings' },
+      bigquery: {
+        query: () =>
+          Promise.resolve([
+            [row('hb', '{"offvia_heartbeat":"booking"}'), row('m-1', '{}')],
+            {},
+            {},
+          ]),
+      },
+      describe: { bigquery: 'BigQuery emulator', firestore: '', hint: '' },
+    } as unknown as OpsContext;
+    const chunk = { index: 0, fromMs: 0, toMs: Date.UTC(2027, 0, 1) };
+    const read = await readChunk(ctx, chunk, { filters: [], messageIds: null });
+    assert.deepEqual(
+      read.map((m) => m.messageId),
+      ['m-1'],
+    );
   });
 });

@@ -63,6 +63,7 @@ function report(aggregation: Partial<AggregationStatus>): StatusReport {
         lagMs: null,
         maxEventTime: null,
         watermarkHolds: { active: 0, stuck: 0, oldestHeldPublishTime: null },
+        heartbeat: { publishTime: null, ageMs: null, stale: false },
         openWindows: 0,
         droppedLate: 0,
         droppedExpiredWindow: 0,

@@ -1,5 +1,5 @@
 // The generic runtime's fireWindows holds each aggregation's watermark behind the ingest subscription's backlog when
-// a backlog reader is wired (OFFVIA_WATERMARK_HOLD_SOURCE=monitoring), and has no hold without one.
+// a backlog reader is wired (OFFVIA_WATERMARK_HOLD_SOURCE=monitoring), and always behind the newest heartbeat.
 import assert from 'node:assert/strict';
 import { Firestore } from '@google-cloud/firestore';
 import { loadWindowConfig } from '../../../shared/config/window-config';
@@ -15,7 +15,10 @@ import type { RowWriter } from '../../../shared/sinks/row-writer';
 const NOW = Date.UTC(2026, 11, 2, 12, 0, 0);
 const MIN = 60_000;
 
-function build(backlog?: () => Promise<{ sampledAtMs: number; oldestUnackedAgeMs: number }>) {
+function build(
+  backlog?: () => Promise<{ sampledAtMs: number; oldestUnackedAgeMs: number }>,
+  newestHeartbeatMs: number | null = null,
+) {
   // No delivery holds (lease 0): only the backlog can hold. The client is never called by the hold seam.
   const knobs = sharedWindowKnobs({ OFFVIA_WATERMARK_HOLD_LEASE_MS: '0' });
   const aggregation = TELEMETRY_PIPELINE.aggregations[0] as unknown as AnyAggregation;
@@ -29,6 +32,10 @@ function build(backlog?: () => Promise<{ sampledAtMs: number; oldestUnackedAgeMs
     logger: new Logger('unit', () => undefined),
     now: () => NOW,
     ...(backlog && { backlog }),
+    heartbeats: {
+      recordHeartbeat: () => Promise.reject(new Error('not in this test')),
+      newestHeartbeat: () => Promise.resolve(newestHeartbeatMs),
+    },
   });
 }
 
@@ -42,8 +49,24 @@ describe('generic runtime: the backlog watermark hold', () => {
     assert.equal(hold.capMs, NOW - 5 * MIN - policy.maxOutOfOrdernessMs);
   });
 
-  it('has no hold seam without a reader and delivery holds off', () => {
-    assert.equal(build().fire.watermarkHold, undefined);
+  it('holds behind the newest processed heartbeat without a reader and with delivery holds off', async () => {
+    const policy = TELEMETRY_PIPELINE.aggregations[0]?.watermarkPolicy;
+    assert.ok(policy);
+    const hold = await build(undefined, NOW - 3 * MIN).fire.watermarkHold?.(NOW);
+    assert.equal(hold?.capMs, NOW - 3 * MIN - policy.maxOutOfOrdernessMs);
+    assert.equal(hold?.heartbeat?.stale, false);
+    // Before the first heartbeat nothing holds.
+    assert.equal((await build().fire.watermarkHold?.(NOW))?.capMs, null);
+  });
+
+  it('takes the earlier of the backlog and the heartbeat caps', async () => {
+    const backlog = () => Promise.resolve({ sampledAtMs: NOW, oldestUnackedAgeMs: 5 * MIN });
+    const policy = TELEMETRY_PIPELINE.aggregations[0]?.watermarkPolicy;
+    assert.ok(policy);
+    const older = await build(backlog, NOW - 8 * MIN).fire.watermarkHold?.(NOW);
+    assert.equal(older?.capMs, NOW - 8 * MIN - policy.maxOutOfOrdernessMs);
+    const newer = await build(backlog, NOW - 1 * MIN).fire.watermarkHold?.(NOW);
+    assert.equal(newer?.capMs, NOW - 5 * MIN - policy.maxOutOfOrdernessMs);
   });
 
   it('reads the source from OFFVIA_WATERMARK_HOLD_SOURCE, refusing monitoring without a subscription', () => {

@@ -6,6 +6,7 @@ import { TransientError } from '../../../shared/errors';
 import { Logger, type LogEntry } from '../../../shared/logging/logger';
 import {
   DeliveryHolds,
+  heartbeatWatermarkHold,
   readWatermarkHold,
   RELEASE_CHECK_AGE_MS,
   type WatermarkHoldStore,
@@ -137,5 +138,72 @@ describe('watermark holds of failing deliveries', () => {
     assert.equal(stuck?.message_id, 'poison');
     assert.equal(stuck?.severity, 'ERROR');
     assert.ok(lines.some((l) => l.outcome === 'watermark_held'));
+  });
+});
+
+describe('heartbeatWatermarkHold', () => {
+  const POLICY = { maxOutOfOrdernessMs: 10_000, idleTimeoutMs: 60_000, maxFutureSkewMs: 0 };
+  const NOW = Date.UTC(2026, 11, 6, 4, 0, 0);
+  const HOUR = 3_600_000;
+  const inner = (capMs: number | null) => () =>
+    Promise.resolve({
+      oldestPublishTimeMs: capMs,
+      capMs,
+      active: capMs === null ? 0 : 1,
+      stuck: [],
+      lapsed: [],
+    });
+  const store = (newest: number | null) => ({
+    recordHeartbeat: () => Promise.resolve(),
+    newestHeartbeat: () => Promise.resolve(newest),
+  });
+
+  it('caps at the earlier of the heartbeat and the inner hold', async () => {
+    const { log } = logger();
+    const options = { policy: POLICY, maxHoldMs: HOUR, pipeline: 'p', logger: log };
+    const hb = NOW - 5 * 60_000;
+    const older = await heartbeatWatermarkHold(store(hb), inner(hb - 60_000), options)(NOW);
+    assert.equal(older.capMs, hb - 60_000);
+    const newer = await heartbeatWatermarkHold(store(hb), inner(hb + 60_000), options)(NOW);
+    assert.equal(newer.capMs, hb - 10_000);
+    assert.equal(newer.heartbeat?.publishTimeMs, hb);
+    const none = await heartbeatWatermarkHold(store(hb), inner(null), options)(NOW);
+    assert.equal(none.capMs, hb - 10_000);
+  });
+
+  it('logs a heartbeat past the cap at ERROR (watermark_hold_stuck) and stops holding', async () => {
+    const { lines, log } = logger();
+    const options = { policy: POLICY, maxHoldMs: HOUR, pipeline: 'p', logger: log };
+    const hold = await heartbeatWatermarkHold(store(NOW - HOUR - 1), inner(null), options)(NOW);
+    assert.equal(hold.capMs, null);
+    assert.equal(hold.heartbeat?.stale, true);
+    const line = lines.find((l) => l.outcome === 'watermark_hold_stuck');
+    assert.equal(line?.severity, 'ERROR');
+    assert.equal(line?.source, 'heartbeat');
+    assert.equal(line?.hold_age_ms, HOUR + 1);
+    // A fresh heartbeat logs nothing.
+    const quiet = logger();
+    await heartbeatWatermarkHold(store(NOW - 1_000), inner(null), {
+      ...options,
+      logger: quiet.log,
+    })(NOW);
+    assert.deepEqual(quiet.lines, []);
+  });
+
+  it('fails the pass when the heartbeat cannot be read', async () => {
+    const { log } = logger();
+    const failing = {
+      recordHeartbeat: () => Promise.resolve(),
+      newestHeartbeat: () => Promise.reject(new TransientError('firestore read heartbeat', 'x')),
+    };
+    await assert.rejects(
+      heartbeatWatermarkHold(failing, inner(null), {
+        policy: POLICY,
+        maxHoldMs: HOUR,
+        pipeline: 'p',
+        logger: log,
+      })(NOW),
+      TransientError,
+    );
   });
 });

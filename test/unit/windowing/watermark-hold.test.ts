@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import {
   advanceWatermarkByProcessingTime,
   applyWatermarkHold,
+  heartbeatHoldAt,
   holdCapMs,
   INITIAL_WATERMARK_STATE,
   observeEventTime,
@@ -107,5 +108,67 @@ describe('watermark hold', () => {
     const state = { watermarkMs: T0, maxEventTimeMs: T0, maxEventTimeSeenAtMs: T0 };
     const next = { ...state, watermarkMs: T0 + 1 };
     assert.equal(applyWatermarkHold(state, next, hold.capMs), next);
+  });
+});
+
+describe('heartbeat rule', () => {
+  it('under the idle rule the watermark never passes the newest processed heartbeat − out-of-orderness (property)', () => {
+    fc.assert(
+      fc.property(
+        // Events until T0 + lastEvent, then the ingest path stalls: the newest processed heartbeat stays at
+        // T0 + heartbeat while fireWindows keeps passing at T0 + each of `passes` (a stalled minute after minute).
+        fc.integer({ min: 0, max: HOUR }),
+        fc.integer({ min: 0, max: HOUR }),
+        fc.array(fc.integer({ min: 0, max: 3 * HOUR }), { minLength: 1, maxLength: 20 }),
+        (lastEventMs, heartbeatMs, passes) => {
+          let state = observeEventTime(
+            POLICY,
+            INITIAL_WATERMARK_STATE,
+            T0 + lastEventMs,
+            T0 + lastEventMs,
+          ).state;
+          const before = state.watermarkMs;
+          for (const pt of [...passes].sort((a, b) => a - b)) {
+            const nowMs = T0 + Math.max(pt, heartbeatMs);
+            const hold = heartbeatHoldAt(POLICY, T0 + heartbeatMs, nowMs, 4 * HOUR);
+            assert.equal(hold.stale, false);
+            state = applyWatermarkHold(
+              state,
+              advanceWatermarkByProcessingTime(POLICY, state, nowMs),
+              hold.capMs,
+            );
+            assert.ok(
+              state.watermarkMs <= Math.max(before, T0 + heartbeatMs - POLICY.maxOutOfOrdernessMs),
+              `watermark ${state.watermarkMs - T0} passed heartbeat ${heartbeatMs}`,
+            );
+          }
+        },
+      ),
+    );
+  });
+
+  it('holds the idle rule while heartbeats stall, and lets it go once one is processed', () => {
+    const seen = observeEventTime(POLICY, INITIAL_WATERMARK_STATE, T0, T0).state;
+    const nowMs = T0 + 15 * 60_000;
+    const stalled = heartbeatHoldAt(POLICY, T0, nowMs, HOUR);
+    assert.equal(stalled.capMs, T0 - POLICY.maxOutOfOrdernessMs);
+    const idle = advanceWatermarkByProcessingTime(POLICY, seen, nowMs);
+    assert.equal(applyWatermarkHold(seen, idle, stalled.capMs).watermarkMs, seen.watermarkMs);
+    const caughtUp = heartbeatHoldAt(POLICY, nowMs - 1_000, nowMs, HOUR);
+    assert.equal(applyWatermarkHold(seen, idle, caughtUp.capMs).watermarkMs, idle.watermarkMs);
+  });
+
+  it('no heartbeat yet: no cap; older than the cap: stale, no cap; exactly at the cap: still holds', () => {
+    assert.deepEqual(heartbeatHoldAt(POLICY, null, T0, HOUR), {
+      publishTimeMs: null,
+      capMs: null,
+      stale: false,
+    });
+    assert.deepEqual(heartbeatHoldAt(POLICY, T0, T0 + HOUR + 1, HOUR), {
+      publishTimeMs: T0,
+      capMs: null,
+      stale: true,
+    });
+    assert.equal(heartbeatHoldAt(POLICY, T0, T0 + HOUR, HOUR).capMs, holdCapMs(POLICY, T0));
   });
 });
