@@ -20,6 +20,7 @@ import {
 import { fireWindows } from '../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
 import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer';
+import type { LogEntry } from '../shared/logging/logger';
 import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
 import { seedKeyGroups } from './lib/seed-key-groups';
@@ -237,6 +238,13 @@ export interface FiringRow {
    * no other pane.
    */
   exactlyOnce: boolean;
+  /**
+   * What the fireWindows summaries reported: units failed transiently (fired again next round), panes left in the
+   * outbox by a failed gold write, panes re-emitted from the outbox, runs stopped early (`partial`).
+   */
+  trouble: { failed: number; deferred: number; reemitted: number; partial: number };
+  /** The first failure the firing logged (message and error), `null` when none. */
+  firstFailure: string | null;
   /** Rows the firing wrote to gold (a pane written again under its insertId counts again here). */
   goldRows: number;
   /** Distinct panes in gold (insertIds), as BigQuery's insertId dedup leaves them. */
@@ -280,6 +288,20 @@ class OnTimeTally implements RowWriter {
   }
 }
 
+/** Log outcomes of a firing that went wrong (the rest, one line per pane, is not kept). */
+const FAILURE_OUTCOMES = new Set([
+  'window_firing_failed',
+  'fire_windows_failed',
+  'fire_windows_lease_lost',
+  'pane_emission_deferred',
+]);
+
+/** A log sink that keeps only the firing's failure lines, in `into`. */
+function failureLog(into: LogEntry[]): LogEntry[] {
+  const keep = (e: LogEntry) => (FAILURE_OUTCOMES.has(String(e.outcome)) ? into.push(e) : 0);
+  return { push: keep } as unknown as LogEntry[];
+}
+
 /** Firing-rate configuration (`OFFVIA_BENCH_FIRING_*`): the product's defaults unless set. */
 const FIRING_ENV: Record<string, string> = {};
 for (const [name, from] of [
@@ -306,6 +328,7 @@ async function firingRow(db: Firestore, keys: number, defaults: boolean): Promis
   const root = uniqueRoot('benchFire');
   const clock = new Clock(T);
   const tally = new OnTimeTally();
+  const failures: LogEntry[] = [];
   const { windows } = firestoreBookingWindows(
     db,
     {
@@ -314,7 +337,7 @@ async function firingRow(db: Firestore, keys: number, defaults: boolean): Promis
       OFFVIA_FIRE_WINDOWS_MAX_WINDOWS: '100000',
       ...(defaults ? {} : FIRING_ENV),
     },
-    { clock, metrics, writer: tally },
+    { clock, metrics, writer: tally, logs: failureLog(failures) },
   );
   // One event per key, all in the window [T, T + 1 min).
   const specs = Array.from({ length: keys }, (_, i) => ({
@@ -347,20 +370,35 @@ async function firingRow(db: Firestore, keys: number, defaults: boolean): Promis
   const loadStart = loadAverage();
   const cpu0 = process.cpuUsage();
   const t0 = Date.now();
+  const trouble = { failed: 0, deferred: 0, reemitted: 0, partial: 0 };
+  const round = async (): Promise<void> => {
+    const summaries = await Promise.all(
+      Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))),
+    );
+    runs += calls;
+    for (const s of summaries) {
+      trouble.failed += s.windowsFailed;
+      trouble.deferred += s.panesDeferred;
+      trouble.reemitted += s.outboxReemitted;
+      if (s.status === 'partial') trouble.partial++;
+    }
+  };
+  // Each round of calls is the next scheduler minute: a unit that failed transiently is fired again, and panes left
+  // in the outbox are re-emitted once they are older than the outbox grace, as in the product.
   clock.nowMs = T + 3 * MIN;
   while (onTime() < keys && runs < 400) {
-    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
-    runs += calls;
+    await round();
+    clock.nowMs += MIN;
   }
   const onTimeMs = Date.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const t1 = Date.now();
-  clock.nowMs = T + 10 * MIN;
+  clock.nowMs = Math.max(clock.nowMs, T + 10 * MIN);
   const groups = windows.groups;
   const open = async () => (groups === undefined ? 0 : (await groups.nextTimers()).eventTimeMs);
   while ((await open()) !== null && runs < 800) {
-    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
-    runs += calls;
+    await round();
+    clock.nowMs += MIN;
   }
   const collectedMs = Date.now() - t1;
   const expectedKeys = new Set(specs.map((s) => (s.route ?? []).join('-')));
@@ -383,6 +421,9 @@ async function firingRow(db: Firestore, keys: number, defaults: boolean): Promis
     writes: metrics.writes - before.writes,
     deletes: metrics.deletes - before.deletes,
     exactlyOnce,
+    trouble,
+    firstFailure:
+      failures[0] === undefined ? null : `${failures[0].message}: ${String(failures[0].error)}`,
     goldRows: tally.rows,
     goldPanes: tally.ids.size,
     clientCpuMs: Math.round((cpu.user + cpu.system) / 1000),
@@ -405,7 +446,9 @@ function firingLine(f: FiringRow): string {
     `(${f.setup} in ${(f.setupMs / 1000).toFixed(1)} s): all on-time panes in gold after ` +
     `${(f.onTimeMs / 1000).toFixed(1)} s (target 60 s), all state collected ${(f.collectedMs / 1000).toFixed(1)} s ` +
     `later (target 60 s); ${f.runs} fireWindows calls; Firestore ${f.transactions} transactions, ${f.reads} reads, ` +
-    `${f.writes} writes, ${f.deletes} deletes for the firing; client CPU ${(f.clientCpuMs / 1000).toFixed(1)} s ` +
+    `${f.writes} writes, ${f.deletes} deletes for the firing; ${f.trouble.failed} key groups failed transiently, ` +
+    `${f.trouble.deferred} panes deferred, ${f.trouble.reemitted} re-emitted from the outbox, ${f.trouble.partial} ` +
+    `runs partial${f.firstFailure === null ? '' : ` (first: ${f.firstFailure})`}; client CPU ${(f.clientCpuMs / 1000).toFixed(1)} s ` +
     `until on time; gold tallied apart: ${f.goldPanes.toLocaleString('en-US')} panes ` +
     `(${f.goldRows.toLocaleString('en-US')} rows written), every key's on-time pane in gold exactly once with its ` +
     `count and no other pane: ${f.exactlyOnce ? 'yes' : 'NO'}; load average ${f.loadStart} before, ${f.loadEnd} after`
