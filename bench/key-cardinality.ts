@@ -20,6 +20,7 @@ import {
 import { fireWindows } from '../shared/state/fire-windows';
 import { GROUP_COLLECTIONS } from '../shared/state/grouped-window-store';
 import type { InsertRow, RowResult, RowWriter } from '../shared/sinks/row-writer';
+import type { LogEntry } from '../shared/logging/logger';
 import type { TableRef } from '../shared/config/env';
 import { PRICES } from './lib/cost';
 import { seedKeyGroups } from './lib/seed-key-groups';
@@ -232,8 +233,29 @@ export interface FiringRow {
   reads: number;
   writes: number;
   deletes: number;
-  /** Every key's on-time pane in gold exactly once (by insertId), with a booking count of 1. */
+  /**
+   * Every key has exactly one pane in gold (by insertId): its on-time pane, with a booking count of 1, and gold holds
+   * no other pane.
+   */
   exactlyOnce: boolean;
+  /**
+   * What the fireWindows summaries reported: units failed transiently (fired again next round), panes left in the
+   * outbox by a failed gold write, panes re-emitted from the outbox, runs stopped early (`partial`).
+   */
+  trouble: { failed: number; deferred: number; reemitted: number; partial: number };
+  /** The first failure the firing logged (message and error), `null` when none. */
+  firstFailure: string | null;
+  /** Rows the firing wrote to gold (a pane written again under its insertId counts again here). */
+  goldRows: number;
+  /** Distinct panes in gold (insertIds), as BigQuery's insertId dedup leaves them. */
+  goldPanes: number;
+  /** CPU time of this process (the fireWindows calls and the gold tally) until every on-time pane was in gold, ms. */
+  clientCpuMs: number;
+  /** The 1, 5 and 15 minute load averages before the firing and after the collection. */
+  loadStart: string;
+  loadEnd: string;
+  /** Whether every firing setting was the product's default (no `OFFVIA_BENCH_FIRING_*` setting). */
+  defaults: boolean;
   keyGroups: number;
   partitions: number;
   calls: number;
@@ -241,15 +263,20 @@ export interface FiringRow {
 }
 
 /**
- * A gold writer that tallies on-time panes per key as they arrive (a pane written again under the same insertId,
- * as a re-emission would, is BigQuery's dedup: counted once), sharing no code with the pipeline.
+ * A gold writer that tallies the panes per key as they arrive (a pane written again under the same insertId, as a
+ * re-emission would, is BigQuery's dedup: one pane, and one more row in `rows`), sharing no code with the pipeline.
  */
 class OnTimeTally implements RowWriter {
   readonly onTime = new Map<string, { insertId: string; count: number }[]>();
-  private readonly ids = new Set<string>();
+  /** Distinct panes (insertIds) in gold, of every timing. */
+  readonly ids = new Set<string>();
+  /** Rows written to gold, re-sent ones included. */
+  rows = 0;
   insertRows(table: TableRef, rows: readonly InsertRow[]): Promise<RowResult[]> {
     for (const r of rows) {
-      if (table.tableId !== 'route_panes' || this.ids.has(r.insertId)) continue;
+      if (table.tableId !== 'route_panes') continue;
+      this.rows++;
+      if (this.ids.has(r.insertId)) continue;
       this.ids.add(r.insertId);
       if (r.json.pane_timing !== 'ON_TIME') continue;
       const key = String(r.json.route_key);
@@ -259,6 +286,20 @@ class OnTimeTally implements RowWriter {
     }
     return Promise.resolve(rows.map(() => ({ ok: true as const })));
   }
+}
+
+/** Log outcomes of a firing that went wrong (the rest, one line per pane, is not kept). */
+const FAILURE_OUTCOMES = new Set([
+  'window_firing_failed',
+  'fire_windows_failed',
+  'fire_windows_lease_lost',
+  'pane_emission_deferred',
+]);
+
+/** A log sink that keeps only the firing's failure lines, in `into`. */
+function failureLog(into: LogEntry[]): LogEntry[] {
+  const keep = (e: LogEntry) => (FAILURE_OUTCOMES.has(String(e.outcome)) ? into.push(e) : 0);
+  return { push: keep } as unknown as LogEntry[];
 }
 
 /** Firing-rate configuration (`OFFVIA_BENCH_FIRING_*`): the product's defaults unless set. */
@@ -273,26 +314,30 @@ for (const [name, from] of [
 }
 /** fireWindows calls at once, as that many invocations would (default: one per partition). */
 const FIRING_CALLS = process.env.OFFVIA_BENCH_FIRING_CALLS;
+/** Whether the firing row runs at settings other than the product's defaults (then the defaults' row runs too). */
+const FIRING_CUSTOM =
+  Object.keys(FIRING_ENV).length > 0 || (FIRING_CALLS !== undefined && FIRING_CALLS !== '');
 
 /**
  * `keys` (key, window)s of one window due at once: time to every on-time pane in gold, then to every state deleted.
  * The state is seeded directly (`seedKeyGroups`) unless `OFFVIA_BENCH_FIRING_SETUP=ingest` (the booking pipeline,
  * 40 minutes for 50,000 keys on this machine kind).
  */
-async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
+async function firingRow(db: Firestore, keys: number, defaults: boolean): Promise<FiringRow> {
   const metrics: StoreMetrics = newStoreMetrics();
   const root = uniqueRoot('benchFire');
   const clock = new Clock(T);
   const tally = new OnTimeTally();
+  const failures: LogEntry[] = [];
   const { windows } = firestoreBookingWindows(
     db,
     {
       OFFVIA_WINDOW_FIRESTORE_ROOT: root,
       OFFVIA_WINDOW_LAYOUT: 'key-groups',
       OFFVIA_FIRE_WINDOWS_MAX_WINDOWS: '100000',
-      ...FIRING_ENV,
+      ...(defaults ? {} : FIRING_ENV),
     },
-    { clock, metrics, writer: tally },
+    { clock, metrics, writer: tally, logs: failureLog(failures) },
   );
   // One event per key, all in the window [T, T + 1 min).
   const specs = Array.from({ length: keys }, (_, i) => ({
@@ -318,29 +363,48 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
   // The idle rule moves the watermark past the window's end; the early panes are due too (30 s after their first
   // element): every (key, window) is due at once.
   const calls =
-    FIRING_CALLS === undefined || FIRING_CALLS === ''
+    defaults || FIRING_CALLS === undefined || FIRING_CALLS === ''
       ? windows.config.firePartitions
       : intEnv('OFFVIA_BENCH_FIRING_CALLS', 1);
   let runs = 0;
+  const loadStart = loadAverage();
+  const cpu0 = process.cpuUsage();
   const t0 = Date.now();
+  const trouble = { failed: 0, deferred: 0, reemitted: 0, partial: 0 };
+  const round = async (): Promise<void> => {
+    const summaries = await Promise.all(
+      Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))),
+    );
+    runs += calls;
+    for (const s of summaries) {
+      trouble.failed += s.windowsFailed;
+      trouble.deferred += s.panesDeferred;
+      trouble.reemitted += s.outboxReemitted;
+      if (s.status === 'partial') trouble.partial++;
+    }
+  };
+  // Each round of calls is the next scheduler minute: a unit that failed transiently is fired again, and panes left
+  // in the outbox are re-emitted once they are older than the outbox grace, as in the product.
   clock.nowMs = T + 3 * MIN;
   while (onTime() < keys && runs < 400) {
-    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
-    runs += calls;
+    await round();
+    clock.nowMs += MIN;
   }
   const onTimeMs = Date.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   const t1 = Date.now();
-  clock.nowMs = T + 10 * MIN;
+  clock.nowMs = Math.max(clock.nowMs, T + 10 * MIN);
   const groups = windows.groups;
   const open = async () => (groups === undefined ? 0 : (await groups.nextTimers()).eventTimeMs);
   while ((await open()) !== null && runs < 800) {
-    await Promise.all(Array.from({ length: calls }, () => fireWindows(fireWindowsDepsOf(windows))));
-    runs += calls;
+    await round();
+    clock.nowMs += MIN;
   }
   const collectedMs = Date.now() - t1;
   const expectedKeys = new Set(specs.map((s) => (s.route ?? []).join('-')));
   const exactlyOnce =
     tally.onTime.size === expectedKeys.size &&
+    tally.ids.size === expectedKeys.size &&
     [...expectedKeys].every((k) => {
       const panes = tally.onTime.get(k);
       return panes?.length === 1 && panes[0]?.count === 1;
@@ -357,6 +421,15 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
     writes: metrics.writes - before.writes,
     deletes: metrics.deletes - before.deletes,
     exactlyOnce,
+    trouble,
+    firstFailure:
+      failures[0] === undefined ? null : `${failures[0].message}: ${String(failures[0].error)}`,
+    goldRows: tally.rows,
+    goldPanes: tally.ids.size,
+    clientCpuMs: Math.round((cpu.user + cpu.system) / 1000),
+    loadStart,
+    loadEnd: loadAverage(),
+    defaults,
     keyGroups: windows.config.keyGroups,
     partitions: windows.config.firePartitions,
     calls,
@@ -367,13 +440,18 @@ async function firingRow(db: Firestore, keys: number): Promise<FiringRow> {
 /** The firing-rate row as one line. */
 function firingLine(f: FiringRow): string {
   return (
-    `firing rate (key-groups, ${f.keyGroups} groups, ${f.partitions} partitions, ${f.calls} concurrent fireWindows ` +
+    `firing rate (key-groups, ${f.defaults ? 'the product defaults: ' : 'NOT the defaults: '}${f.keyGroups} groups, ` +
+    `${f.partitions} partitions, ${f.calls} concurrent fireWindows ` +
     `calls, ${f.concurrency} groups in flight each): ${f.keys.toLocaleString('en-US')} (key, window)s due at once ` +
     `(${f.setup} in ${(f.setupMs / 1000).toFixed(1)} s): all on-time panes in gold after ` +
     `${(f.onTimeMs / 1000).toFixed(1)} s (target 60 s), all state collected ${(f.collectedMs / 1000).toFixed(1)} s ` +
     `later (target 60 s); ${f.runs} fireWindows calls; Firestore ${f.transactions} transactions, ${f.reads} reads, ` +
-    `${f.writes} writes, ${f.deletes} deletes for the firing; every on-time pane in gold once with its count: ` +
-    `${f.exactlyOnce ? 'yes' : 'NO'}`
+    `${f.writes} writes, ${f.deletes} deletes for the firing; ${f.trouble.failed} key groups failed transiently, ` +
+    `${f.trouble.deferred} panes deferred, ${f.trouble.reemitted} re-emitted from the outbox, ${f.trouble.partial} ` +
+    `runs partial${f.firstFailure === null ? '' : ` (first: ${f.firstFailure})`}; client CPU ${(f.clientCpuMs / 1000).toFixed(1)} s ` +
+    `until on time; gold tallied apart: ${f.goldPanes.toLocaleString('en-US')} panes ` +
+    `(${f.goldRows.toLocaleString('en-US')} rows written), every key's on-time pane in gold exactly once with its ` +
+    `count and no other pane: ${f.exactlyOnce ? 'yes' : 'NO'}; load average ${f.loadStart} before, ${f.loadEnd} after`
   );
 }
 
@@ -408,7 +486,10 @@ export interface KeyCardinalityOptions {
 /** The table and the firing-rate line as markdown lines, and whether an independent count failed. */
 export interface KeyCardinalityReport {
   readonly rows: readonly Row[];
+  /** The firing-rate row at the `OFFVIA_BENCH_FIRING_*` settings (the product's defaults when none is set). */
   readonly firing: FiringRow | undefined;
+  /** The same row at the product's defaults, measured beside `firing` when that one is not at the defaults. */
+  readonly firingAtDefaults: FiringRow | undefined;
   readonly lines: readonly string[];
   readonly failed: boolean;
 }
@@ -459,13 +540,22 @@ export async function measureKeyCardinality(
     }
   }
   let firing: FiringRow | undefined;
+  let firingAtDefaults: FiringRow | undefined;
   if (options.firingKeys > 0) {
-    firing = await firingRow(db, options.firingKeys);
-    lines.push('', firingLine(firing));
+    // Figures at other settings are printed beside the defaults' (what ships), measured in the same run.
+    if (FIRING_CUSTOM) {
+      firingAtDefaults = await firingRow(db, options.firingKeys, true);
+      lines.push('', firingLine(firingAtDefaults));
+    }
+    firing = await firingRow(db, options.firingKeys, !FIRING_CUSTOM);
+    lines.push(...(FIRING_CUSTOM ? [] : ['']), firingLine(firing));
   }
   const failedRows = rows.filter((r) => !r.countedOnce);
-  if (firing !== undefined && !firing.exactlyOnce) {
-    lines.push('firing rate: an on-time pane is missing, repeated or miscounted');
+  const firings = [firingAtDefaults, firing].filter((f) => f !== undefined);
+  if (firings.some((f) => !f.exactlyOnce)) {
+    lines.push(
+      'firing rate: an on-time pane is missing, repeated or miscounted, or another pane is in gold',
+    );
   }
   if (failedRows.length > 0) {
     lines.push(
@@ -475,8 +565,9 @@ export async function measureKeyCardinality(
   return {
     rows,
     firing,
+    firingAtDefaults,
     lines,
-    failed: failedRows.length > 0 || (firing !== undefined && !firing.exactlyOnce),
+    failed: failedRows.length > 0 || firings.some((f) => !f.exactlyOnce),
   };
 }
 

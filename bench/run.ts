@@ -530,7 +530,11 @@ async function main(): Promise<void> {
     checks,
     beam: { disagreements: disagree, total: disagreeCount },
     cost: { prices: PRICES, usage, lines: costLines, totalUsdPerMillion: costTotal, dataflow },
-    keyCardinality: { rows: keyReport.rows, firing: keyReport.firing },
+    keyCardinality: {
+      rows: keyReport.rows,
+      firing: keyReport.firing,
+      firingAtDefaults: keyReport.firingAtDefaults,
+    },
   };
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const json = JSON.stringify(report, null, 2);

@@ -148,7 +148,7 @@ export const TOOLING_VAR_GROUPS: readonly ToolingGroup[] = [
       "OFFVIA_BENCH_FIRING_KEY_GROUPS | the product's `OFFVIA_WINDOW_KEY_GROUPS` | key groups per window in the firing-rate row",
       "OFFVIA_BENCH_FIRING_PARTITIONS | the product's `OFFVIA_FIRE_WINDOWS_PARTITIONS` | fireWindows partitions in the firing-rate row",
       "OFFVIA_BENCH_FIRING_CONCURRENCY | the product's `OFFVIA_FIRE_WINDOWS_CONCURRENCY` | key groups each fireWindows call fires at once in the firing-rate row",
-      'OFFVIA_BENCH_FIRING_CALLS | one per partition | fireWindows calls at once in the firing-rate row, as that many invocations would',
+      "OFFVIA_BENCH_FIRING_CALLS | one per partition | fireWindows calls at once in the firing-rate row, as that many invocations would. When any of these four is set, the row also runs at the product's defaults first and prints both lines",
       'OFFVIA_BENCH_FIRING_SETUP | `seed` | `ingest`: the firing-rate row ingests its events through the pipeline instead of seeding the key-group documents with a BulkWriter',
       'OFFVIA_BENCH_KEYS_EVENTS | `5000` | events per key-cardinality row of `npm run bench`',
       'OFFVIA_BENCH_SKIP_FIRING | unset | `1`: `bench:keys` prints the key-cardinality rows only',

@@ -14,6 +14,7 @@ import {
   memoryBookingWindows,
   MIN,
   record,
+  routesOf,
   S,
   T,
 } from '../../support/booking-windows';
@@ -43,6 +44,28 @@ describe('state: keyed windows', () => {
       [['ON_TIME', 9, '49.5']],
     );
     assert.equal(store.state.shards.size, 0, 'closed: shards deleted');
+  });
+
+  it('fires every key of a key group in one transaction that reads all of them before it writes', async () => {
+    const { sink, store, windows, clock, writer } = memoryBookingWindows({
+      OFFVIA_WINDOW_KEY_GROUPS: '1',
+    });
+    const routes = routesOf('JFK-LHR-USD SFO-HND-USD CDG-JFK-EUR LHR-DXB-GBP');
+    for (const [i, route] of routes.entries()) {
+      await record(sink, { id: `g${i}`, route, fare: '10', at: T + i * S }, T + i * S);
+    }
+    const before = store.metrics.transactions;
+    // The in-memory store refuses a read after a write in one transaction, as Firestore does.
+    const summary = await fire(windows, clock, T + 3 * MIN);
+    assert.equal(summary.windowsFailed, 0);
+    assert.equal(store.metrics.transactions - before, 1, 'one transaction for the group');
+    assert.deepEqual(
+      writer
+        .gold()
+        .map((r) => [r.route_key, r.pane_timing, r.booking_count])
+        .sort(),
+      routes.map((r) => [r.join('-'), 'ON_TIME', 1]).sort(),
+    );
   });
 
   it('counts an event in each of its sliding windows and drops it only from the expired one', async () => {
