@@ -37,6 +37,21 @@ export interface LocalJob {
 }
 
 /**
+ * A job's cadence from `variable`, seconds (unset or empty: `fallback`; 0 turns the job off).
+ * @throws Error naming the variable when it is not an integer ≥ 0
+ */
+function cadenceSeconds(env: NodeJS.ProcessEnv, variable: string, fallback: number): number {
+  const raw = env[variable];
+  const seconds = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isSafeInteger(seconds) || seconds < 0) {
+    throw new Error(
+      `${variable} must be an integer number of seconds >= 0, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return seconds;
+}
+
+/**
  * The jobs to run: each schedule with its URL from OFFVIA_<NAME>_URL (written by stack.sh) and its cadence from
  * OFFVIA_SCHEDULE_<NAME>_SECONDS (default: the schedule's; 0 turns the job off).
  * @throws Error naming the variable when a URL is missing or a cadence is not an integer ≥ 0.
@@ -48,14 +63,7 @@ export function localJobs(
   const jobs: LocalJob[] = [];
   for (const s of schedules) {
     const name = functionEnvName(s.functionName);
-    const cadenceVar = `OFFVIA_SCHEDULE_${name}_SECONDS`;
-    const raw = env[cadenceVar];
-    const everySeconds = raw === undefined || raw === '' ? s.everySeconds : Number(raw);
-    if (!Number.isSafeInteger(everySeconds) || everySeconds < 0) {
-      throw new Error(
-        `${cadenceVar} must be an integer number of seconds >= 0, got ${JSON.stringify(raw)}`,
-      );
-    }
+    const everySeconds = cadenceSeconds(env, `OFFVIA_SCHEDULE_${name}_SECONDS`, s.everySeconds);
     if (everySeconds === 0) continue;
     const urlVar = `OFFVIA_${name}_URL`;
     const url = env[urlVar];
@@ -87,13 +95,7 @@ export function heartbeatJobs(
   pipelines: readonly AnyPipelineDefinition[],
   env: NodeJS.ProcessEnv = process.env,
 ): HeartbeatJob[] {
-  const raw = env[HEARTBEAT_CADENCE_VAR];
-  const everySeconds = raw === undefined || raw === '' ? 60 : Number(raw);
-  if (!Number.isSafeInteger(everySeconds) || everySeconds < 0) {
-    throw new Error(
-      `${HEARTBEAT_CADENCE_VAR} must be an integer number of seconds >= 0, got ${JSON.stringify(raw)}`,
-    );
-  }
+  const everySeconds = cadenceSeconds(env, HEARTBEAT_CADENCE_VAR, 60);
   if (everySeconds === 0) return [];
   return pipelines.map((p) => ({ pipeline: p.name, topic: p.pubsub.topic, everySeconds }));
 }
